@@ -1,0 +1,55 @@
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+int test_checks_passed, test_checks_failed;
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+
+int test_finish(void)
+{
+    printf("%d passed, %d failed\n", test_checks_passed, test_checks_failed);
+    if (test_checks_passed + test_checks_failed == 0) {
+        fprintf(stderr, "test made no checks\n");
+        return 1;
+    }
+    return test_checks_failed ? 1 : 0;
+}
+
+void test_skip(const char *why)
+{
+    printf("SKIPPED: %s\n", why);
+    exit(TEST_SKIP_CODE);
+}
+
+void test_rng_seed(uint64_t seed) { rng_state = seed ? seed : 0x9E3779B97F4A7C15ull; }
+
+uint32_t test_rng_u32(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+float test_rng_uniform(void) { return (float)(test_rng_u32() >> 8) * (1.0f / 16777216.0f); }
+
+float test_rng_normal(void)
+{
+    float u1 = test_rng_uniform(), u2 = test_rng_uniform();
+    if (u1 < 1e-7f) u1 = 1e-7f;
+    return sqrtf(-2.0f * logf(u1)) * cosf(6.2831853f * u2);
+}
+
+double test_nse(const float *a, const float *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - (double)ref[i];
+        num += d * d;
+        den += (double)ref[i] * (double)ref[i];
+    }
+    if (den == 0) return num == 0 ? 0 : INFINITY;
+    return num / den;
+}
