@@ -1,0 +1,47 @@
+/* The INT2 quantizer of DESIGN.md §1, as a plain-C reference. The shaders implement the same
+ * arithmetic in the same order (shaders/common/int2_quant.glsl) and are tested bit-exact
+ * against these functions, so every step here is defined to be reproducible on a GPU:
+ * only fp32 add, subtract, multiply and compare (correctly rounded in Vulkan; the shaders
+ * mark them `precise` so nothing is fused), no division, fp16 rounding by hand (half.h).
+ *
+ * Clip threshold of a row x[0..n) at ratio r (0 < r <= 1):
+ *     a = |x| sorted ascending;  pos = r * (n - 1);  lo = floor(pos);  hi = min(lo + 1, n - 1)
+ *     frac = pos - lo;  tau = a[lo] + frac * (a[hi] - a[lo])       (linear interpolation,
+ *     torch.quantile's default).  r >= 1 means no clipping (tau = +inf).
+ * Quantizing a group g[0..G) of the clipped row:
+ *     min_h = f16(min g);  mn = f32(min_h)
+ *     scale_h = f16((max g - mn) * (1/3));  sc = f32(scale_h)
+ *     code = [x >= mn + 0.5 sc] + [x >= mn + 1.5 sc] + [x >= mn + 2.5 sc]   (0 when sc == 0)
+ *     dequant(code) = mn + code * sc
+ * i.e. round to the nearest of the four levels, ties upward.
+ */
+#ifndef OSCAR_INT2_QUANT_H
+#define OSCAR_INT2_QUANT_H
+
+#include <stdint.h>
+
+/* Default clip ratios of the OSCAR reference. */
+#define OSCAR_CLIP_RATIO_K 0.96f
+#define OSCAR_CLIP_RATIO_V 0.92f
+/* Largest group (and head_dim) the reference handles. */
+#define OSCAR_INT2_MAX_GROUP 256u
+
+/* Returns the clip threshold tau of x[0..n) at ratio r (see above); +inf when r >= 1 or n == 0.
+ * `scratch` must hold n floats. */
+float oscar_int2_clip_threshold(const float *x, uint32_t n, float r, float *scratch);
+
+/* Clamps x[0..n) to [-tau, tau] into out (out may equal x). */
+void oscar_int2_clip(const float *x, uint32_t n, float tau, float *out);
+
+/* Quantizes one group of G values: codes[0..G) in 0..3, fp16 bits of scale and min. */
+void oscar_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint16_t *scale_h, uint16_t *min_h);
+
+/* Dequantizes one group. */
+void oscar_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scale_h, uint16_t min_h, float *out);
+
+/* Clip (ratio r) + quantize + dequantize a whole row of n values in groups of G, returning the
+ * reconstruction in out: the "fake quantization" the calibrator and tests use. `scratch` holds
+ * n floats; n must be a multiple of G and G <= OSCAR_INT2_MAX_GROUP. */
+void oscar_int2_fake_quantize_row(const float *x, uint32_t n, uint32_t G, float r, float *out, float *scratch);
+
+#endif
