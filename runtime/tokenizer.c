@@ -1,0 +1,1098 @@
+/* Tokenizer: byte-level BPE ("gpt2") and SentencePiece BPE ("llama"), see tokenizer.h.
+ *
+ * Layout of this file:
+ *   1. UTF-8 and Unicode classes
+ *   2. the pre-tokenizer (hand-written matchers for the regexes named in tokenizer.h)
+ *   3. vocabulary storage: text pool, string -> id hash, (left, right) -> merge hash
+ *   4. create / destroy
+ *   5. encoding: special-token partition, BPE merge loop, SPM merge loop
+ *   6. decoding and accessors
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "tokenizer.h"
+
+/* ==== 1. UTF-8 and Unicode classes ====================================================== */
+
+/* Code point given to an invalid UTF-8 byte b: the lone surrogate U+DC00+b, as Python's
+ * "surrogateescape" does. It is in no class (not letter, number or space), so the
+ * pre-tokenizer treats it like punctuation, and its bytes are the original byte. */
+#define INVALID_BYTE_CP(b) (0xDC00u | (uint32_t)(b))
+
+/* Decodes one UTF-8 character at s[0..n) (n >= 1). Returns its length in bytes (1..4) and
+ * the code point in *cp; an invalid or truncated sequence, an overlong form, a surrogate or a
+ * value above U+10FFFF yields length 1 and INVALID_BYTE_CP(s[0]). */
+static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned c = s[0];
+    size_t len;
+    uint32_t v, min;
+    if (c < 0x80) { *cp = c; return 1; }
+    if (c >= 0xC2 && c <= 0xDF) { len = 2; v = c & 0x1F; min = 0x80; }
+    else if (c >= 0xE0 && c <= 0xEF) { len = 3; v = c & 0x0F; min = 0x800; }
+    else if (c >= 0xF0 && c <= 0xF4) { len = 4; v = c & 0x07; min = 0x10000; }
+    else goto invalid;
+    if (len > n) goto invalid;
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) goto invalid;
+        v = (v << 6) | (s[i] & 0x3F);
+    }
+    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) goto invalid;
+    *cp = v;
+    return len;
+invalid:
+    *cp = INVALID_BYTE_CP(c);
+    return 1;
+}
+
+/* Writes the UTF-8 form of a valid code point to out (>= 4 bytes); returns its length. */
+static size_t utf8_encode(uint32_t cp, unsigned char *out)
+{
+    if (cp < 0x80) { out[0] = (unsigned char)cp; return 1; }
+    if (cp < 0x800) {
+        out[0] = (unsigned char)(0xC0 | (cp >> 6));
+        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 2;
+    }
+    if (cp < 0x10000) {
+        out[0] = (unsigned char)(0xE0 | (cp >> 12));
+        out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    out[0] = (unsigned char)(0xF0 | (cp >> 18));
+    out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
+    out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
+    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+static int in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < r[mid][0]) hi = mid;
+        else if (cp > r[mid][1]) lo = mid + 1;
+        else return 1;
+    }
+    return 0;
+}
+
+int oscar_unicode_is_letter(uint32_t cp)
+{
+    if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+    return in_ranges(cp, oscar_unicode_letter_ranges, oscar_unicode_letter_ranges_count);
+}
+
+int oscar_unicode_is_number(uint32_t cp)
+{
+    if (cp < 0x80) return cp >= '0' && cp <= '9';
+    return in_ranges(cp, oscar_unicode_number_ranges, oscar_unicode_number_ranges_count);
+}
+
+/* The Unicode White_Space property: what \s matches in the regex engines HF tokenizers and
+ * Python's `regex` use. */
+int oscar_unicode_is_space(uint32_t cp)
+{
+    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
+}
+
+/* GPT-2's bytes_to_unicode: bytes that are printable and not space keep their value, the
+ * other 68 bytes map to U+0100, U+0101, ... in byte order. */
+static uint32_t byte_to_cp(unsigned b)
+{
+    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return b;
+    uint32_t n = 0;
+    for (unsigned x = 0; x < b; x++)
+        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) n++;
+    return 256 + n;
+}
+
+/* ==== 2. The pre-tokenizer ============================================================== */
+
+enum { CLS_OTHER = 0, CLS_L = 1, CLS_N = 2, CLS_S = 4 };
+
+/* The text as code points: cp[i] spans bytes off[i]..off[i+1]. */
+typedef struct cp_text {
+    uint32_t *cp;   /* [n] code points (INVALID_BYTE_CP for bad bytes) */
+    uint8_t *cls;   /* [n] CLS_* flags */
+    size_t *off;    /* [n + 1] byte offsets */
+    size_t n;
+} cp_text;
+
+static void cp_text_free(cp_text *t)
+{
+    free(t->cp);
+    free(t->cls);
+    free(t->off);
+    memset(t, 0, sizeof *t);
+}
+
+/* Decodes `len` bytes into code points with classes. Returns 0, or -1 out of memory. */
+static int cp_text_init(cp_text *t, const char *text, size_t len)
+{
+    memset(t, 0, sizeof *t);
+    t->cp = malloc((len + 1) * sizeof *t->cp);
+    t->cls = malloc(len + 1);
+    t->off = malloc((len + 1) * sizeof *t->off);
+    if (!t->cp || !t->cls || !t->off) { cp_text_free(t); return -1; }
+    const unsigned char *s = (const unsigned char *)text;
+    size_t pos = 0, n = 0;
+    while (pos < len) {
+        uint32_t cp;
+        size_t l = utf8_decode(s + pos, len - pos, &cp);
+        t->cp[n] = cp;
+        t->cls[n] = (uint8_t)((oscar_unicode_is_letter(cp) ? CLS_L : 0) |
+                              (oscar_unicode_is_number(cp) ? CLS_N : 0) |
+                              (oscar_unicode_is_space(cp) ? CLS_S : 0));
+        t->off[n] = pos;
+        pos += l;
+        n++;
+    }
+    t->off[n] = pos;
+    t->n = n;
+    return 0;
+}
+
+static int lower_ascii(uint32_t c) { return (c >= 'A' && c <= 'Z') ? (int)(c + 32) : (int)c; }
+
+/* Length of a contraction 's 't 're 've 'm 'll 'd at i (0 if none); case-insensitive when
+ * `icase` (Llama 3 and Qwen2 use (?i:...)). */
+static size_t match_contraction(const cp_text *t, size_t i, size_t end, int icase)
+{
+    if (t->cp[i] != '\'' || i + 1 >= end) return 0;
+    uint32_t a = t->cp[i + 1];
+    uint32_t b = i + 2 < end ? t->cp[i + 2] : 0;
+    if (icase) { a = (uint32_t)lower_ascii(a); b = (uint32_t)lower_ascii(b); }
+    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
+    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
+    return 0;
+}
+
+/* End of a whitespace run starting at i. */
+static size_t space_run_end(const cp_text *t, size_t i, size_t end)
+{
+    while (i < end && (t->cls[i] & CLS_S)) i++;
+    return i;
+}
+
+/* \s+(?!\S)|\s+ at i (cls[i] is space): the whole run when it reaches `end` or is one
+ * character long, else the run minus its last character (which joins the next word). */
+static size_t match_spaces(const cp_text *t, size_t i, size_t end)
+{
+    size_t j = space_run_end(t, i, end);
+    if (j == end || j - i == 1) return j - i;
+    return j - i - 1;
+}
+
+/* One word of the GPT-2 regex at i (i < end):
+ * 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
+static size_t match_gpt2(const cp_text *t, size_t i, size_t end)
+{
+    size_t k = match_contraction(t, i, end, 0);
+    if (k) return k;
+    size_t j = i + (t->cp[i] == ' ' && i + 1 < end ? 1 : 0);
+    uint8_t c = t->cls[j];
+    if (c & CLS_L) { while (j < end && (t->cls[j] & CLS_L)) j++; return j - i; }
+    if (c & CLS_N) { while (j < end && (t->cls[j] & CLS_N)) j++; return j - i; }
+    if (c == CLS_OTHER) { while (j < end && t->cls[j] == CLS_OTHER) j++; return j - i; }
+    return match_spaces(t, i, end);
+}
+
+static int is_crlf(uint32_t c) { return c == '\r' || c == '\n'; }
+
+/* One word of the Llama 3 regex at i (max_digits 3), or Qwen2's (max_digits 1):
+ * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+ * \s*[\r\n]+|\s+(?!\S)|\s+ */
+static size_t match_llama3(const cp_text *t, size_t i, size_t end, size_t max_digits)
+{
+    size_t k = match_contraction(t, i, end, 1);
+    if (k) return k;
+    uint8_t c = t->cls[i];
+    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+    size_t j = i;
+    if (!(c & (CLS_L | CLS_N)) && !is_crlf(t->cp[i]) && i + 1 < end && (t->cls[i + 1] & CLS_L)) j = i + 1;
+    if (t->cls[j] & CLS_L) { while (j < end && (t->cls[j] & CLS_L)) j++; return j - i; }
+    /* \p{N}{1,max} */
+    if (c & CLS_N) {
+        j = i;
+        while (j < end && j - i < max_digits && (t->cls[j] & CLS_N)) j++;
+        return j - i;
+    }
+    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+    j = i + (t->cp[i] == ' ' && i + 1 < end ? 1 : 0);
+    if (t->cls[j] == CLS_OTHER) {
+        while (j < end && t->cls[j] == CLS_OTHER) j++;
+        while (j < end && is_crlf(t->cp[j])) j++;
+        return j - i;
+    }
+    /* \s*[\r\n]+ : up to the last CR/LF of the whitespace run, if it has one */
+    size_t run = space_run_end(t, i, end), last = 0;
+    for (j = i; j < run; j++)
+        if (is_crlf(t->cp[j])) last = j + 1;
+    if (last) return last - i;
+    return match_spaces(t, i, end);
+}
+
+/* Appends the word ends of t[begin..end) (code point indices) to ends[] as byte offsets;
+ * *count runs past capacity to count. */
+static void split_range(oscar_pretokenizer pre, const cp_text *t, size_t begin, size_t end,
+                        size_t *ends, size_t capacity, size_t *count)
+{
+    size_t i = begin;
+    while (i < end) {
+        size_t k;
+        switch (pre) {
+        case OSCAR_PRE_LLAMA3: k = match_llama3(t, i, end, 3); break;
+        case OSCAR_PRE_QWEN2: k = match_llama3(t, i, end, 1); break;
+        default: k = match_gpt2(t, i, end); break;
+        }
+        if (k == 0) k = 1; /* cannot happen: every class is matched; keeps progress certain */
+        i += k;
+        if (*count < capacity) ends[*count] = t->off[i];
+        (*count)++;
+    }
+}
+
+/* Splits a decoded text into words (see oscar_pretokenize). */
+static size_t split_words(oscar_pretokenizer pre, const cp_text *t, size_t *ends, size_t capacity)
+{
+    size_t count = 0;
+    if (pre == OSCAR_PRE_SMOLLM) {
+        /* Digits(individual_digits) first: each \p{N} is a piece of its own, and the gpt2
+         * regex runs on the text between them as on separate strings. */
+        size_t start = 0;
+        for (size_t i = 0; i < t->n; i++) {
+            if (!(t->cls[i] & CLS_N)) continue;
+            split_range(OSCAR_PRE_GPT2, t, start, i, ends, capacity, &count);
+            split_range(OSCAR_PRE_GPT2, t, i, i + 1, ends, capacity, &count);
+            start = i + 1;
+        }
+        split_range(OSCAR_PRE_GPT2, t, start, t->n, ends, capacity, &count);
+    } else {
+        split_range(pre, t, 0, t->n, ends, capacity, &count);
+    }
+    return count;
+}
+
+long oscar_pretokenize(oscar_pretokenizer pre, const char *text, size_t len, size_t *ends,
+                       size_t capacity)
+{
+    cp_text t;
+    if (cp_text_init(&t, text, len) != 0) return -1;
+    size_t n = split_words(pre, &t, ends, capacity);
+    cp_text_free(&t);
+    return (long)n;
+}
+
+/* ==== 3. Vocabulary storage ============================================================= */
+
+typedef struct merge_slot {
+    uint64_t key;   /* (left id << 32) | right id; UINT64_MAX when empty */
+    int32_t rank;   /* index in tokenizer.ggml.merges; lower merges first */
+    int32_t result; /* id of the concatenation */
+} merge_slot;
+
+#define MAX_EOG 16
+
+struct oscar_tokenizer {
+    oscar_tokenizer_model model;
+    oscar_pretokenizer pre;
+    int ignore_merges;          /* BPE: a word that is a token is emitted whole (Llama 3) */
+    uint32_t n_tokens;
+    char *pool;                 /* all token texts, each followed by a NUL */
+    size_t *text_off;           /* [n_tokens] byte offset of each text in pool */
+    uint32_t *text_len;         /* [n_tokens] bytes of each text (without the NUL) */
+    float *scores;              /* [n_tokens] SPM merge priority, higher merges first */
+    uint8_t *types;             /* [n_tokens] oscar_token_type */
+    uint32_t hash_mask;         /* hash table size - 1 (a power of two minus one) */
+    int32_t *hash;              /* [hash_mask + 1] token ids by text hash, -1 empty */
+    uint32_t merge_mask;        /* merge table size - 1 */
+    merge_slot *merges;         /* [merge_mask + 1] BPE merges by (left, right) */
+    int32_t *specials;          /* [n_specials] ids matched verbatim, by first byte then
+                                 * longest first */
+    uint32_t n_specials;
+    uint32_t special_start[257];/* specials of first byte b: [special_start[b], [b + 1]) */
+    int32_t byte_token[256];    /* BPE: token of the byte's mapped character; SPM: <0xNN>;
+                                 * -1 when the vocabulary lacks it */
+    uint16_t cp_to_byte[512];   /* BPE decode: mapped code point -> byte + 1 (0: not mapped) */
+    int32_t bos, eos, eot, unk; /* -1 when absent */
+    int add_bos, add_space_prefix;
+    int32_t eog[MAX_EOG];       /* end-of-generation ids */
+    uint32_t n_eog;
+};
+
+static uint64_t hash_bytes(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+    }
+    return h ^ (h >> 29);
+}
+
+static const char *tok_text(const oscar_tokenizer *tok, int32_t id) { return tok->pool + tok->text_off[id]; }
+
+static int32_t lookup(const oscar_tokenizer *tok, const char *s, size_t n)
+{
+    uint32_t i = (uint32_t)hash_bytes(s, n) & tok->hash_mask;
+    for (;;) {
+        int32_t id = tok->hash[i];
+        if (id < 0) return -1;
+        if (tok->text_len[id] == n && memcmp(tok_text(tok, id), s, n) == 0) return id;
+        i = (i + 1) & tok->hash_mask;
+    }
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return x;
+}
+
+static const merge_slot *find_merge(const oscar_tokenizer *tok, int32_t left, int32_t right)
+{
+    if (!tok->merges) return NULL;
+    uint64_t key = ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
+    uint32_t i = (uint32_t)mix64(key) & tok->merge_mask;
+    for (;;) {
+        const merge_slot *s = &tok->merges[i];
+        if (s->key == UINT64_MAX) return NULL;
+        if (s->key == key) return s;
+        i = (i + 1) & tok->merge_mask;
+    }
+}
+
+static uint32_t table_size_for(uint32_t n)
+{
+    uint32_t size = 16;
+    while (size < 2 * (uint64_t)n + 1) size <<= 1;
+    return size;
+}
+
+/* ==== 4. Create / destroy ============================================================== */
+
+oscar_tokenizer_desc oscar_tokenizer_desc_default(void)
+{
+    oscar_tokenizer_desc d;
+    memset(&d, 0, sizeof d);
+    d.bos_id = d.eos_id = d.eot_id = d.unk_id = -1;
+    d.add_bos = d.add_space_prefix = -1;
+    return d;
+}
+
+static int parse_pre(const char *name, oscar_pretokenizer *out)
+{
+    static const struct { const char *name; oscar_pretokenizer pre; } names[] = {
+        {"default", OSCAR_PRE_GPT2}, {"gpt2", OSCAR_PRE_GPT2}, {"gpt-2", OSCAR_PRE_GPT2},
+        {"smollm", OSCAR_PRE_SMOLLM}, {"starcoder", OSCAR_PRE_SMOLLM},
+        {"refact", OSCAR_PRE_SMOLLM}, {"codeshell", OSCAR_PRE_SMOLLM},
+        {"llama-bpe", OSCAR_PRE_LLAMA3}, {"llama3", OSCAR_PRE_LLAMA3},
+        {"llama-v3", OSCAR_PRE_LLAMA3}, {"smaug-bpe", OSCAR_PRE_LLAMA3}, {"dbrx", OSCAR_PRE_LLAMA3},
+        {"qwen2", OSCAR_PRE_QWEN2}, {"deepseek-r1-qwen", OSCAR_PRE_QWEN2},
+    };
+    if (!name || !name[0]) { *out = OSCAR_PRE_GPT2; return 1; }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i].name) == 0) { *out = names[i].pre; return 1; }
+    return 0;
+}
+
+static size_t desc_len(const char *s, const uint32_t *lens, uint32_t i)
+{
+    return lens ? lens[i] : strlen(s);
+}
+
+static int is_special_type(uint8_t t)
+{
+    return t == OSCAR_TOKEN_CONTROL || t == OSCAR_TOKEN_UNKNOWN || t == OSCAR_TOKEN_USER_DEFINED;
+}
+
+/* Orders the special tokens by first byte, then longest first (insertion sort: the list is
+ * short, and this keeps create free of global state, so it is thread-safe). */
+static void sort_specials(oscar_tokenizer *tok)
+{
+    for (uint32_t i = 1; i < tok->n_specials; i++) {
+        int32_t v = tok->specials[i];
+        uint32_t j = i;
+        while (j > 0) {
+            int32_t u = tok->specials[j - 1];
+            unsigned char fu = (unsigned char)tok_text(tok, u)[0], fv = (unsigned char)tok_text(tok, v)[0];
+            int before = fv < fu || (fv == fu && (tok->text_len[v] > tok->text_len[u] ||
+                                                  (tok->text_len[v] == tok->text_len[u] && v < u)));
+            if (!before) break;
+            tok->specials[j] = u;
+            j--;
+        }
+        tok->specials[j] = v;
+    }
+}
+
+static void add_eog(oscar_tokenizer *tok, int32_t id)
+{
+    if (id < 0) return;
+    for (uint32_t i = 0; i < tok->n_eog; i++)
+        if (tok->eog[i] == id) return;
+    if (tok->n_eog < MAX_EOG) tok->eog[tok->n_eog++] = id;
+}
+
+oscar_status oscar_tokenizer_create(const oscar_tokenizer_desc *desc, oscar_tokenizer **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_tokenizer *tok = NULL;
+    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: out is NULL");
+    *out = NULL;
+    if (!desc || !desc->model) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: no desc or model name");
+    if (desc->n_tokens == 0 || !desc->tokens)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: empty vocabulary");
+    if (desc->n_tokens > (uint32_t)INT32_MAX / 2)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: %u tokens is too many", desc->n_tokens);
+
+    tok = calloc(1, sizeof *tok);
+    if (!tok) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
+    if (strcmp(desc->model, "gpt2") == 0) tok->model = OSCAR_TOKENIZER_BPE;
+    else if (strcmp(desc->model, "llama") == 0) tok->model = OSCAR_TOKENIZER_SPM;
+    else OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "tokenizer.ggml.model \"%s\" is not supported (gpt2, llama)", desc->model);
+    if (tok->model == OSCAR_TOKENIZER_BPE && !parse_pre(desc->pre, &tok->pre))
+        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "tokenizer.ggml.pre \"%s\" is not supported "
+                   "(default, gpt2, smollm, starcoder, llama-bpe, qwen2, ...)", desc->pre);
+    tok->ignore_merges = tok->model == OSCAR_TOKENIZER_BPE && tok->pre == OSCAR_PRE_LLAMA3;
+    if (tok->model == OSCAR_TOKENIZER_BPE && desc->n_merges > 0 && !desc->merges)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: n_merges %u but no merges", desc->n_merges);
+
+    /* texts, scores, types */
+    uint32_t n = desc->n_tokens;
+    tok->n_tokens = n;
+    size_t pool_bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!desc->tokens[i]) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: token %u is NULL", i);
+        pool_bytes += desc_len(desc->tokens[i], desc->token_lens, i) + 1;
+    }
+    tok->pool = malloc(pool_bytes);
+    tok->text_off = malloc(n * sizeof *tok->text_off);
+    tok->text_len = malloc(n * sizeof *tok->text_len);
+    tok->scores = malloc(n * sizeof *tok->scores);
+    tok->types = malloc(n);
+    tok->hash_mask = table_size_for(n) - 1;
+    tok->hash = malloc(((size_t)tok->hash_mask + 1) * sizeof *tok->hash);
+    tok->specials = malloc(n * sizeof *tok->specials);
+    if (!tok->pool || !tok->text_off || !tok->text_len || !tok->scores || !tok->types || !tok->hash || !tok->specials)
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory for %u tokens", n);
+    memset(tok->hash, 0xFF, ((size_t)tok->hash_mask + 1) * sizeof *tok->hash);
+    size_t pos = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        size_t l = desc_len(desc->tokens[i], desc->token_lens, i);
+        if (l > UINT32_MAX - 1) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: token %u too long", i);
+        memcpy(tok->pool + pos, desc->tokens[i], l);
+        tok->pool[pos + l] = '\0';
+        tok->text_off[i] = pos;
+        tok->text_len[i] = (uint32_t)l;
+        pos += l + 1;
+        tok->scores[i] = desc->scores ? desc->scores[i] : 0.0f;
+        int32_t t = desc->token_types ? desc->token_types[i] : OSCAR_TOKEN_NORMAL;
+        tok->types[i] = (uint8_t)(t >= OSCAR_TOKEN_UNDEFINED && t <= OSCAR_TOKEN_BYTE ? t : OSCAR_TOKEN_UNDEFINED);
+        /* index the text; a duplicate keeps its first id */
+        uint32_t h = (uint32_t)hash_bytes(tok->pool + pos - l - 1, l) & tok->hash_mask;
+        int dup = 0;
+        while (tok->hash[h] >= 0) {
+            int32_t o = tok->hash[h];
+            if (tok->text_len[o] == l && memcmp(tok_text(tok, o), tok_text(tok, (int32_t)i), l) == 0) { dup = 1; break; }
+            h = (h + 1) & tok->hash_mask;
+        }
+        if (!dup) tok->hash[h] = (int32_t)i;
+        if (is_special_type(tok->types[i]) && l > 0) tok->specials[tok->n_specials++] = (int32_t)i;
+    }
+    sort_specials(tok);
+    for (unsigned b = 0, k = 0; b <= 256; b++) {
+        while (k < tok->n_specials && (unsigned char)tok_text(tok, tok->specials[k])[0] < b) k++;
+        tok->special_start[b] = k;
+    }
+
+    /* ids */
+    int32_t ids[4] = {desc->bos_id, desc->eos_id, desc->eot_id, desc->unk_id};
+    for (int i = 0; i < 4; i++)
+        if (ids[i] < -1 || ids[i] >= (int32_t)n)
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: special id %d out of range [0, %u)", ids[i], n);
+    tok->bos = desc->bos_id;
+    tok->eos = desc->eos_id;
+    tok->unk = desc->unk_id;
+    if (tok->unk < 0)
+        for (uint32_t i = 0; i < n && tok->unk < 0; i++)
+            if (tok->types[i] == OSCAR_TOKEN_UNKNOWN) tok->unk = (int32_t)i;
+    int spm = tok->model == OSCAR_TOKENIZER_SPM;
+    tok->add_bos = desc->add_bos >= 0 ? desc->add_bos != 0 : spm;
+    tok->add_space_prefix = desc->add_space_prefix >= 0 ? desc->add_space_prefix != 0 : spm;
+
+    static const char *const eot_names[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"};
+    static const char *const eog_names[] = {"<|im_end|>", "<|eot_id|>", "<|eom_id|>", "<|endoftext|>",
+                                            "<|end_of_text|>", "<|end|>", "<end_of_turn>"};
+    tok->eot = desc->eot_id;
+    for (size_t i = 0; i < sizeof eot_names / sizeof eot_names[0] && tok->eot < 0; i++)
+        tok->eot = lookup(tok, eot_names[i], strlen(eot_names[i]));
+    if (tok->eot < 0) tok->eot = tok->eos;
+    add_eog(tok, tok->eos);
+    add_eog(tok, tok->eot);
+    for (size_t i = 0; i < sizeof eog_names / sizeof eog_names[0]; i++)
+        add_eog(tok, lookup(tok, eog_names[i], strlen(eog_names[i])));
+
+    /* byte tokens */
+    for (unsigned b = 0; b < 256; b++) {
+        char s[8];
+        size_t l;
+        if (spm) {
+            static const char hex[] = "0123456789ABCDEF";
+            memcpy(s, "<0x", 3);
+            s[3] = hex[b >> 4];
+            s[4] = hex[b & 15];
+            s[5] = '>';
+            l = 6;
+        } else {
+            uint32_t cp = byte_to_cp(b);
+            l = utf8_encode(cp, (unsigned char *)s);
+            tok->cp_to_byte[cp] = (uint16_t)(b + 1);
+        }
+        tok->byte_token[b] = lookup(tok, s, l);
+    }
+
+    /* merges */
+    if (tok->model == OSCAR_TOKENIZER_BPE && desc->n_merges > 0) {
+        tok->merge_mask = table_size_for(desc->n_merges) - 1;
+        tok->merges = malloc(((size_t)tok->merge_mask + 1) * sizeof *tok->merges);
+        if (!tok->merges) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory for merges");
+        for (size_t i = 0; i <= tok->merge_mask; i++) tok->merges[i].key = UINT64_MAX;
+        char small[256];
+        for (uint32_t r = 0; r < desc->n_merges; r++) {
+            const char *m = desc->merges[r];
+            if (!m) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: merge %u is NULL", r);
+            size_t ml = desc_len(m, desc->merge_lens, r);
+            const char *sp = ml > 1 ? memchr(m + 1, ' ', ml - 1) : NULL;
+            if (!sp) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: merge %u \"%.*s\" has no space", r, (int)ml, m);
+            size_t ll = (size_t)(sp - m), rl = ml - ll - 1;
+            int32_t left = lookup(tok, m, ll), right = lookup(tok, sp + 1, rl);
+            int32_t result = -1;
+            if (ll + rl <= sizeof small) {
+                memcpy(small, m, ll);
+                memcpy(small + ll, sp + 1, rl);
+                result = lookup(tok, small, ll + rl);
+            } else {
+                char *big = malloc(ll + rl);
+                if (!big) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
+                memcpy(big, m, ll);
+                memcpy(big + ll, sp + 1, rl);
+                result = lookup(tok, big, ll + rl);
+                free(big);
+            }
+            if (left < 0 || right < 0 || result < 0)
+                OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
+                           "tokenizer: merge %u \"%.*s\" names a piece that is not a token", r, (int)ml, m);
+            uint64_t key = ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
+            uint32_t h = (uint32_t)mix64(key) & tok->merge_mask;
+            while (tok->merges[h].key != UINT64_MAX && tok->merges[h].key != key) h = (h + 1) & tok->merge_mask;
+            if (tok->merges[h].key == key) continue; /* a repeated merge keeps its first rank */
+            tok->merges[h].key = key;
+            tok->merges[h].rank = (int32_t)r;
+            tok->merges[h].result = result;
+        }
+    }
+    *out = tok;
+    return OSCAR_OK;
+fail:
+    oscar_tokenizer_destroy(tok);
+    return st;
+}
+
+void oscar_tokenizer_destroy(oscar_tokenizer *tok)
+{
+    if (!tok) return;
+    free(tok->pool);
+    free(tok->text_off);
+    free(tok->text_len);
+    free(tok->scores);
+    free(tok->types);
+    free(tok->hash);
+    free(tok->merges);
+    free(tok->specials);
+    free(tok);
+}
+
+/* ==== 5. Encoding ====================================================================== */
+
+/* Growable output and scratch of one encode call (the tokenizer itself stays read-only). */
+typedef struct enc_state {
+    int32_t *ids;       /* [n_ids] output so far */
+    size_t n_ids, cap_ids;
+    /* symbols of the word being merged: a doubly linked list over [n_sym] */
+    int32_t *sym_id;    /* BPE: token id, -1 when merged away */
+    size_t *sym_off;    /* SPM: byte offset of the symbol in the word */
+    size_t *sym_len;    /* SPM: bytes, 0 when merged away */
+    long *prev, *next;  /* neighbour indices, -1 at the ends */
+    size_t cap_sym;
+    /* the merge queue: a binary min-heap */
+    struct heap_item *heap;
+    size_t n_heap, cap_heap;
+    char *buf;          /* SPM: the escaped fragment */
+    size_t cap_buf;
+} enc_state;
+
+typedef struct heap_item {
+    double key;         /* BPE: merge rank; SPM: -score (lower pops first) */
+    long left, right;   /* symbol indices */
+    int64_t check;      /* BPE: left id << 32 | right id; SPM: left len << 32 | right len */
+} heap_item;
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need) c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q) return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int push_id(enc_state *e, int32_t id)
+{
+    if (grow((void **)&e->ids, &e->cap_ids, e->n_ids + 1, sizeof *e->ids)) return -1;
+    e->ids[e->n_ids++] = id;
+    return 0;
+}
+
+static int reserve_symbols(enc_state *e, size_t n)
+{
+    if (n <= e->cap_sym) return 0;
+    size_t c = e->cap_sym;
+    size_t c1 = c, c2 = c, c3 = c, c4 = c;
+    if (grow((void **)&e->sym_id, &c, n, sizeof *e->sym_id)) return -1;
+    if (grow((void **)&e->sym_off, &c1, n, sizeof *e->sym_off)) return -1;
+    if (grow((void **)&e->sym_len, &c2, n, sizeof *e->sym_len)) return -1;
+    if (grow((void **)&e->prev, &c3, n, sizeof *e->prev)) return -1;
+    if (grow((void **)&e->next, &c4, n, sizeof *e->next)) return -1;
+    e->cap_sym = c;
+    return 0;
+}
+
+static int heap_less(const heap_item *a, const heap_item *b)
+{
+    if (a->key != b->key) return a->key < b->key;
+    return a->left < b->left;
+}
+
+static int heap_push(enc_state *e, heap_item it)
+{
+    if (grow((void **)&e->heap, &e->cap_heap, e->n_heap + 1, sizeof *e->heap)) return -1;
+    size_t i = e->n_heap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!heap_less(&it, &e->heap[p])) break;
+        e->heap[i] = e->heap[p];
+        i = p;
+    }
+    e->heap[i] = it;
+    return 0;
+}
+
+static heap_item heap_pop(enc_state *e)
+{
+    heap_item top = e->heap[0], last = e->heap[--e->n_heap];
+    size_t i = 0, n = e->n_heap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && heap_less(&e->heap[c + 1], &e->heap[c])) c++;
+        if (!heap_less(&e->heap[c], &last)) break;
+        e->heap[i] = e->heap[c];
+        i = c;
+    }
+    if (n > 0) e->heap[i] = last;
+    return top;
+}
+
+/* -- byte-level BPE --------------------------------------------------------------------- */
+
+static int bpe_try_pair(const oscar_tokenizer *tok, enc_state *e, long left, long right)
+{
+    if (left < 0 || right < 0) return 0;
+    const merge_slot *m = find_merge(tok, e->sym_id[left], e->sym_id[right]);
+    if (!m) return 0;
+    heap_item it = {(double)m->rank, left, right,
+                    (int64_t)(((uint64_t)(uint32_t)e->sym_id[left] << 32) | (uint32_t)e->sym_id[right])};
+    return heap_push(e, it);
+}
+
+/* Encodes one pre-tokenizer word (raw bytes): bytes -> mapped single-character tokens, then
+ * the lowest-rank adjacent pair merges first (leftmost on ties) until no pair has a merge. */
+static int bpe_word(const oscar_tokenizer *tok, enc_state *e, const unsigned char *w, size_t n)
+{
+    if (tok->ignore_merges) {
+        /* the word as a token, in its mapped form */
+        unsigned char small[512];
+        size_t ml = 0;
+        if (n * 2 <= sizeof small) {
+            for (size_t i = 0; i < n; i++) ml += utf8_encode(byte_to_cp(w[i]), small + ml);
+            int32_t id = lookup(tok, (const char *)small, ml);
+            if (id >= 0) return push_id(e, id);
+        }
+    }
+    if (reserve_symbols(e, n)) return -1;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = tok->byte_token[w[i]];
+        if (id < 0) id = tok->unk;
+        if (id < 0) continue; /* a vocabulary without this byte and without <unk>: dropped */
+        e->sym_id[m] = id;
+        m++;
+    }
+    for (size_t i = 0; i < m; i++) {
+        e->prev[i] = (long)i - 1;
+        e->next[i] = i + 1 < m ? (long)i + 1 : -1;
+    }
+    e->n_heap = 0;
+    for (size_t i = 0; i + 1 < m; i++)
+        if (bpe_try_pair(tok, e, (long)i, (long)i + 1)) return -1;
+    while (e->n_heap > 0) {
+        heap_item it = heap_pop(e);
+        long l = it.left, r = it.right;
+        if (e->sym_id[l] < 0 || e->next[l] != r || e->sym_id[r] < 0) continue;
+        int64_t check = (int64_t)(((uint64_t)(uint32_t)e->sym_id[l] << 32) | (uint32_t)e->sym_id[r]);
+        if (check != it.check) continue;
+        const merge_slot *ms = find_merge(tok, e->sym_id[l], e->sym_id[r]);
+        e->sym_id[l] = ms->result;
+        e->sym_id[r] = -1;
+        e->next[l] = e->next[r];
+        if (e->next[r] >= 0) e->prev[e->next[r]] = l;
+        if (bpe_try_pair(tok, e, e->prev[l], l) || bpe_try_pair(tok, e, l, e->next[l])) return -1;
+    }
+    for (size_t i = 0; i < m; i++)
+        if (e->sym_id[i] >= 0 && push_id(e, e->sym_id[i])) return -1;
+    return 0;
+}
+
+static int bpe_fragment(const oscar_tokenizer *tok, enc_state *e, const char *text, size_t len)
+{
+    cp_text t;
+    if (cp_text_init(&t, text, len) != 0) return -1;
+    size_t n_words = split_words(tok->pre, &t, NULL, 0);
+    size_t *ends = malloc((n_words + 1) * sizeof *ends);
+    int rc = -1;
+    if (!ends) goto done;
+    split_words(tok->pre, &t, ends, n_words);
+    size_t start = 0;
+    for (size_t i = 0; i < n_words; i++) {
+        if (bpe_word(tok, e, (const unsigned char *)text + start, ends[i] - start)) goto done;
+        start = ends[i];
+    }
+    rc = 0;
+done:
+    free(ends);
+    cp_text_free(&t);
+    return rc;
+}
+
+/* -- SentencePiece BPE ------------------------------------------------------------------ */
+
+/* Whether a token may be produced by SPM merging (SentencePiece merges only normal and
+ * user-defined pieces; control, unknown, byte and unused pieces are never spelled). */
+static int spm_mergeable(const oscar_tokenizer *tok, int32_t id)
+{
+    return id >= 0 && (tok->types[id] == OSCAR_TOKEN_NORMAL || tok->types[id] == OSCAR_TOKEN_USER_DEFINED ||
+                       tok->types[id] == OSCAR_TOKEN_UNDEFINED);
+}
+
+static int spm_try_pair(const oscar_tokenizer *tok, enc_state *e, long left, long right)
+{
+    if (left < 0 || right < 0) return 0;
+    int32_t id = lookup(tok, e->buf + e->sym_off[left], e->sym_len[left] + e->sym_len[right]);
+    if (!spm_mergeable(tok, id)) return 0;
+    heap_item it = {-(double)tok->scores[id], left, right,
+                    (int64_t)(((uint64_t)e->sym_len[left] << 32) | (uint64_t)e->sym_len[right])};
+    return heap_push(e, it);
+}
+
+/* Encodes one text fragment: spaces -> "▁" (and a leading "▁" when `prefix`), characters as
+ * symbols, then the adjacent pair whose concatenation is the highest-scoring token merges
+ * first (leftmost on ties); symbols that are not tokens become <0xNN> byte tokens. */
+static int spm_fragment(const oscar_tokenizer *tok, enc_state *e, const char *text, size_t len, int prefix)
+{
+    static const char sp[3] = {(char)0xE2, (char)0x96, (char)0x81}; /* U+2581 */
+    size_t n_spaces = prefix;
+    for (size_t i = 0; i < len; i++) n_spaces += text[i] == ' ';
+    size_t blen = len + 2 * n_spaces;
+    if (grow((void **)&e->buf, &e->cap_buf, blen + 1, 1)) return -1;
+    size_t p = 0;
+    if (prefix) { memcpy(e->buf, sp, 3); p = 3; }
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == ' ') { memcpy(e->buf + p, sp, 3); p += 3; }
+        else e->buf[p++] = text[i];
+    }
+    if (reserve_symbols(e, blen)) return -1;
+    size_t m = 0;
+    for (size_t off = 0; off < blen; m++) {
+        uint32_t cp;
+        size_t l = utf8_decode((const unsigned char *)e->buf + off, blen - off, &cp);
+        e->sym_off[m] = off;
+        e->sym_len[m] = l;
+        off += l;
+    }
+    for (size_t i = 0; i < m; i++) {
+        e->prev[i] = (long)i - 1;
+        e->next[i] = i + 1 < m ? (long)i + 1 : -1;
+    }
+    e->n_heap = 0;
+    for (size_t i = 0; i + 1 < m; i++)
+        if (spm_try_pair(tok, e, (long)i, (long)i + 1)) return -1;
+    while (e->n_heap > 0) {
+        heap_item it = heap_pop(e);
+        long l = it.left, r = it.right;
+        if (e->sym_len[l] == 0 || e->next[l] != r || e->sym_len[r] == 0) continue;
+        if (it.check != (int64_t)(((uint64_t)e->sym_len[l] << 32) | (uint64_t)e->sym_len[r])) continue;
+        e->sym_len[l] += e->sym_len[r];
+        e->sym_len[r] = 0;
+        e->next[l] = e->next[r];
+        if (e->next[r] >= 0) e->prev[e->next[r]] = l;
+        if (spm_try_pair(tok, e, e->prev[l], l) || spm_try_pair(tok, e, l, e->next[l])) return -1;
+    }
+    for (size_t i = 0; i < m; i++) {
+        if (e->sym_len[i] == 0) continue;
+        int32_t id = lookup(tok, e->buf + e->sym_off[i], e->sym_len[i]);
+        if (spm_mergeable(tok, id)) {
+            if (push_id(e, id)) return -1;
+            continue;
+        }
+        for (size_t k = 0; k < e->sym_len[i]; k++) {
+            int32_t b = tok->byte_token[(unsigned char)e->buf[e->sym_off[i] + k]];
+            if (b < 0) b = tok->unk;
+            if (b >= 0 && push_id(e, b)) return -1;
+            if (b < 0) break; /* neither byte tokens nor <unk>: the character is dropped */
+        }
+    }
+    return 0;
+}
+
+/* -- the driver ------------------------------------------------------------------------- */
+
+/* The longest special token at text[pos..len) that may match here, or -1. */
+static int32_t match_special(const oscar_tokenizer *tok, const char *text, size_t pos, size_t len, int parse_special)
+{
+    unsigned char b = (unsigned char)text[pos];
+    for (uint32_t k = tok->special_start[b]; k < tok->special_start[b + 1]; k++) {
+        int32_t id = tok->specials[k];
+        if (!parse_special && tok->types[id] != OSCAR_TOKEN_USER_DEFINED) continue;
+        uint32_t l = tok->text_len[id];
+        if (l <= len - pos && memcmp(text + pos, tok_text(tok, id), l) == 0) return id;
+    }
+    return -1;
+}
+
+static int encode_raw(const oscar_tokenizer *tok, enc_state *e, const char *text, size_t len, int prefix)
+{
+    if (len == 0) return 0;
+    if (tok->model == OSCAR_TOKENIZER_SPM) return spm_fragment(tok, e, text, len, prefix);
+    return bpe_fragment(tok, e, text, len);
+}
+
+oscar_status oscar_tokenizer_encode(const oscar_tokenizer *tok, const char *text, size_t len,
+                                    int add_bos, int parse_special, int32_t *tokens,
+                                    size_t capacity, size_t *n_tokens)
+{
+    oscar_status st = OSCAR_OK;
+    enc_state e;
+    memset(&e, 0, sizeof e);
+    if (!tok || !n_tokens || (!text && len > 0))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer_encode: NULL argument");
+    *n_tokens = 0;
+    if (add_bos && tok->add_bos && tok->bos >= 0 && push_id(&e, tok->bos)) goto oom;
+    /* SPM prefixes "▁" at the start of the text and after every special token, as llama.cpp
+     * and SentencePiece's legacy mode (each chunk between added tokens encoded alone) do. */
+    int prefix = tok->add_space_prefix;
+    size_t start = 0;
+    for (size_t pos = 0; pos < len;) {
+        int32_t id = tok->n_specials ? match_special(tok, text, pos, len, parse_special) : -1;
+        if (id < 0) { pos++; continue; }
+        if (encode_raw(tok, &e, text + start, pos - start, prefix) || push_id(&e, id)) goto oom;
+        prefix = tok->add_space_prefix;
+        pos += tok->text_len[id];
+        start = pos;
+    }
+    if (encode_raw(tok, &e, text + start, len - start, start == 0 ? prefix : tok->add_space_prefix)) goto oom;
+
+    *n_tokens = e.n_ids;
+    if (tokens) {
+        size_t k = e.n_ids < capacity ? e.n_ids : capacity;
+        if (k) memcpy(tokens, e.ids, k * sizeof *tokens);
+        if (e.n_ids > capacity)
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer_encode: %zu tokens do not fit in %zu", e.n_ids, capacity);
+    }
+    goto done;
+oom:
+    st = oscar_error_set(OSCAR_ERROR_OUT_OF_HOST_MEMORY, __FILE__, __LINE__, "tokenizer_encode: out of memory");
+    goto done;
+fail:
+done:
+    free(e.ids);
+    free(e.sym_id);
+    free(e.sym_off);
+    free(e.sym_len);
+    free(e.prev);
+    free(e.next);
+    free(e.heap);
+    free(e.buf);
+    return st;
+}
+
+/* ==== 6. Decoding and accessors ======================================================== */
+
+/* Output of decoding: bytes go to buf while they fit; len counts all of them. */
+typedef struct sink {
+    char *buf;          /* [cap] or NULL to measure */
+    size_t cap, len;    /* bytes */
+    int strip_space;    /* drop the first byte written if it is a space, then clear */
+} sink;
+
+static void put(sink *o, const char *s, size_t n)
+{
+    if (n == 0) return;
+    if (o->strip_space) {
+        o->strip_space = 0;
+        if (s[0] == ' ') { s++; n--; }
+    }
+    if (o->buf && o->len < o->cap) {
+        size_t k = o->cap - o->len < n ? o->cap - o->len : n;
+        memcpy(o->buf + o->len, s, k);
+    }
+    o->len += n;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* Appends the bytes of one token (see oscar_tokenizer_token_to_piece). */
+static void piece(const oscar_tokenizer *tok, int32_t id, int render_special, sink *o)
+{
+    const char *s = tok_text(tok, id);
+    size_t n = tok->text_len[id];
+    uint8_t type = tok->types[id];
+    if (type == OSCAR_TOKEN_CONTROL || type == OSCAR_TOKEN_UNKNOWN) {
+        if (render_special) put(o, s, n);
+        return;
+    }
+    if (type == OSCAR_TOKEN_UNUSED) return;
+    if (type == OSCAR_TOKEN_USER_DEFINED) { put(o, s, n); return; }
+    if (tok->model == OSCAR_TOKENIZER_SPM) {
+        if (type == OSCAR_TOKEN_BYTE && n == 6 && s[0] == '<' && s[1] == '0' && s[2] == 'x' && s[5] == '>' &&
+            hexval(s[3]) >= 0 && hexval(s[4]) >= 0) {
+            char c = (char)(hexval(s[3]) * 16 + hexval(s[4]));
+            put(o, &c, 1);
+            return;
+        }
+        size_t run = 0; /* bytes of s copied through unchanged, flushed before each "▁" */
+        for (size_t i = 0; i < n;) {
+            if (i + 3 <= n && (unsigned char)s[i] == 0xE2 && (unsigned char)s[i + 1] == 0x96 &&
+                (unsigned char)s[i + 2] == 0x81) {
+                put(o, s + i - run, run);
+                put(o, " ", 1);
+                run = 0;
+                i += 3;
+            } else {
+                run++;
+                i++;
+            }
+        }
+        put(o, s + n - run, run);
+        return;
+    }
+    /* byte-level: each mapped character is one byte; anything else passes through */
+    for (size_t i = 0; i < n;) {
+        uint32_t cp;
+        size_t l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (cp < 512 && tok->cp_to_byte[cp]) {
+            char c = (char)(tok->cp_to_byte[cp] - 1);
+            put(o, &c, 1);
+        } else {
+            put(o, s + i, l);
+        }
+        i += l;
+    }
+}
+
+oscar_status oscar_tokenizer_token_to_piece(const oscar_tokenizer *tok, int32_t token,
+                                            int render_special, char *buf, size_t capacity,
+                                            size_t *len)
+{
+    if (!tok || !len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "token_to_piece: NULL argument");
+    *len = 0;
+    if (token < 0 || (uint32_t)token >= tok->n_tokens)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "token_to_piece: token %d out of range [0, %u)", token, tok->n_tokens);
+    sink o = {buf, capacity, 0, 0};
+    piece(tok, token, render_special, &o);
+    *len = o.len;
+    if (buf && o.len > capacity)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "token_to_piece: %zu bytes do not fit in %zu", o.len, capacity);
+    return OSCAR_OK;
+}
+
+oscar_status oscar_tokenizer_decode(const oscar_tokenizer *tok, const int32_t *tokens, size_t n,
+                                    int render_special, int skip_prefix_space, char *buf,
+                                    size_t capacity, size_t *len)
+{
+    if (!tok || !len || (!tokens && n > 0)) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "decode: NULL argument");
+    *len = 0;
+    /* the space the SPM encoder prefixed is the first byte of the first non-empty piece */
+    sink o = {buf, capacity, 0, skip_prefix_space && tok->model == OSCAR_TOKENIZER_SPM && tok->add_space_prefix};
+    for (size_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= tok->n_tokens)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "decode: token %d at %zu out of range", tokens[i], i);
+        piece(tok, tokens[i], render_special, &o);
+    }
+    *len = o.len;
+    if (buf && o.len > capacity)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "decode: %zu bytes do not fit in %zu", o.len, capacity);
+    return OSCAR_OK;
+}
+
+const char *oscar_tokenizer_token_text(const oscar_tokenizer *tok, int32_t token)
+{
+    if (!tok || token < 0 || (uint32_t)token >= tok->n_tokens) return NULL;
+    return tok_text(tok, token);
+}
+
+int32_t oscar_tokenizer_find(const oscar_tokenizer *tok, const char *text, size_t len)
+{
+    if (!tok || (!text && len)) return -1;
+    return lookup(tok, text, len);
+}
+
+oscar_token_type oscar_tokenizer_token_type(const oscar_tokenizer *tok, int32_t token)
+{
+    if (!tok || token < 0 || (uint32_t)token >= tok->n_tokens) return OSCAR_TOKEN_UNDEFINED;
+    return (oscar_token_type)tok->types[token];
+}
+
+uint32_t oscar_tokenizer_vocab_size(const oscar_tokenizer *tok) { return tok ? tok->n_tokens : 0; }
+oscar_tokenizer_model oscar_tokenizer_model_kind(const oscar_tokenizer *tok) { return tok->model; }
+oscar_pretokenizer oscar_tokenizer_pre(const oscar_tokenizer *tok) { return tok->pre; }
+int32_t oscar_tokenizer_bos(const oscar_tokenizer *tok) { return tok ? tok->bos : -1; }
+int32_t oscar_tokenizer_eos(const oscar_tokenizer *tok) { return tok ? tok->eos : -1; }
+int32_t oscar_tokenizer_eot(const oscar_tokenizer *tok) { return tok ? tok->eot : -1; }
+int oscar_tokenizer_adds_bos(const oscar_tokenizer *tok) { return tok && tok->add_bos && tok->bos >= 0; }
+
+int oscar_tokenizer_is_eog(const oscar_tokenizer *tok, int32_t token)
+{
+    if (!tok || token < 0) return 0;
+    for (uint32_t i = 0; i < tok->n_eog; i++)
+        if (tok->eog[i] == token) return 1;
+    return 0;
+}
