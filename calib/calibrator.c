@@ -1,0 +1,462 @@
+/* The calibrator object: float64 accumulators fed with batches of post-RoPE Q/K/V rows
+ * (what is accumulated and why is documented in oscar_calib.h). */
+#include <cblas.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "oscar_calib.h"
+
+typedef struct calib_head { /* one (layer, KV head) */
+    double *s_q;      /* [d][d] upper triangle: Σ q qᵀ over the query heads sharing this KV head */
+    uint64_t n_q;     /* query rows summed into s_q */
+    double *s_vp;     /* [d][d] upper: Σ w_t v_t v_tᵀ, proxy objective (a) */
+    double w_sum;     /* Σ w_t of the rows in s_vp */
+    double *s_s;      /* [d][d] upper: Σ o oᵀ, o = S·V rows (b); NULL when score_objective = 0 */
+    uint64_t n_s;     /* o rows summed into s_s */
+    float *res_k;     /* [reservoir_rows][d] sampled key rows */
+    float *res_v;     /* [reservoir_rows][d] value rows of the same tokens */
+    uint32_t res_n;   /* rows held */
+    uint64_t res_seen; /* rows offered so far (Algorithm R) */
+} calib_head;
+
+typedef struct calib_layer {
+    calib_head *heads;  /* [n_kv_head] */
+    uint64_t n_tokens;  /* tokens added */
+    float *buf_k;       /* [proxy_buffer_tokens][n_kv_head][d] keys awaiting exact proxy weights */
+    float *buf_v;       /* [proxy_buffer_tokens][n_kv_head][d] their values; both NULL once flushed */
+    uint32_t buf_n;     /* tokens in buf_k/buf_v */
+    int buf_flushed;    /* 1: the proxy path streams with the running C_Q */
+    float *hist_k;      /* [max_seq_len][n_kv_head][d] keys of the current sequence (b) */
+    float *hist_v;      /* [max_seq_len][n_kv_head][d] values of the current sequence (b) */
+    uint32_t hist_n;    /* tokens of the current sequence */
+} calib_layer;
+
+struct oscar_calib {
+    oscar_calib_params p; /* resolved: group_size != 0 */
+    uint32_t d;           /* head_dim */
+    uint32_t group;       /* query heads per KV head */
+    calib_layer *layers;  /* [n_layer] */
+    uint64_t rng;         /* xorshift64* state for the reservoirs */
+};
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t x = *s;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* S (upper, [d][d]) += Σ_r a_r a_rᵀ over n rows of a (float64 [n][d]). */
+static void syrk_add(double *S, const double *a, uint32_t n, uint32_t d)
+{
+    if (n == 0) return;
+    cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)d, (int)n, 1.0, a, (int)d, 1.0, S, (int)d);
+}
+
+/* out = scale · S with the lower triangle mirrored from the upper one. */
+static void sym_full(const double *S, uint32_t d, double scale, double *out)
+{
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = i; j < d; j++) {
+            double x = S[(size_t)i * d + j] * scale;
+            out[(size_t)i * d + j] = x;
+            out[(size_t)j * d + i] = x;
+        }
+}
+
+/* Adds n token rows (stride floats apart) of keys/values of one KV head to the proxy sum with
+ * w_t = k_t CQ k_tᵀ. CQ: float64 [d][d] full symmetric. tmp_k, tmp_v: float64 [n][d]. */
+static void proxy_accumulate(calib_head *hd, const float *k, const float *v, uint32_t n, size_t stride,
+                             uint32_t d, const double *CQ, double *tmp_k, double *tmp_v, double *tmp_kc)
+{
+    if (n == 0) return;
+    for (uint32_t t = 0; t < n; t++)
+        for (uint32_t j = 0; j < d; j++) {
+            tmp_k[(size_t)t * d + j] = k[t * stride + j];
+            tmp_v[(size_t)t * d + j] = v[t * stride + j];
+        }
+    /* kc = K·CQ, w_t = kc_t · k_t */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)d, (int)d, 1.0, tmp_k, (int)d, CQ,
+                (int)d, 0.0, tmp_kc, (int)d);
+    for (uint32_t t = 0; t < n; t++) {
+        double w = 0.0;
+        for (uint32_t j = 0; j < d; j++) w += tmp_kc[(size_t)t * d + j] * tmp_k[(size_t)t * d + j];
+        if (!(w > 0.0)) w = 0.0; /* CQ is PSD; clamp rounding below zero */
+        hd->w_sum += w;
+        double sw = sqrt(w);
+        for (uint32_t j = 0; j < d; j++) tmp_v[(size_t)t * d + j] *= sw;
+    }
+    syrk_add(hd->s_vp, tmp_v, n, d);
+}
+
+/* Weights the buffered tokens of a layer with the C_Q accumulated so far and frees the buffer. */
+static oscar_status flush_proxy(oscar_calib *cal, calib_layer *L)
+{
+    oscar_status st = OSCAR_OK;
+    uint32_t d = cal->d, nkv = cal->p.n_kv_head, n = L->buf_n;
+    size_t nd = (size_t)(n ? n : 1) * d;
+    double *CQ = malloc((size_t)d * d * sizeof *CQ); /* [d][d] */
+    double *tk = malloc(nd * sizeof *tk), *tv = malloc(nd * sizeof *tv), *tkc = malloc(nd * sizeof *tkc); /* [n][d] */
+    if (!CQ || !tk || !tv || !tkc) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "calibrator: proxy flush of %u tokens", n);
+    for (uint32_t h = 0; h < nkv && n > 0; h++) {
+        calib_head *hd = &L->heads[h];
+        sym_full(hd->s_q, d, hd->n_q ? 1.0 / (double)hd->n_q : 0.0, CQ);
+        proxy_accumulate(hd, L->buf_k + (size_t)h * d, L->buf_v + (size_t)h * d, n, (size_t)nkv * d, d, CQ, tk, tv, tkc);
+    }
+    free(L->buf_k);
+    free(L->buf_v);
+    L->buf_k = L->buf_v = NULL;
+    L->buf_n = 0;
+    L->buf_flushed = 1;
+fail:
+    free(CQ);
+    free(tk);
+    free(tv);
+    free(tkc);
+    return st;
+}
+
+/* Algorithm R: offers one (k, v) row to the reservoir of a head. */
+static void reservoir_offer(oscar_calib *cal, calib_head *hd, const float *k, const float *v)
+{
+    uint32_t cap = cal->p.reservoir_rows, d = cal->d;
+    uint64_t slot;
+    hd->res_seen++;
+    if (hd->res_n < cap) slot = hd->res_n++;
+    else {
+        slot = rng_next(&cal->rng) % hd->res_seen;
+        if (slot >= cap) return;
+    }
+    memcpy(hd->res_k + slot * d, k, d * sizeof(float));
+    memcpy(hd->res_v + slot * d, v, d * sizeof(float));
+}
+
+/* Finds the first non-finite value of a [n][heads][d] tensor; returns 1 and its place. */
+static int find_non_finite(const float *x, uint32_t n, uint32_t heads, uint32_t d, uint32_t *t, uint32_t *h,
+                           uint32_t *j)
+{
+    size_t total = (size_t)n * heads * d;
+    for (size_t i = 0; i < total; i++)
+        if (!isfinite(x[i])) {
+            *j = (uint32_t)(i % d);
+            *h = (uint32_t)((i / d) % heads);
+            *t = (uint32_t)(i / ((size_t)d * heads));
+            return 1;
+        }
+    return 0;
+}
+
+/* ---- lifecycle ---------------------------------------------------------------------------- */
+
+oscar_calib_params oscar_calib_params_default(void)
+{
+    oscar_calib_params p;
+    memset(&p, 0, sizeof p);
+    p.grouping = OSCAR_CALIB_PER_LAYER;
+    p.score_objective = 1;
+    p.max_seq_len = 2048;
+    p.proxy_buffer_tokens = 2048;
+    p.reservoir_rows = 1024;
+    p.clip_min = 0.80f;
+    p.clip_max = 1.00f;
+    p.clip_step = 0.01f;
+    p.seed = 0x05CA12C0FFEEULL;
+    return p;
+}
+
+void oscar_calib_destroy(oscar_calib *cal)
+{
+    if (!cal) return;
+    if (cal->layers) {
+        for (uint32_t l = 0; l < cal->p.n_layer; l++) {
+            calib_layer *L = &cal->layers[l];
+            if (L->heads)
+                for (uint32_t h = 0; h < cal->p.n_kv_head; h++) {
+                    calib_head *hd = &L->heads[h];
+                    free(hd->s_q);
+                    free(hd->s_vp);
+                    free(hd->s_s);
+                    free(hd->res_k);
+                    free(hd->res_v);
+                }
+            free(L->heads);
+            free(L->buf_k);
+            free(L->buf_v);
+            free(L->hist_k);
+            free(L->hist_v);
+        }
+        free(cal->layers);
+    }
+    free(cal);
+}
+
+oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_calib *cal = NULL;
+    if (out) *out = NULL;
+    if (!params || !out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: NULL params or out");
+    oscar_calib_params p = *params;
+    uint32_t d = p.head_dim;
+    if (p.n_layer == 0 || p.n_head == 0 || p.n_kv_head == 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: n_layer %u, n_head %u, n_kv_head %u must be > 0",
+                   p.n_layer, p.n_head, p.n_kv_head);
+    if (p.n_head % p.n_kv_head != 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: n_head %u is not a multiple of n_kv_head %u",
+                   p.n_head, p.n_kv_head);
+    if (d == 0 || (d & (d - 1)) != 0 || d > OSCAR_CALIB_MAX_HEAD_DIM)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
+                   "oscar_calib_create: head_dim %u is not a power of two in 1..%u (the Walsh-Hadamard "
+                   "matrix needs d = 2^k)", d, OSCAR_CALIB_MAX_HEAD_DIM);
+    if (p.group_size == 0) p.group_size = d;
+    if (p.group_size > d || d % p.group_size != 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: group_size %u does not divide head_dim %u",
+                   p.group_size, d);
+    if (p.grouping != OSCAR_CALIB_PER_LAYER && p.grouping != OSCAR_CALIB_PER_HEAD)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: unknown grouping %d", (int)p.grouping);
+    if (!(p.clip_min > 0.0f) || !(p.clip_max <= 1.0f) || !(p.clip_min <= p.clip_max) || !(p.clip_step > 0.0f))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
+                   "oscar_calib_create: clip grid %g..%g step %g must satisfy 0 < min <= max <= 1, step > 0",
+                   (double)p.clip_min, (double)p.clip_max, (double)p.clip_step);
+    if (p.reservoir_rows == 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: reservoir_rows must be > 0");
+    if (p.score_objective && p.max_seq_len == 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with score_objective");
+    if (p.min_tokens == 0) p.min_tokens = d;
+
+    cal = calloc(1, sizeof *cal);
+    if (!cal) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create");
+    cal->p = p;
+    cal->d = d;
+    cal->group = p.n_head / p.n_kv_head;
+    cal->rng = p.seed ? p.seed : 0x9E3779B97F4A7C15ULL;
+    cal->layers = calloc(p.n_layer, sizeof *cal->layers);
+    if (!cal->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: %u layers", p.n_layer);
+    size_t dd = (size_t)d * d, kv_row = (size_t)p.n_kv_head * d;
+    for (uint32_t l = 0; l < p.n_layer; l++) {
+        calib_layer *L = &cal->layers[l];
+        L->heads = calloc(p.n_kv_head, sizeof *L->heads);
+        if (!L->heads) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: layer %u", l);
+        for (uint32_t h = 0; h < p.n_kv_head; h++) {
+            calib_head *hd = &L->heads[h];
+            hd->s_q = calloc(dd, sizeof *hd->s_q);
+            hd->s_vp = calloc(dd, sizeof *hd->s_vp);
+            hd->s_s = p.score_objective ? calloc(dd, sizeof *hd->s_s) : NULL;
+            hd->res_k = malloc((size_t)p.reservoir_rows * d * sizeof *hd->res_k);
+            hd->res_v = malloc((size_t)p.reservoir_rows * d * sizeof *hd->res_v);
+            if (!hd->s_q || !hd->s_vp || (p.score_objective && !hd->s_s) || !hd->res_k || !hd->res_v)
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: layer %u head %u", l, h);
+        }
+        if (p.proxy_buffer_tokens) {
+            L->buf_k = malloc(p.proxy_buffer_tokens * kv_row * sizeof *L->buf_k);
+            L->buf_v = malloc(p.proxy_buffer_tokens * kv_row * sizeof *L->buf_v);
+            if (!L->buf_k || !L->buf_v)
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: proxy buffer of %u tokens",
+                           p.proxy_buffer_tokens);
+        } else {
+            L->buf_flushed = 1;
+        }
+        if (p.score_objective) {
+            L->hist_k = malloc(p.max_seq_len * kv_row * sizeof *L->hist_k);
+            L->hist_v = malloc(p.max_seq_len * kv_row * sizeof *L->hist_v);
+            if (!L->hist_k || !L->hist_v)
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: history of %u tokens", p.max_seq_len);
+        }
+    }
+    *out = cal;
+    return OSCAR_OK;
+fail:
+    oscar_calib_destroy(cal);
+    return st;
+}
+
+oscar_status oscar_calib_begin_sequence(oscar_calib *cal)
+{
+    if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_begin_sequence: NULL calibrator");
+    for (uint32_t l = 0; l < cal->p.n_layer; l++) cal->layers[l].hist_n = 0;
+    return OSCAR_OK;
+}
+
+uint64_t oscar_calib_tokens(const oscar_calib *cal, uint32_t layer)
+{
+    return cal && layer < cal->p.n_layer ? cal->layers[layer].n_tokens : 0;
+}
+
+const oscar_calib_params *oscar_calib_get_params(const oscar_calib *cal) { return cal ? &cal->p : NULL; }
+
+/* ---- adding a batch ------------------------------------------------------------------------- */
+
+oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens, const float *q, const float *k,
+                             const float *v)
+{
+    oscar_status st = OSCAR_OK;
+    double *tmp = NULL, *tmp2 = NULL, *tmp3 = NULL; /* [n_tokens * group][d] float64 scratch */
+    double *CQ = NULL;                              /* [d][d] running C_Q of one head */
+    float *o = NULL;                                /* [n_tokens][d] attention output of one query head */
+    if (!cal || !q || !k || !v) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: NULL argument");
+    if (layer >= cal->p.n_layer)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: layer %u out of range (n_layer %u)", layer,
+                   cal->p.n_layer);
+    if (n_tokens == 0) return OSCAR_OK;
+    const uint32_t d = cal->d, nh = cal->p.n_head, nkv = cal->p.n_kv_head, grp = cal->group;
+    calib_layer *L = &cal->layers[layer];
+    {
+        uint32_t t, h, j;
+        if (find_non_finite(q, n_tokens, nh, d, &t, &h, &j))
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: non-finite Q value %g (layer %u, token %u, head %u, dim %u)",
+                       (double)q[((size_t)t * nh + h) * d + j], layer, t, h, j);
+        if (find_non_finite(k, n_tokens, nkv, d, &t, &h, &j))
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: non-finite K value %g (layer %u, token %u, kv head %u, dim %u)",
+                       (double)k[((size_t)t * nkv + h) * d + j], layer, t, h, j);
+        if (find_non_finite(v, n_tokens, nkv, d, &t, &h, &j))
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: non-finite V value %g (layer %u, token %u, kv head %u, dim %u)",
+                       (double)v[((size_t)t * nkv + h) * d + j], layer, t, h, j);
+    }
+    if (cal->p.score_objective && (uint64_t)L->hist_n + n_tokens > cal->p.max_seq_len)
+        OSCAR_FAIL(OSCAR_ERROR_CONTEXT_FULL,
+                   "oscar_calib_add: layer %u sequence would reach %" PRIu64 " tokens, more than max_seq_len %u; "
+                   "call oscar_calib_begin_sequence() between calibration sequences",
+                   layer, (uint64_t)L->hist_n + n_tokens, cal->p.max_seq_len);
+
+    size_t rows = (size_t)n_tokens * grp;
+    tmp = malloc(rows * d * sizeof *tmp);
+    tmp2 = malloc(rows * d * sizeof *tmp2);
+    tmp3 = malloc(rows * d * sizeof *tmp3);
+    CQ = malloc((size_t)d * d * sizeof *CQ);
+    o = malloc((size_t)n_tokens * d * sizeof *o);
+    if (!tmp || !tmp2 || !tmp3 || !CQ || !o)
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_add: scratch for %u tokens", n_tokens);
+
+    /* C_Q: rows of every query head of the group */
+    for (uint32_t h = 0; h < nkv; h++) {
+        calib_head *hd = &L->heads[h];
+        size_t r = 0;
+        for (uint32_t t = 0; t < n_tokens; t++)
+            for (uint32_t i = h * grp; i < (h + 1) * grp; i++, r++) {
+                const float *src = q + ((size_t)t * nh + i) * d;
+                for (uint32_t j = 0; j < d; j++) tmp[r * d + j] = src[j];
+            }
+        syrk_add(hd->s_q, tmp, (uint32_t)rows, d);
+        hd->n_q += rows;
+    }
+
+    /* C_V (a): buffer for exact weights, or stream with the running C_Q */
+    size_t kv_row = (size_t)nkv * d;
+    if (!L->buf_flushed && L->buf_n + (uint64_t)n_tokens <= cal->p.proxy_buffer_tokens) {
+        memcpy(L->buf_k + L->buf_n * kv_row, k, n_tokens * kv_row * sizeof *k);
+        memcpy(L->buf_v + L->buf_n * kv_row, v, n_tokens * kv_row * sizeof *v);
+        L->buf_n += n_tokens;
+    } else {
+        if (!L->buf_flushed) OSCAR_TRY(flush_proxy(cal, L));
+        for (uint32_t h = 0; h < nkv; h++) {
+            calib_head *hd = &L->heads[h];
+            sym_full(hd->s_q, d, 1.0 / (double)hd->n_q, CQ);
+            proxy_accumulate(hd, k + (size_t)h * d, v + (size_t)h * d, n_tokens, kv_row, d, CQ, tmp, tmp2, tmp3);
+        }
+    }
+
+    /* C_S (b): causal attention of the new queries over the sequence so far */
+    if (cal->p.score_objective) {
+        memcpy(L->hist_k + L->hist_n * kv_row, k, n_tokens * kv_row * sizeof *k);
+        memcpy(L->hist_v + L->hist_n * kv_row, v, n_tokens * kv_row * sizeof *v);
+        for (uint32_t h = 0; h < nkv; h++) {
+            calib_head *hd = &L->heads[h];
+            for (uint32_t i = h * grp; i < (h + 1) * grp; i++) {
+                OSCAR_TRY(oscar_attention_causal(q + (size_t)i * d, (size_t)nh * d, n_tokens, L->hist_k + (size_t)h * d,
+                                                 L->hist_v + (size_t)h * d, kv_row, L->hist_n, d, o));
+                for (size_t x = 0; x < (size_t)n_tokens * d; x++) tmp[x] = o[x];
+                syrk_add(hd->s_s, tmp, n_tokens, d);
+                hd->n_s += n_tokens;
+            }
+        }
+        L->hist_n += n_tokens;
+    }
+
+    /* reservoirs */
+    for (uint32_t h = 0; h < nkv; h++)
+        for (uint32_t t = 0; t < n_tokens; t++)
+            reservoir_offer(cal, &L->heads[h], k + (size_t)t * kv_row + (size_t)h * d, v + (size_t)t * kv_row + (size_t)h * d);
+    L->n_tokens += n_tokens;
+fail:
+    free(tmp);
+    free(tmp2);
+    free(tmp3);
+    free(CQ);
+    free(o);
+    return st;
+}
+
+/* ---- reading results ------------------------------------------------------------------------- */
+
+/* Checks layer/head and that the layer has enough tokens. */
+static oscar_status check_ready(const oscar_calib *cal, uint32_t layer, uint32_t head, const char *fn)
+{
+    if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: NULL calibrator", fn);
+    if (layer >= cal->p.n_layer)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: layer %u out of range (n_layer %u)", fn, layer, cal->p.n_layer);
+    if (head != OSCAR_CALIB_ALL_HEADS && head >= cal->p.n_kv_head)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: KV head %u out of range (n_kv_head %u)", fn, head,
+                           cal->p.n_kv_head);
+    if (cal->layers[layer].n_tokens < cal->p.min_tokens)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE,
+                           "%s: too few calibration rows: layer %u has %" PRIu64 " tokens, at least %u are needed "
+                           "(params.min_tokens)", fn, layer, cal->layers[layer].n_tokens, cal->p.min_tokens);
+    return OSCAR_OK;
+}
+
+oscar_status oscar_calib_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, oscar_calib_target target,
+                                    double *out)
+{
+    oscar_status st = check_ready(cal, layer, head, "oscar_calib_covariance");
+    double *one = NULL; /* [d][d] one head's matrix */
+    if (st != OSCAR_OK) return st;
+    if (!out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_covariance: out is NULL");
+    if (target == OSCAR_CALIB_VALUES_SCORES && !cal->p.score_objective)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_covariance: C_S was not accumulated (params.score_objective = 0)");
+    if (target != OSCAR_CALIB_KEYS && target != OSCAR_CALIB_VALUES_PROXY && target != OSCAR_CALIB_VALUES_SCORES)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_covariance: unknown target %d", (int)target);
+    uint32_t d = cal->d;
+    calib_layer *L = &cal->layers[layer];
+    if (target == OSCAR_CALIB_VALUES_PROXY && !L->buf_flushed) OSCAR_TRY(flush_proxy(cal, L));
+    one = malloc((size_t)d * d * sizeof *one);
+    if (!one) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_covariance");
+    uint32_t h0 = head == OSCAR_CALIB_ALL_HEADS ? 0 : head;
+    uint32_t h1 = head == OSCAR_CALIB_ALL_HEADS ? cal->p.n_kv_head : head + 1;
+    memset(out, 0, (size_t)d * d * sizeof *out);
+    for (uint32_t h = h0; h < h1; h++) {
+        const calib_head *hd = &L->heads[h];
+        if (target == OSCAR_CALIB_KEYS) sym_full(hd->s_q, d, 1.0 / (double)hd->n_q, one);
+        else if (target == OSCAR_CALIB_VALUES_SCORES) sym_full(hd->s_s, d, 1.0 / (double)hd->n_s, one);
+        else {
+            if (!(hd->w_sum > 0.0))
+                OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE,
+                           "oscar_calib_covariance: layer %u KV head %u: every proxy weight k C_Q k^T is zero", layer, h);
+            sym_full(hd->s_vp, d, 1.0 / hd->w_sum, one);
+        }
+        for (size_t i = 0; i < (size_t)d * d; i++) out[i] += one[i] / (double)(h1 - h0);
+    }
+fail:
+    free(one);
+    return st;
+}
+
+oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint32_t head, const float **k,
+                                   const float **v, uint32_t *n)
+{
+    if (!cal || layer >= cal->p.n_layer || head >= cal->p.n_kv_head || !k || !v || !n)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_reservoir: bad layer %u / head %u or NULL output",
+                           layer, head);
+    const calib_head *hd = &cal->layers[layer].heads[head];
+    *k = hd->res_k;
+    *v = hd->res_v;
+    *n = hd->res_n;
+    return OSCAR_OK;
+}

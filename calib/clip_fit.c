@@ -1,0 +1,150 @@
+/* Clip-ratio fitting on the reservoir rows: attention-weighted INT2 error per ratio. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "int2_quant.h"
+#include "oscar_calib.h"
+
+oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
+                                    const float *ratios, uint32_t n_ratios, double *err_sum, uint64_t *rows)
+{
+    oscar_status st = OSCAR_OK;
+    double *CQ = NULL;  /* [d][d] C_Q of the head */
+    double *Rd = NULL;  /* [d][d] R in float64 */
+    double *T = NULL;   /* [d][d] C_Q·R */
+    double *M = NULL;   /* [d][d] Rᵀ C_Q R: logit-error weight in the rotated basis */
+    float *y = NULL;    /* [n][d] rotated reservoir rows */
+    double *E = NULL;   /* [n][d] quantization error y_hat − y */
+    double *EM = NULL;  /* [n][d] E·M */
+    double *w = NULL;   /* [n] proxy weights, mean 1 */
+    float *yq = NULL, *scratch = NULL; /* [d] */
+    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: NULL argument or no ratios");
+    for (uint32_t i = 0; i < n_ratios; i++)
+        if (!(ratios[i] > 0.0f && ratios[i] <= 1.0f))
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: clip ratio %g outside (0, 1]", (double)ratios[i]);
+    uint32_t d = p->head_dim, G = p->group_size, cap = p->reservoir_rows;
+    size_t dd = (size_t)d * d;
+    CQ = malloc(dd * sizeof *CQ);
+    Rd = malloc(dd * sizeof *Rd);
+    T = malloc(dd * sizeof *T);
+    M = malloc(dd * sizeof *M);
+    y = malloc((size_t)cap * d * sizeof *y);
+    E = malloc((size_t)cap * d * sizeof *E);
+    EM = malloc((size_t)cap * d * sizeof *EM);
+    w = malloc((size_t)cap * sizeof *w);
+    yq = malloc(d * sizeof *yq);
+    scratch = malloc(d * sizeof *scratch);
+    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !yq || !scratch)
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve: %u rows", cap);
+    for (size_t i = 0; i < dd; i++) Rd[i] = R[i];
+
+    uint32_t h0 = head == OSCAR_CALIB_ALL_HEADS ? 0 : head;
+    uint32_t h1 = head == OSCAR_CALIB_ALL_HEADS ? p->n_kv_head : head + 1;
+    for (uint32_t h = h0; h < h1; h++) {
+        const float *rk, *rv;
+        uint32_t n;
+        OSCAR_TRY(oscar_calib_covariance(cal, layer, h, OSCAR_CALIB_KEYS, CQ));
+        OSCAR_TRY(oscar_calib_reservoir(cal, layer, h, &rk, &rv, &n));
+        if (n == 0) continue;
+        oscar_rotate_rows(values ? rv : rk, n, d, d, R, 0, y);
+        if (values) {
+            /* w_t = k_t C_Q k_tᵀ, normalised to mean 1 over this head's rows */
+            double mean = 0.0;
+            for (uint32_t t = 0; t < n; t++) {
+                for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = rk[(size_t)t * d + j];
+            }
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)d, (int)d, 1.0, E, (int)d, CQ, (int)d,
+                        0.0, EM, (int)d);
+            for (uint32_t t = 0; t < n; t++) {
+                double s = 0.0;
+                for (uint32_t j = 0; j < d; j++) s += EM[(size_t)t * d + j] * E[(size_t)t * d + j];
+                w[t] = s > 0.0 ? s : 0.0;
+                mean += w[t];
+            }
+            mean /= n;
+            for (uint32_t t = 0; t < n; t++) w[t] = mean > 0.0 ? w[t] / mean : 1.0;
+        } else {
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, CQ, (int)d, Rd, (int)d,
+                        0.0, T, (int)d);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, Rd, (int)d, T, (int)d,
+                        0.0, M, (int)d);
+        }
+        for (uint32_t ri = 0; ri < n_ratios; ri++) {
+            for (uint32_t t = 0; t < n; t++) {
+                const float *yt = y + (size_t)t * d;
+                oscar_int2_fake_quantize_row(yt, d, G, ratios[ri], yq, scratch);
+                for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = (double)yq[j] - (double)yt[j];
+            }
+            double acc = 0.0;
+            if (values) {
+                for (uint32_t t = 0; t < n; t++) {
+                    double s = 0.0;
+                    for (uint32_t j = 0; j < d; j++) s += E[(size_t)t * d + j] * E[(size_t)t * d + j];
+                    acc += w[t] * s;
+                }
+            } else {
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)d, (int)d, 1.0, E, (int)d, M,
+                            (int)d, 0.0, EM, (int)d);
+                for (size_t x = 0; x < (size_t)n * d; x++) acc += EM[x] * E[x];
+            }
+            err_sum[ri] += acc;
+        }
+        *rows += n;
+    }
+fail:
+    free(CQ);
+    free(Rd);
+    free(T);
+    free(M);
+    free(y);
+    free(E);
+    free(EM);
+    free(w);
+    free(yq);
+    free(scratch);
+    return st;
+}
+
+/* The params grid: clip_min, clip_min + step, ..., up to clip_max (included within step/2). */
+static uint32_t clip_grid(const oscar_calib_params *p, float *ratios, uint32_t cap)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; n < cap; i++) {
+        double r = (double)p->clip_min + (double)i * (double)p->clip_step;
+        if (r > (double)p->clip_max + 0.5 * (double)p->clip_step) break;
+        if (r > (double)p->clip_max) r = p->clip_max;
+        ratios[n++] = (float)r;
+    }
+    return n;
+}
+
+oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
+                                  float *ratio, double *err)
+{
+    enum { GRID_MAX = 1024 };
+    oscar_status st = OSCAR_OK;
+    float *ratios = NULL; /* [GRID_MAX] */
+    double *sums = NULL;  /* [GRID_MAX] */
+    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    if (!p || !ratio) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_fit_clip: NULL argument");
+    ratios = malloc(GRID_MAX * sizeof *ratios);
+    sums = calloc(GRID_MAX, sizeof *sums);
+    if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
+    uint32_t n = clip_grid(p, ratios, GRID_MAX);
+    uint64_t rows = 0;
+    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, ratios, n, sums, &rows));
+    if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_fit_clip: layer %u has no sample rows", layer);
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (sums[i] <= sums[best]) best = i;
+    *ratio = ratios[best];
+    if (err) *err = sums[best] / (double)rows;
+fail:
+    free(ratios);
+    free(sums);
+    return st;
+}

@@ -1,0 +1,221 @@
+/* OSCAR calibrator: the math core (DESIGN.md §1), pure CPU, float64 accumulation.
+ *
+ * Flow: oscar_calib_create() -> for each calibration sequence: oscar_calib_begin_sequence(),
+ * then per layer, batches of post-RoPE rows in token order with oscar_calib_add() -> either
+ * oscar_calib_solve() for every layer at once, or the pieces (oscar_calib_covariance(),
+ * oscar_rotation_build(), oscar_calib_fit_clip()) one by one.
+ *
+ * Conventions used throughout:
+ *  - Row-vector convention, as in the runtime: a rotation R is float32 [d][d] row-major and the
+ *    rotated row is y = x·R, y_j = Σ_i x_i R[i][j]. Undoing it is x = y·Rᵀ.
+ *  - Matrices are row-major. An eigenvector matrix U holds eigenvector i in COLUMN i
+ *    (U[r][i] = component r of u_i), eigenvalues sorted descending.
+ *  - GQA: query head i uses KV head i / (n_head / n_kv_head).
+ *
+ * What is accumulated, per (layer, KV head h), in float64:
+ *  - C_Q,h = Σ q qᵀ / n over the post-RoPE queries of every query head sharing KV head h.
+ *    Keys' target C_K: per-layer grouping = mean over h of C_Q,h; per-head grouping = C_Q,h.
+ *  - C_V (a), the proxy: w_t = k_t C_Q,h k_tᵀ, C_V,h = Σ w_t v_t v_tᵀ / Σ w_t (identical to
+ *    normalising w to mean 1 and dividing by n). w needs the FINAL C_Q, which a one-pass stream
+ *    does not have yet. Choice: the first `proxy_buffer_tokens` tokens of each layer are kept
+ *    (float32 K and V) and weighted with the final C_Q when the covariance is read, so a stream
+ *    no longer than the buffer is exact; once the buffer is full it is flushed with the C_Q
+ *    accumulated so far, and later batches are weighted with the running C_Q (all tokens up to
+ *    and including their own batch). The buffer is freed after the flush.
+ *  - C_S (b), the paper's: o = softmax(q Kᵀ/sqrt(d)) V, causal within the current sequence,
+ *    for every query head i of the group; C_S,h = Σ o oᵀ / (number of o rows). The keys and
+ *    values of the current sequence are kept per layer (at most `max_seq_len` tokens, default
+ *    2048): feed a calibration sequence of up to max_seq_len tokens in one or more chunks after
+ *    oscar_calib_begin_sequence(); cost O(T²·d) per sequence and head. Feeding more tokens than
+ *    max_seq_len into one sequence is an error (OSCAR_ERROR_CONTEXT_FULL), never a silent cut.
+ *    Per-layer C_S and C_V are the mean over h, like C_K.
+ *  - A reservoir (uniform sample, Algorithm R, seeded) of `reservoir_rows` K and V rows per
+ *    (layer, KV head), default 1024 (SmolLM2-135M: 30 x 3 x 1024 rows x 64 x 2 x 4 B = 47 MB),
+ *    used to fit the clip ratios.
+ */
+#ifndef OSCAR_CALIB_H
+#define OSCAR_CALIB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oscar/oscar.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Largest head_dim the calibrator accepts (the INT2 reference handles groups up to 256). */
+#define OSCAR_CALIB_MAX_HEAD_DIM 256u
+/* Passed as `head` to ask for the layer-level matrix (mean over KV heads). */
+#define OSCAR_CALIB_ALL_HEADS UINT32_MAX
+
+typedef enum oscar_calib_grouping {
+    OSCAR_CALIB_PER_LAYER = 0, /* one R_K and one R_V per layer */
+    OSCAR_CALIB_PER_HEAD = 1,  /* one per layer and KV head */
+} oscar_calib_grouping;
+
+typedef enum oscar_calib_target {
+    OSCAR_CALIB_KEYS = 0,          /* C_K: GQA-pooled query covariance */
+    OSCAR_CALIB_VALUES_PROXY = 1,  /* C_V (a): key-score-weighted value covariance */
+    OSCAR_CALIB_VALUES_SCORES = 2, /* C_S (b): covariance of attention outputs S·V */
+} oscar_calib_target;
+
+typedef enum oscar_rotation_kind {
+    OSCAR_ROTATION_IDENTITY = 0, /* R = I (plain INT2) */
+    OSCAR_ROTATION_HADAMARD = 1, /* R = H (QuaRot-style) */
+    OSCAR_ROTATION_OSCAR = 2,    /* R = U·H·P */
+    OSCAR_ROTATION_OSCAR_NO_PERM = 3, /* R = U·H, for ablation of P only */
+} oscar_rotation_kind;
+
+/* Progress hook: `stage` is a constant string ("solve"), done <= total. Called from the
+ * calling thread; must not call back into the calibrator. */
+typedef void (*oscar_calib_progress_fn)(void *user, const char *stage, uint64_t done, uint64_t total);
+
+typedef struct oscar_calib_params {
+    uint32_t n_layer, n_head, n_kv_head, head_dim; /* head_dim: power of two, <= 256 */
+    uint32_t group_size;          /* quantization group G (divides head_dim); 0 = head_dim */
+    oscar_calib_grouping grouping;
+    int score_objective;          /* 1: also accumulate C_S (b) (needs K/V history); default 1 */
+    uint32_t max_seq_len;         /* tokens of history per sequence for C_S; default 2048 */
+    uint32_t proxy_buffer_tokens; /* tokens per layer weighted exactly for C_V (a); default 2048 */
+    uint32_t reservoir_rows;      /* sample rows per (layer, KV head) for clip fitting; default 1024 */
+    uint32_t min_tokens;          /* fewer tokens in a layer is an error; default head_dim */
+    float clip_min, clip_max, clip_step; /* clip-ratio grid; default 0.80 .. 1.00 step 0.01 */
+    uint64_t seed;                /* reservoir sampling */
+    oscar_calib_progress_fn progress; /* may be NULL */
+    void *progress_user;
+} oscar_calib_params;
+
+typedef struct oscar_calib oscar_calib;
+
+/* ---- the calibrator object ------------------------------------------------------------- */
+
+oscar_calib_params oscar_calib_params_default(void);
+
+/* Validates the shapes (head_dim a power of two, n_head a multiple of n_kv_head, G divides
+ * head_dim) and allocates every accumulator. *out is NULL on failure. */
+oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **out);
+/* Frees everything; NULL is a no-op. */
+void oscar_calib_destroy(oscar_calib *cal);
+
+/* Starts a new calibration sequence: the key/value history of every layer is emptied, so the
+ * next oscar_calib_add() rows sit at position 0. Needed only for C_S (b); harmless otherwise. */
+oscar_status oscar_calib_begin_sequence(oscar_calib *cal);
+
+/* Adds a batch of n_tokens consecutive tokens of the current sequence to `layer`:
+ *   q [n_tokens][n_head][head_dim], k and v [n_tokens][n_kv_head][head_dim], float32, post-RoPE.
+ * All values must be finite: a NaN or Inf anywhere rejects the whole batch with
+ * OSCAR_ERROR_INVALID_ARGUMENT (the message names layer, tensor, token, head and dim) and
+ * leaves the calibrator unchanged. OSCAR_ERROR_CONTEXT_FULL when the sequence would exceed
+ * max_seq_len while score_objective is on. The caller keeps ownership of the arrays. */
+oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens,
+                             const float *q, const float *k, const float *v);
+
+/* Tokens added so far to `layer` (0 for a layer out of range). */
+uint64_t oscar_calib_tokens(const oscar_calib *cal, uint32_t layer);
+
+/* Writes the finished target covariance, float64 [d][d] symmetric, of (layer, head) into
+ * out; head < n_kv_head picks one KV head, OSCAR_CALIB_ALL_HEADS the mean over KV heads.
+ * OSCAR_ERROR_INVALID_STATE when the layer has fewer than min_tokens tokens or the target was
+ * not accumulated (C_S with score_objective = 0). */
+oscar_status oscar_calib_covariance(oscar_calib *cal, uint32_t layer, uint32_t head,
+                                    oscar_calib_target target, double *out);
+
+/* The parameters in use, with defaults resolved (group_size, min_tokens); NULL for NULL. */
+const oscar_calib_params *oscar_calib_get_params(const oscar_calib *cal);
+
+/* The reservoir of (layer, KV head): *n rows of keys *k and values *v, float32 [n][d] each,
+ * owned by the calibrator and valid until the next oscar_calib_add() or destroy. */
+oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint32_t head, const float **k,
+                                   const float **v, uint32_t *n);
+
+/* Attention-weighted INT2 error of the reservoir rows of (layer, head) (head as above),
+ * rotated by R (float32 [d][d]) and fake-quantized with group G at each clip ratio:
+ *   keys   (values = 0): (y − ŷ)ᵀ (Rᵀ C_Q,h R) (y − ŷ) = E_q[(q·(k − k̂))²] per row,
+ *   values (values = 1): w_t ‖y − ŷ‖² with w_t = k_t C_Q,h k_tᵀ normalised to mean 1 per head.
+ * ADDS the per-ratio sums to err_sum[0..n_ratios) and the row count to *rows (the mean is
+ * err_sum / rows), so curves of several heads with their own R can be pooled. */
+oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
+                                    const float *R, const float *ratios, uint32_t n_ratios,
+                                    double *err_sum, uint64_t *rows);
+
+/* Picks the clip ratio of the params grid with the smallest error for (layer, head) and R;
+ * writes it and its mean error (err may be NULL). Ties go to the larger ratio. */
+oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
+                                  const float *R, float *ratio, double *err);
+
+/* ---- solving every layer ---------------------------------------------------------------- */
+
+typedef struct oscar_calib_result {
+    uint32_t n_layer, n_rot, head_dim; /* n_rot: 1 per layer, or n_kv_head per-head */
+    float *rot_k, *rot_v;   /* [n_layer][n_rot][d][d] row-major, y = x·R */
+    double *eig_k, *eig_v;  /* [n_layer][n_rot][d] target eigenvalues, descending (0 unless OSCAR) */
+    float *clip_k, *clip_v; /* [n_layer] fitted clip ratios */
+    double *err_k, *err_v;  /* [n_layer] mean fitted objective at that ratio */
+} oscar_calib_result;
+
+/* Builds R_K from C_K and R_V from `v_target` (VALUES_PROXY or VALUES_SCORES) for every layer
+ * with `kind`, checks each R (orthogonal, finite), fits both clip ratios per layer, and reports
+ * progress after each layer. Fills *out (free with oscar_calib_result_free); on failure *out
+ * is empty. */
+oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar_calib_target v_target,
+                               oscar_calib_result *out);
+/* Frees the arrays of a result and zeroes it; NULL or an empty result is a no-op. */
+void oscar_calib_result_free(oscar_calib_result *res);
+
+/* ---- matrices (no calibrator needed) ---------------------------------------------------- */
+
+/* Normalised Sylvester Walsh–Hadamard matrix, float64 [d][d]: H[i][j] = (−1)^popcount(i&j)/√d.
+ * Symmetric and orthogonal. OSCAR_ERROR_INVALID_ARGUMENT unless d is a power of two <= 4096. */
+oscar_status oscar_hadamard_matrix(uint32_t d, double *H);
+
+/* Bit-reversal permutation of 0..d−1 (d a power of two): perm[p] = p with its log2(d) bits
+ * reversed. It is an involution, and the Sylvester H is invariant under it (B·H·B = H).
+ * As P in R = U·H·P: position p of x·U·H·P takes column perm[p] of U·H; since
+ * U·H·B = U·B·H, this equals placing eigen-direction of rank r (sorted by eigenvalue,
+ * descending) at position perm[r] BEFORE the Hadamard. What it buys with G < d: the d/G
+ * within-group-constant patterns of H (one per output group, absorbed exactly by each group's
+ * min) receive the top d/G ranks, and every group sees every direction with weight G/d
+ * (diag(RᵀCR) = tr(C)/d for all coordinates, for any P). With G = d the output is a
+ * permutation of the U·H output and the error of a row-wise quantizer cannot change. */
+oscar_status oscar_bit_reversal_permutation(uint32_t d, uint32_t *perm);
+
+/* Symmetric eigendecomposition with LAPACKE_dsyevd: C (float64 [d][d], upper triangle read)
+ * = U diag(lambda) Uᵀ, lambda descending, U's columns the eigenvectors (each signed so that its
+ * largest-magnitude component is positive, for reproducible output). U and lambda may not
+ * alias C. OSCAR_ERROR_INVALID_ARGUMENT for a non-finite C, OSCAR_ERROR_UNSUPPORTED if LAPACK
+ * fails to converge. */
+oscar_status oscar_eigh_descending(uint32_t d, const double *C, double *U, double *lambda);
+
+/* Builds a rotation of `kind` for head_dim d into R (float32 [d][d], y = x·R). C (float64
+ * [d][d] target covariance) is needed only for the OSCAR kinds (may be NULL otherwise);
+ * lambda (float64 [d], may be NULL) receives its eigenvalues, descending, or zeros. */
+oscar_status oscar_rotation_build(oscar_rotation_kind kind, uint32_t d, const double *C, float *R,
+                                  double *lambda);
+
+/* Loader-side check of a stored rotation: every entry finite and ‖RᵀR − I‖_max <= tol
+ * (1e-4 is a good tolerance for float32 data). Writes the deviation to *max_dev (may be NULL;
+ * +inf when not finite). OSCAR_ERROR_BAD_FORMAT with the offending entry or deviation in the
+ * message. Needs no LAPACK: meant to move into runtime/ with the RotationZoo loader. */
+oscar_status oscar_rotation_check(const float *R, uint32_t d, double tol, double *max_dev);
+
+/* y = x·R (transpose = 0) or y = x·Rᵀ (transpose = 1) for n rows of x [n][x_stride] (first d
+ * used), y [n][d]. x and y must not alias. */
+void oscar_rotate_rows(const float *x, uint32_t n, size_t x_stride, uint32_t d, const float *R,
+                       int transpose, float *y);
+
+/* Causal softmax attention of one query head, float32 with a float64 softmax sum:
+ *   out[a] = Σ_{j <= n_past + a} softmax_j(q_a·k_j / sqrt(d)) v_j,   a < n_new,
+ * query row a sitting at position n_past + a. q [n_new][q_stride], k and v
+ * [n_past + n_new][kv_stride] (first d of each row used), out [n_new][d].
+ * O(n_new·(n_past+n_new)·d); processes 64 query rows at a time and touches only the keys they
+ * may see. OSCAR_ERROR_OUT_OF_HOST_MEMORY if the score block cannot be allocated. */
+oscar_status oscar_attention_causal(const float *q, size_t q_stride, uint32_t n_new, const float *k,
+                                    const float *v, size_t kv_stride, uint32_t n_past, uint32_t d,
+                                    float *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

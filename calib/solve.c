@@ -1,0 +1,114 @@
+/* Solving every layer: rotations, their checks, clip ratios, with progress reports. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "oscar_calib.h"
+
+void oscar_calib_result_free(oscar_calib_result *res)
+{
+    if (!res) return;
+    free(res->rot_k);
+    free(res->rot_v);
+    free(res->eig_k);
+    free(res->eig_v);
+    free(res->clip_k);
+    free(res->clip_v);
+    free(res->err_k);
+    free(res->err_v);
+    memset(res, 0, sizeof *res);
+}
+
+/* Fits one clip ratio for a layer: per-layer grouping uses one R for every head, per-head
+ * grouping the head's own R (rots [n_rot][d][d]); the curves of all heads are pooled. */
+static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values, const float *rots, uint32_t n_rot,
+                                   float *ratio, double *err)
+{
+    if (n_rot == 1) return oscar_calib_fit_clip(cal, layer, OSCAR_CALIB_ALL_HEADS, values, rots, ratio, err);
+    enum { GRID_MAX = 1024 };
+    oscar_status st = OSCAR_OK;
+    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    size_t dd = (size_t)p->head_dim * p->head_dim;
+    float *ratios = malloc(GRID_MAX * sizeof *ratios); /* [GRID_MAX] */
+    double *sums = calloc(GRID_MAX, sizeof *sums);     /* [GRID_MAX] */
+    if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: clip grid");
+    uint32_t n = 0;
+    for (; n < GRID_MAX; n++) {
+        double r = (double)p->clip_min + (double)n * (double)p->clip_step;
+        if (r > (double)p->clip_max + 0.5 * (double)p->clip_step) break;
+        ratios[n] = (float)(r > (double)p->clip_max ? (double)p->clip_max : r);
+    }
+    uint64_t rows = 0;
+    for (uint32_t h = 0; h < n_rot; h++)
+        OSCAR_TRY(oscar_calib_clip_curve(cal, layer, h, values, rots + h * dd, ratios, n, sums, &rows));
+    if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_solve: layer %u has no sample rows", layer);
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (sums[i] <= sums[best]) best = i;
+    *ratio = ratios[best];
+    *err = sums[best] / (double)rows;
+fail:
+    free(ratios);
+    free(sums);
+    return st;
+}
+
+oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar_calib_target v_target,
+                               oscar_calib_result *out)
+{
+    oscar_status st = OSCAR_OK;
+    double *C = NULL; /* [d][d] target covariance */
+    oscar_calib_result res;
+    memset(&res, 0, sizeof res);
+    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    if (out) memset(out, 0, sizeof *out);
+    if (!p || !out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_solve: NULL argument");
+    if (v_target != OSCAR_CALIB_VALUES_PROXY && v_target != OSCAR_CALIB_VALUES_SCORES)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_solve: v_target must be VALUES_PROXY or VALUES_SCORES");
+    uint32_t d = p->head_dim, nl = p->n_layer;
+    uint32_t n_rot = p->grouping == OSCAR_CALIB_PER_HEAD ? p->n_kv_head : 1;
+    size_t dd = (size_t)d * d, per_layer = (size_t)n_rot * dd;
+    res.n_layer = nl;
+    res.n_rot = n_rot;
+    res.head_dim = d;
+    res.rot_k = malloc(nl * per_layer * sizeof *res.rot_k);
+    res.rot_v = malloc(nl * per_layer * sizeof *res.rot_v);
+    res.eig_k = calloc((size_t)nl * n_rot * d, sizeof *res.eig_k);
+    res.eig_v = calloc((size_t)nl * n_rot * d, sizeof *res.eig_v);
+    res.clip_k = malloc(nl * sizeof *res.clip_k);
+    res.clip_v = malloc(nl * sizeof *res.clip_v);
+    res.err_k = malloc(nl * sizeof *res.err_k);
+    res.err_v = malloc(nl * sizeof *res.err_v);
+    C = malloc(dd * sizeof *C);
+    if (!res.rot_k || !res.rot_v || !res.eig_k || !res.eig_v || !res.clip_k || !res.clip_v || !res.err_k ||
+        !res.err_v || !C)
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: results for %u layers", nl);
+    int need_c = kind == OSCAR_ROTATION_OSCAR || kind == OSCAR_ROTATION_OSCAR_NO_PERM;
+    for (uint32_t l = 0; l < nl; l++) {
+        for (uint32_t g = 0; g < n_rot; g++) {
+            uint32_t head = n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : g;
+            size_t at = (size_t)l * n_rot + g;
+            for (int which = 0; which < 2; which++) {
+                float *R = (which ? res.rot_v : res.rot_k) + at * dd;
+                double *eig = (which ? res.eig_v : res.eig_k) + at * d;
+                if (need_c) OSCAR_TRY(oscar_calib_covariance(cal, l, head, which ? v_target : OSCAR_CALIB_KEYS, C));
+                OSCAR_TRY(oscar_rotation_build(kind, d, need_c ? C : NULL, R, eig));
+                double dev;
+                st = oscar_rotation_check(R, d, 1e-4, &dev);
+                if (st != OSCAR_OK)
+                    OSCAR_FAIL(st, "oscar_calib_solve: layer %u group %u %s rotation failed its check (%.3g)", l, g,
+                               which ? "value" : "key", dev);
+            }
+        }
+        OSCAR_TRY(fit_layer_clip(cal, l, 0, res.rot_k + (size_t)l * per_layer, n_rot, &res.clip_k[l], &res.err_k[l]));
+        OSCAR_TRY(fit_layer_clip(cal, l, 1, res.rot_v + (size_t)l * per_layer, n_rot, &res.clip_v[l], &res.err_v[l]));
+        if (p->progress) p->progress(p->progress_user, "solve", l + 1, nl);
+    }
+    *out = res;
+    memset(&res, 0, sizeof res);
+fail:
+    oscar_calib_result_free(&res);
+    free(C);
+    return st;
+}
