@@ -746,8 +746,10 @@ static int bpe_word(const oscar_tokenizer *tok, enc_state *e, const unsigned cha
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         int32_t id = tok->byte_token[w[i]];
-        if (id < 0) id = tok->unk;
-        if (id < 0) continue; /* a vocabulary without this byte and without <unk>: dropped */
+        /* A byte the vocabulary cannot spell is dropped, as HF tokenizers and llama.cpp do
+         * (SmolLM2 lacks 21 of the 256, e.g. 0x04, 0xC0, 0xFF). Not <unk>: GGUF files often
+         * name <|endoftext|> as unknown_token_id, and an end-of-text mid-prompt is worse. */
+        if (id < 0) continue;
         e->sym_id[m] = id;
         m++;
     }
@@ -823,9 +825,9 @@ static int spm_try_pair(const oscar_tokenizer *tok, enc_state *e, long left, lon
 static int spm_fragment(const oscar_tokenizer *tok, enc_state *e, const char *text, size_t len, int prefix)
 {
     static const char sp[3] = {(char)0xE2, (char)0x96, (char)0x81}; /* U+2581 */
-    size_t n_spaces = prefix;
+    size_t n_spaces = 0;
     for (size_t i = 0; i < len; i++) n_spaces += text[i] == ' ';
-    size_t blen = len + 2 * n_spaces;
+    size_t blen = len + 2 * n_spaces + (prefix ? 3 : 0); /* "▁" is 3 bytes */
     if (grow((void **)&e->buf, &e->cap_buf, blen + 1, 1)) return -1;
     size_t p = 0;
     if (prefix) { memcpy(e->buf, sp, 3); p = 3; }

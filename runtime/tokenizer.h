@@ -17,7 +17,10 @@
  * Arbitrary bytes never fail: an invalid UTF-8 byte is kept as that byte (it is a class of its
  * own for the pre-tokenizer, like punctuation) and tokenizes through the byte mapping or the
  * byte-fallback tokens, so decode(encode(x)) == x for every x the vocabulary can spell.
- * (llama.cpp substitutes U+FFFD for such bytes instead; we keep them.)
+ * (llama.cpp substitutes U+FFFD for such bytes instead; we keep them.) A byte-level
+ * vocabulary may lack some byte tokens (SmolLM2 has no token for 0x04, 0xC0, 0xFF and 18
+ * others); such bytes are dropped, as HF tokenizers and llama.cpp drop them. SPM falls back
+ * to <unk> for a byte without a <0xNN> token.
  *
  * A tokenizer is immutable after creation and may be shared between threads.
  */
