@@ -1,0 +1,587 @@
+/* Model-free test of the OSCAR calibrator (DESIGN.md §1) on synthetic Q/K/V of one layer:
+ * keys with planted outlier channels, queries with an anisotropic covariance aligned with
+ * them, values with their own anisotropy. Calibrate on one sample, measure INT2 errors on a
+ * held-out sample for identity, Hadamard-only and OSCAR rotations, plus the unit checks of the
+ * rotation math (Hadamard, bit reversal, eigendecomposition, orthogonality, group balance)
+ * and the error statuses (non-power-of-two d, NaN rows, too few rows). */
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "int2_quant.h"
+#include "oscar_calib.h"
+#include "test_util.h"
+
+#define NH 8           /* query heads */
+#define NKV 2          /* KV heads */
+#define GRP (NH / NKV) /* query heads per KV head */
+#define SEQ 512        /* tokens per synthetic sequence */
+#define CAL_SEQS 4     /* calibration sequences (2048 tokens) */
+#define N_OUT 3        /* planted outlier channels per KV head */
+
+/* ---- synthetic layer ------------------------------------------------------------------------ */
+
+typedef struct synth {
+    uint32_t d;
+    double *qbasis;   /* [NKV][d][d] rows = orthonormal query directions, strongest first */
+    double *qlam;     /* [NH][d] query variance along each direction */
+    uint32_t out_ch[NKV][N_OUT];  /* outlier channels of the keys */
+    double out_mean[NKV][N_OUT];  /* their mean (10-30x the base scale) */
+    double *kstd;     /* [NKV][d] base key std per channel */
+    double *vbasis;   /* [NKV][d][d] value directions */
+    double *vlam;     /* [NKV][d] value variance per direction */
+    double *vmean;    /* [NKV][d] value mean */
+} synth;
+
+/* Orthonormalises the rows of b [d][d] in place (modified Gram–Schmidt, in row order). */
+static void gram_schmidt(double *b, uint32_t d)
+{
+    for (uint32_t i = 0; i < d; i++) {
+        double *r = b + (size_t)i * d;
+        for (uint32_t j = 0; j < i; j++) {
+            const double *s = b + (size_t)j * d;
+            double dot = 0.0;
+            for (uint32_t x = 0; x < d; x++) dot += r[x] * s[x];
+            for (uint32_t x = 0; x < d; x++) r[x] -= dot * s[x];
+        }
+        double nrm = 0.0;
+        for (uint32_t x = 0; x < d; x++) nrm += r[x] * r[x];
+        nrm = sqrt(nrm);
+        for (uint32_t x = 0; x < d; x++) r[x] /= nrm;
+    }
+}
+
+static void synth_init(synth *s, uint32_t d, uint64_t seed)
+{
+    test_rng_seed(seed);
+    s->d = d;
+    s->qbasis = malloc((size_t)NKV * d * d * sizeof(double));
+    s->qlam = malloc((size_t)NH * d * sizeof(double));
+    s->kstd = malloc((size_t)NKV * d * sizeof(double));
+    s->vbasis = malloc((size_t)NKV * d * d * sizeof(double));
+    s->vlam = malloc((size_t)NKV * d * sizeof(double));
+    s->vmean = malloc((size_t)NKV * d * sizeof(double));
+    for (uint32_t h = 0; h < NKV; h++) {
+        /* outlier channels, distinct */
+        for (uint32_t o = 0; o < N_OUT; o++) {
+            uint32_t c;
+            int dup;
+            do {
+                c = test_rng_u32() % d;
+                dup = 0;
+                for (uint32_t p = 0; p < o; p++) dup |= s->out_ch[h][p] == c;
+            } while (dup);
+            s->out_ch[h][o] = c;
+            s->out_mean[h][o] = (test_rng_uniform() < 0.5f ? -1.0 : 1.0) * (10.0 + 20.0 * test_rng_uniform());
+        }
+        for (uint32_t j = 0; j < d; j++) s->kstd[h * d + j] = 0.5 + test_rng_uniform();
+        /* query directions: the strongest ones lean on the outlier channels */
+        double *b = s->qbasis + (size_t)h * d * d;
+        for (size_t x = 0; x < (size_t)d * d; x++) b[x] = test_rng_normal() * 0.15;
+        for (uint32_t o = 0; o < N_OUT; o++) b[(size_t)o * d + s->out_ch[h][o]] += 1.0;
+        gram_schmidt(b, d);
+        double *vb = s->vbasis + (size_t)h * d * d;
+        for (size_t x = 0; x < (size_t)d * d; x++) vb[x] = test_rng_normal();
+        gram_schmidt(vb, d);
+        for (uint32_t i = 0; i < d; i++) s->vlam[h * d + i] = pow(10.0, -1.5 * i / (d - 1)); /* 1.5 decades */
+        for (uint32_t j = 0; j < d; j++) s->vmean[h * d + j] = 0.0;
+        for (uint32_t j = 0; j < d; j++) s->vmean[h * d + j] += 1.5 * vb[(size_t)(d / 2) * d + j]; /* mean along a weak direction */
+    }
+    for (uint32_t i = 0; i < NH; i++) {
+        double scale = 0.7 + 0.6 * test_rng_uniform();
+        /* a few dominant directions (aligned with the outlier channels), then 2.5 decades of decay */
+        static const double top[N_OUT] = {1.0, 0.6, 0.4};
+        for (uint32_t x = 0; x < d; x++)
+            s->qlam[i * d + x] = scale * (x < N_OUT ? top[x] : 0.1 * pow(10.0, -2.5 * (x - N_OUT) / (d - 1 - N_OUT)));
+    }
+}
+
+static void synth_free(synth *s)
+{
+    free(s->qbasis);
+    free(s->qlam);
+    free(s->kstd);
+    free(s->vbasis);
+    free(s->vlam);
+    free(s->vmean);
+}
+
+/* Draws n tokens: q [n][NH][d], k and v [n][NKV][d]. Query scale 0.3 keeps softmax non-degenerate. */
+static void synth_draw(const synth *s, uint32_t n, float *q, float *k, float *v)
+{
+    uint32_t d = s->d;
+    double *g = malloc(d * sizeof *g);
+    for (uint32_t t = 0; t < n; t++) {
+        for (uint32_t i = 0; i < NH; i++) {
+            const double *b = s->qbasis + (size_t)(i / GRP) * d * d;
+            float *dst = q + ((size_t)t * NH + i) * d;
+            for (uint32_t x = 0; x < d; x++) g[x] = test_rng_normal() * sqrt(s->qlam[i * d + x]) * 0.3;
+            for (uint32_t j = 0; j < d; j++) {
+                double acc = 0.0;
+                for (uint32_t x = 0; x < d; x++) acc += g[x] * b[(size_t)x * d + j];
+                dst[j] = (float)acc;
+            }
+        }
+        for (uint32_t h = 0; h < NKV; h++) {
+            float *kd = k + ((size_t)t * NKV + h) * d;
+            for (uint32_t j = 0; j < d; j++) kd[j] = (float)(test_rng_normal() * s->kstd[h * d + j]);
+            for (uint32_t o = 0; o < N_OUT; o++)
+                kd[s->out_ch[h][o]] += (float)(s->out_mean[h][o] * (1.0 + 0.2 * test_rng_normal()));
+            const double *vb = s->vbasis + (size_t)h * d * d;
+            float *vd = v + ((size_t)t * NKV + h) * d;
+            for (uint32_t x = 0; x < d; x++) g[x] = test_rng_normal() * sqrt(s->vlam[h * d + x]);
+            for (uint32_t j = 0; j < d; j++) {
+                double acc = s->vmean[h * d + j];
+                for (uint32_t x = 0; x < d; x++) acc += g[x] * vb[(size_t)x * d + j];
+                vd[j] = (float)acc;
+            }
+        }
+    }
+    free(g);
+}
+
+/* ---- held-out error metrics ------------------------------------------------------------------ */
+
+/* Fake-quantizes rows of x [n][stride] (first d) after rotation by R, returns the rotated rows y
+ * and their reconstruction yq, both [n][d]. */
+static void rotate_quantize(const float *x, uint32_t n, size_t stride, uint32_t d, uint32_t G, float r,
+                            const float *R, float *y, float *yq)
+{
+    float *scratch = malloc(d * sizeof *scratch);
+    oscar_rotate_rows(x, n, stride, d, R, 0, y);
+    for (uint32_t t = 0; t < n; t++) oscar_int2_fake_quantize_row(y + (size_t)t * d, d, G, r, yq + (size_t)t * d, scratch);
+    free(scratch);
+}
+
+/* Mean over held-out (q, k) pairs of (q·k − q·k̂)², every query head against every key of its
+ * KV head, with q and k rotated by the same R (R0 + h·r_stride for KV head h). */
+static double key_logit_error(const float *q, const float *k, uint32_t n, uint32_t d, uint32_t G, float r,
+                              const float *R0, size_t r_stride)
+{
+    float *y = malloc((size_t)n * d * sizeof *y), *yq = malloc((size_t)n * d * sizeof *yq);
+    float *qr = malloc((size_t)n * d * sizeof *qr), *D = malloc((size_t)n * n * sizeof *D);
+    double sum = 0.0;
+    for (uint32_t h = 0; h < NKV; h++) {
+        const float *R = R0 + h * r_stride; /* this KV head's rotation */
+        rotate_quantize(k + (size_t)h * d, n, (size_t)NKV * d, d, G, r, R, y, yq);
+        for (size_t x = 0; x < (size_t)n * d; x++) yq[x] -= y[x]; /* error e = k̂ − k, rotated */
+        for (uint32_t i = h * GRP; i < (h + 1) * GRP; i++) {
+            oscar_rotate_rows(q + (size_t)i * d, n, (size_t)NH * d, d, R, 0, qr);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)d, 1.0f, qr, (int)d, yq, (int)d,
+                        0.0f, D, (int)n);
+            for (size_t x = 0; x < (size_t)n * n; x++) sum += (double)D[x] * D[x];
+        }
+    }
+    free(y);
+    free(yq);
+    free(qr);
+    free(D);
+    return sum / ((double)NH * n * n);
+}
+
+/* Mean over held-out query rows of ‖o − ô‖², o = causal softmax(q kᵀ/√d) v, ô with v replaced
+ * by its INT2 reconstruction v̂ = dequant(v·R)·Rᵀ (keys exact, to isolate the value error). */
+static double value_output_error(const float *q, const float *k, const float *v, uint32_t n, uint32_t d, uint32_t G,
+                                 float r, const float *R)
+{
+    float *y = malloc((size_t)n * d * sizeof *y), *yq = malloc((size_t)n * d * sizeof *yq);
+    float *vh = malloc((size_t)n * d * sizeof *vh), *kh = malloc((size_t)n * d * sizeof *kh);
+    float *o = malloc((size_t)n * d * sizeof *o), *oh = malloc((size_t)n * d * sizeof *oh);
+    double sum = 0.0;
+    for (uint32_t h = 0; h < NKV; h++) {
+        rotate_quantize(v + (size_t)h * d, n, (size_t)NKV * d, d, G, r, R, y, yq);
+        oscar_rotate_rows(yq, n, d, d, R, 1, vh);
+        for (uint32_t t = 0; t < n; t++) memcpy(kh + (size_t)t * d, k + ((size_t)t * NKV + h) * d, d * sizeof(float));
+        for (uint32_t i = h * GRP; i < (h + 1) * GRP; i++) {
+            CHECK_OK(oscar_attention_causal(q + (size_t)i * d, (size_t)NH * d, n, k + (size_t)h * d, v + (size_t)h * d,
+                                            (size_t)NKV * d, 0, d, o));
+            CHECK_OK(oscar_attention_causal(q + (size_t)i * d, (size_t)NH * d, n, kh, vh, d, 0, d, oh));
+            for (size_t x = 0; x < (size_t)n * d; x++) sum += ((double)o[x] - oh[x]) * ((double)o[x] - oh[x]);
+        }
+    }
+    free(y);
+    free(yq);
+    free(vh);
+    free(kh);
+    free(o);
+    free(oh);
+    return sum / ((double)NH * n);
+}
+
+/* ---- unit checks ------------------------------------------------------------------------------ */
+
+static void check_hadamard_and_permutation(uint32_t d)
+{
+    double *H = malloc((size_t)d * d * sizeof *H);
+    uint32_t *perm = malloc(d * sizeof *perm);
+    int *seen = calloc(d, sizeof *seen);
+    CHECK_OK(oscar_hadamard_matrix(d, H));
+    double orth = 0.0, sym = 0.0;
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) {
+            double s = 0.0;
+            for (uint32_t r = 0; r < d; r++) s += H[(size_t)r * d + i] * H[(size_t)r * d + j];
+            orth = fmax(orth, fabs(s - (i == j)));
+            sym = fmax(sym, fabs(H[(size_t)i * d + j] - H[(size_t)j * d + i]));
+        }
+    CHECK_MSG(orth < 1e-12, "d %u: |H^T H - I| = %g", d, orth);
+    CHECK_MSG(sym == 0.0, "d %u: H not symmetric (%g)", d, sym);
+    CHECK_OK(oscar_bit_reversal_permutation(d, perm));
+    int is_perm = 1, involution = 1, automorphism = 1;
+    for (uint32_t p = 0; p < d; p++) {
+        if (perm[p] >= d || seen[perm[p]]++) is_perm = 0;
+        else if (perm[perm[p]] != p) involution = 0;
+    }
+    if (is_perm)
+        for (uint32_t i = 0; i < d; i++)
+            for (uint32_t j = 0; j < d; j++)
+                if (H[(size_t)perm[i] * d + perm[j]] != H[(size_t)i * d + j]) automorphism = 0;
+    CHECK_MSG(is_perm, "d %u: bit reversal is not a permutation", d);
+    CHECK_MSG(involution, "d %u: bit reversal is not an involution", d);
+    CHECK_MSG(automorphism, "d %u: B H B != H, so U H P != U P H", d);
+    free(H);
+    free(perm);
+    free(seen);
+}
+
+static void check_rejections(void)
+{
+    double H[96 * 96];
+    float R[96 * 96];
+    CHECK_STATUS(oscar_hadamard_matrix(96, H), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "power of two") != NULL);
+    CHECK_STATUS(oscar_rotation_build(OSCAR_ROTATION_HADAMARD, 96, NULL, R, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    oscar_calib_params p = oscar_calib_params_default();
+    p.n_layer = 1;
+    p.n_head = NH;
+    p.n_kv_head = NKV;
+    p.head_dim = 96;
+    oscar_calib *cal = (oscar_calib *)&p; /* must be reset to NULL on failure */
+    CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(cal == NULL);
+    p.head_dim = 64;
+    p.n_head = 9; /* not a multiple of 2 KV heads */
+    CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+    p.n_head = NH;
+    p.group_size = 48;
+    CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+
+    /* NaN / Inf rows, too few rows, sequence longer than max_seq_len */
+    p.group_size = 0;
+    p.max_seq_len = 64;
+    CHECK_OK(oscar_calib_create(&p, &cal));
+    uint32_t d = 64, n = 16;
+    float *q = calloc((size_t)n * NH * d, sizeof *q), *k = calloc((size_t)n * NKV * d, sizeof *k),
+          *v = calloc((size_t)n * NKV * d, sizeof *v);
+    for (size_t x = 0; x < (size_t)n * NH * d; x++) q[x] = test_rng_normal();
+    for (size_t x = 0; x < (size_t)n * NKV * d; x++) k[x] = test_rng_normal(), v[x] = test_rng_normal();
+    k[(5 * NKV + 1) * d + 7] = NAN;
+    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(oscar_last_error(), "K value") && strstr(oscar_last_error(), "token 5"), "%s", oscar_last_error());
+    CHECK(oscar_calib_tokens(cal, 0) == 0);
+    k[(5 * NKV + 1) * d + 7] = 0.5f;
+    q[3] = INFINITY;
+    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
+    q[3] = 0.5f;
+    v[100] = -NAN;
+    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
+    v[100] = 0.5f;
+    CHECK(oscar_calib_tokens(cal, 0) == 0);
+    CHECK_OK(oscar_calib_add(cal, 0, n, q, k, v));
+    CHECK(oscar_calib_tokens(cal, 0) == n);
+    double *C = malloc((size_t)d * d * sizeof *C);
+    CHECK_STATUS(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C), OSCAR_ERROR_INVALID_STATE);
+    CHECK_MSG(strstr(oscar_last_error(), "too few calibration rows") != NULL, "%s", oscar_last_error());
+    oscar_calib_result res;
+    CHECK_STATUS(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, &res), OSCAR_ERROR_INVALID_STATE);
+    CHECK(res.rot_k == NULL);
+    for (int i = 0; i < 3; i++) CHECK_OK(oscar_calib_add(cal, 0, n, q, k, v)); /* 64 tokens: max_seq_len */
+    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_CONTEXT_FULL);
+    CHECK_OK(oscar_calib_begin_sequence(cal));
+    CHECK_OK(oscar_calib_add(cal, 0, n, q, k, v));
+    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
+    CHECK_STATUS(oscar_calib_add(cal, 1, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT); /* layer out of range */
+
+    /* the loader-side check: non-orthogonal and non-finite rotations are rejected */
+    float *Rk = malloc((size_t)d * d * sizeof *Rk);
+    double dev;
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, Rk, NULL));
+    CHECK_OK(oscar_rotation_check(Rk, d, 1e-5, &dev));
+    Rk[5 * d + 9] += 1e-2f;
+    CHECK_STATUS(oscar_rotation_check(Rk, d, 1e-4, &dev), OSCAR_ERROR_BAD_FORMAT);
+    CHECK(dev > 1e-3);
+    Rk[5 * d + 9] = NAN;
+    CHECK_STATUS(oscar_rotation_check(Rk, d, 1e-4, &dev), OSCAR_ERROR_BAD_FORMAT);
+    CHECK(strstr(oscar_last_error(), "not finite") != NULL);
+    free(Rk);
+    free(C);
+    free(q);
+    free(k);
+    free(v);
+    oscar_calib_destroy(cal);
+    oscar_calib_destroy(NULL);
+}
+
+/* Eigendecomposition reproduces C; R = U·H·P is orthogonal, spreads importance evenly over every
+ * coordinate (diag(RᵀCR) = tr C/d, so each group of G gets share G/d), and puts the top d/G
+ * eigen-directions on the within-group-constant patterns. */
+static void check_rotation_math(const double *C, uint32_t d, uint32_t G)
+{
+    size_t dd = (size_t)d * d;
+    double *U = malloc(dd * sizeof *U), *lam = malloc(d * sizeof *lam), *lam2 = malloc(d * sizeof *lam2);
+    float *R = malloc(dd * sizeof *R), *Rn = malloc(dd * sizeof *Rn);
+    CHECK_OK(oscar_eigh_descending(d, C, U, lam));
+    double cmax = 0.0, rec = 0.0, orth = 0.0;
+    int desc = 1;
+    for (uint32_t i = 0; i + 1 < d; i++) desc &= lam[i] >= lam[i + 1];
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) {
+            double s = 0.0, o = 0.0;
+            for (uint32_t x = 0; x < d; x++) {
+                s += U[(size_t)i * d + x] * lam[x] * U[(size_t)j * d + x];
+                o += U[(size_t)x * d + i] * U[(size_t)x * d + j];
+            }
+            cmax = fmax(cmax, fabs(C[(size_t)i * d + j]));
+            rec = fmax(rec, fabs(s - C[(size_t)i * d + j]));
+            orth = fmax(orth, fabs(o - (i == j)));
+        }
+    CHECK_MSG(desc, "d %u: eigenvalues not descending", d);
+    CHECK_MSG(rec <= 1e-10 * cmax, "d %u: |C - U L U^T| = %g (|C| %g)", d, rec, cmax);
+    CHECK_MSG(orth < 1e-10, "d %u: |U^T U - I| = %g", d, orth);
+    CHECK_MSG(lam[0] / lam[d - 1] > 30.0, "d %u: target should be anisotropic (%g / %g)", d, lam[0], lam[d - 1]);
+
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, lam2));
+    CHECK(lam2[0] == lam[0] && lam2[d - 1] == lam[d - 1]);
+    double dev = 1.0;
+    CHECK_OK(oscar_rotation_check(R, d, 1e-5, &dev));
+    CHECK_MSG(dev < 1e-5, "d %u: |R^T R - I| = %g", d, dev);
+    double asym = 0.0;
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) asym = fmax(asym, fabs(R[(size_t)i * d + j] - R[(size_t)j * d + i]));
+    CHECK_MSG(asym > 1e-2, "d %u: R should not be symmetric (orientation test needs that)", d);
+
+    /* importance per output coordinate j: (RᵀCR)_jj; with y = x·R the rows of R are indexed by
+     * x. The transpose, applied by mistake, does not flatten it. */
+    double share_min = INFINITY, share_max = 0.0, tr = 0.0, diag_t_min = INFINITY, diag_t_max = 0.0;
+    for (uint32_t i = 0; i < d; i++) tr += C[(size_t)i * d + i];
+    for (uint32_t g = 0; g < d / G; g++) {
+        double share = 0.0;
+        for (uint32_t j = g * G; j < (g + 1) * G; j++) {
+            double m = 0.0, mt = 0.0;
+            for (uint32_t a = 0; a < d; a++)
+                for (uint32_t b = 0; b < d; b++) {
+                    m += (double)R[(size_t)a * d + j] * C[(size_t)a * d + b] * R[(size_t)b * d + j];
+                    mt += (double)R[(size_t)j * d + a] * C[(size_t)a * d + b] * R[(size_t)j * d + b];
+                }
+            share += m;
+            diag_t_min = fmin(diag_t_min, mt);
+            diag_t_max = fmax(diag_t_max, mt);
+        }
+        share_min = fmin(share_min, share / tr);
+        share_max = fmax(share_max, share / tr);
+    }
+    printf("d %3u G %3u: group share of tr C max/min = %.6f (ideal %g each); transposed R: coord max/min %.1f\n",
+           d, G, share_max / share_min, (double)G / d, diag_t_max / diag_t_min);
+    CHECK_MSG(share_max / share_min < 1.0001, "d %u G %u: group shares %g..%g", d, G, share_min, share_max);
+    CHECK_MSG(fabs(share_min - (double)G / d) < 1e-4, "d %u G %u: share %g, want %g", d, G, share_min, (double)G / d);
+    CHECK_MSG(diag_t_max / diag_t_min > 1.5, "d %u: transposed R unexpectedly balanced too", d);
+
+    /* the top d/G eigen-directions land on group-constant patterns (absorbed by each group's
+     * min); without P only rank 0 does */
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR_NO_PERM, d, C, Rn, NULL));
+    int const_perm = 1, const_noperm = 1;
+    for (uint32_t r = 0; r < d / G; r++) {
+        for (int which = 0; which < 2; which++) {
+            const float *RR = which ? Rn : R;
+            for (uint32_t g = 0; g < d / G; g++) {
+                double lo = INFINITY, hi = -INFINITY;
+                for (uint32_t j = g * G; j < (g + 1) * G; j++) {
+                    double y = 0.0; /* (u_r · R)_j */
+                    for (uint32_t a = 0; a < d; a++) y += U[(size_t)a * d + r] * RR[(size_t)a * d + j];
+                    lo = fmin(lo, y);
+                    hi = fmax(hi, y);
+                }
+                if (hi - lo > 1e-5) *(which ? &const_noperm : &const_perm) = 0;
+            }
+        }
+    }
+    CHECK_MSG(const_perm, "d %u G %u: top d/G directions are not group-constant after U H P", d, G);
+    if (G < d) CHECK_MSG(!const_noperm, "d %u G %u: without P they should not all be", d, G);
+    free(U);
+    free(lam);
+    free(lam2);
+    free(R);
+    free(Rn);
+}
+
+/* ---- the synthetic calibration ------------------------------------------------------------------- */
+
+static int progress_calls;
+static void on_progress(void *user, const char *stage, uint64_t done, uint64_t total)
+{
+    (void)user;
+    (void)stage;
+    progress_calls++;
+    CHECK(done >= 1 && done <= total);
+}
+
+static void run_synthetic(uint32_t d, uint32_t G)
+{
+    synth s;
+    synth_init(&s, d, 1000 + d);
+    oscar_calib_params p = oscar_calib_params_default();
+    p.n_layer = 1;
+    p.n_head = NH;
+    p.n_kv_head = NKV;
+    p.head_dim = d;
+    p.group_size = G;
+    p.max_seq_len = SEQ;
+    p.progress = on_progress;
+    oscar_calib *cal = NULL;
+    CHECK_OK(oscar_calib_create(&p, &cal));
+    if (!cal) return;
+    float *q = malloc((size_t)SEQ * NH * d * sizeof *q), *k = malloc((size_t)SEQ * NKV * d * sizeof *k),
+          *v = malloc((size_t)SEQ * NKV * d * sizeof *v);
+    test_rng_seed(7 + d);
+    for (int sq = 0; sq < CAL_SEQS; sq++) {
+        synth_draw(&s, SEQ, q, k, v);
+        CHECK_OK(oscar_calib_begin_sequence(cal));
+        /* two chunks, the second attending to the first */
+        CHECK_OK(oscar_calib_add(cal, 0, SEQ / 2, q, k, v));
+        CHECK_OK(oscar_calib_add(cal, 0, SEQ / 2, q + (size_t)SEQ / 2 * NH * d, k + (size_t)SEQ / 2 * NKV * d,
+                                 v + (size_t)SEQ / 2 * NKV * d));
+    }
+    CHECK(oscar_calib_tokens(cal, 0) == (uint64_t)SEQ * CAL_SEQS);
+
+    size_t dd = (size_t)d * d;
+    double *CK = malloc(dd * sizeof *CK), *CVa = malloc(dd * sizeof *CVa), *CVb = malloc(dd * sizeof *CVb);
+    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, CK));
+    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_PROXY, CVa));
+    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_SCORES, CVb));
+    check_rotation_math(CK, d, G);
+    if (G == d) check_rotation_math(CK, d, d / 4);
+
+    float *RI = malloc(dd * sizeof *RI), *RH = malloc(dd * sizeof *RH), *RK = malloc(dd * sizeof *RK),
+          *RKn = malloc(dd * sizeof *RKn), *RVa = malloc(dd * sizeof *RVa), *RVb = malloc(dd * sizeof *RVb);
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_IDENTITY, d, NULL, RI, NULL));
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_HADAMARD, d, NULL, RH, NULL));
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CK, RK, NULL));
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR_NO_PERM, d, CK, RKn, NULL));
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CVa, RVa, NULL));
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CVb, RVb, NULL));
+    float rk_fit = 0.0f, rv_fit = 0.0f;
+    double ek_fit = 0.0, ev_fit = 0.0;
+    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RK, &rk_fit, &ek_fit));
+    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 1, RVa, &rv_fit, &ev_fit));
+    /* Hadamard with its own fitted clip, and per-KV-head OSCAR rotations */
+    float rh_fit = 0.0f, rp_fit = 0.0f;
+    float *RP = malloc(NKV * dd * sizeof *RP);
+    double *CKh = malloc(dd * sizeof *CKh);
+    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RH, &rh_fit, NULL));
+    for (uint32_t h = 0; h < NKV; h++) {
+        CHECK_OK(oscar_calib_covariance(cal, 0, h, OSCAR_CALIB_KEYS, CKh));
+        CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CKh, RP + h * dd, NULL));
+    }
+    {
+        float grid[21];
+        double sums[21] = {0};
+        uint64_t rows = 0;
+        for (int i = 0; i < 21; i++) grid[i] = 0.80f + 0.01f * i;
+        for (uint32_t h = 0; h < NKV; h++)
+            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, RP + h * dd, grid, 21, sums, &rows));
+        CHECK(rows == (uint64_t)NKV * p.reservoir_rows);
+        int best = 0;
+        for (int i = 1; i < 21; i++) if (sums[i] <= sums[best]) best = i;
+        rp_fit = grid[best];
+    }
+    free(CKh);
+    CHECK(rk_fit >= 0.80f && rk_fit <= 1.0f && rv_fit >= 0.80f && rv_fit <= 1.0f);
+
+    /* held-out sample */
+    test_rng_seed(99 + d);
+    synth_draw(&s, SEQ, q, k, v);
+    const float rK = OSCAR_CLIP_RATIO_K, rV = OSCAR_CLIP_RATIO_V;
+    double kI = key_logit_error(q, k, SEQ, d, G, rK, RI, 0);
+    double kH = key_logit_error(q, k, SEQ, d, G, rK, RH, 0);
+    double kO = key_logit_error(q, k, SEQ, d, G, rK, RK, 0);
+    double kOn = key_logit_error(q, k, SEQ, d, G, rK, RKn, 0);
+    double kOf = key_logit_error(q, k, SEQ, d, G, rk_fit, RK, 0);
+    double kHf = key_logit_error(q, k, SEQ, d, G, rh_fit, RH, 0);
+    double kPf = key_logit_error(q, k, SEQ, d, G, rp_fit, RP, dd);
+    double vI = value_output_error(q, k, v, SEQ, d, G, rV, RI);
+    double vH = value_output_error(q, k, v, SEQ, d, G, rV, RH);
+    double vA = value_output_error(q, k, v, SEQ, d, G, rV, RVa);
+    double vB = value_output_error(q, k, v, SEQ, d, G, rV, RVb);
+    double vAf = value_output_error(q, k, v, SEQ, d, G, rv_fit, RVa);
+    printf("d %3u G %3u keys  (q.k - q.k^)^2 @ r=%.2f: identity %.4g  hadamard %.4g  oscar %.4g (%.3fx H, %.4fx I)"
+           "  oscar-noP %.4g  oscar@fit r=%.2f %.4g\n",
+           d, G, (double)rK, kI, kH, kO, kO / kH, kO / kI, kOn, (double)rk_fit, kOf);
+    printf("d %3u G %3u keys, fitted clip each: hadamard r=%.2f %.4g  oscar r=%.2f %.4g (%.3fx H)  "
+           "oscar per-head r=%.2f %.4g (%.3fx H)\n", d, G, (double)rh_fit, kHf, (double)rk_fit, kOf, kOf / kHf,
+           (double)rp_fit, kPf, kPf / kHf);
+    printf("d %3u G %3u values |o - o^|^2 @ r=%.2f: identity %.4g  hadamard %.4g  oscar(a) %.4g (%.3fx H)  "
+           "oscar(b) %.4g (%.3fx H)  oscar(a)@fit r=%.2f %.4g\n",
+           d, G, (double)rV, vI, vH, vA, vA / vH, vB, vB / vH, (double)rv_fit, vAf);
+
+    /* Bounds from measurements (see the printed lines): at the reference clip OSCAR is
+     * 0.84x Hadamard at G = d and 0.64x / 0.83x at G = d/4; with G < d the bit-reversal P puts
+     * the top d/G directions on the group offsets. When Hadamard gets its own fitted clip too,
+     * OSCAR's edge at G = d is gone on this data (0.86x at d 64, 1.2x at d 128), so that is
+     * printed, not asserted. The value rotations are within ~15% of Hadamard either way. */
+    CHECK_MSG(kO <= 0.9 * kH, "d %u G %u: OSCAR key error %g not <= 0.9 x Hadamard %g", d, G, kO, kH);
+    if (G < d && d == 64) CHECK_MSG(kO <= 0.75 * kH, "d %u G %u: OSCAR key error %g not <= 0.75 x Hadamard %g", d, G, kO, kH);
+    CHECK_MSG(kO <= 0.2 * kI, "d %u G %u: OSCAR key error %g not <= 0.2 x identity %g", d, G, kO, kI);
+    CHECK_MSG(kOf <= 1.05 * kO, "d %u G %u: fitted clip %.2f worse on held-out data (%g vs %g)", d, G, (double)rk_fit, kOf, kO);
+    CHECK_MSG(kHf <= 1.05 * kH, "d %u G %u: fitted clip %.2f worse for Hadamard (%g vs %g)", d, G, (double)rh_fit, kHf, kH);
+    if (G < d) CHECK_MSG(kO <= kOn, "d %u G %u: bit reversal P should not hurt (%g vs %g without)", d, G, kO, kOn);
+    else CHECK_MSG(kO == kOn, "d %u: with G = d, P cannot change the error (%g vs %g)", d, kO, kOn);
+    CHECK_MSG(vA <= 1.25 * vH, "d %u G %u: OSCAR(a) value error %g far above Hadamard %g", d, G, vA, vH);
+    CHECK_MSG(vB <= 1.25 * vH, "d %u G %u: OSCAR(b) value error %g far above Hadamard %g", d, G, vB, vH);
+
+    /* solve every layer in one call */
+    oscar_calib_result res;
+    progress_calls = 0;
+    CHECK_OK(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_SCORES, &res));
+    CHECK(progress_calls == 1);
+    if (res.rot_k) {
+        CHECK(res.n_layer == 1 && res.n_rot == 1 && res.head_dim == d);
+        CHECK(memcmp(res.rot_k, RK, dd * sizeof *RK) == 0);
+        CHECK(memcmp(res.rot_v, RVb, dd * sizeof *RVb) == 0);
+        CHECK(res.clip_k[0] == rk_fit);
+        CHECK(res.eig_k[0] >= res.eig_k[d - 1] && res.eig_k[d - 1] >= 0.0);
+    }
+    oscar_calib_result_free(&res);
+    oscar_calib_result_free(&res);
+
+    free(CK);
+    free(CVa);
+    free(CVb);
+    free(RI);
+    free(RH);
+    free(RK);
+    free(RKn);
+    free(RP);
+    free(RVa);
+    free(RVb);
+    free(q);
+    free(k);
+    free(v);
+    oscar_calib_destroy(cal);
+    synth_free(&s);
+}
+
+int main(void)
+{
+    check_hadamard_and_permutation(1);
+    check_hadamard_and_permutation(2);
+    check_hadamard_and_permutation(64);
+    check_hadamard_and_permutation(128);
+    check_rejections();
+    run_synthetic(64, 64);
+    run_synthetic(128, 128);
+    run_synthetic(64, 16);
+    run_synthetic(128, 32);
+    return test_finish();
+}
