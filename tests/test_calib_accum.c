@@ -1,0 +1,146 @@
+/* The calibrator's accumulators against naive float64 references on a small random layer:
+ * C_K (GQA pooling), C_V (a) (exact while the stream fits the proxy buffer, close after it
+ * streams), C_S (b) (chunked feeding equals one-shot feeding; oscar_attention_causal against a
+ * naive causal softmax), and the reservoir. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oscar_calib.h"
+#include "test_util.h"
+
+#define D 16
+#define NH 6
+#define NKV 2
+#define GRP (NH / NKV)
+#define T 96   /* tokens per sequence */
+#define NSEQ 3
+
+static double max_rel(const double *a, const double *b, size_t n)
+{
+    double m = 0.0, s = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        m = fmax(m, fabs(a[i] - b[i]));
+        s = fmax(s, fabs(b[i]));
+    }
+    return s > 0.0 ? m / s : m;
+}
+
+/* Naive causal attention of one query row (position pos) of head i over kv head h. */
+static void naive_attn(const float *q, const float *k, const float *v, uint32_t pos, uint32_t i, uint32_t h, double *o)
+{
+    double s[T], mx = -INFINITY, sum = 0.0;
+    for (uint32_t j = 0; j <= pos; j++) {
+        double dot = 0.0;
+        for (uint32_t x = 0; x < D; x++) dot += (double)q[((size_t)pos * NH + i) * D + x] * k[((size_t)j * NKV + h) * D + x];
+        s[j] = dot / sqrt((double)D);
+        mx = fmax(mx, s[j]);
+    }
+    for (uint32_t j = 0; j <= pos; j++) sum += s[j] = exp(s[j] - mx);
+    for (uint32_t x = 0; x < D; x++) o[x] = 0.0;
+    for (uint32_t j = 0; j <= pos; j++)
+        for (uint32_t x = 0; x < D; x++) o[x] += s[j] / sum * v[((size_t)j * NKV + h) * D + x];
+}
+
+int main(void)
+{
+    test_rng_seed(42);
+    size_t nq = (size_t)NSEQ * T * NH * D, nk = (size_t)NSEQ * T * NKV * D;
+    float *q = malloc(nq * sizeof *q), *k = malloc(nk * sizeof *k), *v = malloc(nk * sizeof *v);
+    for (size_t i = 0; i < nq; i++) q[i] = test_rng_normal() * (1.0f + (i % D == 3) * 4.0f);
+    for (size_t i = 0; i < nk; i++) k[i] = test_rng_normal() + (i % D == 5) * 6.0f, v[i] = test_rng_normal() * 0.5f + 0.3f;
+
+    /* naive references, per KV head, then mean over heads */
+    double CK[D * D] = {0}, CV[D * D] = {0}, CS[D * D] = {0};
+    for (uint32_t h = 0; h < NKV; h++) {
+        double cq[D * D] = {0}, cv[D * D] = {0}, cs[D * D] = {0}, wsum = 0.0, o[D];
+        for (uint32_t t = 0; t < NSEQ * T; t++)
+            for (uint32_t i = h * GRP; i < (h + 1) * GRP; i++)
+                for (uint32_t a = 0; a < D; a++)
+                    for (uint32_t b = 0; b < D; b++)
+                        cq[a * D + b] += (double)q[((size_t)t * NH + i) * D + a] * q[((size_t)t * NH + i) * D + b];
+        for (int x = 0; x < D * D; x++) cq[x] /= (double)NSEQ * T * GRP;
+        for (uint32_t t = 0; t < NSEQ * T; t++) {
+            const float *kt = k + ((size_t)t * NKV + h) * D, *vt = v + ((size_t)t * NKV + h) * D;
+            double w = 0.0;
+            for (uint32_t a = 0; a < D; a++)
+                for (uint32_t b = 0; b < D; b++) w += kt[a] * cq[a * D + b] * kt[b];
+            wsum += w;
+            for (uint32_t a = 0; a < D; a++)
+                for (uint32_t b = 0; b < D; b++) cv[a * D + b] += w * vt[a] * vt[b];
+        }
+        for (uint32_t sq = 0; sq < NSEQ; sq++) {
+            const float *qs = q + (size_t)sq * T * NH * D, *ks = k + (size_t)sq * T * NKV * D, *vs = v + (size_t)sq * T * NKV * D;
+            for (uint32_t i = h * GRP; i < (h + 1) * GRP; i++)
+                for (uint32_t pos = 0; pos < T; pos++) {
+                    naive_attn(qs, ks, vs, pos, i, h, o);
+                    for (uint32_t a = 0; a < D; a++)
+                        for (uint32_t b = 0; b < D; b++) cs[a * D + b] += o[a] * o[b];
+                }
+        }
+        for (int x = 0; x < D * D; x++) {
+            CK[x] += cq[x] / NKV;
+            CV[x] += cv[x] / wsum / NKV;
+            CS[x] += cs[x] / ((double)NSEQ * T * GRP) / NKV;
+        }
+    }
+
+    /* feed in uneven chunks: 40 + 56 tokens per sequence */
+    for (int variant = 0; variant < 2; variant++) {
+        oscar_calib_params p = oscar_calib_params_default();
+        p.n_layer = 2;
+        p.n_head = NH;
+        p.n_kv_head = NKV;
+        p.head_dim = D;
+        p.max_seq_len = T;
+        p.reservoir_rows = 50;
+        p.proxy_buffer_tokens = variant == 0 ? NSEQ * T : 100; /* exact vs streaming after 100 tokens */
+        oscar_calib *cal = NULL;
+        CHECK_OK(oscar_calib_create(&p, &cal));
+        if (!cal) break;
+        for (uint32_t sq = 0; sq < NSEQ; sq++) {
+            CHECK_OK(oscar_calib_begin_sequence(cal));
+            uint32_t cut[3] = {0, 40, T};
+            for (int c = 0; c < 2; c++) {
+                size_t t0 = (size_t)sq * T + cut[c];
+                uint32_t n = cut[c + 1] - cut[c];
+                CHECK_OK(oscar_calib_add(cal, 1, n, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
+            }
+        }
+        CHECK(oscar_calib_tokens(cal, 1) == NSEQ * T && oscar_calib_tokens(cal, 0) == 0);
+        double C[D * D];
+        CHECK_OK(oscar_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
+        double eK = max_rel(C, CK, D * D);
+        CHECK_OK(oscar_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_PROXY, C));
+        double eV = max_rel(C, CV, D * D);
+        CHECK_OK(oscar_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_SCORES, C));
+        double eS = max_rel(C, CS, D * D);
+        printf("variant %d (proxy buffer %u): rel. error C_K %.2e  C_V(a) %.2e  C_S(b) %.2e\n", variant,
+               p.proxy_buffer_tokens, eK, eV, eS);
+        CHECK_MSG(eK < 1e-9, "C_K %g", eK);
+        CHECK_MSG(eS < 1e-5, "C_S %g", eS); /* float32 attention */
+        if (variant == 0) CHECK_MSG(eV < 1e-9, "C_V exact path %g", eV);
+        else CHECK_MSG(eV < 0.1, "C_V streaming path %g", eV);
+        CHECK_STATUS(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C), OSCAR_ERROR_INVALID_STATE);
+
+        /* reservoir: full, rows are real rows of the right head */
+        const float *rk, *rv;
+        uint32_t n = 0;
+        CHECK_OK(oscar_calib_reservoir(cal, 1, 1, &rk, &rv, &n));
+        CHECK(n == 50);
+        int found_all = 1;
+        for (uint32_t r = 0; r < n; r++) {
+            int found = 0;
+            for (uint32_t t = 0; t < NSEQ * T && !found; t++)
+                found = memcmp(rk + (size_t)r * D, k + ((size_t)t * NKV + 1) * D, D * sizeof(float)) == 0 &&
+                        memcmp(rv + (size_t)r * D, v + ((size_t)t * NKV + 1) * D, D * sizeof(float)) == 0;
+            found_all &= found;
+        }
+        CHECK(found_all);
+        oscar_calib_destroy(cal);
+    }
+    free(q);
+    free(k);
+    free(v);
+    return test_finish();
+}
