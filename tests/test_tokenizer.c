@@ -477,7 +477,8 @@ static void test_smollm2(void)
         size_t len = test_rng_u32() % sizeof in;
         for (size_t k = 0; k < len; k++) {
             uint32_t r = test_rng_u32();
-            in[k] = (char)(r % 3 == 0 ? " \n\t0a'.\xC3\xA9<|>"[r / 3 % 14] : (int)(r >> 8));
+            static const char pool[] = " \n\t0a'.\xC3\xA9<|>";
+            in[k] = (char)(r % 3 == 0 ? pool[r / 3 % (sizeof pool - 1)] : (int)(r >> 8));
         }
         int32_t out[256];
         oscar_status st = oscar_tokenizer_encode(tok, in, len, 0, 1, out, 256, &n);
@@ -548,6 +549,25 @@ static void test_pretokenizer(void)
     CHECK(cases == 4 * 33);
     free(lines);
     free(buf);
+    /* random bytes through every pre-tokenizer: words cover the text, in order, none empty */
+    test_rng_seed(99);
+    int cover = 1;
+    for (int it = 0; it < 400; it++) {
+        static const char pool[] = " \n\r\t'sSlL0\xC3\xA9\xE4\xB8\xAD\xF0\x9F\x98\x80\xE3\x80\x80";
+        char in[128];
+        size_t len = test_rng_u32() % sizeof in, ends[128];
+        for (size_t k = 0; k < len; k++) {
+            uint32_t r = test_rng_u32();
+            in[k] = (char)(r % 2 ? pool[r / 2 % (sizeof pool - 1)] : (int)(r >> 8));
+        }
+        for (int pre = OSCAR_PRE_GPT2; pre <= OSCAR_PRE_QWEN2; pre++) {
+            long n = oscar_pretokenize((oscar_pretokenizer)pre, in, len, ends, 128);
+            int ok = n >= 0 && n <= (long)len && (len == 0 ? n == 0 : ends[n - 1] == len);
+            for (long k = 0; ok && k < n; k++) ok = ends[k] > (k ? ends[k - 1] : 0);
+            cover &= ok;
+        }
+    }
+    CHECK(cover);
     /* classes */
     CHECK(oscar_unicode_is_letter(0x4E2D) && oscar_unicode_is_letter(0xE9) && !oscar_unicode_is_letter(0x1F600));
     CHECK(oscar_unicode_is_number(0xB2) && oscar_unicode_is_number(0x663) && !oscar_unicode_is_number('a'));
