@@ -131,6 +131,35 @@ static int cmp_cand(const void *a, const void *b)
     return (x->id > y->id) - (x->id < y->id);
 }
 
+/* Restores the heap below c[i]: c[0..k) is a heap whose root is the worst candidate (last in
+ * cmp_cand order). */
+static void sift_worst(cand *c, size_t k, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, w = i;
+        if (l < k && cmp_cand(&c[l], &c[w]) > 0) w = l;
+        if (r < k && cmp_cand(&c[r], &c[w]) > 0) w = r;
+        if (w == i) return;
+        cand t = c[i];
+        c[i] = c[w];
+        c[w] = t;
+        i = w;
+    }
+}
+
+/* Moves the k best of c[0..n) (cmp_cand order) to c[0..k), unordered; returns k (0 < k < n). */
+static size_t select_top_k(cand *c, size_t n, size_t k)
+{
+    for (size_t i = k / 2; i-- > 0;) sift_worst(c, k, i);
+    for (size_t i = k; i < n; i++) {
+        if (cmp_cand(&c[i], &c[0]) < 0) {
+            c[0] = c[i];
+            sift_worst(c, k, 0);
+        }
+    }
+    return k;
+}
+
 /* Fills s->probs[0..n) with the softmax of cands[0..n).logit / temp (cands sorted, so [0] is
  * the maximum). */
 static void softmax(oscar_sampler *s, size_t n, double temp)
@@ -189,14 +218,9 @@ static oscar_status prepare(oscar_sampler *s, const float *logits, size_t *n_out
         return OSCAR_OK;
     }
 
-    /* top-k, then sort what is left */
-    if (p->top_k > 0 && (size_t)p->top_k < n) {
-        /* partial selection: quickselect-free, sort is O(n log n) and n is a vocabulary */
-        qsort(s->cands, n, sizeof *s->cands, cmp_cand);
-        n = (size_t)p->top_k;
-    } else {
-        qsort(s->cands, n, sizeof *s->cands, cmp_cand);
-    }
+    /* top-k (a heap selection, O(n log k)), then sort what is left */
+    if (p->top_k > 0 && (size_t)p->top_k < n) n = select_top_k(s->cands, n, (size_t)p->top_k);
+    qsort(s->cands, n, sizeof *s->cands, cmp_cand);
     /* top-p at temperature 1: the shortest prefix whose mass reaches top_p */
     if (p->top_p < 1.0f) {
         softmax(s, n, 1.0);

@@ -253,6 +253,38 @@ static void test_filters(void)
     }
 }
 
+/* top-k against brute force on random rows with ties: exactly the k best survive (ties to
+ * the lower id), with softmax weights among them */
+static void test_top_k_selection(void)
+{
+    enum { V = 1000 };
+    static float l[V], probs[V];
+    for (int k = 1; k <= 64; k = k * 2 + 1) {
+        oscar_sampler_params p = plain(1.0f, 11);
+        p.top_k = k;
+        oscar_sampler *s = NULL;
+        CHECK_OK(oscar_sampler_create(&p, V, &s));
+        if (!s) return;
+        test_rng_seed((uint64_t)k);
+        for (int i = 0; i < V; i++) l[i] = (float)(test_rng_u32() % 200) * 0.05f; /* many ties */
+        CHECK_OK(oscar_sampler_distribution(s, l, probs));
+        int ok = 1, kept = 0;
+        double z = 0.0;
+        for (int i = 0; i < V; i++) {
+            int better = 0; /* tokens ranked before i */
+            for (int j = 0; j < V; j++) better += l[j] > l[i] || (l[j] == l[i] && j < i);
+            int in = better < k;
+            kept += probs[i] > 0.0f;
+            ok &= in == (probs[i] > 0.0f);
+            if (in) z += exp((double)l[i]);
+        }
+        for (int i = 0; i < V && ok; i++)
+            if (probs[i] > 0.0f) ok = fabs(probs[i] - exp((double)l[i]) / z) < 1e-5;
+        CHECK_MSG(ok && kept == k, "top_k %d kept %d", k, kept);
+        oscar_sampler_destroy(s);
+    }
+}
+
 static void test_repetition_penalty(void)
 {
     oscar_sampler_params p = plain(1.0f, 3);
@@ -363,6 +395,7 @@ int main(void)
     test_seeds();
     test_temperature_limit();
     test_filters();
+    test_top_k_selection();
     test_repetition_penalty();
     test_frequencies();
     return test_finish();
