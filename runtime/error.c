@@ -11,7 +11,7 @@ oscar_status oscar_error_set(oscar_status status, const char *file, int line, co
 {
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
-    char msg[sizeof last_error];
+    char msg[sizeof last_error - 160];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

@@ -1,0 +1,49 @@
+/* Device read bandwidth with a streaming kernel: the roofline every benchmark quotes. */
+#include "vk_context.h"
+
+#define BW_WORKGROUP 256u
+
+OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t bytes, uint32_t iterations, double *gbps)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_buffer src = { 0 }, sink = { 0 };
+    if (!ctx || !gbps || iterations == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_measure_read_bandwidth: bad argument");
+    if (!ctx->info.timestamps) OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "device has no timestamp queries");
+    if (bytes > ctx->limits.maxStorageBufferRange) bytes = ctx->limits.maxStorageBufferRange;
+    if (bytes > (uint64_t)UINT32_MAX * 16u) bytes = (uint64_t)UINT32_MAX * 16u;
+    bytes &= ~(uint64_t)15;
+    if (bytes < 4096) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "bandwidth buffer too small (%llu bytes)", (unsigned long long)bytes);
+    if (iterations > 100) iterations = 100;
+
+    oscar_pipeline *p;
+    oscar_pipeline_desc desc = { .shader = "read_bandwidth", .n_buffers = 2, .push_size = 8, .n_spec = 1,
+                                 .spec = { /* WORKGROUP */ BW_WORKGROUP } };
+    OSCAR_TRY(oscar_pipeline_get(ctx, &desc, &p));
+    OSCAR_TRY(oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &src));
+    OSCAR_TRY(oscar_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &sink));
+    OSCAR_TRY(oscar_buffer_fill(ctx, &src, 0, bytes, 0x5A5A5A5Au));
+
+    uint32_t n_vec4 = (uint32_t)(bytes / 16);
+    struct { uint32_t n_vec4, magic; } push = { n_vec4, 0x0BADF00Du };
+    /* enough workgroups to fill any GPU several times over, each thread reading many vec4s */
+    uint32_t groups[3] = { oscar_div_up(n_vec4, BW_WORKGROUP * 16u), 1, 1 };
+    if (groups[0] > 65535) groups[0] = 65535;
+    oscar_binding b[2] = { { &src, 0, 0 }, { &sink, 0, 0 } };
+
+    double best_ns = 0;
+    for (uint32_t it = 0; it <= iterations; it++) { /* iteration 0 warms up */
+        OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
+        int t0 = oscar_cmd_timestamp(ctx, &ctx->cmd);
+        OSCAR_TRY(oscar_cmd_dispatch(ctx, &ctx->cmd, p, b, &push, groups));
+        int t1 = oscar_cmd_timestamp(ctx, &ctx->cmd);
+        OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        double ns;
+        OSCAR_TRY(oscar_cmd_elapsed_ns(ctx, &ctx->cmd, t0, t1, &ns));
+        if (it > 0 && ns > 0 && (best_ns == 0 || ns < best_ns)) best_ns = ns;
+    }
+    *gbps = best_ns > 0 ? (double)bytes / best_ns : 0.0;
+fail:
+    oscar_buffer_destroy(ctx, &src);
+    oscar_buffer_destroy(ctx, &sink);
+    return st;
+}

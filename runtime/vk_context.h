@@ -1,0 +1,149 @@
+/* Internal view of the Vulkan context: instance, device, compute queue, memory, pipelines,
+ * descriptor pools, and the helpers every GPU operation in the runtime is built from.
+ * Device-level calls go through ctx->vk (a per-device volk table), so several contexts on
+ * different devices can live in one process. */
+#ifndef OSCAR_VK_CONTEXT_H
+#define OSCAR_VK_CONTEXT_H
+
+#include <volk.h>
+
+#include "error.h"
+#include "oscar/oscar.h"
+
+/* Records a failing VkResult with the call's text and file:line, sets `st`, jumps to fail. */
+#define OSCAR_VK(call)                                                                     \
+    do {                                                                                   \
+        VkResult vk_result_ = (call);                                                      \
+        if (vk_result_ != VK_SUCCESS) {                                                    \
+            st = oscar_error_set(oscar_status_from_vk(vk_result_), __FILE__, __LINE__,     \
+                                 "%s failed: %s", #call, oscar_vk_result_string(vk_result_)); \
+            goto fail;                                                                     \
+        }                                                                                  \
+    } while (0)
+
+oscar_status oscar_status_from_vk(VkResult r);
+const char *oscar_vk_result_string(VkResult r);
+
+/* ---- buffers ------------------------------------------------------------------------------ */
+typedef enum oscar_buffer_kind {
+    OSCAR_BUFFER_DEVICE,   /* device-local storage buffer (transfer source and destination too) */
+    OSCAR_BUFFER_STAGING,  /* host-visible, coherent: uploads */
+    OSCAR_BUFFER_READBACK, /* host-visible, cached when possible: downloads */
+} oscar_buffer_kind;
+
+typedef struct oscar_buffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    VkDeviceSize size;     /* bytes */
+    void *mapped;          /* host pointer when the memory is host-visible, else NULL */
+    int host_coherent;     /* mapped memory needs no flush/invalidate */
+} oscar_buffer;
+
+/* ---- pipelines ---------------------------------------------------------------------------- */
+#define OSCAR_MAX_BINDINGS 12
+#define OSCAR_MAX_SPEC 16
+#define OSCAR_MAX_PUSH 128
+
+/* What a compute pipeline is made from. Every shader binds storage buffers at set 0,
+ * bindings 0..n_buffers-1, takes push constants of push_size bytes, and reads its per-model
+ * shape from specialization constants with ids 0..n_spec-1 (id 0 is always the workgroup
+ * size in x: `layout(local_size_x_id = 0) in;`). */
+typedef struct oscar_pipeline_desc {
+    const char *shader;                 /* shaders/<shader>.comp */
+    uint32_t n_buffers;
+    uint32_t push_size;                 /* bytes, <= OSCAR_MAX_PUSH */
+    uint32_t n_spec;
+    uint32_t spec[OSCAR_MAX_SPEC];      /* values for constant_id 0..n_spec-1 */
+    uint32_t required_subgroup_size;    /* 0: the driver's choice; else needs subgroup size control */
+} oscar_pipeline_desc;
+
+typedef struct oscar_pipeline {
+    oscar_pipeline_desc desc;           /* the key; desc.shader points at `name` */
+    char name[64];
+    VkPipeline pipeline;
+    VkPipelineLayout layout;
+    VkDescriptorSetLayout set_layout;
+    struct oscar_pipeline *next;        /* the context's list */
+} oscar_pipeline;
+
+/* ---- command streams ---------------------------------------------------------------------- */
+typedef struct oscar_cmd {
+    VkCommandPool pool;
+    VkCommandBuffer cb;
+    VkFence fence;
+    VkDescriptorPool *desc_pools;       /* [n_desc_pools] grown on demand, reset at begin */
+    uint32_t n_desc_pools, cur_desc_pool;
+    VkQueryPool queries;                /* timestamps, VK_NULL_HANDLE without support */
+    uint32_t n_queries, max_queries;
+    int recording;                      /* between begin and submit */
+    int pending;                        /* submitted, fence not yet waited on */
+} oscar_cmd;
+
+/* A buffer range bound to one storage-buffer binding. range 0 means "to the end". */
+typedef struct oscar_binding {
+    const oscar_buffer *buffer;
+    VkDeviceSize offset, range;
+} oscar_binding;
+
+/* ---- the context -------------------------------------------------------------------------- */
+struct oscar_context {
+    VkInstance instance;
+    VkDebugUtilsMessengerEXT messenger;
+    VkPhysicalDevice physical;
+    VkDevice device;
+    struct VolkDeviceTable vk;          /* device-level entry points */
+    VkQueue queue;
+    uint32_t queue_family;
+    VkPipelineCache pipeline_cache;
+    char *pipeline_cache_path;
+    VkPhysicalDeviceMemoryProperties mem_props;
+    VkPhysicalDeviceLimits limits;
+    oscar_device_info info;             /* capabilities: what was found and enabled */
+    oscar_pipeline *pipelines;          /* created on first use, kept until destroy */
+    oscar_cmd cmd;                      /* the context's own stream for synchronous work */
+    oscar_buffer staging;               /* reusable staging for upload/download */
+    int validation, print_validation;
+    volatile uint64_t validation_messages;
+};
+
+/* Buffers (vk_memory.c). Sizes are bytes. Synchronous uploads/downloads use the context's
+ * staging buffer and stream; they must not be called while ctx->cmd is recording. */
+oscar_status oscar_buffer_create(oscar_context *ctx, VkDeviceSize size, oscar_buffer_kind kind, oscar_buffer *out);
+void oscar_buffer_destroy(oscar_context *ctx, oscar_buffer *buf);
+oscar_status oscar_buffer_upload(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, const void *src, size_t bytes);
+oscar_status oscar_buffer_download(oscar_context *ctx, const oscar_buffer *src, VkDeviceSize offset, void *dst, size_t bytes);
+/* Fills `bytes` bytes at `offset` with a repeated 32-bit word (both multiples of 4). */
+oscar_status oscar_buffer_fill(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word);
+
+/* Pipelines (vk_pipeline.c): returns the pipeline for desc, creating it on first use. */
+oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *desc, oscar_pipeline **out);
+
+/* Command streams (vk_command.c). */
+oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd);
+void oscar_cmd_release(oscar_context *ctx, oscar_cmd *cmd);
+/* Starts recording (waits for the previous submission of this stream to finish first). */
+oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd);
+/* Binds `bindings` (pipeline->desc.n_buffers of them) and dispatches groups[0..2]. */
+oscar_status oscar_cmd_dispatch(oscar_context *ctx, oscar_cmd *cmd, const oscar_pipeline *p,
+                                const oscar_binding *bindings, const void *push, const uint32_t groups[3]);
+/* Makes every earlier shader/transfer write visible to later shader/transfer reads and writes. */
+void oscar_cmd_barrier(oscar_context *ctx, oscar_cmd *cmd);
+void oscar_cmd_copy(oscar_context *ctx, oscar_cmd *cmd, const oscar_buffer *src, VkDeviceSize src_offset,
+                    const oscar_buffer *dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
+/* Writes a timestamp after all earlier work; returns its index, or -1 without timestamp support. */
+int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd);
+/* Ends recording and submits; oscar_cmd_wait blocks until the stream's work is done. */
+oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd);
+oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd);
+static inline oscar_status oscar_cmd_submit_wait(oscar_context *ctx, oscar_cmd *cmd)
+{
+    oscar_status st = oscar_cmd_submit(ctx, cmd);
+    return st != OSCAR_OK ? st : oscar_cmd_wait(ctx, cmd);
+}
+/* Nanoseconds between two timestamps of a finished stream. */
+oscar_status oscar_cmd_elapsed_ns(oscar_context *ctx, oscar_cmd *cmd, int from, int to, double *ns);
+
+/* Groups needed to cover n items with groups of `per_group`. */
+static inline uint32_t oscar_div_up(uint64_t n, uint32_t per_group) { return (uint32_t)((n + per_group - 1) / per_group); }
+
+#endif

@@ -1,0 +1,141 @@
+/* Buffers: one VkDeviceMemory per buffer (the runtime makes few, large ones: weight arenas,
+ * cache page pools), staging uploads and downloads through the context's stream. */
+#include <string.h>
+
+#include "vk_context.h"
+
+static int find_memory_type(const oscar_context *ctx, uint32_t type_bits, VkMemoryPropertyFlags want)
+{
+    for (uint32_t i = 0; i < ctx->mem_props.memoryTypeCount; i++)
+        if ((type_bits & (1u << i)) && (ctx->mem_props.memoryTypes[i].propertyFlags & want) == want) return (int)i;
+    return -1;
+}
+
+oscar_status oscar_buffer_create(oscar_context *ctx, VkDeviceSize size, oscar_buffer_kind kind, oscar_buffer *out)
+{
+    oscar_status st = OSCAR_OK;
+    memset(out, 0, sizeof *out);
+    if (size == 0) size = 4; /* a zero-sized VkBuffer is invalid; keep callers simple */
+    VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = size,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    OSCAR_VK(ctx->vk.vkCreateBuffer(ctx->device, &bci, NULL, &out->buffer));
+    VkMemoryRequirements req;
+    ctx->vk.vkGetBufferMemoryRequirements(ctx->device, out->buffer, &req);
+
+    int type = -1;
+    switch (kind) {
+    case OSCAR_BUFFER_DEVICE:
+        type = find_memory_type(ctx, req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+        break;
+    case OSCAR_BUFFER_STAGING:
+        type = find_memory_type(ctx, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+        break;
+    case OSCAR_BUFFER_READBACK:
+        type = find_memory_type(ctx, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_CACHED_BIT);
+        if (type < 0) type = find_memory_type(ctx, req.memoryTypeBits, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT);
+        break;
+    }
+    if (type < 0 && kind == OSCAR_BUFFER_DEVICE) type = find_memory_type(ctx, req.memoryTypeBits, 0);
+    if (type < 0) OSCAR_FAIL(OSCAR_ERROR_MISSING_FEATURE, "no suitable memory type for a buffer of kind %d", (int)kind);
+
+    VkMemoryAllocateInfo mai = { .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, .allocationSize = req.size,
+                                 .memoryTypeIndex = (uint32_t)type };
+    VkResult r = ctx->vk.vkAllocateMemory(ctx->device, &mai, NULL, &out->memory);
+    if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY)
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_DEVICE_MEMORY, "cannot allocate %llu bytes of %s memory",
+                   (unsigned long long)req.size, kind == OSCAR_BUFFER_DEVICE ? "device" : "host-visible");
+    OSCAR_VK(r);
+    OSCAR_VK(ctx->vk.vkBindBufferMemory(ctx->device, out->buffer, out->memory, 0));
+    out->size = size;
+    VkMemoryPropertyFlags flags = ctx->mem_props.memoryTypes[type].propertyFlags;
+    out->host_coherent = (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
+    if (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)
+        OSCAR_VK(ctx->vk.vkMapMemory(ctx->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped));
+    return OSCAR_OK;
+fail:
+    oscar_buffer_destroy(ctx, out);
+    return st;
+}
+
+void oscar_buffer_destroy(oscar_context *ctx, oscar_buffer *buf)
+{
+    if (!ctx || !buf) return;
+    if (buf->buffer) ctx->vk.vkDestroyBuffer(ctx->device, buf->buffer, NULL);
+    if (buf->memory) ctx->vk.vkFreeMemory(ctx->device, buf->memory, NULL);
+    memset(buf, 0, sizeof *buf);
+}
+
+/* Staging chunk: large transfers go through in pieces of this many bytes. */
+#define STAGING_BYTES (16u << 20)
+
+static oscar_status ensure_staging(oscar_context *ctx)
+{
+    if (ctx->staging.buffer) return OSCAR_OK;
+    return oscar_buffer_create(ctx, STAGING_BYTES, OSCAR_BUFFER_STAGING, &ctx->staging);
+}
+
+static oscar_status check_range(const oscar_buffer *buf, VkDeviceSize offset, size_t bytes, const char *what)
+{
+    if (!buf || !buf->buffer || offset > buf->size || bytes > buf->size - offset)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: range [%llu, +%zu) outside a buffer of %llu bytes", what,
+                           (unsigned long long)offset, bytes, buf ? (unsigned long long)buf->size : 0ull);
+    return OSCAR_OK;
+}
+
+oscar_status oscar_buffer_upload(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, const void *src, size_t bytes)
+{
+    oscar_status st = check_range(dst, offset, bytes, "oscar_buffer_upload");
+    if (st != OSCAR_OK || bytes == 0) return st;
+    if (dst->mapped && dst->host_coherent) {
+        memcpy((char *)dst->mapped + offset, src, bytes);
+        return OSCAR_OK;
+    }
+    OSCAR_TRY(ensure_staging(ctx));
+    for (size_t done = 0; done < bytes;) {
+        size_t n = bytes - done < STAGING_BYTES ? bytes - done : STAGING_BYTES;
+        memcpy(ctx->staging.mapped, (const char *)src + done, n);
+        OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
+        oscar_cmd_copy(ctx, &ctx->cmd, &ctx->staging, 0, dst, offset + done, n);
+        OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        done += n;
+    }
+fail:
+    return st;
+}
+
+oscar_status oscar_buffer_download(oscar_context *ctx, const oscar_buffer *src, VkDeviceSize offset, void *dst, size_t bytes)
+{
+    oscar_status st = check_range(src, offset, bytes, "oscar_buffer_download");
+    if (st != OSCAR_OK || bytes == 0) return st;
+    if (src->mapped && src->host_coherent) {
+        memcpy(dst, (const char *)src->mapped + offset, bytes);
+        return OSCAR_OK;
+    }
+    OSCAR_TRY(ensure_staging(ctx));
+    for (size_t done = 0; done < bytes;) {
+        size_t n = bytes - done < STAGING_BYTES ? bytes - done : STAGING_BYTES;
+        OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
+        oscar_cmd_copy(ctx, &ctx->cmd, src, offset + done, &ctx->staging, 0, n);
+        OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        memcpy((char *)dst + done, ctx->staging.mapped, n);
+        done += n;
+    }
+fail:
+    return st;
+}
+
+oscar_status oscar_buffer_fill(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word)
+{
+    oscar_status st = check_range(dst, offset, bytes, "oscar_buffer_fill");
+    if (st != OSCAR_OK || bytes == 0) return st;
+    if ((offset | bytes) & 3) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_buffer_fill: offset and size must be multiples of 4");
+    OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
+    ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, dst->buffer, offset, bytes, word);
+    OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+fail:
+    return st;
+}

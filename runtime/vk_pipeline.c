@@ -1,0 +1,100 @@
+/* Compute pipelines from the embedded SPIR-V, specialised by constants, created once per
+ * (shader, constants, subgroup size) and kept by the context. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_context.h"
+
+/* From the generated shader table (build/shaders/shader_table.c). */
+const uint32_t *oscar_spirv_find(const char *name, size_t *size_bytes);
+
+static int same_desc(const oscar_pipeline_desc *a, const oscar_pipeline_desc *b)
+{
+    return strcmp(a->shader, b->shader) == 0 && a->n_buffers == b->n_buffers && a->push_size == b->push_size &&
+           a->n_spec == b->n_spec && a->required_subgroup_size == b->required_subgroup_size &&
+           memcmp(a->spec, b->spec, a->n_spec * sizeof a->spec[0]) == 0;
+}
+
+oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *desc, oscar_pipeline **out)
+{
+    oscar_status st = OSCAR_OK;
+    VkShaderModule module = VK_NULL_HANDLE;
+    oscar_pipeline *p = NULL;
+    for (oscar_pipeline *q = ctx->pipelines; q; q = q->next)
+        if (same_desc(&q->desc, desc)) { *out = q; return OSCAR_OK; }
+
+    if (desc->n_buffers > OSCAR_MAX_BINDINGS || desc->push_size > OSCAR_MAX_PUSH || desc->n_spec > OSCAR_MAX_SPEC ||
+        (desc->push_size & 3) || strlen(desc->shader) >= sizeof p->name)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "pipeline '%s': too many bindings, push bytes or constants",
+                           desc->shader);
+    if (desc->push_size > ctx->limits.maxPushConstantsSize)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s' needs %u push-constant bytes, device allows %u",
+                           desc->shader, desc->push_size, ctx->limits.maxPushConstantsSize);
+    if (desc->n_spec > 0 && desc->spec[0] > ctx->limits.maxComputeWorkGroupSize[0])
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s': workgroup size %u exceeds the device's %u",
+                           desc->shader, desc->spec[0], ctx->limits.maxComputeWorkGroupSize[0]);
+    if (desc->required_subgroup_size &&
+        (!ctx->info.subgroup_size_control || desc->required_subgroup_size < ctx->info.min_subgroup_size ||
+         desc->required_subgroup_size > ctx->info.max_subgroup_size))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s': subgroup size %u not available (device: %u..%u%s)",
+                           desc->shader, desc->required_subgroup_size, ctx->info.min_subgroup_size,
+                           ctx->info.max_subgroup_size, ctx->info.subgroup_size_control ? "" : ", no size control");
+
+    size_t code_size = 0;
+    const uint32_t *code = oscar_spirv_find(desc->shader, &code_size);
+    if (!code) OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "no embedded shader named '%s'", desc->shader);
+
+    p = calloc(1, sizeof *p);
+    if (!p) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    p->desc = *desc;
+    strcpy(p->name, desc->shader);
+    p->desc.shader = p->name;
+
+    VkShaderModuleCreateInfo smci = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_size, .pCode = code };
+    OSCAR_VK(ctx->vk.vkCreateShaderModule(ctx->device, &smci, NULL, &module));
+
+    VkDescriptorSetLayoutBinding bindings[OSCAR_MAX_BINDINGS];
+    for (uint32_t i = 0; i < desc->n_buffers; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){ .binding = i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                      .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
+    VkDescriptorSetLayoutCreateInfo dslci = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+                                              .bindingCount = desc->n_buffers, .pBindings = bindings };
+    OSCAR_VK(ctx->vk.vkCreateDescriptorSetLayout(ctx->device, &dslci, NULL, &p->set_layout));
+    VkPushConstantRange push = { .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT, .offset = 0, .size = desc->push_size };
+    VkPipelineLayoutCreateInfo plci = { .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO, .setLayoutCount = 1,
+                                        .pSetLayouts = &p->set_layout, .pushConstantRangeCount = desc->push_size ? 1 : 0,
+                                        .pPushConstantRanges = &push };
+    OSCAR_VK(ctx->vk.vkCreatePipelineLayout(ctx->device, &plci, NULL, &p->layout));
+
+    VkSpecializationMapEntry entries[OSCAR_MAX_SPEC];
+    for (uint32_t i = 0; i < desc->n_spec; i++)
+        entries[i] = (VkSpecializationMapEntry){ .constantID = i, .offset = i * 4, .size = 4 };
+    VkSpecializationInfo spec = { .mapEntryCount = desc->n_spec, .pMapEntries = entries,
+                                  .dataSize = desc->n_spec * 4, .pData = p->desc.spec };
+    VkPipelineShaderStageRequiredSubgroupSizeCreateInfoEXT sgsize = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO_EXT,
+        .requiredSubgroupSize = desc->required_subgroup_size };
+    VkComputePipelineCreateInfo cpci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = { .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+                   .pNext = desc->required_subgroup_size ? &sgsize : NULL,
+                   .stage = VK_SHADER_STAGE_COMPUTE_BIT, .module = module, .pName = "main",
+                   .pSpecializationInfo = desc->n_spec ? &spec : NULL },
+        .layout = p->layout,
+    };
+    OSCAR_VK(ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &cpci, NULL, &p->pipeline));
+    ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
+    p->next = ctx->pipelines;
+    ctx->pipelines = p;
+    *out = p;
+    return OSCAR_OK;
+fail:
+    if (st == OSCAR_ERROR_VULKAN) st = OSCAR_ERROR_SHADER;
+    if (module) ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
+    if (p) {
+        if (p->layout) ctx->vk.vkDestroyPipelineLayout(ctx->device, p->layout, NULL);
+        if (p->set_layout) ctx->vk.vkDestroyDescriptorSetLayout(ctx->device, p->set_layout, NULL);
+        free(p);
+    }
+    return st;
+}
