@@ -1,0 +1,115 @@
+/* oscar-info: lists the Vulkan devices OSCAR-VK can use and, with --bandwidth, measures the
+ * device's read bandwidth (the roofline every benchmark quotes).
+ *
+ *   oscar-info [--device NAME|INDEX] [--bandwidth [MIB]] [--json]
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "oscar/oscar.h"
+
+static const char *type_name(oscar_device_type t)
+{
+    switch (t) {
+    case OSCAR_DEVICE_DISCRETE_GPU: return "discrete GPU";
+    case OSCAR_DEVICE_INTEGRATED_GPU: return "integrated GPU";
+    case OSCAR_DEVICE_VIRTUAL_GPU: return "virtual GPU";
+    case OSCAR_DEVICE_CPU: return "CPU";
+    default: return "other";
+    }
+}
+
+static void print_device(const oscar_device_info *d)
+{
+    printf("device %u: %s\n", d->index, d->name);
+    printf("  type            %s\n", type_name(d->type));
+    printf("  vendor          %s (0x%04x), device 0x%04x\n", d->vendor_name, d->vendor_id, d->device_id);
+    printf("  driver          %s %s\n", d->driver_name, d->driver_info);
+    printf("  Vulkan          %u.%u.%u\n", d->api_version >> 22, (d->api_version >> 12) & 0x3FF, d->api_version & 0xFFF);
+    printf("  subgroup size   %u (min %u, max %u%s)\n", d->subgroup_size, d->min_subgroup_size, d->max_subgroup_size,
+           d->subgroup_size_control ? ", size control" : "");
+    printf("  subgroup ops    basic %d, arithmetic %d, shuffle %d, ballot %d\n", d->subgroup_basic,
+           d->subgroup_arithmetic, d->subgroup_shuffle, d->subgroup_ballot);
+    printf("  shared memory   %u bytes per workgroup, %u invocations max\n", d->max_shared_memory, d->max_workgroup_invocations);
+    printf("  storage binding %llu bytes max\n", (unsigned long long)d->max_storage_buffer_range);
+    printf("  arithmetic      fp16 %d, int8 %d, int16 %d, int64 %d\n", d->float16_arithmetic, d->int8_arithmetic,
+           d->int16_arithmetic, d->int64_arithmetic);
+    printf("  storage         16-bit %d, 8-bit %d\n", d->storage_16bit, d->storage_8bit);
+    printf("  timestamps      %d (%.3f ns per tick)\n", d->timestamps, d->timestamp_period_ns);
+    printf("  memory budget   %s\n", d->memory_budget ? "VK_EXT_memory_budget" : "not reported (heap size used)");
+    for (uint32_t h = 0; h < d->heap_count; h++)
+        printf("  heap %u          %8.2f GiB%s, budget %.2f GiB, used %.2f GiB\n", h, d->heaps[h].size / 1073741824.0,
+               d->heaps[h].device_local ? " device-local" : "", d->heaps[h].budget / 1073741824.0,
+               d->heaps[h].usage / 1073741824.0);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: oscar-info [--device NAME|INDEX] [--bandwidth [MIB]]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    const char *device = NULL;
+    int bandwidth = 0;
+    unsigned long mib = 1024;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = argv[++i];
+        else if (strcmp(argv[i], "--bandwidth") == 0) {
+            bandwidth = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-') {
+                char *end;
+                mib = strtoul(argv[++i], &end, 10);
+                if (*end || mib == 0) { fprintf(stderr, "oscar-info: --bandwidth takes a size in MiB, got '%s'\n", argv[i]); return 2; }
+            }
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage();
+            return 0;
+        } else {
+            fprintf(stderr, "oscar-info: unknown argument '%s'\n", argv[i]);
+            return usage();
+        }
+    }
+    printf("OSCAR-VK %s\n", oscar_version_string());
+    uint32_t n = 0;
+    oscar_status st = oscar_list_devices(NULL, &n);
+    if (st != OSCAR_OK) {
+        fprintf(stderr, "oscar-info: %s\n", oscar_last_error());
+        return 1;
+    }
+    oscar_device_info *infos = calloc(n, sizeof *infos);
+    if (!infos || oscar_list_devices(infos, &n) != OSCAR_OK) {
+        fprintf(stderr, "oscar-info: %s\n", oscar_last_error());
+        free(infos);
+        return 1;
+    }
+    for (uint32_t i = 0; i < n; i++) print_device(&infos[i]);
+    free(infos);
+    if (!bandwidth && !device) return 0;
+
+    oscar_context_params p = oscar_context_params_default();
+    p.device = device;
+    oscar_context *ctx;
+    if ((st = oscar_context_create(&p, &ctx)) != OSCAR_OK) {
+        fprintf(stderr, "oscar-info: %s\n", oscar_last_error());
+        return 1;
+    }
+    oscar_device_info info;
+    oscar_context_device_info(ctx, &info);
+    printf("selected: device %u: %s\n", info.index, info.name);
+    int rc = 0;
+    if (bandwidth) {
+        double gbps = 0;
+        st = oscar_measure_read_bandwidth(ctx, (uint64_t)mib << 20, 20, &gbps);
+        if (st != OSCAR_OK) {
+            fprintf(stderr, "oscar-info: bandwidth: %s\n", oscar_last_error());
+            rc = 1;
+        } else {
+            printf("read bandwidth: %.1f GB/s (%lu MiB buffer, best of 20)\n", gbps, mib);
+        }
+    }
+    oscar_context_destroy(ctx);
+    return rc;
+}
