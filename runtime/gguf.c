@@ -99,7 +99,7 @@ static oscar_gguf_index *index_new(uint64_t n)
     oscar_gguf_index *ix = calloc(1, sizeof *ix);
     if (!ix) return NULL;
     uint64_t slots = 16;
-    while (slots < 2 * n) slots *= 2; /* n is bounded by the file size, so this cannot overflow */
+    while (slots / 2 < n && slots < (1ull << 60)) slots *= 2; /* n is bounded by the file size */
     ix->mask = slots - 1;
     ix->slot = calloc((size_t)slots, sizeof *ix->slot);
     if (!ix->slot) { free(ix); return NULL; }
