@@ -1,0 +1,123 @@
+// The INT2 quantizer of runtime/int2_quant.c in GLSL, bit-exact with it (the contract and the
+// exact arithmetic are in runtime/int2_quant.h). One workgroup quantizes one row of
+// HEAD_DIM values held in shared memory; any workgroup size works (smaller or larger than the
+// row), and nothing depends on the subgroup size: every reduction goes through shared memory.
+//
+// The including shader defines, before the #include:
+//   HEAD_DIM, GROUP   specialization constants (row length d, group size G; G divides d)
+//   WG                the workgroup size in x (gl_WorkGroupSize.x)
+// and then, per row, in uniform control flow:
+//   1. fills q_x[0..HEAD_DIM) and calls barrier()
+//   2. calls int2_quantize_row(r): clip at ratio r, clamp, group min/scale (barriers inside)
+//   3. reads int2_code_word(w) for w < HEAD_DIM/16 and q_param[g] for g < HEAD_DIM/GROUP
+//   4. calls barrier() before refilling q_x for the next row.
+// Every fp32 value that feeds a comparison or an fp16 rounding is `precise` so no mul+add is
+// fused: Vulkan rounds fp32 add, sub and mul correctly, so the results equal the C reference's.
+// NaN inputs have no defined result (the C reference's qsort has none either).
+#ifndef OSCAR_INT2_QUANT_GLSL
+#define OSCAR_INT2_QUANT_GLSL
+
+#include "common/half.glsl"
+#include "common/kv_layout.h"
+
+#define INT2_MAX_GROUPS (KV_MAX_HEAD_DIM / 16)
+
+shared float q_x[KV_MAX_HEAD_DIM];      // [d] the row; clamped in place
+shared float q_mn[KV_MAX_HEAD_DIM];     // [d] segmented min reduction; q_mn[g*G] = min of group g
+shared float q_mx[KV_MAX_HEAD_DIM];     // [d] segmented max reduction
+shared float q_sorted_lo, q_sorted_hi;  // |x| sorted ascending, at positions lo and hi
+shared vec4 q_thr[INT2_MAX_GROUPS];     // [d/G] code thresholds t0, t1, t2 and the scale sc
+shared uint q_param[INT2_MAX_GROUPS];   // [d/G] fp16 scale (low half) | fp16 min (high half)
+
+// Clip threshold tau of q_x at ratio r (int2_quant.h): the sorted |x| is never built; each
+// element's rank (ties broken by index, so ranks are a permutation of 0..n-1) tells whether it
+// sits at position lo or hi. O(d^2 / WG) compares per thread, no atomics.
+float int2_clip_threshold(float r)
+{
+    const uint n = HEAD_DIM;
+    if (!(r < 1.0)) return uintBitsToFloat(0x7F800000u); // +inf: no clipping
+    if (r < 0.0) r = 0.0;
+    precise float pos = r * float(n - 1u);
+    uint lo = uint(floor(pos));
+    if (lo > n - 1u) lo = n - 1u;
+    uint hi = lo + 1u < n ? lo + 1u : n - 1u;
+    precise float frac = pos - float(lo);
+    for (uint e = gl_LocalInvocationID.x; e < n; e += WG) {
+        float a = abs(q_x[e]);
+        uint rank = 0u;
+        for (uint i = 0u; i < n; i++) {
+            float b = abs(q_x[i]);
+            rank += (b < a || (b == a && i < e)) ? 1u : 0u;
+        }
+        if (rank == lo) q_sorted_lo = a;
+        if (rank == hi) q_sorted_hi = a;
+    }
+    barrier();
+    float a_lo = q_sorted_lo, a_hi = q_sorted_hi;
+    precise float diff = a_hi - a_lo;
+    precise float step = frac * diff;
+    precise float tau = a_lo + step;
+    return tau;
+}
+
+// Clip, then per group: min/max (leftmost element wins ties, as the C loop's strict compares
+// do, which decides the sign of a zero min), fp16 min and scale, code thresholds.
+void int2_quantize_row(float r)
+{
+    const uint n = HEAD_DIM;
+    float tau = int2_clip_threshold(r);
+    for (uint e = gl_LocalInvocationID.x; e < n; e += WG) {
+        float v = q_x[e];
+        v = v > tau ? tau : (v < -tau ? -tau : v);
+        q_x[e] = v;
+        q_mn[e] = v;
+        q_mx[e] = v;
+    }
+    barrier();
+    // Segmented tree with doubling stride: q_mn[e] covers the contiguous [e, e + 2s) of its
+    // group, and the left operand always holds the lower indices.
+    for (uint s = 1u; s < GROUP; s <<= 1u) {
+        for (uint e = gl_LocalInvocationID.x; e < n; e += WG) {
+            uint off = e % GROUP;
+            if ((off & (2u * s - 1u)) == 0u && off + s < GROUP) {
+                float a = q_mn[e], b = q_mn[e + s];
+                q_mn[e] = b < a ? b : a;
+                a = q_mx[e];
+                b = q_mx[e + s];
+                q_mx[e] = b > a ? b : a;
+            }
+        }
+        barrier();
+    }
+    for (uint g = gl_LocalInvocationID.x; g < n / GROUP; g += WG) {
+        float lo = q_mn[g * GROUP], hi = q_mx[g * GROUP];
+        uint min_h = f32_to_f16_bits(lo);
+        float mn = f16_bits_to_f32(min_h);
+        precise float range = hi - mn;
+        precise float third = range * uintBitsToFloat(0x3EAAAAABu); // (1.0f / 3.0f) in fp32
+        uint scale_h = f32_to_f16_bits(third);
+        float sc = f16_bits_to_f32(scale_h);
+        precise float t0 = mn + 0.5 * sc;
+        precise float t1 = mn + 1.5 * sc;
+        precise float t2 = mn + 2.5 * sc;
+        q_thr[g] = vec4(t0, t1, t2, sc);
+        q_param[g] = scale_h | (min_h << 16);
+    }
+    barrier();
+}
+
+// Word w of the row's packed codes: element 16w + k at bits 2k..2k+1 (kv_layout.h).
+uint int2_code_word(uint w)
+{
+    uint word = 0u;
+    for (uint k = 0u; k < 16u; k++) {
+        uint e = 16u * w + k;
+        vec4 t = q_thr[e / GROUP];
+        float x = q_x[e];
+        uint c = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+        word |= c << (2u * k);
+    }
+    return word;
+}
+
+#endif

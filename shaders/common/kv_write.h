@@ -1,0 +1,39 @@
+/* The KV write path's own specialization-constant ids and push constants (kv_append.comp,
+ * kv_flush.comp, rotate_rows.comp), shared by C and GLSL like common/kv_layout.h, whose ids
+ * 0..6 these continue. C checks the struct sizes in runtime/kv_ref.c.
+ *
+ * Spec-constant arrays at the call sites are indexed by id, so a pipeline that uses id 9
+ * passes n_spec = 10 with the ids it does not read set to 0 (they are ignored). */
+#ifndef OSCAR_KV_WRITE_H
+#define OSCAR_KV_WRITE_H
+
+#include "common/kv_layout.h"
+
+#define KV_SPEC_ROT_PER_HEAD 7 /* kv_append: 0 = one R per layer [d][d], 1 = one per KV head [NKV][d][d] */
+#define KV_SPEC_INPUT_F16 8    /* kv_append: 0 = fp32 input rows, 1 = fp16 pairs in uint words */
+#define KV_SPEC_TRANSPOSE 9    /* rotate_rows: 0 = y = x·R, 1 = y = x·Rᵀ */
+#define KV_WRITE_N_SPEC 10     /* n_spec that covers every id above */
+
+/* kv_append.comp push constants. 4 bytes. */
+struct kv_append_push {
+    KV_U32 n_tokens;      /* entries of the token-slot list */
+};
+
+/* kv_flush.comp push constants. 12 bytes. A clip ratio r >= 1 (or NaN) means no clipping;
+ * r < 0 is treated as 0 (tau = min |x|). */
+struct kv_flush_push {
+    KV_U32 n_tokens;      /* entries of the token-slot list */
+    KV_F32 clip_k;        /* r_K of this layer, e.g. 0.96 */
+    KV_F32 clip_v;        /* r_V of this layer, e.g. 0.92 */
+};
+
+/* rotate_rows.comp push constants. 12 bytes. Head h of every row uses rotation
+ * h / heads_per_rot: per-layer R -> heads_per_rot = n_heads; per-KV-head R for query heads ->
+ * heads_per_rot = GQA ratio; per-KV-head R for KV-head rows -> 1. */
+struct kv_rotate_push {
+    KV_U32 n_rows;        /* rows of the input [n_rows][n_heads][d] */
+    KV_U32 n_heads;       /* heads per row */
+    KV_U32 heads_per_rot; /* >= 1 */
+};
+
+#endif

@@ -1,0 +1,82 @@
+#version 450
+// Append n tokens' K and V rows to fp16 pages (kv_layout.h), rotated (y = x·R) in the
+// Hadamard and OSCAR modes, and rounded to fp16 exactly (common/half.glsl).
+// Reference: kv_ref_append (runtime/kv_ref.c); the rotation sums x_i * R[i][j] in fp32 in
+// index order with nothing fused, as the reference does.
+//
+// Dispatch: (min(n_tokens, 65535), NKV, 2) workgroups; z = 0 writes K, z = 1 writes V; x loops
+// over the tokens with stride gl_NumWorkGroups.x. Any workgroup size (spec 0).
+#include "common/half.glsl"
+#include "common/kv_layout.h"
+#include "common/kv_write.h"
+
+layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
+layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = KV_SPEC_PAGE) const uint PAGE = 16;
+layout(constant_id = KV_SPEC_N_KV) const uint N_KV = 1;
+layout(constant_id = KV_SPEC_MODE) const uint MODE = KV_MODE_FP16;
+layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
+layout(constant_id = KV_SPEC_INPUT_F16) const uint INPUT_F16 = 0;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint HALF_D = HEAD_DIM / 2u;
+const bool ROTATE = MODE >= KV_MODE_HADAMARD;
+
+layout(std430, binding = 0) readonly buffer KIn { uint k_in[]; };   // [n_rows][NKV][d] fp32 bits, or [..][d/2] fp16 pairs
+layout(std430, binding = 1) readonly buffer VIn { uint v_in[]; };   // same shape as K
+layout(std430, binding = 2) readonly buffer RotK { vec2 r_k[]; };   // [n_rot][d][d/2] pairs of R_K[i][2w..2w+1]
+layout(std430, binding = 3) readonly buffer RotV { vec2 r_v[]; };   // same for R_V
+layout(std430, binding = 4) readonly buffer Slots { kv_token_slot slots[]; }; // [n_tokens] src_row -> (dst_page, dst_slot)
+layout(std430, binding = 5) writeonly buffer Pool { uint f16_pool[]; };      // [page][K,V][NKV][P][d/2] fp16 pairs
+
+layout(push_constant) uniform Push { kv_append_push pc; };
+
+shared float xs[KV_MAX_HEAD_DIM]; // [d] the input row, fp32
+
+uint in_word(uint kind, uint i) { return kind == 0u ? k_in[i] : v_in[i]; }
+
+// Element i of the input row whose first element (fp32) / word (fp16) is at `base`.
+float in_elem(uint kind, uint base, uint i)
+{
+    if (INPUT_F16 != 0u) {
+        vec2 f = unpackHalf2x16(in_word(kind, base + i / 2u));
+        return (i & 1u) == 0u ? f.x : f.y;
+    }
+    return uintBitsToFloat(in_word(kind, base + i));
+}
+
+void main()
+{
+    const uint h = gl_WorkGroupID.y, kind = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+    for (uint t = gl_WorkGroupID.x; t < pc.n_tokens; t += gl_NumWorkGroups.x) {
+        kv_token_slot s = slots[t];
+        uint row = s.src_row * N_KV + h;
+        uint base = INPUT_F16 != 0u ? row * HALF_D : row * HEAD_DIM;
+        uint dst = s.dst_page * KV_F16_PAGE_WORDS(N_KV, PAGE, HEAD_DIM) + kind * (N_KV * PAGE * HALF_D) +
+                   (h * PAGE + s.dst_slot) * HALF_D;
+        if (!ROTATE) {
+            for (uint w = tid; w < HALF_D; w += WG) {
+                uint word;
+                if (INPUT_F16 != 0u) word = in_word(kind, base + w); // verbatim copy
+                else word = pack_half2(uintBitsToFloat(in_word(kind, base + 2u * w)),
+                                       uintBitsToFloat(in_word(kind, base + 2u * w + 1u)));
+                f16_pool[dst + w] = word;
+            }
+            continue;
+        }
+        barrier(); // the previous token's readers of xs are done
+        for (uint i = tid; i < HEAD_DIM; i += WG) xs[i] = in_elem(kind, base, i);
+        barrier();
+        uint rbase = (ROT_PER_HEAD != 0u ? h : 0u) * HEAD_DIM * HALF_D;
+        for (uint w = tid; w < HALF_D; w += WG) {
+            precise float a0 = 0.0, a1 = 0.0;
+            for (uint i = 0u; i < HEAD_DIM; i++) {
+                vec2 r = kind == 0u ? r_k[rbase + i * HALF_D + w] : r_v[rbase + i * HALF_D + w];
+                float x = xs[i];
+                a0 += x * r.x;
+                a1 += x * r.y;
+            }
+            f16_pool[dst + w] = pack_half2(a0, a1);
+        }
+    }
+}

@@ -1,0 +1,54 @@
+#version 450
+// Flush tokens from fp16 pages into INT2 pages (kv_layout.h): per token, KV head and K/V, read
+// the fp16 row, clip at the r-quantile of |x|, quantize per group of G with fp16 min/scale,
+// pack 16 codes per word. Bit-exact with kv_ref_flush (runtime/kv_ref.c), see
+// common/int2_quant.glsl.
+//
+// Dispatch: (min(n_tokens, 65535), NKV, 2) workgroups; z = 0 flushes K, z = 1 flushes V; x loops
+// over the tokens with stride gl_NumWorkGroups.x. Any workgroup size (spec 0).
+#include "common/kv_layout.h"
+#include "common/kv_write.h"
+
+layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
+layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = KV_SPEC_GROUP) const uint GROUP = 128;
+layout(constant_id = KV_SPEC_PAGE) const uint PAGE = 16;
+layout(constant_id = KV_SPEC_N_KV) const uint N_KV = 1;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint HALF_D = HEAD_DIM / 2u;
+const uint CODE_WORDS = HEAD_DIM / 16u;   // per row
+const uint PARAM_WORDS = HEAD_DIM / GROUP; // per row
+
+#include "common/int2_quant.glsl"
+
+layout(std430, binding = 0) readonly buffer Slots { kv_token_slot slots[]; }; // [n_tokens] (src_row = fp16 page, src_slot) -> (dst_page, dst_slot)
+layout(std430, binding = 1) readonly buffer F16Pool { uint f16_pool[]; };    // [page][K,V][NKV][P][d/2] fp16 pairs
+layout(std430, binding = 2) writeonly buffer Int2Pool { uint int2_pool[]; }; // [page][K codes, K params, V codes, V params] (kv_layout.h)
+
+layout(push_constant) uniform Push { kv_flush_push pc; };
+
+void main()
+{
+    const uint h = gl_WorkGroupID.y, kind = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+    const float r = kind == 0u ? pc.clip_k : pc.clip_v;
+    for (uint t = gl_WorkGroupID.x; t < pc.n_tokens; t += gl_NumWorkGroups.x) {
+        kv_token_slot s = slots[t];
+        uint src = s.src_row * KV_F16_PAGE_WORDS(N_KV, PAGE, HEAD_DIM) + kind * (N_KV * PAGE * HALF_D) +
+                   (h * PAGE + s.src_slot) * HALF_D;
+        barrier(); // the previous token's readers of q_x are done
+        for (uint w = tid; w < HALF_D; w += WG) {
+            uint word = f16_pool[src + w];
+            q_x[2u * w] = f16_bits_to_f32(word & 0xFFFFu);
+            q_x[2u * w + 1u] = f16_bits_to_f32(word >> 16);
+        }
+        barrier();
+        int2_quantize_row(r);
+        uint half_page = N_KV * PAGE * (CODE_WORDS + PARAM_WORDS); // K half, then V half
+        uint base = s.dst_page * KV_INT2_PAGE_WORDS(N_KV, PAGE, HEAD_DIM, GROUP) + kind * half_page;
+        uint codes = base + (h * PAGE + s.dst_slot) * CODE_WORDS;
+        uint params = base + N_KV * PAGE * CODE_WORDS + (h * PAGE + s.dst_slot) * PARAM_WORDS;
+        for (uint w = tid; w < CODE_WORDS; w += WG) int2_pool[codes + w] = int2_code_word(w);
+        for (uint g = tid; g < PARAM_WORDS; g += WG) int2_pool[params + g] = q_param[g];
+    }
+}
