@@ -156,7 +156,8 @@ oscar_status oscar_gguf_writer_create(oscar_gguf_writer **out);
 void oscar_gguf_writer_destroy(oscar_gguf_writer *w);
 
 /* Sets the data alignment (a power of two, default 32) and records it as general.alignment.
- * Call before writing. */
+ * Setting or copying the general.alignment key directly has the same effect (it must then be
+ * a uint32 power of two). Call before writing. */
 oscar_status oscar_gguf_writer_set_alignment(oscar_gguf_writer *w, uint32_t alignment);
 
 oscar_status oscar_gguf_writer_set_u8(oscar_gguf_writer *w, const char *key, uint8_t v);

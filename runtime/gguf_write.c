@@ -131,12 +131,23 @@ static char *dup_cstr(const char *s)
     return p;
 }
 
-/* Stores a serialized value under `key` (replacing an earlier value); takes ownership of v. */
+/* Stores a serialized value under `key` (replacing an earlier value); takes ownership of v.
+ * general.alignment, however it is set (set_u32, copy_kv), must be a uint32 power of two and
+ * becomes the padding the writer uses, so the key and the layout always agree. */
 static oscar_status set_value(oscar_gguf_writer *w, const char *key, buf *v)
 {
     if (v->oom) {
         free(v->p);
         OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for the value of key '%s'", key);
+    }
+    if (strcmp(key, "general.alignment") == 0) {
+        uint32_t type = v->n >= 4 ? (uint32_t)(v->p[0] | v->p[1] << 8 | v->p[2] << 16 | (uint32_t)v->p[3] << 24) : 0;
+        uint32_t a = v->n >= 8 ? (uint32_t)(v->p[4] | v->p[5] << 8 | v->p[6] << 16 | (uint32_t)v->p[7] << 24) : 0;
+        if (type != OSCAR_GGUF_TYPE_UINT32 || a == 0 || (a & (a - 1)) != 0) {
+            free(v->p);
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: general.alignment must be a uint32 power of two");
+        }
+        w->alignment = a;
     }
     for (size_t i = 0; i < w->n_kv; i++) {
         if (strcmp(w->kv[i].key, key) == 0) {
@@ -327,9 +338,7 @@ oscar_status oscar_gguf_writer_set_alignment(oscar_gguf_writer *w, uint32_t alig
     if (!w) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL writer");
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: alignment %u is not a power of two", alignment);
-    oscar_status st = oscar_gguf_writer_set_u32(w, "general.alignment", alignment);
-    if (st == OSCAR_OK) w->alignment = alignment;
-    return st;
+    return oscar_gguf_writer_set_u32(w, "general.alignment", alignment); /* set_value adopts it */
 }
 
 /* ---- tensors ---------------------------------------------------------------------------------- */

@@ -398,8 +398,7 @@ static void test_round_trip(uint32_t alignment)
 
     /* streaming: declare without data, then pass the data in order */
     oscar_gguf_writer *ws = NULL;
-    CHECK_OK(oscar_gguf_writer_create(&ws));
-    if (alignment != 32) CHECK_OK(oscar_gguf_writer_set_alignment(ws, alignment));
+    CHECK_OK(oscar_gguf_writer_create(&ws)); /* alignment comes from copying general.alignment */
     CHECK_OK(oscar_gguf_open_memory(mem, mem_n, "mem", &g));
     if (g) {
         for (uint64_t i = 0; i < g->n_kv; i++) CHECK_OK(oscar_gguf_writer_copy_kv(ws, &g->kv[i]));
@@ -455,6 +454,8 @@ static void test_getters_and_writer_errors(void)
     uint64_t huge[2] = { 1ull << 40, 1ull << 40 };
     CHECK_STATUS(oscar_gguf_writer_add_tensor(w, "h", OSCAR_GGML_TYPE_F32, 2, huge, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(oscar_gguf_writer_set_alignment(w, 48), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_gguf_writer_set_u32(w, "general.alignment", 0), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_gguf_writer_set_u64(w, "general.alignment", 64), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(oscar_gguf_writer_set_array(w, "arr", OSCAR_GGUF_TYPE_ARRAY, strs, 1), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(oscar_gguf_writer_set_str(w, "s", NULL), OSCAR_ERROR_INVALID_ARGUMENT);
     void *mem = NULL;
