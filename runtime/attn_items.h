@@ -1,0 +1,52 @@
+/* Host-side planning of flash-decoding attention: which work items (kv_attn_item) each query
+ * row (kv_attn_row) is split into, and the grid shapes of shaders/attn_decode.comp and
+ * shaders/attn_merge.comp. Pure C, no Vulkan: the cache (runtime) and the tests share it.
+ *
+ * Where the tokens of a sequence live (kv_layout.h): position p is INT2 when
+ * sink <= p < flushed_end (INT2 index j = p - sink), fp16 otherwise. A row sees positions
+ * [0, n_visible). Its items, in this order, each at most `split` tokens long:
+ *   fp16  positions [0, min(sink, n_visible))                          (attention sinks)
+ *   INT2  indices   [0, max(0, min(flushed_end, n_visible) - sink))    (quantized middle)
+ *   fp16  positions [max(flushed_end, sink), n_visible)                (recent window)
+ * Empty ranges produce no item; a row with n_visible = 0 has no items (the merge writes 0).
+ * fp16 mode is sink = flushed_end = 0: the whole row is one fp16 range. flushed_end < sink
+ * (nothing flushed yet, whichever way the cache counts it) means no INT2 range.
+ */
+#ifndef OSCAR_ATTN_ITEMS_H
+#define OSCAR_ATTN_ITEMS_H
+
+#include <stdint.h>
+
+#include "common/attn_push.h"
+#include "common/kv_layout.h"
+#include "oscar/oscar.h"
+
+/* Largest number of workgroups in one grid dimension every Vulkan device accepts. */
+#define OSCAR_ATTN_MAX_GROUPS_X 65535u
+
+/* Builds the rows and work items of one attention call.
+ * row_seq, row_n_visible [n_rows]: each query row's sequence slot and causal limit.
+ * seq_sink, seq_flushed_end [n_seq]: per sequence slot (indexed by row_seq), in positions.
+ * split: largest item, in tokens (> 0).
+ * rows_out [n_rows]: filled (seq, n_visible, item_begin, item_end); may be NULL when counting.
+ * items_out [max_items]: filled in row order; NULL counts only.
+ * *n_items: number of items (needed count when items_out is NULL).
+ * Returns OSCAR_ERROR_INVALID_ARGUMENT for split = 0, a missing array, or items_out too small. */
+oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
+                                    const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t split,
+                                    struct kv_attn_row *rows_out, struct kv_attn_item *items_out,
+                                    uint32_t max_items, uint32_t *n_items);
+
+/* Grid covering n workgroups in x (at most OSCAR_ATTN_MAX_GROUPS_X) and z, with y as given:
+ * the shaders compute their index as x + z * num_groups_x and skip indices >= n. */
+static inline void oscar_attn_grid(uint32_t n, uint32_t y, uint32_t groups[3])
+{
+    uint32_t x = n < OSCAR_ATTN_MAX_GROUPS_X ? n : OSCAR_ATTN_MAX_GROUPS_X;
+    if (x == 0) x = 1;
+    groups[0] = x;
+    groups[1] = y;
+    groups[2] = (n + x - 1) / x;
+    if (groups[2] == 0) groups[2] = 1;
+}
+
+#endif

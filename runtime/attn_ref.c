@@ -1,0 +1,110 @@
+/* Reference attention over the paged cache; the contract is in attn_ref.h. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "attn_ref.h"
+#include "error.h"
+#include "half.h"
+
+/* Dequantizes one INT2 row: codes [d/16] words, params [d/G] words (lo fp16 scale, hi min). */
+static void dequant_row(const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G, float *out)
+{
+    for (uint32_t e = 0; e < d; e++) {
+        uint32_t code = (codes[e / 16] >> (2 * (e % 16))) & 3u;
+        uint32_t p = params[e / G];
+        float sc = oscar_f16_to_f32((uint16_t)(p & 0xFFFFu)), mn = oscar_f16_to_f32((uint16_t)(p >> 16));
+        float step = (float)code * sc;
+        out[e] = mn + step;
+    }
+}
+
+static void f16_row(const uint32_t *words, uint32_t d, float *out)
+{
+    for (uint32_t e = 0; e < d; e++) out[e] = oscar_f16_to_f32((uint16_t)(words[e / 2] >> (16 * (e % 2))));
+}
+
+oscar_status attn_ref_read_kv(const attn_ref_cache *c, uint32_t seq, uint32_t pos, uint32_t kvh, float *k, float *v)
+{
+    uint32_t d = c->head_dim, G = c->group, P = c->page, nkv = c->n_kv;
+    if (seq >= c->n_seq || kvh >= nkv)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: sequence %u or KV head %u out of range", seq, kvh);
+    int int2 = c->mode != KV_MODE_FP16 && pos >= c->sink[seq] && pos < c->flushed_end[seq];
+    if (int2) {
+        uint32_t j = pos - c->sink[seq];
+        if (j / P >= c->max_int2_pages)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: INT2 index %u beyond the table", j);
+        int32_t page = c->int2_table[(size_t)seq * c->max_int2_pages + j / P];
+        if (page < 0 || (uint32_t)page >= c->n_int2_pages)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: seq %u INT2 page %u missing", seq, j / P);
+        const uint32_t *base = c->int2_pool + (size_t)page * KV_INT2_PAGE_WORDS(nkv, P, d, G);
+        size_t row = (size_t)kvh * P + j % P;
+        size_t cw = d / 16, pw = d / G;
+        dequant_row(base + row * cw, base + (size_t)nkv * P * cw + row * pw, d, G, k);
+        dequant_row(base + (size_t)nkv * P * (cw + pw) + row * cw, base + (size_t)nkv * P * (2 * cw + pw) + row * pw,
+                    d, G, v);
+    } else {
+        if (pos / P >= c->max_f16_pages)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: position %u beyond the fp16 table", pos);
+        int32_t page = c->f16_table[(size_t)seq * c->max_f16_pages + pos / P];
+        if (page < 0 || (uint32_t)page >= c->n_f16_pages)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: seq %u fp16 page %u missing", seq, pos / P);
+        const uint32_t *base = c->f16_pool + (size_t)page * KV_F16_PAGE_WORDS(nkv, P, d);
+        size_t row = (size_t)kvh * P + pos % P;
+        f16_row(base + row * (d / 2), d, k);
+        f16_row(base + (size_t)nkv * P * (d / 2) + row * (d / 2), d, v);
+    }
+    return OSCAR_OK;
+}
+
+oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const uint32_t *row_seq,
+                                const uint32_t *row_n_visible, uint32_t n_rows, uint32_t n_head, float scale,
+                                float *out)
+{
+    oscar_status st = OSCAR_OK;
+    uint32_t d = c->head_dim, nkv = c->n_kv;
+    float *k = NULL, *v = NULL;
+    double *s = NULL, *o = NULL;
+    if (d == 0 || d > KV_MAX_HEAD_DIM || nkv == 0 || n_head % nkv != 0 || c->group == 0 || d % c->group != 0 ||
+        d % 16 != 0 || c->page == 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: bad shape (d %u, G %u, P %u, n_kv %u, n_head %u)", d,
+                   c->group, c->page, nkv, n_head);
+    uint32_t gqa = n_head / nkv, max_n = 0;
+    for (uint32_t r = 0; r < n_rows; r++)
+        if (row_n_visible[r] > max_n) max_n = row_n_visible[r];
+    k = malloc(sizeof *k * d);
+    v = malloc(sizeof *v * d);
+    s = malloc(sizeof *s * ((size_t)max_n + 1));
+    o = malloc(sizeof *o * d);
+    if (!k || !v || !s || !o) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "attn_ref: out of host memory");
+
+    for (uint32_t r = 0; r < n_rows; r++) {
+        uint32_t n = row_n_visible[r];
+        for (uint32_t h = 0; h < n_head; h++) {
+            const float *qh = q + ((size_t)r * n_head + h) * d;
+            double m = -INFINITY;
+            for (uint32_t p = 0; p < n; p++) {
+                OSCAR_TRY(attn_ref_read_kv(c, row_seq[r], p, h / gqa, k, v));
+                double dot = 0.0;
+                for (uint32_t e = 0; e < d; e++) dot += (double)qh[e] * k[e];
+                s[p] = dot * scale;
+                if (s[p] > m) m = s[p];
+            }
+            double l = 0.0;
+            for (uint32_t e = 0; e < d; e++) o[e] = 0.0;
+            for (uint32_t p = 0; p < n; p++) {
+                OSCAR_TRY(attn_ref_read_kv(c, row_seq[r], p, h / gqa, k, v));
+                double w = exp(s[p] - m);
+                l += w;
+                for (uint32_t e = 0; e < d; e++) o[e] += w * v[e];
+            }
+            float *oh = out + ((size_t)r * n_head + h) * d;
+            for (uint32_t e = 0; e < d; e++) oh[e] = n ? (float)(o[e] / l) : 0.0f;
+        }
+    }
+fail:
+    free(k);
+    free(v);
+    free(s);
+    free(o);
+    return st;
+}

@@ -1,0 +1,94 @@
+/* oscar_attn_build_items (runtime/attn_items.h): for many (sink, flushed_end, n_visible,
+ * split) combinations every visible position is covered by exactly one item of the right
+ * storage kind, items are at most `split` long and non-empty, rows own contiguous item
+ * ranges; plus the argument errors and the grid helper. Host only. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_items.h"
+#include "test_util.h"
+
+/* Checks the items of row r against the contract; `cover` holds n_visible counters. */
+static void check_row(const struct kv_attn_row *row, const struct kv_attn_item *items, uint32_t r, uint32_t sink,
+                      uint32_t flushed, uint32_t split, uint32_t *cover)
+{
+    uint32_t n = row->n_visible;
+    memset(cover, 0, sizeof *cover * (n + 1));
+    int ok = 1;
+    for (uint32_t i = row->item_begin; i < row->item_end; i++) {
+        const struct kv_attn_item *it = &items[i];
+        ok &= it->row == r && it->begin < it->end && it->end - it->begin <= split;
+        for (uint32_t x = it->begin; x < it->end; x++) {
+            uint32_t p = it->kind == KV_ITEM_INT2 ? x + sink : x;
+            int int2 = p >= sink && p < flushed;
+            ok &= p < n && (it->kind == KV_ITEM_INT2) == int2;
+            if (p < n) cover[p]++;
+        }
+    }
+    for (uint32_t p = 0; p < n; p++) ok &= cover[p] == 1;
+    CHECK_MSG(ok, "row %u: sink %u flushed %u n %u split %u", r, sink, flushed, n, split);
+}
+
+int main(void)
+{
+    enum { MAXN = 700 };
+    static uint32_t cover[MAXN + 1];
+    uint32_t sinks[] = { 0, 1, 4, 64 };
+    uint32_t splits[] = { 1, 3, 64, 1000 };
+    uint32_t ns[] = { 0, 1, 3, 4, 5, 63, 64, 65, 100, 319, 320, 321, 600 };
+    size_t nn = sizeof ns / sizeof ns[0];
+    for (size_t si = 0; si < 4; si++)
+        for (size_t pi = 0; pi < 4; pi++) {
+            uint32_t sink = sinks[si], split = splits[pi];
+            /* flushed_end: 0 (nothing flushed), below sink, = sink, inside, = n, beyond n */
+            uint32_t flushes[] = { 0, sink / 2, sink, sink + 7, sink + 256, 600 };
+            for (size_t fi = 0; fi < 6; fi++) {
+                uint32_t flushed = flushes[fi];
+                uint32_t row_seq[16], row_n[16];
+                for (size_t i = 0; i < nn; i++) { row_seq[i] = 0; row_n[i] = ns[i]; }
+                uint32_t n_items = 0;
+                CHECK_OK(oscar_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, NULL, NULL, 0,
+                                                &n_items));
+                struct kv_attn_item *items = malloc(sizeof *items * (n_items + 1));
+                struct kv_attn_row rows[16];
+                uint32_t got = 0;
+                CHECK_OK(oscar_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, rows, items,
+                                                n_items, &got));
+                CHECK(got == n_items);
+                uint32_t next = 0;
+                for (uint32_t r = 0; r < nn; r++) {
+                    CHECK(rows[r].item_begin == next && rows[r].item_end >= next && rows[r].seq == 0 &&
+                          rows[r].n_visible == ns[r]);
+                    next = rows[r].item_end;
+                    check_row(&rows[r], items, r, sink, flushed, split, cover);
+                }
+                CHECK(next == n_items);
+                if (n_items > 0)
+                    CHECK_STATUS(oscar_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, rows,
+                                                        items, n_items - 1, &got),
+                                 OSCAR_ERROR_INVALID_ARGUMENT);
+                free(items);
+            }
+        }
+    /* fp16 mode: one fp16 range per row, split */
+    {
+        uint32_t seq = 0, n = 10, zero = 0, cnt = 0;
+        struct kv_attn_item items[4];
+        struct kv_attn_row row;
+        CHECK_OK(oscar_attn_build_items(&seq, &n, 1, &zero, &zero, 4, &row, items, 4, &cnt));
+        CHECK(cnt == 3 && items[0].kind == KV_ITEM_F16 && items[0].begin == 0 && items[2].end == 10);
+    }
+    uint32_t dummy = 0, n_items;
+    CHECK_STATUS(oscar_attn_build_items(&dummy, &dummy, 1, &dummy, &dummy, 0, NULL, NULL, 0, &n_items),
+                 OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_attn_build_items(NULL, &dummy, 1, &dummy, &dummy, 4, NULL, NULL, 0, &n_items),
+                 OSCAR_ERROR_INVALID_ARGUMENT);
+    uint32_t g[3];
+    oscar_attn_grid(200000, 3, g);
+    CHECK(g[0] == 65535 && g[1] == 3 && g[2] == 4);
+    oscar_attn_grid(0, 1, g);
+    CHECK(g[0] == 1 && g[2] == 1);
+    oscar_attn_grid(65535, 1, g);
+    CHECK(g[0] == 65535 && g[2] == 1);
+    return test_finish();
+}
