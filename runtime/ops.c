@@ -1,0 +1,312 @@
+/* Recording the forward-pass kernels other than attention; see ops.h. Each op validates
+ * shapes and bindings on the host (the shaders trust them), then records one dispatch. */
+#include <math.h>
+
+#include "ggml_types.h"
+#include "ops.h"
+
+/* Kernel tile of shaders/mul_mat.comp (rows x tokens per workgroup). */
+#define MUL_MAT_BM 32u
+#define MUL_MAT_BN 32u
+/* Workgroups per grid dimension every Vulkan device supports. */
+#define GRID_MAX 65535u
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+int oscar_op_type_supported(uint32_t type) { return oscar_op_type_block(type) != 0; }
+
+uint32_t oscar_op_type_block(uint32_t type)
+{
+    switch (type) {
+    case OSCAR_GGML_TYPE_F32:
+    case OSCAR_GGML_TYPE_F16:
+    case OSCAR_GGML_TYPE_BF16: return 8;
+    case OSCAR_GGML_TYPE_Q4_0:
+    case OSCAR_GGML_TYPE_Q4_1:
+    case OSCAR_GGML_TYPE_Q8_0: return 32;
+    case OSCAR_GGML_TYPE_Q4_K:
+    case OSCAR_GGML_TYPE_Q5_K:
+    case OSCAR_GGML_TYPE_Q6_K: return OSCAR_QK_K;
+    default: return 0;
+    }
+}
+
+void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
+{
+    ops->ctx = ctx;
+    ops->workgroup = 128;
+    ops->matvec_rows = 2;
+}
+
+/* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
+static oscar_status check_binding(const oscar_binding *b, uint64_t bytes, const char *op, const char *what)
+{
+    if (!b->buffer || b->buffer->buffer == VK_NULL_HANDLE)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s has no buffer", op, what);
+    VkDeviceSize size = b->buffer->size;
+    if (b->offset > size || (b->range && b->range > size - b->offset))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s (offset %llu, range %llu) exceeds its buffer of %llu bytes",
+                           op, what, (unsigned long long)b->offset, (unsigned long long)b->range, (unsigned long long)size);
+    VkDeviceSize avail = b->range ? b->range : size - b->offset;
+    if (avail < bytes)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s holds %llu bytes, the shape needs %llu",
+                           op, what, (unsigned long long)avail, (unsigned long long)bytes);
+    return OSCAR_OK;
+}
+
+/* Checks ops->workgroup: a power of two in 32..256 within the device's limit. */
+static oscar_status check_workgroup(const oscar_ops *ops, const char *op)
+{
+    uint32_t wg = ops->workgroup;
+    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a power of two in 32..256", op, wg);
+    return OSCAR_OK;
+}
+
+/* Spreads `count` workgroups over x and y (the shaders recombine them x-major). */
+static oscar_status grid_2d(uint64_t count, uint32_t groups[3], const char *op)
+{
+    uint32_t gx = count < GRID_MAX ? (uint32_t)count : GRID_MAX;
+    uint64_t gy = (count + gx - 1) / gx;
+    if (gy > GRID_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %llu workgroups exceed the grid", op, (unsigned long long)count);
+    groups[0] = gx;
+    groups[1] = (uint32_t)gy;
+    groups[2] = 1;
+    return OSCAR_OK;
+}
+
+/* Gets the pipeline for desc and records one dispatch of it. */
+static oscar_status record(const oscar_ops *ops, oscar_cmd *cmd, const oscar_pipeline_desc *desc,
+                           const oscar_binding *bindings, const void *push, const uint32_t groups[3])
+{
+    oscar_pipeline *p;
+    oscar_status st = oscar_pipeline_get(ops->ctx, desc, &p);
+    if (st != OSCAR_OK) return st;
+    return oscar_cmd_dispatch(ops->ctx, cmd, p, bindings, push, groups);
+}
+
+/* Checks the shared arguments of the three matrix products and returns W's row bytes. */
+static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t type, const oscar_binding *w,
+                                  const oscar_binding *x, const oscar_binding *y, uint32_t rows, uint32_t cols,
+                                  uint32_t n, uint64_t *row_bytes)
+{
+    oscar_status st = check_workgroup(ops, op);
+    if (st != OSCAR_OK) return st;
+    uint32_t block = oscar_op_type_block(type);
+    if (!block)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: weight type %u (%s) has no GPU kernel", op, type, oscar_ggml_type_name(type));
+    if (cols == 0 || cols % block != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: cols %u is not a positive multiple of %u (%s)", op, cols, block,
+                           oscar_ggml_type_name(type));
+    st = oscar_ggml_row_size(type, cols, row_bytes);
+    if (st != OSCAR_OK) return st;
+    if ((uint64_t)rows * *row_bytes > UINT32_MAX || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * rows > UINT32_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u x %u %s times %u tokens exceeds 32-bit indexing", op, rows, cols,
+                           oscar_ggml_type_name(type), n);
+    if ((st = check_binding(w, (uint64_t)rows * *row_bytes, op, "w")) != OSCAR_OK) return st;
+    if ((st = check_binding(x, (uint64_t)n * cols * 4, op, "x")) != OSCAR_OK) return st;
+    return check_binding(y, (uint64_t)n * rows * 4, op, "y");
+}
+
+/* ---- matrix products ------------------------------------------------------------------------ */
+
+oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    uint64_t row_bytes;
+    oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, &y, rows, cols, n, &row_bytes);
+    if (st != OSCAR_OK) return st;
+    uint32_t per = ops->matvec_rows;
+    if (per == 0 || per > ops->workgroup || (uint64_t)per * ops->workgroup * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u rows per workgroup of %u threads", per, ops->workgroup);
+    if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u tokens exceed the grid", n);
+    if (rows == 0 || n == 0) return OSCAR_OK;
+    oscar_pipeline_desc d = { .shader = "mul_mat_vec", .n_buffers = 3, .push_size = 12, .n_spec = 3,
+                              .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type, /* ROWS */ per } };
+    uint32_t push[3] = { rows, cols, n }, groups[3];
+    if ((st = grid_2d(oscar_div_up(rows, per), groups, "mul_mat_vec")) != OSCAR_OK) return st;
+    groups[2] = n;
+    oscar_binding b[3] = { w, x, y };
+    return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    uint64_t row_bytes;
+    oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, &y, rows, cols, n, &row_bytes);
+    if (st != OSCAR_OK) return st;
+    if (rows == 0 || n == 0) return OSCAR_OK;
+    uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, MUL_MAT_BN), 1 };
+    if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: %u rows x %u tokens exceed the grid", rows, n);
+    oscar_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 12, .n_spec = 2,
+                              .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type } };
+    uint32_t push[3] = { rows, cols, n };
+    oscar_binding b[3] = { w, x, y };
+    return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                              oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    if (n == 1) return oscar_op_mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, n);
+    return oscar_op_mul_mat_tiled(ops, cmd, type, w, x, y, rows, cols, n);
+}
+
+/* ---- small kernels -------------------------------------------------------------------------- */
+
+oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                               oscar_binding ids, oscar_binding out, uint32_t cols, uint32_t n)
+{
+    oscar_status st = check_workgroup(ops, "get_rows");
+    if (st != OSCAR_OK) return st;
+    uint32_t block = oscar_op_type_block(type);
+    if (!block)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "get_rows: weight type %u (%s) has no GPU kernel", type, oscar_ggml_type_name(type));
+    if (cols == 0 || cols % block != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "get_rows: cols %u is not a positive multiple of %u", cols, block);
+    uint64_t row_bytes;
+    if ((st = oscar_ggml_row_size(type, cols, &row_bytes)) != OSCAR_OK) return st;
+    if ((uint64_t)n * cols > UINT32_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "get_rows: %u rows of %u exceed 32-bit indexing", n, cols);
+    if ((st = check_binding(&w, row_bytes, "get_rows", "w")) != OSCAR_OK) return st;
+    if ((st = check_binding(&ids, (uint64_t)n * 4, "get_rows", "ids")) != OSCAR_OK) return st;
+    if ((st = check_binding(&out, (uint64_t)n * cols * 4, "get_rows", "out")) != OSCAR_OK) return st;
+    if (n == 0) return OSCAR_OK;
+    oscar_pipeline_desc d = { .shader = "get_rows", .n_buffers = 3, .push_size = 8, .n_spec = 2,
+                              .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type } };
+    uint32_t push[2] = { cols, n }, groups[3];
+    if ((st = grid_2d(n, groups, "get_rows")) != OSCAR_OK) return st;
+    oscar_binding b[3] = { w, ids, out };
+    return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding w,
+                               oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
+{
+    oscar_status st = check_workgroup(ops, "rms_norm");
+    if (st != OSCAR_OK) return st;
+    if (dim == 0 || (uint64_t)dim * n_rows > UINT32_MAX || !(eps >= 0.0f))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rms_norm: %u rows of %u, eps %g", n_rows, dim, (double)eps);
+    if ((st = check_binding(&x, (uint64_t)dim * n_rows * 4, "rms_norm", "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(&w, (uint64_t)dim * 4, "rms_norm", "w")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, (uint64_t)dim * n_rows * 4, "rms_norm", "y")) != OSCAR_OK) return st;
+    if (n_rows == 0) return OSCAR_OK;
+    oscar_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 3, .push_size = 12, .n_spec = 1,
+                              .spec = { /* WORKGROUP */ ops->workgroup } };
+    struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
+    uint32_t groups[3];
+    if ((st = grid_2d(n_rows, groups, "rms_norm")) != OSCAR_OK) return st;
+    oscar_binding b[3] = { x, w, y };
+    return record(ops, cmd, &d, b, &push, groups);
+}
+
+oscar_status oscar_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,
+                                 const float *factors)
+{
+    if (n_rot == 0 || n_rot % 2 != 0 || !(freq_base > 0.0) || !(freq_scale > 0.0))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rope: n_rot %u, freq base %g, freq scale %g", n_rot, freq_base, freq_scale);
+    for (uint32_t i = 0; i < n_rot / 2; i++) {
+        double f = freq_scale * pow(freq_base, -2.0 * i / n_rot);
+        if (factors) {
+            if (!(factors[i] > 0.0f))
+                OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rope: frequency factor %u is %g", i, (double)factors[i]);
+            f /= factors[i];
+        }
+        inv_freq[i] = (float)f;
+    }
+    return OSCAR_OK;
+}
+
+oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type mode, oscar_binding x,
+                           oscar_binding pos, oscar_binding inv_freq, oscar_binding y, uint32_t head_dim,
+                           uint32_t n_heads, uint32_t n_tok, uint32_t n_rot)
+{
+    oscar_status st = check_workgroup(ops, "rope");
+    if (st != OSCAR_OK) return st;
+    if ((mode != OSCAR_ROPE_NORMAL && mode != OSCAR_ROPE_NEOX) || head_dim == 0 || head_dim % 2 || n_rot == 0 ||
+        n_rot % 2 || n_rot > head_dim)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rope: mode %d, head_dim %u, n_rot %u", (int)mode, head_dim, n_rot);
+    uint64_t elems = (uint64_t)n_tok * n_heads * head_dim;
+    if (elems > UINT32_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rope: %llu elements exceed 32-bit indexing", (unsigned long long)elems);
+    if ((st = check_binding(&x, elems * 4, "rope", "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(&pos, (uint64_t)n_tok * 4, "rope", "pos")) != OSCAR_OK) return st;
+    if ((st = check_binding(&inv_freq, (uint64_t)n_rot / 2 * 4, "rope", "inv_freq")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, elems * 4, "rope", "y")) != OSCAR_OK) return st;
+    if (elems == 0) return OSCAR_OK;
+    oscar_pipeline_desc d = { .shader = "rope", .n_buffers = 4, .push_size = 16, .n_spec = 2,
+                              .spec = { /* WORKGROUP */ ops->workgroup, /* MODE */ (uint32_t)mode } };
+    uint32_t push[4] = { head_dim, n_heads, n_tok, n_rot }, groups[3];
+    if ((st = grid_2d(oscar_div_up(elems / 2, ops->workgroup), groups, "rope")) != OSCAR_OK) return st;
+    oscar_binding b[4] = { x, pos, inv_freq, y };
+    return record(ops, cmd, &d, b, push, groups);
+}
+
+/* Records a flat elementwise kernel over n elements with 1-word-per-element bindings. */
+static oscar_status elementwise(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, const oscar_binding *b,
+                                uint32_t n_buffers, const void *push, uint32_t push_size, uint32_t n)
+{
+    oscar_status st = check_workgroup(ops, shader);
+    if (st != OSCAR_OK) return st;
+    if (n == 0) return OSCAR_OK;
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = 1,
+                              .spec = { /* WORKGROUP */ ops->workgroup } };
+    uint32_t groups[3];
+    if ((st = grid_2d(oscar_div_up(n, ops->workgroup), groups, shader)) != OSCAR_OK) return st;
+    return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding gate, oscar_binding up,
+                             oscar_binding y, uint32_t n)
+{
+    oscar_status st;
+    if ((st = check_binding(&gate, (uint64_t)n * 4, "swiglu", "gate")) != OSCAR_OK) return st;
+    if ((st = check_binding(&up, (uint64_t)n * 4, "swiglu", "up")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, (uint64_t)n * 4, "swiglu", "y")) != OSCAR_OK) return st;
+    oscar_binding b[3] = { gate, up, y };
+    return elementwise(ops, cmd, "swiglu", b, 3, &n, 4, n);
+}
+
+oscar_status oscar_op_add(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding a, oscar_binding b,
+                          oscar_binding y, uint32_t n, uint32_t nb)
+{
+    oscar_status st;
+    if (nb == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "add: nb is 0");
+    if ((st = check_binding(&a, (uint64_t)n * 4, "add", "a")) != OSCAR_OK) return st;
+    if ((st = check_binding(&b, (uint64_t)nb * 4, "add", "b")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, (uint64_t)n * 4, "add", "y")) != OSCAR_OK) return st;
+    uint32_t push[2] = { n, nb };
+    oscar_binding bb[3] = { a, b, y };
+    return elementwise(ops, cmd, "add", bb, 3, push, 8, n);
+}
+
+oscar_status oscar_op_scale(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding y,
+                            uint32_t n, float s)
+{
+    oscar_status st;
+    if ((st = check_binding(&x, (uint64_t)n * 4, "scale", "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, (uint64_t)n * 4, "scale", "y")) != OSCAR_OK) return st;
+    struct { uint32_t n; float s; } push = { n, s };
+    oscar_binding b[2] = { x, y };
+    return elementwise(ops, cmd, "scale", b, 2, &push, 8, n);
+}
+
+oscar_status oscar_op_argmax(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding logits, oscar_binding out,
+                             uint32_t n, uint32_t n_rows)
+{
+    oscar_status st = check_workgroup(ops, "argmax");
+    if (st != OSCAR_OK) return st;
+    if (n == 0 || (uint64_t)n * n_rows > UINT32_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "argmax: %u rows of %u", n_rows, n);
+    if ((st = check_binding(&logits, (uint64_t)n * n_rows * 4, "argmax", "logits")) != OSCAR_OK) return st;
+    if ((st = check_binding(&out, (uint64_t)n_rows * 4, "argmax", "out")) != OSCAR_OK) return st;
+    if (n_rows == 0) return OSCAR_OK;
+    oscar_pipeline_desc d = { .shader = "argmax", .n_buffers = 2, .push_size = 8, .n_spec = 1,
+                              .spec = { /* WORKGROUP */ ops->workgroup } };
+    uint32_t push[2] = { n, n_rows }, groups[3];
+    if ((st = grid_2d(n_rows, groups, "argmax")) != OSCAR_OK) return st;
+    oscar_binding b[2] = { logits, out };
+    return record(ops, cmd, &d, b, push, groups);
+}

@@ -1,0 +1,88 @@
+/* Recording the forward-pass kernels other than attention into a command stream: each
+ * oscar_op_* checks its shapes and bindings, picks the pipeline (shader + specialization
+ * constants) and the dispatch grid, and records one dispatch. Nothing runs until the stream
+ * is submitted; the caller puts oscar_cmd_barrier() between dependent ops.
+ *
+ * Every tensor is fp32 and row-major unless named otherwise; weights stay in their raw GGUF
+ * block layout. A binding may point into a larger buffer (offset + range; range 0 means to
+ * the end); the op checks it holds the bytes the shape needs. Outputs may alias inputs where
+ * the op says so. */
+#ifndef OSCAR_OPS_H
+#define OSCAR_OPS_H
+
+#include "model_desc.h" /* oscar_rope_type */
+#include "vk_context.h"
+
+/* Weight types the matmul, mat-vec and get_rows kernels read (shaders/common/dequant.glsl). */
+int oscar_op_type_supported(uint32_t type);
+
+/* Elements per kernel block of a weight type: the ggml block size, or 8 for F32/F16/BF16
+ * (which the kernels read 8 at a time). cols must be a multiple of it; 0 for an unsupported type. */
+uint32_t oscar_op_type_block(uint32_t type);
+
+typedef struct oscar_ops {
+    oscar_context *ctx;
+    uint32_t workgroup;    /* threads per workgroup: 32, 64, 128 or 256 */
+    uint32_t matvec_rows;  /* rows per mat-vec workgroup, 1..workgroup (sum of a tree per row) */
+} oscar_ops;
+
+/* Fills ops with the defaults for ctx (128 threads, 2 rows per mat-vec workgroup). */
+void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
+
+/* y[t][r] = sum_c W[r][c] * x[t][c]: W [rows][cols] of `type` (GGUF order, cols contiguous),
+ * x [n][cols] fp32, y [n][rows] fp32. n = 1 records the mat-vec kernel (decode), n > 1 the
+ * tiled matmul (prefill). */
+oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                              oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+
+/* The same product by the mat-vec kernel for any n (W is read once per token). */
+oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+
+/* The same product by the tiled matmul kernel for any n. */
+oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+
+/* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
+ * (each < vocab: not checked on the GPU), out [n][cols]. */
+oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                               oscar_binding ids, oscar_binding out, uint32_t cols, uint32_t n);
+
+/* RMS norm of n_rows rows of dim: y = (x * rsqrt(mean(x^2) + eps)) * w. x, y [n_rows][dim]
+ * (y may alias x), w [dim]. For qwen3's q/k norm pass rows of head_dim. */
+oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding w,
+                               oscar_binding y, uint32_t dim, uint32_t n_rows, float eps);
+
+/* Host side: the rope frequency table inv_freq[i] = freq_scale * freq_base^(-2i/n_rot) / f_i
+ * for i < n_rot/2 (f_i = factors[i], or 1 when factors is NULL), computed in double. Upload it
+ * once per model; theta_i = pos * inv_freq[i]. Linear scaling: freq_scale = 1 / factor. The
+ * model description's rope_theta (model_desc.h) is the same table. */
+oscar_status oscar_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,
+                                 const float *factors);
+
+/* Rotary embedding, pairs by `mode` (OSCAR_ROPE_NORMAL: (2i, 2i+1), llama; OSCAR_ROPE_NEOX:
+ * (i, i + n_rot/2), qwen). x, y [n_tok][n_heads][head_dim] (y may alias x), pos [n_tok] int32,
+ * inv_freq [n_rot/2] from oscar_rope_inv_freq. head_dim and n_rot even, n_rot <= head_dim. */
+oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type mode, oscar_binding x,
+                           oscar_binding pos, oscar_binding inv_freq, oscar_binding y, uint32_t head_dim,
+                           uint32_t n_heads, uint32_t n_tok, uint32_t n_rot);
+
+/* y = silu(gate) * up, elementwise over n. y may alias gate or up. */
+oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding gate, oscar_binding up,
+                             oscar_binding y, uint32_t n);
+
+/* y[i] = a[i] + b[i % nb]: residual (nb = n) or a bias broadcast over rows (nb = row length).
+ * a, y [n] (y may alias a), b [nb]. */
+oscar_status oscar_op_add(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding a, oscar_binding b,
+                          oscar_binding y, uint32_t n, uint32_t nb);
+
+/* y = x * s over n elements; y may alias x. */
+oscar_status oscar_op_scale(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding y,
+                            uint32_t n, float s);
+
+/* out[r] = argmax of logits[r][0..n) (uint32, ties to the lowest index, NaNs never chosen, 0
+ * for a row of NaNs). logits [n_rows][n], out [n_rows]. */
+oscar_status oscar_op_argmax(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding logits, oscar_binding out,
+                             uint32_t n, uint32_t n_rows);
+
+#endif
