@@ -163,3 +163,6 @@ OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t
 }
 #endif
 #endif
+
+/* The KV-cache level. */
+#include "oscar/kv.h"
