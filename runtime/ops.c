@@ -104,7 +104,8 @@ static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t
     if ((uint64_t)rows * *row_bytes > UINT32_MAX || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * rows > UINT32_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u x %u %s times %u tokens exceeds 32-bit indexing", op, rows, cols,
                            oscar_ggml_type_name(type), n);
-    if ((st = check_binding(w, (uint64_t)rows * *row_bytes, op, "w")) != OSCAR_OK) return st;
+    /* the shaders read whole words: the last block's bytes are rounded up to a word */
+    if ((st = check_binding(w, ((uint64_t)rows * *row_bytes + 3) & ~3ull, op, "w")) != OSCAR_OK) return st;
     if ((st = check_binding(x, (uint64_t)n * cols * 4, op, "x")) != OSCAR_OK) return st;
     return check_binding(y, (uint64_t)n * rows * 4, op, "y");
 }
@@ -171,7 +172,7 @@ oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t ty
     if ((st = oscar_ggml_row_size(type, cols, &row_bytes)) != OSCAR_OK) return st;
     if ((uint64_t)n * cols > UINT32_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "get_rows: %u rows of %u exceed 32-bit indexing", n, cols);
-    if ((st = check_binding(&w, row_bytes, "get_rows", "w")) != OSCAR_OK) return st;
+    if ((st = check_binding(&w, (row_bytes + 3) & ~3ull, "get_rows", "w")) != OSCAR_OK) return st;
     if ((st = check_binding(&ids, (uint64_t)n * 4, "get_rows", "ids")) != OSCAR_OK) return st;
     if ((st = check_binding(&out, (uint64_t)n * cols * 4, "get_rows", "out")) != OSCAR_OK) return st;
     if (n == 0) return OSCAR_OK;

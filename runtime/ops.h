@@ -5,7 +5,9 @@
  *
  * Every tensor is fp32 and row-major unless named otherwise; weights stay in their raw GGUF
  * block layout. A binding may point into a larger buffer (offset + range; range 0 means to
- * the end); the op checks it holds the bytes the shape needs. Outputs may alias inputs where
+ * the end); the op checks it holds the bytes the shape needs. Weight bindings are read in
+ * whole 32-bit words, so they must hold their bytes rounded up to a multiple of 4 (GGUF data
+ * is 32-byte aligned, so a tensor inside an uploaded data blob always does). Outputs may alias inputs where
  * the op says so. */
 #ifndef OSCAR_OPS_H
 #define OSCAR_OPS_H

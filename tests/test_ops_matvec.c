@@ -1,0 +1,216 @@
+/* The dequantizing matrix kernels against their C references (runtime/ops_ref.c), for every
+ * weight type the GPU reads: get_rows (the dequantizer alone), mul_mat_vec (decode) and the
+ * tiled mul_mat (prefill), at workgroups 64/128/256, odd row counts, column counts from one
+ * block to 4096, and 1, 3, 7 and 64 tokens.
+ *
+ * Weights: quantized types are random bytes with the fp16 scale fields replaced by sane
+ * values, so every bit of every code, scale and high-bit field is exercised (the reference
+ * quantizer would leave many patterns unused); float types come from Gaussian data.
+ *
+ * Bounds. get_rows is bit-exact: common/dequant.glsl evaluates each formula of ggml_types.h
+ * in the same fp32 order, with `precise` against fused multiply-adds. The products differ
+ * from the reference only in the sum: the GPU accumulates cols terms in fp32 in its own
+ * order, the reference in double. The rounding error of an fp32 sum grows like
+ * u * sqrt(cols) * rms(term) for terms of random sign (u = 2^-24), the same order as the
+ * result's sqrt(cols) * rms(term), so the normalised squared error sum (gpu - ref)^2 /
+ * sum ref^2 stays near u^2 * small factor (~1e-13 measured); 1e-6 leaves a wide margin
+ * yet fails on a single wrong element of a 4096-column row (~1/4096 = 2.4e-4). */
+#include <string.h>
+
+#include "ggml_types.h"
+#include "half.h"
+#include "ops.h"
+#include "ops_ref.h"
+#include "test_gpu.h"
+
+#define NSE_BOUND 1e-6
+
+static const uint32_t types[] = {
+    OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16, OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0,
+    OSCAR_GGML_TYPE_Q4_1, OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K,
+};
+#define N_TYPES (sizeof types / sizeof types[0])
+static const uint32_t workgroups[] = { 64, 128, 256 };
+
+/* Byte offsets of the fp16 scale fields in one block of `type` (-1 ends the list). */
+static const int *scale_fields(uint32_t type)
+{
+    static const int q0[] = { 0, -1 }, q1[] = { 0, 2, -1 }, q6k[] = { 208, -1 }, none[] = { -1 };
+    switch (type) {
+    case OSCAR_GGML_TYPE_Q4_0:
+    case OSCAR_GGML_TYPE_Q8_0: return q0;
+    case OSCAR_GGML_TYPE_Q4_1:
+    case OSCAR_GGML_TYPE_Q4_K:
+    case OSCAR_GGML_TYPE_Q5_K: return q1;
+    case OSCAR_GGML_TYPE_Q6_K: return q6k;
+    default: return none;
+    }
+}
+
+/* Fills a [rows][cols] weight matrix of `type` (returned malloc'd, size rounded up to a
+ * word, *bytes set to that size). */
+static uint8_t *make_weights(uint32_t type, uint32_t rows, uint32_t cols, size_t *bytes)
+{
+    uint64_t row_bytes;
+    if (oscar_ggml_row_size(type, cols, &row_bytes) != OSCAR_OK) return NULL;
+    size_t total = (size_t)row_bytes * rows;
+    *bytes = (total + 3) & ~(size_t)3;
+    uint8_t *w = calloc(*bytes, 1);
+    float *row = malloc(cols * sizeof *row);
+    if (!w || !row) { free(w); free(row); return NULL; }
+    const oscar_ggml_type_info *ti = oscar_ggml_type_get(type);
+    if (ti->block_size == 1) {
+        for (uint32_t r = 0; r < rows; r++) {
+            for (uint32_t c = 0; c < cols; c++) row[c] = test_rng_normal();
+            oscar_ggml_quantize_row(type, row, w + r * row_bytes, cols);
+        }
+    } else {
+        for (size_t i = 0; i < total; i++) w[i] = (uint8_t)test_rng_u32();
+        const int *f = scale_fields(type);
+        for (size_t b = 0; b < total / ti->type_size; b++) {
+            for (int k = 0; f[k] >= 0; k++) {
+                float s = (0.002f + 0.02f * test_rng_uniform()) * (test_rng_u32() & 1 ? 1.0f : -1.0f);
+                uint16_t h = oscar_f32_to_f16(s);
+                w[b * ti->type_size + f[k]] = (uint8_t)h;
+                w[b * ti->type_size + f[k] + 1] = (uint8_t)(h >> 8);
+            }
+        }
+    }
+    free(row);
+    return w;
+}
+
+/* Records one op on the context's stream and waits for it. */
+typedef enum { OP_VEC, OP_TILED, OP_AUTO } op_kind;
+
+static oscar_status run_mul_mat(const oscar_ops *ops, op_kind kind, uint32_t type, oscar_buffer *w, oscar_buffer *x,
+                                oscar_buffer *y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    oscar_context *ctx = ops->ctx;
+    oscar_status st = oscar_cmd_begin(ctx, &ctx->cmd);
+    if (st != OSCAR_OK) return st;
+    oscar_binding bw = { w, 0, 0 }, bx = { x, 0, 0 }, by = { y, 0, 0 };
+    if (kind == OP_VEC) st = oscar_op_mul_mat_vec(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    else if (kind == OP_TILED) st = oscar_op_mul_mat_tiled(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    else st = oscar_op_mul_mat(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    oscar_status st2 = oscar_cmd_submit_wait(ctx, &ctx->cmd);
+    return st != OSCAR_OK ? st : st2;
+}
+
+/* One weight matrix: get_rows bit-exact, then the products for each token count. */
+static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per_group)
+{
+    oscar_context *ctx = ops->ctx;
+    static const uint32_t ns[] = { 1, 3, 7, 64 };
+    const uint32_t n_max = 64;
+    size_t wbytes;
+    uint8_t *w = make_weights(type, rows, cols, &wbytes);
+    float *x = malloc((size_t)n_max * cols * sizeof *x);
+    float *ref = malloc((size_t)n_max * (rows > cols ? rows : cols) * sizeof *ref);
+    float *got = malloc((size_t)n_max * (rows > cols ? rows : cols) * sizeof *got);
+    uint32_t *ids = malloc(n_max * sizeof *ids);
+    CHECK(w && x && ref && got && ids);
+    if (!w || !x || !ref || !got || !ids) goto done;
+    for (size_t i = 0; i < (size_t)n_max * cols; i++) x[i] = test_rng_normal();
+    for (uint32_t i = 0; i < n_max; i++) ids[i] = test_rng_u32() % rows;
+    ids[0] = rows - 1; /* the last row reaches the end of the (unaligned) data */
+
+    ops->workgroup = wg;
+    ops->matvec_rows = per_group;
+    oscar_buffer bw = { 0 }, bx = { 0 }, by = { 0 }, bid = { 0 };
+    size_t ybytes = (size_t)n_max * (rows > cols ? rows : cols) * 4;
+    CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)n_max * cols * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ybytes, &by));
+    CHECK_OK(test_gpu_buffer_from(ctx, ids, n_max * 4, &bid));
+
+    /* get_rows: 9 rows, bit-exact */
+    {
+        uint32_t n = 9;
+        CHECK_OK(oscar_ref_get_rows(type, w, ids, ref, cols, n));
+        CHECK_OK(oscar_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
+        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(oscar_op_get_rows(ops, &ctx->cmd, type, (oscar_binding){ &bw, 0, 0 }, (oscar_binding){ &bid, 0, 0 },
+                                   (oscar_binding){ &by, 0, 0 }, cols, n));
+        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * cols * 4));
+        size_t bad = 0;
+        for (size_t i = 0; i < (size_t)n * cols; i++) {
+            if (oscar_f32_bits(got[i]) != oscar_f32_bits(ref[i]) && bad++ < 3)
+                fprintf(stderr, "get_rows %s: [%zu][%zu] gpu %.9g ref %.9g\n", oscar_ggml_type_name(type), i / cols,
+                        i % cols, got[i], ref[i]);
+        }
+        CHECK_MSG(bad == 0, "get_rows %s cols %u wg %u: %zu values differ", oscar_ggml_type_name(type), cols, wg, bad);
+    }
+
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        uint32_t n = ns[k];
+        CHECK_OK(oscar_ref_mul_mat(type, w, x, ref, rows, cols, n));
+        op_kind kinds[] = { OP_AUTO, n == 3 ? OP_VEC : OP_TILED };
+        for (int kk = 0; kk < 2; kk++) {
+            if (kk == 1 && n != 1 && n != 3) break; /* n = 7, 64: AUTO is the tiled kernel already */
+            CHECK_OK(oscar_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
+            CHECK_OK(run_mul_mat(ops, kinds[kk], type, &bw, &bx, &by, rows, cols, n));
+            CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
+            double nse = test_nse(got, ref, (size_t)n * rows);
+            const char *kernel = kinds[kk] == OP_VEC || (kinds[kk] == OP_AUTO && n == 1) ? "mul_mat_vec" : "mul_mat";
+            CHECK_MSG(nse <= NSE_BOUND, "%s %s rows %u cols %u n %u wg %u rows/group %u: nse %.3g", kernel,
+                      oscar_ggml_type_name(type), rows, cols, n, wg, per_group, nse);
+            if (getenv("OSCAR_TEST_VERBOSE"))
+                printf("%-11s %-4s rows %3u cols %4u n %2u wg %3u: nse %.3g\n", kernel, oscar_ggml_type_name(type), rows,
+                       cols, n, wg, nse);
+        }
+    }
+    oscar_buffer_destroy(ctx, &bw);
+    oscar_buffer_destroy(ctx, &bx);
+    oscar_buffer_destroy(ctx, &by);
+    oscar_buffer_destroy(ctx, &bid);
+done:
+    free(w);
+    free(x);
+    free(ref);
+    free(got);
+    free(ids);
+}
+
+/* Shapes and types the ops refuse, before anything is recorded. */
+static void check_errors(oscar_ops *ops)
+{
+    oscar_context *ctx = ops->ctx;
+    oscar_buffer b = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4096, &b));
+    oscar_binding bb = { &b, 0, 0 };
+    CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+    ops->workgroup = 128;
+    ops->matvec_rows = 1;
+    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q5_0, bb, bb, bb, 1, 32, 1), OSCAR_ERROR_UNSUPPORTED);
+    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 128, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 12, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    /* 64 rows of 256 F32 = 64 KiB of weights: more than the binding holds */
+    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 64, 256, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    oscar_binding past = { &b, 4096, 4 };
+    CHECK_STATUS(oscar_op_get_rows(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, past, bb, bb, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    ops->workgroup = 96;
+    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+    oscar_buffer_destroy(ctx, &b);
+}
+
+int main(void)
+{
+    oscar_context *ctx = test_gpu_context();
+    test_rng_seed(7);
+    oscar_ops ops;
+    oscar_ops_init(&ops, ctx);
+    check_errors(&ops);
+    for (size_t t = 0; t < N_TYPES; t++) {
+        uint32_t type = types[t], block = oscar_ggml_type_get(type)->block_size;
+        /* one block (or 40 for float types: a partial 32-column tile), three blocks, 4096 */
+        uint32_t cols[3] = { block == 1 ? 40 : block, block == 1 ? 96 : 3 * block, 4096 };
+        uint32_t rows[3] = { 37, 67, 33 };
+        uint32_t per_group[3] = { 1, 2, 3 };
+        for (int c = 0; c < 3; c++)
+            check_case(&ops, type, rows[c], cols[c], workgroups[(t + (size_t)c) % 3], per_group[c]);
+    }
+    return test_gpu_finish(ctx);
+}
