@@ -1,0 +1,226 @@
+/* The small forward-pass kernels against their C references (runtime/ops_ref.c), at
+ * workgroups 64/128/256: rms_norm (hidden rows and per-head rows), rope (normal and neox,
+ * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
+ * broadcast, in place), scale and argmax.
+ *
+ * Bounds, each against a reference computed in double:
+ *  - add, scale: bit-exact (one fp32 add or multiply, which Vulkan rounds correctly).
+ *  - argmax: exact, including ties (lowest index), -inf, NaNs and an all-NaN row.
+ *  - rms_norm: the fp32 sum of squares is off by ~u*sqrt(dim) relative (u = 2^-24), the
+ *    result by half that plus a few ulp from sqrt, divide and two multiplies: NSE <= 1e-10.
+ *  - swiglu: exp() may be off by (3 + 2|x|) ulp (Vulkan's bound): NSE <= 1e-10.
+ *  - rope: theta = pos * inv_freq is rounded to fp32 (relative u twice), so a pair at angle
+ *    theta turns by up to ~2u*theta too much or too little; with pos < 4096 the first pairs
+ *    (theta ~ pos) carry errors up to ~5e-4 rad, the later pairs far less; NSE <= 1e-7 (the
+ *    same rounding ggml's fp32 rope has). Position 0 and the pass-through dims are exact. */
+#include <string.h>
+
+#include "half.h"
+#include "ops.h"
+#include "ops_ref.h"
+#include "test_gpu.h"
+
+static const uint32_t workgroups[] = { 64, 128, 256 };
+
+/* Device buffers with host copies; every op test is: fill host, upload, record, compare. */
+static oscar_buffer buf_from(oscar_context *ctx, const void *data, size_t bytes)
+{
+    oscar_buffer b = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, data, bytes, &b));
+    return b;
+}
+
+static oscar_binding bind(oscar_buffer *b) { return (oscar_binding){ b, 0, 0 }; }
+
+static void begin(oscar_context *ctx) { CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd)); }
+static void finish(oscar_context *ctx) { CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd)); }
+
+static size_t count_bit_diffs(const float *a, const float *b, size_t n)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) bad += oscar_f32_bits(a[i]) != oscar_f32_bits(b[i]);
+    return bad;
+}
+
+/* ---- rms_norm -------------------------------------------------------------------------------- */
+
+static void test_rms_norm(oscar_ops *ops, uint32_t dim, uint32_t n_rows, float eps)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t n = (size_t)dim * n_rows;
+    float *x = malloc(n * 4), *w = malloc(dim * 4), *ref = malloc(n * 4), *got = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) x[i] = test_rng_normal();
+    for (uint32_t i = 0; i < dim; i++) w[i] = 1.0f + 0.1f * test_rng_normal();
+    if (n_rows > 1) memset(x + dim, 0, dim * 4);                         /* all zero: output 0 */
+    if (n_rows > 2) for (uint32_t i = 0; i < dim; i++) x[2 * dim + i] = 3.0f; /* all equal */
+    if (n_rows > 3) x[3 * dim + dim / 2] = 1000.0f;                      /* an outlier */
+    oscar_ref_rms_norm(x, w, ref, dim, n_rows, eps);
+    oscar_buffer bx = buf_from(ctx, x, n * 4), bw = buf_from(ctx, w, dim * 4), by = buf_from(ctx, NULL, n * 4);
+    begin(ctx);
+    CHECK_OK(oscar_op_rms_norm(ops, &ctx->cmd, bind(&bx), bind(&bw), bind(&by), dim, n_rows, eps));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    double nse = test_nse(got, ref, n);
+    CHECK_MSG(nse <= 1e-10, "rms_norm dim %u rows %u wg %u: nse %.3g", dim, n_rows, ops->workgroup, nse);
+    /* in place */
+    begin(ctx);
+    CHECK_OK(oscar_op_rms_norm(ops, &ctx->cmd, bind(&bx), bind(&bw), bind(&bx), dim, n_rows, eps));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, x, n * 4));
+    CHECK_MSG(count_bit_diffs(x, got, n) == 0, "rms_norm in place differs");
+    oscar_buffer_destroy(ctx, &bx);
+    oscar_buffer_destroy(ctx, &bw);
+    oscar_buffer_destroy(ctx, &by);
+    free(x), free(w), free(ref), free(got);
+}
+
+/* ---- rope ------------------------------------------------------------------------------------ */
+
+static void test_rope(oscar_ops *ops, oscar_rope_type mode, uint32_t head_dim, uint32_t n_rot, uint32_t n_heads,
+                      uint32_t n_tok, double base, double scale, int with_factors)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t n = (size_t)n_tok * n_heads * head_dim;
+    float *x = malloc(n * 4), *ref = malloc(n * 4), *got = malloc(n * 4), *freq = malloc(n_rot / 2 * 4);
+    float *factors = malloc(n_rot / 2 * 4);
+    int32_t *pos = malloc(n_tok * 4);
+    for (size_t i = 0; i < n; i++) x[i] = test_rng_normal();
+    for (uint32_t t = 0; t < n_tok; t++) pos[t] = t == 0 ? 0 : t == 1 ? 4095 : (int32_t)(test_rng_u32() % 4096);
+    for (uint32_t i = 0; i < n_rot / 2; i++) factors[i] = 1.0f + (float)(i % 5);
+    CHECK_OK(oscar_rope_inv_freq(freq, n_rot, base, scale, with_factors ? factors : NULL));
+    oscar_ref_rope(x, pos, ref, head_dim, n_heads, n_tok, n_rot, mode == OSCAR_ROPE_NEOX, base, scale,
+                   with_factors ? factors : NULL);
+    oscar_buffer bx = buf_from(ctx, x, n * 4), bp = buf_from(ctx, pos, n_tok * 4), bf = buf_from(ctx, freq, n_rot / 2 * 4);
+    oscar_buffer by = buf_from(ctx, NULL, n * 4);
+    begin(ctx);
+    CHECK_OK(oscar_op_rope(ops, &ctx->cmd, mode, bind(&bx), bind(&bp), bind(&bf), bind(&by), head_dim, n_heads, n_tok, n_rot));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    double nse = test_nse(got, ref, n);
+    CHECK_MSG(nse <= 1e-7, "rope mode %d head_dim %u n_rot %u wg %u: nse %.3g", (int)mode, head_dim, n_rot, ops->workgroup, nse);
+    if (getenv("OSCAR_TEST_VERBOSE")) printf("rope mode %d head_dim %u n_rot %u: nse %.3g\n", (int)mode, head_dim, n_rot, nse);
+    /* token 0 (position 0) and every pass-through dim are copied exactly */
+    size_t bad = count_bit_diffs(got, x, (size_t)n_heads * head_dim);
+    for (size_t h = 0; h < (size_t)n_tok * n_heads; h++)
+        bad += count_bit_diffs(got + h * head_dim + n_rot, x + h * head_dim + n_rot, head_dim - n_rot);
+    CHECK_MSG(bad == 0, "rope: %zu values at position 0 or past n_rot differ", bad);
+    /* in place */
+    begin(ctx);
+    CHECK_OK(oscar_op_rope(ops, &ctx->cmd, mode, bind(&bx), bind(&bp), bind(&bf), bind(&bx), head_dim, n_heads, n_tok, n_rot));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, x, n * 4));
+    CHECK_MSG(count_bit_diffs(x, got, n) == 0, "rope in place differs");
+    oscar_buffer_destroy(ctx, &bx);
+    oscar_buffer_destroy(ctx, &bp);
+    oscar_buffer_destroy(ctx, &bf);
+    oscar_buffer_destroy(ctx, &by);
+    free(x), free(ref), free(got), free(freq), free(factors), free(pos);
+}
+
+/* ---- swiglu, add, scale ---------------------------------------------------------------------- */
+
+static void test_pointwise(oscar_ops *ops, uint32_t n, uint32_t row)
+{
+    oscar_context *ctx = ops->ctx;
+    float *a = malloc(n * 4), *b = malloc(n * 4), *ref = malloc(n * 4), *got = malloc(n * 4);
+    for (uint32_t i = 0; i < n; i++) {
+        a[i] = test_rng_normal() * 4.0f;
+        b[i] = test_rng_normal();
+    }
+    a[0] = 100.0f, a[1] = -100.0f, a[2] = 0.0f, a[3] = -0.0f; /* saturating gates */
+    oscar_buffer ba = buf_from(ctx, a, n * 4), bb = buf_from(ctx, b, n * 4), by = buf_from(ctx, NULL, n * 4);
+
+    oscar_ref_swiglu(a, b, ref, n);
+    begin(ctx);
+    CHECK_OK(oscar_op_swiglu(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&by), n));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    double nse = test_nse(got, ref, n);
+    int finite = 1;
+    for (uint32_t i = 0; i < n; i++) finite &= isfinite(got[i]) != 0;
+    CHECK_MSG(nse <= 1e-10 && finite, "swiglu n %u wg %u: nse %.3g, finite %d", n, ops->workgroup, nse, finite);
+
+    oscar_ref_add(a, b, ref, n, n);
+    begin(ctx);
+    CHECK_OK(oscar_op_add(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&by), n, n));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_MSG(count_bit_diffs(got, ref, n) == 0, "add (residual) n %u differs", n);
+
+    oscar_ref_add(a, b, ref, n, row); /* bias: b[0..row) broadcast over rows, in place on a */
+    begin(ctx);
+    CHECK_OK(oscar_op_add(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&ba), n, row));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &ba, 0, got, n * 4));
+    CHECK_MSG(count_bit_diffs(got, ref, n) == 0, "add (bias of %u, in place) n %u differs", row, n);
+
+    oscar_ref_scale(b, 0.125f * 3.0f, ref, n);
+    begin(ctx);
+    CHECK_OK(oscar_op_scale(ops, &ctx->cmd, bind(&bb), bind(&by), n, 0.125f * 3.0f));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_MSG(count_bit_diffs(got, ref, n) == 0, "scale n %u differs", n);
+
+    oscar_buffer_destroy(ctx, &ba);
+    oscar_buffer_destroy(ctx, &bb);
+    oscar_buffer_destroy(ctx, &by);
+    free(a), free(b), free(ref), free(got);
+}
+
+/* ---- argmax ---------------------------------------------------------------------------------- */
+
+static void test_argmax(oscar_ops *ops, uint32_t n)
+{
+    oscar_context *ctx = ops->ctx;
+    enum { ROWS = 9 };
+    float *l = malloc((size_t)ROWS * n * 4);
+    uint32_t want[ROWS], got[ROWS];
+    for (size_t i = 0; i < (size_t)ROWS * n; i++) l[i] = test_rng_normal(); /* row 0: random */
+    float *r;
+    r = l + 1 * n; for (uint32_t i = 0; i < n; i++) r[i] = 1.0f;              /* all equal: 0 */
+    r = l + 2 * n; r[n - 1] = 50.0f; r[n / 2] = 50.0f; r[n / 3 + 1] = 50.0f;    /* ties: lowest index */
+    r = l + 3 * n; r[n - 1] = 60.0f;                                           /* max at the end */
+    r = l + 4 * n; for (uint32_t i = 0; i < n; i++) r[i] = -INFINITY;          /* all -inf: 0 */
+    r = l + 5 * n; for (uint32_t i = 0; i < n; i++) r[i] = NAN;                /* all NaN: 0 */
+    r = l + 6 * n; r[0] = NAN; r[n / 2] = NAN; r[n - 2] = 70.0f; r[n - 1] = NAN; /* NaNs skipped */
+    r = l + 7 * n; for (uint32_t i = 0; i < n; i++) r[i] = (float)(i % 17);    /* ties far apart */
+    r = l + 8 * n; for (uint32_t i = 0; i < n; i++) r[i] = -(float)i; r[n - 1] = -0.0f; /* 0 == -0: index 0 */
+    for (int k = 0; k < ROWS; k++) want[k] = oscar_ref_argmax(l + (size_t)k * n, n);
+    CHECK(want[1] == 0 && want[2] == n / 3 + 1 && want[3] == n - 1 && want[4] == 0 && want[5] == 0 &&
+          want[6] == n - 2 && want[7] == (n > 16 ? 16 : n - 1) && want[8] == 0);
+    oscar_buffer bl = buf_from(ctx, l, (size_t)ROWS * n * 4), bo = buf_from(ctx, NULL, sizeof got);
+    begin(ctx);
+    CHECK_OK(oscar_op_argmax(ops, &ctx->cmd, bind(&bl), bind(&bo), n, ROWS));
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &bo, 0, got, sizeof got));
+    for (int k = 0; k < ROWS; k++)
+        CHECK_MSG(got[k] == want[k], "argmax n %u wg %u row %d: gpu %u, ref %u", n, ops->workgroup, k, got[k], want[k]);
+    oscar_buffer_destroy(ctx, &bl);
+    oscar_buffer_destroy(ctx, &bo);
+    free(l);
+}
+
+int main(void)
+{
+    oscar_context *ctx = test_gpu_context();
+    test_rng_seed(11);
+    oscar_ops ops;
+    oscar_ops_init(&ops, ctx);
+    for (int k = 0; k < 3; k++) {
+        ops.workgroup = workgroups[k];
+        test_rms_norm(&ops, 576, 5, 1e-5f);             /* hidden rows (SmolLM2 n_embd) */
+        test_rms_norm(&ops, 4096, 3, 1e-6f);
+        test_rms_norm(&ops, 128, 7 * 16, 1e-6f);        /* qwen3 q norm: 7 tokens x 16 heads */
+        test_rms_norm(&ops, 64, 4, 1e-5f);              /* rows shorter than the workgroup */
+        test_rope(&ops, OSCAR_ROPE_NORMAL, 64, 64, 9, 6, 10000.0, 1.0, 0);
+        test_rope(&ops, OSCAR_ROPE_NEOX, 128, 128, 4, 5, 1000000.0, 1.0, 0);
+        test_rope(&ops, OSCAR_ROPE_NEOX, 128, 64, 3, 4, 10000.0, 0.25, 0); /* partial, linear scaling */
+        test_rope(&ops, OSCAR_ROPE_NORMAL, 128, 96, 2, 4, 500000.0, 1.0, 1); /* partial, factors */
+        test_pointwise(&ops, 1000 + 37 * (uint32_t)k, 8);
+        test_pointwise(&ops, 3 * 4096, 4096);
+        test_argmax(&ops, 1000 + 13 * (uint32_t)k);
+        test_argmax(&ops, 49152 + 1);                   /* a vocabulary-sized row */
+        test_argmax(&ops, 5);                           /* fewer logits than threads */
+    }
+    return test_gpu_finish(ctx);
+}
