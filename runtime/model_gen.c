@@ -271,7 +271,8 @@ static oscar_status build(const oscar_model_gen_params *p, oscar_gguf_writer **o
     gen_rng rng;
     rng_seed(&rng, p->seed);
     uint32_t q_dim = p->n_head * p->head_dim, kv_dim = p->n_head_kv * p->head_dim;
-    double embd_std = 2.0 / sqrt((double)p->n_embd);
+    double embd_std = p->embd_std > 0.0f ? p->embd_std : 1.0 / sqrt((double)p->n_embd);
+    double qk_scale = p->attn_scale > 0.0f ? p->attn_scale : 4.0;
     OSCAR_TRY(add_random(w, &rng, "token_embd.weight", p->embd_type, p->n_embd, p->n_vocab, 0.0, embd_std));
     OSCAR_TRY(add_random(w, &rng, "output_norm.weight", OSCAR_GGML_TYPE_F32, p->n_embd, 1, 1.0, 0.1));
     if (!p->tied_embeddings)
@@ -281,8 +282,8 @@ static oscar_status build(const oscar_model_gen_params *p, oscar_gguf_writer **o
         double s_embd = 1.0 / sqrt((double)p->n_embd), s_q = 1.0 / sqrt((double)q_dim);
         double s_ff = 1.0 / sqrt((double)p->n_ff);
         OSCAR_TRY(add_random(w, &rng, T("attn_norm.weight"), OSCAR_GGML_TYPE_F32, p->n_embd, 1, 1.0, 0.1));
-        OSCAR_TRY(add_random(w, &rng, T("attn_q.weight"), p->weight_type, p->n_embd, q_dim, 0.0, s_embd));
-        OSCAR_TRY(add_random(w, &rng, T("attn_k.weight"), p->weight_type, p->n_embd, kv_dim, 0.0, s_embd));
+        OSCAR_TRY(add_random(w, &rng, T("attn_q.weight"), p->weight_type, p->n_embd, q_dim, 0.0, s_embd * qk_scale));
+        OSCAR_TRY(add_random(w, &rng, T("attn_k.weight"), p->weight_type, p->n_embd, kv_dim, 0.0, s_embd * qk_scale));
         OSCAR_TRY(add_random(w, &rng, T("attn_v.weight"), p->weight_type, p->n_embd, kv_dim, 0.0, s_embd));
         if (p->arch == OSCAR_ARCH_QWEN2) {
             OSCAR_TRY(add_random(w, &rng, T("attn_q.bias"), OSCAR_GGML_TYPE_F32, q_dim, 1, 0.0, 0.1));
@@ -290,8 +291,10 @@ static oscar_status build(const oscar_model_gen_params *p, oscar_gguf_writer **o
             OSCAR_TRY(add_random(w, &rng, T("attn_v.bias"), OSCAR_GGML_TYPE_F32, kv_dim, 1, 0.0, 0.1));
         }
         if (p->arch == OSCAR_ARCH_QWEN3) {
-            OSCAR_TRY(add_random(w, &rng, T("attn_q_norm.weight"), OSCAR_GGML_TYPE_F32, p->head_dim, 1, 1.0, 0.1));
-            OSCAR_TRY(add_random(w, &rng, T("attn_k_norm.weight"), OSCAR_GGML_TYPE_F32, p->head_dim, 1, 1.0, 0.1));
+            OSCAR_TRY(add_random(w, &rng, T("attn_q_norm.weight"), OSCAR_GGML_TYPE_F32, p->head_dim, 1, qk_scale,
+                                 0.1 * qk_scale));
+            OSCAR_TRY(add_random(w, &rng, T("attn_k_norm.weight"), OSCAR_GGML_TYPE_F32, p->head_dim, 1, qk_scale,
+                                 0.1 * qk_scale));
         }
         OSCAR_TRY(add_random(w, &rng, T("attn_output.weight"), p->weight_type, q_dim, p->n_embd, 0.0, s_q));
         OSCAR_TRY(add_random(w, &rng, T("ffn_norm.weight"), OSCAR_GGML_TYPE_F32, p->n_embd, 1, 1.0, 0.1));
