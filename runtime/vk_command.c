@@ -70,6 +70,8 @@ oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd)
     if (cmd->queries) ctx->vk.vkCmdResetQueryPool(cmd->cb, cmd->queries, 0, cmd->max_queries);
     cmd->n_queries = 0;
     cmd->recording = 1;
+    /* earlier submissions' writes (e.g. a flush reading a page that is now reused) come first */
+    oscar_cmd_barrier(ctx, cmd);
 fail:
     return st;
 }
@@ -148,6 +150,15 @@ void oscar_cmd_barrier(oscar_context *ctx, oscar_cmd *cmd)
                                             VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT };
     VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     ctx->vk.vkCmdPipelineBarrier(cmd->cb, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
+}
+
+void oscar_cmd_host_barrier(oscar_context *ctx, oscar_cmd *cmd)
+{
+    VkMemoryBarrier mb = { .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+                           .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
+                           .dstAccessMask = VK_ACCESS_HOST_READ_BIT };
+    ctx->vk.vkCmdPipelineBarrier(cmd->cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                                 VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
 void oscar_cmd_copy(oscar_context *ctx, oscar_cmd *cmd, const oscar_buffer *src, VkDeviceSize src_offset,

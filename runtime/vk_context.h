@@ -128,6 +128,8 @@ oscar_status oscar_cmd_dispatch(oscar_context *ctx, oscar_cmd *cmd, const oscar_
                                 const oscar_binding *bindings, const void *push, const uint32_t groups[3]);
 /* Makes every earlier shader/transfer write visible to later shader/transfer reads and writes. */
 void oscar_cmd_barrier(oscar_context *ctx, oscar_cmd *cmd);
+/* Makes earlier shader/transfer writes visible to the host after the submission's fence. */
+void oscar_cmd_host_barrier(oscar_context *ctx, oscar_cmd *cmd);
 void oscar_cmd_copy(oscar_context *ctx, oscar_cmd *cmd, const oscar_buffer *src, VkDeviceSize src_offset,
                     const oscar_buffer *dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
 /* Writes a timestamp after all earlier work; returns its index, or -1 without timestamp support. */

@@ -120,6 +120,7 @@ oscar_status oscar_buffer_download(oscar_context *ctx, const oscar_buffer *src, 
         size_t n = bytes - done < STAGING_BYTES ? bytes - done : STAGING_BYTES;
         OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
         oscar_cmd_copy(ctx, &ctx->cmd, src, offset + done, &ctx->staging, 0, n);
+        oscar_cmd_host_barrier(ctx, &ctx->cmd);
         OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
         memcpy((char *)dst + done, ctx->staging.mapped, n);
         done += n;

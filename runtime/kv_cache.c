@@ -1,0 +1,720 @@
+/* The paged KV cache: creation and checks, the kernels of a step (append, attention, flush),
+ * fork copies, and memory accounting. Bookkeeping is kv_pages.c; layout is kv_layout.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_items.h"
+#include "common/attn_push.h"
+#include "common/kv_write.h"
+#include "int2_quant.h"
+#include "kv_cache.h"
+
+/* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
+#define WG_WRITE 64u
+#define WG_ATTN 128u
+#define WG_MERGE 64u
+/* Flash-decoding aims for about this many workgroups per attention call. */
+#define ATTN_TARGET_GROUPS 2048u
+#define ATTN_MIN_SPLIT 128u
+
+struct oscar_kv_cache {
+    oscar_context *ctx;
+    oscar_kv_params p;          /* copy; rotation/clip pointers cleared */
+    uint32_t mode;              /* KV_MODE_* */
+    uint32_t gqa, n_rot;
+    kv_book book;
+    uint64_t int2_page_bytes, f16_page_bytes;  /* one layer */
+    oscar_buffer *int2_pool;    /* [n_layer] each [n_int2_pages][KV_INT2_PAGE_WORDS] words */
+    oscar_buffer *f16_pool;     /* [n_layer] each [n_f16_pages][KV_F16_PAGE_WORDS] words */
+    oscar_buffer rot_k, rot_v;  /* [n_layer][n_rot][d][d] fp32, y = x·R */
+    float *clip_k, *clip_v;     /* [n_layer] */
+    oscar_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
+    oscar_buffer slots;         /* [max_step_tokens] append slots, then flush slots */
+    uint32_t flush_offset;      /* index of the first flush slot in `slots` */
+    oscar_buffer rows, items;   /* kv_attn_row [max_step_tokens], kv_attn_item [items_cap] */
+    uint32_t items_cap, n_items;
+    oscar_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
+    oscar_buffer q_rot, o_rot;  /* [max_step_tokens][n_head][d] fp32 scratch */
+    oscar_buffer q_dev;         /* [max_step_tokens][n_head][d] fp32: the public API's q, device-local */
+    oscar_buffer io_k, io_v, io_q, io_out; /* host-visible staging of the public API */
+    struct kv_attn_row *h_rows;   /* [max_step_tokens] host copies */
+    struct kv_attn_item *h_items; /* [items_cap] */
+    uint32_t *h_seq_sink, *h_seq_fe, *h_row_vis; /* scratch for planning */
+    oscar_cmd cmd;
+    oscar_pipeline *pl_append, *pl_flush, *pl_rot, *pl_rot_t, *pl_decode, *pl_merge;
+    double last_gpu_ms;
+};
+
+OSCAR_API const char *oscar_kv_mode_name(oscar_kv_mode mode)
+{
+    switch (mode) {
+    case OSCAR_KV_FP16: return "fp16";
+    case OSCAR_KV_INT2: return "int2";
+    case OSCAR_KV_INT2_HADAMARD: return "int2-hadamard";
+    case OSCAR_KV_INT2_ROTATED: return "oscar";
+    }
+    return "unknown";
+}
+
+OSCAR_API oscar_kv_params oscar_kv_params_default(void)
+{
+    oscar_kv_params p;
+    memset(&p, 0, sizeof p);
+    p.mode = OSCAR_KV_INT2_HADAMARD;
+    p.n_layer = 1, p.n_head = 1, p.n_kv_head = 1, p.head_dim = 128;
+    p.page_tokens = 64, p.sink_tokens = 64, p.recent_tokens = 256, p.flush_tokens = 8;
+    p.max_sequences = 1, p.max_context = 8192, p.max_step_tokens = 512;
+    return p;
+}
+
+/* ---- checks -------------------------------------------------------------------------------- */
+static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
+
+/* Fills defaults and checks the shape; names the first bad field. */
+static oscar_status check_params(oscar_kv_params *p)
+{
+    if (p->group_size == 0) p->group_size = p->head_dim < 128 ? p->head_dim : 128;
+    if (p->attn_scale == 0) p->attn_scale = 1.0f / sqrtf((float)p->head_dim);
+    if ((unsigned)p->mode > OSCAR_KV_INT2_ROTATED) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: unknown mode %d", (int)p->mode);
+    if (!is_pow2(p->head_dim) || p->head_dim < 64 || p->head_dim > KV_MAX_HEAD_DIM)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: head_dim %u is not a power of two in 64..256", p->head_dim);
+    if (p->group_size != 32 && p->group_size != 64 && p->group_size != 128)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: group_size %u is not 32, 64 or 128", p->group_size);
+    if (p->head_dim % p->group_size)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: group_size %u does not divide head_dim %u", p->group_size, p->head_dim);
+    if (p->n_layer == 0 || p->n_kv_head == 0 || p->n_head == 0 || p->n_head % p->n_kv_head)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: n_head %u is not a positive multiple of n_kv_head %u (n_layer %u)",
+                           p->n_head, p->n_kv_head, p->n_layer);
+    if (p->n_head / p->n_kv_head > 16)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head (at most 16)", p->n_head / p->n_kv_head);
+    if (p->page_tokens == 0 || p->page_tokens > 1024 || p->flush_tokens == 0 || p->max_sequences == 0 ||
+        p->max_context == 0 || p->max_step_tokens == 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: page_tokens (1..1024), flush_tokens, max_sequences, "
+                                                         "max_context and max_step_tokens must be positive");
+    if (p->mode == OSCAR_KV_INT2_ROTATED && (!p->rot_k || !p->rot_v))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mode oscar needs rot_k and rot_v");
+    return OSCAR_OK;
+}
+
+/* Each R of a rotation set must be finite and orthogonal: max |RᵀR − I| below 1e-3. */
+static oscar_status check_rotations(const float *r, uint32_t n, uint32_t d, const char *which)
+{
+    for (uint32_t m = 0; m < n; m++) {
+        const float *R = r + (size_t)m * d * d;
+        for (size_t i = 0; i < (size_t)d * d; i++)
+            if (!isfinite(R[i]))
+                OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u]: element (%zu, %zu) is not finite", which, m,
+                                   i / d, i % d);
+        double worst = 0;
+        for (uint32_t i = 0; i < d; i++)
+            for (uint32_t j = i; j < d; j++) {
+                double s = 0;
+                for (uint32_t k = 0; k < d; k++) s += (double)R[k * d + i] * R[k * d + j];
+                double e = fabs(s - (i == j ? 1.0 : 0.0));
+                if (e > worst) worst = e;
+            }
+        if (worst > 1e-3)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u] is not orthogonal: max |R^T R - I| = %.3g", which, m, worst);
+    }
+    return OSCAR_OK;
+}
+
+/* Normalised Walsh-Hadamard matrix (Sylvester order): H[i][j] = (-1)^popcount(i & j) / sqrt(d). */
+static void hadamard(uint32_t d, float *H)
+{
+    float s = 1.0f / sqrtf((float)d);
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) H[i * d + j] = (__builtin_popcount(i & j) & 1) ? -s : s;
+}
+
+/* ---- creation ------------------------------------------------------------------------------ */
+static oscar_status get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                 uint32_t wg, uint32_t extra_id, uint32_t extra_value, oscar_pipeline **out)
+{
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = KV_WRITE_N_SPEC };
+    d.spec[KV_SPEC_WORKGROUP] = wg;
+    d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
+    d.spec[KV_SPEC_GROUP] = c->p.group_size;
+    d.spec[KV_SPEC_PAGE] = c->p.page_tokens;
+    d.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
+    d.spec[KV_SPEC_GQA] = c->gqa;
+    d.spec[KV_SPEC_MODE] = c->mode;
+    d.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+    if (extra_id) d.spec[extra_id] = extra_value;
+    return oscar_pipeline_get(c->ctx, &d, out);
+}
+
+static void seq_sizes(const oscar_kv_params *p, uint32_t int2, uint64_t budget, uint64_t int2_page, uint64_t f16_page,
+                      kv_book_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->page = p->page_tokens;
+    cfg->sink = int2 ? p->sink_tokens : 0;
+    cfg->recent = p->recent_tokens;
+    cfg->flush = p->flush_tokens;
+    cfg->int2 = int2;
+    cfg->max_seqs = p->max_sequences;
+    cfg->max_context = p->max_context;
+    cfg->max_step_tokens = p->max_step_tokens;
+    uint32_t i2, f16;
+    kv_book_pages_for(cfg, p->max_context, &i2, &f16);
+    if (budget == 0) {
+        cfg->n_int2_pages = i2 * p->max_sequences;
+        cfg->n_f16_pages = f16 * p->max_sequences;
+    } else if (!int2) {
+        cfg->n_f16_pages = (uint32_t)(budget / f16_page);
+    } else {
+        /* windows first (every sequence needs its fp16 pages), the rest INT2 */
+        uint64_t f16_bytes = (uint64_t)f16 * p->max_sequences * f16_page;
+        cfg->n_f16_pages = f16 * p->max_sequences;
+        cfg->n_int2_pages = budget > f16_bytes ? (uint32_t)((budget - f16_bytes) / int2_page) : 0;
+    }
+}
+
+OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_params *params, oscar_kv_cache **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_kv_cache *c = NULL;
+    float *rot = NULL;
+    if (!ctx || !params || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_cache_create: NULL argument");
+    *out = NULL;
+    oscar_kv_params p = *params;
+    OSCAR_TRY(check_params(&p));
+    uint32_t d = p.head_dim, L = p.n_layer;
+    uint32_t n_rot = p.mode == OSCAR_KV_INT2_ROTATED && p.rot_per_head ? p.n_kv_head : 1;
+    if (p.mode == OSCAR_KV_INT2_ROTATED) {
+        OSCAR_TRY(check_rotations(p.rot_k, L * n_rot, d, "rot_k"));
+        OSCAR_TRY(check_rotations(p.rot_v, L * n_rot, d, "rot_v"));
+    }
+    for (uint32_t l = 0; l < L; l++)
+        if ((p.clip_k && !(p.clip_k[l] > 0 && p.clip_k[l] <= 1)) || (p.clip_v && !(p.clip_v[l] > 0 && p.clip_v[l] <= 1)))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: clip ratio of layer %u is not in (0, 1]", l);
+
+    c = calloc(1, sizeof *c);
+    if (!c) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    c->ctx = ctx;
+    c->p = p;
+    c->mode = (uint32_t)p.mode; /* OSCAR_KV_* equal KV_MODE_* */
+    c->gqa = p.n_head / p.n_kv_head;
+    c->n_rot = n_rot;
+    uint32_t int2 = p.mode != OSCAR_KV_FP16;
+    c->int2_page_bytes = 4ull * KV_INT2_PAGE_WORDS(p.n_kv_head, p.page_tokens, d, p.group_size);
+    c->f16_page_bytes = 4ull * KV_F16_PAGE_WORDS(p.n_kv_head, p.page_tokens, d);
+
+    kv_book_config cfg;
+    seq_sizes(&p, int2, p.memory_budget / L, c->int2_page_bytes, c->f16_page_bytes, &cfg);
+    if (cfg.n_f16_pages == 0 || (int2 && cfg.n_int2_pages == 0 && p.max_context > cfg.sink + cfg.recent))
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_DEVICE_MEMORY, "KV cache: memory_budget %llu bytes holds no page (fp16 pages need %llu bytes per layer)",
+                   (unsigned long long)p.memory_budget, (unsigned long long)c->f16_page_bytes);
+    uint64_t limit = c->ctx->info.max_storage_buffer_range;
+    if ((uint64_t)cfg.n_int2_pages * c->int2_page_bytes > limit || (uint64_t)cfg.n_f16_pages * c->f16_page_bytes > limit)
+        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: a layer's page pool (%llu INT2 / %llu fp16 bytes) exceeds the device's "
+                   "storage-buffer limit of %llu bytes; lower max_context, max_sequences or memory_budget",
+                   (unsigned long long)cfg.n_int2_pages * c->int2_page_bytes,
+                   (unsigned long long)cfg.n_f16_pages * c->f16_page_bytes, (unsigned long long)limit);
+    OSCAR_TRY(kv_book_init(&c->book, &cfg));
+
+    /* page pools */
+    c->int2_pool = calloc(L, sizeof *c->int2_pool);
+    c->f16_pool = calloc(L, sizeof *c->f16_pool);
+    if (!c->int2_pool || !c->f16_pool) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < L; l++) {
+        OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)cfg.n_int2_pages * c->int2_page_bytes, OSCAR_BUFFER_DEVICE, &c->int2_pool[l]));
+        OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)cfg.n_f16_pages * c->f16_page_bytes, OSCAR_BUFFER_DEVICE, &c->f16_pool[l]));
+    }
+
+    /* rotations: the given set, or Hadamard for every layer, or identity (unused) */
+    size_t rot_floats = (size_t)L * n_rot * d * d;
+    rot = malloc(rot_floats * sizeof *rot);
+    if (!rot) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    OSCAR_TRY(oscar_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_k));
+    OSCAR_TRY(oscar_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_v));
+    if (p.mode == OSCAR_KV_INT2_ROTATED) {
+        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_k, 0, p.rot_k, rot_floats * 4));
+        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_v, 0, p.rot_v, rot_floats * 4));
+    } else {
+        for (uint32_t m = 0; m < L * n_rot; m++) {
+            if (p.mode == OSCAR_KV_INT2_HADAMARD) hadamard(d, rot + (size_t)m * d * d);
+            else for (uint32_t i = 0; i < d * d; i++) rot[(size_t)m * d * d + i] = (i / d == i % d) ? 1.0f : 0.0f;
+        }
+        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_k, 0, rot, rot_floats * 4));
+        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_v, 0, rot, rot_floats * 4));
+    }
+    c->clip_k = malloc(L * sizeof *c->clip_k);
+    c->clip_v = malloc(L * sizeof *c->clip_v);
+    if (!c->clip_k || !c->clip_v) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < L; l++) {
+        c->clip_k[l] = p.clip_k ? p.clip_k[l] : OSCAR_CLIP_RATIO_K;
+        c->clip_v[l] = p.clip_v ? p.clip_v[l] : OSCAR_CLIP_RATIO_V;
+    }
+    c->p.rot_k = c->p.rot_v = NULL;
+    c->p.clip_k = c->p.clip_v = NULL;
+
+    /* tables and per-step buffers */
+    uint64_t table_bytes = (uint64_t)p.max_sequences * c->book.max_pages * 4;
+    OSCAR_TRY(oscar_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->int2_table));
+    OSCAR_TRY(oscar_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->f16_table));
+    uint32_t T = p.max_step_tokens;
+    c->flush_offset = T;
+    uint64_t max_flush = (uint64_t)T + (uint64_t)p.max_sequences * (p.recent_tokens + p.flush_tokens);
+    OSCAR_TRY(oscar_buffer_create(ctx, (T + max_flush) * sizeof(struct kv_token_slot), OSCAR_BUFFER_DEVICE, &c->slots));
+    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_row), OSCAR_BUFFER_DEVICE, &c->rows));
+    uint64_t row_bytes = (uint64_t)T * p.n_head * d * 4;
+    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_rot));
+    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->o_rot));
+    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_dev));
+    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_STAGING, &c->io_q));
+    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_READBACK, &c->io_out));
+    uint64_t kv_bytes = (uint64_t)T * p.n_kv_head * d * 4;
+    OSCAR_TRY(oscar_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_k));
+    OSCAR_TRY(oscar_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_v));
+    c->h_rows = malloc(T * sizeof *c->h_rows);
+    c->h_row_vis = malloc(T * sizeof *c->h_row_vis);
+    c->h_seq_sink = malloc(p.max_sequences * sizeof *c->h_seq_sink);
+    c->h_seq_fe = malloc(p.max_sequences * sizeof *c->h_seq_fe);
+    if (!c->h_rows || !c->h_row_vis || !c->h_seq_sink || !c->h_seq_fe) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+
+    OSCAR_TRY(oscar_cmd_init(ctx, &c->cmd));
+    OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
+    OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
+    OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
+    OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 1, &c->pl_rot_t));
+    OSCAR_TRY(get_pipeline(c, "attn_decode", 8, sizeof(struct attn_decode_push), WG_ATTN, 0, 0, &c->pl_decode));
+    OSCAR_TRY(get_pipeline(c, "attn_merge", 3, sizeof(struct attn_merge_push), WG_MERGE, 0, 0, &c->pl_merge));
+    free(rot);
+    *out = c;
+    return OSCAR_OK;
+fail:
+    free(rot);
+    oscar_kv_cache_destroy(c);
+    return st;
+}
+
+OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
+{
+    if (!c) return;
+    oscar_context *ctx = c->ctx;
+    oscar_cmd_release(ctx, &c->cmd);
+    for (uint32_t l = 0; c->int2_pool && l < c->p.n_layer; l++) oscar_buffer_destroy(ctx, &c->int2_pool[l]);
+    for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) oscar_buffer_destroy(ctx, &c->f16_pool[l]);
+    free(c->int2_pool);
+    free(c->f16_pool);
+    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
+                             &c->partials, &c->q_rot, &c->o_rot, &c->q_dev, &c->io_k, &c->io_v, &c->io_q, &c->io_out };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
+    free(c->clip_k), free(c->clip_v);
+    free(c->h_rows), free(c->h_items), free(c->h_row_vis), free(c->h_seq_sink), free(c->h_seq_fe);
+    kv_book_free(&c->book);
+    free(c);
+}
+
+/* ---- sequences ----------------------------------------------------------------------------- */
+OSCAR_API oscar_status oscar_kv_seq_add(oscar_kv_cache *c, int32_t *seq)
+{
+    if (!c || !seq) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_seq_add: NULL argument");
+    return kv_book_seq_add(&c->book, seq);
+}
+
+OSCAR_API oscar_status oscar_kv_seq_free(oscar_kv_cache *c, int32_t seq)
+{
+    if (!c) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_seq_free: NULL cache");
+    return kv_book_seq_free(&c->book, seq);
+}
+
+OSCAR_API oscar_status oscar_kv_seq_length(const oscar_kv_cache *c, int32_t seq, uint32_t *len)
+{
+    if (!c || !len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_seq_length: NULL argument");
+    if (seq < 0 || (uint32_t)seq >= c->p.max_sequences || !c->book.seqs[seq].active)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "sequence %d does not exist", (int)seq);
+    *len = c->book.seqs[seq].len;
+    return OSCAR_OK;
+}
+
+OSCAR_API oscar_status oscar_kv_seq_fork(oscar_kv_cache *c, int32_t src, int32_t *dst)
+{
+    oscar_status st = OSCAR_OK;
+    if (!c || !dst) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_seq_fork: NULL argument");
+    if (c->book.plan.active) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "cannot fork inside a step");
+    OSCAR_TRY(kv_book_seq_fork(&c->book, src, dst));
+    if (c->book.n_copies == 0) return OSCAR_OK;
+    OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
+    for (uint32_t i = 0; i < c->book.n_copies; i++) {
+        const kv_page_copy *pc = &c->book.copies[i];
+        uint64_t bytes = pc->kind == KV_ITEM_INT2 ? c->int2_page_bytes : c->f16_page_bytes;
+        for (uint32_t l = 0; l < c->p.n_layer; l++) {
+            const oscar_buffer *pool = pc->kind == KV_ITEM_INT2 ? &c->int2_pool[l] : &c->f16_pool[l];
+            oscar_cmd_copy(c->ctx, &c->cmd, pool, pc->src * bytes, pool, pc->dst * bytes, bytes);
+        }
+    }
+    st = oscar_cmd_submit_wait(c->ctx, &c->cmd);
+    if (st != OSCAR_OK) kv_book_seq_free(&c->book, *dst);
+fail:
+    return st;
+}
+
+/* ---- steps --------------------------------------------------------------------------------- */
+uint32_t oscar_kv_step_tokens(const oscar_kv_cache *c) { return c->book.plan.active ? c->book.plan.n_tokens : 0; }
+
+/* Builds the attention rows and items of the planned step (pre-step INT2 boundary). */
+static oscar_status plan_attention(oscar_kv_cache *c)
+{
+    oscar_status st = OSCAR_OK;
+    const kv_step_plan *pl = &c->book.plan;
+    uint64_t visible = 0;
+    for (uint32_t s = 0; s < c->p.max_sequences; s++) {
+        const kv_seq *q = &c->book.seqs[s];
+        c->h_seq_sink[s] = c->book.cfg.sink;
+        c->h_seq_fe[s] = q->flushed_end;
+    }
+    for (uint32_t r = 0; r < pl->n_tokens; r++) {
+        c->h_row_vis[r] = pl->row_pos[r] + 1;
+        visible += c->h_row_vis[r];
+    }
+    /* split so the call has about ATTN_TARGET_GROUPS workgroups */
+    uint64_t split = visible * c->p.n_kv_head / ATTN_TARGET_GROUPS;
+    if (split < ATTN_MIN_SPLIT) split = ATTN_MIN_SPLIT;
+    split = (split + 63) / 64 * 64;
+    uint32_t n_items = 0;
+    OSCAR_TRY(oscar_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
+                                     NULL, NULL, 0, &n_items));
+    if (n_items > c->items_cap) { /* grow (rarely: the split keeps the count near the target) */
+        uint32_t cap = n_items + n_items / 2;
+        oscar_buffer_destroy(c->ctx, &c->items);
+        oscar_buffer_destroy(c->ctx, &c->partials);
+        free(c->h_items);
+        c->items_cap = 0;
+        c->h_items = malloc((size_t)cap * sizeof *c->h_items);
+        if (!c->h_items) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        OSCAR_TRY(oscar_buffer_create(c->ctx, (uint64_t)cap * sizeof *c->h_items, OSCAR_BUFFER_DEVICE, &c->items));
+        OSCAR_TRY(oscar_buffer_create(c->ctx, (uint64_t)cap * c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4,
+                                      OSCAR_BUFFER_DEVICE, &c->partials));
+        c->items_cap = cap;
+    }
+    OSCAR_TRY(oscar_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
+                                     c->h_rows, c->h_items, c->items_cap, &c->n_items));
+fail:
+    return st;
+}
+
+oscar_status oscar_kv_upload_step(oscar_kv_cache *c)
+{
+    oscar_status st = OSCAR_OK;
+    kv_book *b = &c->book;
+    const kv_step_plan *pl = &b->plan;
+    uint64_t row_bytes = (uint64_t)b->max_pages * 4;
+    for (uint32_t s = 0; s < c->p.max_sequences; s++) {
+        kv_seq *q = &b->seqs[s];
+        if (!q->dirty) continue;
+        OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->int2_table, s * row_bytes, q->int2_pages, row_bytes));
+        OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->f16_table, s * row_bytes, q->f16_pages, row_bytes));
+        q->dirty = 0;
+    }
+    OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->slots, 0, pl->append, pl->n_tokens * sizeof *pl->append));
+    if (pl->n_flush)
+        OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->slots, (uint64_t)c->flush_offset * sizeof *pl->flush, pl->flush,
+                                      pl->n_flush * sizeof *pl->flush));
+    OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->rows, 0, c->h_rows, pl->n_tokens * sizeof *c->h_rows));
+    if (c->n_items) OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->items, 0, c->h_items, c->n_items * sizeof *c->h_items));
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_kv_step_begin(oscar_kv_cache *c, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new)
+{
+    oscar_status st = OSCAR_OK;
+    if (!c || !seqs || !n_new) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_step_begin: NULL argument");
+    OSCAR_TRY(kv_book_step_plan(&c->book, n_seqs, seqs, n_new));
+    if ((st = plan_attention(c)) != OSCAR_OK || (st = oscar_kv_upload_step(c)) != OSCAR_OK) {
+        kv_book_step_cancel(&c->book);
+        for (uint32_t i = 0; i < n_seqs; i++) c->book.seqs[seqs[i]].dirty = 1;
+    }
+fail:
+    return st;
+}
+
+static oscar_status check_step(const oscar_kv_cache *c, uint32_t layer, const char *what)
+{
+    if (!c->book.plan.active) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "%s outside a step (call oscar_kv_step_begin)", what);
+    if (layer >= c->p.n_layer) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: layer %u of %u", what, layer, c->p.n_layer);
+    return OSCAR_OK;
+}
+
+oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
+                                    const oscar_binding *v, int input_f16)
+{
+    oscar_status st = check_step(c, layer, "append");
+    if (st != OSCAR_OK) return st;
+    oscar_pipeline *p = c->pl_append;
+    if (input_f16) OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 1, &p));
+    uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    oscar_binding b[6] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
+                           { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) }, { &c->f16_pool[layer], 0, 0 } };
+    struct kv_append_push push = { c->book.plan.n_tokens };
+    uint32_t n = push.n_tokens;
+    uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
+    oscar_cmd_barrier(c->ctx, cmd);
+    OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, p, b, &push, groups));
+fail:
+    return st;
+}
+
+oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
+                                       const oscar_binding *out)
+{
+    oscar_status st = check_step(c, layer, "attention");
+    if (st != OSCAR_OK) return st;
+    uint32_t n_rows = c->book.plan.n_tokens, d = c->p.head_dim, H = c->p.n_head;
+    uint64_t rows_bytes = (uint64_t)n_rows * H * d * 4;
+    uint64_t rot_bytes = (uint64_t)c->n_rot * d * d * 4;
+    int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
+    oscar_binding q_rot = { &c->q_rot, 0, rows_bytes }, o_rot = { &c->o_rot, 0, rows_bytes };
+    uint32_t rot_groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
+    oscar_cmd_barrier(c->ctx, cmd);
+    if (rotated) { /* q <- q·R_K (query head h uses the R of its KV head) */
+        struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H };
+        oscar_binding b[3] = { *q, { &c->rot_k, layer * rot_bytes, rot_bytes }, q_rot };
+        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot, b, &rp, rot_groups));
+        oscar_cmd_barrier(c->ctx, cmd);
+    }
+    {
+        struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
+        oscar_binding b[8] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+                               { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
+                               { &c->partials, 0, 0 } };
+        uint32_t groups[3];
+        oscar_attn_grid(c->n_items, c->p.n_kv_head, groups);
+        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups));
+        oscar_cmd_barrier(c->ctx, cmd);
+    }
+    {
+        struct attn_merge_push mp = { n_rows, H };
+        oscar_binding b[3] = { { &c->rows, 0, 0 }, { &c->partials, 0, 0 }, rotated ? o_rot : *out };
+        uint32_t groups[3];
+        oscar_attn_grid(n_rows, H, groups);
+        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_merge, b, &mp, groups));
+    }
+    if (rotated) { /* out <- o·R_Vᵀ */
+        oscar_cmd_barrier(c->ctx, cmd);
+        struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H };
+        oscar_binding b[3] = { o_rot, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out };
+        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot_t, b, &rp, rot_groups));
+    }
+fail:
+    return st;
+}
+
+oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer)
+{
+    oscar_status st = check_step(c, layer, "flush");
+    if (st != OSCAR_OK || c->book.plan.n_flush == 0) return st;
+    uint32_t n = c->book.plan.n_flush;
+    oscar_binding b[3] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
+                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 } };
+    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer] };
+    uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
+    oscar_cmd_barrier(c->ctx, cmd);
+    OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
+fail:
+    return st;
+}
+
+void oscar_kv_commit_step(oscar_kv_cache *c) { kv_book_step_commit(&c->book); }
+
+/* ---- public step API: one submission per call, timed ---------------------------------------- */
+static oscar_status submit_timed(oscar_kv_cache *c, int t0)
+{
+    int t1 = oscar_cmd_timestamp(c->ctx, &c->cmd);
+    oscar_status st = oscar_cmd_submit_wait(c->ctx, &c->cmd);
+    double ns = 0;
+    if (st == OSCAR_OK && t0 >= 0 && t1 >= 0 && oscar_cmd_elapsed_ns(c->ctx, &c->cmd, t0, t1, &ns) == OSCAR_OK)
+        c->last_gpu_ms = ns * 1e-6;
+    return st;
+}
+
+OSCAR_API oscar_status oscar_kv_append(oscar_kv_cache *c, uint32_t layer, const float *k, const float *v)
+{
+    oscar_status st = OSCAR_OK;
+    if (!c || !k || !v) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_append: NULL argument");
+    OSCAR_TRY(check_step(c, layer, "oscar_kv_append"));
+    size_t bytes = (size_t)c->book.plan.n_tokens * c->p.n_kv_head * c->p.head_dim * 4;
+    memcpy(c->io_k.mapped, k, bytes);
+    memcpy(c->io_v.mapped, v, bytes);
+    OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
+    int t0 = oscar_cmd_timestamp(c->ctx, &c->cmd);
+    oscar_binding bk = { &c->io_k, 0, bytes }, bv = { &c->io_v, 0, bytes };
+    st = oscar_kv_record_append(c, &c->cmd, layer, &bk, &bv, 0);
+    oscar_status st2 = submit_timed(c, t0);
+    if (st == OSCAR_OK) st = st2;
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_kv_attention(oscar_kv_cache *c, uint32_t layer, const float *q, float *out)
+{
+    oscar_status st = OSCAR_OK;
+    if (!c || !q || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_attention: NULL argument");
+    OSCAR_TRY(check_step(c, layer, "oscar_kv_attention"));
+    size_t bytes = (size_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4;
+    memcpy(c->io_q.mapped, q, bytes);
+    OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
+    oscar_cmd_copy(c->ctx, &c->cmd, &c->io_q, 0, &c->q_dev, 0, bytes);
+    /* timed: the attention kernels only; q is read from device memory, out written to the
+     * host-visible readback buffer (n_rows x n_head x d floats, small) */
+    int t0 = oscar_cmd_timestamp(c->ctx, &c->cmd);
+    oscar_binding bq = { &c->q_dev, 0, bytes }, bo = { &c->io_out, 0, bytes };
+    st = oscar_kv_record_attention(c, &c->cmd, layer, &bq, &bo);
+    oscar_status st2 = OSCAR_OK;
+    if (st == OSCAR_OK) oscar_cmd_host_barrier(c->ctx, &c->cmd);
+    st2 = submit_timed(c, t0);
+    if (st == OSCAR_OK) st = st2;
+    if (st == OSCAR_OK) {
+        if (!c->io_out.host_coherent) {
+            VkMappedMemoryRange r = { .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = c->io_out.memory, .size = VK_WHOLE_SIZE };
+            c->ctx->vk.vkInvalidateMappedMemoryRanges(c->ctx->device, 1, &r);
+        }
+        memcpy(out, c->io_out.mapped, bytes);
+    }
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_kv_step_end(oscar_kv_cache *c)
+{
+    oscar_status st = OSCAR_OK;
+    if (!c) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_step_end: NULL cache");
+    if (!c->book.plan.active) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "oscar_kv_step_end without oscar_kv_step_begin");
+    if (c->book.plan.n_flush) {
+        OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
+        int t0 = oscar_cmd_timestamp(c->ctx, &c->cmd);
+        for (uint32_t l = 0; l < c->p.n_layer && st == OSCAR_OK; l++) st = oscar_kv_record_flush(c, &c->cmd, l);
+        oscar_status st2 = submit_timed(c, t0);
+        if (st == OSCAR_OK) st = st2;
+        if (st != OSCAR_OK) goto fail;
+    }
+    oscar_kv_commit_step(c);
+fail:
+    return st;
+}
+
+/* ---- accounting ---------------------------------------------------------------------------- */
+OSCAR_API oscar_status oscar_kv_get_stats(const oscar_kv_cache *c, oscar_kv_stats *s)
+{
+    if (!c || !s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_get_stats: NULL argument");
+    memset(s, 0, sizeof *s);
+    const kv_book *b = &c->book;
+    uint32_t L = c->p.n_layer, P = c->p.page_tokens;
+    s->mode = c->p.mode;
+    s->page_tokens = P;
+    s->int2_pages_total = b->int2.n_pages;
+    s->int2_pages_used = b->int2.n_pages - b->int2.n_free;
+    s->f16_pages_total = b->f16.n_pages;
+    s->f16_pages_used = b->f16.n_pages - b->f16.n_free;
+    s->int2_bytes_per_token = c->int2_page_bytes * L / P;
+    s->f16_bytes_per_token = c->f16_page_bytes * L / P;
+    s->bytes_total = (uint64_t)L * (b->int2.n_pages * c->int2_page_bytes + b->f16.n_pages * c->f16_page_bytes);
+    s->bytes_used = (uint64_t)L * (s->int2_pages_used * c->int2_page_bytes + s->f16_pages_used * c->f16_page_bytes);
+    for (uint32_t q = 0; q < c->p.max_sequences; q++) {
+        const kv_seq *sq = &b->seqs[q];
+        if (!sq->active) continue;
+        uint64_t n_int2 = b->cfg.int2 && sq->flushed_end > b->cfg.sink ? sq->flushed_end - b->cfg.sink : 0;
+        s->int2_tokens += n_int2;
+        s->f16_tokens += sq->len - n_int2;
+    }
+    uint64_t tokens = s->int2_tokens + s->f16_tokens;
+    if (tokens)
+        s->bits_per_element = (double)s->bytes_used * 8.0 / ((double)tokens * L * 2 * c->p.n_kv_head * c->p.head_dim);
+    /* longest new sequence: fp16 window pages first, then INT2 pages */
+    uint32_t lo = 0, hi = c->p.max_context;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2, i2, f;
+        kv_book_pages_for(&b->cfg, mid, &i2, &f);
+        if (i2 <= b->int2.n_free && f <= b->f16.n_free) lo = mid;
+        else hi = mid - 1;
+    }
+    s->max_context = lo;
+    s->last_gpu_ms = c->last_gpu_ms;
+    return OSCAR_OK;
+}
+
+OSCAR_API oscar_status oscar_kv_max_context(const oscar_kv_params *params, uint64_t budget, uint32_t *max_tokens)
+{
+    oscar_status st = OSCAR_OK;
+    if (!params || !max_tokens) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_max_context: NULL argument");
+    oscar_kv_params p = *params;
+    p.max_context = UINT32_MAX / 2;
+    p.max_sequences = 1;
+    OSCAR_TRY(check_params(&p));
+    uint32_t d = p.head_dim;
+    uint64_t i2b = 4ull * KV_INT2_PAGE_WORDS(p.n_kv_head, p.page_tokens, d, p.group_size) * p.n_layer;
+    uint64_t f16b = 4ull * KV_F16_PAGE_WORDS(p.n_kv_head, p.page_tokens, d) * p.n_layer;
+    kv_book_config cfg;
+    seq_sizes(&p, p.mode != OSCAR_KV_FP16, 0, 0, 0, &cfg);
+    uint32_t lo = 0, hi = UINT32_MAX / 2;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2, i2, f;
+        kv_book_pages_for(&cfg, mid, &i2, &f);
+        if ((uint64_t)i2 * i2b + (uint64_t)f * f16b <= budget) lo = mid;
+        else hi = mid - 1;
+    }
+    *max_tokens = lo;
+fail:
+    return st;
+}
+
+/* ---- test hooks ---------------------------------------------------------------------------- */
+#include "attn_ref.h"
+
+oscar_status oscar_kv_snapshot(oscar_kv_cache *c, uint32_t layer, attn_ref_cache *out)
+{
+    oscar_status st = OSCAR_OK;
+    memset(out, 0, sizeof *out);
+    const kv_book *b = &c->book;
+    uint32_t S = c->p.max_sequences;
+    uint32_t *int2 = malloc(c->int2_pool[layer].size), *f16 = malloc(c->f16_pool[layer].size);
+    int32_t *t_int2 = malloc((size_t)S * b->max_pages * 4), *t_f16 = malloc((size_t)S * b->max_pages * 4);
+    uint32_t *sink = malloc(S * 4), *fe = malloc(S * 4);
+    out->int2_pool = int2, out->f16_pool = f16, out->int2_table = t_int2, out->f16_table = t_f16;
+    out->sink = sink, out->flushed_end = fe;
+    if (!int2 || !f16 || !t_int2 || !t_f16 || !sink || !fe) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->int2_pool[layer], 0, int2, c->int2_pool[layer].size));
+    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->f16_pool[layer], 0, f16, c->f16_pool[layer].size));
+    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->int2_table, 0, t_int2, (size_t)S * b->max_pages * 4));
+    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->f16_table, 0, t_f16, (size_t)S * b->max_pages * 4));
+    for (uint32_t s = 0; s < S; s++) {
+        sink[s] = b->cfg.sink;
+        fe[s] = b->seqs[s].flushed_end;
+    }
+    out->mode = c->mode;
+    out->head_dim = c->p.head_dim;
+    out->group = c->p.group_size;
+    out->page = c->p.page_tokens;
+    out->n_kv = c->p.n_kv_head;
+    out->n_int2_pages = b->int2.n_pages;
+    out->n_f16_pages = b->f16.n_pages;
+    out->max_int2_pages = out->max_f16_pages = b->max_pages;
+    out->n_seq = S;
+    return OSCAR_OK;
+fail:
+    oscar_kv_snapshot_free(out);
+    return st;
+}
+
+void oscar_kv_snapshot_free(attn_ref_cache *s)
+{
+    free((void *)s->int2_pool), free((void *)s->f16_pool), free((void *)s->int2_table), free((void *)s->f16_table);
+    free((void *)s->sink), free((void *)s->flushed_end);
+    memset(s, 0, sizeof *s);
+}
+
+oscar_status oscar_kv_rotations(oscar_kv_cache *c, uint32_t layer, float *rot_k, float *rot_v, uint32_t *n_rot)
+{
+    oscar_status st = OSCAR_OK;
+    uint64_t bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    if (rot_k) OSCAR_TRY(oscar_buffer_download(c->ctx, &c->rot_k, layer * bytes, rot_k, bytes));
+    if (rot_v) OSCAR_TRY(oscar_buffer_download(c->ctx, &c->rot_v, layer * bytes, rot_v, bytes));
+    if (n_rot) *n_rot = c->n_rot;
+fail:
+    return st;
+}

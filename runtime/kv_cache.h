@@ -1,0 +1,38 @@
+/* Internal view of the KV cache for the model runtime: record the cache's kernels into a
+ * caller's command stream, so a whole forward step is one command buffer. The public API in
+ * include/oscar/kv.h wraps these with uploads, one submission per call and timing. */
+#ifndef OSCAR_KV_CACHE_H
+#define OSCAR_KV_CACHE_H
+
+#include "kv_pages.h"
+#include "oscar/kv.h"
+#include "vk_context.h"
+
+/* Uploads what a planned step needs (page tables of changed sequences, token slots, attention
+ * rows and items). Called by oscar_kv_step_begin; the recorded kernels below read them. */
+oscar_status oscar_kv_upload_step(oscar_kv_cache *c);
+
+/* k, v: [n_step_tokens][n_kv_head][head_dim], fp32 (input_f16 = 0) or fp16 pairs (1). */
+oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
+                                    const oscar_binding *v, int input_f16);
+/* q, out: [n_step_tokens][n_head][head_dim] fp32; out is in the model's (unrotated) basis. */
+oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
+                                       const oscar_binding *out);
+/* Quantizes the step's tokens that leave the recent window (no-op when there are none). */
+oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer);
+/* Commits the planned step's bookkeeping (after its command buffer was submitted). */
+void oscar_kv_commit_step(oscar_kv_cache *c);
+
+/* Rows (new tokens) of the open step, 0 when none is open. */
+uint32_t oscar_kv_step_tokens(const oscar_kv_cache *c);
+
+#endif
+
+/* Test hook: copies layer `layer`'s pools and the page tables to host memory and describes
+ * them for the C attention reference (attn_ref.h), with each sequence's INT2 boundary as the
+ * attention of the open step sees it. Free with oscar_kv_snapshot_free. */
+struct attn_ref_cache;
+oscar_status oscar_kv_snapshot(oscar_kv_cache *c, uint32_t layer, struct attn_ref_cache *out);
+void oscar_kv_snapshot_free(struct attn_ref_cache *snap);
+/* The rotations of a layer as the cache applies them: [n_rot][d][d] each (NULL allowed). */
+oscar_status oscar_kv_rotations(oscar_kv_cache *c, uint32_t layer, float *rot_k, float *rot_v, uint32_t *n_rot);
