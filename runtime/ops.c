@@ -35,7 +35,7 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
 {
     ops->ctx = ctx;
     ops->workgroup = 128;
-    ops->matvec_rows = 2;
+    ops->matvec_rows = 4; /* H200: 4 rows per group beat 1 by 10-25% (more loads in flight) */
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */

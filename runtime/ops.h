@@ -28,7 +28,7 @@ typedef struct oscar_ops {
     uint32_t matvec_rows;  /* rows per mat-vec workgroup, 1..workgroup (sum of a tree per row) */
 } oscar_ops;
 
-/* Fills ops with the defaults for ctx (128 threads, 2 rows per mat-vec workgroup). */
+/* Fills ops with the defaults for ctx (128 threads, 4 rows per mat-vec workgroup). */
 void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
 
 /* y[t][r] = sum_c W[r][c] * x[t][c]: W [rows][cols] of `type` (GGUF order, cols contiguous),
