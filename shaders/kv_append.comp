@@ -5,7 +5,9 @@
 // index order with nothing fused, as the reference does.
 //
 // Dispatch: (min(n_tokens, 65535), NKV, 2) workgroups; z = 0 writes K, z = 1 writes V; x loops
-// over the tokens with stride gl_NumWorkGroups.x. Any workgroup size (spec 0).
+// over the tokens with stride gl_NumWorkGroups.x. Any workgroup size (spec 0); HEAD_DIM a
+// multiple of 4. Dispatch as many x groups as there are tokens (up to 65535): lavapipe ends an
+// invocation after about 65535 loop iterations, and one token costs d * d / (8 WG) of them.
 #include "common/half.glsl"
 #include "common/kv_layout.h"
 #include "common/kv_write.h"
@@ -70,11 +72,20 @@ void main()
         uint rbase = (ROT_PER_HEAD != 0u ? h : 0u) * HEAD_DIM * HALF_D;
         for (uint w = tid; w < HALF_D; w += WG) {
             precise float a0 = 0.0, a1 = 0.0;
-            for (uint i = 0u; i < HEAD_DIM; i++) {
-                vec2 r = kind == 0u ? r_k[rbase + i * HALF_D + w] : r_v[rbase + i * HALF_D + w];
-                float x = xs[i];
-                a0 += x * r.x;
-                a1 += x * r.y;
+            for (uint i = 0u; i < HEAD_DIM; i += 4u) { // 4 terms per iteration, still in order
+                uint ri = rbase + i * HALF_D + w;
+                vec2 r0 = kind == 0u ? r_k[ri] : r_v[ri];
+                vec2 r1 = kind == 0u ? r_k[ri + HALF_D] : r_v[ri + HALF_D];
+                vec2 r2 = kind == 0u ? r_k[ri + 2u * HALF_D] : r_v[ri + 2u * HALF_D];
+                vec2 r3 = kind == 0u ? r_k[ri + 3u * HALF_D] : r_v[ri + 3u * HALF_D];
+                a0 += xs[i] * r0.x;
+                a1 += xs[i] * r0.y;
+                a0 += xs[i + 1u] * r1.x;
+                a1 += xs[i + 1u] * r1.y;
+                a0 += xs[i + 2u] * r2.x;
+                a1 += xs[i + 2u] * r2.y;
+                a0 += xs[i + 3u] * r3.x;
+                a1 += xs[i + 3u] * r3.y;
             }
             f16_pool[dst + w] = pack_half2(a0, a1);
         }

@@ -4,7 +4,8 @@
 // row), and nothing depends on the subgroup size: every reduction goes through shared memory.
 //
 // The including shader defines, before the #include:
-//   HEAD_DIM, GROUP   specialization constants (row length d, group size G; G divides d)
+//   HEAD_DIM, GROUP   specialization constants (row length d <= KV_MAX_HEAD_DIM, a multiple
+//                     of 16; group size G, a power of two dividing d)
 //   WG                the workgroup size in x (gl_WorkGroupSize.x)
 // and then, per row, in uniform control flow:
 //   1. fills q_x[0..HEAD_DIM) and calls barrier()
@@ -14,6 +15,10 @@
 // Every fp32 value that feeds a comparison or an fp16 rounding is `precise` so no mul+add is
 // fused: Vulkan rounds fp32 add, sub and mul correctly, so the results equal the C reference's.
 // NaN inputs have no defined result (the C reference's qsort has none either).
+//
+// Loop budget: lavapipe (llvmpipe) ends a shader invocation after about 65535 loop iterations
+// in total, so each loop here runs about d / WG times per row (the sort 36 * d / (2 WG) at
+// d = 256): a workgroup of WG >= 32 can quantize hundreds of rows, one of WG = 1 about ten.
 #ifndef OSCAR_INT2_QUANT_GLSL
 #define OSCAR_INT2_QUANT_GLSL
 
@@ -25,13 +30,14 @@
 shared float q_x[KV_MAX_HEAD_DIM];      // [d] the row; clamped in place
 shared float q_mn[KV_MAX_HEAD_DIM];     // [d] segmented min reduction; q_mn[g*G] = min of group g
 shared float q_mx[KV_MAX_HEAD_DIM];     // [d] segmented max reduction
-shared float q_sorted_lo, q_sorted_hi;  // |x| sorted ascending, at positions lo and hi
+shared float q_sort[KV_MAX_HEAD_DIM];   // [next pow2 >= d] |x| sorted ascending
 shared vec4 q_thr[INT2_MAX_GROUPS];     // [d/G] code thresholds t0, t1, t2 and the scale sc
 shared uint q_param[INT2_MAX_GROUPS];   // [d/G] fp16 scale (low half) | fp16 min (high half)
 
-// Clip threshold tau of q_x at ratio r (int2_quant.h): the sorted |x| is never built; each
-// element's rank (ties broken by index, so ranks are a permutation of 0..n-1) tells whether it
-// sits at position lo or hi. O(d^2 / WG) compares per thread, no atomics.
+// Clip threshold tau of q_x at ratio r (int2_quant.h): |x| is sorted ascending in shared
+// memory by a bitonic network (padded with +inf to a power of two), then
+// tau = a[lo] + frac * (a[hi] - a[lo]) exactly as in C. The sorted values do not depend on the
+// order ties are broken in, so they equal the reference's qsort result.
 float int2_clip_threshold(float r)
 {
     const uint n = HEAD_DIM;
@@ -42,18 +48,25 @@ float int2_clip_threshold(float r)
     if (lo > n - 1u) lo = n - 1u;
     uint hi = lo + 1u < n ? lo + 1u : n - 1u;
     precise float frac = pos - float(lo);
-    for (uint e = gl_LocalInvocationID.x; e < n; e += WG) {
-        float a = abs(q_x[e]);
-        uint rank = 0u;
-        for (uint i = 0u; i < n; i++) {
-            float b = abs(q_x[i]);
-            rank += (b < a || (b == a && i < e)) ? 1u : 0u;
-        }
-        if (rank == lo) q_sorted_lo = a;
-        if (rank == hi) q_sorted_hi = a;
-    }
+    const uint n2 = 1u << uint(findMSB(2u * n - 1u)); // next power of two >= n
+    for (uint e = gl_LocalInvocationID.x; e < n2; e += WG)
+        q_sort[e] = e < n ? abs(q_x[e]) : uintBitsToFloat(0x7F800000u);
     barrier();
-    float a_lo = q_sorted_lo, a_hi = q_sorted_hi;
+    for (uint k = 2u; k <= n2; k <<= 1u) {
+        for (uint j = k >> 1u; j > 0u; j >>= 1u) {
+            // comparator c joins i (bit j clear) and i + j; blocks of k alternate direction
+            for (uint c = gl_LocalInvocationID.x; c < n2 / 2u; c += WG) {
+                uint i = ((c & ~(j - 1u)) << 1u) | (c & (j - 1u));
+                float a = q_sort[i], b = q_sort[i + j];
+                if ((a > b) == ((i & k) == 0u)) {
+                    q_sort[i] = b;
+                    q_sort[i + j] = a;
+                }
+            }
+            barrier();
+        }
+    }
+    float a_lo = q_sort[lo], a_hi = q_sort[hi];
     precise float diff = a_hi - a_lo;
     precise float step = frac * diff;
     precise float tau = a_lo + step;
@@ -74,18 +87,17 @@ void int2_quantize_row(float r)
         q_mx[e] = v;
     }
     barrier();
-    // Segmented tree with doubling stride: q_mn[e] covers the contiguous [e, e + 2s) of its
-    // group, and the left operand always holds the lower indices.
+    // Segmented tree with doubling stride (G is a power of two): at stride s, element e = 2s*c
+    // takes in e + s, so q_mn[e] covers the contiguous [e, e + 2s) of its group and the left
+    // operand always holds the lower indices.
     for (uint s = 1u; s < GROUP; s <<= 1u) {
-        for (uint e = gl_LocalInvocationID.x; e < n; e += WG) {
-            uint off = e % GROUP;
-            if ((off & (2u * s - 1u)) == 0u && off + s < GROUP) {
-                float a = q_mn[e], b = q_mn[e + s];
-                q_mn[e] = b < a ? b : a;
-                a = q_mx[e];
-                b = q_mx[e + s];
-                q_mx[e] = b > a ? b : a;
-            }
+        for (uint c = gl_LocalInvocationID.x; c < n / (2u * s); c += WG) {
+            uint e = 2u * s * c;
+            float a = q_mn[e], b = q_mn[e + s];
+            q_mn[e] = b < a ? b : a;
+            a = q_mx[e];
+            b = q_mx[e + s];
+            q_mx[e] = b > a ? b : a;
         }
         barrier();
     }

@@ -1,0 +1,499 @@
+/* The KV write path on the GPU against its C references (runtime/kv_ref.c):
+ *   kv_append   fp32/fp16 rows -> (rotated) fp16 pages: exact without rotation, at most 1 fp16
+ *               ulp with it (the shader sums in the reference's order without fusing, so it is
+ *               exact on a conforming device; the bound leaves room for denormal flushing), and
+ *               the orientation y = x·R checked against an explicit product with a
+ *               non-symmetric R;
+ *   kv_flush    fp16 pages -> INT2 pages: every word of the INT2 pool bit-exact, on random and
+ *               adversarial rows (outliers, all-equal, zeros of both signs, ties at the clip
+ *               quantile, subnormals);
+ *   rotate_rows x·R and x·Rᵀ, per layer and per head: normalised squared error vs double.
+ * Every pool is filled with a sentinel first, so a write outside the addressed slots shows.
+ * Workgroup sizes include ones smaller than head_dim and not powers of two. */
+#include <string.h>
+
+#include "half.h"
+#include "int2_quant.h"
+#include "kv_ref.h"
+#include "test_gpu.h"
+
+#define SENTINEL_F16 0xA5A5A5A5u
+#define SENTINEL_INT2 0x5A5A5A5Au
+
+static const uint32_t workgroups[] = { 32, 64, 128, 256, 48, 7 };
+#define N_WORKGROUPS (sizeof workgroups / sizeof workgroups[0])
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+/* n random orthogonal d x d matrices r [n][d][d] (Gram-Schmidt on Gaussian rows, twice, in
+ * double). Such an R is not symmetric, so using Rᵀ by mistake shows. */
+static void random_orthogonal(float *r, uint32_t n, uint32_t d)
+{
+    double *q = malloc(sizeof(double) * d * d);
+    for (uint32_t m = 0; m < n; m++) {
+        for (uint32_t i = 0; i < d * d; i++) q[i] = test_rng_normal();
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < d; i++) {
+                for (uint32_t j = 0; j < i; j++) {
+                    double dot = 0;
+                    for (uint32_t k = 0; k < d; k++) dot += q[i * d + k] * q[j * d + k];
+                    for (uint32_t k = 0; k < d; k++) q[i * d + k] -= dot * q[j * d + k];
+                }
+                double nn = 0;
+                for (uint32_t k = 0; k < d; k++) nn += q[i * d + k] * q[i * d + k];
+                nn = 1.0 / sqrt(nn);
+                for (uint32_t k = 0; k < d; k++) q[i * d + k] *= nn;
+            }
+        }
+        for (uint32_t i = 0; i < d * d; i++) r[(size_t)m * d * d + i] = (float)q[i];
+    }
+    free(q);
+}
+
+/* Normalised Walsh-Hadamard matrix [d][d] (d a power of two). */
+static void hadamard(float *r, uint32_t d)
+{
+    float s = 1.0f / sqrtf((float)d);
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) r[i * d + j] = __builtin_popcount(i & j) & 1 ? -s : s;
+}
+
+/* Distance in fp16 ulps (steps of the ordered encoding; +0 and -0 are 0 apart). */
+static uint32_t f16_ulps(uint16_t a, uint16_t b)
+{
+    int32_t ia = a & 0x8000u ? -(int32_t)(a & 0x7FFFu) : (int32_t)a;
+    int32_t ib = b & 0x8000u ? -(int32_t)(b & 0x7FFFu) : (int32_t)b;
+    return (uint32_t)(ia > ib ? ia - ib : ib - ia);
+}
+
+static oscar_pipeline *pipeline(oscar_context *ctx, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                const uint32_t spec[KV_WRITE_N_SPEC])
+{
+    oscar_pipeline_desc desc = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size,
+                                 .n_spec = KV_WRITE_N_SPEC };
+    memcpy(desc.spec, spec, sizeof(uint32_t) * KV_WRITE_N_SPEC);
+    oscar_pipeline *p = NULL;
+    CHECK_OK(oscar_pipeline_get(ctx, &desc, &p));
+    return p;
+}
+
+/* Picks n distinct (page, slot) positions out of n_pages * P, in random order. */
+static void distinct_positions(uint32_t n, uint32_t n_pages, uint32_t P, uint32_t *page, uint32_t *slot)
+{
+    uint32_t total = n_pages * P;
+    uint32_t *perm = malloc(sizeof(uint32_t) * total);
+    for (uint32_t i = 0; i < total; i++) perm[i] = i;
+    for (uint32_t i = total - 1; i > 0; i--) {
+        uint32_t j = test_rng_u32() % (i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        page[i] = perm[i] / P;
+        slot[i] = perm[i] % P;
+    }
+    free(perm);
+}
+
+/* Fills one row x[0..d) with a pattern; kinds beyond the adversarial ones are Gaussian. */
+static void fill_row(float *x, uint32_t d, uint32_t kind)
+{
+    switch (kind) {
+    case 0: /* planted 30x outliers */
+        for (uint32_t i = 0; i < d; i++) x[i] = test_rng_normal();
+        for (int k = 0; k < 3; k++) x[test_rng_u32() % d] = 30.0f * (test_rng_u32() & 1 ? 1.0f : -1.0f);
+        break;
+    case 1: /* all equal */
+        for (uint32_t i = 0; i < d; i++) x[i] = 0.75f;
+        break;
+    case 2: /* all equal, negative */
+        for (uint32_t i = 0; i < d; i++) x[i] = -3.5f;
+        break;
+    case 3: /* zeros of both signs */
+        for (uint32_t i = 0; i < d; i++) x[i] = test_rng_u32() & 1 ? -0.0f : 0.0f;
+        break;
+    case 4: /* few magnitudes, many ties at any quantile */
+        for (uint32_t i = 0; i < d; i++) x[i] = (float)(1 + test_rng_u32() % 3) * (test_rng_u32() & 1 ? 1.0f : -1.0f);
+        break;
+    case 5: /* +0 / -0 runs inside groups, with one nonzero value per 32 */
+        for (uint32_t i = 0; i < d; i++) x[i] = (i / 4) & 1 ? -0.0f : 0.0f;
+        for (uint32_t i = 5; i < d; i += 32) x[i] = test_rng_u32() & 1 ? 0.5f : -0.0f;
+        break;
+    case 6: /* fp16 subnormals and tiny values */
+        for (uint32_t i = 0; i < d; i++) x[i] = test_rng_normal() * 1e-6f;
+        break;
+    case 7: /* two levels */
+        for (uint32_t i = 0; i < d; i++) x[i] = test_rng_u32() & 1 ? 1.0f : -2.0f;
+        break;
+    case 8: /* small integers, exactly representable */
+        for (uint32_t i = 0; i < d; i++) x[i] = (float)((int)(test_rng_u32() % 17) - 8);
+        break;
+    case 9: /* large but finite in fp16 */
+        for (uint32_t i = 0; i < d; i++) x[i] = test_rng_normal() * 6000.0f;
+        break;
+    default:
+        for (uint32_t i = 0; i < d; i++) x[i] = test_rng_normal() * (kind % 3 == 0 ? 0.05f : 1.0f);
+        break;
+    }
+}
+
+/* ---- kv_flush -------------------------------------------------------------------------------- */
+
+typedef struct flush_case {
+    uint32_t d, G, P, nkv, wg;
+    float clip_k, clip_v;
+    uint32_t gx_max; /* workgroups in x; fewer than tokens exercises the shader's token loop */
+} flush_case;
+
+/* Runs kv_flush over an fp16 pool of adversarial and random rows; every INT2 word must equal
+ * kv_ref_flush's. With `overflow` some rows hold fp16 infinities: only checks nothing breaks
+ * and the untouched words stay untouched (inf - inf has no portable result). */
+static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
+{
+    kv_ref_shape s = { c->d, c->G, c->P, c->nkv };
+    const uint32_t n_src_pages = 3, n_dst_pages = 4, n_tok = c->P + 5;
+    size_t f16_words = (size_t)n_src_pages * KV_F16_PAGE_WORDS(c->nkv, c->P, c->d);
+    size_t int2_words = (size_t)n_dst_pages * KV_INT2_PAGE_WORDS(c->nkv, c->P, c->d, c->G);
+    uint32_t *f16_pool = malloc(f16_words * 4);     /* [page][K,V][NKV][P][d/2] */
+    uint32_t *want = malloc(int2_words * 4);        /* [page][K codes, K params, V codes, V params] */
+    uint32_t *got = malloc(int2_words * 4);
+    struct kv_token_slot *slots = malloc(sizeof *slots * n_tok);
+    uint32_t src_page[64 + 5], src_slot[64 + 5], dst_page[64 + 5], dst_slot[64 + 5];
+    float row[KV_MAX_HEAD_DIM];
+    uint32_t kind_counter = 0;
+    for (size_t off = 0; off < f16_words; off += c->d / 2) {
+        fill_row(row, c->d, kind_counter++ % 14);
+        if (overflow && kind_counter % 3 == 0) row[test_rng_u32() % c->d] = (test_rng_u32() & 1) ? 1e6f : -1e6f;
+        for (uint32_t w = 0; w < c->d / 2; w++)
+            f16_pool[off + w] = (uint32_t)oscar_f32_to_f16(row[2 * w]) | (uint32_t)oscar_f32_to_f16(row[2 * w + 1]) << 16;
+    }
+    distinct_positions(n_tok, n_src_pages, c->P, src_page, src_slot);
+    distinct_positions(n_tok, n_dst_pages, c->P, dst_page, dst_slot);
+    for (uint32_t t = 0; t < n_tok; t++)
+        slots[t] = (struct kv_token_slot){ .src_row = src_page[t], .src_slot = src_slot[t],
+                                           .dst_page = dst_page[t], .dst_slot = dst_slot[t] };
+    for (size_t i = 0; i < int2_words; i++) want[i] = SENTINEL_INT2;
+    kv_ref_flush(&s, slots, n_tok, c->clip_k, c->clip_v, f16_pool, want);
+
+    oscar_buffer b_slots = { 0 }, b_f16 = { 0 }, b_int2 = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, slots, sizeof *slots * n_tok, &b_slots));
+    CHECK_OK(test_gpu_buffer_from(ctx, f16_pool, f16_words * 4, &b_f16));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, int2_words * 4, &b_int2));
+    CHECK_OK(oscar_buffer_fill(ctx, &b_int2, 0, int2_words * 4, SENTINEL_INT2));
+    uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ c->d, /* GROUP */ c->G,
+                                       /* PAGE */ c->P, /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ KV_MODE_ROTATED,
+                                       /* ROT_PER_HEAD */ 0, /* INPUT_F16 */ 0, /* TRANSPOSE */ 0 };
+    oscar_pipeline *p = pipeline(ctx, "kv_flush", 3, sizeof(struct kv_flush_push), spec);
+    if (p) {
+        struct kv_flush_push push = { .n_tokens = n_tok, .clip_k = c->clip_k, .clip_v = c->clip_v };
+        oscar_binding b[3] = { { &b_slots, 0, 0 }, { &b_f16, 0, 0 }, { &b_int2, 0, 0 } };
+        uint32_t gx = n_tok < c->gx_max ? n_tok : c->gx_max;
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, c->nkv, 2));
+        CHECK_OK(oscar_buffer_download(ctx, &b_int2, 0, got, int2_words * 4));
+        size_t bad = 0, bad_sentinel = 0;
+        for (size_t i = 0; i < int2_words; i++) {
+            if (want[i] == SENTINEL_INT2 && got[i] != SENTINEL_INT2) bad_sentinel++;
+            if (!overflow && got[i] != want[i] && bad++ < 4)
+                fprintf(stderr, "  int2 word %zu: gpu %08x, ref %08x\n", i, got[i], want[i]);
+        }
+        CHECK_MSG(bad == 0 && bad_sentinel == 0,
+                  "kv_flush d=%u G=%u P=%u nkv=%u wg=%u clip %.3g/%.3g%s: %zu words differ, %zu untouched words written",
+                  c->d, c->G, c->P, c->nkv, c->wg, c->clip_k, c->clip_v, overflow ? " (inf rows)" : "", bad, bad_sentinel);
+    }
+    oscar_buffer_destroy(ctx, &b_slots);
+    oscar_buffer_destroy(ctx, &b_f16);
+    oscar_buffer_destroy(ctx, &b_int2);
+    free(f16_pool);
+    free(want);
+    free(got);
+    free(slots);
+}
+
+/* ---- kv_append ------------------------------------------------------------------------------- */
+
+typedef struct append_case {
+    uint32_t d, G, P, nkv, wg, mode, per_head, input_f16;
+    uint32_t gx_max;
+} append_case;
+
+/* Runs kv_append on random and adversarial rows; compares every fp16 pool word with
+ * kv_ref_append (exact unrotated, <= 1 ulp rotated), checks the orientation of R against an
+ * explicit x·R, then flushes the appended pages on both sides and compares the INT2 pools. */
+static void test_append(oscar_context *ctx, const append_case *c)
+{
+    kv_ref_shape s = { c->d, c->G, c->P, c->nkv };
+    const uint32_t d = c->d, n_rows = c->P + 3, n_pages = 3;
+    const int rotate = c->mode >= KV_MODE_HADAMARD;
+    const uint32_t n_rot = c->per_head ? c->nkv : 1;
+    size_t in_elems = (size_t)n_rows * c->nkv * d;
+    size_t in_words = c->input_f16 ? in_elems / 2 : in_elems;
+    size_t pool_words = (size_t)n_pages * KV_F16_PAGE_WORDS(c->nkv, c->P, d);
+    size_t int2_words = (size_t)n_pages * KV_INT2_PAGE_WORDS(c->nkv, c->P, d, c->G);
+    float *kv_f32[2];                                   /* [n_rows][NKV][d] the fp32 rows (K, V) */
+    uint32_t *kv_in[2];                                 /* what is uploaded: fp32 bits or fp16 pairs */
+    float *rot[2];                                      /* [n_rot][d][d] R_K, R_V */
+    uint32_t *want = malloc(pool_words * 4), *got = malloc(pool_words * 4); /* fp16 pools */
+    uint32_t *want2 = malloc(int2_words * 4), *got2 = malloc(int2_words * 4); /* INT2 pools */
+    struct kv_token_slot *slots = malloc(sizeof *slots * n_rows);
+    struct kv_token_slot *fslots = malloc(sizeof *fslots * n_rows);
+    uint32_t page[64 + 3], slot[64 + 3];
+    for (int k = 0; k < 2; k++) {
+        kv_f32[k] = malloc(in_elems * 4);
+        kv_in[k] = malloc(in_elems * 4);
+        rot[k] = malloc(sizeof(float) * n_rot * d * d);
+        for (size_t r = 0; r < (size_t)n_rows * c->nkv; r++) fill_row(kv_f32[k] + r * d, d, (uint32_t)(r * 5 + k) % 16);
+        /* one row whose rotation leaves the fp16 range: must not break anything */
+        for (uint32_t i = 0; i < d; i++) kv_f32[k][i] = 70000.0f * (i % 2 ? 1.0f : -1.0f);
+        if (c->input_f16) {
+            for (size_t i = 0; i < in_elems / 2; i++) {
+                kv_in[k][i] = (uint32_t)oscar_f32_to_f16(kv_f32[k][2 * i]) | (uint32_t)oscar_f32_to_f16(kv_f32[k][2 * i + 1]) << 16;
+                kv_f32[k][2 * i] = oscar_f16_to_f32((uint16_t)(kv_in[k][i] & 0xFFFFu));
+                kv_f32[k][2 * i + 1] = oscar_f16_to_f32((uint16_t)(kv_in[k][i] >> 16));
+            }
+            if (!rotate) kv_in[k][d] = 0x7E017C01u; /* NaN payloads: copied verbatim */
+        } else {
+            memcpy(kv_in[k], kv_f32[k], in_elems * 4);
+        }
+        if (c->mode == KV_MODE_HADAMARD)
+            for (uint32_t m = 0; m < n_rot; m++) hadamard(rot[k] + (size_t)m * d * d, d);
+        else
+            random_orthogonal(rot[k], n_rot, d);
+    }
+    distinct_positions(n_rows, n_pages, c->P, page, slot);
+    for (uint32_t t = 0; t < n_rows; t++) {
+        slots[t] = (struct kv_token_slot){ .src_row = (t * 7) % n_rows, .src_slot = 0, .dst_page = page[t], .dst_slot = slot[t] };
+        fslots[t] = (struct kv_token_slot){ .src_row = page[t], .src_slot = slot[t], .dst_page = page[t], .dst_slot = slot[t] };
+    }
+    for (size_t i = 0; i < pool_words; i++) want[i] = SENTINEL_F16;
+    kv_ref_append(&s, c->mode, c->per_head, c->input_f16, kv_in[0], kv_in[1], rot[0], rot[1], slots, n_rows, want);
+
+    oscar_buffer b_k = { 0 }, b_v = { 0 }, b_rk = { 0 }, b_rv = { 0 }, b_slots = { 0 }, b_pool = { 0 };
+    oscar_buffer b_fslots = { 0 }, b_int2 = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, kv_in[0], in_words * 4, &b_k));
+    CHECK_OK(test_gpu_buffer_from(ctx, kv_in[1], in_words * 4, &b_v));
+    if (rotate) {
+        CHECK_OK(test_gpu_buffer_from(ctx, rot[0], sizeof(float) * n_rot * d * d, &b_rk));
+        CHECK_OK(test_gpu_buffer_from(ctx, rot[1], sizeof(float) * n_rot * d * d, &b_rv));
+    }
+    CHECK_OK(test_gpu_buffer_from(ctx, slots, sizeof *slots * n_rows, &b_slots));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, pool_words * 4, &b_pool));
+    CHECK_OK(oscar_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
+    uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
+                                       /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ c->mode,
+                                       /* ROT_PER_HEAD */ c->per_head, /* INPUT_F16 */ c->input_f16, /* TRANSPOSE */ 0 };
+    oscar_pipeline *p = pipeline(ctx, "kv_append", 6, sizeof(struct kv_append_push), spec);
+    if (!p) goto done;
+    struct kv_append_push push = { .n_tokens = n_rows };
+    /* the rotations are not read without rotation: any buffer will do */
+    oscar_binding b[6] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
+                           { rotate ? &b_rv : &b_k, 0, 0 }, { &b_slots, 0, 0 }, { &b_pool, 0, 0 } };
+    CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));
+    CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
+
+    size_t inexact = 0, beyond = 0;
+    for (size_t i = 0; i < pool_words; i++) {
+        if (got[i] == want[i]) continue;
+        inexact++;
+        uint32_t u0 = f16_ulps((uint16_t)got[i], (uint16_t)want[i]), u1 = f16_ulps((uint16_t)(got[i] >> 16), (uint16_t)(want[i] >> 16));
+        if (!rotate || want[i] == SENTINEL_F16 || u0 > 1 || u1 > 1) {
+            if (beyond++ < 4) fprintf(stderr, "  fp16 word %zu: gpu %08x, ref %08x\n", i, got[i], want[i]);
+        }
+    }
+    CHECK_MSG(beyond == 0, "kv_append d=%u P=%u nkv=%u wg=%u mode=%u per_head=%u f16in=%u: %zu words beyond the bound (%s)",
+              d, c->P, c->nkv, c->wg, c->mode, c->per_head, c->input_f16, beyond, rotate ? "1 ulp" : "exact");
+    if (inexact) printf("kv_append d=%u mode=%u: %zu words within 1 ulp but not exact\n", d, c->mode, inexact);
+
+    /* orientation: the stored rows are x·R (not x·Rᵀ), checked against explicit products */
+    if (c->mode == KV_MODE_ROTATED) {
+        double e_r = 0, e_rt = 0, ss = 0;
+        for (uint32_t t = 0; t < n_rows; t++) {
+            for (uint32_t kind = 0; kind < 2; kind++) {
+                for (uint32_t h = 0; h < c->nkv; h++) {
+                    const float *x = kv_f32[kind] + ((size_t)slots[t].src_row * c->nkv + h) * d;
+                    const float *r = rot[kind] + (size_t)(c->per_head ? h : 0) * d * d;
+                    const uint32_t *y = got + kv_ref_f16_row(&s, slots[t].dst_page, kind, h, slots[t].dst_slot);
+                    if (slots[t].src_row == 0) continue; /* the overflow row */
+                    for (uint32_t j = 0; j < d; j++) {
+                        double xr = 0, xrt = 0;
+                        for (uint32_t i = 0; i < d; i++) {
+                            xr += (double)x[i] * r[(size_t)i * d + j];
+                            xrt += (double)x[i] * r[(size_t)j * d + i];
+                        }
+                        double g = oscar_f16_to_f32((uint16_t)(y[j / 2] >> (16 * (j % 2))));
+                        e_r += (g - xr) * (g - xr);
+                        e_rt += (g - xrt) * (g - xrt);
+                        ss += xr * xr;
+                    }
+                }
+            }
+        }
+        CHECK_MSG(e_r / ss < 1e-6, "kv_append d=%u: stored rows are not x·R (nse %.3g)", d, e_r / ss);
+        CHECK_MSG(e_rt / ss > 0.1, "kv_append d=%u: R is symmetric enough that x·Rᵀ matches (nse %.3g)", d, e_rt / ss);
+    }
+
+    /* then flush every appended token on both sides (the write path end to end) */
+    if (c->mode != KV_MODE_FP16) {
+        for (size_t i = 0; i < int2_words; i++) want2[i] = SENTINEL_INT2;
+        /* the GPU pool and the reference pool may differ by an ulp: flush the GPU's on both sides */
+        kv_ref_flush(&s, fslots, n_rows, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, got, want2);
+        CHECK_OK(test_gpu_buffer_from(ctx, fslots, sizeof *fslots * n_rows, &b_fslots));
+        CHECK_OK(test_gpu_buffer_from(ctx, NULL, int2_words * 4, &b_int2));
+        CHECK_OK(oscar_buffer_fill(ctx, &b_int2, 0, int2_words * 4, SENTINEL_INT2));
+        oscar_pipeline *pf = pipeline(ctx, "kv_flush", 3, sizeof(struct kv_flush_push), spec);
+        if (pf) {
+            struct kv_flush_push fpush = { .n_tokens = n_rows, .clip_k = OSCAR_CLIP_RATIO_K, .clip_v = OSCAR_CLIP_RATIO_V };
+            oscar_binding fb[3] = { { &b_fslots, 0, 0 }, { &b_pool, 0, 0 }, { &b_int2, 0, 0 } };
+            CHECK_OK(test_gpu_run(ctx, pf, fb, &fpush, n_rows, c->nkv, 2));
+            CHECK_OK(oscar_buffer_download(ctx, &b_int2, 0, got2, int2_words * 4));
+            size_t bad = 0;
+            for (size_t i = 0; i < int2_words; i++) {
+                /* the overflow row holds infinities: its words have no portable value */
+                bad += got2[i] != want2[i] && (want2[i] == SENTINEL_INT2 || got2[i] == SENTINEL_INT2);
+            }
+            size_t differ = 0;
+            for (uint32_t t = 0; t < n_rows; t++) {
+                if (slots[t].src_row == 0) continue;
+                for (uint32_t kind = 0; kind < 2; kind++)
+                    for (uint32_t h = 0; h < c->nkv; h++) {
+                        uint64_t cw = kv_ref_int2_codes(&s, fslots[t].dst_page, kind, h, fslots[t].dst_slot);
+                        uint64_t pw = kv_ref_int2_params(&s, fslots[t].dst_page, kind, h, fslots[t].dst_slot);
+                        differ += memcmp(got2 + cw, want2 + cw, d / 16 * 4) != 0;
+                        differ += memcmp(got2 + pw, want2 + pw, d / c->G * 4) != 0;
+                    }
+            }
+            CHECK_MSG(bad == 0 && differ == 0, "append+flush d=%u G=%u mode=%u: %zu sentinel, %zu rows differ",
+                      d, c->G, c->mode, bad, differ);
+        }
+    }
+done:
+    oscar_buffer_destroy(ctx, &b_k);
+    oscar_buffer_destroy(ctx, &b_v);
+    oscar_buffer_destroy(ctx, &b_rk);
+    oscar_buffer_destroy(ctx, &b_rv);
+    oscar_buffer_destroy(ctx, &b_slots);
+    oscar_buffer_destroy(ctx, &b_pool);
+    oscar_buffer_destroy(ctx, &b_fslots);
+    oscar_buffer_destroy(ctx, &b_int2);
+    for (int k = 0; k < 2; k++) {
+        free(kv_f32[k]);
+        free(kv_in[k]);
+        free(rot[k]);
+    }
+    free(want);
+    free(got);
+    free(want2);
+    free(got2);
+    free(slots);
+    free(fslots);
+}
+
+/* ---- rotate_rows ----------------------------------------------------------------------------- */
+
+/* x·R or x·Rᵀ for [n_rows][H][d] with per-layer (one R) or per-KV-head R shared by GQA query
+ * heads; normalised squared error vs the double reference, whose orientation is itself checked
+ * against an explicit product. Also in place (x and y the same buffer). */
+static void test_rotate(oscar_context *ctx, uint32_t d, uint32_t nkv, uint32_t gqa, int per_head, int transpose,
+                        uint32_t wg, uint32_t gx_max)
+{
+    const uint32_t n_rows = 5, H = nkv * gqa, n_rot = per_head ? nkv : 1, hpr = per_head ? gqa : H;
+    size_t n = (size_t)n_rows * H * d;
+    float *x = malloc(n * 4), *want = malloc(n * 4), *got = malloc(n * 4);
+    float *r = malloc(sizeof(float) * n_rot * d * d); /* [n_rot][d][d] */
+    for (size_t i = 0; i < n; i++) x[i] = test_rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
+    random_orthogonal(r, n_rot, d);
+    kv_ref_rotate_rows(x, n_rows, H, d, r, hpr, transpose, want);
+    /* the reference's orientation, on one head */
+    {
+        uint32_t h = H - 1, item = 2 * H + h;
+        const float *rr = r + (size_t)(h / hpr) * d * d;
+        double e = 0, ss = 0;
+        for (uint32_t j = 0; j < d; j++) {
+            double acc = 0;
+            for (uint32_t i = 0; i < d; i++) acc += (double)x[(size_t)item * d + i] * (transpose ? rr[(size_t)j * d + i] : rr[(size_t)i * d + j]);
+            e += (acc - want[(size_t)item * d + j]) * (acc - want[(size_t)item * d + j]);
+            ss += acc * acc;
+        }
+        CHECK(e / ss < 1e-12);
+    }
+    oscar_buffer b_x = { 0 }, b_r = { 0 }, b_y = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, x, n * 4, &b_x));
+    CHECK_OK(test_gpu_buffer_from(ctx, r, sizeof(float) * n_rot * d * d, &b_r));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, n * 4, &b_y));
+    uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ wg, /* HEAD_DIM */ d, /* GROUP */ 0, /* PAGE */ 0, /* N_KV */ 0,
+                                       /* GQA */ 0, /* MODE */ 0, /* ROT_PER_HEAD */ 0, /* INPUT_F16 */ 0,
+                                       /* TRANSPOSE */ (uint32_t)transpose };
+    oscar_pipeline *p = pipeline(ctx, "rotate_rows", 3, sizeof(struct kv_rotate_push), spec);
+    if (p) {
+        struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr };
+        uint32_t gx = n_rows * H < gx_max ? n_rows * H : gx_max;
+        oscar_binding b[3] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_y, 0, 0 } };
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, 1, 1));
+        CHECK_OK(oscar_buffer_download(ctx, &b_y, 0, got, n * 4));
+        double nse = test_nse(got, want, n);
+        CHECK_MSG(nse < 1e-10, "rotate_rows d=%u H=%u per_head=%d transpose=%d wg=%u: nse %.3g", d, H, per_head, transpose, wg, nse);
+        oscar_binding bi[3] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_x, 0, 0 } }; /* in place */
+        CHECK_OK(test_gpu_run(ctx, p, bi, &push, gx, 1, 1));
+        CHECK_OK(oscar_buffer_download(ctx, &b_x, 0, got, n * 4));
+        nse = test_nse(got, want, n);
+        CHECK_MSG(nse < 1e-10, "rotate_rows in place d=%u transpose=%d: nse %.3g", d, transpose, nse);
+    }
+    oscar_buffer_destroy(ctx, &b_x);
+    oscar_buffer_destroy(ctx, &b_r);
+    oscar_buffer_destroy(ctx, &b_y);
+    free(x);
+    free(want);
+    free(got);
+    free(r);
+}
+
+/* ---- main ------------------------------------------------------------------------------------ */
+
+int main(void)
+{
+    oscar_context *ctx = test_gpu_context();
+    test_rng_seed(2024);
+    static const uint32_t dims[][2] = { { 64, 32 }, { 64, 64 }, { 128, 32 }, { 128, 64 }, { 128, 128 },
+                                        { 256, 32 }, { 256, 64 }, { 256, 128 } };
+    static const uint32_t nkvs[] = { 1, 2, 8 };
+    static const float clips[][2] = { { OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V }, { 1.0f, 1.0f }, { 0.5f, 0.999f },
+                                      { 0.0f, 2.0f }, { 0.9f, 0.75f } };
+    uint32_t k = 0;
+
+    /* kv_flush: every (d, G), three variants each */
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        for (int v = 0; v < 3; v++, k++) {
+            flush_case c = { dims[i][0], dims[i][1], k % 2 ? 64 : 16, nkvs[k % 3], workgroups[k % N_WORKGROUPS],
+                             clips[k % 5][0], clips[k % 5][1], k % 4 == 0 ? 3 : 65535 };
+            test_flush(ctx, &c, 0);
+        }
+    }
+    {
+        flush_case c = { 128, 32, 16, 2, 64, OSCAR_CLIP_RATIO_K, 1.0f, 65535 };
+        test_flush(ctx, &c, 1);
+        /* a workgroup smaller than d / G groups and than 16 */
+        flush_case c2 = { 256, 32, 16, 2, 5, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, 4 };
+        test_flush(ctx, &c2, 0);
+        /* one invocation per workgroup, one token per workgroup */
+        flush_case c3 = { 256, 64, 16, 1, 1, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, 65535 };
+        test_flush(ctx, &c3, 0);
+    }
+
+    /* kv_append: every mode, fp32 and fp16 input, per-layer and per-head R */
+    k = 0;
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        for (uint32_t mode = 0; mode < 4; mode++, k++) {
+            append_case c = { dims[i][0], dims[i][1], k % 2 ? 16 : 64, nkvs[k % 3], workgroups[k % N_WORKGROUPS], mode,
+                              (k / 2) % 2, (k / 3) % 2, k % 5 == 0 ? 2 : 65535 };
+            test_append(ctx, &c);
+        }
+    }
+
+    /* rotate_rows */
+    k = 0;
+    for (uint32_t d = 64; d <= 256; d *= 2)
+        for (int per_head = 0; per_head < 2; per_head++)
+            for (int transpose = 0; transpose < 2; transpose++, k++)
+                test_rotate(ctx, d, nkvs[k % 3], k % 2 ? 3 : 4, per_head, transpose, workgroups[k % N_WORKGROUPS],
+                            k % 3 == 0 ? 5 : 65535);
+    return test_gpu_finish(ctx);
+}
