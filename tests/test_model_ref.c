@@ -661,6 +661,35 @@ static void check_smollm2(const char *path)
     CHECK_OK(oscar_model_ref_generate_greedy(r, ids, (uint32_t)n_ids, 16, stop_eog, tok, gen2, &n2));
     CHECK(n2 == n_gen && !memcmp(gen, gen2, n_gen * sizeof *gen));
     free(logits);
+
+    /* Perplexity of ordinary text with the adjacent-pair RoPE llama GGUFs need, and with the
+     * other pairing: a wrong RoPE orientation shows here even where greedy text survives. */
+    const char *para = "The Eiffel Tower is a wrought-iron lattice tower on the Champ de Mars in Paris, France. "
+                       "It is named after the engineer Gustave Eiffel, whose company designed and built the "
+                       "tower from 1887 to 1889.";
+    int32_t pids[128];
+    size_t np = 0;
+    CHECK_OK(oscar_tokenizer_encode(tok, para, strlen(para), 0, 0, pids, 128, &np));
+    float *all = malloc(sizeof(float) * hp->n_vocab * np);
+    double ppl[2] = {0, 0};
+    for (int mode = 0; mode < 2 && all && np > 1; mode++) {
+        m->hp.rope_type = mode ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL;
+        oscar_model_ref_reset(r);
+        CHECK_OK(oscar_model_ref_eval(r, pids, (uint32_t)np, 0, all, 1));
+        double nll = 0;
+        for (size_t t = 0; t + 1 < np; t++) {
+            const float *l = all + t * hp->n_vocab;
+            double mx = l[oscar_argmax(l, hp->n_vocab)], sum = 0;
+            for (uint32_t v = 0; v < hp->n_vocab; v++) sum += exp(l[v] - mx);
+            nll += -(l[pids[t + 1]] - mx - log(sum));
+        }
+        ppl[mode] = exp(nll / (double)(np - 1));
+    }
+    m->hp.rope_type = OSCAR_ROPE_NORMAL;
+    printf("perplexity over %zu tokens: %.2f (normal RoPE), %.2f (neox RoPE, wrong for llama)\n", np, ppl[0], ppl[1]);
+    CHECK_MSG(ppl[0] > 1.0 && ppl[0] < 20.0, "SmolLM2 perplexity %.2f", ppl[0]);
+    CHECK_MSG(ppl[1] > 2.0 * ppl[0], "wrong RoPE pairing not worse: %.2f vs %.2f", ppl[1], ppl[0]);
+    free(all);
 done:
     oscar_model_ref_destroy(r);
     oscar_tokenizer_destroy(tok);
