@@ -483,7 +483,7 @@ int main(void)
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
         for (uint32_t mode = 0; mode < 4; mode++, k++) {
             append_case c = { dims[i][0], dims[i][1], k % 2 ? 16 : 64, nkvs[k % 3], workgroups[k % N_WORKGROUPS], mode,
-                              (k / 2) % 2, (k / 3) % 2, k % 5 == 0 ? 2 : 65535 };
+                              (uint32_t)(i % 2), (k / 3) % 2, k % 5 == 0 ? 2 : 65535 };
             test_append(ctx, &c);
         }
     }
