@@ -38,7 +38,7 @@ const uint K_PARAM_OFF = N_KV * PAGE * CW;      // word offsets of the four INT2
 const uint V_CODE_OFF = N_KV * PAGE * (CW + PWD);
 const uint V_PARAM_OFF = N_KV * PAGE * (2 * CW + PWD);
 const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0;  // K code rows 16-byte aligned (CW % 4 == 0)
-const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 8; // fp16 page in uvec4 units
+const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 4; // fp16 page (K and V) in uvec4 units
 const uint F16_ROW_VEC4 = D / 8;
 const uint PAIRS = GQA * CW;                    // (head, 16-element slice) pairs
 const uint LANES = PAIRS <= WG ? WG / PAIRS : 1;// token lanes per pair

@@ -4,7 +4,10 @@
 //   M = max_s m_s,  w_s = exp(m_s - M) (0 for an empty item, m_s = -inf),
 //   L = sum_s l_s w_s,  out = sum_s o_s w_s / L   (0 when the row attended nothing).
 // One workgroup per (row, query head): x (+ z * num_groups.x) = row, y = head; threads over d.
-// The output stays in the rotated basis; the caller applies R_V^T.
+// M is reduced over the items by all threads (strided) and shared memory; then every thread
+// walks all items for its elements, computing w_s and L itself (the same value in every
+// thread), so the item loop has no barrier. The output stays in the rotated basis; the
+// caller applies R_V^T.
 #include "common/kv_layout.h"
 #include "common/attn_push.h"
 
@@ -13,6 +16,7 @@ layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
 
 const uint WG = gl_WorkGroupSize.x;
 const uint D = HEAD_DIM;
+const uint EPT = (D + WG - 1) / WG; // elements per thread
 const float NEG_INF = -1.0 / 0.0;
 
 layout(std430, binding = 0) readonly buffer Rows { kv_attn_row rows[]; };    // [n_rows]
@@ -21,8 +25,8 @@ layout(std430, binding = 2) writeonly buffer Out { float out_[]; };         // [
 
 layout(push_constant) uniform Push { attn_merge_push pc; };
 
-shared float sh_w[WG];   // weights exp(m_s - M) of a chunk of items
-shared float sh_stat[2]; // M, then 1 / L
+shared float sh_m[WG];   // per-thread maxima
+shared float sh_max;     // M
 
 void main()
 {
@@ -34,41 +38,34 @@ void main()
     uint stride = pc.n_head * (D + 2);
     uint base = head * (D + 2);
 
-    // M and L by thread 0 (items per row are few; this keeps the order deterministic)
+    float m_own = NEG_INF;
+    for (uint s = row.item_begin + t; s < row.item_end; s += WG) m_own = max(m_own, partials[s * stride + base]);
+    sh_m[t] = m_own;
+    barrier();
     if (t == 0) {
         float m = NEG_INF;
-        for (uint s = row.item_begin; s < row.item_end; s++) m = max(m, partials[s * stride + base]);
-        float l = 0.0;
-        for (uint s = row.item_begin; s < row.item_end; s++) {
-            float ms = partials[s * stride + base];
-            if (ms != NEG_INF) l += partials[s * stride + base + 1] * exp(ms - m);
-        }
-        sh_stat[0] = m;
-        sh_stat[1] = l > 0.0 ? 1.0 / l : 0.0;
+        for (uint i = 0; i < WG; i++) m = max(m, sh_m[i]);
+        sh_max = m;
     }
     barrier();
-    float m = sh_stat[0], inv_l = sh_stat[1];
+    float m = sh_max;
 
-    float o[(D + WG - 1) / WG];
-    for (uint k = 0; k < (D + WG - 1) / WG; k++) o[k] = 0.0;
-    for (uint s0 = row.item_begin; s0 < row.item_end; s0 += WG) {
-        uint n = min(WG, row.item_end - s0);
-        if (t < n) {
-            float ms = partials[(s0 + t) * stride + base];
-            sh_w[t] = ms == NEG_INF ? 0.0 : exp(ms - m);
-        }
-        barrier();
-        for (uint k = 0; k < (D + WG - 1) / WG; k++) {
+    float l = 0.0;
+    float o[EPT];
+    for (uint k = 0; k < EPT; k++) o[k] = 0.0;
+    for (uint s = row.item_begin; s < row.item_end; s++) {
+        uint p = s * stride + base;
+        float ms = partials[p];
+        if (ms == NEG_INF) continue; // empty item: l = 0, o = 0
+        float w = exp(ms - m);
+        l += partials[p + 1] * w;
+        for (uint k = 0; k < EPT; k++) {
             uint e = t + k * WG;
-            if (e >= D) break;
-            for (uint s = 0; s < n; s++) {
-                float w = sh_w[s];
-                if (w != 0.0) o[k] += partials[(s0 + s) * stride + base + 2 + e] * w;
-            }
+            if (e < D) o[k] += partials[p + 2 + e] * w;
         }
-        barrier();
     }
-    for (uint k = 0; k < (D + WG - 1) / WG; k++) {
+    float inv_l = l > 0.0 ? 1.0 / l : 0.0;
+    for (uint k = 0; k < EPT; k++) {
         uint e = t + k * WG;
         if (e < D) out_[(row_id * pc.n_head + head) * D + e] = o[k] * inv_l;
     }
