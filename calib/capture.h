@@ -1,0 +1,62 @@
+/* Fast batched prefill for calibration capture (CPU, float32, OpenBLAS).
+ *
+ * The same maths as the reference forward pass (runtime/model_ref.h), reorganised for
+ * throughput: every weight matrix is dequantized to float once at create, and a chunk of n
+ * consecutive tokens goes through each block with cblas_sgemm (y[n][out] = x[n][in] · Wᵀ),
+ * so the weights are read once per chunk instead of once per token and OpenBLAS may use
+ * several threads (openblas_set_num_threads, or OPENBLAS_NUM_THREADS). Attention of a chunk
+ * is causal over the sequence so far (oscar_attention_causal, calib/attention.c).
+ *
+ * Differences from model_ref, on purpose:
+ *  - Summation order differs (BLAS kernels), so results match model_ref to float32 rounding
+ *    only, not bit for bit (tests/test_calib_capture.c states the tolerance).
+ *  - The hook receives a whole chunk of one layer at once: q [n][n_head][head_dim],
+ *    k and v [n][n_head_kv][head_dim], post-RoPE, exactly the layout oscar_calib_add() takes,
+ *    and may fail (its status stops the evaluation).
+ *  - The token embedding is dequantized row by row as tokens are looked up; the LM head is
+ *    dequantized only when want_logits is set (SmolLM2: 113 MB saved).
+ *  - head_dim_v must equal head_dim (the calibrator needs it anyway).
+ */
+#ifndef OSCAR_CAPTURE_H
+#define OSCAR_CAPTURE_H
+
+#include <stdint.h>
+
+#include "model_desc.h"
+#include "oscar/oscar.h"
+
+/* Receives the post-RoPE rows of n consecutive tokens (positions pos0..pos0+n-1) of one layer:
+ * q [n][n_head][head_dim], k and v [n][n_head_kv][head_dim], float32, valid during the call.
+ * Called for layer 0, 1, ... of each chunk in order. A status other than OSCAR_OK stops the
+ * evaluation, which returns it. */
+typedef oscar_status (*oscar_capture_hook)(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
+                                           const float *k, const float *v);
+
+typedef struct oscar_capture_params {
+    uint32_t max_seq_len;    /* positions the per-layer KV buffer holds; default 2048 */
+    uint32_t chunk;          /* tokens per matmul batch inside eval; default 256 */
+    int want_logits;         /* 1: dequantize the LM head so eval can return logits; default 0 */
+    oscar_capture_hook hook; /* NULL: none */
+    void *hook_user;
+} oscar_capture_params;
+
+oscar_capture_params oscar_capture_params_default(void);
+
+typedef struct oscar_capture oscar_capture;
+
+/* Dequantizes the block weights of `desc` (borrowed: it must outlive the object) and allocates
+ * the KV buffer and scratch. INVALID_ARGUMENT for bad params, UNSUPPORTED for head_dim_v !=
+ * head_dim, OUT_OF_HOST_MEMORY. *out is NULL on failure. */
+oscar_status oscar_capture_create(const oscar_model_desc *desc, const oscar_capture_params *params,
+                                  oscar_capture **out);
+/* Frees everything; NULL is a no-op. */
+void oscar_capture_destroy(oscar_capture *c);
+
+/* Runs tokens[0..n) at positions pos0.. of the current sequence (pos0 <= the positions
+ * already evaluated; pos0 = 0 starts a new sequence), calling the hook per layer per chunk.
+ * logits: NULL, or [n][n_vocab] (needs want_logits). INVALID_ARGUMENT for a token out of
+ * range, n = 0, pos0 past the sequence or logits without want_logits; CONTEXT_FULL when
+ * pos0 + n > max_seq_len; the hook's status when it fails. */
+oscar_status oscar_capture_eval(oscar_capture *c, const int32_t *tokens, uint32_t n, uint32_t pos0, float *logits);
+
+#endif
