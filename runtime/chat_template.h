@@ -35,10 +35,7 @@ typedef enum oscar_chat_format {
     OSCAR_CHAT_LLAMA3 = 1,
 } oscar_chat_format;
 
-typedef struct oscar_chat_message {
-    const char *role;       /* "system", "user", "assistant" (any text is passed through) */
-    const char *content;    /* UTF-8, NUL-terminated */
-} oscar_chat_message;
+/* oscar_chat_message {role, content} is public: include/oscar/model.h (via oscar/oscar.h). */
 
 typedef struct oscar_chat_params {
     const char *template_src;   /* tokenizer.chat_template, or NULL (ChatML) */

@@ -19,17 +19,8 @@
 
 #include "oscar/oscar.h"
 
-typedef struct oscar_sampler_params {
-    float temperature;      /* divides the logits; <= 0: greedy */
-    int32_t top_k;          /* keep the k highest logits; <= 0: keep all */
-    float top_p;            /* keep the smallest set of highest-probability tokens whose mass
-                             * reaches top_p; >= 1: off */
-    float min_p;            /* keep tokens with p >= min_p * p_max; <= 0: off */
-    float repeat_penalty;   /* logits of tokens seen in the last repeat_last_n: divided by it
-                             * when positive, multiplied when negative; 1: off */
-    int32_t repeat_last_n;  /* tokens of history the penalty looks at; 0: off */
-    uint64_t seed;          /* random generator seed */
-} oscar_sampler_params;
+/* oscar_sampler_params {temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, seed}
+ * is public: include/oscar/model.h, which oscar/oscar.h includes. */
 
 /* llama.cpp's defaults: temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, repeat_penalty 1.0
  * (off), repeat_last_n 64; seed 0x5EED (fixed, so runs reproduce; pass your own for variety). */

@@ -164,5 +164,10 @@ OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t
 #endif
 #endif
 
-/* The KV-cache level. */
+/* The KV-cache level and the model level. When oscar/kv.h is the first header included, it
+ * includes this file before its own declarations; model.h (which needs them) is then left to
+ * the includer (include oscar/oscar.h or oscar/model.h). */
+#ifndef OSCAR_KV_H
 #include "oscar/kv.h"
+#include "oscar/model.h"
+#endif

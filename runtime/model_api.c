@@ -1,0 +1,410 @@
+/* The model-level public API (include/oscar/model.h): model loading and information,
+ * tokenizer and chat wrappers, sessions with their sequences, prefill and batched decode. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chat_template.h"
+#include "error.h"
+#include "kv_cache.h"
+#include "model_api.h"
+
+/* ---- model --------------------------------------------------------------------------------- */
+
+OSCAR_API oscar_model_params oscar_model_params_default(void)
+{
+    oscar_model_params p;
+    memset(&p, 0, sizeof p);
+    return p;
+}
+
+/* The GPU path's limits beyond model_desc's checks: the KV cache holds heads of 64, 128 or
+ * 256 dimensions with equal K and V sizes and at most 16 query heads per KV head. */
+static oscar_status check_gpu_shape(const oscar_model_desc *d)
+{
+    const oscar_model_hparams *hp = &d->hp;
+    const char *path = d->gguf->path;
+    if (hp->head_dim != 64 && hp->head_dim != 128 && hp->head_dim != 256)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "%s: head_dim %u is not supported by the KV cache (64, 128 or 256)",
+                           path, hp->head_dim);
+    if (hp->head_dim_v != hp->head_dim)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "%s: value head size %u differs from key head size %u", path,
+                           hp->head_dim_v, hp->head_dim);
+    if (hp->n_head / hp->n_head_kv > 16)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "%s: %u query heads per KV head (at most 16)", path,
+                           hp->n_head / hp->n_head_kv);
+    return OSCAR_OK;
+}
+
+static void fill_info(oscar_model *m)
+{
+    oscar_model_info *in = &m->info;
+    const oscar_model_hparams *hp = &m->desc->hp;
+    const oscar_gguf *g = m->desc->gguf;
+    memset(in, 0, sizeof *in);
+    snprintf(in->arch, sizeof in->arch, "%s", oscar_arch_name(hp->arch));
+    const oscar_gguf_kv *name = oscar_gguf_find_key(g, "general.name");
+    if (name && name->value.type == OSCAR_GGUF_TYPE_STRING) snprintf(in->name, sizeof in->name, "%s", name->value.cstr);
+    in->n_layer = hp->n_layer, in->n_embd = hp->n_embd, in->n_ff = hp->n_ff;
+    in->n_head = hp->n_head, in->n_head_kv = hp->n_head_kv, in->head_dim = hp->head_dim;
+    in->n_vocab = hp->n_vocab, in->n_ctx_train = hp->n_ctx_train;
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        in->n_params += g->tensors[i].n_elements;
+        in->weight_bytes += g->tensors[i].n_bytes;
+    }
+    in->fingerprint = m->desc->fingerprint;
+    snprintf(in->fingerprint_hex, sizeof in->fingerprint_hex, "%016llx", (unsigned long long)in->fingerprint);
+    in->tied_embeddings = hp->tied_embeddings;
+    in->bos = m->tok ? oscar_tokenizer_bos(m->tok) : -1;
+    in->eos = m->tok ? oscar_tokenizer_eos(m->tok) : -1;
+    in->eot = m->tok ? oscar_tokenizer_eot(m->tok) : -1;
+}
+
+OSCAR_API oscar_status oscar_model_load(oscar_context *ctx, const char *path, const oscar_model_params *params,
+                                        oscar_model **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_model *m = NULL;
+    if (!ctx || !path || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_load: NULL argument");
+    *out = NULL;
+    oscar_model_params p = params ? *params : oscar_model_params_default();
+    m = calloc(1, sizeof *m);
+    if (!m) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    m->ctx = ctx;
+    OSCAR_TRY(oscar_model_desc_load(path, &m->desc));
+    OSCAR_TRY(check_gpu_shape(m->desc));
+    if (oscar_gguf_find_key(m->desc->gguf, "tokenizer.ggml.tokens"))
+        OSCAR_TRY(oscar_model_tokenizer_create(m->desc->gguf, &m->tok));
+    const oscar_gguf_kv *tmpl = oscar_gguf_find_key(m->desc->gguf, "tokenizer.chat_template");
+    if (tmpl && tmpl->value.type == OSCAR_GGUF_TYPE_STRING) m->chat_template = tmpl->value.cstr;
+    OSCAR_TRY(oscar_model_gpu_create(ctx, m->desc, p.progress, p.progress_user, &m->gpu));
+    fill_info(m);
+    *out = m;
+    return OSCAR_OK;
+fail:
+    oscar_model_destroy(m);
+    return st;
+}
+
+OSCAR_API void oscar_model_destroy(oscar_model *m)
+{
+    if (!m) return;
+    oscar_model_gpu_destroy(m->gpu);
+    oscar_tokenizer_destroy(m->tok);
+    oscar_model_desc_destroy(m->desc);
+    free(m);
+}
+
+OSCAR_API oscar_status oscar_model_get_info(const oscar_model *m, oscar_model_info *out)
+{
+    if (!m || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_get_info: NULL argument");
+    *out = m->info;
+    return OSCAR_OK;
+}
+
+/* ---- tokens, text and chat ----------------------------------------------------------------- */
+
+static oscar_status need_tokenizer(const oscar_model *m, const char *what)
+{
+    if (!m) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: NULL model", what);
+    if (!m->tok) OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: %s has no tokenizer (tokenizer.ggml.tokens)", what,
+                                    m->desc->gguf->path);
+    return OSCAR_OK;
+}
+
+OSCAR_API oscar_status oscar_model_tokenize(const oscar_model *m, const char *text, size_t len, int add_bos,
+                                            int parse_special, int32_t *tokens, size_t capacity, size_t *n_tokens)
+{
+    oscar_status st = need_tokenizer(m, "oscar_model_tokenize");
+    if (st != OSCAR_OK) return st;
+    if (!text || !n_tokens) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_tokenize: NULL argument");
+    return oscar_tokenizer_encode(m->tok, text, len, add_bos, parse_special, tokens, capacity, n_tokens);
+}
+
+OSCAR_API oscar_status oscar_model_detokenize(const oscar_model *m, const int32_t *tokens, size_t n, int render_special,
+                                              char *buf, size_t capacity, size_t *len)
+{
+    oscar_status st = need_tokenizer(m, "oscar_model_detokenize");
+    if (st != OSCAR_OK) return st;
+    if ((!tokens && n) || !len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_detokenize: NULL argument");
+    return oscar_tokenizer_decode(m->tok, tokens, n, render_special, 1, buf, capacity, len);
+}
+
+OSCAR_API oscar_status oscar_model_token_to_piece(const oscar_model *m, int32_t token, int render_special, char *buf,
+                                                  size_t capacity, size_t *len)
+{
+    oscar_status st = need_tokenizer(m, "oscar_model_token_to_piece");
+    if (st != OSCAR_OK) return st;
+    if (!len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_token_to_piece: NULL len");
+    return oscar_tokenizer_token_to_piece(m->tok, token, render_special, buf, capacity, len);
+}
+
+OSCAR_API int oscar_model_is_eog(const oscar_model *m, int32_t token)
+{
+    return m && m->tok ? oscar_tokenizer_is_eog(m->tok, token) : 0;
+}
+
+OSCAR_API oscar_status oscar_model_chat_format(const oscar_model *m, const oscar_chat_message *messages, size_t n,
+                                               int add_generation_prompt, const char *system_prompt, char *buf,
+                                               size_t capacity, size_t *len)
+{
+    if (!m || (!messages && n) || !len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_chat_format: NULL argument");
+    oscar_chat_params cp = oscar_chat_params_default();
+    cp.template_src = m->chat_template;
+    cp.system_prompt = system_prompt;
+    cp.add_generation_prompt = add_generation_prompt;
+    return oscar_chat_apply(&cp, messages, n, buf, capacity, len);
+}
+
+/* ---- sessions ------------------------------------------------------------------------------ */
+
+struct oscar_session {
+    oscar_model *model;            /* borrowed */
+    oscar_session_params p;        /* resolved (n_ctx, n_batch set; rotations cleared) */
+    oscar_kv_cache *kv;
+    oscar_gpu_state *g;
+    int32_t *kv_seq;               /* [n_seq_max] cache sequence of each public id, -1: free */
+    int32_t *step_seqs;            /* [n_seq_max] scratch: cache ids of a decode step */
+    uint32_t *step_n;              /* [n_seq_max] scratch: 1 each */
+    int32_t *last_amax;            /* [n_seq_max] argmax rows of the last step */
+    uint32_t last_rows;
+};
+
+OSCAR_API oscar_session_params oscar_session_params_default(void)
+{
+    oscar_session_params p;
+    memset(&p, 0, sizeof p);
+    p.kv_mode = OSCAR_KV_FP16;
+    p.n_seq_max = 1;
+    p.n_batch = 256;
+    p.page_tokens = 64, p.sink_tokens = 64, p.recent_tokens = 256, p.flush_tokens = 8;
+    return p;
+}
+
+OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_session_params *params, oscar_session **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_session *s = NULL;
+    if (!model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_create: NULL argument");
+    *out = NULL;
+    oscar_session_params p = params ? *params : oscar_session_params_default();
+    const oscar_model_hparams *hp = &model->desc->hp;
+    const oscar_rotation_set *rs = p.rotations;
+    if (p.n_ctx == 0) p.n_ctx = hp->n_ctx_train && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
+    if (p.n_seq_max == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: n_seq_max must be positive");
+    if (p.n_batch == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: n_batch must be positive");
+    if (p.kv_mode == OSCAR_KV_INT2_ROTATED && !rs)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: kv_mode oscar needs a rotation set (params.rotations)");
+    if (rs && (rs->n_layer != hp->n_layer || rs->head_dim != hp->head_dim || rs->fingerprint != model->info.fingerprint))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "session: the rotation set was made for another model (fingerprint %016llx, "
+                           "%u layers, head_dim %u)", (unsigned long long)rs->fingerprint, rs->n_layer, rs->head_dim);
+    p.rotations = NULL;
+
+    s = calloc(1, sizeof *s);
+    if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    s->model = model;
+    s->p = p;
+    s->kv_seq = malloc(p.n_seq_max * sizeof *s->kv_seq);
+    s->step_seqs = malloc(p.n_seq_max * sizeof *s->step_seqs);
+    s->step_n = malloc(p.n_seq_max * sizeof *s->step_n);
+    s->last_amax = calloc(p.n_seq_max, sizeof *s->last_amax);
+    if (!s->kv_seq || !s->step_seqs || !s->step_n || !s->last_amax) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < p.n_seq_max; i++) s->kv_seq[i] = -1, s->step_n[i] = 1;
+
+    uint32_t step_tokens = p.n_batch > p.n_seq_max ? p.n_batch : p.n_seq_max;
+    oscar_kv_params kp = oscar_kv_params_default();
+    kp.mode = p.kv_mode;
+    kp.n_layer = hp->n_layer, kp.n_head = hp->n_head, kp.n_kv_head = hp->n_head_kv, kp.head_dim = hp->head_dim;
+    kp.group_size = p.group_size;
+    if (p.page_tokens) kp.page_tokens = p.page_tokens;
+    kp.sink_tokens = p.sink_tokens;
+    kp.recent_tokens = p.recent_tokens;
+    if (p.flush_tokens) kp.flush_tokens = p.flush_tokens;
+    kp.max_sequences = p.n_seq_max;
+    kp.max_context = p.n_ctx;
+    kp.max_step_tokens = step_tokens;
+    kp.memory_budget = p.kv_memory_budget;
+    if (rs) {
+        if (p.kv_mode == OSCAR_KV_INT2_ROTATED) {
+            kp.rot_k = rs->rot_k, kp.rot_v = rs->rot_v;
+            kp.rot_per_head = rs->n_rot > 1;
+        }
+        kp.clip_k = rs->clip_k, kp.clip_v = rs->clip_v;
+    }
+    OSCAR_TRY(oscar_kv_cache_create(model->ctx, &kp, &s->kv));
+    OSCAR_TRY(oscar_gpu_state_create(model->gpu, s->kv, step_tokens, p.n_seq_max, &s->g));
+    *out = s;
+    return OSCAR_OK;
+fail:
+    oscar_session_destroy(s);
+    return st;
+}
+
+OSCAR_API void oscar_session_destroy(oscar_session *s)
+{
+    if (!s) return;
+    oscar_gpu_state_destroy(s->g);
+    oscar_kv_cache_destroy(s->kv);
+    free(s->kv_seq), free(s->step_seqs), free(s->step_n), free(s->last_amax);
+    free(s);
+}
+
+/* The cache sequence behind a public id, or an INVALID_STATE error naming it. */
+static oscar_status lookup(const oscar_session *s, int32_t seq, int32_t *kv_id)
+{
+    if (seq < 0 || (uint32_t)seq >= s->p.n_seq_max || s->kv_seq[seq] < 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "sequence %d does not exist (ids 0..%u in use only)", (int)seq,
+                           s->p.n_seq_max - 1);
+    *kv_id = s->kv_seq[seq];
+    return OSCAR_OK;
+}
+
+static oscar_status free_slot(const oscar_session *s, int32_t *slot)
+{
+    for (uint32_t i = 0; i < s->p.n_seq_max; i++)
+        if (s->kv_seq[i] < 0) {
+            *slot = (int32_t)i;
+            return OSCAR_OK;
+        }
+    OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_PAGES, "all %u sequences of the session are in use (n_seq_max)", s->p.n_seq_max);
+}
+
+OSCAR_API oscar_status oscar_session_seq_add(oscar_session *s, int32_t *seq)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t slot, id;
+    if (!s || !seq) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_add: NULL argument");
+    OSCAR_TRY(free_slot(s, &slot));
+    OSCAR_TRY(oscar_kv_seq_add(s->kv, &id));
+    s->kv_seq[slot] = id;
+    *seq = slot;
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_session_seq_fork(oscar_session *s, int32_t src, int32_t *dst)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t slot, src_id, id;
+    if (!s || !dst) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_fork: NULL argument");
+    OSCAR_TRY(lookup(s, src, &src_id));
+    OSCAR_TRY(free_slot(s, &slot));
+    OSCAR_TRY(oscar_kv_seq_fork(s->kv, src_id, &id));
+    s->kv_seq[slot] = id;
+    *dst = slot;
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_session_seq_free(oscar_session *s, int32_t seq)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t id;
+    if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_free: NULL session");
+    OSCAR_TRY(lookup(s, seq, &id));
+    OSCAR_TRY(oscar_kv_seq_free(s->kv, id));
+    s->kv_seq[seq] = -1;
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_session_seq_reset(oscar_session *s, int32_t seq)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t id;
+    if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_reset: NULL session");
+    OSCAR_TRY(lookup(s, seq, &id));
+    OSCAR_TRY(oscar_kv_seq_free(s->kv, id));
+    s->kv_seq[seq] = -1;
+    OSCAR_TRY(oscar_kv_seq_add(s->kv, &id)); /* a slot was just freed, so this cannot run out */
+    s->kv_seq[seq] = id;
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_session_seq_length(const oscar_session *s, int32_t seq, uint32_t *length)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t id;
+    if (!s || !length) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_length: NULL argument");
+    OSCAR_TRY(lookup(s, seq, &id));
+    OSCAR_TRY(oscar_kv_seq_length(s->kv, id, length));
+fail:
+    return st;
+}
+
+/* CONTEXT_FULL when seq (cache id kv_id) cannot take n more tokens. */
+static oscar_status check_room(const oscar_session *s, int32_t seq, int32_t kv_id, uint64_t n)
+{
+    oscar_status st = OSCAR_OK;
+    uint32_t len;
+    OSCAR_TRY(oscar_kv_seq_length(s->kv, kv_id, &len));
+    if (len + n > s->p.n_ctx)
+        OSCAR_FAIL(OSCAR_ERROR_CONTEXT_FULL, "sequence %d: %llu new tokens after %u would exceed the session's n_ctx of %u",
+                   (int)seq, (unsigned long long)n, len, s->p.n_ctx);
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_session_prefill(oscar_session *s, int32_t seq, const int32_t *tokens, uint32_t n, float *logits)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t id;
+    if (!s || !tokens || n == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_prefill: NULL argument or no token");
+    OSCAR_TRY(lookup(s, seq, &id));
+    OSCAR_TRY(check_room(s, seq, id, n));
+    uint32_t V = s->model->info.n_vocab;
+    for (uint32_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= V)
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "prefill: token %d at index %u is outside the vocabulary of %u", tokens[i], i, V);
+    s->last_rows = 0;
+    for (uint32_t done = 0; done < n;) {
+        uint32_t chunk = n - done < s->p.n_batch ? n - done : s->p.n_batch;
+        int last = done + chunk == n;
+        OSCAR_TRY(oscar_gpu_step(s->g, 1, &id, &chunk, tokens + done, last, last ? logits : NULL, last ? s->last_amax : NULL));
+        done += chunk;
+    }
+    s->last_rows = 1;
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_session_decode(oscar_session *s, uint32_t n_seqs, const int32_t *seqs, const int32_t *tokens,
+                                            float *logits)
+{
+    oscar_status st = OSCAR_OK;
+    if (!s || !seqs || !tokens || n_seqs == 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_decode: NULL argument or no sequence");
+    if (n_seqs > s->p.n_seq_max)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "decode of %u sequences (n_seq_max %u)", n_seqs, s->p.n_seq_max);
+    for (uint32_t i = 0; i < n_seqs; i++) {
+        OSCAR_TRY(lookup(s, seqs[i], &s->step_seqs[i]));
+        for (uint32_t j = 0; j < i; j++)
+            if (seqs[j] == seqs[i]) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "decode: sequence %d appears twice", (int)seqs[i]);
+        OSCAR_TRY(check_room(s, seqs[i], s->step_seqs[i], 1));
+    }
+    s->last_rows = 0;
+    OSCAR_TRY(oscar_gpu_step(s->g, n_seqs, s->step_seqs, s->step_n, tokens, 1, logits, s->last_amax));
+    s->last_rows = n_seqs;
+fail:
+    return st;
+}
+
+OSCAR_API oscar_status oscar_session_last_argmax(const oscar_session *s, int32_t *out, uint32_t n)
+{
+    if (!s || (!out && n)) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_last_argmax: NULL argument");
+    if (n > s->last_rows)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "the last step produced %u logits rows, %u asked", s->last_rows, n);
+    memcpy(out, s->last_amax, (size_t)n * sizeof *out);
+    return OSCAR_OK;
+}
+
+OSCAR_API oscar_status oscar_session_kv_stats(const oscar_session *s, oscar_kv_stats *out)
+{
+    oscar_status st = OSCAR_OK;
+    if (!s || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_kv_stats: NULL argument");
+    OSCAR_TRY(oscar_kv_get_stats(s->kv, out));
+    out->last_gpu_ms = s->g->last_gpu_ms;
+fail:
+    return st;
+}

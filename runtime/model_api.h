@@ -1,0 +1,28 @@
+/* Internal view of the model-level public handles (include/oscar/model.h): what a model, a
+ * session and a rotation set hold. model_api.c implements the model and session calls,
+ * rotation_set.c the rotation sets. */
+#ifndef OSCAR_MODEL_API_H
+#define OSCAR_MODEL_API_H
+
+#include "model_desc.h"
+#include "model_gpu.h"
+#include "oscar/oscar.h"
+#include "tokenizer.h"
+
+struct oscar_model {
+    oscar_context *ctx;            /* borrowed */
+    oscar_model_desc *desc;        /* owns the GGUF mapping */
+    oscar_tokenizer *tok;
+    oscar_model_gpu *gpu;          /* device weights */
+    const char *chat_template;     /* tokenizer.chat_template in the mapping, or NULL */
+    oscar_model_info info;
+};
+
+struct oscar_rotation_set {
+    uint32_t n_layer, n_rot, head_dim; /* n_rot: 1 (per layer) or n_kv_head (per KV head) */
+    float *rot_k, *rot_v;          /* [n_layer][n_rot][head_dim][head_dim] fp32, y = x·R */
+    float *clip_k, *clip_v;        /* [n_layer] ratios in (0, 1] */
+    uint64_t fingerprint;          /* of the model it was checked against */
+};
+
+#endif

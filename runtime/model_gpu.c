@@ -1,0 +1,381 @@
+/* The llama-family forward pass on Vulkan: weight upload, per-session buffers, one command
+ * buffer per step (see model_gpu.h for the sequence of kernels). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml_types.h"
+#include "model_gpu.h"
+
+/* ---- weights ------------------------------------------------------------------------------- */
+
+typedef struct upload_progress {
+    void (*fn)(void *user, float fraction);
+    void *user;
+    uint64_t done, total;      /* bytes */
+} upload_progress;
+
+static void report(upload_progress *pr, uint64_t bytes)
+{
+    pr->done += bytes;
+    if (pr->fn) pr->fn(pr->user, pr->total ? (float)((double)pr->done / (double)pr->total) : 1.0f);
+}
+
+/* Uploads a matrix as stored (raw GGUF blocks). The kernels read the type and need whole
+ * blocks per row; checked here so a step never fails on a shape. */
+static oscar_status upload_matrix(oscar_context *ctx, const oscar_gguf_tensor *t, oscar_gpu_weight *w, upload_progress *pr)
+{
+    oscar_status st = OSCAR_OK;
+    uint32_t block = oscar_op_type_block(t->type);
+    if (!oscar_op_type_supported(t->type) || block == 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "tensor %s: type %s is not read by the GPU kernels", t->name,
+                           oscar_ggml_type_name(t->type));
+    if (t->ne[0] % block)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "tensor %s: row length %llu is not a multiple of %u (%s on the GPU)",
+                           t->name, (unsigned long long)t->ne[0], block, oscar_ggml_type_name(t->type));
+    OSCAR_TRY(oscar_buffer_create(ctx, (t->n_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, &w->buf));
+    OSCAR_TRY(oscar_buffer_upload(ctx, &w->buf, 0, t->data, t->n_bytes));
+    w->type = t->type;
+    report(pr, t->n_bytes);
+fail:
+    return st;
+}
+
+/* Uploads a vector (norm weight, bias) as F32, dequantizing it on the host. */
+static oscar_status upload_vector(oscar_context *ctx, const oscar_gguf_tensor *t, oscar_gpu_weight *w, upload_progress *pr)
+{
+    oscar_status st = OSCAR_OK;
+    float *f = malloc(t->n_elements * sizeof *f);
+    if (!f) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    OSCAR_TRY(oscar_ggml_dequantize_row(t->type, t->data, f, t->n_elements));
+    OSCAR_TRY(oscar_buffer_create(ctx, t->n_elements * 4, OSCAR_BUFFER_DEVICE, &w->buf));
+    OSCAR_TRY(oscar_buffer_upload(ctx, &w->buf, 0, f, t->n_elements * 4));
+    w->type = OSCAR_GGML_TYPE_F32;
+    report(pr, t->n_bytes);
+fail:
+    free(f);
+    return st;
+}
+
+oscar_status oscar_model_gpu_create(oscar_context *ctx, const oscar_model_desc *desc,
+                                    void (*progress)(void *user, float fraction), void *user, oscar_model_gpu **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_model_gpu *m = NULL;
+    if (!ctx || !desc || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_gpu_create: NULL argument");
+    *out = NULL;
+    const oscar_model_hparams *hp = &desc->hp;
+    m = calloc(1, sizeof *m);
+    if (!m) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    m->ctx = ctx;
+    m->desc = desc;
+    m->layers = calloc(hp->n_layer, sizeof *m->layers);
+    if (!m->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+
+    upload_progress pr = { progress, user, 0, 0 };
+    for (uint64_t i = 0; i < desc->gguf->n_tensors; i++) pr.total += desc->gguf->tensors[i].n_bytes;
+    if (progress) progress(user, 0.0f);
+
+    OSCAR_TRY(upload_matrix(ctx, desc->token_embd, &m->token_embd, &pr));
+    if (!hp->tied_embeddings) OSCAR_TRY(upload_matrix(ctx, desc->output, &m->output, &pr));
+    OSCAR_TRY(upload_vector(ctx, desc->output_norm, &m->output_norm, &pr));
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        const oscar_model_layer *src = &desc->layers[l];
+        oscar_gpu_layer *dst = &m->layers[l];
+        OSCAR_TRY(upload_vector(ctx, src->attn_norm, &dst->attn_norm, &pr));
+        OSCAR_TRY(upload_vector(ctx, src->ffn_norm, &dst->ffn_norm, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->wq, &dst->wq, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->wk, &dst->wk, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->wv, &dst->wv, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->wo, &dst->wo, &pr));
+        if (src->bq) {
+            OSCAR_TRY(upload_vector(ctx, src->bq, &dst->bq, &pr));
+            OSCAR_TRY(upload_vector(ctx, src->bk, &dst->bk, &pr));
+            OSCAR_TRY(upload_vector(ctx, src->bv, &dst->bv, &pr));
+        }
+        if (src->q_norm) {
+            OSCAR_TRY(upload_vector(ctx, src->q_norm, &dst->q_norm, &pr));
+            OSCAR_TRY(upload_vector(ctx, src->k_norm, &dst->k_norm, &pr));
+        }
+        OSCAR_TRY(upload_matrix(ctx, src->w_gate, &dst->w_gate, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->w_up, &dst->w_up, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->w_down, &dst->w_down, &pr));
+    }
+    uint32_t half = hp->n_rot / 2;
+    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)(half ? half : 1) * 4, OSCAR_BUFFER_DEVICE, &m->rope_freq));
+    if (half) OSCAR_TRY(oscar_buffer_upload(ctx, &m->rope_freq, 0, desc->rope_theta, (size_t)half * 4));
+    m->weight_bytes = pr.done;
+    if (progress) progress(user, 1.0f);
+    *out = m;
+    return OSCAR_OK;
+fail:
+    oscar_model_gpu_destroy(m);
+    return st;
+}
+
+static void weight_destroy(oscar_context *ctx, oscar_gpu_weight *w) { oscar_buffer_destroy(ctx, &w->buf); }
+
+void oscar_model_gpu_destroy(oscar_model_gpu *m)
+{
+    if (!m) return;
+    oscar_context *ctx = m->ctx;
+    weight_destroy(ctx, &m->token_embd);
+    weight_destroy(ctx, &m->output);
+    weight_destroy(ctx, &m->output_norm);
+    oscar_buffer_destroy(ctx, &m->rope_freq);
+    for (uint32_t l = 0; m->layers && l < m->desc->hp.n_layer; l++) {
+        oscar_gpu_layer *L = &m->layers[l];
+        oscar_gpu_weight *ws[] = { &L->attn_norm, &L->ffn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk,
+                                   &L->bv, &L->q_norm, &L->k_norm, &L->w_gate, &L->w_up, &L->w_down };
+        for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) weight_destroy(ctx, ws[i]);
+    }
+    free(m->layers);
+    free(m);
+}
+
+/* ---- per-session state --------------------------------------------------------------------- */
+
+/* Byte offsets of the three arrays inside meta / meta_host. */
+static uint64_t meta_pos_offset(const oscar_gpu_state *s) { return (uint64_t)s->max_tokens * 4; }
+static uint64_t meta_rows_offset(const oscar_gpu_state *s) { return (uint64_t)s->max_tokens * 8; }
+
+oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint32_t max_tokens, uint32_t max_out,
+                                    oscar_gpu_state **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_gpu_state *s = NULL;
+    if (!m || !kv || !out || max_tokens == 0 || max_out == 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gpu_state_create: NULL argument or zero size");
+    *out = NULL;
+    const oscar_model_hparams *hp = &m->desc->hp;
+    oscar_context *ctx = m->ctx;
+    s = calloc(1, sizeof *s);
+    if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    s->m = m;
+    s->kv = kv;
+    s->max_tokens = max_tokens;
+    s->max_out = max_out;
+    s->q_dim = hp->n_head * hp->head_dim;
+    s->kv_dim = hp->n_head_kv * hp->head_dim;
+    oscar_ops_init(&s->ops, ctx);
+    OSCAR_TRY(oscar_cmd_init(ctx, &s->cmd));
+    uint64_t T = max_tokens, O = max_out;
+    uint64_t meta_bytes = T * 8 + O * 4;
+    OSCAR_TRY(oscar_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_STAGING, &s->meta_host));
+    OSCAR_TRY(oscar_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_DEVICE, &s->meta));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->x));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->xb));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->proj));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * s->q_dim * 4, OSCAR_BUFFER_DEVICE, &s->q));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * s->q_dim * 4, OSCAR_BUFFER_DEVICE, &s->att));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * s->kv_dim * 4, OSCAR_BUFFER_DEVICE, &s->k));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * s->kv_dim * 4, OSCAR_BUFFER_DEVICE, &s->v));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_ff * 4, OSCAR_BUFFER_DEVICE, &s->gate));
+    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_ff * 4, OSCAR_BUFFER_DEVICE, &s->up));
+    OSCAR_TRY(oscar_buffer_create(ctx, O * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->xo));
+    OSCAR_TRY(oscar_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_DEVICE, &s->logits));
+    OSCAR_TRY(oscar_buffer_create(ctx, O * 4, OSCAR_BUFFER_DEVICE, &s->amax));
+    OSCAR_TRY(oscar_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_READBACK, &s->rb_logits));
+    OSCAR_TRY(oscar_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
+    *out = s;
+    return OSCAR_OK;
+fail:
+    oscar_gpu_state_destroy(s);
+    return st;
+}
+
+void oscar_gpu_state_destroy(oscar_gpu_state *s)
+{
+    if (!s) return;
+    oscar_context *ctx = s->m->ctx;
+    oscar_cmd_release(ctx, &s->cmd);
+    oscar_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
+                             &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
+    free(s);
+}
+
+/* ---- recording ----------------------------------------------------------------------------- */
+
+/* The first `bytes` bytes of a buffer (a whole-weight binding when bytes is 0). */
+static oscar_binding bind(const oscar_buffer *b, uint64_t bytes) { return (oscar_binding){ b, 0, bytes }; }
+
+/* Records one block (attention + MLP) of layer l for n rows. */
+static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_context *ctx = s->m->ctx;
+    oscar_cmd *cmd = &s->cmd;
+    const oscar_ops *ops = &s->ops;
+    const oscar_model_hparams *hp = &s->m->desc->hp;
+    const oscar_gpu_layer *L = &s->m->layers[l];
+    uint32_t D = hp->n_embd, hd = hp->head_dim, H = hp->n_head, KV = hp->n_head_kv, F = hp->n_ff;
+    oscar_binding x = bind(&s->x, (uint64_t)n * D * 4), xb = bind(&s->xb, (uint64_t)n * D * 4);
+    oscar_binding proj = bind(&s->proj, (uint64_t)n * D * 4);
+    oscar_binding q = bind(&s->q, (uint64_t)n * s->q_dim * 4), att = bind(&s->att, (uint64_t)n * s->q_dim * 4);
+    oscar_binding k = bind(&s->k, (uint64_t)n * s->kv_dim * 4), v = bind(&s->v, (uint64_t)n * s->kv_dim * 4);
+    oscar_binding gate = bind(&s->gate, (uint64_t)n * F * 4), up = bind(&s->up, (uint64_t)n * F * 4);
+    oscar_binding pos = { &s->meta, meta_pos_offset(s), (uint64_t)n * 4 };
+    oscar_binding freq = bind(&s->m->rope_freq, 0);
+
+    /* attention */
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_mul_mat(ops, cmd, L->wq.type, bind(&L->wq.buf, 0), xb, q, s->q_dim, D, n));
+    OSCAR_TRY(oscar_op_mul_mat(ops, cmd, L->wk.type, bind(&L->wk.buf, 0), xb, k, s->kv_dim, D, n));
+    OSCAR_TRY(oscar_op_mul_mat(ops, cmd, L->wv.type, bind(&L->wv.buf, 0), xb, v, s->kv_dim, D, n));
+    if (L->bq.buf.buffer) { /* qwen2 */
+        oscar_cmd_barrier(ctx, cmd);
+        OSCAR_TRY(oscar_op_add(ops, cmd, q, bind(&L->bq.buf, 0), q, n * s->q_dim, s->q_dim));
+        OSCAR_TRY(oscar_op_add(ops, cmd, k, bind(&L->bk.buf, 0), k, n * s->kv_dim, s->kv_dim));
+        OSCAR_TRY(oscar_op_add(ops, cmd, v, bind(&L->bv.buf, 0), v, n * s->kv_dim, s->kv_dim));
+    }
+    if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
+        oscar_cmd_barrier(ctx, cmd);
+        OSCAR_TRY(oscar_op_rms_norm(ops, cmd, q, bind(&L->q_norm.buf, 0), q, hd, n * H, hp->norm_eps));
+        OSCAR_TRY(oscar_op_rms_norm(ops, cmd, k, bind(&L->k_norm.buf, 0), k, hd, n * KV, hp->norm_eps));
+    }
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_rope(ops, cmd, hp->rope_type, q, pos, freq, q, hd, H, n, hp->n_rot));
+    OSCAR_TRY(oscar_op_rope(ops, cmd, hp->rope_type, k, pos, freq, k, hd, KV, n, hp->n_rot));
+    OSCAR_TRY(oscar_kv_record_append(s->kv, cmd, l, &k, &v, 0));
+    OSCAR_TRY(oscar_kv_record_attention(s->kv, cmd, l, &q, &att));
+    OSCAR_TRY(oscar_kv_record_flush(s->kv, cmd, l));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_mul_mat(ops, cmd, L->wo.type, bind(&L->wo.buf, 0), att, proj, D, s->q_dim, n));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_add(ops, cmd, x, proj, x, n * D, n * D));
+
+    /* MLP */
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_mul_mat(ops, cmd, L->w_gate.type, bind(&L->w_gate.buf, 0), xb, gate, F, D, n));
+    OSCAR_TRY(oscar_op_mul_mat(ops, cmd, L->w_up.type, bind(&L->w_up.buf, 0), xb, up, F, D, n));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_swiglu(ops, cmd, gate, up, gate, n * F));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_mul_mat(ops, cmd, L->w_down.type, bind(&L->w_down.buf, 0), gate, proj, D, F, n));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_add(ops, cmd, x, proj, x, n * D, n * D));
+fail:
+    return st;
+}
+
+/* Records the LM head over n_out gathered rows, argmax, and the copies to the readback
+ * buffers. */
+static oscar_status record_head(oscar_gpu_state *s, uint32_t n, uint32_t n_out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_context *ctx = s->m->ctx;
+    oscar_cmd *cmd = &s->cmd;
+    const oscar_model_hparams *hp = &s->m->desc->hp;
+    const oscar_gpu_weight *head = hp->tied_embeddings ? &s->m->token_embd : &s->m->output;
+    uint32_t D = hp->n_embd, V = hp->n_vocab;
+    oscar_binding xo = bind(&s->xo, (uint64_t)n_out * D * 4);
+    oscar_binding logits = bind(&s->logits, (uint64_t)n_out * V * 4), amax = bind(&s->amax, (uint64_t)n_out * 4);
+    oscar_binding rows = { &s->meta, meta_rows_offset(s), (uint64_t)n_out * 4 };
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_get_rows(&s->ops, cmd, OSCAR_GGML_TYPE_F32, bind(&s->x, (uint64_t)n * D * 4), rows, xo, D, n_out));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_mul_mat(&s->ops, cmd, head->type, bind(&head->buf, 0), xo, logits, V, D, n_out));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_argmax(&s->ops, cmd, logits, amax, V, n_out));
+    oscar_cmd_barrier(ctx, cmd);
+    oscar_cmd_copy(ctx, cmd, &s->logits, 0, &s->rb_logits, 0, (uint64_t)n_out * V * 4);
+    oscar_cmd_copy(ctx, cmd, &s->amax, 0, &s->rb_amax, 0, (uint64_t)n_out * 4);
+    oscar_cmd_host_barrier(ctx, cmd);
+fail:
+    return st;
+}
+
+static void invalidate(oscar_context *ctx, const oscar_buffer *b)
+{
+    if (b->host_coherent) return;
+    VkMappedMemoryRange r = { .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->memory, .size = VK_WHOLE_SIZE };
+    ctx->vk.vkInvalidateMappedMemoryRanges(ctx->device, 1, &r);
+}
+
+oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
+                            const int32_t *tokens, int want_logits, float *logits, int32_t *argmax)
+{
+    oscar_status st = OSCAR_OK;
+    int planned = 0;
+    if (!s || !seqs || !n_new || !tokens || n_seqs == 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gpu_step: NULL argument or no sequence");
+    oscar_context *ctx = s->m->ctx;
+    const oscar_model_hparams *hp = &s->m->desc->hp;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n_seqs; i++) total += n_new[i];
+    if (total == 0 || total > s->max_tokens)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "step of %llu tokens (1..%u per step)", (unsigned long long)total,
+                           s->max_tokens);
+    if (want_logits && n_seqs > s->max_out)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "step of %u sequences with logits (at most %u)", n_seqs, s->max_out);
+    uint32_t n = (uint32_t)total;
+
+    /* metadata: token ids, positions, rows whose logits are wanted */
+    uint32_t *ids = s->meta_host.mapped;
+    int32_t *pos = (int32_t *)((char *)s->meta_host.mapped + meta_pos_offset(s));
+    uint32_t *rows = (uint32_t *)((char *)s->meta_host.mapped + meta_rows_offset(s));
+    for (uint32_t r = 0; r < n; r++) {
+        if (tokens[r] < 0 || (uint32_t)tokens[r] >= hp->n_vocab)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "token %d (row %u) is outside the vocabulary of %u", tokens[r], r,
+                               hp->n_vocab);
+        ids[r] = (uint32_t)tokens[r];
+    }
+    for (uint32_t i = 0, r = 0; i < n_seqs; i++) {
+        uint32_t len;
+        OSCAR_TRY(oscar_kv_seq_length(s->kv, seqs[i], &len));
+        for (uint32_t j = 0; j < n_new[i]; j++) pos[r + j] = (int32_t)(len + j);
+        r += n_new[i];
+        if (n_new[i] == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "sequence %d gets no token in this step", seqs[i]);
+        rows[i] = r - 1;
+    }
+    if (!s->meta_host.host_coherent) {
+        VkMappedMemoryRange mr = { .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = s->meta_host.memory,
+                                   .size = VK_WHOLE_SIZE };
+        ctx->vk.vkFlushMappedMemoryRanges(ctx->device, 1, &mr);
+    }
+
+    /* reserve the cache's room (all or nothing) and upload its step tables */
+    OSCAR_TRY(oscar_kv_step_begin(s->kv, n_seqs, seqs, n_new));
+    planned = 1;
+
+    OSCAR_TRY(oscar_cmd_begin(ctx, &s->cmd));
+    int t0 = oscar_cmd_timestamp(ctx, &s->cmd);
+    oscar_cmd_copy(ctx, &s->cmd, &s->meta_host, 0, &s->meta, 0, s->meta.size);
+    oscar_cmd_barrier(ctx, &s->cmd);
+    OSCAR_TRY(oscar_op_get_rows(&s->ops, &s->cmd, s->m->token_embd.type, bind(&s->m->token_embd.buf, 0),
+                                bind(&s->meta, (uint64_t)n * 4), bind(&s->x, (uint64_t)n * hp->n_embd * 4), hp->n_embd, n));
+    for (uint32_t l = 0; l < hp->n_layer; l++) OSCAR_TRY(record_layer(s, l, n));
+    if (want_logits) OSCAR_TRY(record_head(s, n, n_seqs));
+    int t1 = oscar_cmd_timestamp(ctx, &s->cmd);
+    OSCAR_TRY(oscar_cmd_submit_wait(ctx, &s->cmd));
+    planned = 0;
+    oscar_kv_commit_step(s->kv);
+    double ns = 0;
+    s->last_gpu_ms = t0 >= 0 && t1 >= 0 && oscar_cmd_elapsed_ns(ctx, &s->cmd, t0, t1, &ns) == OSCAR_OK ? ns * 1e-6 : 0;
+
+    s->last_rows = want_logits ? n_seqs : 0;
+    if (want_logits) {
+        invalidate(ctx, &s->rb_logits);
+        invalidate(ctx, &s->rb_amax);
+        if (logits) memcpy(logits, s->rb_logits.mapped, (size_t)n_seqs * hp->n_vocab * 4);
+        if (argmax) memcpy(argmax, s->rb_amax.mapped, (size_t)n_seqs * 4);
+    }
+    return OSCAR_OK;
+fail:
+    if (planned) {
+        /* A recording or device failure after the plan: kv_cache.h has no cancel, so the step
+         * is committed and the sequences' new positions hold undefined values. */
+        if (s->cmd.recording) {
+            s->cmd.recording = 0;
+            ctx->vk.vkEndCommandBuffer(s->cmd.cb);
+        }
+        oscar_kv_commit_step(s->kv);
+    }
+    return st;
+}

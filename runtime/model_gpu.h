@@ -1,0 +1,100 @@
+/* The llama-family forward pass on Vulkan: weights uploaded once (raw GGUF blocks, one device
+ * buffer per tensor), per-session activation buffers allocated once, and a step function that
+ * records a whole forward pass over a batch of sequences into ONE command buffer:
+ *
+ *   x = token_embd[ids]                                              get_rows
+ *   per layer: h = rmsnorm(x) * attn_norm
+ *              q, k, v = Wq h, Wk h, Wv h (+ biases, qwen2)         mul_mat (+ add)
+ *              qwen3: per-head rmsnorm of q and k                    rms_norm over head_dim rows
+ *              q, k = rope(q, pos), rope(k, pos)                     normal (llama) / neox (qwen)
+ *              KV append, attention, flush                           kv_cache.h
+ *              x += Wo o;  h = rmsnorm(x) * ffn_norm
+ *              x += Wdown (silu(Wgate h) * (Wup h))
+ *   rows whose logits are wanted: gather, rmsnorm * output_norm, LM head, argmax
+ *
+ * Token ids, positions and the gathered rows are written to a host-visible buffer and copied at
+ * the start of the command buffer; logits and argmax come back after the fence. The KV cache's
+ * own per-step tables are uploaded by oscar_kv_step_begin before recording. */
+#ifndef OSCAR_MODEL_GPU_H
+#define OSCAR_MODEL_GPU_H
+
+#include "kv_cache.h"
+#include "model_desc.h"
+#include "ops.h"
+#include "vk_context.h"
+
+/* A weight on the device: the tensor's bytes, padded to a multiple of 4. */
+typedef struct oscar_gpu_weight {
+    oscar_buffer buf;          /* raw GGUF blocks of `type` (F32 for norms and biases) */
+    uint32_t type;             /* oscar_ggml_type */
+} oscar_gpu_weight;
+
+typedef struct oscar_gpu_layer {
+    oscar_gpu_weight attn_norm, ffn_norm;        /* [n_embd] F32 */
+    oscar_gpu_weight wq, wk, wv, wo;             /* [q_dim][n_embd], [kv_dim][n_embd] x2, [n_embd][q_dim] */
+    oscar_gpu_weight bq, bk, bv;                 /* [q_dim], [kv_dim] F32 (qwen2; else empty) */
+    oscar_gpu_weight q_norm, k_norm;             /* [head_dim] F32 (qwen3; else empty) */
+    oscar_gpu_weight w_gate, w_up, w_down;       /* [n_ff][n_embd] x2, [n_embd][n_ff] */
+} oscar_gpu_layer;
+
+typedef struct oscar_model_gpu {
+    oscar_context *ctx;
+    const oscar_model_desc *desc;  /* borrowed */
+    oscar_gpu_weight token_embd;   /* [n_vocab][n_embd] */
+    oscar_gpu_weight output;       /* [n_vocab][n_embd]; unused (empty) when tied */
+    oscar_gpu_weight output_norm;  /* [n_embd] F32 */
+    oscar_buffer rope_freq;        /* [n_rot/2] fp32 radians per position (desc->rope_theta) */
+    oscar_gpu_layer *layers;       /* [n_layer] */
+    uint64_t weight_bytes;         /* bytes uploaded */
+} oscar_model_gpu;
+
+/* Uploads every weight of `desc` (borrowed: it must outlive the result). Norm and bias vectors
+ * are dequantized to F32 on the host whatever their stored type. progress(user, fraction) is
+ * called after each tensor when not NULL. UNSUPPORTED_FORMAT for a matrix type the kernels do
+ * not read or a row length that is not a multiple of its block; OUT_OF_DEVICE_MEMORY. */
+oscar_status oscar_model_gpu_create(oscar_context *ctx, const oscar_model_desc *desc,
+                                    void (*progress)(void *user, float fraction), void *user,
+                                    oscar_model_gpu **out);
+/* Waits for nothing (the caller has finished every step) and frees the buffers. NULL: no-op. */
+void oscar_model_gpu_destroy(oscar_model_gpu *m);
+
+/* Per-session state: the activation buffers of a step of up to max_tokens rows and max_out
+ * logits rows, its command stream, and the cache it appends to (borrowed). */
+typedef struct oscar_gpu_state {
+    oscar_model_gpu *m;
+    oscar_kv_cache *kv;
+    oscar_ops ops;
+    oscar_cmd cmd;
+    uint32_t max_tokens, max_out;
+    uint32_t q_dim, kv_dim;        /* n_head * head_dim, n_head_kv * head_dim */
+    oscar_buffer meta_host;        /* STAGING: ids [max_tokens] u32, pos [max_tokens] i32, rows [max_out] u32 */
+    oscar_buffer meta;             /* device copy of meta_host, same layout */
+    oscar_buffer x;                /* [max_tokens][n_embd] fp32 residual stream */
+    oscar_buffer xb;               /* [max_tokens][n_embd] fp32 normed input of a sub-block */
+    oscar_buffer proj;             /* [max_tokens][n_embd] fp32 output of Wo / Wdown */
+    oscar_buffer q, att;           /* [max_tokens][n_head][head_dim] fp32: query, attention output */
+    oscar_buffer k, v;             /* [max_tokens][n_head_kv][head_dim] fp32 post-RoPE key, value */
+    oscar_buffer gate, up;         /* [max_tokens][n_ff] fp32 */
+    oscar_buffer xo;               /* [max_out][n_embd] fp32 gathered rows for the LM head */
+    oscar_buffer logits;           /* [max_out][n_vocab] fp32 */
+    oscar_buffer amax;             /* [max_out] u32 argmax of each logits row */
+    oscar_buffer rb_logits;        /* READBACK [max_out][n_vocab] fp32 */
+    oscar_buffer rb_amax;          /* READBACK [max_out] u32 */
+    uint32_t last_rows;            /* logits rows of the last step */
+    double last_gpu_ms;            /* GPU time of the last step (0 without timestamps) */
+} oscar_gpu_state;
+
+oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint32_t max_tokens, uint32_t max_out,
+                                    oscar_gpu_state **out);
+void oscar_gpu_state_destroy(oscar_gpu_state *s);
+
+/* One forward step. seqs[i] (KV cache sequence ids, distinct) gets n_new[i] tokens; tokens holds
+ * them all in order (seqs[0]'s, then seqs[1]'s, ...), total <= max_tokens; each id must be
+ * < n_vocab (checked). With want_logits, the last token of every sequence gets a logits row:
+ * logits [n_seqs][n_vocab] (NULL: kept on the device only) and argmax [n_seqs] (NULL: not
+ * read); n_seqs <= max_out. Positions continue each sequence. CONTEXT_FULL / OUT_OF_PAGES from
+ * the cache leave every sequence unchanged. */
+oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
+                            const int32_t *tokens, int want_logits, float *logits, int32_t *argmax);
+
+#endif

@@ -1,0 +1,226 @@
+/* Rotation sets (include/oscar/model.h): built in memory or read from a RotationZoo GGUF
+ * (docs/rotationzoo.md), checked against the model they are for. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "gguf.h"
+#include "model_api.h"
+
+#define ORTHO_TOLERANCE 1e-3
+
+/* Finite and orthogonal (max |RᵀR - I| <= ORTHO_TOLERANCE) check of every d x d matrix of
+ * r[0..n); fails with `status` naming `what`, the layer and the head. */
+static oscar_status check_matrices(const float *r, uint32_t n_layer, uint32_t n_rot, uint32_t d, const char *what,
+                                   oscar_status status)
+{
+    for (uint32_t m = 0; m < n_layer * n_rot; m++) {
+        const float *R = r + (size_t)m * d * d;
+        uint32_t layer = m / n_rot, head = m % n_rot;
+        for (size_t i = 0; i < (size_t)d * d; i++)
+            if (!isfinite(R[i]))
+                OSCAR_RETURN_ERROR(status, "rotation set: %s of layer %u (head %u): element (%zu, %zu) is not finite", what,
+                                   layer, head, i / d, i % d);
+        double worst = 0;
+        for (uint32_t i = 0; i < d; i++)
+            for (uint32_t j = i; j < d; j++) {
+                double s = 0;
+                for (uint32_t k = 0; k < d; k++) s += (double)R[(size_t)k * d + i] * R[(size_t)k * d + j];
+                double e = fabs(s - (i == j ? 1.0 : 0.0));
+                if (e > worst) worst = e;
+            }
+        if (!(worst <= ORTHO_TOLERANCE))
+            OSCAR_RETURN_ERROR(status, "rotation set: %s of layer %u (head %u) is not orthogonal: max |R^T R - I| = %.3g (limit %g)",
+                               what, layer, head, worst, ORTHO_TOLERANCE);
+    }
+    return OSCAR_OK;
+}
+
+static oscar_status check_clips(const float *c, uint32_t n_layer, const char *what, oscar_status status)
+{
+    for (uint32_t l = 0; c && l < n_layer; l++)
+        if (!(c[l] > 0 && c[l] <= 1))
+            OSCAR_RETURN_ERROR(status, "rotation set: %s[%u] = %g is not in (0, 1]", what, l, (double)c[l]);
+    return OSCAR_OK;
+}
+
+/* Copies and checks; `status` is what a bad value is reported as (INVALID_ARGUMENT in memory,
+ * BAD_FORMAT from a file). */
+static oscar_status build(const oscar_model *model, uint32_t n_layer, uint32_t n_rot, const float *rot_k, const float *rot_v,
+                          const float *clip_k, const float *clip_v, oscar_status status, oscar_rotation_set **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_rotation_set *s = NULL;
+    if (!model || !rot_k || !rot_v || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_create: NULL argument");
+    *out = NULL;
+    const oscar_model_hparams *hp = &model->desc->hp;
+    uint32_t d = hp->head_dim;
+    if (n_layer != hp->n_layer)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "rotation set: %u layers, the model has %u", n_layer, hp->n_layer);
+    if (n_rot != 1 && n_rot != hp->n_head_kv)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "rotation set: %u rotations per layer, expected 1 or the model's %u KV heads",
+                           n_rot, hp->n_head_kv);
+    OSCAR_TRY(check_matrices(rot_k, n_layer, n_rot, d, "R_K", status));
+    OSCAR_TRY(check_matrices(rot_v, n_layer, n_rot, d, "R_V", status));
+    OSCAR_TRY(check_clips(clip_k, n_layer, "clip_k", status));
+    OSCAR_TRY(check_clips(clip_v, n_layer, "clip_v", status));
+    s = calloc(1, sizeof *s);
+    if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    size_t n_floats = (size_t)n_layer * n_rot * d * d;
+    s->n_layer = n_layer, s->n_rot = n_rot, s->head_dim = d;
+    s->fingerprint = model->info.fingerprint;
+    s->rot_k = malloc(n_floats * sizeof(float));
+    s->rot_v = malloc(n_floats * sizeof(float));
+    s->clip_k = malloc(n_layer * sizeof(float));
+    s->clip_v = malloc(n_layer * sizeof(float));
+    if (!s->rot_k || !s->rot_v || !s->clip_k || !s->clip_v) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    memcpy(s->rot_k, rot_k, n_floats * sizeof(float));
+    memcpy(s->rot_v, rot_v, n_floats * sizeof(float));
+    for (uint32_t l = 0; l < n_layer; l++) {
+        s->clip_k[l] = clip_k ? clip_k[l] : 0.96f;
+        s->clip_v[l] = clip_v ? clip_v[l] : 0.92f;
+    }
+    *out = s;
+    return OSCAR_OK;
+fail:
+    oscar_rotation_set_destroy(s);
+    return st;
+}
+
+OSCAR_API oscar_status oscar_rotation_set_create(const oscar_model *model, uint32_t n_layer, uint32_t n_rot, const float *rot_k,
+                                                 const float *rot_v, const float *clip_k, const float *clip_v,
+                                                 oscar_rotation_set **out)
+{
+    return build(model, n_layer, n_rot, rot_k, rot_v, clip_k, clip_v, OSCAR_ERROR_INVALID_ARGUMENT, out);
+}
+
+OSCAR_API void oscar_rotation_set_destroy(oscar_rotation_set *s)
+{
+    if (!s) return;
+    free(s->rot_k), free(s->rot_v), free(s->clip_k), free(s->clip_v);
+    free(s);
+}
+
+/* ---- RotationZoo files --------------------------------------------------------------------- */
+
+/* u32 key that must equal `want` (MISMATCH naming the key otherwise). */
+static oscar_status expect_u32(const oscar_gguf *g, const char *key, uint32_t want)
+{
+    uint32_t v;
+    oscar_status st = oscar_gguf_get_u32(g, key, &v);
+    if (st != OSCAR_OK) return st;
+    if (v != want) OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "%s: %s = %u, the model has %u", g->path, key, v, want);
+    return OSCAR_OK;
+}
+
+/* Optional f32 array key of n_layer ratios into out (left NULL when absent). */
+static oscar_status read_clips(const oscar_gguf *g, const char *key, uint32_t n_layer, float **out)
+{
+    oscar_status st = OSCAR_OK;
+    const oscar_gguf_array *a;
+    *out = NULL;
+    if (!oscar_gguf_find_key(g, key)) return OSCAR_OK;
+    OSCAR_TRY(oscar_gguf_get_array(g, key, -1, &a));
+    if (a->count != n_layer || (a->type != OSCAR_GGUF_TYPE_FLOAT32 && a->type != OSCAR_GGUF_TYPE_FLOAT64))
+        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: %s: %llu values of type %s, expected %u float32 (one per layer)", g->path, key,
+                   (unsigned long long)a->count, oscar_gguf_type_name(a->type), n_layer);
+    *out = malloc(n_layer * sizeof **out);
+    if (!*out) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < n_layer; l++) (*out)[l] = (float)oscar_gguf_array_number(a, l);
+fail:
+    return st;
+}
+
+/* Copies tensor blk.<l>.<what>.weight into dst ([n_rot][d][d]) after checking type and shape;
+ * *n_rot is set by layer 0's tensor (0 on entry) and must agree for the others. */
+static oscar_status read_rot(const oscar_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, uint32_t *n_rot,
+                             float **dst, uint32_t n_layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%u.%s.weight", l, what);
+    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+    if (!t) OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is missing", g->path, name);
+    if (t->type != OSCAR_GGML_TYPE_F32)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name, oscar_ggml_type_name(t->type));
+    uint32_t r = t->n_dims == 2 ? 1 : (uint32_t)t->ne[2];
+    int ok = t->ne[0] == d && t->ne[1] == d && (t->n_dims == 2 || (t->n_dims == 3 && t->ne[2] == n_kv));
+    if (!ok)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "%s: tensor %s: shape [%llu, %llu, %llu], expected [%u, %u] or [%u, %u, %u] "
+                           "(head_dim %u, %u KV heads)", g->path, name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1],
+                           (unsigned long long)t->ne[2], d, d, d, d, n_kv, d, n_kv);
+    if (*n_rot == 0) {
+        *n_rot = r;
+        *dst = malloc((size_t)n_layer * r * d * d * sizeof(float));
+        if (!*dst) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    } else if (r != *n_rot) {
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s holds %u rotations, earlier layers %u", g->path, name, r, *n_rot);
+    }
+    memcpy(*dst + (size_t)l * r * d * d, t->data, (size_t)r * d * d * sizeof(float));
+    return OSCAR_OK;
+}
+
+OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_model *model, oscar_rotation_set **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_gguf *g = NULL;
+    float *rot_k = NULL, *rot_v = NULL, *clip_k = NULL, *clip_v = NULL;
+    if (!path || !model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_load: NULL argument");
+    *out = NULL;
+    const oscar_model_hparams *hp = &model->desc->hp;
+    OSCAR_TRY(oscar_gguf_open(path, &g));
+
+    uint32_t version;
+    OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.format_version", &version));
+    if (version != 1)
+        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED_FORMAT, "%s: oscar.format_version %u is not supported (1)", path, version);
+    const char *arch;
+    OSCAR_TRY(oscar_gguf_get_str(g, "oscar.model.architecture", &arch));
+    if (strcmp(arch, oscar_arch_name(hp->arch)))
+        OSCAR_FAIL(OSCAR_ERROR_MISMATCH, "%s: oscar.model.architecture = \"%s\", the model is \"%s\"", path, arch,
+                   oscar_arch_name(hp->arch));
+    OSCAR_TRY(expect_u32(g, "oscar.model.block_count", hp->n_layer));
+    OSCAR_TRY(expect_u32(g, "oscar.model.head_count_kv", hp->n_head_kv));
+    OSCAR_TRY(expect_u32(g, "oscar.model.head_dim", hp->head_dim));
+    if (oscar_gguf_find_key(g, "oscar.model.head_count")) OSCAR_TRY(expect_u32(g, "oscar.model.head_count", hp->n_head));
+    const char *fp;
+    OSCAR_TRY(oscar_gguf_get_str(g, "oscar.model.fingerprint", &fp));
+    char *end = NULL;
+    unsigned long long fpv = strtoull(fp, &end, 16);
+    if (strlen(fp) != 16 || !end || *end)
+        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.model.fingerprint \"%s\" is not 16 hex digits", path, fp);
+    if (fpv != model->info.fingerprint)
+        OSCAR_FAIL(OSCAR_ERROR_MISMATCH, "%s: oscar.model.fingerprint %s, the model's is %s (calibrated on another model)", path,
+                   fp, model->info.fingerprint_hex);
+    const char *grouping = NULL;
+    if (oscar_gguf_find_key(g, "oscar.grouping")) {
+        OSCAR_TRY(oscar_gguf_get_str(g, "oscar.grouping", &grouping));
+        if (strcmp(grouping, "layer") && strcmp(grouping, "head"))
+            OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.grouping \"%s\" is neither \"layer\" nor \"head\"", path, grouping);
+    }
+
+    uint32_t nk = 0, nv = 0, d = hp->head_dim;
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        OSCAR_TRY(read_rot(g, l, "attn_k_rot", d, hp->n_head_kv, &nk, &rot_k, hp->n_layer));
+        OSCAR_TRY(read_rot(g, l, "attn_v_rot", d, hp->n_head_kv, &nv, &rot_v, hp->n_layer));
+    }
+    if (nk != nv)
+        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: attn_k_rot holds %u rotations per layer, attn_v_rot %u", path, nk, nv);
+    if (grouping && nk != (strcmp(grouping, "head") ? 1u : hp->n_head_kv))
+        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.grouping \"%s\" but the tensors hold %u rotation(s) per layer", path,
+                   grouping, nk);
+    OSCAR_TRY(read_clips(g, "oscar.clip_k", hp->n_layer, &clip_k));
+    OSCAR_TRY(read_clips(g, "oscar.clip_v", hp->n_layer, &clip_v));
+    st = build(model, hp->n_layer, nk, rot_k, rot_v, clip_k, clip_v, OSCAR_ERROR_BAD_FORMAT, out);
+    if (st != OSCAR_OK) {
+        /* prefix the file name to the check's message */
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s", oscar_last_error());
+        oscar_error_set(st, __FILE__, __LINE__, "%s: %s", path, msg);
+    }
+fail:
+    free(rot_k), free(rot_v), free(clip_k), free(clip_v);
+    oscar_gguf_close(g);
+    return st;
+}
