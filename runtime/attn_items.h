@@ -11,6 +11,11 @@
  * Empty ranges produce no item; a row with n_visible = 0 has no items (the merge writes 0).
  * fp16 mode is sink = flushed_end = 0: the whole row is one fp16 range. flushed_end < sink
  * (nothing flushed yet, whichever way the cache counts it) means no INT2 range.
+ *
+ * Choosing split: enough items for the GPU (n_items * n_kv >= a few workgroups per compute
+ * unit) and a multiple of the decode workgroup size (its tile). Lavapipe ends any shader loop
+ * after 65535 iterations in total per invocation, so there keep split <= 16384 tokens and
+ * fewer than ~60000 items per row (attn_merge walks a row's items in one loop).
  */
 #ifndef OSCAR_ATTN_ITEMS_H
 #define OSCAR_ATTN_ITEMS_H

@@ -6,7 +6,8 @@
 // One workgroup per (row, query head): x (+ z * num_groups.x) = row, y = head; threads over d.
 // M is reduced over the items by all threads (strided) and shared memory; then every thread
 // walks all items for its elements, computing w_s and L itself (the same value in every
-// thread), so the item loop has no barrier. The output stays in the rotated basis; the
+// thread), so the item loop has no barrier. Lavapipe stops loops after 65535 iterations per
+// invocation: keep a row under ~60000 items there. The output stays in the rotated basis; the
 // caller applies R_V^T.
 #include "common/kv_layout.h"
 #include "common/attn_push.h"
