@@ -15,6 +15,11 @@
 // Every fp32 value that feeds a comparison or an fp16 rounding is `precise` so no mul+add is
 // fused: Vulkan rounds fp32 add, sub and mul correctly, so the results equal the C reference's.
 // NaN inputs have no defined result (the C reference's qsort has none either).
+// Signed zeros: Vulkan lets a compiler turn `b < a ? b : a` into fmin and otherwise ignore the
+// sign of zero (NVIDIA does), while the reference's min of {+0, -0} is its leftmost element and
+// its fp16 min keeps that sign. So every value that is selected (sort, clamp, min, max) moves as
+// uint bits and is compared as an integer key that orders like the float (f32_key), and the one
+// subtraction whose zero sign reaches the output (max - min) gets it by the IEEE rule explicitly.
 //
 // Loop budget: lavapipe (llvmpipe) ends a shader invocation after about 65535 loop iterations
 // in total, so each loop here runs about d / WG times per row (the sort 36 * d / (2 WG) at
@@ -28,11 +33,19 @@
 #define INT2_MAX_GROUPS (KV_MAX_HEAD_DIM / 16)
 
 shared float q_x[KV_MAX_HEAD_DIM];      // [d] the row; clamped in place
-shared float q_mn[KV_MAX_HEAD_DIM];     // [d] segmented min reduction; q_mn[g*G] = min of group g
-shared float q_mx[KV_MAX_HEAD_DIM];     // [d] segmented max reduction
-shared float q_sort[KV_MAX_HEAD_DIM];   // [next pow2 >= d] |x| sorted ascending
+shared uint q_mn[KV_MAX_HEAD_DIM];      // [d] fp32 bits, segmented min; q_mn[g*G] = min of group g
+shared uint q_mx[KV_MAX_HEAD_DIM];      // [d] fp32 bits, segmented max
+shared uint q_sort[KV_MAX_HEAD_DIM];    // [next pow2 >= d] bits of |x| sorted ascending (as uints:
+                                        // non-negative floats order like their bit patterns)
 shared vec4 q_thr[INT2_MAX_GROUPS];     // [d/G] code thresholds t0, t1, t2 and the scale sc
 shared uint q_param[INT2_MAX_GROUPS];   // [d/G] fp16 scale (low half) | fp16 min (high half)
+
+// Integer key of fp32 bits with the float's order (non-NaN): -0 and +0 both map to 0.
+int f32_key(uint b)
+{
+    int m = int(b & 0x7FFFFFFFu);
+    return (b & 0x80000000u) != 0u ? -m : m;
+}
 
 // Clip threshold tau of q_x at ratio r (int2_quant.h): |x| is sorted ascending in shared
 // memory by a bitonic network (padded with +inf to a power of two), then
@@ -50,14 +63,14 @@ float int2_clip_threshold(float r)
     precise float frac = pos - float(lo);
     const uint n2 = 1u << uint(findMSB(2u * n - 1u)); // next power of two >= n
     for (uint e = gl_LocalInvocationID.x; e < n2; e += WG)
-        q_sort[e] = e < n ? abs(q_x[e]) : uintBitsToFloat(0x7F800000u);
+        q_sort[e] = e < n ? floatBitsToUint(q_x[e]) & 0x7FFFFFFFu : 0x7F800000u;
     barrier();
     for (uint k = 2u; k <= n2; k <<= 1u) {
         for (uint j = k >> 1u; j > 0u; j >>= 1u) {
             // comparator c joins i (bit j clear) and i + j; blocks of k alternate direction
             for (uint c = gl_LocalInvocationID.x; c < n2 / 2u; c += WG) {
                 uint i = ((c & ~(j - 1u)) << 1u) | (c & (j - 1u));
-                float a = q_sort[i], b = q_sort[i + j];
+                uint a = q_sort[i], b = q_sort[i + j];
                 if ((a > b) == ((i & k) == 0u)) {
                     q_sort[i] = b;
                     q_sort[i + j] = a;
@@ -66,7 +79,7 @@ float int2_clip_threshold(float r)
             barrier();
         }
     }
-    float a_lo = q_sort[lo], a_hi = q_sort[hi];
+    float a_lo = uintBitsToFloat(q_sort[lo]), a_hi = uintBitsToFloat(q_sort[hi]);
     precise float diff = a_hi - a_lo;
     precise float step = frac * diff;
     precise float tau = a_lo + step;
@@ -80,11 +93,12 @@ void int2_quantize_row(float r)
     const uint n = HEAD_DIM;
     float tau = int2_clip_threshold(r);
     for (uint e = gl_LocalInvocationID.x; e < n; e += WG) {
-        float v = q_x[e];
-        v = v > tau ? tau : (v < -tau ? -tau : v);
-        q_x[e] = v;
-        q_mn[e] = v;
-        q_mx[e] = v;
+        uint vb = floatBitsToUint(q_x[e]), tb = floatBitsToUint(tau);
+        int vk = f32_key(vb), tk = f32_key(tb); // tau >= 0: -tau has key -tk
+        vb = vk > tk ? tb : (vk < -tk ? tb ^ 0x80000000u : vb);
+        q_x[e] = uintBitsToFloat(vb);
+        q_mn[e] = vb;
+        q_mx[e] = vb;
     }
     barrier();
     // Segmented tree with doubling stride (G is a power of two): at stride s, element e = 2s*c
@@ -93,21 +107,23 @@ void int2_quantize_row(float r)
     for (uint s = 1u; s < GROUP; s <<= 1u) {
         for (uint c = gl_LocalInvocationID.x; c < n / (2u * s); c += WG) {
             uint e = 2u * s * c;
-            float a = q_mn[e], b = q_mn[e + s];
-            q_mn[e] = b < a ? b : a;
+            uint a = q_mn[e], b = q_mn[e + s];
+            q_mn[e] = f32_key(b) < f32_key(a) ? b : a;
             a = q_mx[e];
             b = q_mx[e + s];
-            q_mx[e] = b > a ? b : a;
+            q_mx[e] = f32_key(b) > f32_key(a) ? b : a;
         }
         barrier();
     }
     for (uint g = gl_LocalInvocationID.x; g < n / GROUP; g += WG) {
-        float lo = q_mn[g * GROUP], hi = q_mx[g * GROUP];
-        uint min_h = f32_to_f16_bits(lo);
+        uint lo = q_mn[g * GROUP], hi = q_mx[g * GROUP]; // fp32 bits
+        uint min_h = f32_to_f16_bits(uintBitsToFloat(lo));
         float mn = f16_bits_to_f32(min_h);
-        precise float range = hi - mn;
+        precise float range = uintBitsToFloat(hi) - mn;
         precise float third = range * uintBitsToFloat(0x3EAAAAABu); // (1.0f / 3.0f) in fp32
-        uint scale_h = f32_to_f16_bits(third);
+        // a zero range is -0 only for (-0) - (+0); a nonzero range never underflows to zero
+        uint third_bits = range == 0.0 ? (hi == 0x80000000u && min_h == 0u ? 0x80000000u : 0u) : floatBitsToUint(third);
+        uint scale_h = f32_to_f16_bits(uintBitsToFloat(third_bits));
         float sc = f16_bits_to_f32(scale_h);
         precise float t0 = mn + 0.5 * sc;
         precise float t1 = mn + 1.5 * sc;
