@@ -42,6 +42,12 @@ struct oscar_kv_cache {
     struct kv_attn_row *h_rows;   /* [max_step_tokens] host copies */
     struct kv_attn_item *h_items; /* [items_cap] */
     uint32_t *h_seq_sink, *h_seq_fe, *h_row_vis; /* scratch for planning */
+    /* Per-step uploads: staged here by step_begin, copied into the device buffers at the start
+     * of the step's first recorded command (so a step costs no extra submission). */
+    oscar_buffer staging;       /* host-visible: [tables | slots | rows | items] */
+    VkBufferCopy *copies;       /* [n_copies] regions of the pending upload */
+    const oscar_buffer **copy_dst; /* [n_copies] */
+    uint32_t n_copies, max_copies;
     oscar_cmd cmd;
     oscar_pipeline *pl_append, *pl_flush, *pl_rot, *pl_rot_t, *pl_decode, *pl_merge;
     double last_gpu_ms;
@@ -302,9 +308,10 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     free(c->int2_pool);
     free(c->f16_pool);
     oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
-                             &c->partials, &c->q_rot, &c->o_rot, &c->q_dev, &c->io_k, &c->io_v, &c->io_q, &c->io_out };
+                             &c->partials, &c->q_rot, &c->o_rot, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
     free(c->clip_k), free(c->clip_v);
+    free(c->copies), free(c->copy_dst);
     free(c->h_rows), free(c->h_items), free(c->h_row_vis), free(c->h_seq_sink), free(c->h_seq_fe);
     kv_book_free(&c->book);
     free(c);
@@ -398,27 +405,66 @@ fail:
     return st;
 }
 
+/* Bytes the staging buffer needs for a step with the current item capacity. */
+static uint64_t staging_bytes(const oscar_kv_cache *c)
+{
+    return 2ull * c->p.max_sequences * c->book.max_pages * 4 + c->slots.size + c->rows.size +
+           (uint64_t)c->items_cap * sizeof(struct kv_attn_item);
+}
+
+/* Queues `bytes` from `src` to dst+offset through the staging buffer at *at. */
+static void stage(oscar_kv_cache *c, uint64_t *at, const oscar_buffer *dst, uint64_t offset, const void *src, uint64_t bytes)
+{
+    if (bytes == 0) return;
+    memcpy((char *)c->staging.mapped + *at, src, bytes);
+    c->copies[c->n_copies] = (VkBufferCopy){ .srcOffset = *at, .dstOffset = offset, .size = bytes };
+    c->copy_dst[c->n_copies++] = dst;
+    *at += (bytes + 15) & ~15ull;
+}
+
 oscar_status oscar_kv_upload_step(oscar_kv_cache *c)
 {
     oscar_status st = OSCAR_OK;
     kv_book *b = &c->book;
     const kv_step_plan *pl = &b->plan;
-    uint64_t row_bytes = (uint64_t)b->max_pages * 4;
+    uint32_t need = 2 * c->p.max_sequences + 4;
+    if (c->staging.size < staging_bytes(c) + 16 * need) {
+        oscar_buffer_destroy(c->ctx, &c->staging);
+        OSCAR_TRY(oscar_buffer_create(c->ctx, staging_bytes(c) + 16 * need, OSCAR_BUFFER_STAGING, &c->staging));
+    }
+    if (c->max_copies < need) {
+        free(c->copies), free(c->copy_dst);
+        c->copies = malloc(need * sizeof *c->copies);
+        c->copy_dst = malloc(need * sizeof *c->copy_dst);
+        if (!c->copies || !c->copy_dst) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        c->max_copies = need;
+    }
+    uint64_t at = 0, row_bytes = (uint64_t)b->max_pages * 4;
+    if (c->n_copies) /* the last step's uploads were never recorded: send every table again */
+        for (uint32_t s = 0; s < c->p.max_sequences; s++) b->seqs[s].dirty = 1;
+    c->n_copies = 0;
     for (uint32_t s = 0; s < c->p.max_sequences; s++) {
         kv_seq *q = &b->seqs[s];
         if (!q->dirty) continue;
-        OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->int2_table, s * row_bytes, q->int2_pages, row_bytes));
-        OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->f16_table, s * row_bytes, q->f16_pages, row_bytes));
+        stage(c, &at, &c->int2_table, s * row_bytes, q->int2_pages, row_bytes);
+        stage(c, &at, &c->f16_table, s * row_bytes, q->f16_pages, row_bytes);
         q->dirty = 0;
     }
-    OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->slots, 0, pl->append, pl->n_tokens * sizeof *pl->append));
-    if (pl->n_flush)
-        OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->slots, (uint64_t)c->flush_offset * sizeof *pl->flush, pl->flush,
-                                      pl->n_flush * sizeof *pl->flush));
-    OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->rows, 0, c->h_rows, pl->n_tokens * sizeof *c->h_rows));
-    if (c->n_items) OSCAR_TRY(oscar_buffer_upload(c->ctx, &c->items, 0, c->h_items, c->n_items * sizeof *c->h_items));
+    stage(c, &at, &c->slots, 0, pl->append, pl->n_tokens * sizeof *pl->append);
+    stage(c, &at, &c->slots, (uint64_t)c->flush_offset * sizeof *pl->flush, pl->flush, pl->n_flush * sizeof *pl->flush);
+    stage(c, &at, &c->rows, 0, c->h_rows, pl->n_tokens * sizeof *c->h_rows);
+    stage(c, &at, &c->items, 0, c->h_items, c->n_items * sizeof *c->h_items);
 fail:
     return st;
+}
+
+/* Records the staged uploads of the step (once) ahead of the first kernel that reads them. */
+static void record_uploads(oscar_kv_cache *c, oscar_cmd *cmd)
+{
+    if (c->n_copies == 0) return;
+    for (uint32_t i = 0; i < c->n_copies; i++)
+        c->ctx->vk.vkCmdCopyBuffer(cmd->cb, c->staging.buffer, c->copy_dst[i]->buffer, 1, &c->copies[i]);
+    c->n_copies = 0;
 }
 
 OSCAR_API oscar_status oscar_kv_step_begin(oscar_kv_cache *c, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new)
@@ -454,6 +500,7 @@ oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t 
     struct kv_append_push push = { c->book.plan.n_tokens };
     uint32_t n = push.n_tokens;
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
+    record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);
     OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, p, b, &push, groups));
 fail:
@@ -471,6 +518,7 @@ oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32
     int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
     oscar_binding q_rot = { &c->q_rot, 0, rows_bytes }, o_rot = { &c->o_rot, 0, rows_bytes };
     uint32_t rot_groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
+    record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);
     if (rotated) { /* q <- q·R_K (query head h uses the R of its KV head) */
         struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H };
@@ -514,6 +562,7 @@ oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t l
                            { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 } };
     struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer] };
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
+    record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);
     OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
 fail:

@@ -8,8 +8,10 @@
 #include "oscar/kv.h"
 #include "vk_context.h"
 
-/* Uploads what a planned step needs (page tables of changed sequences, token slots, attention
- * rows and items). Called by oscar_kv_step_begin; the recorded kernels below read them. */
+/* Stages what a planned step needs (page tables of changed sequences, token slots, attention
+ * rows and items) in a host-visible buffer; the first of the record functions below that runs
+ * in the step records the copies into its command stream. Called by oscar_kv_step_begin. The
+ * previous step's command buffers must have completed (the staging buffer is reused). */
 oscar_status oscar_kv_upload_step(oscar_kv_cache *c);
 
 /* k, v: [n_step_tokens][n_kv_head][head_dim], fp32 (input_f16 = 0) or fp16 pairs (1). */
