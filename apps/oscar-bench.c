@@ -1,6 +1,7 @@
 /* oscar-bench: performance of OSCAR-VK on this machine's GPU.
  *
  *   oscar-bench attention [options]   decode attention over the paged cache, per layer call
+ *   oscar-bench decode [options]      a whole model: prefill and decode tokens/s per context
  *
  * attention options:
  *   --heads N --kv-heads N --head-dim N   shapes (default Llama-3-8B: 32, 8, 128)
@@ -17,14 +18,39 @@
  * times the attention call (rotate q, flash-decoding, merge, un-rotate) with GPU timestamps.
  * Effective bandwidth = bytes of cache the call reads (INT2 and fp16 regions of every
  * sequence) / time, printed beside the read bandwidth measured in the same run.
+ *
+ * decode options (see bench_decode below for what is measured):
+ *   -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0   the model, or one generated with
+ *                                         real shapes and seeded random weights
+ *   --tmp DIR                             where --gen writes its GGUF (default /tmp)
+ *   --keep                                keep the generated GGUF (and reuse it when present)
+ *   --contexts A,B,...                    contexts (default 4096,8192,...,131072)
+ *   --batch A,B,...                       sequences decoded together (default 1,32)
+ *   --kv fp16,int2,...                    KV modes (default fp16,int2)
+ *   --prompt N                            prefill tokens timed (default 2048)
+ *   --steps N                             decode steps timed per point (default 16)
+ *   --ubatch N                            tokens per prefill step (default 512)
+ *   --bw-mib N                            read-bandwidth buffer (default 1024)
+ *   --json FILE --device NAME|INDEX
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/app_common.h"
+#include "gguf.h"
+#include "model_gen.h"
 #include "oscar/oscar.h"
 
 #define MAX_LIST 16
+
+/* The separator before the next JSON point: nothing before the first one. */
+static int json_points;
+static const char *json_sep(void)
+{
+    return json_points++ ? ",\n" : "";
+}
 
 typedef struct bench_args {
     uint32_t heads, kv_heads, head_dim, group, iters;
@@ -174,7 +200,7 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         if (json)
             fprintf(json, "%s  {\"mode\": \"%s\", \"batch\": %u, \"context\": %u, \"us\": %.2f, \"gbps\": %.1f, "
                           "\"read_bw_gbps\": %.1f, \"bytes\": %.0f, \"bits_per_element\": %.4f}",
-                    ftell(json) > 2 ? ",\n" : "", oscar_kv_mode_name(mode), batch, target, pt->us, pt->gbps, bw, bytes, pt->bits);
+                    json_sep(), oscar_kv_mode_name(mode), batch, target, pt->us, pt->gbps, bw, bytes, pt->bits);
     }
     if (!ok) {
         fprintf(stderr, "oscar-bench: %s batch %u: %s\n", oscar_kv_mode_name(mode), batch, oscar_last_error());
@@ -274,9 +300,322 @@ static int bench_attention(int argc, char **argv)
     return rc;
 }
 
+/* ==== decode: a whole model ==================================================================== */
+
+typedef struct decode_args {
+    const char *model, *gen, *tmp, *json, *device;
+    int keep;
+    uint32_t contexts[APP_MAX_LIST], n_contexts;
+    uint32_t batches[APP_MAX_LIST], n_batches;
+    oscar_kv_mode modes[4];
+    uint32_t n_modes;
+    uint32_t prompt, steps, ubatch, bw_mib;
+} decode_args;
+
+/* Generator shapes: the real models' hyperparameters with seeded random weights. */
+static int gen_preset(const char *name, oscar_model_gen_params *p)
+{
+    if (!strcmp(name, "tiny")) {
+        *p = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+        p->n_embd = 128, p->n_head = 2, p->n_head_kv = 1, p->head_dim = 64, p->n_ff = 256;
+        p->weight_type = p->embd_type = OSCAR_GGML_TYPE_Q4_0;
+        p->n_ctx_train = 8192;
+    } else if (!strcmp(name, "llama3-8b-q4_0") || !strcmp(name, "llama3-8b")) {
+        /* Llama-3-8B: 32 layers, 4096, 32/8 heads of 128, ffn 14336, vocab 128256; llama.cpp's
+         * Q4_0 keeps the output matrix in Q6_K (the generator uses one type for both
+         * token_embd and output: Q6_K, about 4.8 GB in all) */
+        *p = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+        p->n_layer = 32, p->n_embd = 4096, p->n_head = 32, p->n_head_kv = 8, p->head_dim = 128, p->n_ff = 14336;
+        p->n_vocab = 128256, p->n_ctx_train = 131072, p->rope_freq_base = 500000.0f;
+        p->weight_type = OSCAR_GGML_TYPE_Q4_0, p->embd_type = OSCAR_GGML_TYPE_Q6_K;
+    } else if (!strcmp(name, "qwen3-4b-q4_0") || !strcmp(name, "qwen3-4b")) {
+        /* Qwen3-4B: 36 layers, 2560, 32/8 heads of 128, ffn 9728, vocab 151936, tied */
+        *p = oscar_model_gen_params_default(OSCAR_ARCH_QWEN3);
+        p->n_layer = 36, p->n_embd = 2560, p->n_head = 32, p->n_head_kv = 8, p->head_dim = 128, p->n_ff = 9728;
+        p->n_vocab = 151936, p->n_ctx_train = 131072, p->rope_freq_base = 1000000.0f, p->tied_embeddings = 1;
+        p->weight_type = OSCAR_GGML_TYPE_Q4_0, p->embd_type = OSCAR_GGML_TYPE_Q6_K;
+    } else {
+        return 0;
+    }
+    p->seed = 1;
+    return 1;
+}
+
+/* Weight bytes one decode step reads: every tensor except token_embd when the LM head is a
+ * separate matrix (the embedding lookup reads one row per token). */
+static uint64_t step_weight_bytes(const char *path, const oscar_model_info *info)
+{
+    uint64_t bytes = info->weight_bytes;
+    oscar_gguf *g = NULL;
+    if (info->tied_embeddings || oscar_gguf_open(path, &g) != OSCAR_OK) return bytes;
+    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, "token_embd.weight");
+    if (t && t->n_bytes < bytes) bytes -= t->n_bytes - t->n_bytes / (t->ne[1] ? t->ne[1] : 1);
+    oscar_gguf_close(g);
+    return bytes;
+}
+
+/* KV page-pool bytes for a base sequence of max_len tokens plus `forks` forks that each grow
+ * by `grow` tokens: whole pages, the fp16 windows of every sequence in the INT2 modes, and
+ * slack for the partial pages a fork copies. An estimate from the page layout
+ * (docs/kv-cache.md); too small shows up as OUT_OF_PAGES with the numbers. */
+static uint64_t kv_budget(const oscar_model_info *mi, oscar_kv_mode mode, uint32_t max_len, uint32_t forks, uint32_t grow,
+                          uint32_t ubatch)
+{
+    const uint64_t P = 64, sink = 64, recent = 256, flush = 8, d = mi->head_dim, G = d < 128 ? d : 128;
+    uint64_t f16_page = (uint64_t)mi->n_head_kv * P * d * 2;              /* bytes per layer */
+    uint64_t int2_page = (uint64_t)mi->n_head_kv * P * (d / 4 + d / G * 4); /* codes + fp16 scale, min */
+    uint64_t fork_pages = (grow + P - 1) / P + 2;
+    uint64_t per_layer;
+    if (mode == OSCAR_KV_FP16) {
+        per_layer = f16_page * ((max_len + P - 1) / P + (uint64_t)forks * fork_pages + 4);
+    } else {
+        uint64_t window = (sink + recent + flush + ubatch + P - 1) / P + 4;
+        per_layer = f16_page * window * (forks + 1) + int2_page * ((max_len + P - 1) / P + (uint64_t)forks * fork_pages + 4);
+    }
+    return per_layer * mi->n_layer * 11 / 10;
+}
+
+typedef struct decode_point {
+    oscar_kv_mode mode;
+    uint32_t batch, context;
+    double tok_s, ms_step, gpu_ms, limit_tok_s, fill_s, bits;
+} decode_point;
+
+/* One KV mode: time a prefill of a.prompt tokens, then fill a base sequence to each context
+ * in turn (prefill in ubatch steps) and at each context fork it into `batch` sequences and
+ * time a.steps decode steps (after one warm-up step) for every batch size. */
+static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, double bw, uint64_t step_bytes, FILE *json)
+{
+    uint32_t max_ctx = 0, max_b = 0;
+    for (uint32_t i = 0; i < a->n_contexts; i++) max_ctx = a->contexts[i] > max_ctx ? a->contexts[i] : max_ctx;
+    for (uint32_t i = 0; i < a->n_batches; i++) max_b = a->batches[i] > max_b ? a->batches[i] : max_b;
+    uint32_t grow = a->steps + 1, longest = (max_ctx > a->prompt ? max_ctx : a->prompt) + grow + 8;
+    oscar_session_params sp = oscar_session_params_default();
+    sp.kv_mode = mode;
+    sp.n_ctx = longest;
+    sp.n_seq_max = max_b + 1;
+    sp.n_batch = a->ubatch;
+    sp.kv_memory_budget = kv_budget(&m->info, mode, longest, max_b, grow, a->ubatch);
+    oscar_session *s = NULL;
+    oscar_status st = oscar_session_create(m->model, &sp, &s);
+    if (st != OSCAR_OK) {
+        printf("%-6s skipped: %s: %s\n", oscar_kv_mode_name(mode), oscar_status_string(st), oscar_last_error());
+        return 0;
+    }
+    uint32_t n_tok = longest > a->prompt ? longest : a->prompt;
+    int32_t *tokens = malloc((size_t)n_tok * sizeof *tokens);   /* [n_tok] seeded random ids */
+    int32_t *seqs = malloc((size_t)(max_b + 1) * sizeof *seqs); /* [0]: the base, then forks */
+    int32_t *step_tok = malloc((size_t)max_b * sizeof *step_tok);
+    int ok = tokens && seqs && step_tok;
+    uint32_t rng = 777;
+    for (uint32_t i = 0; ok && i < n_tok; i++) {
+        rng = rng * 1664525u + 1013904223u;
+        tokens[i] = (int32_t)((rng >> 8) % m->info.n_vocab);
+    }
+    /* prefill speed: a warm-up prefill (pipelines), then the timed one on a fresh sequence */
+    double prefill_tok_s = 0;
+    if (ok) {
+        uint32_t warm = a->prompt < 64 ? a->prompt : 64;
+        st = oscar_session_seq_add(s, &seqs[0]);
+        if (st == OSCAR_OK) st = oscar_session_prefill(s, seqs[0], tokens, warm, NULL);
+        if (st == OSCAR_OK) st = oscar_session_seq_reset(s, seqs[0]);
+        double t0 = app_now();
+        if (st == OSCAR_OK) st = oscar_session_prefill(s, seqs[0], tokens, a->prompt, NULL);
+        double t = app_now() - t0;
+        if (st == OSCAR_OK) st = oscar_session_seq_reset(s, seqs[0]);
+        ok = st == OSCAR_OK;
+        if (ok) {
+            prefill_tok_s = a->prompt / t;
+            printf("%-6s prefill %u tokens: %.1f tok/s (%.2f s)\n", oscar_kv_mode_name(mode), a->prompt, prefill_tok_s, t);
+            if (json)
+                fprintf(json, "%s  {\"kind\": \"prefill\", \"kv\": \"%s\", \"tokens\": %u, \"tok_s\": %.2f, \"seconds\": %.3f}",
+                        json_sep(), oscar_kv_mode_name(mode), a->prompt, prefill_tok_s, t);
+        }
+    }
+    uint32_t len = 0;
+    for (uint32_t ci = 0; ok && ci < a->n_contexts; ci++) {
+        uint32_t target = a->contexts[ci];
+        double t0 = app_now();
+        if (target > len) {
+            st = oscar_session_prefill(s, seqs[0], tokens + len, target - len, NULL);
+            ok = st == OSCAR_OK;
+            len = target;
+        }
+        double fill_s = app_now() - t0;
+        for (uint32_t bi = 0; ok && bi < a->n_batches; bi++) {
+            uint32_t B = a->batches[bi];
+            uint32_t forked = 0;
+            for (; forked < B && st == OSCAR_OK; forked++) st = oscar_session_seq_fork(s, seqs[0], &seqs[1 + forked]);
+            if (st != OSCAR_OK) forked--;
+            double t = 0, gpu_ms = 0;
+            for (uint32_t it = 0; st == OSCAR_OK && it < a->steps + 1; it++) {
+                for (uint32_t b = 0; b < B; b++) step_tok[b] = tokens[(len + it + b) % n_tok];
+                double ts = app_now();
+                st = oscar_session_decode(s, B, seqs + 1, step_tok, NULL);
+                if (it > 0) t += app_now() - ts; /* step 0 is the warm-up */
+                oscar_kv_stats ks;
+                if (st == OSCAR_OK && it > 0 && oscar_session_kv_stats(s, &ks) == OSCAR_OK) gpu_ms += ks.last_gpu_ms;
+            }
+            for (uint32_t f = 0; f < forked; f++) oscar_session_seq_free(s, seqs[1 + f]);
+            oscar_kv_stats ks; /* the base sequence alone: forks share its pages */
+            memset(&ks, 0, sizeof ks);
+            if (st == OSCAR_OK) oscar_session_kv_stats(s, &ks);
+            ok = st == OSCAR_OK;
+            if (!ok) break;
+            decode_point pt = { mode, B, target, B * a->steps / t, 1e3 * t / a->steps, gpu_ms / a->steps,
+                                B * bw * 1e9 / (double)step_bytes, fill_s, ks.bits_per_element };
+            printf("%-6s batch %2u  context %6u  decode %8.1f tok/s  %7.2f ms/step (GPU %.2f)  weight limit %8.1f tok/s "
+                   "(%4.1f%%)  %5.2f bits/elem  fill %.1f s\n",
+                   oscar_kv_mode_name(mode), B, target, pt.tok_s, pt.ms_step, pt.gpu_ms, pt.limit_tok_s,
+                   100.0 * pt.tok_s / pt.limit_tok_s, pt.bits, fill_s);
+            fflush(stdout);
+            if (json)
+                fprintf(json, "%s  {\"kind\": \"decode\", \"kv\": \"%s\", \"batch\": %u, \"context\": %u, \"tok_s\": %.2f, "
+                              "\"ms_per_step\": %.3f, \"gpu_ms_per_step\": %.3f, \"weight_limit_tok_s\": %.2f, "
+                              "\"bits_per_element\": %.4f, \"fill_seconds\": %.2f}",
+                        json_sep(), oscar_kv_mode_name(mode), B, target, pt.tok_s, pt.ms_step, pt.gpu_ms,
+                        pt.limit_tok_s, pt.bits, fill_s);
+            fill_s = 0; /* the fill is reported once per context */
+        }
+    }
+    if (!ok) {
+        if (!tokens || !seqs || !step_tok) fprintf(stderr, "oscar-bench: out of host memory\n");
+        else fprintf(stderr, "oscar-bench: %s: %s: %s\n", oscar_kv_mode_name(mode), oscar_status_string(st), oscar_last_error());
+    }
+    free(tokens), free(seqs), free(step_tok);
+    oscar_session_destroy(s);
+    return ok;
+}
+
+static int bench_decode(int argc, char **argv)
+{
+    const char *prog = "oscar-bench decode";
+    decode_args a = { .tmp = "/tmp", .prompt = 2048, .steps = 16, .ubatch = 512, .bw_mib = 1024 };
+    app_parse_u32_list(prog, "", "4096,8192,16384,32768,65536,131072", 1u << 24, a.contexts, &a.n_contexts);
+    app_parse_u32_list(prog, "", "1,32", 1024, a.batches, &a.n_batches);
+    app_parse_kv_modes(prog, "", "fp16,int2", a.modes, &a.n_modes);
+    for (int i = 0; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "--keep")) {
+            a.keep = 1;
+            continue;
+        }
+        int ok = 1;
+        if (!v) {
+            fprintf(stderr, "%s: %s needs a value\n", prog, f);
+            return 2;
+        }
+        if (!strcmp(f, "-m") || !strcmp(f, "--model")) a.model = v;
+        else if (!strcmp(f, "--gen")) a.gen = v;
+        else if (!strcmp(f, "--tmp")) a.tmp = v;
+        else if (!strcmp(f, "--json")) a.json = v;
+        else if (!strcmp(f, "--device")) a.device = v;
+        else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, a.contexts, &a.n_contexts);
+        else if (!strcmp(f, "--batch")) ok = app_parse_u32_list(prog, f, v, 1024, a.batches, &a.n_batches);
+        else if (!strcmp(f, "--kv")) ok = app_parse_kv_modes(prog, f, v, a.modes, &a.n_modes);
+        else if (!strcmp(f, "--prompt")) ok = app_parse_u32(prog, f, v, 1u << 20, &a.prompt);
+        else if (!strcmp(f, "--steps")) ok = app_parse_u32(prog, f, v, 4096, &a.steps);
+        else if (!strcmp(f, "--ubatch")) ok = app_parse_u32(prog, f, v, 8192, &a.ubatch);
+        else if (!strcmp(f, "--bw-mib")) ok = app_parse_u32(prog, f, v, 1u << 16, &a.bw_mib);
+        else {
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
+            return 2;
+        }
+        if (!ok) return 2;
+        i++;
+    }
+    for (uint32_t i = 0; i < a.n_modes; i++)
+        if (a.modes[i] == OSCAR_KV_INT2_ROTATED) {
+            fprintf(stderr, "%s: --kv oscar needs a rotation file; use int2-hadamard for the rotated kernel's speed\n", prog);
+            return 2;
+        }
+    for (uint32_t i = 1; i < a.n_contexts; i++)
+        if (a.contexts[i] <= a.contexts[i - 1]) {
+            fprintf(stderr, "%s: --contexts must increase\n", prog);
+            return 2;
+        }
+    if (!a.model == !a.gen) {
+        fprintf(stderr, "%s: give either -m model.gguf or --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0\n", prog);
+        return 2;
+    }
+    char gen_path[4096];
+    int generated = 0;
+    if (a.gen) {
+        oscar_model_gen_params gp;
+        if (!gen_preset(a.gen, &gp)) {
+            fprintf(stderr, "%s: unknown --gen '%s' (tiny, llama3-8b-q4_0, qwen3-4b-q4_0)\n", prog, a.gen);
+            return 2;
+        }
+        snprintf(gen_path, sizeof gen_path, "%s/oscar-bench-%s.gguf", a.tmp, a.gen);
+        if (a.keep && access(gen_path, R_OK) == 0) {
+            printf("model: reusing %s\n", gen_path);
+        } else {
+            double t0 = app_now();
+            oscar_status st = oscar_model_gen_write(&gp, gen_path);
+            if (st != OSCAR_OK) {
+                fprintf(stderr, "%s: cannot write %s (%s): %s\n", prog, gen_path, oscar_status_string(st), oscar_last_error());
+                unlink(gen_path);
+                return 1;
+            }
+            printf("model: generated %s in %.1f s\n", gen_path, app_now() - t0);
+            generated = !a.keep;
+        }
+        a.model = gen_path;
+    }
+    int rc = 1;
+    app_model m;
+    FILE *json = NULL;
+    if (!app_model_open(prog, a.model, a.device, &m)) goto out_file;
+    oscar_device_info info;
+    double bw = 0;
+    oscar_context_device_info(m.ctx, &info);
+    uint64_t bw_bytes = (uint64_t)a.bw_mib << 20;
+    if (bw_bytes > info.max_storage_buffer_range / 2) bw_bytes = info.max_storage_buffer_range / 2;
+    oscar_status st = oscar_measure_read_bandwidth(m.ctx, bw_bytes, 10, &bw);
+    if (st != OSCAR_OK) {
+        fprintf(stderr, "%s: read bandwidth: %s\n", prog, oscar_last_error());
+        goto out;
+    }
+    uint64_t step_bytes = step_weight_bytes(a.model, &m.info);
+    printf("device: %s\nread bandwidth: %.1f GB/s (measured now, %llu MiB)\n", info.name, bw,
+           (unsigned long long)(bw_bytes >> 20));
+    printf("model: %s, %u layers, n_embd %u, %u/%u heads of %u, vocab %u, %.2f GB of weights, %.2f GB read per "
+           "decode step\n",
+           m.info.arch, m.info.n_layer, m.info.n_embd, m.info.n_head, m.info.n_head_kv, m.info.head_dim, m.info.n_vocab,
+           m.info.weight_bytes / 1e9, step_bytes / 1e9);
+    printf("weight limit = batch x read bandwidth / weight bytes per step (KV reads not counted); %u timed steps per "
+           "point\n", a.steps);
+    if (a.json) {
+        json = fopen(a.json, "w");
+        if (!json) {
+            fprintf(stderr, "%s: cannot write %s\n", prog, a.json);
+            goto out;
+        }
+        fprintf(json, "{\"device\": \"%s\", \"read_bw_gbps\": %.1f, \"model\": \"%s\", \"arch\": \"%s\", "
+                      "\"weight_bytes\": %llu, \"step_weight_bytes\": %llu, \"steps\": %u,\n \"points\": [\n",
+                info.name, bw, a.gen ? a.gen : a.model, m.info.arch, (unsigned long long)m.info.weight_bytes,
+                (unsigned long long)step_bytes, a.steps);
+    }
+    rc = 0;
+    for (uint32_t i = 0; i < a.n_modes; i++)
+        if (!decode_mode(&a, &m, a.modes[i], bw, step_bytes, json)) rc = 1;
+    if (json) {
+        fprintf(json, "\n]}\n");
+        if (fclose(json) != 0) {
+            fprintf(stderr, "%s: cannot write %s\n", prog, a.json);
+            rc = 1;
+        }
+    }
+out:
+    app_model_close(&m);
+out_file:
+    if (generated) unlink(gen_path);
+    return rc;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: oscar-bench attention [options]   (oscar-bench --help for the options)\n");
+    fprintf(stderr, "usage: oscar-bench attention|decode [options]   (oscar-bench --help for the options)\n");
     return 2;
 }
 
@@ -286,10 +625,15 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         printf("oscar-bench attention [--heads N] [--kv-heads N] [--head-dim N] [--group N] [--contexts A,B,..]\n"
                "                      [--batch A,B,..] [--modes fp16,int2,int2-hadamard] [--iters N] [--json FILE]\n"
+               "                      [--device NAME|INDEX]\n"
+               "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
+               "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard]\n"
+               "                      [--prompt N] [--steps N] [--ubatch N] [--bw-mib N] [--json FILE]\n"
                "                      [--device NAME|INDEX]\n");
         return 0;
     }
     if (!strcmp(argv[1], "attention")) return bench_attention(argc - 2, argv + 2);
-    fprintf(stderr, "oscar-bench: unknown mode '%s' (attention)\n", argv[1]);
+    if (!strcmp(argv[1], "decode")) return bench_decode(argc - 2, argv + 2);
+    fprintf(stderr, "oscar-bench: unknown mode '%s' (attention, decode)\n", argv[1]);
     return 2;
 }
