@@ -134,9 +134,11 @@ void oscar_model_gpu_destroy(oscar_model_gpu *m)
 
 /* ---- per-session state --------------------------------------------------------------------- */
 
-/* Byte offsets of the three arrays inside meta / meta_host. */
-static uint64_t meta_pos_offset(const oscar_gpu_state *s) { return (uint64_t)s->max_tokens * 4; }
-static uint64_t meta_rows_offset(const oscar_gpu_state *s) { return (uint64_t)s->max_tokens * 8; }
+/* Byte offsets of the three arrays inside meta / meta_host, each aligned to 256 bytes (the
+ * largest minStorageBufferOffsetAlignment Vulkan allows). */
+static uint64_t meta_stride(uint32_t n) { return ((uint64_t)n * 4 + 255) & ~255ull; }
+static uint64_t meta_pos_offset(const oscar_gpu_state *s) { return meta_stride(s->max_tokens); }
+static uint64_t meta_rows_offset(const oscar_gpu_state *s) { return 2 * meta_stride(s->max_tokens); }
 
 oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint32_t max_tokens, uint32_t max_out,
                                     oscar_gpu_state **out)
@@ -159,7 +161,7 @@ oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint
     oscar_ops_init(&s->ops, ctx);
     OSCAR_TRY(oscar_cmd_init(ctx, &s->cmd));
     uint64_t T = max_tokens, O = max_out;
-    uint64_t meta_bytes = T * 8 + O * 4;
+    uint64_t meta_bytes = 2 * meta_stride(max_tokens) + meta_stride(max_out);
     OSCAR_TRY(oscar_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_STAGING, &s->meta_host));
     OSCAR_TRY(oscar_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_DEVICE, &s->meta));
     OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->x));

@@ -67,7 +67,8 @@ typedef struct oscar_gpu_state {
     oscar_cmd cmd;
     uint32_t max_tokens, max_out;
     uint32_t q_dim, kv_dim;        /* n_head * head_dim, n_head_kv * head_dim */
-    oscar_buffer meta_host;        /* STAGING: ids [max_tokens] u32, pos [max_tokens] i32, rows [max_out] u32 */
+    oscar_buffer meta_host;        /* STAGING: ids [max_tokens] u32, pos [max_tokens] i32, rows [max_out] u32,
+                                    * each array at a 256-byte boundary */
     oscar_buffer meta;             /* device copy of meta_host, same layout */
     oscar_buffer x;                /* [max_tokens][n_embd] fp32 residual stream */
     oscar_buffer xb;               /* [max_tokens][n_embd] fp32 normed input of a sub-block */
