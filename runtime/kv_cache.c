@@ -287,7 +287,10 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 1, &c->pl_rot_t));
-    OSCAR_TRY(get_pipeline(c, "attn_decode", 8, sizeof(struct attn_decode_push), WG_ATTN, 0, 0, &c->pl_decode));
+    /* packed fp16 arithmetic for the INT2 dot products where the device has it (half the
+     * instructions; accuracy in tests/test_attn_decode.c), fp32 elsewhere */
+    OSCAR_TRY(get_pipeline(c, ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 8,
+                           sizeof(struct attn_decode_push), WG_ATTN, 0, 0, &c->pl_decode));
     OSCAR_TRY(get_pipeline(c, "attn_merge", 3, sizeof(struct attn_merge_push), WG_MERGE, 0, 0, &c->pl_merge));
     free(rot);
     *out = c;

@@ -5,6 +5,8 @@
  * GQA 1/3/4/8, d 64/128/256, G 32/64/128, workgroups 64/128/256, and adversarial scores that
  * overflow exp() without the max trick. Every slot no row may read is poisoned with fp16 NaN,
  * so a kernel reading outside its tokens fails the comparison.
+ * Every case runs through attn_decode (fp32) and, where the device has shaderFloat16, through
+ * attn_decode_f16 (packed fp16 INT2 dot products).
  * Bounds: normalised squared error <= 1e-5 against the reference over the same dequantized
  * values; fp16 mode also <= 1e-4 against exact attention over the fp32 values before fp16
  * rounding. */
@@ -261,7 +263,8 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
     return out;
 }
 
-static void run_case(oscar_context *ctx, const attn_case *c)
+/* Runs one case through `shader` (attn_decode or attn_decode_f16). */
+static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
 {
     scene s = { 0 };
     scene_build(c, &s);
@@ -307,7 +310,7 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     CHECK_OK(oscar_buffer_fill(ctx, &b_part, 0, part_bytes ? part_bytes : 16, POISON));
     CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
-    oscar_pipeline_desc dd = { .shader = "attn_decode", .n_buffers = 8, .push_size = sizeof(struct attn_decode_push),
+    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 8, .push_size = sizeof(struct attn_decode_push),
                                .n_spec = 7,
                                .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode } };
@@ -337,9 +340,9 @@ static void run_case(oscar_context *ctx, const attn_case *c)
         for (size_t i = 0; i < out_n; i++) bad_ref += !isfinite(want[i]);
         CHECK_MSG(bad_ref == 0, "%s: reference has %zu non-finite values", c->name, bad_ref);
         double nse = test_nse(got, want, out_n);
-        CHECK_MSG(bad == 0 && nse <= 1e-5, "%s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", c->name,
-                  bad, nse, s.n_rows, n_items);
-        printf("%-34s rows %3u items %5u  nse %.3g", c->name, s.n_rows, n_items, nse);
+        CHECK_MSG(bad == 0 && nse <= 1e-5, "%s %s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", shader,
+                  c->name, bad, nse, s.n_rows, n_items);
+        printf("%-16s %-34s rows %3u items %5u  nse %.3g", shader, c->name, s.n_rows, n_items, nse);
         /* the exact check is meaningful when fp16 rounding moves logits little (no huge q) */
         if (c->mode == KV_MODE_FP16 && c->q_mul <= 1.0f) {
             float *exact = malloc(sizeof *exact * out_n);
@@ -384,6 +387,12 @@ int main(void)
          * because lavapipe stops any shader loop after 65535 iterations */
         { "int2 72000 one-token items",  R, 64,  64,  64, 1, 1, 64,  1,   4, 16, 1.0f, 1.0f, 0, 64, 36000 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i]);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], "attn_decode");
+    /* the packed-fp16 variant where the device has fp16 arithmetic (the last case only tests
+     * the grid, which the variants share) */
+    if (ctx->info.float16_arithmetic)
+        for (size_t i = 0; i + 1 < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], "attn_decode_f16");
+    else
+        printf("attn_decode_f16: skipped (no shaderFloat16)\n");
     return test_gpu_finish(ctx);
 }
