@@ -308,8 +308,8 @@ static int chat_turn(chat *c, const char *user, int64_t n_predict)
             if (!r) { st = OSCAR_ERROR_OUT_OF_HOST_MEMORY; break; }
             reply = r, reply_cap = cap;
         }
-        memcpy(reply + reply_len, piece, plen);
-        reply_len += plen;
+        for (size_t k = 0; k < plen; k++) /* a NUL byte would cut the message short: the record skips it */
+            if (piece[k]) reply[reply_len++] = piece[k];
         reply[reply_len] = 0;
         if (used + 1 > c->n_ctx) { stop_reason = 2; break; }
         st = oscar_session_decode(c->session, 1, &c->seq, &tok, c->logits);
