@@ -151,17 +151,19 @@ static void test_exhaustion(uint32_t int2)
     /* the failed step left both sequences as they were */
     kv_seq before[2] = { s.b.seqs[a], s.b.seqs[b] };
     int32_t tables[2][2][64];
+    size_t table_bytes = s.b.max_pages * sizeof(int32_t);
+    CHECK(s.b.max_pages <= 64);
     for (int i = 0; i < 2; i++) {
-        memcpy(tables[i][0], s.b.seqs[ab[i]].f16_pages, sizeof tables[i][0]);
-        memcpy(tables[i][1], s.b.seqs[ab[i]].int2_pages, sizeof tables[i][1]);
+        memcpy(tables[i][0], s.b.seqs[ab[i]].f16_pages, table_bytes);
+        memcpy(tables[i][1], s.b.seqs[ab[i]].int2_pages, table_bytes);
     }
     uint32_t free_f16 = s.b.f16.n_free, free_int2 = s.b.int2.n_free;
     CHECK_STATUS(sim_step(&s, 2, ab, n2), OSCAR_ERROR_OUT_OF_PAGES);
     CHECK(s.b.f16.n_free == free_f16 && s.b.int2.n_free == free_int2);
     for (int i = 0; i < 2; i++) {
         CHECK(s.b.seqs[ab[i]].len == before[i].len && s.b.seqs[ab[i]].flushed_end == before[i].flushed_end);
-        CHECK(memcmp(tables[i][0], s.b.seqs[ab[i]].f16_pages, sizeof tables[i][0]) == 0);
-        CHECK(memcmp(tables[i][1], s.b.seqs[ab[i]].int2_pages, sizeof tables[i][1]) == 0);
+        CHECK(memcmp(tables[i][0], s.b.seqs[ab[i]].f16_pages, table_bytes) == 0);
+        CHECK(memcmp(tables[i][1], s.b.seqs[ab[i]].int2_pages, table_bytes) == 0);
     }
     sim_verify(&s);
     /* freeing one sequence makes room for the other */
