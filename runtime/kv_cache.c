@@ -21,6 +21,7 @@
 #define ATTN_TARGET_GROUPS 256u
 #define ATTN_MIN_SPLIT 128u
 #define ATTN_MAX_SPLIT 16384u /* lavapipe's loop limit (attn_items.h) */
+#define ATTN_USE_F16 0
 
 struct oscar_kv_cache {
     oscar_context *ctx;
@@ -290,9 +291,10 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 1, &c->pl_rot_t));
-    /* packed fp16 arithmetic for the INT2 dot products where the device has it (half the
-     * instructions; accuracy in tests/test_attn_decode.c), fp32 elsewhere */
-    OSCAR_TRY(get_pipeline(c, ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 8,
+    /* attn_decode_f16 (packed fp16 INT2 dot products, 2.3x faster on an H200 at 128K) is off:
+     * its fp16 scores reach NSE 2e-5 against the reference in tests/test_kv_cache.c on
+     * lavapipe (6e-6 on the H200), over the 1e-5 bound. Set to 1 once its scores are fixed. */
+    OSCAR_TRY(get_pipeline(c, ATTN_USE_F16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 8,
                            sizeof(struct attn_decode_push), WG_ATTN, 0, 0, &c->pl_decode));
     OSCAR_TRY(get_pipeline(c, "attn_merge", 3, sizeof(struct attn_merge_push), WG_MERGE, 0, 0, &c->pl_merge));
     free(rot);
