@@ -883,7 +883,7 @@ static void check_smollm2(const char *path)
         if (!s) continue;
         int32_t seq;
         CHECK_OK(oscar_session_seq_add(s, &seq));
-        uint32_t n = gpu_greedy(s, seq, m, chat_toks, (uint32_t)n_chat, 10, 1, out);
+        uint32_t n = gpu_greedy(s, seq, m, chat_toks, (uint32_t)n_chat, 7, 1, out); /* "The capital of France is Paris" */
         char txt[256];
         size_t len = 0;
         oscar_model_detokenize(m, out, n, 0, txt, sizeof txt - 1, &len);
