@@ -481,10 +481,7 @@ OSCAR_API oscar_status oscar_kv_step_begin(oscar_kv_cache *c, uint32_t n_seqs, c
     oscar_status st = OSCAR_OK;
     if (!c || !seqs || !n_new) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_step_begin: NULL argument");
     OSCAR_TRY(kv_book_step_plan(&c->book, n_seqs, seqs, n_new));
-    if ((st = plan_attention(c)) != OSCAR_OK || (st = oscar_kv_upload_step(c)) != OSCAR_OK) {
-        kv_book_step_cancel(&c->book);
-        for (uint32_t i = 0; i < n_seqs; i++) c->book.seqs[seqs[i]].dirty = 1;
-    }
+    if ((st = plan_attention(c)) != OSCAR_OK || (st = oscar_kv_upload_step(c)) != OSCAR_OK) oscar_kv_cancel_step(c);
 fail:
     return st;
 }
@@ -579,6 +576,14 @@ fail:
 }
 
 void oscar_kv_commit_step(oscar_kv_cache *c) { kv_book_step_commit(&c->book); }
+
+void oscar_kv_cancel_step(oscar_kv_cache *c)
+{
+    const kv_step_plan *pl = &c->book.plan;
+    if (!pl->active) return;
+    for (uint32_t i = 0; i < pl->n_seqs; i++) c->book.seqs[pl->seqs[i]].dirty = 1; /* tables back as they were */
+    kv_book_step_cancel(&c->book);
+}
 
 /* ---- public step API: one submission per call, timed ---------------------------------------- */
 static oscar_status submit_timed(oscar_kv_cache *c, int t0)

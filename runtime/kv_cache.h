@@ -24,6 +24,9 @@ oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32
 oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer);
 /* Commits the planned step's bookkeeping (after its command buffer was submitted). */
 void oscar_kv_commit_step(oscar_kv_cache *c);
+/* Drops the planned step instead (recording or submission failed): pages it reserved go back
+ * and every sequence is as before the step. */
+void oscar_kv_cancel_step(oscar_kv_cache *c);
 
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t oscar_kv_step_tokens(const oscar_kv_cache *c);
