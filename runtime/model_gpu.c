@@ -371,13 +371,13 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     return OSCAR_OK;
 fail:
     if (planned) {
-        /* A recording or device failure after the plan: kv_cache.h has no cancel, so the step
-         * is committed and the sequences' new positions hold undefined values. */
+        /* A recording or device failure after the plan: drop the step, so every sequence is
+         * as it was before it (the pages it reserved go back). */
         if (s->cmd.recording) {
             s->cmd.recording = 0;
             ctx->vk.vkEndCommandBuffer(s->cmd.cb);
         }
-        oscar_kv_commit_step(s->kv);
+        oscar_kv_cancel_step(s->kv);
     }
     return st;
 }
