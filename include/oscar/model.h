@@ -204,7 +204,7 @@ OSCAR_API oscar_status oscar_session_prefill(oscar_session *session, int32_t seq
                                              float *logits);
 /* One step: appends tokens[i] to seqs[i] for i < n_seqs (distinct sequences, n_seqs <=
  * n_seq_max) and writes logits[n_seqs][n_vocab] (NULL: none). Errors as prefill; on error no
- * sequence changed, except after a device failure, when their contents are undefined. */
+ * sequence changed (after OSCAR_ERROR_DEVICE_LOST the context itself is no longer usable). */
 OSCAR_API oscar_status oscar_session_decode(oscar_session *session, uint32_t n_seqs, const int32_t *seqs,
                                             const int32_t *tokens, float *logits);
 /* The device's argmax of each logits row of the last prefill or decode step (ties to the
