@@ -1,0 +1,354 @@
+/* The whole calibration run (see calib_run.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "calib_run.h"
+#include "capture.h"
+#include "error.h"
+#include "model_desc.h"
+#include "rotation_file.h"
+#include "tokenizer.h"
+
+#define RUN_MAX_TEXT_BYTES (512u << 20) /* larger text files are refused (read whole) */
+#define RUN_TOKENIZE_PIECE (64u << 10)  /* bytes tokenized at a time, cut at a newline */
+#define RUN_FIXED_CLIP_K 0.96f          /* the reference's ratios (DESIGN.md §1) */
+#define RUN_FIXED_CLIP_V 0.92f
+
+oscar_calib_run_params oscar_calib_run_params_default(void)
+{
+    oscar_calib_run_params p;
+    memset(&p, 0, sizeof p);
+    p.tokens = 20000;
+    p.seq_len = 512;
+    p.grouping = OSCAR_CALIB_PER_LAYER;
+    p.values = OSCAR_CALIB_VALUES_PROXY;
+    p.kind = OSCAR_ROTATION_OSCAR;
+    p.clip_fitted = 1;
+    p.sink_tokens = 64;
+    p.recent_tokens = 256;
+    p.seed = 1;
+    return p;
+}
+
+void oscar_calib_run_report_free(oscar_calib_run_report *report)
+{
+    if (!report) return;
+    free(report->clip_k_fit);
+    free(report->clip_v_fit);
+    free(report->clip_k);
+    free(report->clip_v);
+    free(report->err_k);
+    free(report->err_v);
+    memset(report, 0, sizeof *report);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- inputs -------------------------------------------------------------------------------- */
+
+/* Checks that `path` can be written without writing it: an existing file must be a writable
+ * regular file; otherwise a probe file is created next to it and removed. */
+static oscar_status check_writable(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0) {
+        if (!S_ISREG(sb.st_mode))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "output %s exists and is not a regular file", path);
+        if (access(path, W_OK) != 0)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "output %s is not writable: %s", path, strerror(errno));
+    }
+    /* the writer goes through path.tmp, so the folder itself must take new files */
+    size_t n = strlen(path);
+    char *probe = malloc(n + 16); /* [n + 5] "<path>.tmp" */
+    if (!probe) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+    snprintf(probe, n + 16, "%s.tmp", path);
+    int existed = access(probe, F_OK) == 0;
+    int fd = open(probe, O_WRONLY | O_CREAT, 0644);
+    int err = errno;
+    if (fd >= 0) {
+        close(fd);
+        if (!existed) unlink(probe);
+    }
+    free(probe);
+    if (fd < 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "cannot write output %s: %s", path, strerror(err));
+    return OSCAR_OK;
+}
+
+/* Reads the whole text file into *out (NUL-terminated, *len bytes). IO when it cannot be read,
+ * INVALID_ARGUMENT when it is empty or too large. */
+static oscar_status read_text(const char *path, char **out, size_t *len)
+{
+    oscar_status st = OSCAR_OK;
+    char *buf = NULL; /* [size + 1] bytes */
+    *out = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "cannot open text file %s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+        OSCAR_FAIL(OSCAR_ERROR_IO, "text file %s is not a regular file", path);
+    if (sb.st_size == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "text file %s is empty", path);
+    if ((uint64_t)sb.st_size > RUN_MAX_TEXT_BYTES)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "text file %s is larger than %u MiB", path, RUN_MAX_TEXT_BYTES >> 20);
+    size_t size = (size_t)sb.st_size;
+    buf = malloc(size + 1);
+    if (!buf) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading %s", path);
+    if (fread(buf, 1, size, f) != size) OSCAR_FAIL(OSCAR_ERROR_IO, "cannot read text file %s", path);
+    buf[size] = '\0';
+    *out = buf;
+    *len = size;
+    buf = NULL;
+fail:
+    free(buf);
+    fclose(f);
+    return st;
+}
+
+/* Tokenizes text into at least `want` tokens (or all of it), piece by piece so a large file
+ * costs only what is needed: *toks [*n] (the caller frees). */
+static oscar_status tokenize_text(const oscar_tokenizer *tok, const char *text, size_t len, uint64_t want,
+                                  int32_t **toks, uint64_t *n)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t *buf = NULL; /* [cap] token ids */
+    size_t cap = 0, used = 0;
+    *toks = NULL;
+    *n = 0;
+    for (size_t at = 0; at < len && used < want;) {
+        size_t end = len - at > RUN_TOKENIZE_PIECE ? at + RUN_TOKENIZE_PIECE : len;
+        if (end < len) { /* cut after the last newline of the piece, if any */
+            size_t cut = end;
+            while (cut > at && text[cut - 1] != '\n') cut--;
+            if (cut > at) end = cut;
+        }
+        size_t need = 0;
+        OSCAR_TRY(oscar_tokenizer_encode(tok, text + at, end - at, 0, 0, NULL, 0, &need));
+        if (used + need > cap) {
+            size_t nc = cap ? cap : 4096;
+            while (nc < used + need) nc *= 2;
+            int32_t *nb = realloc(buf, nc * sizeof *nb);
+            if (!nb) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory for %zu tokens", nc);
+            buf = nb;
+            cap = nc;
+        }
+        size_t got = 0;
+        OSCAR_TRY(oscar_tokenizer_encode(tok, text + at, end - at, 0, 0, buf + used, cap - used, &got));
+        used += got;
+        at = end;
+    }
+    *toks = buf;
+    *n = used;
+    return OSCAR_OK;
+fail:
+    free(buf);
+    return st;
+}
+
+/* ---- capture ------------------------------------------------------------------------------- */
+
+typedef struct run_ctx {
+    oscar_calib *cal;
+    const oscar_calib_run_params *p;
+    uint32_t n_layer;
+    uint64_t done, total; /* tokens captured, tokens to capture */
+} run_ctx;
+
+/* Capture hook: streams one layer's chunk into the calibrator; reports progress after the last layer. */
+static oscar_status capture_hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
+                                 const float *k, const float *v)
+{
+    run_ctx *ctx = user;
+    (void)pos0;
+    oscar_status st = oscar_calib_add(ctx->cal, layer, n, q, k, v);
+    if (st != OSCAR_OK) return st;
+    if (layer + 1 == ctx->n_layer) {
+        ctx->done += n;
+        if (ctx->p->progress) ctx->p->progress(ctx->p->progress_user, "capture", ctx->done, ctx->total);
+    }
+    return OSCAR_OK;
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_run_report *report)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_model_desc *desc = NULL;
+    oscar_tokenizer *tok = NULL;
+    oscar_capture *cap = NULL;
+    oscar_calib *cal = NULL;
+    char *text = NULL;     /* [text_len + 1] the text file */
+    size_t text_len = 0;
+    int32_t *toks = NULL;  /* [n_toks] the tokenized text */
+    uint64_t n_toks = 0;
+    int32_t *seq = NULL;   /* [seq_len] one sequence (BOS + text tokens) */
+    oscar_calib_result res;
+    memset(&res, 0, sizeof res);
+    oscar_calib_run_report rep;
+    memset(&rep, 0, sizeof rep);
+    if (report) memset(report, 0, sizeof *report);
+    if (!params || !params->model_path || !params->text_path || !params->out_path)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "calibration: model, text and output paths are required");
+    const oscar_calib_run_params *p = params;
+    if (p->seq_len < 2 || p->seq_len > 65536)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "sequence length %u out of range (2..65536)", p->seq_len);
+    if (p->tokens == 0 || p->tokens > (1ull << 32))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "token count %llu out of range (1..2^32)",
+                   (unsigned long long)p->tokens);
+    if (p->values != OSCAR_CALIB_VALUES_PROXY && p->values != OSCAR_CALIB_VALUES_SCORES)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "values objective must be proxy or scores");
+    if (p->grouping != OSCAR_CALIB_PER_LAYER && p->grouping != OSCAR_CALIB_PER_HEAD)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "grouping must be layer or head");
+    if ((unsigned)p->kind > OSCAR_ROTATION_OSCAR_NO_PERM)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "unknown rotation kind %d", (int)p->kind);
+
+    /* cheap checks first: output writable, model loads, text readable */
+    OSCAR_TRY(check_writable(p->out_path));
+    double t0 = now_s();
+    OSCAR_TRY(oscar_model_desc_load(p->model_path, &desc));
+    const oscar_model_hparams *hp = &desc->hp;
+    rep.n_layer = hp->n_layer;
+    rep.fingerprint = desc->fingerprint;
+    if (hp->head_dim_v != hp->head_dim)
+        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "model %s: head_dim_v %u differs from head_dim %u", p->model_path,
+                   hp->head_dim_v, hp->head_dim);
+    if (hp->n_ctx_train && p->seq_len > hp->n_ctx_train)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "sequence length %u exceeds the model's context %u", p->seq_len,
+                   hp->n_ctx_train);
+    OSCAR_TRY(oscar_model_tokenizer_create(desc->gguf, &tok));
+    OSCAR_TRY(read_text(p->text_path, &text, &text_len));
+    rep.t_load = now_s() - t0;
+
+    /* tokens: each sequence is [BOS] + text tokens, seq_len positions (the last may be shorter) */
+    t0 = now_s();
+    int bos = oscar_tokenizer_adds_bos(tok);
+    uint32_t n_seq = (uint32_t)((p->tokens + p->seq_len - 1) / p->seq_len);
+    uint64_t want_text = p->tokens - (bos ? n_seq : 0u);
+    OSCAR_TRY(tokenize_text(tok, text, text_len, want_text, &toks, &n_toks));
+    rep.text_tokens = n_toks;
+    rep.t_tokenize = now_s() - t0;
+    if (n_toks < want_text)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "text file %s has only %llu tokens, %llu needed for --tokens %llu",
+                   p->text_path, (unsigned long long)n_toks, (unsigned long long)want_text,
+                   (unsigned long long)p->tokens);
+
+    /* calibrator and capture */
+    oscar_calib_params cp = oscar_calib_params_default();
+    cp.n_layer = hp->n_layer;
+    cp.n_head = hp->n_head;
+    cp.n_kv_head = hp->n_head_kv;
+    cp.head_dim = hp->head_dim;
+    cp.group_size = p->group_size;
+    cp.grouping = p->grouping;
+    cp.score_objective = p->values == OSCAR_CALIB_VALUES_SCORES;
+    cp.max_seq_len = p->seq_len;
+    cp.seed = p->seed;
+    cp.progress = p->progress;
+    cp.progress_user = p->progress_user;
+    if (p->group_size && (p->group_size > hp->head_dim || hp->head_dim % p->group_size != 0))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "group size %u does not divide head_dim %u", p->group_size,
+                   hp->head_dim);
+    if ((st = oscar_calib_create(&cp, &cal)) != OSCAR_OK)
+        OSCAR_FAIL(st == OSCAR_ERROR_INVALID_ARGUMENT ? OSCAR_ERROR_UNSUPPORTED : st,
+                   "model %s cannot be calibrated: %s", p->model_path, oscar_last_error());
+    if (p->tokens < oscar_calib_get_params(cal)->min_tokens)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "--tokens %llu is below the minimum of %u (head_dim)",
+                   (unsigned long long)p->tokens, oscar_calib_get_params(cal)->min_tokens);
+    run_ctx ctx = {cal, p, hp->n_layer, 0, p->tokens};
+    oscar_capture_params kp = oscar_capture_params_default();
+    kp.max_seq_len = p->seq_len;
+    kp.chunk = p->chunk ? p->chunk : (p->seq_len < 256 ? p->seq_len : 256);
+    kp.hook = capture_hook;
+    kp.hook_user = &ctx;
+    OSCAR_TRY(oscar_capture_create(desc, &kp, &cap));
+    seq = malloc((size_t)p->seq_len * sizeof *seq);
+    if (!seq) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+
+    t0 = now_s();
+    uint64_t used_text = 0;
+    for (uint32_t s = 0; s < n_seq; s++) {
+        uint64_t left = p->tokens - (uint64_t)s * p->seq_len;
+        uint32_t len = left < p->seq_len ? (uint32_t)left : p->seq_len;
+        uint32_t at = 0;
+        if (bos) seq[at++] = oscar_tokenizer_bos(tok);
+        memcpy(seq + at, toks + used_text, (size_t)(len - at) * sizeof *seq);
+        used_text += len - at;
+        OSCAR_TRY(oscar_calib_begin_sequence(cal));
+        OSCAR_TRY(oscar_capture_eval(cap, seq, len, 0, NULL));
+    }
+    rep.tokens = ctx.done;
+    rep.sequences = n_seq;
+    rep.t_capture = now_s() - t0;
+    oscar_capture_destroy(cap); /* frees the float weights before solving */
+    cap = NULL;
+
+    t0 = now_s();
+    OSCAR_TRY(oscar_calib_solve(cal, p->kind, p->values, &res));
+    rep.t_solve = now_s() - t0;
+    size_t nl = hp->n_layer;
+    rep.clip_k_fit = malloc(nl * sizeof(float));
+    rep.clip_v_fit = malloc(nl * sizeof(float));
+    rep.clip_k = malloc(nl * sizeof(float));
+    rep.clip_v = malloc(nl * sizeof(float));
+    rep.err_k = malloc(nl * sizeof(double));
+    rep.err_v = malloc(nl * sizeof(double));
+    if (!rep.clip_k_fit || !rep.clip_v_fit || !rep.clip_k || !rep.clip_v || !rep.err_k || !rep.err_v)
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+    for (size_t l = 0; l < nl; l++) {
+        rep.clip_k_fit[l] = res.clip_k[l];
+        rep.clip_v_fit[l] = res.clip_v[l];
+        rep.clip_k[l] = p->clip_fitted ? res.clip_k[l] : RUN_FIXED_CLIP_K;
+        rep.clip_v[l] = p->clip_fitted ? res.clip_v[l] : RUN_FIXED_CLIP_V;
+        rep.err_k[l] = res.err_k[l];
+        rep.err_v[l] = res.err_v[l];
+    }
+
+    t0 = now_s();
+    oscar_rotation_file_meta meta;
+    memset(&meta, 0, sizeof meta);
+    meta.objective_k = oscar_rotation_objective_k(p->kind);
+    meta.objective_v = oscar_rotation_objective_v(p->kind, p->values);
+    meta.grouping = p->grouping;
+    meta.group_size = oscar_calib_get_params(cal)->group_size;
+    meta.clip_k = rep.clip_k;
+    meta.clip_v = rep.clip_v;
+    meta.clip_fitted = p->clip_fitted;
+    meta.sink_tokens = p->sink_tokens;
+    meta.recent_tokens = p->recent_tokens;
+    meta.architecture = oscar_arch_name(hp->arch);
+    meta.n_layer = hp->n_layer;
+    meta.n_head = hp->n_head;
+    meta.n_kv_head = hp->n_head_kv;
+    meta.head_dim = hp->head_dim;
+    meta.fingerprint = desc->fingerprint;
+    meta.calib_tokens = rep.tokens;
+    meta.sequence_length = p->seq_len;
+    meta.text_source = p->text_source ? p->text_source : p->text_path;
+    meta.write_eigenvalues = p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM;
+    OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));
+    rep.t_write = now_s() - t0;
+
+fail:
+    if (report) *report = rep;
+    else oscar_calib_run_report_free(&rep);
+    oscar_calib_result_free(&res);
+    free(seq);
+    free(toks);
+    free(text);
+    oscar_capture_destroy(cap);
+    oscar_calib_destroy(cal);
+    oscar_tokenizer_destroy(tok);
+    oscar_model_desc_destroy(desc);
+    return st;
+}

@@ -1,0 +1,43 @@
+/* Writing a RotationZoo GGUF file (docs/rotationzoo.md, format version 1) from a calibrator
+ * result. The reader is oscar_rotation_set_load (include/oscar/model.h), written elsewhere. */
+#ifndef OSCAR_ROTATION_FILE_H
+#define OSCAR_ROTATION_FILE_H
+
+#include <stdint.h>
+
+#include "oscar/oscar.h"
+#include "oscar_calib.h"
+
+#define OSCAR_ROTATIONZOO_FORMAT_VERSION 1u
+
+/* Everything the file says besides the tensors (docs/rotationzoo.md, "Metadata"). */
+typedef struct oscar_rotation_file_meta {
+    const char *objective_k;      /* "query_covariance", "hadamard", "identity" */
+    const char *objective_v;      /* "proxy_score_weighted", "attention_output", "hadamard", "identity" */
+    oscar_calib_grouping grouping;
+    uint32_t group_size;          /* G */
+    const float *clip_k, *clip_v; /* [n_layer] ratios in (0, 1] */
+    int clip_fitted;              /* 1: fitted on calibration data, 0: the fixed 0.96 / 0.92 */
+    uint32_t sink_tokens, recent_tokens;
+    const char *architecture;     /* "llama", ... */
+    uint32_t n_layer, n_head, n_kv_head, head_dim;
+    uint64_t fingerprint;         /* oscar_model_fingerprint(); written as 16 hex digits */
+    uint64_t calib_tokens;
+    uint32_t sequence_length;
+    const char *text_source;
+    int write_eigenvalues;        /* 1: also write blk.<l>.attn_{k,v}_eig */
+} oscar_rotation_file_meta;
+
+/* The objective names of docs/rotationzoo.md for a rotation kind and value target. */
+const char *oscar_rotation_objective_k(oscar_rotation_kind kind);
+const char *oscar_rotation_objective_v(oscar_rotation_kind kind, oscar_calib_target v_target);
+
+/* Writes res (rotations [n_layer][n_rot][d][d], y = x·R, stored row-major exactly as in memory:
+ * element (i, j) at float offset i*d + j) and meta to `path`, through `path`.tmp renamed on
+ * success: a failure leaves no file. Checks that res matches meta (layers, head_dim, n_rot vs
+ * grouping) and that every clip ratio is in (0, 1]: INVALID_ARGUMENT otherwise; IO when the
+ * file cannot be written. */
+oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_result *res,
+                                       const oscar_rotation_file_meta *meta);
+
+#endif

@@ -1,0 +1,511 @@
+/* The calibration program end to end on a generated model (runtime/model_gen.h):
+ *  - oscar_calib_run() (the library entry point oscar-calib calls) writes a RotationZoo file
+ *    with every tensor and every oscar.* key of docs/rotationzoo.md, per layer and per head,
+ *    proxy and score value targets, fitted and fixed clip ratios;
+ *  - orientation: the writer stores R row-major (element (i, j) at float i*d + j) for a
+ *    non-symmetric R, and the file's R_K equals the rotation the calibrator core builds from
+ *    an independently captured C_K, with diag(Rᵀ C_K R) flat (the OSCAR property) while
+ *    diag(R C_K Rᵀ) is not, so a transposed file would fail;
+ *  - bad input: a missing or non-GGUF model, a missing, empty or too short text, an unwritable
+ *    output, a bad group size or sequence length: the right status, and no file left behind;
+ *  - the binary (OSCAR_CALIB_BIN, else ../oscar-calib from the tests folder): --help, bad flag
+ *    values (exit 2), a failing run (exit 1, one line on stderr, no file), a good run (exit 0).
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "calib_run.h"
+#include "capture.h"
+#include "gguf.h"
+#include "model_desc.h"
+#include "model_gen.h"
+#include "oscar_calib.h"
+#include "rotation_file.h"
+#include "test_util.h"
+#include "tokenizer.h"
+
+static char dir[256];                       /* scratch folder */
+static char model_path[300], text_path[300], empty_path[300], out_path[300];
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* Neither path nor path.tmp exists. */
+static int no_output(const char *path)
+{
+    char tmp[400];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    return !exists(path) && !exists(tmp);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* ~9 KB of varied English sentences, one paragraph per line group. */
+static void write_text(const char *path)
+{
+    static const char *const subj[] = {"The system", "A careful reader", "Every package", "The old server",
+                                       "Our small team", "The network"};
+    static const char *const verb[] = {"describes", "installs", "checks", "remembers", "updates", "explains"};
+    static const char *const obj[] = {"the configuration files", "a new kernel", "the mailing list",
+                                      "every user account", "the backup schedule", "three different mirrors"};
+    FILE *f = fopen(path, "wb");
+    if (!f) return;
+    test_rng_seed(11);
+    for (int para = 0; para < 40; para++) {
+        for (int s = 0; s < 4; s++)
+            fprintf(f, "%s %s %s before %u o'clock. ", subj[test_rng_u32() % 6], verb[test_rng_u32() % 6],
+                    obj[test_rng_u32() % 6], 1 + test_rng_u32() % 12);
+        fputs("\n\n", f);
+    }
+    fclose(f);
+}
+
+/* ---- metadata checks ------------------------------------------------------------------------- */
+
+static void check_str(const oscar_gguf *g, const char *key, const char *want)
+{
+    const char *s = NULL;
+    CHECK_OK(oscar_gguf_get_str(g, key, &s));
+    CHECK_MSG(s && strcmp(s, want) == 0, "%s = '%s', want '%s'", key, s ? s : "(null)", want);
+}
+
+static void check_u32(const oscar_gguf *g, const char *key, uint32_t want)
+{
+    uint32_t v = 0;
+    CHECK_OK(oscar_gguf_get_u32(g, key, &v));
+    CHECK_MSG(v == want, "%s = %u, want %u", key, v, want);
+}
+
+typedef struct expect {
+    const char *grouping, *objective_v, *text_source;
+    uint32_t group_size, seq_len;
+    uint64_t tokens;
+    int clip_fitted;
+    const float *clip_k, *clip_v; /* [n_layer] */
+} expect;
+
+/* Checks every key and tensor of docs/rotationzoo.md; returns the file (caller closes) or NULL. */
+static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, const expect *e)
+{
+    oscar_gguf *g = NULL;
+    CHECK_OK(oscar_gguf_open(path, &g));
+    if (!g) return NULL;
+    const oscar_model_hparams *hp = &desc->hp;
+    uint32_t d = hp->head_dim, n_rot = strcmp(e->grouping, "head") == 0 ? hp->n_head_kv : 1;
+    check_u32(g, "oscar.format_version", 1);
+    check_str(g, "oscar.objective_k", "query_covariance");
+    check_str(g, "oscar.objective_v", e->objective_v);
+    check_str(g, "oscar.grouping", e->grouping);
+    check_u32(g, "oscar.group_size", e->group_size);
+    int fitted = -1;
+    CHECK_OK(oscar_gguf_get_bool(g, "oscar.clip_fitted", &fitted));
+    CHECK(fitted == e->clip_fitted);
+    for (int which = 0; which < 2; which++) {
+        const oscar_gguf_array *a = NULL;
+        CHECK_OK(oscar_gguf_get_array(g, which ? "oscar.clip_v" : "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, &a));
+        if (!a) continue;
+        CHECK(a->count == hp->n_layer);
+        for (uint32_t l = 0; l < hp->n_layer && l < a->count; l++) {
+            double r = oscar_gguf_array_number(a, l);
+            CHECK(r > 0.0 && r <= 1.0);
+            CHECK(r == (double)(which ? e->clip_v[l] : e->clip_k[l]));
+            if (!e->clip_fitted) CHECK(r == (which ? 0.92f : 0.96f));
+        }
+    }
+    check_u32(g, "oscar.sink_tokens", 64);
+    check_u32(g, "oscar.recent_tokens", 256);
+    check_str(g, "oscar.model.architecture", "llama");
+    check_u32(g, "oscar.model.block_count", hp->n_layer);
+    check_u32(g, "oscar.model.head_count_kv", hp->n_head_kv);
+    check_u32(g, "oscar.model.head_count", hp->n_head);
+    check_u32(g, "oscar.model.head_dim", d);
+    char fp[17];
+    snprintf(fp, sizeof fp, "%016" PRIx64, oscar_model_fingerprint(desc));
+    check_str(g, "oscar.model.fingerprint", fp);
+    uint64_t tokens = 0;
+    CHECK_OK(oscar_gguf_get_u64(g, "oscar.calib.tokens", &tokens));
+    CHECK(tokens == e->tokens);
+    check_u32(g, "oscar.calib.sequence_length", e->seq_len);
+    check_str(g, "oscar.calib.text_source", e->text_source);
+    CHECK(g->n_tensors == (uint64_t)hp->n_layer * 4);
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        char name[64];
+        for (int which = 0; which < 2; which++) {
+            snprintf(name, sizeof name, "blk.%u.attn_%c_rot.weight", l, which ? 'v' : 'k');
+            const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+            CHECK_MSG(t != NULL, "%s missing", name);
+            if (!t) continue;
+            CHECK(t->type == OSCAR_GGML_TYPE_F32);
+            CHECK(t->n_dims == (n_rot == 1 ? 2u : 3u) && t->ne[0] == d && t->ne[1] == d && t->ne[2] == n_rot);
+            for (uint32_t r = 0; r < n_rot; r++)
+                CHECK_OK(oscar_rotation_check((const float *)t->data + (size_t)r * d * d, d, 1e-4, NULL));
+            snprintf(name, sizeof name, "blk.%u.attn_%c_eig", l, which ? 'v' : 'k');
+            t = oscar_gguf_find_tensor(g, name);
+            CHECK_MSG(t != NULL, "%s missing", name);
+            if (!t) continue;
+            CHECK(t->type == OSCAR_GGML_TYPE_F32 && t->ne[0] == d && t->ne[1] == n_rot);
+            const float *ev = t->data;
+            for (uint32_t r = 0; r < n_rot; r++)
+                for (uint32_t i = 1; i < d; i++) CHECK(ev[r * d + i] <= ev[r * d + i - 1]);
+        }
+    }
+    return g;
+}
+
+/* ---- orientation ----------------------------------------------------------------------------- */
+
+/* The writer stores a non-symmetric R as R[i][j] at float offset i*d + j, per head. */
+static void test_writer_orientation(void)
+{
+    enum { D = 4, NL = 1, NKV = 2 };
+    /* per head: a rotation by angle a in the (0,1) plane and b in the (2,3) plane; R ≠ Rᵀ */
+    float rot[NL * NKV * D * D];
+    memset(rot, 0, sizeof rot);
+    for (int h = 0; h < NKV; h++) {
+        float a = 0.3f + 0.4f * (float)h, b = 1.1f;
+        float *R = rot + h * D * D;
+        R[0] = cosf(a); R[1] = sinf(a); R[4] = -sinf(a); R[5] = cosf(a);
+        R[10] = cosf(b); R[11] = sinf(b); R[14] = -sinf(b); R[15] = cosf(b);
+    }
+    float clip_k[NL] = {0.9f}, clip_v[NL] = {0.95f};
+    oscar_calib_result res;
+    memset(&res, 0, sizeof res);
+    res.n_layer = NL;
+    res.n_rot = NKV;
+    res.head_dim = D;
+    res.rot_k = rot;
+    res.rot_v = rot;
+    oscar_rotation_file_meta m;
+    memset(&m, 0, sizeof m);
+    m.objective_k = "query_covariance";
+    m.objective_v = "proxy_score_weighted";
+    m.grouping = OSCAR_CALIB_PER_HEAD;
+    m.clip_k = clip_k;
+    m.clip_v = clip_v;
+    m.architecture = "llama";
+    m.n_layer = NL;
+    m.n_head = 4;
+    m.n_kv_head = NKV;
+    m.head_dim = D;
+    m.fingerprint = 0x0123456789abcdefull;
+    char path[400];
+    snprintf(path, sizeof path, "%s/orient.rot.gguf", dir);
+    CHECK_OK(oscar_rotation_file_write(path, &res, &m));
+    oscar_gguf *g = NULL;
+    CHECK_OK(oscar_gguf_open(path, &g));
+    const oscar_gguf_tensor *t = g ? oscar_gguf_find_tensor(g, "blk.0.attn_k_rot.weight") : NULL;
+    CHECK(t && t->n_dims == 3 && t->ne[0] == D && t->ne[1] == D && t->ne[2] == NKV);
+    if (t) {
+        const float *f = t->data;
+        CHECK(memcmp(f, rot, sizeof rot) == 0);
+        /* y = x·R for x = e_0 is row 0 of R: (cos a, sin a, 0, 0) */
+        CHECK(f[0 * D + 1] == sinf(0.3f) && f[1 * D + 0] == -sinf(0.3f));
+    }
+    const char *fp = NULL;
+    if (g) CHECK_OK(oscar_gguf_get_str(g, "oscar.model.fingerprint", &fp));
+    CHECK(fp && strcmp(fp, "0123456789abcdef") == 0);
+    oscar_gguf_close(g);
+    /* mismatches and bad ratios are refused without a file */
+    snprintf(path, sizeof path, "%s/bad.rot.gguf", dir);
+    m.n_kv_head = 3;
+    CHECK_STATUS(oscar_rotation_file_write(path, &res, &m), OSCAR_ERROR_INVALID_ARGUMENT);
+    m.n_kv_head = NKV;
+    clip_k[0] = 1.5f;
+    CHECK_STATUS(oscar_rotation_file_write(path, &res, &m), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(no_output(path));
+}
+
+typedef struct cap_ctx {
+    oscar_calib *cal;
+} cap_ctx;
+
+static oscar_status to_calib(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
+                             const float *v)
+{
+    (void)pos0;
+    return oscar_calib_add(((cap_ctx *)user)->cal, layer, n, q, k, v);
+}
+
+/* Recomputes C_K of layer 0 from the same text and checks the file's R_K is the core's
+ * rotation of it, and that diag(Rᵀ C R) is flat while diag(R C Rᵀ) is not. */
+static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar_gguf *g, uint64_t tokens,
+                                       uint32_t seq_len)
+{
+    const oscar_model_hparams *hp = &desc->hp;
+    uint32_t d = hp->head_dim;
+    oscar_tokenizer *tok = NULL;
+    oscar_calib *cal = NULL;
+    oscar_capture *cap = NULL;
+    int32_t *ids = NULL;
+    double *C = malloc((size_t)d * d * sizeof *C);   /* [d][d] */
+    float *R = malloc((size_t)d * d * sizeof *R);    /* [d][d] */
+    FILE *f = fopen(text_path, "rb");
+    char *text = malloc(1 << 16);
+    size_t len = f ? fread(text, 1, 1 << 16, f) : 0;
+    if (f) fclose(f);
+    CHECK_OK(oscar_model_tokenizer_create(desc->gguf, &tok));
+    size_t n = 0;
+    CHECK_OK(oscar_tokenizer_encode(tok, text, len, 0, 0, NULL, 0, &n));
+    ids = malloc(n * sizeof *ids);
+    CHECK_OK(oscar_tokenizer_encode(tok, text, len, 0, 0, ids, n, &n));
+    CHECK(!oscar_tokenizer_adds_bos(tok) && n >= tokens);
+    oscar_calib_params cp = oscar_calib_params_default();
+    cp.n_layer = hp->n_layer;
+    cp.n_head = hp->n_head;
+    cp.n_kv_head = hp->n_head_kv;
+    cp.head_dim = d;
+    cp.score_objective = 0;
+    cp.max_seq_len = seq_len;
+    CHECK_OK(oscar_calib_create(&cp, &cal));
+    cap_ctx ctx = {cal};
+    oscar_capture_params kp = oscar_capture_params_default();
+    kp.max_seq_len = seq_len;
+    kp.chunk = seq_len;
+    kp.hook = to_calib;
+    kp.hook_user = &ctx;
+    CHECK_OK(oscar_capture_create(desc, &kp, &cap));
+    for (uint64_t at = 0; cap && cal && at < tokens; at += seq_len) {
+        uint32_t m = tokens - at < seq_len ? (uint32_t)(tokens - at) : seq_len;
+        CHECK_OK(oscar_calib_begin_sequence(cal));
+        CHECK_OK(oscar_capture_eval(cap, ids + at, m, 0, NULL));
+    }
+    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
+    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
+    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, "blk.0.attn_k_rot.weight");
+    if (t) {
+        const float *F = t->data;
+        double maxdiff = 0.0, asym = 0.0;
+        for (size_t i = 0; i < (size_t)d * d; i++) maxdiff = fmax(maxdiff, fabs((double)F[i] - (double)R[i]));
+        for (uint32_t i = 0; i < d; i++)
+            for (uint32_t j = 0; j < d; j++) asym = fmax(asym, fabs((double)F[i * d + j] - (double)F[j * d + i]));
+        CHECK_MSG(maxdiff == 0.0, "file R_K differs from the core's rotation by %g", maxdiff);
+        CHECK_MSG(asym > 0.1, "R_K is nearly symmetric (%g): the orientation test would be blind", asym);
+        /* diag(Fᵀ C F) (the stored orientation) flat; diag(F C Fᵀ) (transposed) not */
+        double tr = 0.0, dev_right = 0.0, dev_wrong = 0.0;
+        for (uint32_t i = 0; i < d; i++) tr += C[i * d + i];
+        for (uint32_t j = 0; j < d; j++) {
+            double a = 0.0, b = 0.0;
+            for (uint32_t x = 0; x < d; x++)
+                for (uint32_t y = 0; y < d; y++) {
+                    a += F[x * d + j] * C[x * d + y] * F[y * d + j]; /* (Fᵀ C F)_jj */
+                    b += F[j * d + x] * C[x * d + y] * F[j * d + y]; /* (F C Fᵀ)_jj */
+                }
+            dev_right = fmax(dev_right, fabs(a - tr / d) / (tr / d));
+            dev_wrong = fmax(dev_wrong, fabs(b - tr / d) / (tr / d));
+        }
+        CHECK_MSG(dev_right < 1e-4, "diag(RᵀCR) deviates %g from tr/d", dev_right);
+        CHECK_MSG(dev_wrong > 0.05, "diag(RCRᵀ) deviates only %g: transpose undetectable", dev_wrong);
+    }
+    oscar_capture_destroy(cap);
+    oscar_calib_destroy(cal);
+    oscar_tokenizer_destroy(tok);
+    free(ids);
+    free(text);
+    free(C);
+    free(R);
+}
+
+/* ---- runs ------------------------------------------------------------------------------------ */
+
+static oscar_calib_run_params base_params(void)
+{
+    oscar_calib_run_params p = oscar_calib_run_params_default();
+    p.model_path = model_path;
+    p.text_path = text_path;
+    p.out_path = out_path;
+    p.text_source = "test: generated sentences";
+    p.tokens = 600;
+    p.seq_len = 128;
+    return p;
+}
+
+static void test_runs(const oscar_model_desc *desc)
+{
+    /* per layer, proxy values, fitted clip */
+    oscar_calib_run_params p = base_params();
+    oscar_calib_run_report rep;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
+    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v};
+    oscar_gguf *g = check_file(out_path, desc, &e);
+    if (g) check_pipeline_orientation(desc, g, 600, 128);
+    oscar_gguf_close(g);
+    oscar_calib_run_report_free(&rep);
+
+    /* per head, score values, fixed clip, G = 8 */
+    p.grouping = OSCAR_CALIB_PER_HEAD;
+    p.values = OSCAR_CALIB_VALUES_SCORES;
+    p.clip_fitted = 0;
+    p.group_size = 8;
+    p.text_source = NULL;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v};
+    g = check_file(out_path, desc, &e2);
+    oscar_gguf_close(g);
+    if (rep.clip_k_fit) CHECK(rep.clip_k_fit[0] >= 0.8f && rep.clip_k_fit[0] <= 1.0f);
+    oscar_calib_run_report_free(&rep);
+    CHECK(remove(out_path) == 0);
+}
+
+static void test_bad_input(void)
+{
+    char path[400];
+    oscar_calib_run_params p = base_params();
+    p.model_path = "/nonexistent/model.gguf";
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_IO);
+    CHECK(no_output(out_path));
+    p.model_path = text_path; /* not a GGUF */
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_BAD_FORMAT);
+    CHECK(no_output(out_path));
+
+    p = base_params();
+    p.text_path = "/nonexistent/text.txt";
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_IO);
+    CHECK(strstr(oscar_last_error(), "/nonexistent/text.txt") != NULL);
+    CHECK(no_output(out_path));
+    p.text_path = empty_path;
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "empty") != NULL);
+    CHECK(no_output(out_path));
+    p.text_path = text_path;
+    p.tokens = 200000; /* more than the text has */
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "only") != NULL);
+    CHECK(no_output(out_path));
+
+    p = base_params();
+    p.out_path = "/nonexistent/dir/out.rot.gguf";
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_IO);
+    CHECK(strstr(oscar_last_error(), "/nonexistent/dir/out.rot.gguf") != NULL);
+    p.out_path = dir; /* a folder */
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_IO);
+
+    p = base_params();
+    p.group_size = 5;
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(no_output(out_path));
+    p.group_size = 0;
+    p.seq_len = 1024; /* above the model's context of 512 */
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    p.seq_len = 1;
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    p.seq_len = 128;
+    p.tokens = 8; /* fewer than head_dim */
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(no_output(out_path));
+
+    /* an existing output is replaced only on success */
+    write_file(out_path, "old");
+    p = base_params();
+    p.text_path = empty_path;
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    FILE *f = fopen(out_path, "rb");
+    char buf[8] = {0};
+    if (f) {
+        CHECK(fread(buf, 1, sizeof buf, f) == 3);
+        fclose(f);
+    }
+    CHECK(strcmp(buf, "old") == 0);
+    snprintf(path, sizeof path, "%s.tmp", out_path);
+    CHECK(!exists(path));
+    remove(out_path);
+}
+
+/* ---- the binary -------------------------------------------------------------------------------- */
+
+/* Runs `cmd` with stderr to a file; returns the exit status and the number of stderr lines. */
+static int run_cmd(const char *cmd, int *err_lines)
+{
+    char full[2048], errp[400];
+    snprintf(errp, sizeof errp, "%s/stderr.txt", dir);
+    snprintf(full, sizeof full, "%s >/dev/null 2>%s", cmd, errp);
+    int rc = system(full);
+    *err_lines = 0;
+    FILE *f = fopen(errp, "rb");
+    if (f) {
+        int c;
+        while ((c = fgetc(f)) != EOF) *err_lines += c == '\n';
+        fclose(f);
+    }
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static void test_binary(void)
+{
+    const char *bin = getenv("OSCAR_CALIB_BIN");
+    if (!bin) bin = "../oscar-calib";
+    if (access(bin, X_OK) != 0) {
+        printf("binary %s not found: CLI part skipped (set OSCAR_CALIB_BIN)\n", bin);
+        return;
+    }
+    char cmd[1600];
+    int lines = 0;
+    snprintf(cmd, sizeof cmd, "%s --help", bin);
+    CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
+    static const char *const bad[] = {"--grouping foo", "--values x", "--clip maybe", "--tokens 12abc",
+                                      "--tokens -5", "--seq-len 1", "--rotation quarot", "--bogus 1", "--tokens"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(cmd, sizeof cmd, "%s -m %s --text %s -o %s %s", bin, model_path, text_path, out_path, bad[i]);
+        int rc = run_cmd(cmd, &lines);
+        CHECK_MSG(rc == 2 && lines == 1, "'%s': exit %d, %d stderr lines", bad[i], rc, lines);
+    }
+    snprintf(cmd, sizeof cmd, "%s -m %s -o %s", bin, model_path, out_path);
+    CHECK(run_cmd(cmd, &lines) == 2 && lines == 1);
+    snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s/missing.txt -o %s", bin, model_path, dir, out_path);
+    CHECK(run_cmd(cmd, &lines) == 1 && lines == 1);
+    CHECK(no_output(out_path));
+    snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 100000 -o %s", bin, model_path, text_path, out_path);
+    CHECK(run_cmd(cmd, &lines) == 1 && lines == 1);
+    CHECK(no_output(out_path));
+    snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 300 --seq-len 100 --grouping head -o %s", bin,
+             model_path, text_path, out_path);
+    CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
+    CHECK(exists(out_path));
+    remove(out_path);
+}
+
+int main(void)
+{
+    oscar_model_desc *desc = NULL;
+    snprintf(dir, sizeof dir, "/tmp/oscar_calib_cli_XXXXXX");
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "mkdtemp failed\n");
+        return 1;
+    }
+    snprintf(model_path, sizeof model_path, "%s/model.gguf", dir);
+    snprintf(text_path, sizeof text_path, "%s/text.txt", dir);
+    snprintf(empty_path, sizeof empty_path, "%s/empty.txt", dir);
+    snprintf(out_path, sizeof out_path, "%s/out.rot.gguf", dir);
+    oscar_model_gen_params gp = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA); /* d 16, 4 heads / 2 KV */
+    CHECK_OK(oscar_model_gen_write(&gp, model_path));
+    write_text(text_path);
+    write_file(empty_path, "");
+    CHECK_OK(oscar_model_desc_load(model_path, &desc));
+    if (desc) {
+        test_writer_orientation();
+        test_runs(desc);
+        test_bad_input();
+        test_binary();
+    }
+    oscar_model_desc_destroy(desc);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+    return test_finish();
+}
