@@ -7,6 +7,41 @@
 #include "int2_quant.h"
 #include "oscar_calib.h"
 
+static int cmp_float_asc(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The clip threshold of oscar_int2_clip_threshold() (runtime/int2_quant.c) from a row's |x|
+ * already sorted ascending, with the same float operations in the same order, so the result is
+ * bit-identical while the sort is done once per row instead of once per row and ratio. */
+static float threshold_sorted(const float *a, uint32_t n, float r)
+{
+    if (n == 0 || !(r < 1.0f)) return INFINITY;
+    float pos = r * (float)(n - 1);
+    uint32_t lo = (uint32_t)floorf(pos);
+    if (lo > n - 1) lo = n - 1;
+    uint32_t hi = lo + 1 < n ? lo + 1 : n - 1;
+    float frac = pos - (float)lo;
+    float diff = a[hi] - a[lo];
+    float step = frac * diff;
+    return a[lo] + step;
+}
+
+/* oscar_int2_fake_quantize_row() with a given threshold: clip x [n] to [-tau, tau], quantize and
+ * dequantize each group of G into out [n]. */
+static void fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out)
+{
+    uint8_t codes[OSCAR_INT2_MAX_GROUP];
+    oscar_int2_clip(x, n, tau, out);
+    for (uint32_t g = 0; g + G <= n; g += G) {
+        uint16_t s, m;
+        oscar_int2_quantize_group(out + g, G, codes, &s, &m);
+        oscar_int2_dequantize_group(codes, G, s, m, out + g);
+    }
+}
+
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
                                     const float *ratios, uint32_t n_ratios, double *err_sum, uint64_t *rows)
 {
@@ -19,7 +54,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     double *E = NULL;   /* [n][d] quantization error y_hat − y */
     double *EM = NULL;  /* [n][d] E·M */
     double *w = NULL;   /* [n] proxy weights, mean 1 */
-    float *yq = NULL, *scratch = NULL; /* [d] */
+    float *ys = NULL;   /* [n][d] |y| of each row, sorted ascending */
+    float *yq = NULL;   /* [d] */
     const oscar_calib_params *p = oscar_calib_get_params(cal);
     if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: NULL argument or no ratios");
@@ -36,9 +72,9 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     E = malloc((size_t)cap * d * sizeof *E);
     EM = malloc((size_t)cap * d * sizeof *EM);
     w = malloc((size_t)cap * sizeof *w);
+    ys = malloc((size_t)cap * d * sizeof *ys);
     yq = malloc(d * sizeof *yq);
-    scratch = malloc(d * sizeof *scratch);
-    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !yq || !scratch)
+    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !ys || !yq)
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve: %u rows", cap);
     for (size_t i = 0; i < dd; i++) Rd[i] = R[i];
 
@@ -51,6 +87,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         OSCAR_TRY(oscar_calib_reservoir(cal, layer, h, &rk, &rv, &n));
         if (n == 0) continue;
         oscar_rotate_rows(values ? rv : rk, n, d, d, R, 0, y);
+        for (size_t x = 0; x < (size_t)n * d; x++) ys[x] = fabsf(y[x]);
+        for (uint32_t t = 0; t < n; t++) qsort(ys + (size_t)t * d, d, sizeof(float), cmp_float_asc);
         if (values) {
             /* w_t = k_t C_Q k_tᵀ, normalised to mean 1 over this head's rows */
             double mean = 0.0;
@@ -76,7 +114,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         for (uint32_t ri = 0; ri < n_ratios; ri++) {
             for (uint32_t t = 0; t < n; t++) {
                 const float *yt = y + (size_t)t * d;
-                oscar_int2_fake_quantize_row(yt, d, G, ratios[ri], yq, scratch);
+                fake_quantize_tau(yt, d, G, threshold_sorted(ys + (size_t)t * d, d, ratios[ri]), yq);
                 for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = (double)yq[j] - (double)yt[j];
             }
             double acc = 0.0;
@@ -104,8 +142,8 @@ fail:
     free(E);
     free(EM);
     free(w);
+    free(ys);
     free(yq);
-    free(scratch);
     return st;
 }
 
