@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "calib_run.h"
+#include "model_desc.h"
 
 static void usage(FILE *f)
 {
@@ -40,6 +41,8 @@ static void usage(FILE *f)
         "      --threads N         OpenBLAS threads (default: OpenBLAS's own choice)\n"
         "      --seed N            reservoir sampling seed (default 1)\n"
         "  -q, --quiet             no progress bar and no summary\n"
+        "      --print-fingerprint print the model's fingerprint (16 hex digits) and exit\n"
+        "                          (needs only -m; for scripts/rotationzoo_convert.py)\n"
         "  -h, --help              this text\n"
         "\n"
         "Exit status: 0 written, 1 calibration failed, 2 bad command line.\n");
@@ -147,6 +150,7 @@ int main(int argc, char **argv)
     oscar_calib_run_params p = oscar_calib_run_params_default();
     progress_state ps = {0};
     uint64_t threads = 0, v = 0;
+    int print_fp = 0;
     static const char *const groupings[] = {"layer", "head", NULL};
     static const char *const values[] = {"proxy", "scores", NULL};
     static const char *const clips[] = {"fixed", "fitted", NULL};
@@ -160,6 +164,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             ps.quiet = 1;
+            continue;
+        }
+        if (!strcmp(a, "--print-fingerprint")) {
+            print_fp = 1;
             continue;
         }
         if (a[0] != '-') {
@@ -213,6 +221,21 @@ int main(int argc, char **argv)
             fprintf(stderr, "oscar-calib: unknown option '%s' (see --help)\n", a);
             return 2;
         }
+    }
+    if (print_fp) {
+        oscar_model_desc *desc = NULL;
+        if (!p.model_path) {
+            fprintf(stderr, "oscar-calib: --print-fingerprint needs -m MODEL\n");
+            return 2;
+        }
+        oscar_status st = oscar_model_desc_load(p.model_path, &desc);
+        if (st != OSCAR_OK) {
+            fprintf(stderr, "oscar-calib: %s [%s]\n", oscar_last_error(), oscar_status_string(st));
+            return 1;
+        }
+        printf("%016" PRIx64 "\n", desc->fingerprint);
+        oscar_model_desc_destroy(desc);
+        return 0;
     }
     if (!p.model_path || !p.text_path || !p.out_path) {
         fprintf(stderr, "oscar-calib: -m MODEL, --text FILE and -o OUTPUT are required (see --help)\n");
