@@ -9,6 +9,6 @@ apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config python3 python3-pip \
     libvulkan-dev libvulkan1 libvulkan-volk-dev glslc glslang-tools spirv-tools \
     mesa-vulkan-drivers vulkan-validationlayers vulkan-tools \
-    liblapacke-dev libopenblas-dev libedit-dev >/dev/null
+    liblapacke-dev libopenblas-dev libedit-dev debian-handbook gnu-standards >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j"$(nproc)"
