@@ -2,7 +2,7 @@
  *
  *   oscar-chat -m model.gguf [--kv fp16|int2|int2-hadamard|oscar] [--rot FILE] [--ctx N]
  *              [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S]
- *              [--system TEXT] [--device NAME|INDEX] [-p PROMPT] [-n N]
+ *              [--system TEXT] [--device NAME|INDEX] [-p PROMPT] [-n N] [--sink N --recent N]
  *
  * Interactive (no -p): a prompt with line editing and history (libedit), the answer streamed
  * as it is generated, and the commands /reset /stats /kv /quit. The whole conversation lives
@@ -47,6 +47,7 @@ typedef struct chat_args {
     int64_t n_predict;            /* -1: until end of turn or a full context */
     oscar_sampler_params sp;
     int temp_set, seed_set;
+    uint64_t sink, recent;        /* fp16 windows of the INT2 modes (tokens) */
 } chat_args;
 
 static void print_help(void)
@@ -61,11 +62,12 @@ static void print_help(void)
            "  --top-p P              nucleus mass (default 0.95; 1: off)\n"
            "  --min-p M              drop tokens below M x the best one's probability (default 0.05; 0: off)\n"
            "  --repeat-penalty R     penalty for the last 64 tokens (default 1: off)\n"
-           "  --seed S               sampler seed (default: random, printed)\n"
+           "  --seed S               sampler seed (default: random, shown at the start of a chat)\n"
            "  --system TEXT          system prompt (default: the template's own)\n"
            "  --device NAME|INDEX    Vulkan device (default: the best one, or OSCAR_DEVICE)\n"
            "  -p, --prompt TEXT      one user turn: print the answer, then a stats line on stderr\n"
            "  -n, --n-predict N      most tokens per answer (default: until end of turn or full context)\n"
+           "  --sink N, --recent N   INT2 modes: first and most recent tokens kept in fp16 (default 64, 256)\n"
            "commands in a chat: /reset (forget the conversation), /stats (speed of the last turn,\n"
            "context used), /kv (KV memory by region), /quit (or Ctrl-D). Ctrl-C stops an answer.\n");
 }
@@ -78,6 +80,7 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
     a->n_predict = -1;
     a->sp = oscar_sampler_params_default();
     a->sp.repeat_penalty = 1.0f;
+    a->sink = 64, a->recent = 256;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
@@ -88,7 +91,7 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         static const char *const with_value[] = { "-m", "--model", "--kv", "--rot", "--ctx", "--temp", "--top-k", "--top-p",
                                                   "--min-p", "--repeat-penalty", "--seed", "--system", "--device", "-p",
-                                                  "--prompt", "-n", "--n-predict" };
+                                                  "--prompt", "-n", "--n-predict", "--sink", "--recent" };
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(f, with_value[k]);
         if (!known) {
@@ -120,6 +123,8 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
         else if (!strcmp(f, "--device")) a->device = v;
         else if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) a->prompt = v;
         else if (!strcmp(f, "-n") || !strcmp(f, "--n-predict")) ok = app_parse_u32(PROG, f, v, 1u << 24, &u), a->n_predict = u;
+        else if (!strcmp(f, "--sink")) ok = app_parse_u64(PROG, f, v, &a->sink);
+        else if (!strcmp(f, "--recent")) ok = app_parse_u64(PROG, f, v, &a->recent);
         if (!ok) {
             *exit_code = 2;
             return 1;
@@ -138,6 +143,11 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
     }
     if (a->rot && a->kv == OSCAR_KV_FP16) {
         fprintf(stderr, PROG ": --rot is for the INT2 modes, not --kv fp16\n");
+        *exit_code = 2;
+        return 1;
+    }
+    if (a->sink > (1u << 24) || a->recent > (1u << 24)) {
+        fprintf(stderr, PROG ": --sink and --recent take at most %u tokens\n", 1u << 24);
         *exit_code = 2;
         return 1;
     }
@@ -407,11 +417,13 @@ static char *read_line(const char *prompt)
 
 static void interactive(chat *c)
 {
+    char how[64] = "greedy";
+    if (c->args->sp.temperature > 0)
+        snprintf(how, sizeof how, "sampled, seed %llu", (unsigned long long)c->args->sp.seed);
     printf("oscar-chat: %s (%s), %u layers, KV %s, context %u tokens, %s\n"
            "type a message; /reset /stats /kv /quit\n",
            c->m.info.name[0] ? c->m.info.name : c->args->model, c->m.info.arch, c->m.info.n_layer,
-           oscar_kv_mode_name(c->args->kv), c->n_ctx,
-           c->args->sp.temperature <= 0 ? "greedy" : "sampled");
+           oscar_kv_mode_name(c->args->kv), c->n_ctx, how);
     for (;;) {
         char *line = read_line("> ");
         if (!line) {
@@ -464,6 +476,8 @@ int main(int argc, char **argv)
     sp.kv_mode = a.kv;
     sp.n_ctx = c.n_ctx;
     sp.rotations = rot;
+    sp.sink_tokens = (uint32_t)a.sink;
+    sp.recent_tokens = (uint32_t)a.recent;
     oscar_status st = oscar_session_create(c.m.model, &sp, &c.session);
     oscar_rotation_set_destroy(rot);
     if (st == OSCAR_OK) st = oscar_session_seq_add(c.session, &c.seq);

@@ -1,7 +1,7 @@
 /* oscar-perplexity: perplexity of a model on a text file, with the KV cache in any mode.
  *
  *   oscar-perplexity -m model.gguf -f text.txt [--ctx 512] [--kv MODE [--rot FILE]]
- *                    [--chunks N] [--parallel P] [--device NAME|INDEX]
+ *                    [--chunks N] [--parallel P] [--sink N --recent N] [--device NAME|INDEX]
  *
  * The rule (llama.cpp's): the text is tokenized once (no BOS) and cut into non-overlapping
  * chunks of ctx tokens; a trailing partial chunk is dropped. When the model asks for a BOS
@@ -36,6 +36,7 @@ typedef struct ppl_args {
     oscar_kv_mode kv;
     int kv_set;
     uint32_t ctx, chunks, parallel;
+    uint64_t sink, recent;        /* fp16 windows of the INT2 modes (tokens) */
 } ppl_args;
 
 static void print_help(void)
@@ -46,6 +47,7 @@ static void print_help(void)
            "  --rot FILE          RotationZoo file for --kv oscar\n"
            "  --chunks N          score at most N chunks (default: every whole chunk of the text)\n"
            "  --parallel P        chunks decoded together as P sequences (default 4)\n"
+           "  --sink N --recent N INT2 modes: first and most recent tokens kept in fp16 (default 64, 256)\n"
            "  --device NAME|INDEX Vulkan device\n"
            "last line: ppl=... ppl_err=... nll=... tokens=... chunks=... ctx=... kv=... seconds=...\n");
 }
@@ -55,6 +57,7 @@ static int parse_args(int argc, char **argv, ppl_args *a, int *exit_code)
     memset(a, 0, sizeof *a);
     a->ctx = 512;
     a->parallel = 4;
+    a->sink = 64, a->recent = 256;
     *exit_code = 2;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -72,6 +75,8 @@ static int parse_args(int argc, char **argv, ppl_args *a, int *exit_code)
         else if (!strcmp(f, "--ctx")) ok = v && app_parse_u32(PROG, f, v, 1u << 20, &a->ctx);
         else if (!strcmp(f, "--chunks")) ok = v && app_parse_u32(PROG, f, v, 1u << 24, &a->chunks);
         else if (!strcmp(f, "--parallel")) ok = v && app_parse_u32(PROG, f, v, 256, &a->parallel);
+        else if (!strcmp(f, "--sink")) ok = v && app_parse_u64(PROG, f, v, &a->sink);
+        else if (!strcmp(f, "--recent")) ok = v && app_parse_u64(PROG, f, v, &a->recent);
         else {
             fprintf(stderr, PROG ": unknown option '%s' (oscar-perplexity --help lists them)\n", f);
             return 1;
@@ -89,6 +94,10 @@ static int parse_args(int argc, char **argv, ppl_args *a, int *exit_code)
     }
     if (a->ctx < 8) {
         fprintf(stderr, PROG ": --ctx must be at least 8 tokens, got %u\n", a->ctx);
+        return 1;
+    }
+    if (a->sink > (1u << 24) || a->recent > (1u << 24)) {
+        fprintf(stderr, PROG ": --sink and --recent take at most %u tokens\n", 1u << 24);
         return 1;
     }
     if (a->rot && !a->kv_set) a->kv = OSCAR_KV_INT2_ROTATED;
@@ -197,6 +206,8 @@ int main(int argc, char **argv)
     sp.n_ctx = a.ctx;
     sp.n_seq_max = P;
     sp.rotations = rot;
+    sp.sink_tokens = (uint32_t)a.sink;
+    sp.recent_tokens = (uint32_t)a.recent;
     st = oscar_session_create(m.model, &sp, &session);
     if (st != OSCAR_OK) goto api_fail;
     seqs = malloc(P * sizeof *seqs);
