@@ -256,8 +256,9 @@ static int chat_turn(chat *c, const char *user, int64_t n_predict)
 
     /* only the text the sequence does not hold yet; start over if the template rewrote the past */
     size_t from = 0;
-    if (c->held_len <= len && memcmp(text, c->held, c->held_len) == 0) from = c->held_len;
-    else if (c->held_len) {
+    if (c->held_len == 0) from = 0;
+    else if (c->held_len <= len && memcmp(text, c->held, c->held_len) == 0) from = c->held_len;
+    else {
         st = oscar_session_seq_reset(c->session, c->seq);
         if (st != OSCAR_OK) goto api_fail;
         c->held_len = 0;
