@@ -33,7 +33,7 @@
  *   --prompt N                            prefill tokens timed (default 2048)
  *   --steps N                             decode steps timed per point (default 16)
  *   --ubatch N                            tokens per prefill step (default 512)
- *   --bw-mib N                            read-bandwidth buffer (default 1024)
+ *   --bw-mib N                            read-bandwidth buffer (default 2048; capped at the binding limit)
  *   --json FILE --device NAME|INDEX
  */
 #include <stdio.h>
@@ -399,27 +399,6 @@ static uint64_t step_weight_bytes(const char *path, const oscar_model_info *info
     return bytes;
 }
 
-/* KV page-pool bytes for a base sequence of max_len tokens plus `forks` forks that each grow
- * by `grow` tokens: whole pages, the fp16 windows of every sequence in the INT2 modes, and
- * slack for the partial pages a fork copies. An estimate from the page layout
- * (docs/kv-cache.md); too small shows up as OUT_OF_PAGES with the numbers. */
-static uint64_t kv_budget(const oscar_model_info *mi, oscar_kv_mode mode, uint32_t max_len, uint32_t forks, uint32_t grow,
-                          uint32_t ubatch)
-{
-    const uint64_t P = 64, sink = 64, recent = 256, flush = 8, d = mi->head_dim, G = d < 128 ? d : 128;
-    uint64_t f16_page = (uint64_t)mi->n_head_kv * P * d * 2;              /* bytes per layer */
-    uint64_t int2_page = (uint64_t)mi->n_head_kv * P * (d / 4 + d / G * 4); /* codes + fp16 scale, min */
-    uint64_t fork_pages = (grow + P - 1) / P + 2;
-    uint64_t per_layer;
-    if (mode == OSCAR_KV_FP16) {
-        per_layer = f16_page * ((max_len + P - 1) / P + (uint64_t)forks * fork_pages + 4);
-    } else {
-        uint64_t window = (sink + recent + flush + ubatch + P - 1) / P + 4;
-        per_layer = f16_page * window * (forks + 1) + int2_page * ((max_len + P - 1) / P + (uint64_t)forks * fork_pages + 4);
-    }
-    return per_layer * mi->n_layer * 11 / 10;
-}
-
 typedef struct decode_point {
     oscar_kv_mode mode;
     uint32_t batch, context;
@@ -440,7 +419,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, d
     sp.n_ctx = longest;
     sp.n_seq_max = max_b + 1;
     sp.n_batch = a->ubatch;
-    sp.kv_memory_budget = kv_budget(&m->info, mode, longest, max_b, grow, a->ubatch);
+    sp.kv_memory_budget = 0; /* the cache sizes its pools for n_seq_max sequences of n_ctx tokens */
     oscar_session *s = NULL;
     oscar_status st = oscar_session_create(m->model, &sp, &s);
     if (st != OSCAR_OK) {
@@ -535,7 +514,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, d
 static int bench_decode(int argc, char **argv)
 {
     const char *prog = "oscar-bench decode";
-    decode_args a = { .tmp = "/tmp", .prompt = 2048, .steps = 16, .ubatch = 512, .bw_mib = 1024 };
+    decode_args a = { .tmp = "/tmp", .prompt = 2048, .steps = 16, .ubatch = 512, .bw_mib = 2048 };
     app_parse_u32_list(prog, "", "4096,8192,16384,32768,65536,131072", 1u << 24, a.contexts, &a.n_contexts);
     app_parse_u32_list(prog, "", "1,32", 1024, a.batches, &a.n_batches);
     app_parse_kv_modes(prog, "", "fp16,int2", a.modes, &a.n_modes);

@@ -156,6 +156,16 @@ static oscar_status get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t
     return oscar_pipeline_get(c->ctx, &d, out);
 }
 
+/* fp16 pages the INT2 modes need for every sequence's windows at once: per sequence the sink
+ * pages, the recent window with its flush batch and a partial page at each end, plus the
+ * new tokens of one step (at most max_step_tokens over all sequences, one partial page each). */
+static uint32_t f16_window_pool(const kv_book_config *c)
+{
+    uint32_t P = c->page;
+    uint32_t per_seq = (c->sink + P - 1) / P + (c->recent + c->flush - 1 + P - 1) / P + 2;
+    return c->max_seqs * per_seq + (c->max_step_tokens + P - 1) / P + c->max_seqs;
+}
+
 static void seq_sizes(const oscar_kv_params *p, uint32_t int2, uint64_t budget, uint64_t int2_page, uint64_t f16_page,
                       kv_book_config *cfg)
 {
@@ -170,15 +180,16 @@ static void seq_sizes(const oscar_kv_params *p, uint32_t int2, uint64_t budget, 
     cfg->max_step_tokens = p->max_step_tokens;
     uint32_t i2, f16;
     kv_book_pages_for(cfg, p->max_context, &i2, &f16);
-    if (budget == 0) {
-        cfg->n_int2_pages = i2 * p->max_sequences;
-        cfg->n_f16_pages = f16 * p->max_sequences;
-    } else if (!int2) {
-        cfg->n_f16_pages = (uint32_t)(budget / f16_page);
-    } else {
-        /* windows first (every sequence needs its fp16 pages), the rest INT2 */
-        uint64_t f16_bytes = (uint64_t)f16 * p->max_sequences * f16_page;
-        cfg->n_f16_pages = f16 * p->max_sequences;
+    if (!int2) {
+        cfg->n_f16_pages = budget ? (uint32_t)(budget / f16_page) : f16 * p->max_sequences;
+        return;
+    }
+    /* windows first (every sequence needs its fp16 pages), then INT2 */
+    uint32_t w = f16_window_pool(cfg), all = f16 * p->max_sequences;
+    cfg->n_f16_pages = w < all ? w : all;
+    if (budget == 0) cfg->n_int2_pages = i2 * p->max_sequences;
+    else {
+        uint64_t f16_bytes = (uint64_t)cfg->n_f16_pages * f16_page;
         cfg->n_int2_pages = budget > f16_bytes ? (uint32_t)((budget - f16_bytes) / int2_page) : 0;
     }
 }
