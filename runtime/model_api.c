@@ -272,7 +272,7 @@ static oscar_status free_slot(const oscar_session *s, int32_t *slot)
 OSCAR_API oscar_status oscar_session_seq_add(oscar_session *s, int32_t *seq)
 {
     oscar_status st = OSCAR_OK;
-    int32_t slot, id;
+    int32_t slot = -1, id = -1;
     if (!s || !seq) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_add: NULL argument");
     OSCAR_TRY(free_slot(s, &slot));
     OSCAR_TRY(oscar_kv_seq_add(s->kv, &id));
@@ -285,7 +285,7 @@ fail:
 OSCAR_API oscar_status oscar_session_seq_fork(oscar_session *s, int32_t src, int32_t *dst)
 {
     oscar_status st = OSCAR_OK;
-    int32_t slot, src_id, id;
+    int32_t slot = -1, src_id = -1, id = -1;
     if (!s || !dst) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_fork: NULL argument");
     OSCAR_TRY(lookup(s, src, &src_id));
     OSCAR_TRY(free_slot(s, &slot));
@@ -299,7 +299,7 @@ fail:
 OSCAR_API oscar_status oscar_session_seq_free(oscar_session *s, int32_t seq)
 {
     oscar_status st = OSCAR_OK;
-    int32_t id;
+    int32_t id = -1;
     if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_free: NULL session");
     OSCAR_TRY(lookup(s, seq, &id));
     OSCAR_TRY(oscar_kv_seq_free(s->kv, id));
@@ -311,7 +311,7 @@ fail:
 OSCAR_API oscar_status oscar_session_seq_reset(oscar_session *s, int32_t seq)
 {
     oscar_status st = OSCAR_OK;
-    int32_t id;
+    int32_t id = -1;
     if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_reset: NULL session");
     OSCAR_TRY(lookup(s, seq, &id));
     OSCAR_TRY(oscar_kv_seq_free(s->kv, id));
@@ -325,7 +325,7 @@ fail:
 OSCAR_API oscar_status oscar_session_seq_length(const oscar_session *s, int32_t seq, uint32_t *length)
 {
     oscar_status st = OSCAR_OK;
-    int32_t id;
+    int32_t id = -1;
     if (!s || !length) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_length: NULL argument");
     OSCAR_TRY(lookup(s, seq, &id));
     OSCAR_TRY(oscar_kv_seq_length(s->kv, id, length));
@@ -349,7 +349,7 @@ fail:
 OSCAR_API oscar_status oscar_session_prefill(oscar_session *s, int32_t seq, const int32_t *tokens, uint32_t n, float *logits)
 {
     oscar_status st = OSCAR_OK;
-    int32_t id;
+    int32_t id = -1;
     if (!s || !tokens || n == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_prefill: NULL argument or no token");
     OSCAR_TRY(lookup(s, seq, &id));
     OSCAR_TRY(check_room(s, seq, id, n));
