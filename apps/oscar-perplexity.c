@@ -14,7 +14,8 @@
  * How: the session API returns the logits of the last token of a prefill only, so each chunk
  * prefills positions 0..first (one logits row) and then decodes the rest one token at a
  * time. To keep the device busy, P chunks (--parallel, default 4) run as P sequences of one
- * session and decode together, one token each per step.
+ * session and decode together, one token each per step (apps/common/app_ppl.c, shared with
+ * oscar-quality).
  *
  * Output (stdout): one line per chunk with its perplexity and the running value, then a
  * final machine-readable line:
@@ -27,6 +28,7 @@
 #include <string.h>
 
 #include "common/app_common.h"
+#include "common/app_ppl.h"
 #include "oscar/oscar.h"
 
 #define PROG "oscar-perplexity"
@@ -112,52 +114,21 @@ static int parse_args(int argc, char **argv, ppl_args *a, int *exit_code)
     return 0;
 }
 
-/* Reads a whole file into a malloc'ed NUL-terminated buffer; prints one line on failure. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, PROG ": cannot open %s\n", path);
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = 2 * cap + 65536 + 1;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                fprintf(stderr, PROG ": %s: out of host memory\n", path);
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = b;
-        }
-        size_t r = fread(buf + n, 1, 65536, f);
-        n += r;
-        if (r < 65536) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        fprintf(stderr, PROG ": cannot read %s\n", path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
+/* Progress of the evaluation: one line per chunk with the running perplexity. */
+typedef struct ppl_progress {
+    uint32_t n_chunks, n_scored;
+    double sum, t_start;          /* NLL summed over the chunks reported so far */
+    uint32_t done;
+} ppl_progress;
 
-/* -log softmax(logits)[target], in double over the whole vocabulary. */
-static double token_nll(const float *logits, uint32_t n_vocab, int32_t target)
+static void print_chunk(void *user, uint32_t chunk, double nll_sum)
 {
-    double mx = logits[0];
-    for (uint32_t i = 1; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
-    double sum = 0;
-    for (uint32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
-    return log(sum) + mx - (double)logits[target];
+    ppl_progress *pp = user;
+    pp->sum += nll_sum;
+    pp->done++;
+    printf("chunk %u/%u  ppl %.4f  running ppl %.4f  (%.1f s)\n", chunk + 1, pp->n_chunks, exp(nll_sum / pp->n_scored),
+           exp(pp->sum / ((double)pp->done * pp->n_scored)), app_now() - pp->t_start);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -171,26 +142,20 @@ int main(int argc, char **argv)
     oscar_rotation_set *rot = NULL;
     oscar_session *session = NULL;
     char *text = NULL;
-    int32_t *tokens = NULL, *seqs = NULL, *step_tok = NULL;
+    int32_t *tokens = NULL, *seqs = NULL;
     float *logits = NULL;
     double *chunk_nll = NULL;
     oscar_status st = OSCAR_OK;
     size_t text_len = 0, n_tokens = 0;
+    int32_t bos = -1;
 
-    if (!(text = read_file(a.file, &text_len))) return 1;
+    if (!(text = app_read_file(PROG, a.file, &text_len))) return 1;
     if (!app_model_open(PROG, a.model, a.device, &m)) goto out;
     if (a.rot && !app_rotation_load(PROG, a.rot, m.model, &rot)) goto out;
 
     /* tokens of the whole text; BOS replaces each chunk's first token when the model wants one */
-    st = oscar_model_tokenize(m.model, text, text_len, 0, 0, NULL, 0, &n_tokens);
+    st = app_tokenize_text(m.model, text, text_len, &tokens, &n_tokens, &bos);
     if (st != OSCAR_OK) goto api_fail;
-    tokens = malloc((n_tokens ? n_tokens : 1) * sizeof *tokens);
-    if (!tokens) goto oom;
-    st = oscar_model_tokenize(m.model, text, text_len, 0, 0, tokens, n_tokens, &n_tokens);
-    if (st != OSCAR_OK) goto api_fail;
-    int32_t bos = -1;
-    size_t n_bos = 0;
-    if (oscar_model_tokenize(m.model, "", 0, 1, 0, &bos, 1, &n_bos) != OSCAR_OK || n_bos != 1) bos = -1;
 
     uint32_t n_chunks = (uint32_t)(n_tokens / a.ctx);
     if (a.chunks && a.chunks < n_chunks) n_chunks = a.chunks;
@@ -211,10 +176,9 @@ int main(int argc, char **argv)
     st = oscar_session_create(m.model, &sp, &session);
     if (st != OSCAR_OK) goto api_fail;
     seqs = malloc(P * sizeof *seqs);
-    step_tok = malloc(P * sizeof *step_tok);
     logits = malloc((size_t)P * V * sizeof *logits); /* [P][n_vocab] */
     chunk_nll = calloc(n_chunks, sizeof *chunk_nll);  /* [n_chunks] sum of NLL over the chunk */
-    if (!seqs || !step_tok || !logits || !chunk_nll) goto oom;
+    if (!seqs || !logits || !chunk_nll) goto oom;
     for (uint32_t p = 0; p < P; p++) {
         st = oscar_session_seq_add(session, &seqs[p]);
         if (st != OSCAR_OK) goto api_fail;
@@ -223,49 +187,13 @@ int main(int argc, char **argv)
            n_chunks, a.ctx, n_scored, oscar_kv_mode_name(a.kv), P, bos >= 0 ? ", BOS first" : "");
     fflush(stdout);
 
-    double t_start = app_now(), sum = 0, sum_sq = 0;
-    uint64_t count = 0;
-    for (uint32_t c0 = 0; c0 < n_chunks; c0 += P) {
-        uint32_t np = n_chunks - c0 < P ? n_chunks - c0 : P;
-        /* prefill positions 0..first of each chunk: the logits of `first` score token first+1 */
-        for (uint32_t p = 0; p < np; p++) {
-            int32_t *ct = tokens + (size_t)(c0 + p) * a.ctx;
-            int32_t saved = ct[0];
-            if (bos >= 0) ct[0] = bos;
-            st = oscar_session_seq_reset(session, seqs[p]);
-            if (st == OSCAR_OK) st = oscar_session_prefill(session, seqs[p], ct, first + 1, logits);
-            ct[0] = saved;
-            if (st != OSCAR_OK) goto api_fail;
-            chunk_nll[c0 + p] += token_nll(logits, V, ct[first + 1]);
-        }
-        /* then one token per chunk per step: token j's logits score token j+1 */
-        for (uint32_t j = first + 1; j + 1 < a.ctx; j++) {
-            for (uint32_t p = 0; p < np; p++) step_tok[p] = tokens[(size_t)(c0 + p) * a.ctx + j];
-            st = oscar_session_decode(session, np, seqs, step_tok, logits);
-            if (st != OSCAR_OK) goto api_fail;
-            for (uint32_t p = 0; p < np; p++)
-                chunk_nll[c0 + p] += token_nll(logits + (size_t)p * V, V, tokens[(size_t)(c0 + p) * a.ctx + j + 1]);
-        }
-        for (uint32_t p = 0; p < np; p++) {
-            double mean = chunk_nll[c0 + p] / n_scored;
-            sum += chunk_nll[c0 + p];
-            sum_sq += mean * mean; /* per-chunk spread is not the token spread: see below */
-            count += n_scored;
-            printf("chunk %u/%u  ppl %.4f  running ppl %.4f  (%.1f s)\n", c0 + p + 1, n_chunks, exp(mean),
-                   exp(sum / (double)count), app_now() - t_start);
-        }
-        fflush(stdout);
-    }
-    double nll = sum / (double)count;
-    /* standard error of the mean NLL from the spread of the chunk means (chunks are independent
-     * samples; tokens inside a chunk are not) */
-    double err = 0;
-    if (n_chunks > 1) {
-        double var = (sum_sq / n_chunks - nll * nll) * n_chunks / (n_chunks - 1);
-        err = var > 0 ? sqrt(var / n_chunks) * exp(nll) : 0;
-    }
-    printf("ppl=%.6f ppl_err=%.4f nll=%.6f tokens=%llu chunks=%u ctx=%u kv=%s seconds=%.1f\n", exp(nll), err, nll,
-           (unsigned long long)count, n_chunks, a.ctx, oscar_kv_mode_name(a.kv), app_now() - t_start);
+    ppl_progress pp = { n_chunks, n_scored, 0, app_now(), 0 };
+    st = app_ppl_eval(session, seqs, P, tokens, a.ctx, n_chunks, bos, V, logits, chunk_nll, print_chunk, &pp);
+    if (st != OSCAR_OK) goto api_fail;
+    double nll = 0, err = 0;
+    double ppl = app_ppl_summary(chunk_nll, n_chunks, n_scored, &err, &nll);
+    printf("ppl=%.6f ppl_err=%.4f nll=%.6f tokens=%llu chunks=%u ctx=%u kv=%s seconds=%.1f\n", ppl, err, nll,
+           (unsigned long long)n_chunks * n_scored, n_chunks, a.ctx, oscar_kv_mode_name(a.kv), app_now() - pp.t_start);
     rc = 0;
     goto out;
 
@@ -275,7 +203,7 @@ oom:
 api_fail:
     fprintf(stderr, PROG ": %s: %s\n", oscar_status_string(st), oscar_last_error());
 out:
-    free(text), free(tokens), free(seqs), free(step_tok), free(logits), free(chunk_nll);
+    free(text), free(tokens), free(seqs), free(logits), free(chunk_nll);
     oscar_rotation_set_destroy(rot);
     oscar_session_destroy(session);
     if (m.ctx || m.model) app_model_close(&m);

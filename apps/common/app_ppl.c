@@ -1,0 +1,139 @@
+/* Perplexity pieces shared by the apps (app_ppl.h). */
+#include "common/app_ppl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+char *app_read_file(const char *prog, const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open %s\n", prog, path);
+        return NULL;
+    }
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 65536 + 1 > cap) {
+            cap = 2 * cap + 65536 + 1;
+            char *b = realloc(buf, cap);
+            if (!b) {
+                fprintf(stderr, "%s: %s: out of host memory\n", prog, path);
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = b;
+        }
+        size_t r = fread(buf + n, 1, 65536, f);
+        n += r;
+        if (r < 65536) break;
+    }
+    int err = ferror(f);
+    fclose(f);
+    if (err) {
+        fprintf(stderr, "%s: cannot read %s\n", prog, path);
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    *len = n;
+    return buf;
+}
+
+oscar_status app_tokenize_text(const oscar_model *model, const char *text, size_t len, int32_t **tokens,
+                               size_t *n_tokens, int32_t *bos)
+{
+    *tokens = NULL;
+    *n_tokens = 0;
+    size_t n = 0;
+    oscar_status st = oscar_model_tokenize(model, text, len, 0, 0, NULL, 0, &n);
+    if (st != OSCAR_OK) return st;
+    int32_t *t = malloc((n ? n : 1) * sizeof *t);
+    if (!t) return OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+    st = oscar_model_tokenize(model, text, len, 0, 0, t, n, &n);
+    if (st != OSCAR_OK) {
+        free(t);
+        return st;
+    }
+    int32_t b = -1;
+    size_t n_bos = 0;
+    if (oscar_model_tokenize(model, "", 0, 1, 0, &b, 1, &n_bos) != OSCAR_OK || n_bos != 1) b = -1;
+    *tokens = t;
+    *n_tokens = n;
+    *bos = b;
+    return OSCAR_OK;
+}
+
+double app_token_nll(const float *logits, uint32_t n_vocab, int32_t target)
+{
+    double mx = logits[0];
+    for (uint32_t i = 1; i < n_vocab; i++) mx = logits[i] > mx ? logits[i] : mx;
+    double sum = 0;
+    for (uint32_t i = 0; i < n_vocab; i++) sum += exp((double)logits[i] - mx);
+    return log(sum) + mx - (double)logits[target];
+}
+
+oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t n_par, const int32_t *tokens,
+                          uint32_t ctx, uint32_t n_chunks, int32_t bos, uint32_t n_vocab, float *logits,
+                          double *chunk_nll, app_ppl_chunk_fn on_chunk, void *user)
+{
+    const uint32_t first = ctx / 2;
+    oscar_status st = OSCAR_OK;
+    int32_t *prefix = malloc((size_t)(first + 1) * sizeof *prefix); /* [first+1] a chunk's prefill, BOS first */
+    int32_t *step_tok = malloc((size_t)n_par * sizeof *step_tok);   /* [n_par] this step's token per chunk */
+    if (!prefix || !step_tok) {
+        st = OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+        goto out;
+    }
+    for (uint32_t c = 0; c < n_chunks; c++) chunk_nll[c] = 0;
+    for (uint32_t c0 = 0; c0 < n_chunks; c0 += n_par) {
+        uint32_t np = n_chunks - c0 < n_par ? n_chunks - c0 : n_par;
+        /* prefill positions 0..first of each chunk: the logits of `first` score token first+1 */
+        for (uint32_t p = 0; p < np; p++) {
+            const int32_t *ct = tokens + (size_t)(c0 + p) * ctx;
+            memcpy(prefix, ct, (size_t)(first + 1) * sizeof *prefix);
+            if (bos >= 0) prefix[0] = bos;
+            st = oscar_session_seq_reset(session, seqs[p]);
+            if (st == OSCAR_OK) st = oscar_session_prefill(session, seqs[p], prefix, first + 1, logits);
+            if (st != OSCAR_OK) goto out;
+            chunk_nll[c0 + p] += app_token_nll(logits, n_vocab, ct[first + 1]);
+        }
+        /* then one token per chunk per step: token j's logits score token j+1 */
+        for (uint32_t j = first + 1; j + 1 < ctx; j++) {
+            for (uint32_t p = 0; p < np; p++) step_tok[p] = tokens[(size_t)(c0 + p) * ctx + j];
+            st = oscar_session_decode(session, np, seqs, step_tok, logits);
+            if (st != OSCAR_OK) goto out;
+            for (uint32_t p = 0; p < np; p++)
+                chunk_nll[c0 + p] +=
+                    app_token_nll(logits + (size_t)p * n_vocab, n_vocab, tokens[(size_t)(c0 + p) * ctx + j + 1]);
+        }
+        if (on_chunk)
+            for (uint32_t p = 0; p < np; p++) on_chunk(user, c0 + p, chunk_nll[c0 + p]);
+    }
+out:
+    free(prefix);
+    free(step_tok);
+    return st;
+}
+
+double app_ppl_summary(const double *chunk_nll, uint32_t n_chunks, uint32_t n_scored, double *err, double *nll)
+{
+    double sum = 0, sum_sq = 0;
+    for (uint32_t c = 0; c < n_chunks; c++) {
+        double mean = chunk_nll[c] / n_scored;
+        sum += mean;
+        sum_sq += mean * mean;
+    }
+    double m = n_chunks ? sum / n_chunks : NAN;
+    double e = 0;
+    if (n_chunks > 1) {
+        double var = (sum_sq / n_chunks - m * m) * n_chunks / (n_chunks - 1);
+        e = var > 0 ? sqrt(var / n_chunks) * exp(m) : 0;
+    }
+    if (err) *err = e;
+    if (nll) *nll = m;
+    return exp(m);
+}

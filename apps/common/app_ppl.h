@@ -1,0 +1,54 @@
+/* Perplexity pieces shared by oscar-perplexity and oscar-quality: reading a text file,
+ * tokenizing it, the negative log-likelihood of a token, and the chunked evaluation rule.
+ *
+ * The rule (llama.cpp's): the text is tokenized once (no BOS) and cut into non-overlapping
+ * chunks of ctx tokens; a trailing partial chunk is dropped. When the model asks for a BOS
+ * token, the first token of every chunk is replaced by BOS. Each chunk starts from an empty
+ * KV cache; with first = ctx/2, the tokens at positions first+1 .. ctx-1 are scored
+ * (ctx-1-first per chunk), each from the logits of the token before it. Positions 0..first
+ * are prefilled (one logits row comes back), the rest is decoded one token per step, so the
+ * cache behaves as in real use: tokens that leave the fp16 recent window are quantized.
+ * P chunks run as P sequences of one session and decode together, one token each per step.
+ */
+#ifndef OSCAR_APP_PPL_H
+#define OSCAR_APP_PPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "oscar/oscar.h"
+
+/* Reads a whole file into a malloc'ed NUL-terminated buffer (*len bytes without the NUL);
+ * prints one line "<prog>: cannot open PATH" (or read / memory) and returns NULL on failure. */
+char *app_read_file(const char *prog, const char *path, size_t *len);
+
+/* Tokenizes a whole text without BOS into a malloc'ed array (*tokens, *n_tokens) and sets
+ * *bos to the model's BOS id when its tokenizer adds one (else -1). Returns OSCAR_OK, or the
+ * status of the failing call (OUT_OF_HOST_MEMORY when the array cannot be allocated). */
+oscar_status app_tokenize_text(const oscar_model *model, const char *text, size_t len, int32_t **tokens,
+                               size_t *n_tokens, int32_t *bos);
+
+/* -log softmax(logits)[target], in double over the whole vocabulary. */
+double app_token_nll(const float *logits, uint32_t n_vocab, int32_t target);
+
+/* Called after each group of chunks: chunk index c (0-based) and the sum of its scored NLLs. */
+typedef void (*app_ppl_chunk_fn)(void *user, uint32_t chunk, double nll_sum);
+
+/* Scores chunks 0..n_chunks-1 of tokens[n_chunks * ctx] with the rule above, n_par at a time
+ * on the sequences seqs[n_par] of `session` (each already added; reset here before use; the
+ * session needs n_ctx >= ctx). bos: replaces each chunk's first token when >= 0.
+ * logits: scratch [n_par][n_vocab]. chunk_nll[n_chunks]: out, the sum of the scored NLLs of
+ * each chunk (ctx-1-ctx/2 tokens each). on_chunk may be NULL. tokens is not modified.
+ * Returns OSCAR_OK or the first failing session call's status (oscar_last_error() has the
+ * detail); OUT_OF_HOST_MEMORY for the scratch copy of a chunk's prefix. */
+oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t n_par, const int32_t *tokens,
+                          uint32_t ctx, uint32_t n_chunks, int32_t bos, uint32_t n_vocab, float *logits,
+                          double *chunk_nll, app_ppl_chunk_fn on_chunk, void *user);
+
+/* Perplexity and its standard error from per-chunk NLL sums of n_scored tokens each:
+ * ppl = exp(mean NLL); *err = standard error of the mean NLL from the spread of the chunk
+ * means (chunks are independent samples, tokens inside a chunk are not) carried through exp,
+ * 0 for one chunk. *nll (may be NULL) = the mean NLL. */
+double app_ppl_summary(const double *chunk_nll, uint32_t n_chunks, uint32_t n_scored, double *err, double *nll);
+
+#endif
