@@ -244,11 +244,22 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
             *exit_code = 0;
             return 1;
         }
-        int known = 1, ok = 1;
-        uint64_t u64 = 0;
+        static const char *const known[] = { "-m", "--model", "-f", "--file", "--device", "--mode", "--tasks", "--ctx",
+                                             "--max-chunks", "--parallel", "--sink", "--recent", "--passkey-lengths",
+                                             "--passkey-trials", "--seed", "--agree-prompts", "--agree-tokens",
+                                             "--agree-sink", "--agree-recent" };
+        int is_known = 0, ok = 1;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= !strcmp(f, known[k]);
+        if (!is_known) {
+            fprintf(stderr, PROG ": unknown option '%s' (oscar-quality --help lists them)\n", f);
+            return 1;
+        }
         if (!v) {
-            /* every option takes a value; an unknown one is reported as unknown below */
-        } else if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
+            fprintf(stderr, PROG ": %s needs a value\n", f);
+            return 1;
+        }
+        uint64_t u64 = 0;
+        if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "-f") || !strcmp(f, "--file")) a->file = v;
         else if (!strcmp(f, "--device")) a->device = v;
         else if (!strcmp(f, "--mode")) {
@@ -275,17 +286,7 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
         else if (!strcmp(f, "--agree-prompts")) ok = app_parse_u32(PROG, f, v, N_AGREE_PROMPTS, &a->agree_n_prompts);
         else if (!strcmp(f, "--agree-tokens")) ok = app_parse_u32(PROG, f, v, 1u << 16, &a->agree_tokens);
         else if (!strcmp(f, "--agree-sink")) ok = parse_u32_list0(f, v, 1u << 24, MAX_WINDOWS, a->agree_sink, &a->n_agree_sink);
-        else if (!strcmp(f, "--agree-recent"))
-            ok = parse_u32_list0(f, v, 1u << 24, MAX_WINDOWS, a->agree_recent, &a->n_agree_recent);
-        else known = 0;
-        if (!known || (!v && f[0] == '-' && strcmp(f, "-m") && strcmp(f, "-f") && strncmp(f, "--", 2))) {
-            fprintf(stderr, PROG ": unknown option '%s' (oscar-quality --help lists them)\n", f);
-            return 1;
-        }
-        if (!v) {
-            fprintf(stderr, PROG ": %s needs a value\n", f);
-            return 1;
-        }
+        else ok = parse_u32_list0(f, v, 1u << 24, MAX_WINDOWS, a->agree_recent, &a->n_agree_recent);
         if (!ok) return 1;
         i++;
     }
@@ -300,7 +301,7 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
         }
     if (a->n_modes == 0) {
         static const char *const defaults[] = { "fp16=fp16", "int2=int2", "hadamard=int2-hadamard" };
-        for (uint32_t i = 0; i < 3; i++) parse_mode(defaults[i], a, &a->modes[a->n_modes++]);
+        for (uint32_t i = 0; i < 3; i++) a->n_modes += parse_mode(defaults[i], a, &a->modes[a->n_modes]);
     }
     if (!a->n_agree_sink && !a->n_agree_recent) {
         a->agree_sink[0] = a->sink, a->agree_recent[0] = a->recent;

@@ -1,0 +1,223 @@
+/* oscar-quality as a user runs it (fork/exec from build/apps/, or OSCAR_APPS_DIR), on a
+ * generated model (2 layers, n_embd 128, 2 heads / 1 KV head of 64, Q4_0, n_ctx_train 256)
+ * with a RotationZoo file made by oscar-calib (build/oscar-calib; the oscar mode is left out
+ * when the calibrator is not built).
+ *
+ *  1. A report for fp16 (baseline), int2 and oscar: exit 0, no validation message, the three
+ *     sections with a row per mode; perplexities finite and > 1 with a relative column; the
+ *     context above n_ctx_train capped (512 -> 256); passkey cells "k/1" and a length longer
+ *     than the model's context skipped; agreement tables for two window pairs, where with
+ *     the default windows (nothing ever quantized) int2 must agree 100% with fp16.
+ *  2. The perplexity of a mode equals oscar-perplexity's for the same context and chunks
+ *     (the shared rule, apps/common/app_ppl.c).
+ *  3. Bad input: a missing model, text or rotation file, an unknown KV mode, a malformed
+ *     --mode, oscar without a file, a rotation file of another model, an unknown option:
+ *     non-zero exit and exactly one line on stderr.
+ * About 30 s on lavapipe.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "model_gen.h"
+#include "oscar/oscar.h"
+#include "test_proc.h"
+#include "test_util.h"
+
+static char apps_dir[4096];
+static char tmp_dir[256];
+
+static const char *tmp_path(const char *name)
+{
+    static char buf[64][512];
+    static int k;
+    k = (k + 1) % 64;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
+    return buf[k];
+}
+
+static test_run_result run_app(const char *app, const char *const *args, double timeout_s)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", apps_dir, app);
+    return test_run(path, args, NULL, tmp_dir, timeout_s);
+}
+
+static void expect_one_line_error(const char *what, const char *const *args, const char *needle)
+{
+    test_run_result r = run_app("oscar-quality", args, 120);
+    CHECK_MSG(r.code > 0 && r.code < 128, "%s: exit %d", what, r.code);
+    CHECK_MSG(test_count_lines(r.err) == 1, "%s: stderr has %d lines: %s", what, test_count_lines(r.err), r.err);
+    CHECK_MSG(!needle || strstr(r.err, needle), "%s: stderr lacks '%s': %s", what, needle, r.err);
+    printf("  %-32s exit %d: %s", what, r.code, r.err);
+    test_run_free(&r);
+}
+
+/* The line of a markdown table that starts with "| name " after `from`, or NULL. */
+static const char *table_row(const char *from, const char *name)
+{
+    char key[80];
+    snprintf(key, sizeof key, "\n| %s ", name);
+    const char *p = from ? strstr(from, key) : NULL;
+    return p ? p + 1 : NULL;
+}
+
+/* The number in cell `col` (0 = the name) of a table row; NAN when absent. */
+static double row_cell(const char *row, int col)
+{
+    if (!row) return NAN;
+    const char *p = row;
+    for (int c = 0; c < col; c++) {
+        p = strchr(p + 1, '|');
+        if (!p || p[1] == '\n') return NAN;
+    }
+    return strtod(p + 1, NULL);
+}
+
+int main(void)
+{
+    if (!test_apps_dir(apps_dir, sizeof apps_dir)) test_skip("cannot find the apps (set OSCAR_APPS_DIR)");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/oscar-quality", apps_dir);
+    if (access(probe, X_OK) != 0) test_skip("oscar-quality is not built (OSCAR_BUILD_APPS=OFF?)");
+    uint32_t n_dev = 0;
+    if (oscar_list_devices(NULL, &n_dev) != OSCAR_OK || n_dev == 0) test_skip("no Vulkan device");
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oscar_test_quality_XXXXXX");
+    if (!mkdtemp(tmp_dir)) test_skip("cannot create a temporary folder");
+    double t_all = test_now();
+
+    /* the model, another one (for a mismatching rotation file), and a text */
+    oscar_model_gen_params gp = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
+    gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
+    gp.n_ctx_train = 256;
+    const char *model = tmp_path("tiny.gguf"), *other = tmp_path("other.gguf");
+    CHECK_OK(oscar_model_gen_write(&gp, model));
+    gp.seed = 2;
+    CHECK_OK(oscar_model_gen_write(&gp, other));
+    const char *text = tmp_path("text.txt");
+    FILE *f = fopen(text, "w");
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "The quick brown fox jumps over the lazy dog number %d. Then the fox runs home to the other side "
+                   "of the hill, where the river meets the sea.\n", i);
+    fclose(f);
+
+    /* a RotationZoo file from the calibrator, when it is built */
+    char calib[4200], zoo[600], zoo_other[600], oscar_mode[700];
+    snprintf(calib, sizeof calib, "%s/../oscar-calib", apps_dir);
+    snprintf(zoo, sizeof zoo, "%s", tmp_path("tiny.rot.gguf"));
+    snprintf(zoo_other, sizeof zoo_other, "%s", tmp_path("other.rot.gguf"));
+    snprintf(oscar_mode, sizeof oscar_mode, "oscar=oscar:%s", zoo);
+    int have_oscar = 0;
+    if (access(calib, X_OK) == 0) {
+        const char *a1[] = { "-m", model, "--text", text, "--tokens", "512", "--seq-len", "128", "-q", "-o", zoo, NULL };
+        test_run_result r = test_run(calib, a1, NULL, tmp_dir, 120);
+        CHECK_MSG(r.code == 0, "oscar-calib: exit %d: %s", r.code, r.err);
+        test_run_free(&r);
+        const char *a2[] = { "-m", other, "--text", text, "--tokens", "256", "--seq-len", "128", "-q", "-o", zoo_other, NULL };
+        r = test_run(calib, a2, NULL, tmp_dir, 120);
+        CHECK_MSG(r.code == 0, "oscar-calib other: exit %d: %s", r.code, r.err);
+        test_run_free(&r);
+        have_oscar = access(zoo, R_OK) == 0 && access(zoo_other, R_OK) == 0;
+    } else {
+        printf("oscar-calib not built: the oscar mode is left out\n");
+    }
+
+    /* 1. the report */
+    printf("oscar-quality report:\n");
+    {
+        const char *args[48] = { "-m", model, "-f", text, "--mode", "fp16=fp16", "--mode", "int2=int2",
+                                 "--ctx", "64,512", "--max-chunks", "2", "--parallel", "2",
+                                 "--passkey-lengths", "200,4096", "--passkey-trials", "1",
+                                 "--agree-prompts", "2", "--agree-tokens", "8",
+                                 "--agree-sink", "64,2", "--agree-recent", "256,4", NULL };
+        if (have_oscar) {
+            int n = 0;
+            while (args[n]) n++;
+            args[n] = "--mode", args[n + 1] = oscar_mode, args[n + 2] = NULL;
+        }
+        test_run_result r = run_app("oscar-quality", args, 240);
+        CHECK_MSG(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
+        CHECK_MSG(!strstr(r.err, "alidation"), "validation messages: %s", r.err);
+        printf("  report in %.1f s, %d lines\n", r.seconds, test_count_lines(r.out));
+        const char *o = r.out;
+        const char *s_ppl = strstr(o, "\n## Perplexity"), *s_pk = strstr(o, "\n## Passkey retrieval"),
+                   *s_ag = strstr(o, "\n## Greedy agreement with fp16");
+        CHECK_MSG(s_ppl && s_pk && s_ag && s_ppl < s_pk && s_pk < s_ag, "sections missing: %s", o);
+        CHECK_MSG(strstr(o, "- command: `oscar-quality -m ") != NULL, "no command line: %s", o);
+        CHECK_MSG(strstr(o, "fingerprint `") && strstr(o, "- device: ") && strstr(o, " UTC"), "header: %s", o);
+        CHECK_MSG(strstr(o, "| ctx 64 (2 chunks) | ctx 256 (2 chunks) |") != NULL, "contexts (256 capped): %s", o);
+        const char *modes[] = { "fp16", "int2", "oscar" };
+        for (int i = 0; i < 2 + have_oscar; i++) {
+            for (int c = 1; c <= 2; c++) {
+                double v = row_cell(table_row(s_ppl, modes[i]), c);
+                CHECK_MSG(isfinite(v) && v > 1, "ppl of %s, ctx column %d: %g", modes[i], c, v);
+            }
+            const char *row = table_row(s_ppl, modes[i]);
+            const char *eol = row ? strchr(row, '\n') : NULL;
+            if (i > 0) CHECK_MSG(row && strstr(row, "%)") && strstr(row, "%)") < eol, "no relative change: %.200s", row);
+            double pk = row_cell(table_row(s_pk, modes[i]), 1);
+            CHECK_MSG(pk == 0 || pk == 1, "passkey cell of %s: %g", modes[i], pk);
+            double ag = row_cell(table_row(s_ag, modes[i]), 1);
+            CHECK_MSG(isfinite(ag) && ag >= 0 && ag <= 100, "agreement of %s: %g", modes[i], ag);
+        }
+        CHECK_MSG(strstr(s_pk ? s_pk : "", "L 4096: skipped, longer than the model's context 256") != NULL,
+                  "passkey length above the context: %s", o);
+        const char *w1 = strstr(o, "### fp16 windows 64 sink + 256 recent"), *w2 = strstr(o, "### fp16 windows 2 sink + 4 recent");
+        CHECK_MSG(w1 && w2 && w1 < w2, "agreement window tables: %s", o);
+        CHECK_MSG(w1 && strstr(w1, "no token is ever quantized") != NULL, "the default windows hold every token: %s", o);
+        /* nothing quantized: int2 is fp16 there */
+        CHECK_MSG(row_cell(table_row(w1, "int2"), 1) == 100.0, "int2 with nothing quantized: %.300s", w1);
+        CHECK_MSG(w2 && strstr(w2, "every one has INT2 tokens") != NULL, "small windows: %s", o);
+        CHECK_MSG(row_cell(table_row(w2, "fp16"), 1) == 100.0, "baseline with itself: %.300s", w2);
+
+        /* 2. the same perplexity as oscar-perplexity */
+        double q_int2 = row_cell(table_row(s_ppl, "int2"), 1);
+        const char *pb[] = { "-m", model, "-f", text, "--ctx", "64", "--chunks", "2", "--kv", "int2", NULL };
+        test_run_result p = run_app("oscar-perplexity", pb, 120);
+        const char *line = strstr(p.out, "\nppl=");
+        double ppl = line ? strtod(line + 5, NULL) : NAN;
+        CHECK_MSG(p.code == 0 && fabs(ppl - q_int2) <= 1e-4 * ppl + 1e-4, "oscar-perplexity %g vs oscar-quality %g", ppl,
+                  q_int2);
+        printf("  int2 ctx 64: oscar-quality %.4f, oscar-perplexity %.6f\n", q_int2, ppl);
+        test_run_free(&p);
+        if (r.code != 0 || test_checks_failed) printf("%s\n", o);
+        test_run_free(&r);
+    }
+
+    /* 3. bad input */
+    printf("bad input:\n");
+    {
+        const char *a1[] = { "-m", tmp_path("missing.gguf"), "-f", text, NULL };
+        expect_one_line_error("missing model", a1, "missing.gguf");
+        const char *a2[] = { "-m", model, "-f", tmp_path("missing.txt"), NULL };
+        expect_one_line_error("missing text", a2, "missing.txt");
+        const char *a3[] = { "-m", model, "-f", text, "--mode", "x=int3", NULL };
+        expect_one_line_error("unknown KV mode", a3, "int3");
+        const char *a4[] = { "-m", model, "-f", text, "--mode", "int2", NULL };
+        expect_one_line_error("--mode without a name", a4, "NAME=KVMODE");
+        const char *a5[] = { "-m", model, "-f", text, "--mode", "o=oscar", NULL };
+        expect_one_line_error("oscar without a file", a5, "rotation file");
+        const char *a6[] = { "-m", model, "-f", text, "--mode", "o=oscar:/nonexistent/x.rot.gguf", NULL };
+        expect_one_line_error("missing rotation file", a6, "x.rot.gguf");
+        const char *a7[] = { "-m", model, "-f", text, "--frobnicate", "1", NULL };
+        expect_one_line_error("unknown option", a7, "--frobnicate");
+        const char *a8[] = { "-m", model, "-f", text, "--mode", "a=fp16", "--mode", "a=int2", NULL };
+        expect_one_line_error("a name used twice", a8, "twice");
+        if (have_oscar) {
+            char m_other[700];
+            snprintf(m_other, sizeof m_other, "o=oscar:%s", zoo_other);
+            const char *a9[] = { "-m", model, "-f", text, "--mode", "fp16=fp16", "--mode", m_other, NULL };
+            expect_one_line_error("rotation of another model", a9, "MISMATCH");
+        }
+    }
+
+    printf("total %.1f s\n", test_now() - t_all);
+    const char *names[] = { "tiny.gguf", "other.gguf", "text.txt", "tiny.rot.gguf", "other.rot.gguf", "stdout.txt",
+                            "stderr.txt" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(tmp_path(names[i]));
+    rmdir(tmp_dir);
+    return test_finish();
+}
