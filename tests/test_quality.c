@@ -141,6 +141,7 @@ int main(void)
         test_run_result r = run_app("oscar-quality", args, 240);
         CHECK_MSG(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
         CHECK_MSG(!strstr(r.err, "alidation"), "validation messages: %s", r.err);
+        CHECK_MSG(!strstr(r.err, "runtime error") && !strstr(r.err, "Sanitizer"), "sanitizer report: %s", r.err);
         printf("  report in %.1f s, %d lines\n", r.seconds, test_count_lines(r.out));
         const char *o = r.out;
         const char *s_ppl = strstr(o, "\n## Perplexity"), *s_pk = strstr(o, "\n## Passkey retrieval"),
