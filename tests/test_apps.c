@@ -35,6 +35,7 @@
 #include "gguf.h"
 #include "model_gen.h"
 #include "oscar/oscar.h"
+#include "test_proc.h"
 #include "test_util.h"
 
 static char apps_dir[4096];
@@ -50,110 +51,28 @@ static const char *tmp_path(const char *name)
     return buf[k];
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* Reads a whole file into a NUL-terminated malloc'ed string ("" when missing). */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return calloc(1, 1);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t r = fread(s, 1, (size_t)n, f);
-    s[r] = 0;
-    for (size_t i = 0; i < r; i++) /* a random model may print a NUL byte */
-        if (!s[i]) s[i] = '?';
-    fclose(f);
-    return s;
-}
-
-typedef struct run_result {
-    int code;         /* exit status; 128+signal when killed; -1 when it could not start */
-    char *out, *err;  /* stdout and stderr, NUL-terminated */
-    double seconds;
-} run_result;
-
-static void run_free(run_result *r)
-{
-    free(r->out), free(r->err);
-}
-
 /* Runs apps_dir/app with args (NULL-terminated), stdin from `in` (NULL: /dev/null), killing it
- * after timeout_s. */
-static run_result run_app(const char *app, const char *const *args, const char *in, double timeout_s)
+ * after timeout_s (tests/support/test_proc.h). */
+static test_run_result run_app(const char *app, const char *const *args, const char *in, double timeout_s)
 {
-    run_result r = { -1, NULL, NULL, 0 };
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", apps_dir, app);
-    char out_path[512], err_path[512];
-    snprintf(out_path, sizeof out_path, "%s/stdout.txt", tmp_dir);
-    snprintf(err_path, sizeof err_path, "%s/stderr.txt", tmp_dir);
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = path;
-    for (; args[n - 1] && n < 31; n++) argv[n] = args[n - 1];
-    argv[n] = NULL;
-    double t0 = now_s();
-    fflush(stdout), fflush(stderr);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int fi = open(in ? in : "/dev/null", O_RDONLY);
-        int fo = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fi < 0 || fo < 0 || fe < 0) _exit(126);
-        dup2(fi, 0), dup2(fo, 1), dup2(fe, 2);
-        execv(path, (char *const *)argv);
-        _exit(127);
-    }
-    if (pid > 0) {
-        int status = 0;
-        for (;;) {
-            pid_t w = waitpid(pid, &status, WNOHANG);
-            if (w == pid) break;
-            if (w < 0 && errno != EINTR) break;
-            if (now_s() - t0 > timeout_s) {
-                kill(pid, SIGKILL);
-                waitpid(pid, &status, 0);
-                fprintf(stderr, "%s: killed after %.0f s\n", app, timeout_s);
-                break;
-            }
-            usleep(20000);
-        }
-        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    r.seconds = now_s() - t0;
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    return r;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++) n += *s == '\n';
-    return n;
+    return test_run(path, args, in, tmp_dir, timeout_s);
 }
 
 /* A failing run: non-zero exit, exactly one line on stderr containing `needle`, no crash. */
 static void expect_one_line_error(const char *what, const char *app, const char *const *args, const char *needle)
 {
-    run_result r = run_app(app, args, NULL, 120);
+    test_run_result r = run_app(app, args, NULL, 120);
     CHECK_MSG(r.code > 0 && r.code < 128, "%s: exit %d", what, r.code);
-    CHECK_MSG(count_lines(r.err) == 1, "%s: stderr has %d lines: %s", what, count_lines(r.err), r.err);
+    CHECK_MSG(test_count_lines(r.err) == 1, "%s: stderr has %d lines: %s", what, test_count_lines(r.err), r.err);
     CHECK_MSG(!needle || strstr(r.err, needle), "%s: stderr lacks '%s': %s", what, needle, r.err);
     printf("  %-34s exit %d: %s", what, r.code, r.err);
-    run_free(&r);
+    test_run_free(&r);
 }
 
 /* A successful run's checks; returns 1 when it exited 0. */
-static int expect_success(const char *what, const run_result *r)
+static int expect_success(const char *what, const test_run_result *r)
 {
     CHECK_MSG(r->code == 0, "%s: exit %d, stderr: %s", what, r->code, r->err);
     CHECK_MSG(!strstr(r->err, "alidation"), "%s: validation messages: %s", what, r->err);
@@ -225,7 +144,7 @@ int main(int argc, char **argv)
     if (oscar_list_devices(NULL, &n_dev) != OSCAR_OK || n_dev == 0) test_skip("no Vulkan device");
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oscar_test_apps_XXXXXX");
     if (!mkdtemp(tmp_dir)) test_skip("cannot create a temporary folder");
-    double t_all = now_s();
+    double t_all = test_now();
 
     /* the generated model, its fingerprint, and RotationZoo files for it and for another */
     oscar_model_gen_params gp = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
@@ -279,13 +198,13 @@ int main(int argc, char **argv)
             if (modes[i][1]) args[8] = modes[i][1], args[9] = modes[i][2], args[10] = NULL;
             char what[64];
             snprintf(what, sizeof what, "chat -p --kv %s", modes[i][0]);
-            run_result r = run_app("oscar-chat", args, NULL, 120);
+            test_run_result r = run_app("oscar-chat", args, NULL, 120);
             if (expect_success(what, &r)) {
                 CHECK_MSG(strlen(r.out) > 1 && r.out[strlen(r.out) - 1] == '\n', "%s: stdout '%s'", what, r.out);
-                CHECK_MSG(count_lines(r.err) == 1 && strstr(r.err, "prefill ") && strstr(r.err, "decode 12 tokens"),
+                CHECK_MSG(test_count_lines(r.err) == 1 && strstr(r.err, "prefill ") && strstr(r.err, "decode 12 tokens"),
                           "%s: stats line: %s", what, r.err);
             }
-            run_free(&r);
+            test_run_free(&r);
         }
     }
 
@@ -297,7 +216,7 @@ int main(int argc, char **argv)
         fprintf(f, "Hello there\n/stats\nAnd a second turn\n/stats\n/kv\n/reset\n/stats\n/bogus\n/quit\n");
         fclose(f);
         const char *args[] = { "-m", model, "-n", "8", "--seed", "7", "--kv", "int2", NULL };
-        run_result r = run_app("oscar-chat", args, in, 120);
+        test_run_result r = run_app("oscar-chat", args, in, 120);
         if (expect_success("chat interactive", &r)) {
             CHECK_MSG(strstr(r.out, "KV cache, mode int2") && strstr(r.out, "INT2 region"), "no /kv table: %s", r.out);
             CHECK_MSG(strstr(r.out, "[conversation reset]") && strstr(r.out, "context 0/1024"), "no reset: %s", r.out);
@@ -313,7 +232,7 @@ int main(int argc, char **argv)
             CHECK_MSG(u1 == p1 + d1 && u2 == u1 + p2 + d2 && p2 < u2 && p2 > 0, "turns: %u+%u=%u, then +%u+%u=%u", p1, d1, u1,
                       p2, d2, u2);
         }
-        run_free(&r);
+        test_run_free(&r);
     }
 
     /* 3. bad input: one line, non-zero exit */
@@ -351,14 +270,14 @@ int main(int argc, char **argv)
     printf("oscar-perplexity:\n");
     {
         const char *a1[] = { "-m", model, "-f", text, "--ctx", "64", "--chunks", "3", NULL };
-        run_result r = run_app("oscar-perplexity", a1, NULL, 120);
+        test_run_result r = run_app("oscar-perplexity", a1, NULL, 120);
         if (expect_success("perplexity fp16 ctx 64", &r)) {
             double ppl = parse_ppl(r.out);
             CHECK_MSG(isfinite(ppl) && ppl > 1, "ppl %g: %s", ppl, r.out);
             CHECK_MSG(strstr(r.out, "chunks=3 ctx=64 kv=fp16") != NULL, "final line: %s", r.out);
             printf("    ppl %.3f\n", ppl);
         }
-        run_free(&r);
+        test_run_free(&r);
         const char *a2[] = { "-m", model, "-f", text, "--ctx", "384", "--chunks", "2", "--kv", "int2", NULL };
         r = run_app("oscar-perplexity", a2, NULL, 240);
         if (expect_success("perplexity int2 ctx 384", &r)) {
@@ -366,7 +285,7 @@ int main(int argc, char **argv)
             CHECK_MSG(isfinite(ppl) && ppl > 1, "ppl %g: %s", ppl, r.out);
             printf("    ppl %.3f\n", ppl);
         }
-        run_free(&r);
+        test_run_free(&r);
     }
 
     /* 5. oscar-bench decode on a generated tiny model */
@@ -375,9 +294,9 @@ int main(int argc, char **argv)
         const char *json = tmp_path("decode.json");
         const char *args[] = { "decode", "--gen", "tiny", "--tmp", tmp_dir, "--contexts", "64,160", "--batch", "1,3",
                                "--kv", "fp16,int2", "--prompt", "64", "--steps", "2", "--bw-mib", "16", "--json", json, NULL };
-        run_result r = run_app("oscar-bench", args, NULL, 240);
+        test_run_result r = run_app("oscar-bench", args, NULL, 240);
         if (expect_success("bench decode --gen tiny", &r)) {
-            char *j = slurp(json);
+            char *j = test_slurp(json);
             int points = 0;
             for (const char *p = j; (p = strstr(p, "\"kind\": \"decode\"")); p++) points++;
             CHECK_MSG(points == 8, "%d decode points in %s", points, j);
@@ -385,7 +304,7 @@ int main(int argc, char **argv)
             free(j);
             CHECK_MSG(access(tmp_path("oscar-bench-tiny.gguf"), F_OK) != 0, "the generated model was not removed");
         }
-        run_free(&r);
+        test_run_free(&r);
     }
 
     /* 6. the real model */
@@ -400,18 +319,18 @@ int main(int argc, char **argv)
                                    "--ctx", "256", "--sink", "4", "--recent", "8", NULL };
             char what[64];
             snprintf(what, sizeof what, "SmolLM2 chat --kv %s", modes[i]);
-            run_result r = run_app("oscar-chat", args, NULL, 600);
+            test_run_result r = run_app("oscar-chat", args, NULL, 600);
             if (expect_success(what, &r)) {
                 CHECK_MSG(strstr(r.out, "Paris") != NULL, "%s answered: %s", what, r.out);
                 printf("    answer: %s", r.out);
             }
-            run_free(&r);
+            test_run_free(&r);
         }
     } else {
         printf("SmolLM2 part skipped: OSCAR_SMOLLM2_GGUF is not set (.ci/run sets it)\n");
     }
 
-    printf("total %.1f s\n", now_s() - t_all);
+    printf("total %.1f s\n", test_now() - t_all);
     /* clean up the temporary folder */
     const char *names[] = { "tiny.gguf", "tiny.rot.gguf", "other.rot.gguf", "truncated.gguf", "text.txt", "short.txt",
                             "stdin.txt", "stdout.txt", "stderr.txt", "decode.json" };
