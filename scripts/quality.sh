@@ -8,8 +8,11 @@
 #   model.part-00, model.part-01, model.sha256   the GGUF (scripts/fetch-smollm2.sh) in two pieces of
 #                                               at most 48 MiB, so that each fits one device carry
 #   eval.txt                                    evaluation text (gnu-standards, scripts/make_calib_text.sh)
-#   layer.fitted.rot.gguf  head.fitted.rot.gguf  layer.fixed.rot.gguf  layer.scores.rot.gguf
+#   rot/layer.fitted.rot.gguf  rot/head.fitted.rot.gguf  rot/layer.fixed.rot.gguf  rot/layer.scores.rot.gguf
 #                                               oscar-calib on calib.txt (debian-handbook), 20K tokens
+#                                               (and each run's log, rot/NAME.calib.log)
+# To carry OUTDIR to the GPU machine (64 MiB per call): first model.part-00, then model.part-01,
+# model.sha256, eval.txt and rot/ with the binaries.
 # (calib.txt stays in OUTDIR/text/ and is not needed by run.)
 # run joins the pieces into OUTDIR/model.gguf when it is missing (checking the sha256), then runs
 # oscar-quality with every mode and writes OUTDIR/quality.md; with TASKS (a subset of
@@ -42,7 +45,7 @@ find_bin() {
 }
 
 prepare() {
-    mkdir -p "$out/text"
+    mkdir -p "$out/text" "$out/rot"
     local calib model
     calib=$(find_bin oscar-calib)
     model=$("$here/fetch-smollm2.sh") || fail "cannot fetch SmolLM2"
@@ -59,14 +62,14 @@ prepare() {
     local v name g c vals
     for v in "${variants[@]}"; do
         read -r name g c vals <<< "$v"
-        if [ -s "$out/$name.rot.gguf" ] && [ "$out/$name.rot.gguf" -nt "$model" ]; then
+        if [ -s "$out/rot/$name.rot.gguf" ] && [ "$out/rot/$name.rot.gguf" -nt "$model" ]; then
             echo "quality.sh: $name.rot.gguf exists, kept" >&2
             continue
         fi
         echo "quality.sh: oscar-calib $name" >&2
         "$calib" -m "$model" --text "$out/text/calib.txt" --text-source "$src" --tokens "$tokens" --seq-len 512 \
-            --grouping "$g" --clip "$c" --values "$vals" --threads "$threads" -o "$out/$name.rot.gguf" \
-            > "$out/$name.calib.log" || fail "oscar-calib $name failed (see $out/$name.calib.log)"
+            --grouping "$g" --clip "$c" --values "$vals" --threads "$threads" -o "$out/rot/$name.rot.gguf" \
+            > "$out/rot/$name.calib.log" || fail "oscar-calib $name failed (see $out/rot/$name.calib.log)"
     done
     echo "quality.sh: prepared $out" >&2
 }
@@ -83,7 +86,7 @@ run() {
     fi
     local r
     for r in layer.fitted head.fitted layer.fixed layer.scores; do
-        [ -f "$out/$r.rot.gguf" ] || fail "$out/$r.rot.gguf missing (prepare first)"
+        [ -f "$out/rot/$r.rot.gguf" ] || fail "$out/rot/$r.rot.gguf missing (prepare first)"
     done
     local report="$out/quality.md" args=()
     if [ -n "$tasks" ]; then
@@ -93,8 +96,9 @@ run() {
     # relative paths inside the report: run from OUTDIR
     (cd "$out" && "$quality" -m "$(basename "$model")" -f eval.txt \
         --mode fp16=fp16 --mode int2=int2 --mode hadamard=int2-hadamard \
-        --mode oscar-layer=oscar:layer.fitted.rot.gguf --mode oscar-head=oscar:head.fitted.rot.gguf \
-        --mode oscar-layer-fixedclip=oscar:layer.fixed.rot.gguf --mode oscar-layer-scores=oscar:layer.scores.rot.gguf \
+        --mode oscar-layer=oscar:rot/layer.fitted.rot.gguf --mode oscar-head=oscar:rot/head.fitted.rot.gguf \
+        --mode oscar-layer-fixedclip=oscar:rot/layer.fixed.rot.gguf \
+        --mode oscar-layer-scores=oscar:rot/layer.scores.rot.gguf \
         --ctx "${QUALITY_CTX:-512,2048,8192}" --max-chunks "${QUALITY_MAX_CHUNKS:-16}" \
         --parallel "${QUALITY_PARALLEL:-16}" --passkey-lengths "${QUALITY_PASSKEY_LENGTHS:-1024,4096}" \
         --passkey-trials "${QUALITY_PASSKEY_TRIALS:-5}" --agree-prompts "${QUALITY_AGREE_PROMPTS:-20}" \
