@@ -13,22 +13,6 @@ static int cmp_float_asc(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The clip threshold of oscar_int2_clip_threshold() (runtime/int2_quant.c) from a row's |x|
- * already sorted ascending, with the same float operations in the same order, so the result is
- * bit-identical while the sort is done once per row instead of once per row and ratio. */
-static float threshold_sorted(const float *a, uint32_t n, float r)
-{
-    if (n == 0 || !(r < 1.0f)) return INFINITY;
-    float pos = r * (float)(n - 1);
-    uint32_t lo = (uint32_t)floorf(pos);
-    if (lo > n - 1) lo = n - 1;
-    uint32_t hi = lo + 1 < n ? lo + 1 : n - 1;
-    float frac = pos - (float)lo;
-    float diff = a[hi] - a[lo];
-    float step = frac * diff;
-    return a[lo] + step;
-}
-
 /* oscar_int2_fake_quantize_row() with a given threshold: clip x [n] to [-tau, tau], quantize and
  * dequantize each group of G into out [n]. */
 static void fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out)
@@ -114,7 +98,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         for (uint32_t ri = 0; ri < n_ratios; ri++) {
             for (uint32_t t = 0; t < n; t++) {
                 const float *yt = y + (size_t)t * d;
-                fake_quantize_tau(yt, d, G, threshold_sorted(ys + (size_t)t * d, d, ratios[ri]), yq);
+                fake_quantize_tau(yt, d, G, oscar_int2_clip_threshold_sorted(ys + (size_t)t * d, d, ratios[ri]), yq);
                 for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = (double)yq[j] - (double)yt[j];
             }
             double acc = 0.0;

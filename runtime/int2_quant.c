@@ -11,19 +11,25 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-float oscar_int2_clip_threshold(const float *x, uint32_t n, float r, float *scratch)
+float oscar_int2_clip_threshold_sorted(const float *a, uint32_t n, float r)
 {
     if (n == 0 || !(r < 1.0f)) return INFINITY;
-    for (uint32_t i = 0; i < n; i++) scratch[i] = fabsf(x[i]);
-    qsort(scratch, n, sizeof(float), cmp_float);
     float pos = r * (float)(n - 1);
     uint32_t lo = (uint32_t)floorf(pos);
     if (lo > n - 1) lo = n - 1;
     uint32_t hi = lo + 1 < n ? lo + 1 : n - 1;
     float frac = pos - (float)lo;
-    float diff = scratch[hi] - scratch[lo];
+    float diff = a[hi] - a[lo];
     float step = frac * diff;
-    return scratch[lo] + step;
+    return a[lo] + step;
+}
+
+float oscar_int2_clip_threshold(const float *x, uint32_t n, float r, float *scratch)
+{
+    if (n == 0 || !(r < 1.0f)) return INFINITY;
+    for (uint32_t i = 0; i < n; i++) scratch[i] = fabsf(x[i]);
+    qsort(scratch, n, sizeof(float), cmp_float);
+    return oscar_int2_clip_threshold_sorted(scratch, n, r);
 }
 
 void oscar_int2_clip(const float *x, uint32_t n, float tau, float *out)

@@ -30,6 +30,10 @@
  * `scratch` must hold n floats. */
 float oscar_int2_clip_threshold(const float *x, uint32_t n, float r, float *scratch);
 
+/* The same threshold from |x| already sorted ascending (a[0..n)), for callers that try many
+ * ratios on one row: the arithmetic above, bit for bit. */
+float oscar_int2_clip_threshold_sorted(const float *a, uint32_t n, float r);
+
 /* Clamps x[0..n) to [-tau, tau] into out (out may equal x). */
 void oscar_int2_clip(const float *x, uint32_t n, float tau, float *out);
 
