@@ -13,17 +13,6 @@ static int cmp_float_asc(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* oscar_int2_fake_quantize_row() with a given threshold: clip x [n] to [-tau, tau], quantize and
- * dequantize each group of G into out [n]. */
-static void fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out)
-{
-    uint8_t codes[OSCAR_INT2_MAX_GROUP];
-    oscar_int2_clip(x, n, tau, out);
-    for (uint32_t g = 0; g + G <= n; g += G) {
-        uint16_t s, m;
-        oscar_int2_quantize_group(out + g, G, codes, &s, &m);
-        oscar_int2_dequantize_group(codes, G, s, m, out + g);
-    }
 }
 
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
@@ -98,7 +87,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         for (uint32_t ri = 0; ri < n_ratios; ri++) {
             for (uint32_t t = 0; t < n; t++) {
                 const float *yt = y + (size_t)t * d;
-                fake_quantize_tau(yt, d, G, oscar_int2_clip_threshold_sorted(ys + (size_t)t * d, d, ratios[ri]), yq);
+                oscar_int2_fake_quantize_tau(yt, d, G, oscar_int2_clip_threshold_sorted(ys + (size_t)t * d, d, ratios[ri]), yq);
                 for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = (double)yq[j] - (double)yt[j];
             }
             double acc = 0.0;

@@ -66,14 +66,18 @@ void oscar_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scal
     }
 }
 
-void oscar_int2_fake_quantize_row(const float *x, uint32_t n, uint32_t G, float r, float *out, float *scratch)
+void oscar_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out)
 {
-    float tau = oscar_int2_clip_threshold(x, n, r, scratch);
-    oscar_int2_clip(x, n, tau, out);
     uint8_t codes[OSCAR_INT2_MAX_GROUP];
+    oscar_int2_clip(x, n, tau, out);
     for (uint32_t g = 0; g + G <= n; g += G) {
         uint16_t s, m;
         oscar_int2_quantize_group(out + g, G, codes, &s, &m);
         oscar_int2_dequantize_group(codes, G, s, m, out + g);
     }
+}
+
+void oscar_int2_fake_quantize_row(const float *x, uint32_t n, uint32_t G, float r, float *out, float *scratch)
+{
+    oscar_int2_fake_quantize_tau(x, n, G, oscar_int2_clip_threshold(x, n, r, scratch), out);
 }

@@ -43,6 +43,10 @@ void oscar_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint1
 /* Dequantizes one group. */
 void oscar_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scale_h, uint16_t min_h, float *out);
 
+/* Clamp to [-tau, tau] + quantize + dequantize a row of n values in groups of G into out
+ * (out may equal x); n a multiple of G, G <= OSCAR_INT2_MAX_GROUP. */
+void oscar_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out);
+
 /* Clip (ratio r) + quantize + dequantize a whole row of n values in groups of G, returning the
  * reconstruction in out: the "fake quantization" the calibrator and tests use. `scratch` holds
  * n floats; n must be a multiple of G and G <= OSCAR_INT2_MAX_GROUP. */
