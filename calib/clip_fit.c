@@ -13,8 +13,6 @@ static int cmp_float_asc(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-}
-
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
                                     const float *ratios, uint32_t n_ratios, double *err_sum, uint64_t *rows)
 {
