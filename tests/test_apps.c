@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,17 +38,7 @@
 #include "test_util.h"
 
 static char apps_dir[4096];
-static char tmp_dir[256];
-
-/* tmp_dir/name in a buffer that lives until the end (a few dozen names in all). */
-static const char *tmp_path(const char *name)
-{
-    static char buf[128][512];
-    static int k;
-    k = (k + 1) % 128;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
-    return buf[k];
-}
+static const char *tmp_dir; /* the test's scratch folder */
 
 /* Runs apps_dir/app with args (NULL-terminated), stdin from `in` (NULL: /dev/null), killing it
  * after timeout_s (tests/support/test_proc.h). */
@@ -125,25 +114,15 @@ static double parse_ppl(const char *out)
     return p ? strtod(p + 5, NULL) : NAN;
 }
 
-int main(int argc, char **argv)
+int main(void)
 {
-    /* the apps: OSCAR_APPS_DIR, else ../apps from this binary's folder */
-    const char *env = getenv("OSCAR_APPS_DIR");
-    if (env) snprintf(apps_dir, sizeof apps_dir, "%s", env);
-    else {
-        char self[4096];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        if (n <= 0) test_skip("cannot find this binary's folder (set OSCAR_APPS_DIR)");
-        self[n] = 0;
-        snprintf(apps_dir, sizeof apps_dir, "%s/../apps", dirname(self));
-    }
+    if (!test_apps_dir(apps_dir, sizeof apps_dir)) test_skip("cannot find the apps (set OSCAR_APPS_DIR)");
     char probe[4200];
     snprintf(probe, sizeof probe, "%s/oscar-chat", apps_dir);
     if (access(probe, X_OK) != 0) test_skip("the apps are not built (OSCAR_BUILD_APPS=OFF?)");
     uint32_t n_dev = 0;
     if (oscar_list_devices(NULL, &n_dev) != OSCAR_OK || n_dev == 0) test_skip("no Vulkan device");
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oscar_test_apps_XXXXXX");
-    if (!mkdtemp(tmp_dir)) test_skip("cannot create a temporary folder");
+    tmp_dir = test_tmp_dir_make("oscar_test_apps");
     double t_all = test_now();
 
     /* the generated model, its fingerprint, and RotationZoo files for it and for another */
@@ -151,7 +130,7 @@ int main(int argc, char **argv)
     gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
     gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
     gp.n_ctx_train = 1024;
-    const char *model = tmp_path("tiny.gguf");
+    const char *model = test_tmp_path("tiny.gguf");
     CHECK_OK(oscar_model_gen_write(&gp, model));
     oscar_context *ctx = NULL;
     oscar_model *m = NULL;
@@ -162,7 +141,7 @@ int main(int argc, char **argv)
     CHECK_OK(oscar_model_get_info(m, &info));
     oscar_model_destroy(m);
     oscar_context_destroy(ctx);
-    const char *zoo = tmp_path("tiny.rot.gguf"), *zoo_other = tmp_path("other.rot.gguf");
+    const char *zoo = test_tmp_path("tiny.rot.gguf"), *zoo_other = test_tmp_path("other.rot.gguf");
     CHECK_OK(write_identity_zoo(zoo, &info, info.fingerprint_hex));
     CHECK_OK(write_identity_zoo(zoo_other, &info, "0123456789abcdef"));
     {
@@ -171,19 +150,19 @@ int main(int argc, char **argv)
         FILE *f = fopen(model, "rb");
         size_t n = fread(head, 1, sizeof head, f);
         fclose(f);
-        f = fopen(tmp_path("truncated.gguf"), "wb");
+        f = fopen(test_tmp_path("truncated.gguf"), "wb");
         fwrite(head, 1, n, f);
         fclose(f);
     }
     /* a text: repeated English sentences, long enough for a few perplexity chunks */
-    const char *text = tmp_path("text.txt");
+    const char *text = test_tmp_path("text.txt");
     {
         FILE *f = fopen(text, "w");
         for (int i = 0; i < 40; i++)
             fprintf(f, "The quick brown fox jumps over the lazy dog number %d. Then the fox runs home to the other "
                        "side of the hill, where the river meets the sea.\n", i);
         fclose(f);
-        f = fopen(tmp_path("short.txt"), "w");
+        f = fopen(test_tmp_path("short.txt"), "w");
         fprintf(f, "Too short.\n");
         fclose(f);
     }
@@ -211,7 +190,7 @@ int main(int argc, char **argv)
     /* 2. interactive, stdin from a file */
     printf("oscar-chat interactive:\n");
     {
-        const char *in = tmp_path("stdin.txt");
+        const char *in = test_tmp_path("stdin.txt");
         FILE *f = fopen(in, "w");
         fprintf(f, "Hello there\n/stats\nAnd a second turn\n/stats\n/kv\n/reset\n/stats\n/bogus\n/quit\n");
         fclose(f);
@@ -240,9 +219,9 @@ int main(int argc, char **argv)
     {
         const char *a1[] = { "-p", "hi", NULL };
         expect_one_line_error("chat without -m", "oscar-chat", a1, "no model");
-        const char *a2[] = { "-m", tmp_path("missing.gguf"), "-p", "hi", NULL };
+        const char *a2[] = { "-m", test_tmp_path("missing.gguf"), "-p", "hi", NULL };
         expect_one_line_error("chat missing model", "oscar-chat", a2, "missing.gguf");
-        const char *a3[] = { "-m", tmp_path("truncated.gguf"), "-p", "hi", NULL };
+        const char *a3[] = { "-m", test_tmp_path("truncated.gguf"), "-p", "hi", NULL };
         expect_one_line_error("chat truncated model", "oscar-chat", a3, "truncated.gguf");
         const char *a4[] = { "-m", model, "--frobnicate", NULL };
         expect_one_line_error("chat unknown flag", "oscar-chat", a4, "--frobnicate");
@@ -256,9 +235,9 @@ int main(int argc, char **argv)
         expect_one_line_error("chat unknown KV mode", "oscar-chat", a8, "int3");
         const char *a9[] = { "-m", model, "--temp", "hot", NULL };
         expect_one_line_error("chat bad number", "oscar-chat", a9, "--temp");
-        const char *b1[] = { "-m", model, "-f", tmp_path("short.txt"), "--ctx", "64", NULL };
+        const char *b1[] = { "-m", model, "-f", test_tmp_path("short.txt"), "--ctx", "64", NULL };
         expect_one_line_error("perplexity text too short", "oscar-perplexity", b1, "less than one chunk");
-        const char *b2[] = { "-m", model, "-f", tmp_path("missing.txt"), NULL };
+        const char *b2[] = { "-m", model, "-f", test_tmp_path("missing.txt"), NULL };
         expect_one_line_error("perplexity missing text", "oscar-perplexity", b2, "missing.txt");
         const char *b3[] = { "-m", model, NULL };
         expect_one_line_error("perplexity without -f", "oscar-perplexity", b3, "-f");
@@ -291,7 +270,7 @@ int main(int argc, char **argv)
     /* 5. oscar-bench decode on a generated tiny model */
     printf("oscar-bench decode:\n");
     {
-        const char *json = tmp_path("decode.json");
+        const char *json = test_tmp_path("decode.json");
         const char *args[] = { "decode", "--gen", "tiny", "--tmp", tmp_dir, "--contexts", "64,160", "--batch", "1,3",
                                "--kv", "fp16,int2", "--prompt", "64", "--steps", "2", "--bw-mib", "16", "--json", json, NULL };
         test_run_result r = run_app("oscar-bench", args, NULL, 240);
@@ -302,7 +281,7 @@ int main(int argc, char **argv)
             CHECK_MSG(points == 8, "%d decode points in %s", points, j);
             CHECK_MSG(strstr(j, "\"kind\": \"prefill\"") && strstr(j, "weight_limit_tok_s"), "json: %s", j);
             free(j);
-            CHECK_MSG(access(tmp_path("oscar-bench-tiny.gguf"), F_OK) != 0, "the generated model was not removed");
+            CHECK_MSG(access(test_tmp_path("oscar-bench-tiny.gguf"), F_OK) != 0, "the generated model was not removed");
         }
         test_run_free(&r);
     }
@@ -331,10 +310,6 @@ int main(int argc, char **argv)
     }
 
     printf("total %.1f s\n", test_now() - t_all);
-    /* clean up the temporary folder */
-    const char *names[] = { "tiny.gguf", "tiny.rot.gguf", "other.rot.gguf", "truncated.gguf", "text.txt", "short.txt",
-                            "stdin.txt", "stdout.txt", "stderr.txt", "decode.json" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(tmp_path(names[i]));
-    rmdir(tmp_dir);
+    test_tmp_dir_remove();
     return test_finish();
 }

@@ -37,23 +37,7 @@
 #include "test_gpu.h"
 
 static oscar_context *ctx;
-static char tmp_dir[64];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[8][256];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
-    return buf[k];
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static const char *tmp_dir; /* the test's scratch folder */
 
 /* Small shapes lavapipe runs quickly: 2 layers, n_embd 256, 4 heads / 2 KV heads of 64, n_ff
  * 512 (every row a multiple of 256 for the K-quants), vocab 320. */
@@ -151,9 +135,9 @@ static void check_arch_type(oscar_arch arch, uint32_t type, int tied, uint32_t n
     char name[64];
     snprintf(name, sizeof name, "m_%s_%s_%d.gguf", oscar_arch_name(arch), oscar_ggml_type_name(type), tied);
     oscar_model_gen_params gp = small_params(arch, type, tied, 11 + type + 100 * arch);
-    CHECK_OK(oscar_model_gen_write(&gp, tmp_path(name)));
+    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path(name)));
     pair p;
-    if (!pair_open(tmp_path(name), &p)) return;
+    if (!pair_open(test_tmp_path(name), &p)) return;
     uint32_t V = p.n_vocab, n_prompt = 12;
     int32_t prompt[12], ref_tok[40], gpu_tok[40];
     random_tokens(prompt, n_prompt, V);
@@ -209,9 +193,9 @@ done:
 static void check_chunks_batches_forks(void)
 {
     oscar_model_gen_params gp = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q8_0, 0, 5);
-    CHECK_OK(oscar_model_gen_write(&gp, tmp_path("cbf.gguf")));
+    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("cbf.gguf")));
     pair p;
-    if (!pair_open(tmp_path("cbf.gguf"), &p)) return;
+    if (!pair_open(test_tmp_path("cbf.gguf"), &p)) return;
     uint32_t V = p.n_vocab;
     float *a = malloc(V * 4), *b = malloc(V * 4), *r = malloc(V * 4);
     float *batch = malloc(3 * V * 4), *alone = malloc(3 * V * 4);
@@ -418,9 +402,9 @@ static void check_kv_modes(void)
     oscar_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_F16, 0, 3);
     gp.attn_scale = 1; /* less peaked attention than the generator's default 4: smaller INT2 error */
     if (getenv("OSCAR_TEST_ATTN_SCALE")) gp.attn_scale = (float)atof(getenv("OSCAR_TEST_ATTN_SCALE"));
-    CHECK_OK(oscar_model_gen_write(&gp, tmp_path("modes.gguf")));
+    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("modes.gguf")));
     pair p;
-    if (!pair_open(tmp_path("modes.gguf"), &p)) return;
+    if (!pair_open(test_tmp_path("modes.gguf"), &p)) return;
     int32_t toks[64];
     random_tokens(toks, 64, p.n_vocab);
     uint32_t L = 2, d = 64, KV = 2;
@@ -538,9 +522,9 @@ static void expect_zoo_error(const oscar_model *m, const char *path, oscar_statu
 static void check_rotation_files(void)
 {
     oscar_model_gen_params gp = small_params(OSCAR_ARCH_QWEN3, OSCAR_GGML_TYPE_Q8_0, 0, 9);
-    CHECK_OK(oscar_model_gen_write(&gp, tmp_path("zoo_model.gguf")));
+    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("zoo_model.gguf")));
     oscar_model *m = NULL;
-    CHECK_OK(oscar_model_load(ctx, tmp_path("zoo_model.gguf"), NULL, &m));
+    CHECK_OK(oscar_model_load(ctx, test_tmp_path("zoo_model.gguf"), NULL, &m));
     if (!m) return;
     oscar_model_info in;
     CHECK_OK(oscar_model_get_info(m, &in));
@@ -554,7 +538,7 @@ static void check_rotation_files(void)
     zoo_spec z = { NULL, 0, 0, 0, 1, 0 };
     for (int per_head = 0; per_head < 2; per_head++) {
         z.per_head = per_head;
-        const char *path = tmp_path(per_head ? "zoo_head.gguf" : "zoo_layer.gguf");
+        const char *path = test_tmp_path(per_head ? "zoo_head.gguf" : "zoo_layer.gguf");
         CHECK_OK(write_zoo(path, &in, rk, rv, &z));
         oscar_rotation_set *s = NULL;
         CHECK_OK(oscar_rotation_set_load(path, m, &s));
@@ -590,26 +574,26 @@ static void check_rotation_files(void)
     }
     z.per_head = 0;
     z.fingerprint = "0123456789abcdef";
-    CHECK_OK(write_zoo(tmp_path("zoo_fp.gguf"), &in, rk, rv, &z));
-    expect_zoo_error(m, tmp_path("zoo_fp.gguf"), OSCAR_ERROR_MISMATCH, "oscar.model.fingerprint");
+    CHECK_OK(write_zoo(test_tmp_path("zoo_fp.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_fp.gguf"), OSCAR_ERROR_MISMATCH, "oscar.model.fingerprint");
     z.fingerprint = NULL;
     z.head_dim = 128;
-    CHECK_OK(write_zoo(tmp_path("zoo_hd.gguf"), &in, rk, rv, &z));
-    expect_zoo_error(m, tmp_path("zoo_hd.gguf"), OSCAR_ERROR_MISMATCH, "oscar.model.head_dim");
+    CHECK_OK(write_zoo(test_tmp_path("zoo_hd.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_hd.gguf"), OSCAR_ERROR_MISMATCH, "oscar.model.head_dim");
     z.head_dim = 0;
     z.scale = 1.01f;
-    CHECK_OK(write_zoo(tmp_path("zoo_ortho.gguf"), &in, rk, rv, &z));
-    expect_zoo_error(m, tmp_path("zoo_ortho.gguf"), OSCAR_ERROR_BAD_FORMAT, "R_K of layer 1 (head 0) is not orthogonal");
+    CHECK_OK(write_zoo(test_tmp_path("zoo_ortho.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_ortho.gguf"), OSCAR_ERROR_BAD_FORMAT, "R_K of layer 1 (head 0) is not orthogonal");
     z.scale = 1;
     z.nan = 1;
-    CHECK_OK(write_zoo(tmp_path("zoo_nan.gguf"), &in, rk, rv, &z));
-    expect_zoo_error(m, tmp_path("zoo_nan.gguf"), OSCAR_ERROR_BAD_FORMAT, "not finite");
+    CHECK_OK(write_zoo(test_tmp_path("zoo_nan.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_nan.gguf"), OSCAR_ERROR_BAD_FORMAT, "not finite");
     z.nan = 0;
     z.skip_tensor = 1;
-    CHECK_OK(write_zoo(tmp_path("zoo_miss.gguf"), &in, rk, rv, &z));
-    expect_zoo_error(m, tmp_path("zoo_miss.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_v_rot.weight");
+    CHECK_OK(write_zoo(test_tmp_path("zoo_miss.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_miss.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_v_rot.weight");
     /* truncated */
-    FILE *f = fopen(tmp_path("zoo_layer.gguf"), "rb");
+    FILE *f = fopen(test_tmp_path("zoo_layer.gguf"), "rb");
     if (f) {
         fseek(f, 0, SEEK_END);
         long size = ftell(f);
@@ -617,14 +601,14 @@ static void check_rotation_files(void)
         char *buf = malloc((size_t)size);
         CHECK(fread(buf, 1, (size_t)size, f) == (size_t)size);
         fclose(f);
-        FILE *o = fopen(tmp_path("zoo_trunc.gguf"), "wb");
+        FILE *o = fopen(test_tmp_path("zoo_trunc.gguf"), "wb");
         fwrite(buf, 1, (size_t)size / 2, o);
         fclose(o);
         free(buf);
-        expect_zoo_error(m, tmp_path("zoo_trunc.gguf"), OSCAR_ERROR_BAD_FORMAT, "zoo_trunc.gguf");
+        expect_zoo_error(m, test_tmp_path("zoo_trunc.gguf"), OSCAR_ERROR_BAD_FORMAT, "zoo_trunc.gguf");
     }
     /* a model file is not a rotation file */
-    expect_zoo_error(m, tmp_path("zoo_model.gguf"), OSCAR_ERROR_BAD_FORMAT, "oscar.format_version");
+    expect_zoo_error(m, test_tmp_path("zoo_model.gguf"), OSCAR_ERROR_BAD_FORMAT, "oscar.format_version");
     free(rk), free(rv);
     oscar_model_destroy(m);
 }
@@ -670,21 +654,21 @@ static void check_bad_input(void)
     printf("bad input:\n");
     oscar_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 1, 2);
     char good[256];
-    snprintf(good, sizeof good, "%s", tmp_path("good.gguf"));
+    snprintf(good, sizeof good, "%s", test_tmp_path("good.gguf"));
     CHECK_OK(oscar_model_gen_write(&gp, good));
     long size = 0;
     char *buf = read_all(good, &size);
     CHECK(buf && size > 1000);
     if (!buf) return;
-    write_all(tmp_path("truncated.gguf"), buf, size - 300);
-    expect_model_error(tmp_path("truncated.gguf"), OSCAR_ERROR_BAD_FORMAT, "truncated.gguf", NULL);
+    write_all(test_tmp_path("truncated.gguf"), buf, size - 300);
+    expect_model_error(test_tmp_path("truncated.gguf"), OSCAR_ERROR_BAD_FORMAT, "truncated.gguf", NULL);
     buf[3] = 'X'; /* magic */
-    write_all(tmp_path("corrupt_magic.gguf"), buf, size);
-    expect_model_error(tmp_path("corrupt_magic.gguf"), OSCAR_ERROR_BAD_FORMAT, "corrupt_magic.gguf", NULL);
+    write_all(test_tmp_path("corrupt_magic.gguf"), buf, size);
+    expect_model_error(test_tmp_path("corrupt_magic.gguf"), OSCAR_ERROR_BAD_FORMAT, "corrupt_magic.gguf", NULL);
     buf[3] = 'F';
     memset(buf + 8, 0xff, 8); /* n_tensors */
-    write_all(tmp_path("corrupt_count.gguf"), buf, size);
-    expect_model_error(tmp_path("corrupt_count.gguf"), OSCAR_ERROR_BAD_FORMAT, "corrupt_count.gguf", NULL);
+    write_all(test_tmp_path("corrupt_count.gguf"), buf, size);
+    expect_model_error(test_tmp_path("corrupt_count.gguf"), OSCAR_ERROR_BAD_FORMAT, "corrupt_count.gguf", NULL);
     free(buf);
 
     /* unsupported architecture: the good file relabelled */
@@ -700,19 +684,19 @@ static void check_bad_input(void)
             const oscar_gguf_tensor *t = &g->tensors[i];
             oscar_gguf_writer_add_tensor_ref(w, t->name, t->type, t->n_dims, t->ne, t->data);
         }
-        CHECK_OK(oscar_gguf_writer_write_file(w, tmp_path("arch_falcon.gguf")));
+        CHECK_OK(oscar_gguf_writer_write_file(w, test_tmp_path("arch_falcon.gguf")));
     }
     oscar_gguf_writer_destroy(w);
     oscar_gguf_close(g);
-    expect_model_error(tmp_path("arch_falcon.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "general.architecture", "falcon");
+    expect_model_error(test_tmp_path("arch_falcon.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "general.architecture", "falcon");
 
     oscar_model_gen_params q = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q5_0, 0, 2);
-    CHECK_OK(oscar_model_gen_write(&q, tmp_path("type_q5_0.gguf")));
-    expect_model_error(tmp_path("type_q5_0.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "Q5_0", "is not supported");
+    CHECK_OK(oscar_model_gen_write(&q, test_tmp_path("type_q5_0.gguf")));
+    expect_model_error(test_tmp_path("type_q5_0.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "Q5_0", "is not supported");
     oscar_model_gen_params h = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA); /* head_dim 16 */
-    CHECK_OK(oscar_model_gen_write(&h, tmp_path("head_dim16.gguf")));
-    expect_model_error(tmp_path("head_dim16.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "head_dim 16", NULL);
-    expect_model_error(tmp_path("missing.gguf"), OSCAR_ERROR_IO, "missing.gguf", NULL);
+    CHECK_OK(oscar_model_gen_write(&h, test_tmp_path("head_dim16.gguf")));
+    expect_model_error(test_tmp_path("head_dim16.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "head_dim 16", NULL);
+    expect_model_error(test_tmp_path("missing.gguf"), OSCAR_ERROR_IO, "missing.gguf", NULL);
 
     /* the good model: API misuse */
     oscar_model *m = NULL;
@@ -825,14 +809,14 @@ static uint32_t gpu_greedy(oscar_session *s, int32_t seq, const oscar_model *m, 
 
 static void check_smollm2(const char *path)
 {
-    double t0 = now_s();
+    double t0 = test_now();
     oscar_model *m = NULL;
     CHECK_OK(oscar_model_load(ctx, path, NULL, &m));
     if (!m) return;
     oscar_model_info in;
     CHECK_OK(oscar_model_get_info(m, &in));
     CHECK(!strcmp(in.fingerprint_hex, "6dc19dc0e17e45f9") && in.n_layer == 30 && in.tied_embeddings);
-    printf("SmolLM2: loaded in %.1f s (%llu weight bytes, %llu params)\n", now_s() - t0, (unsigned long long)in.weight_bytes,
+    printf("SmolLM2: loaded in %.1f s (%llu weight bytes, %llu params)\n", test_now() - t0, (unsigned long long)in.weight_bytes,
            (unsigned long long)in.n_params);
     const char *text = "The capital of France is";
     int32_t prompt[16], out[64];
@@ -851,9 +835,9 @@ static void check_smollm2(const char *path)
     if (s) {
         int32_t seq;
         CHECK_OK(oscar_session_seq_add(s, &seq));
-        double t1 = now_s();
+        double t1 = test_now();
         uint32_t n = gpu_greedy(s, seq, m, prompt, 5, 16, 0, out);
-        double dt = now_s() - t1;
+        double dt = test_now() - t1;
         int same = n == 16 && !memcmp(out, want, sizeof want);
         CHECK_MSG(same, "SmolLM2 greedy continuation differs from the C reference");
         char txt[256];
@@ -902,13 +886,9 @@ static void check_smollm2(const char *path)
 int main(void)
 {
     ctx = test_gpu_context();
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oscar_model_gpu_XXXXXX");
-    if (!mkdtemp(tmp_dir)) {
-        fprintf(stderr, "mkdtemp failed\n");
-        return 1;
-    }
+    tmp_dir = test_tmp_dir_make("oscar_model_gpu");
     test_rng_seed(1234);
-    double t0 = now_s();
+    double t0 = test_now();
 
     static const uint32_t types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                       OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
@@ -923,25 +903,23 @@ int main(void)
     check_arch_type(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q8_0, 1, 32); /* tied, as SmolLM2 */
     check_arch_type(OSCAR_ARCH_QWEN3, OSCAR_GGML_TYPE_F16, 1, 8);
     printf("3 archs x 9 weight types (+2 tied): worst prefill logits NSE vs reference %.3g (%.1f s)\n", worst_prefill_nse,
-           now_s() - t0);
-    double t1 = now_s();
+           test_now() - t0);
+    double t1 = test_now();
     check_chunks_batches_forks();
-    printf("chunks/batches/forks: %.1f s\n", now_s() - t1);
-    t1 = now_s();
+    printf("chunks/batches/forks: %.1f s\n", test_now() - t1);
+    t1 = test_now();
     check_kv_modes();
-    printf("KV modes: %.1f s\n", now_s() - t1);
-    t1 = now_s();
+    printf("KV modes: %.1f s\n", test_now() - t1);
+    t1 = test_now();
     check_rotation_files();
     check_bad_input();
-    printf("rotation files + bad input: %.1f s\n", now_s() - t1);
+    printf("rotation files + bad input: %.1f s\n", test_now() - t1);
 
     const char *smol = getenv("OSCAR_SMOLLM2_GGUF");
     if (smol && *smol) check_smollm2(smol);
     else printf("OSCAR_SMOLLM2_GGUF not set: SmolLM2 checks skipped\n");
 
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);
-    printf("total %.1f s\n", now_s() - t0);
+    test_tmp_dir_remove();
+    printf("total %.1f s\n", test_now() - t0);
     return test_gpu_finish(ctx);
 }

@@ -27,23 +27,7 @@
 #include "test_util.h"
 #include "tokenizer.h"
 
-static char tmp_dir[64];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[8][256];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
-    return buf[k];
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+static const char *tmp_dir; /* the test's scratch folder */
 
 /* ---- 1. generated models ------------------------------------------------------------------- */
 
@@ -64,7 +48,7 @@ static void check_generated(oscar_arch arch, uint32_t type, int tied)
     }
     char name[64];
     snprintf(name, sizeof name, "gen_%s_%s_%d.gguf", oscar_arch_name(arch), oscar_ggml_type_name(type), tied);
-    const char *path = tmp_path(name);
+    const char *path = test_tmp_path(name);
     CHECK_OK(oscar_model_gen_write(&p, path));
     oscar_model_desc *m = NULL;
     CHECK_OK(oscar_model_desc_load(path, &m));
@@ -86,14 +70,14 @@ static void check_generated(oscar_arch arch, uint32_t type, int tied)
 
     /* Same parameters, same file: same fingerprint. Another seed: another fingerprint. */
     oscar_model_desc *m2 = NULL;
-    CHECK_OK(oscar_model_gen_write(&p, tmp_path("gen_again.gguf")));
-    CHECK_OK(oscar_model_desc_load(tmp_path("gen_again.gguf"), &m2));
+    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("gen_again.gguf")));
+    CHECK_OK(oscar_model_desc_load(test_tmp_path("gen_again.gguf"), &m2));
     if (m2) CHECK(m2->fingerprint == m->fingerprint);
     oscar_model_desc_destroy(m2);
     m2 = NULL;
     p.seed += 1000;
-    CHECK_OK(oscar_model_gen_write(&p, tmp_path("gen_again.gguf")));
-    CHECK_OK(oscar_model_desc_load(tmp_path("gen_again.gguf"), &m2));
+    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("gen_again.gguf")));
+    CHECK_OK(oscar_model_desc_load(test_tmp_path("gen_again.gguf"), &m2));
     if (m2) CHECK(m2->fingerprint != m->fingerprint);
     oscar_model_desc_destroy(m2);
 
@@ -258,7 +242,7 @@ static void check_vs_naive(oscar_arch arch, uint32_t n_rot, const char *scaling,
         p.rope_scaling = scaling;
         p.rope_scale_factor = 2.0f;
     }
-    const char *path = tmp_path("naive.gguf");
+    const char *path = test_tmp_path("naive.gguf");
     CHECK_OK(oscar_model_gen_write(&p, path));
     oscar_model_desc *m = NULL;
     oscar_model_ref *r = NULL;
@@ -322,9 +306,9 @@ static void check_rope_by_hand(void)
     p.rope_freq_base = 10000.0f;
     p.rope_scaling = "linear";
     p.rope_scale_factor = 4.0f;
-    CHECK_OK(oscar_model_gen_write(&p, tmp_path("rope.gguf")));
+    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("rope.gguf")));
     oscar_model_desc *m = NULL;
-    CHECK_OK(oscar_model_desc_load(tmp_path("rope.gguf"), &m));
+    CHECK_OK(oscar_model_desc_load(test_tmp_path("rope.gguf"), &m));
     if (m) {
         CHECK(m->hp.rope_scaling == OSCAR_ROPE_SCALING_LINEAR && m->hp.rope_scale_factor == 4.0f);
         for (uint32_t i = 0; i < m->hp.n_rot / 2; i++) {
@@ -339,9 +323,9 @@ static void check_rope_by_hand(void)
     p.rope_scale_factor = 8.0f;
     p.rope_orig_ctx = 64;
     p.head_dim = 16;
-    CHECK_OK(oscar_model_gen_write(&p, tmp_path("rope3.gguf")));
+    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("rope3.gguf")));
     m = NULL;
-    CHECK_OK(oscar_model_desc_load(tmp_path("rope3.gguf"), &m));
+    CHECK_OK(oscar_model_desc_load(test_tmp_path("rope3.gguf"), &m));
     if (m) {
         uint32_t half = m->hp.n_rot / 2;
         double th0 = 1.0, thl = pow(10000.0, -2.0 * (half - 1) / m->hp.n_rot);
@@ -386,9 +370,9 @@ static void check_prefill_vs_decode(oscar_arch arch, uint32_t type)
     oscar_model_gen_params p = oscar_model_gen_params_default(arch);
     p.weight_type = p.embd_type = type;
     p.seed = 5;
-    CHECK_OK(oscar_model_gen_write(&p, tmp_path("kv.gguf")));
+    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("kv.gguf")));
     oscar_model_desc *m = NULL;
-    CHECK_OK(oscar_model_desc_load(tmp_path("kv.gguf"), &m));
+    CHECK_OK(oscar_model_desc_load(test_tmp_path("kv.gguf"), &m));
     if (!m) return;
     enum { N = 20 };
     int32_t toks[N];
@@ -528,7 +512,7 @@ static void expect_load_error(const char *path, oscar_status want, const char *n
 static void check_bad_files(void)
 {
     oscar_model_gen_params p = oscar_model_gen_params_default(OSCAR_ARCH_QWEN2);
-    const char *good = tmp_path("good.gguf");
+    const char *good = test_tmp_path("good.gguf");
     CHECK_OK(oscar_model_gen_write(&p, good));
 
     /* Truncated */
@@ -541,63 +525,63 @@ static void check_bad_files(void)
         char *buf = malloc((size_t)size);
         CHECK(fread(buf, 1, (size_t)size, f) == (size_t)size);
         fclose(f);
-        FILE *o = fopen(tmp_path("trunc.gguf"), "wb");
+        FILE *o = fopen(test_tmp_path("trunc.gguf"), "wb");
         fwrite(buf, 1, (size_t)size - 100, o);
         fclose(o);
         free(buf);
         oscar_model_desc *m = NULL;
-        CHECK_STATUS(oscar_model_desc_load(tmp_path("trunc.gguf"), &m), OSCAR_ERROR_BAD_FORMAT);
+        CHECK_STATUS(oscar_model_desc_load(test_tmp_path("trunc.gguf"), &m), OSCAR_ERROR_BAD_FORMAT);
         CHECK(m == NULL && strstr(oscar_last_error(), "trunc.gguf") != NULL);
     }
     rewrite_spec s;
     memset(&s, 0, sizeof s);
     s.drop_tensor = "blk.1.ffn_up.weight";
-    CHECK_OK(rewrite(good, tmp_path("bad1.gguf"), &s));
-    expect_load_error(tmp_path("bad1.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.ffn_up.weight", "missing");
+    CHECK_OK(rewrite(good, test_tmp_path("bad1.gguf"), &s));
+    expect_load_error(test_tmp_path("bad1.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.ffn_up.weight", "missing");
 
     memset(&s, 0, sizeof s);
     s.drop_tensor = "blk.0.attn_k.bias"; /* qwen2 requires its biases */
-    CHECK_OK(rewrite(good, tmp_path("bad2.gguf"), &s));
-    expect_load_error(tmp_path("bad2.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.bias", "missing");
+    CHECK_OK(rewrite(good, test_tmp_path("bad2.gguf"), &s));
+    expect_load_error(test_tmp_path("bad2.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.bias", "missing");
 
     memset(&s, 0, sizeof s);
     s.shape_tensor = "blk.0.attn_k.weight";
-    CHECK_OK(rewrite(good, tmp_path("bad3.gguf"), &s));
-    expect_load_error(tmp_path("bad3.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.weight", "ne[1] = 16, expected 32");
+    CHECK_OK(rewrite(good, test_tmp_path("bad3.gguf"), &s));
+    expect_load_error(test_tmp_path("bad3.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.weight", "ne[1] = 16, expected 32");
 
     memset(&s, 0, sizeof s);
     s.str_key = "general.architecture";
     s.str_value = "mamba";
-    CHECK_OK(rewrite(good, tmp_path("bad4.gguf"), &s));
-    expect_load_error(tmp_path("bad4.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "general.architecture", "mamba");
+    CHECK_OK(rewrite(good, test_tmp_path("bad4.gguf"), &s));
+    expect_load_error(test_tmp_path("bad4.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "general.architecture", "mamba");
 
     memset(&s, 0, sizeof s);
     s.drop_key = "qwen2.block_count";
-    CHECK_OK(rewrite(good, tmp_path("bad5.gguf"), &s));
-    expect_load_error(tmp_path("bad5.gguf"), OSCAR_ERROR_BAD_FORMAT, "qwen2.block_count", NULL);
+    CHECK_OK(rewrite(good, test_tmp_path("bad5.gguf"), &s));
+    expect_load_error(test_tmp_path("bad5.gguf"), OSCAR_ERROR_BAD_FORMAT, "qwen2.block_count", NULL);
 
     memset(&s, 0, sizeof s);
     s.str_key = "qwen2.rope.scaling.type";
     s.str_value = "yarn";
-    CHECK_OK(rewrite(good, tmp_path("bad6.gguf"), &s));
-    expect_load_error(tmp_path("bad6.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "rope.scaling.type", "yarn");
+    CHECK_OK(rewrite(good, test_tmp_path("bad6.gguf"), &s));
+    expect_load_error(test_tmp_path("bad6.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "rope.scaling.type", "yarn");
 
     /* A qwen2 file relabelled qwen3: its keys are under qwen2., so qwen3.block_count is missing. */
     memset(&s, 0, sizeof s);
     s.str_key = "general.architecture";
     s.str_value = "qwen3";
-    CHECK_OK(rewrite(good, tmp_path("bad7.gguf"), &s));
-    expect_load_error(tmp_path("bad7.gguf"), OSCAR_ERROR_BAD_FORMAT, "qwen3.block_count", NULL);
+    CHECK_OK(rewrite(good, test_tmp_path("bad7.gguf"), &s));
+    expect_load_error(test_tmp_path("bad7.gguf"), OSCAR_ERROR_BAD_FORMAT, "qwen3.block_count", NULL);
 
     /* Unsupported weight type: Q5_0 (the file is valid GGUF, the runtime does not run it). */
     oscar_model_gen_params q = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
     q.weight_type = OSCAR_GGML_TYPE_Q5_0;
-    CHECK_OK(oscar_model_gen_write(&q, tmp_path("bad8.gguf")));
-    expect_load_error(tmp_path("bad8.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "blk.0.attn_q.weight", "Q5_0");
+    CHECK_OK(oscar_model_gen_write(&q, test_tmp_path("bad8.gguf")));
+    expect_load_error(test_tmp_path("bad8.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "blk.0.attn_q.weight", "Q5_0");
 
     /* Not a file at all. */
     oscar_model_desc *m = NULL;
-    CHECK_STATUS(oscar_model_desc_load(tmp_path("does-not-exist.gguf"), &m), OSCAR_ERROR_IO);
+    CHECK_STATUS(oscar_model_desc_load(test_tmp_path("does-not-exist.gguf"), &m), OSCAR_ERROR_IO);
     CHECK_STATUS(oscar_model_desc_load(NULL, &m), OSCAR_ERROR_INVALID_ARGUMENT);
     oscar_model_desc_destroy(NULL);
     oscar_model_ref_destroy(NULL);
@@ -620,11 +604,11 @@ static void check_smollm2(const char *path)
     CHECK(hp->tied_embeddings && hp->rope_freq_base == 100000.0f && hp->n_ctx_train == 8192);
     printf("SmolLM2 fingerprint %016llx\n", (unsigned long long)m->fingerprint);
     CHECK_OK(oscar_model_tokenizer_create(m->gguf, &tok));
-    double t0 = now_s();
+    double t0 = test_now();
     oscar_model_ref_params rp = oscar_model_ref_params_default();
     rp.n_ctx = 256;
     CHECK_OK(oscar_model_ref_create(m, &rp, &r));
-    double t_load = now_s() - t0;
+    double t_load = test_now() - t0;
     if (!tok || !r) goto done;
     const char *prompt = "The capital of France is";
     int32_t ids[64], gen[16];
@@ -634,16 +618,16 @@ static void check_smollm2(const char *path)
     for (size_t i = 0; i < n_ids; i++) printf(" %d", ids[i]);
     printf("\n");
     float *logits = malloc(sizeof(float) * hp->n_vocab);
-    t0 = now_s();
+    t0 = test_now();
     CHECK_OK(oscar_model_ref_eval(r, ids, (uint32_t)n_ids, 0, logits, 0));
-    double t_prompt = now_s() - t0;
+    double t_prompt = test_now() - t0;
     uint32_t n_gen = 0;
     for (; n_gen < 16; n_gen++) {
         gen[n_gen] = (int32_t)oscar_argmax(logits, hp->n_vocab);
         if (oscar_tokenizer_is_eog(tok, gen[n_gen])) { n_gen++; break; }
         if (n_gen + 1 < 16) CHECK_OK(oscar_model_ref_eval(r, &gen[n_gen], 1, (uint32_t)n_ids + n_gen, logits, 0));
     }
-    double t_gen = now_s() - t0 - t_prompt;
+    double t_gen = test_now() - t0 - t_prompt;
     char text[1024];
     size_t len = 0;
     CHECK_OK(oscar_tokenizer_decode(tok, gen, n_gen, 1, 0, text, sizeof text - 1, &len));
@@ -698,11 +682,7 @@ done:
 
 int main(void)
 {
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oscar_model_ref_XXXXXX");
-    if (!mkdtemp(tmp_dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
+    tmp_dir = test_tmp_dir_make("oscar_model_ref");
     static const uint32_t types[] = {OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                      OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                      OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K};
@@ -725,8 +705,6 @@ int main(void)
     if (smol && *smol) check_smollm2(smol);
     else printf("OSCAR_SMOLLM2_GGUF not set: SmolLM2 greedy check skipped\n");
 
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp_dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", tmp_dir);
+    test_tmp_dir_remove();
     return test_finish();
 }

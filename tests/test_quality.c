@@ -27,16 +27,7 @@
 #include "test_util.h"
 
 static char apps_dir[4096];
-static char tmp_dir[256];
-
-static const char *tmp_path(const char *name)
-{
-    static char buf[64][512];
-    static int k;
-    k = (k + 1) % 64;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp_dir, name);
-    return buf[k];
-}
+static const char *tmp_dir; /* the test's scratch folder */
 
 static test_run_result run_app(const char *app, const char *const *args, double timeout_s)
 {
@@ -84,8 +75,7 @@ int main(void)
     if (access(probe, X_OK) != 0) test_skip("oscar-quality is not built (OSCAR_BUILD_APPS=OFF?)");
     uint32_t n_dev = 0;
     if (oscar_list_devices(NULL, &n_dev) != OSCAR_OK || n_dev == 0) test_skip("no Vulkan device");
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/oscar_test_quality_XXXXXX");
-    if (!mkdtemp(tmp_dir)) test_skip("cannot create a temporary folder");
+    tmp_dir = test_tmp_dir_make("oscar_test_quality");
     double t_all = test_now();
 
     /* the model, another one (for a mismatching rotation file), and a text */
@@ -93,11 +83,11 @@ int main(void)
     gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
     gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
     gp.n_ctx_train = 256;
-    const char *model = tmp_path("tiny.gguf"), *other = tmp_path("other.gguf");
+    const char *model = test_tmp_path("tiny.gguf"), *other = test_tmp_path("other.gguf");
     CHECK_OK(oscar_model_gen_write(&gp, model));
     gp.seed = 2;
     CHECK_OK(oscar_model_gen_write(&gp, other));
-    const char *text = tmp_path("text.txt");
+    const char *text = test_tmp_path("text.txt");
     FILE *f = fopen(text, "w");
     for (int i = 0; i < 40; i++)
         fprintf(f, "The quick brown fox jumps over the lazy dog number %d. Then the fox runs home to the other side "
@@ -107,8 +97,8 @@ int main(void)
     /* a RotationZoo file from the calibrator, when it is built */
     char calib[4200], zoo[600], zoo_other[600], oscar_mode[700];
     snprintf(calib, sizeof calib, "%s/../oscar-calib", apps_dir);
-    snprintf(zoo, sizeof zoo, "%s", tmp_path("tiny.rot.gguf"));
-    snprintf(zoo_other, sizeof zoo_other, "%s", tmp_path("other.rot.gguf"));
+    snprintf(zoo, sizeof zoo, "%s", test_tmp_path("tiny.rot.gguf"));
+    snprintf(zoo_other, sizeof zoo_other, "%s", test_tmp_path("other.rot.gguf"));
     snprintf(oscar_mode, sizeof oscar_mode, "oscar=oscar:%s", zoo);
     int have_oscar = 0;
     if (access(calib, X_OK) == 0) {
@@ -191,9 +181,9 @@ int main(void)
     /* 3. bad input */
     printf("bad input:\n");
     {
-        const char *a1[] = { "-m", tmp_path("missing.gguf"), "-f", text, NULL };
+        const char *a1[] = { "-m", test_tmp_path("missing.gguf"), "-f", text, NULL };
         expect_one_line_error("missing model", a1, "missing.gguf");
-        const char *a2[] = { "-m", model, "-f", tmp_path("missing.txt"), NULL };
+        const char *a2[] = { "-m", model, "-f", test_tmp_path("missing.txt"), NULL };
         expect_one_line_error("missing text", a2, "missing.txt");
         const char *a3[] = { "-m", model, "-f", text, "--mode", "x=int3", NULL };
         expect_one_line_error("unknown KV mode", a3, "int3");
@@ -216,9 +206,6 @@ int main(void)
     }
 
     printf("total %.1f s\n", test_now() - t_all);
-    const char *names[] = { "tiny.gguf", "other.gguf", "text.txt", "tiny.rot.gguf", "other.rot.gguf", "stdout.txt",
-                            "stderr.txt" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) unlink(tmp_path(names[i]));
-    rmdir(tmp_dir);
+    test_tmp_dir_remove();
     return test_finish();
 }

@@ -1,6 +1,7 @@
 /* Running the apps from a test (test_proc.h). */
 #define _GNU_SOURCE
 #include "test_proc.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,13 +13,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-double test_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 char *test_slurp(const char *path)
 {

@@ -24,7 +24,5 @@ void test_run_free(test_run_result *r);
 char *test_slurp(const char *path);
 /* Number of '\n' in s. */
 int test_count_lines(const char *s);
-/* Seconds on a monotonic clock. */
-double test_now(void);
 
 #endif

@@ -1,6 +1,10 @@
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -52,4 +56,55 @@ double test_nse(const float *a, const float *ref, size_t n)
     }
     if (den == 0) return num == 0 ? 0 : INFINITY;
     return num / den;
+}
+
+double test_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static char tmp_dir[256];
+
+const char *test_tmp_dir_make(const char *prefix)
+{
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/%s_XXXXXX", prefix);
+    if (!mkdtemp(tmp_dir)) test_skip("cannot create a temporary folder");
+    return tmp_dir;
+}
+
+/* Every path handed out, so each stays valid until test_tmp_dir_remove frees them. */
+static char **tmp_paths;
+static size_t n_tmp_paths;
+
+const char *test_tmp_path(const char *name)
+{
+    size_t len = strlen(tmp_dir) + strlen(name) + 2;
+    char *path = malloc(len);
+    char **grown = realloc(tmp_paths, (n_tmp_paths + 1) * sizeof *tmp_paths);
+    if (!path || !grown) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    snprintf(path, len, "%s/%s", tmp_dir, name);
+    tmp_paths = grown;
+    tmp_paths[n_tmp_paths++] = path;
+    return path;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+void test_tmp_dir_remove(void)
+{
+    if (tmp_dir[0] && nftw(tmp_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp_dir);
+    for (size_t i = 0; i < n_tmp_paths; i++) free(tmp_paths[i]);
+    free(tmp_paths);
+    tmp_paths = NULL;
+    n_tmp_paths = 0;
 }

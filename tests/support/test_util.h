@@ -53,6 +53,16 @@ uint32_t test_rng_u32(void);
 float test_rng_uniform(void);   /* [0, 1) */
 float test_rng_normal(void);    /* N(0, 1) */
 
+/* Seconds on a monotonic clock. */
+double test_now(void);
+
+/* The test's scratch folder: test_tmp_dir_make creates /tmp/<prefix>_XXXXXX (skips the test
+ * when it cannot), test_tmp_path returns "<folder>/<name>" (valid until the folder is removed),
+ * test_tmp_dir_remove deletes the folder, everything in it, and the returned paths. */
+const char *test_tmp_dir_make(const char *prefix);
+const char *test_tmp_path(const char *name);
+void test_tmp_dir_remove(void);
+
 /* Normalised squared error: sum (a-b)^2 / sum b^2 (b is the reference); 0 when both are 0. */
 double test_nse(const float *a, const float *ref, size_t n);
 
