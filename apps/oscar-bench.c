@@ -2,6 +2,7 @@
  *
  *   oscar-bench attention [options]   decode attention over the paged cache, per layer call
  *   oscar-bench decode [options]      a whole model: prefill and decode tokens/s per context
+ *   oscar-bench ops [options]         decode mat-vec per weight type (bench_ops below)
  *
  * attention options:
  *   --heads N --kv-heads N --head-dim N   shapes (default Llama-3-8B: 32, 8, 128)
@@ -45,6 +46,7 @@
 #include "gguf.h"
 #include "kv_cache.h"
 #include "model_gen.h"
+#include "ops.h"
 #include "oscar/oscar.h"
 
 #define MAX_LIST 16
@@ -637,9 +639,116 @@ out_file:
     return rc;
 }
 
+/* ---- ops: mat-vec per weight type ----------------------------------------------------------- */
+
+/* Times the decode mat-vec y = W·x for each weight type, W [rows][cols], `iters` dispatches
+ * chained in one command buffer with a barrier between them (as in a forward pass). The weights
+ * rotate over enough copies that together exceed the GPU's last-level cache, so every dispatch
+ * reads from memory. GB/s = weight bytes / time per dispatch, beside the read bandwidth measured
+ * in the same run. The weight contents are a constant fp16 1.0 pattern: timing does not depend
+ * on the values. */
+static int bench_ops(int argc, char **argv)
+{
+    const char *prog = "oscar-bench ops", *device = NULL;
+    uint32_t rows = 14336, cols = 4096, iters = 20;
+    static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
+                                          OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
+                                          OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
+    for (int i = 0; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = v != NULL;
+        if (!ok) fprintf(stderr, "%s: %s needs a value\n", prog, f);
+        else if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
+        else if (!strcmp(f, "--cols")) ok = app_parse_u32(prog, f, v, 1u << 20, &cols);
+        else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
+        else if (!strcmp(f, "--device")) device = v;
+        else {
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
+            ok = 0;
+        }
+        if (!ok) return 2;
+        i++;
+    }
+    if (cols % 256) {
+        fprintf(stderr, "%s: --cols must be a multiple of 256 (the K-quant block)\n", prog);
+        return 2;
+    }
+    oscar_context_params cp = oscar_context_params_default();
+    cp.device = device;
+    oscar_context *ctx;
+    if (oscar_context_create(&cp, &ctx) != OSCAR_OK) {
+        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+        return 1;
+    }
+    oscar_device_info info;
+    oscar_context_device_info(ctx, &info);
+    uint64_t bw_bytes = info.max_storage_buffer_range < (2ull << 30) ? info.max_storage_buffer_range / 2 : (2ull << 30);
+    double bw = 0;
+    int rc = 0;
+    if (oscar_measure_read_bandwidth(ctx, bw_bytes, 20, &bw) != OSCAR_OK) {
+        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+        oscar_context_destroy(ctx);
+        return 1;
+    }
+    printf("device: %s\nread bandwidth: %.1f GB/s (measured now, %llu MiB)\n", info.name, bw,
+           (unsigned long long)(bw_bytes >> 20));
+    printf("mat-vec %u x %u, %u dispatches chained per type\n", rows, cols, iters);
+    oscar_ops ops;
+    oscar_ops_init(&ops, ctx);
+    oscar_cmd cmd;
+    oscar_buffer x = { 0 }, y = { 0 };
+    if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
+        oscar_buffer_create(ctx, (uint64_t)rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
+        oscar_buffer_fill(ctx, &x, 0, (uint64_t)cols * 4, 0x3F800000u) != OSCAR_OK) {
+        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+        oscar_context_destroy(ctx);
+        return 1;
+    }
+    for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
+        uint32_t type = all_types[ti];
+        uint64_t row_bytes = 0;
+        oscar_ggml_row_size(type, cols, &row_bytes);
+        uint64_t mat = ((row_bytes * rows) + 255) & ~255ull; /* 256-byte aligned copies */
+        uint32_t copies = (uint32_t)((512ull << 20) / mat + 1); /* > 512 MiB in all: beyond any cache */
+        if (copies > 64) copies = 64;
+        while (copies > 1 && (uint64_t)copies * mat > info.max_storage_buffer_range) copies--;
+        oscar_buffer w = { 0 };
+        double ns = 0;
+        oscar_status st = oscar_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
+        if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
+        if (st == OSCAR_OK) st = oscar_cmd_begin(ctx, &cmd);
+        int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+        for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
+            oscar_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
+            st = oscar_op_mul_mat_vec(&ops, &cmd, type, bw_, bx, by, rows, cols, 1);
+            oscar_cmd_barrier(ctx, &cmd);
+        }
+        if (cmd.recording) {
+            int t1 = oscar_cmd_timestamp(ctx, &cmd);
+            oscar_status st2 = oscar_cmd_submit_wait(ctx, &cmd);
+            if (st == OSCAR_OK) st = st2;
+            if (st == OSCAR_OK) st = oscar_cmd_elapsed_ns(ctx, &cmd, t0, t1, &ns);
+        }
+        oscar_buffer_destroy(ctx, &w);
+        if (st != OSCAR_OK) {
+            fprintf(stderr, "%s: %s: %s\n", prog, oscar_ggml_type_name(type), oscar_last_error());
+            rc = 1;
+            continue;
+        }
+        double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
+        printf("%-5s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw\n", oscar_ggml_type_name(type),
+               row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+    }
+    oscar_buffer_destroy(ctx, &x);
+    oscar_buffer_destroy(ctx, &y);
+    oscar_cmd_release(ctx, &cmd);
+    oscar_context_destroy(ctx);
+    return rc;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: oscar-bench attention|decode [options]   (oscar-bench --help for the options)\n");
+    fprintf(stderr, "usage: oscar-bench attention|decode|ops [options]   (oscar-bench --help for the options)\n");
     return 2;
 }
 
@@ -653,11 +762,13 @@ int main(int argc, char **argv)
                "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
                "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard]\n"
                "                      [--prompt N] [--steps N] [--ubatch N] [--bw-mib N] [--json FILE]\n"
-               "                      [--device NAME|INDEX]\n");
+               "                      [--device NAME|INDEX]\n"
+               "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--device NAME|INDEX]\n");
         return 0;
     }
     if (!strcmp(argv[1], "attention")) return bench_attention(argc - 2, argv + 2);
     if (!strcmp(argv[1], "decode")) return bench_decode(argc - 2, argv + 2);
-    fprintf(stderr, "oscar-bench: unknown mode '%s' (attention, decode)\n", argv[1]);
+    if (!strcmp(argv[1], "ops")) return bench_ops(argc - 2, argv + 2);
+    fprintf(stderr, "oscar-bench: unknown mode '%s' (attention, decode, ops)\n", argv[1]);
     return 2;
 }

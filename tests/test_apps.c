@@ -286,6 +286,32 @@ int main(void)
         test_run_free(&r);
     }
 
+    printf("oscar-bench ops:\n");
+    {
+        /* one line per weight type, each with positive, finite bytes and time (GB/s rounds to 0.0
+         * on lavapipe at this size) */
+        const char *args[] = { "ops", "--rows", "64", "--cols", "256", "--iters", "1", NULL };
+        test_run_result r = run_app("oscar-bench", args, NULL, 120);
+        if (expect_success("bench ops", &r)) {
+            static const char *types[] = { "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q4_K", "Q5_K", "Q6_K" };
+            for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+                char key[16];
+                snprintf(key, sizeof key, "\n%s ", types[i]);
+                const char *line = strstr(r.out, key);
+                double us = 0, gbps = 0, mb = 0;
+                CHECK_MSG(line && sscanf(line + strlen(key), "%lf MB %lf us %lf GB/s", &mb, &us, &gbps) == 3 && mb > 0 &&
+                              us > 0 && isfinite(us) && gbps >= 0,
+                          "bench ops: no timing for %s in: %s", types[i], r.out);
+            }
+        }
+        test_run_free(&r);
+        const char *bad[] = { "ops", "--cols", "100", NULL };
+        r = run_app("oscar-bench", bad, NULL, 30);
+        CHECK_MSG(r.code == 2 && strstr(r.err, "multiple of 256") && test_count_lines(r.err) == 1, "bench ops --cols 100: %d %s",
+                  r.code, r.err);
+        test_run_free(&r);
+    }
+
     /* 6. the real model */
     const char *smol = getenv("OSCAR_SMOLLM2_GGUF");
     if (smol && *smol) {
