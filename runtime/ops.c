@@ -35,7 +35,7 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
 {
     ops->ctx = ctx;
     ops->workgroup = 128;
-    ops->matvec_rows = 4; /* H200: 4 rows per group beat 1 by 10-25% (more loads in flight) */
+    ops->matvec_rows = 0; /* per weight type: matvec_default_rows() */
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -112,19 +112,41 @@ static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t
 
 /* ---- matrix products ------------------------------------------------------------------------ */
 
+/* Rows per mat-vec workgroup when ops->matvec_rows is 0. Every thread keeps its x unit in
+ * registers for all of them, and x is staged once per workgroup: the fewer bytes a row has,
+ * the more rows it takes to amortise x (4 was best for F16 on the H200). */
+static uint32_t matvec_default_rows(uint32_t type)
+{
+    switch (type) {
+    case OSCAR_GGML_TYPE_F32:
+    case OSCAR_GGML_TYPE_F16:
+    case OSCAR_GGML_TYPE_BF16: return 4;
+    case OSCAR_GGML_TYPE_Q8_0:
+    case OSCAR_GGML_TYPE_Q6_K: return 8;
+    default: return 16;
+    }
+}
+
 oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                   oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
-    uint32_t per = ops->matvec_rows;
-    if (per == 0 || per > ops->workgroup || (uint64_t)per * ops->workgroup * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
+    /* shared memory: [ROWS][WORKGROUP] fp32 partial sums + the x chunk, 36 floats per 32
+     * columns (shaders/mul_mat_vec.comp); the chunk is a multiple of 256 columns, at most
+     * 4096, halved until both fit */
+    uint64_t limit = ops->ctx->limits.maxComputeSharedMemorySize, red = (uint64_t)per * ops->workgroup * 4;
+    uint32_t chunk = 4096;
+    while (chunk > 256 && (chunk >= 2 * cols || red + chunk / 32 * 36 * 4 > limit)) chunk /= 2;
+    if (per > ops->workgroup || red + chunk / 32 * 36 * 4 > limit)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u rows per workgroup of %u threads", per, ops->workgroup);
     if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u tokens exceed the grid", n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = "mul_mat_vec", .n_buffers = 3, .push_size = 12, .n_spec = 3,
-                              .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type, /* ROWS */ per } };
+    oscar_pipeline_desc d = { .shader = "mul_mat_vec", .n_buffers = 3, .push_size = 12, .n_spec = 4,
+                              .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type, /* ROWS */ per,
+                                        /* XCHUNK */ chunk } };
     uint32_t push[3] = { rows, cols, n }, groups[3];
     if ((st = grid_2d(oscar_div_up(rows, per), groups, "mul_mat_vec")) != OSCAR_OK) return st;
     groups[2] = n;

@@ -25,10 +25,10 @@ uint32_t oscar_op_type_block(uint32_t type);
 typedef struct oscar_ops {
     oscar_context *ctx;
     uint32_t workgroup;    /* threads per workgroup: 32, 64, 128 or 256 */
-    uint32_t matvec_rows;  /* rows per mat-vec workgroup, 1..workgroup (sum of a tree per row) */
+    uint32_t matvec_rows;  /* rows per mat-vec workgroup, 1..workgroup; 0: chosen per weight type */
 } oscar_ops;
 
-/* Fills ops with the defaults for ctx (128 threads, 4 rows per mat-vec workgroup). */
+/* Fills ops with the defaults for ctx (128 threads, mat-vec rows per workgroup by weight type). */
 void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
 
 /* y[t][r] = sum_c W[r][c] * x[t][c]: W [rows][cols] of `type` (GGUF order, cols contiguous),

@@ -1,7 +1,8 @@
 /* The dequantizing matrix kernels against their C references (runtime/ops_ref.c), for every
  * weight type the GPU reads: get_rows (the dequantizer alone), mul_mat_vec (decode) and the
  * tiled mul_mat (prefill), at workgroups 64/128/256, odd row counts, column counts from one
- * block to 4096, and 1, 3, 7 and 64 tokens.
+ * block to 5120, 1 to 3 rows per mat-vec workgroup and the per-type default, and 1, 3, 7 and
+ * 64 tokens.
  *
  * Weights: quantized types are random bytes with the fp16 scale fields replaced by sane
  * values, so every bit of every code, scale and high-bit field is exercised (the reference
@@ -211,6 +212,8 @@ int main(void)
         uint32_t per_group[3] = { 1, 2, 3 };
         for (int c = 0; c < 3; c++)
             check_case(&ops, type, rows[c], cols[c], workgroups[(t + (size_t)c) % 3], per_group[c]);
+        /* the per-type default rows per group (0), over more than one x chunk of 4096 */
+        check_case(&ops, type, 41, 5120, 128, 0);
     }
     return test_gpu_finish(ctx);
 }
