@@ -650,7 +650,7 @@ out_file:
 static int bench_ops(int argc, char **argv)
 {
     const char *prog = "oscar-bench ops", *device = NULL;
-    uint32_t rows = 14336, cols = 4096, iters = 20;
+    uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0;
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                           OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
@@ -661,6 +661,7 @@ static int bench_ops(int argc, char **argv)
         else if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
         else if (!strcmp(f, "--cols")) ok = app_parse_u32(prog, f, v, 1u << 20, &cols);
         else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
+        else if (!strcmp(f, "--rows-per-group")) ok = app_parse_u32(prog, f, v, 256, &per_group);
         else if (!strcmp(f, "--device")) device = v;
         else {
             fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
@@ -695,6 +696,7 @@ static int bench_ops(int argc, char **argv)
     printf("mat-vec %u x %u, %u dispatches chained per type\n", rows, cols, iters);
     oscar_ops ops;
     oscar_ops_init(&ops, ctx);
+    ops.matvec_rows = per_group; /* 0: the per-type default */
     oscar_cmd cmd;
     oscar_buffer x = { 0 }, y = { 0 };
     if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
@@ -763,7 +765,8 @@ int main(int argc, char **argv)
                "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard]\n"
                "                      [--prompt N] [--steps N] [--ubatch N] [--bw-mib N] [--json FILE]\n"
                "                      [--device NAME|INDEX]\n"
-               "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--device NAME|INDEX]\n");
+               "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
+               "                      [--device NAME|INDEX]\n");
         return 0;
     }
     if (!strcmp(argv[1], "attention")) return bench_attention(argc - 2, argv + 2);
