@@ -15,21 +15,21 @@
 #define WG_WRITE 64u
 #define WG_ATTN 128u
 #define WG_MERGE 64u
-/* Flash-decoding aims for about this many workgroups per attention call: few and long items,
- * because an item's fixed cost (q setup, the first loads, the lane sums, its partial) is
- * several tiles' worth (H200, batch 1, 128K: 2048 -> 304 us, 256 -> ~200 us). */
+/* Flash-decoding aims for about this many workgroups per attention call (items of at least
+ * ATTN_MIN_SPLIT tokens, at most the kernel's item size). The environment variable
+ * OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for tuning on a device). */
 #ifndef OSCAR_ATTN_TARGET_GROUPS
-#define OSCAR_ATTN_TARGET_GROUPS 256u
+#define OSCAR_ATTN_TARGET_GROUPS 1024u
 #endif
-#define ATTN_MIN_SPLIT 128u
-#define ATTN_MAX_SPLIT 16384u /* lavapipe's loop limit (attn_items.h) */
-/* 1: use attn_decode_f16 (packed fp16 INT2 dot products) where the device has shaderFloat16.
- * Off by default: faster, but above the accuracy bound on one lavapipe test case
- * (docs/benchmarks.md). Both settings can be overridden at build time for experiments:
- * cmake -DCMAKE_C_FLAGS="-DOSCAR_ATTN_USE_F16=1 -DOSCAR_ATTN_TARGET_GROUPS=1024". */
+#define ATTN_MIN_SPLIT 64u
+/* 1: use attn_decode_f16 (INT2 value sums in packed fp16, scores fp32) where the device has
+ * shaderFloat16; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
+ * overrides it when the cache is created. */
 #ifndef OSCAR_ATTN_USE_F16
-#define OSCAR_ATTN_USE_F16 0
+#define OSCAR_ATTN_USE_F16 1
 #endif
+/* attn_decode's shared memory is kept within this (and the device's limit) */
+#define ATTN_SHARED_BUDGET 32768u
 
 struct oscar_kv_cache {
     oscar_context *ctx;
@@ -47,6 +47,8 @@ struct oscar_kv_cache {
     uint32_t flush_offset;      /* index of the first flush slot in `slots` */
     oscar_buffer rows, items;   /* kv_attn_row [max_step_tokens], kv_attn_item [items_cap] */
     uint32_t items_cap, n_items;
+    uint32_t item_tokens;       /* attn_decode's largest item (its KV_SPEC_ITEM_TOKENS) */
+    uint32_t target_groups;     /* workgroups an attention call aims for */
     oscar_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
     oscar_buffer q_rot, o_rot;  /* [max_step_tokens][n_head][d] fp32 scratch */
     oscar_buffer q_dev;         /* [max_step_tokens][n_head][d] fp32: the public API's q, device-local */
@@ -151,7 +153,7 @@ static void hadamard(uint32_t d, float *H)
 static oscar_status get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                  uint32_t wg, uint32_t extra_id, uint32_t extra_value, oscar_pipeline **out)
 {
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = KV_WRITE_N_SPEC };
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = ATTN_N_SPEC };
     d.spec[KV_SPEC_WORKGROUP] = wg;
     d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
     d.spec[KV_SPEC_GROUP] = c->p.group_size;
@@ -310,11 +312,20 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 1, &c->pl_rot_t));
-    /* attn_decode_f16 (packed fp16 INT2 dot products, 2.3x faster on an H200 at 128K) is off:
-     * its fp16 scores reach NSE 2e-5 against the reference in tests/test_kv_cache.c on
-     * lavapipe (6e-6 on the H200), over the 1e-5 bound. Set to 1 once its scores are fixed. */
-    OSCAR_TRY(get_pipeline(c, OSCAR_ATTN_USE_F16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 8,
-                           sizeof(struct attn_decode_push), WG_ATTN, 0, 0, &c->pl_decode));
+    {
+        uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
+        c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->gqa, WG_ATTN, budget);
+        if (c->item_tokens == 0)
+            OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
+                       "memory attention may use on this device", c->gqa, budget);
+        const char *env = getenv("OSCAR_ATTN_TARGET_GROUPS");
+        long tg = env ? strtol(env, NULL, 10) : 0;
+        c->target_groups = tg > 0 && tg < (1l << 20) ? (uint32_t)tg : OSCAR_ATTN_TARGET_GROUPS;
+    }
+    const char *f16_env = getenv("OSCAR_ATTN_F16");
+    int use_f16 = f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16;
+    OSCAR_TRY(get_pipeline(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 8,
+                           sizeof(struct attn_decode_push), WG_ATTN, KV_SPEC_ITEM_TOKENS, c->item_tokens, &c->pl_decode));
     OSCAR_TRY(get_pipeline(c, "attn_merge", 3, sizeof(struct attn_merge_push), WG_MERGE, 0, 0, &c->pl_merge));
     free(rot);
     *out = c;
@@ -406,11 +417,11 @@ static oscar_status plan_attention(oscar_kv_cache *c)
         c->h_row_vis[r] = pl->row_pos[r] + 1;
         visible += c->h_row_vis[r];
     }
-    /* split so the call has about OSCAR_ATTN_TARGET_GROUPS workgroups */
-    uint64_t split = visible * c->p.n_kv_head / OSCAR_ATTN_TARGET_GROUPS;
+    /* split so the call has about target_groups workgroups */
+    uint64_t split = visible * c->p.n_kv_head / c->target_groups;
+    split = (split + ATTN_MIN_SPLIT - 1) / ATTN_MIN_SPLIT * ATTN_MIN_SPLIT;
     if (split < ATTN_MIN_SPLIT) split = ATTN_MIN_SPLIT;
-    if (split > ATTN_MAX_SPLIT) split = ATTN_MAX_SPLIT;
-    split = (split + 63) / 64 * 64;
+    if (split > c->item_tokens) split = c->item_tokens;
     uint32_t n_items = 0;
     OSCAR_TRY(oscar_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
                                      NULL, NULL, 0, &n_items));

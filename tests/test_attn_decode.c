@@ -274,11 +274,17 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     float *q = malloc(sizeof *q * out_n), *got = malloc(sizeof *got * out_n), *want = malloc(sizeof *want * out_n);
     for (size_t i = 0; i < out_n; i++) q[i] = test_rng_normal() * c->q_mul;
 
+    /* the kernel's item size for this shape, as the cache picks it; longer splits are cut */
+    uint32_t shared = ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768;
+    uint32_t item_tokens = oscar_attn_item_tokens(d, c->G, c->gqa, c->wg, shared);
+    CHECK_MSG(item_tokens >= 64, "%s: item size %u for %u bytes of shared memory", c->name, item_tokens, shared);
+    uint32_t split = c->split < item_tokens ? c->split : item_tokens;
+
     uint32_t n_items = 0;
     struct kv_attn_row *rows = malloc(sizeof *rows * s.n_rows);
-    CHECK_OK(oscar_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, c->split, NULL, NULL, 0, &n_items));
+    CHECK_OK(oscar_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, split, NULL, NULL, 0, &n_items));
     struct kv_attn_item *items = malloc(sizeof *items * (n_items + 1));
-    CHECK_OK(oscar_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, c->split, rows, items, n_items,
+    CHECK_OK(oscar_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, split, rows, items, n_items,
                                     &n_items));
     if (c->empty_items) {
         struct kv_attn_item *e = with_empty_items(rows, s.n_rows, items, &n_items);
@@ -311,9 +317,10 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
     oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 8, .push_size = sizeof(struct attn_decode_push),
-                               .n_spec = 7,
+                               .n_spec = ATTN_N_SPEC,
                                .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
-                                         /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode } };
+                                         /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
+                                         [KV_SPEC_ITEM_TOKENS] = item_tokens } };
     oscar_pipeline_desc md = { .shader = "attn_merge", .n_buffers = 3, .push_size = sizeof(struct attn_merge_push),
                                .n_spec = 2, .spec = { /* WORKGROUP */ c->merge_wg, /* HEAD_DIM */ d } };
     oscar_pipeline *pd = NULL, *pm = NULL;
@@ -342,7 +349,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         double nse = test_nse(got, want, out_n);
         CHECK_MSG(bad == 0 && nse <= 1e-5, "%s %s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", shader,
                   c->name, bad, nse, s.n_rows, n_items);
-        printf("%-16s %-34s rows %3u items %5u  nse %.3g", shader, c->name, s.n_rows, n_items, nse);
+        printf("%-16s %-34s rows %3u items %5u split %4u  nse %.3g", shader, c->name, s.n_rows, n_items, split, nse);
         /* the exact check is meaningful when fp16 rounding moves logits little (no huge q) */
         if (c->mode == KV_MODE_FP16 && c->q_mul <= 1.0f) {
             float *exact = malloc(sizeof *exact * out_n);

@@ -1,30 +1,30 @@
 // Flash-decoding over the paged KV cache: one workgroup per (work item, KV head). The body of
 // shaders/attn_decode.comp (fp32 arithmetic) and shaders/attn_decode_f16.comp (ATTN_F16 = 1:
-// the INT2 dot products and value sums in packed fp16, for devices with shaderFloat16).
+// the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay fp32).
 //
-// An item (kv_attn_item) is a token range of one row in one storage kind. The workgroup loads
-// the row's GQA query heads of its KV head (q already rotated; scaled here by pc.scale), walks
-// the range in tiles of TILE tokens and keeps an online softmax per query head:
-//   score phase:  thread t scores token t of the tile for every head. INT2: the thread's K and
-//                 V codes and params were loaded one tile ahead (all independent 16-byte loads,
-//                 the page-table entry two tiles ahead), so each item waits on memory about once;
-//                 V codes and params go to shared memory for the value phase.
-//                 s_h = sum_g mn_g * qsum_hg + sc_g * sum_{e in g} q_h[e] * code_e.
-//   softmax:      tile max per head by a two-level shared-memory reduction; every thread then
-//                 holds the running max m and the rescale factor alpha itself; p in shared.
-//   value phase:  thread owns a 16-element slice of d for ALL GQA heads (a V code word is
-//                 unpacked once for GQA heads) and one lane of tokens; fp16 items read their V
-//                 rows from the page, four tokens' loads issued before use.
-// At the end the lanes are summed in shared memory and the partial (m, l, o[d]) of every query
-// head is written to partials [n_items][n_head][d + 2] (kv_layout.h).
+// An item (kv_attn_item) is a range of at most ITEM_TOKENS tokens of one row in one storage
+// kind. The workgroup loads the row's GQA query heads of its KV head (q already rotated,
+// scaled here by pc.scale) and works through the item in three phases, with a handful of
+// barriers per item rather than per tile:
+//   scores:  thread t scores tokens t, t + WG, ... (U at a time, their K rows loaded together)
+//            for every head against q in shared memory; scores go to sh_p [token][GQA] and
+//            each thread keeps its own maxima.
+//            INT2: s_h = sum_g mn_g * qsum_hg + sc_g * sum_{e in g} q_h[e] * c_e.
+//   softmax: the maxima are reduced once; p = exp(s - m) replaces s in sh_p; each thread sums
+//            its p into l.
+//   values:  thread owns a 16-element slice of d (one INT2 code word) for ALL GQA heads and a
+//            lane of tokens (lane, lane + LANES, ...): a V code word is unpacked once for the
+//            GQA heads, VU tokens' loads are issued before use. At the end the lanes are summed
+//            in shared memory, one head at a time.
+// The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 2].
 //
 // Codes become floats without a conversion instruction: or-ing code c into the mantissa of
-// 1.0 gives 1 + c/4 (fp32); in fp16 or-ing into 1024.0 gives 1024 + c, less 1024 = c exactly.
-// With x = XA + XB * c the sums are corrected once per group:
-//   sum_e q_e c_e = (sum_e q_e x_e - XA * qsum) / XB.
+// 1.0 gives x = 1 + c/4 (fp32), so sum_e q_e c_e = 4 * (sum_e q_e x_e - qsum) per group; in
+// fp16 or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly.
 //
 // Nothing assumes a subgroup size: every reduction goes through shared memory and barriers.
-// Shared memory stays under 28 KB (TILE is halved when it would not).
+// Shared memory: the host picks ITEM_TOKENS with oscar_attn_item_tokens() (attn_items.h), whose
+// formula is the one below (ATTN_SHARED_FLOATS).
 #extension GL_GOOGLE_include_directive : require
 #include "common/kv_layout.h"
 #include "common/attn_push.h"
@@ -43,33 +43,26 @@ layout(constant_id = KV_SPEC_PAGE) const uint PAGE = 64;
 layout(constant_id = KV_SPEC_N_KV) const uint N_KV = 1;
 layout(constant_id = KV_SPEC_GQA) const uint GQA = 1;
 layout(constant_id = KV_SPEC_MODE) const uint MODE = KV_MODE_ROTATED;
+layout(constant_id = KV_SPEC_ITEM_TOKENS) const uint ITEM_TOKENS = 512;
 
 const uint WG = gl_WorkGroupSize.x;
 const uint D = HEAD_DIM;
 const uint N_HEAD = N_KV * GQA;
 const uint CW = D / 16;                         // code words per INT2 row
 const uint PWD = D / GROUP;                     // param words per INT2 row
+const uint WPG = GROUP / 16;                    // code words per group
 const uint INT2_PAGE_WORDS = 2 * N_KV * PAGE * (CW + PWD);
 const uint K_PARAM_OFF = N_KV * PAGE * CW;      // word offsets of the four INT2 page regions
 const uint V_CODE_OFF = N_KV * PAGE * (CW + PWD);
 const uint V_PARAM_OFF = N_KV * PAGE * (2 * CW + PWD);
 const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0;  // K code rows 16-byte aligned (CW % 4 == 0)
-const bool V_VEC4 = K_VEC4 && (V_CODE_OFF % 4) == 0;
 const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 4; // fp16 page (K and V) in uvec4 units
 const uint F16_ROW_VEC4 = D / 8;
-const uint NCH = 16;                            // first-level reduction width
-const uint EC = 4;                              // elements per step of the final lane sums
-// tile: WG tokens, halved while shared memory would pass the budget (bytes: fixed part, the
-// per-token arrays, and sh_red shared by scores [GQA][TILE] and lane sums [EC][WG])
-const uint SH_FIXED = 4 * (GQA * D + ATTN_F16 * GQA * D / 2 + GQA * PWD + GQA * NCH + 64);
-const uint SH_PER_TOKEN = 4 * (CW + PWD + 1);
-const uint SH_BUDGET = 28 * 1024;
-const uint TILE1 = WG, TILE2 = WG / 2, TILE4 = WG / 4;
-const uint SH1 = SH_FIXED + SH_PER_TOKEN * TILE1 + 4 * (GQA * TILE1 > EC * WG ? GQA * TILE1 : EC * WG);
-const uint SH2 = SH_FIXED + SH_PER_TOKEN * TILE2 + 4 * (GQA * TILE2 > EC * WG ? GQA * TILE2 : EC * WG);
-const uint TILE = SH1 <= SH_BUDGET ? TILE1 : (SH2 <= SH_BUDGET ? TILE2 : TILE4);
-const uint LANES = WG / CW;                     // value phase: token lanes per slice (CW <= WG)
-const uint RED_SZ = GQA * TILE > EC * WG ? GQA * TILE : EC * WG;
+const uint U = 2;                               // tokens per thread per round of the scores
+const uint VU = 4;                              // tokens per lane per step of the values
+const uint LANES = WG / CW;                     // value phase: token lanes (WG % CW == 0)
+const uint NPART = 16;                          // first-level reduction width
+const uint P_FLOATS = ATTN_P_FLOATS(ITEM_TOKENS, GQA, WG);
 
 // ---- bindings ----
 layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };              // [n_rows][n_head][d] fp32, rotated
@@ -84,31 +77,25 @@ layout(std430, binding = 7) writeonly buffer Partials { float partials[]; }; // 
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 
-// ---- shared memory ----
-shared vec4 sh_q[GQA * D / 4];      // scaled q of the workgroup's heads [GQA][d]
-#if ATTN_F16
-shared uvec4 sh_qh[GQA * D / 8];    // the same in fp16, [GQA][word][8 pairs (e, e + 8)]
-#endif
-shared float sh_qsum[GQA * PWD];    // [GQA][d/G] per-group sums of sh_q
-shared float sh_red[RED_SZ];        // [GQA][TILE] scores, then p; scratch for the final sums
-shared uint sh_vc[TILE * CW];       // [TILE][d/16] V code words of the tile (INT2)
-shared uint sh_vp[TILE * PWD];      // [TILE][d/G] V params of the tile (INT2)
-shared uint sh_tok[TILE];           // [TILE] page * PAGE + slot of each tile token (fp16 items)
-shared float sh_part[GQA * NCH];    // [GQA][NCH] first-level reduction results
-shared float sh_l[GQA];             // final sum of p per head
+// ---- shared memory (ATTN_SHARED_FLOATS floats in all) ----
+shared vec4 sh_q[GQA * D / 4];      // [GQA][d] scaled q of the workgroup's heads
+shared float sh_qs[GQA * PWD];      // [GQA][d/G] per-group sums of sh_q (INT2)
+shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [LANES][d] lane sums
+shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
+shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
 
 const float NEG_INF = -1.0 / 0.0;
-#if ATTN_F16
-const float XA = 0.0, XB = 1.0;     // x = c
-#else
-const float XA = 1.0, XB = 0.25;    // x = 1 + c/4
-#endif
 
-// Element e (0..15) of code word w as 1 + c/4 (fp32).
+// Element e (0..15) of code word w as x = 1 + c/4 (fp32).
 float code_x(uint w, uint e)
 {
     uint b = 2u * e <= 21u ? w << (21u - 2u * e) : w >> (2u * e - 21u);
     return uintBitsToFloat((b & 0x00600000u) | 0x3F800000u);
+}
+
+vec4 code_x4(uint w, uint e0)
+{
+    return vec4(code_x(w, e0), code_x(w, e0 + 1u), code_x(w, e0 + 2u), code_x(w, e0 + 3u));
 }
 
 #if ATTN_F16
@@ -119,75 +106,210 @@ f16vec2 code_pair(uint w, uint e)
 }
 #endif
 
-// sum_e q_h[e] x_e over the 16 elements of code word `word` (x as XA, XB say).
-float word_dot(uint w, uint h, uint word)
-{
-#if ATTN_F16
-    f16vec2 acc = f16vec2(0.0hf);
-    uvec4 qa = sh_qh[(h * CW + word) * 2], qb = sh_qh[(h * CW + word) * 2 + 1];
-    uint qw[8] = uint[8](qa.x, qa.y, qa.z, qa.w, qb.x, qb.y, qb.z, qb.w);
-    for (uint e = 0; e < 8; e++) acc = fma(unpackFloat2x16(qw[e]), code_pair(w, e), acc);
-    return float(acc.x) + float(acc.y);
-#else
-    uint qb = h * (D / 4) + word * 4;
-    float dp = 0.0;
-    for (uint j = 0; j < 4; j++) {
-        vec4 x = vec4(code_x(w, 4 * j), code_x(w, 4 * j + 1), code_x(w, 4 * j + 2), code_x(w, 4 * j + 3));
-        dp += dot(sh_q[qb + j], x);
-    }
-    return dp;
-#endif
-}
-
-// Reduces sh_red[h][0..TILE) for every head h into sh_part (max when is_max, else sum). All
-// threads call it; a barrier follows before sh_part is read.
-void reduce_parts(bool is_max)
+// v[h] <- max (is_max) or sum of v[h] over the workgroup, in every thread. All threads call it.
+void reduce_heads(inout float v[GQA], bool is_max)
 {
     uint t = gl_LocalInvocationID.x;
-    for (uint i = t; i < GQA * NCH; i += WG) {
-        uint h = i / NCH, c = i % NCH;
-        float v = is_max ? NEG_INF : 0.0;
-        for (uint k = c; k < TILE; k += NCH) {
-            float x = sh_red[h * TILE + k];
-            v = is_max ? max(v, x) : v + x;
+    for (uint h = 0; h < GQA; h++) sh_red[h * WG + t] = v[h];
+    barrier();
+    for (uint i = t; i < GQA * NPART; i += WG) {
+        uint h = i / NPART, c = i % NPART;
+        float r = is_max ? NEG_INF : 0.0;
+        for (uint k = c; k < WG; k += NPART) r = is_max ? max(r, sh_red[h * WG + k]) : r + sh_red[h * WG + k];
+        sh_part[i] = r;
+    }
+    barrier();
+    for (uint h = 0; h < GQA; h++) {
+        float r = is_max ? NEG_INF : 0.0;
+        for (uint c = 0; c < NPART; c++) r = is_max ? max(r, sh_part[h * NPART + c]) : r + sh_part[h * NPART + c];
+        v[h] = r;
+    }
+    barrier();
+}
+
+// First word of the INT2 row of token j (an INT2 index) of this KV head, and its page base.
+void int2_row(uint seq, uint j, uint kvh, out uint base, out uint row)
+{
+    uint page = uint(int2_table[seq * pc.max_int2_pages + j / PAGE]);
+    base = page * INT2_PAGE_WORDS;
+    row = kvh * PAGE + j % PAGE;
+}
+
+// uvec4 index of the fp16 K row of position p of this KV head (V is F16_PAGE_VEC4 / 2 further).
+uint f16_row(uint seq, uint p, uint kvh)
+{
+    uint page = uint(f16_table[seq * pc.max_f16_pages + p / PAGE]);
+    return page * F16_PAGE_VEC4 + (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;
+}
+
+// ---- scores: sh_p[k][h] = q_h . k_k for the item's tokens k < n; m[h] = this thread's max ----
+void scores_int2(uint seq, uint begin, uint n, uint kvh, inout float m[GQA])
+{
+    uint t = gl_LocalInvocationID.x;
+    for (uint k0 = t; k0 < n; k0 += U * WG) {
+        uvec4 kc[U][CW / 4];    // K code words of the U tokens
+        uint kp[U][PWD];        // K params (fp16 scale low, min high) per group
+        for (uint u = 0; u < U; u++) {
+            uint base, row;
+            int2_row(seq, begin + min(k0 + u * WG, n - 1), kvh, base, row); // past n: a valid row, unused
+            uint krow = base + row * CW;
+            for (uint c4 = 0; c4 < CW / 4; c4++)
+                kc[u][c4] = K_VEC4 ? int2_pool4[krow / 4 + c4]
+                                   : uvec4(int2_pool[krow + 4 * c4], int2_pool[krow + 4 * c4 + 1],
+                                           int2_pool[krow + 4 * c4 + 2], int2_pool[krow + 4 * c4 + 3]);
+            for (uint g = 0; g < PWD; g++) kp[u][g] = int2_pool[base + K_PARAM_OFF + row * PWD + g];
         }
-        sh_part[i] = v;
+        float s[U][GQA];
+        for (uint u = 0; u < U; u++)
+            for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
+        for (uint g = 0; g < PWD; g++) {
+            float dq[U][GQA];   // sum_{e in g} q_h[e] * x_e
+            for (uint u = 0; u < U; u++)
+                for (uint h = 0; h < GQA; h++) dq[u][h] = 0.0;
+            for (uint w = g * WPG; w < (g + 1) * WPG; w++)
+                for (uint j = 0; j < 4; j++) {
+                    vec4 x[U];
+                    for (uint u = 0; u < U; u++) x[u] = code_x4(kc[u][w / 4][w % 4], 4 * j);
+                    for (uint h = 0; h < GQA; h++) {
+                        vec4 qv = sh_q[h * (D / 4) + w * 4 + j];
+                        for (uint u = 0; u < U; u++) dq[u][h] += dot(qv, x[u]);
+                    }
+                }
+            for (uint u = 0; u < U; u++) {
+                vec2 sm = unpackHalf2x16(kp[u][g]); // x = scale, y = min
+                for (uint h = 0; h < GQA; h++) {
+                    float qs = sh_qs[h * PWD + g];
+                    s[u][h] += 4.0 * sm.x * (dq[u][h] - qs) + sm.y * qs;
+                }
+            }
+        }
+        for (uint u = 0; u < U; u++) {
+            uint k = k0 + u * WG;
+            if (k < n)
+                for (uint h = 0; h < GQA; h++) {
+                    sh_p[k * GQA + h] = s[u][h];
+                    m[h] = max(m[h], s[u][h]);
+                }
+        }
     }
 }
 
-float part_result(uint h, bool is_max)
+void scores_f16(uint seq, uint begin, uint n, uint kvh, inout float m[GQA])
 {
-    float v = is_max ? NEG_INF : 0.0;
-    for (uint c = 0; c < NCH; c++) {
-        float x = sh_part[h * NCH + c];
-        v = is_max ? max(v, x) : v + x;
+    uint t = gl_LocalInvocationID.x;
+    for (uint k0 = t; k0 < n; k0 += U * WG) {
+        uint krow[U];
+        for (uint u = 0; u < U; u++) krow[u] = f16_row(seq, begin + min(k0 + u * WG, n - 1), kvh);
+        float s[U][GQA];
+        for (uint u = 0; u < U; u++)
+            for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
+        for (uint c = 0; c < D / 8; c++) {
+            vec4 ka[U], kb[U];
+            for (uint u = 0; u < U; u++) {
+                uvec4 w4 = f16_pool4[krow[u] + c];
+                ka[u] = vec4(unpackHalf2x16(w4.x), unpackHalf2x16(w4.y));
+                kb[u] = vec4(unpackHalf2x16(w4.z), unpackHalf2x16(w4.w));
+            }
+            for (uint h = 0; h < GQA; h++) {
+                vec4 qa = sh_q[h * (D / 4) + 2 * c], qb = sh_q[h * (D / 4) + 2 * c + 1];
+                for (uint u = 0; u < U; u++) s[u][h] += dot(qa, ka[u]) + dot(qb, kb[u]);
+            }
+        }
+        for (uint u = 0; u < U; u++) {
+            uint k = k0 + u * WG;
+            if (k < n)
+                for (uint h = 0; h < GQA; h++) {
+                    sh_p[k * GQA + h] = s[u][h];
+                    m[h] = max(m[h], s[u][h]);
+                }
+        }
     }
-    return v;
 }
 
-// The raw INT2 words of this thread's token of the next tile (K and V codes and params),
-// loaded a tile ahead.
-uvec4 r_kc[CW / 4];
-uvec4 r_vc[CW / 4];
-uint r_kp[PWD];
-uint r_vp[PWD];
+// ---- values: acc[h][e] + acc_b[h] = sum_k p_hk v_k[slice * 16 + e] over this lane's tokens ----
+float acc[GQA][16];
+float acc_b[GQA];
 
-void load_int2(uint gs, uint kvh)
+void values_int2(uint seq, uint begin, uint n, uint kvh, uint slice, uint lane)
 {
-    uint page = gs / PAGE, row = kvh * PAGE + gs % PAGE;
-    uint base = page * INT2_PAGE_WORDS;
-    uint krow = base + row * CW, vrow = base + V_CODE_OFF + row * CW;
-    for (uint c4 = 0; c4 < CW / 4; c4++) {
-        r_kc[c4] = K_VEC4 ? int2_pool4[krow / 4 + c4]
-                          : uvec4(int2_pool[krow + 4 * c4], int2_pool[krow + 4 * c4 + 1],
-                                  int2_pool[krow + 4 * c4 + 2], int2_pool[krow + 4 * c4 + 3]);
-        r_vc[c4] = V_VEC4 ? int2_pool4[vrow / 4 + c4]
-                          : uvec4(int2_pool[vrow + 4 * c4], int2_pool[vrow + 4 * c4 + 1],
-                                  int2_pool[vrow + 4 * c4 + 2], int2_pool[vrow + 4 * c4 + 3]);
+    uint g = slice * 16 / GROUP;
+    for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
+        uint vw[VU], vp[VU];    // V code word of the slice, V params of its group
+        for (uint u = 0; u < VU; u++) {
+            uint base, row;
+            int2_row(seq, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
+            vw[u] = int2_pool[base + V_CODE_OFF + row * CW + slice];
+            vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
+        }
+#if ATTN_F16
+        // p * scale * c summed in fp16 over the VU tokens (bounded: at most VU * 3 * |scale|),
+        // then added to the fp32 sums; the min terms stay fp32
+        f16vec2 a16[GQA][8];    // elements (e, e + 8)
+        for (uint h = 0; h < GQA; h++)
+            for (uint e = 0; e < 8; e++) a16[h][e] = f16vec2(0.0hf);
+        for (uint u = 0; u < VU; u++) {
+            uint k = k0 + u * LANES;
+            if (k >= n) break;
+            vec2 sm = unpackHalf2x16(vp[u]);
+            f16vec2 c2[8];
+            for (uint e = 0; e < 8; e++) c2[e] = code_pair(vw[u], e);
+            for (uint h = 0; h < GQA; h++) {
+                float p = sh_p[k * GQA + h];
+                acc_b[h] += p * sm.y;
+                f16vec2 ps = f16vec2(float16_t(p * sm.x));
+                for (uint e = 0; e < 8; e++) a16[h][e] = fma(ps, c2[e], a16[h][e]);
+            }
+        }
+        for (uint h = 0; h < GQA; h++)
+            for (uint e = 0; e < 8; e++) {
+                acc[h][e] += float(a16[h][e].x);
+                acc[h][e + 8] += float(a16[h][e].y);
+            }
+#else
+        // with x = 1 + c/4: mn + sc * c = (mn - 4 sc) + 4 sc * x
+        for (uint u = 0; u < VU; u++) {
+            uint k = k0 + u * LANES;
+            if (k >= n) break;
+            vec2 sm = unpackHalf2x16(vp[u]);
+            float sc4 = 4.0 * sm.x, b = sm.y - sc4;
+            float x[16];
+            for (uint e = 0; e < 16; e++) x[e] = code_x(vw[u], e);
+            for (uint h = 0; h < GQA; h++) {
+                float p = sh_p[k * GQA + h];
+                float ps = p * sc4;
+                acc_b[h] += p * b;
+                for (uint e = 0; e < 16; e++) acc[h][e] += ps * x[e];
+            }
+        }
+#endif
     }
-    for (uint g = 0; g < PWD; g++) {
-        r_kp[g] = int2_pool[base + K_PARAM_OFF + row * PWD + g];
-        r_vp[g] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
+}
+
+void values_f16(uint seq, uint begin, uint n, uint kvh, uint slice, uint lane)
+{
+    for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
+        uvec4 v[VU][2];         // 16 fp16 of the slice
+        for (uint u = 0; u < VU; u++) {
+            uint vrow = f16_row(seq, begin + min(k0 + u * LANES, n - 1), kvh) + F16_PAGE_VEC4 / 2 + slice * 2;
+            v[u][0] = f16_pool4[vrow];
+            v[u][1] = f16_pool4[vrow + 1];
+        }
+        for (uint u = 0; u < VU; u++) {
+            uint k = k0 + u * LANES;
+            if (k >= n) break;
+            vec2 f[8];
+            for (uint i = 0; i < 4; i++) {
+                f[i] = unpackHalf2x16(v[u][0][i]);
+                f[4 + i] = unpackHalf2x16(v[u][1][i]);
+            }
+            for (uint h = 0; h < GQA; h++) {
+                float p = sh_p[k * GQA + h];
+                for (uint i = 0; i < 8; i++) {
+                    acc[h][2 * i] += p * f[i].x;
+                    acc[h][2 * i + 1] += p * f[i].y;
+                }
+            }
+        }
     }
 }
 
@@ -200,38 +322,11 @@ void main()
     kv_attn_item it = items[item_id];
     uint seq = rows[it.row].seq;
     bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
+    uint n = min(it.end - it.begin, ITEM_TOKENS); // the host keeps items within ITEM_TOKENS
 
-    // first INT2 tile's words and the page of the second tile, in flight during the q setup
-    int pg_next = 0;
-    if (is_int2) {
-        uint idx = it.begin + t;
-        if (t < TILE && idx < it.end) {
-            uint page = uint(int2_table[seq * pc.max_int2_pages + idx / PAGE]);
-            load_int2(page * PAGE + idx % PAGE, kvh);
-        }
-        idx += TILE;
-        if (t < TILE && idx < it.end) pg_next = int2_table[seq * pc.max_int2_pages + idx / PAGE];
-    }
-
-    for (uint i = t; i < GQA * D / 4; i += WG) {
-        vec4 v = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
-        sh_q[i] = v;
-    }
+    for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
     barrier();
-#if ATTN_F16
-    for (uint i = t; i < GQA * D / 8; i += WG) {
-        uint h = i / (2 * CW), w = (i / 2) % CW, half_ = i % 2; // pairs 4*half_ .. 4*half_+3
-        uint qb = h * (D / 4) + w * 4;
-        uvec4 o;
-        for (uint j = 0; j < 4; j++) {
-            uint e = 4 * half_ + j;
-            float lo = sh_q[qb + e / 4][e % 4], hi = sh_q[qb + (e + 8) / 4][(e + 8) % 4];
-            o[j] = packFloat2x16(f16vec2(lo, hi));
-        }
-        sh_qh[i] = o;
-    }
-#endif
-    if (is_int2) {
+    if (is_int2)
         for (uint i = t; i < GQA * PWD; i += WG) {
             uint h = i / PWD, g = i % PWD;
             float s = 0.0;
@@ -239,193 +334,49 @@ void main()
                 vec4 v = sh_q[h * (D / 4) + g * (GROUP / 4) + k];
                 s += (v.x + v.y) + (v.z + v.w);
             }
-            sh_qsum[i] = s;
+            sh_qs[i] = s;
         }
-    }
     barrier();
 
-    // value phase ownership: slice of 16 elements for all heads, token lane
-    uint slice = t % CW, lane = t / CW;
-    float acc[GQA][16];     // unnormalised o (x-sums for INT2) of this lane's tokens
-    float acc_mn[GQA];      // INT2: the per-token constant terms, added to every element
+    float m[GQA];
+    for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
+    if (is_int2) scores_int2(seq, it.begin, n, kvh, m);
+    else scores_f16(seq, it.begin, n, kvh, m);
+    reduce_heads(m, true); // its first barrier also publishes the scores
+
+    float l[GQA];
     for (uint h = 0; h < GQA; h++) {
-        acc_mn[h] = 0.0;
-        for (uint i = 0; i < 16; i++) acc[h][i] = 0.0;
+        l[h] = 0.0;
+        for (uint k = t; k < n; k += WG) {
+            float p = exp(sh_p[k * GQA + h] - m[h]);
+            sh_p[k * GQA + h] = p;
+            l[h] += p;
+        }
     }
-    float l_own[GQA];       // sum of p over this thread's score-phase tokens
-    float m_run[GQA];       // running max (the same in every thread)
-    for (uint h = 0; h < GQA; h++) l_own[h] = 0.0, m_run[h] = NEG_INF;
+    barrier();
 
-    for (uint tile = it.begin; tile < it.end; tile += TILE) {
-        uint tn = min(TILE, it.end - tile);
-        // ---- score phase: thread t scores token tile + t for every head ----
-        float s[GQA];
-        for (uint h = 0; h < GQA; h++) s[h] = NEG_INF;
-        if (is_int2) {
-            uvec4 kc[CW / 4], vc[CW / 4];
-            uint kp[PWD], vp[PWD];
-            for (uint c4 = 0; c4 < CW / 4; c4++) kc[c4] = r_kc[c4], vc[c4] = r_vc[c4];
-            for (uint g = 0; g < PWD; g++) kp[g] = r_kp[g], vp[g] = r_vp[g];
-            uint idx = tile + TILE + t;   // next tile: its words now, the page after it
-            if (t < TILE && idx < it.end) {
-                load_int2(uint(pg_next) * PAGE + idx % PAGE, kvh);
-                idx += TILE;
-                if (idx < it.end) pg_next = int2_table[seq * pc.max_int2_pages + idx / PAGE];
-            }
-            if (t < tn) {
-                for (uint h = 0; h < GQA; h++) s[h] = 0.0;
-                float scx[PWD];
-                for (uint g = 0; g < PWD; g++) {
-                    vec2 sm = unpackHalf2x16(kp[g]); // x = scale, y = min
-                    scx[g] = sm.x / XB;
-                    float base = sm.y - XA * scx[g];
-                    for (uint h = 0; h < GQA; h++) s[h] += base * sh_qsum[h * PWD + g];
-                    sh_vp[t * PWD + g] = vp[g];
-                }
-                for (uint word = 0; word < CW; word++) {
-                    uint w = kc[word / 4][word % 4];
-                    for (uint h = 0; h < GQA; h++) s[h] += scx[word * 16 / GROUP] * word_dot(w, h, word);
-                    sh_vc[t * CW + word] = vc[word / 4][word % 4];
-                }
-            }
-        } else if (t < tn) {
-            uint idx = tile + t;
-            for (uint h = 0; h < GQA; h++) s[h] = 0.0;
-            uint page = uint(f16_table[seq * pc.max_f16_pages + idx / PAGE]);
-            uint slot = idx % PAGE;
-            sh_tok[t] = page * PAGE + slot;
-            uint krow = page * F16_PAGE_VEC4 + (kvh * PAGE + slot) * F16_ROW_VEC4;
-            for (uint c = 0; c < D / 8; c++) {
-                uvec4 w4 = f16_pool4[krow + c];
-                vec4 k0 = vec4(unpackHalf2x16(w4.x), unpackHalf2x16(w4.y));
-                vec4 k1 = vec4(unpackHalf2x16(w4.z), unpackHalf2x16(w4.w));
-                for (uint h = 0; h < GQA; h++)
-                    s[h] += dot(sh_q[h * (D / 4) + 2 * c], k0) + dot(sh_q[h * (D / 4) + 2 * c + 1], k1);
-            }
-        }
-        if (t < TILE)
-            for (uint h = 0; h < GQA; h++) sh_red[h * TILE + t] = s[h];
-        barrier();
-
-        // ---- online softmax: tile max, running max, rescale factor, p ----
-        reduce_parts(true);
-        barrier();
-        float alpha[GQA];
-        for (uint h = 0; h < GQA; h++) {
-            float m_new = max(m_run[h], part_result(h, true));
-            alpha[h] = m_run[h] == m_new ? 1.0 : exp(m_run[h] - m_new);
-            m_run[h] = m_new;
-            float p = s[h] == NEG_INF ? 0.0 : exp(s[h] - m_new);
-            if (t < TILE) sh_red[h * TILE + t] = p;
-            l_own[h] = l_own[h] * alpha[h] + p;
-        }
-        barrier();
-
-        // ---- value phase: slice of all heads, tokens lane, lane + LANES, ... ----
-        if (lane < LANES) {
-            for (uint h = 0; h < GQA; h++) {
-                acc_mn[h] *= alpha[h];
-                for (uint i = 0; i < 16; i++) acc[h][i] *= alpha[h];
-            }
-            if (is_int2) {
-#if ATTN_F16
-                f16vec2 acc16[GQA][8];   // this tile's p * scale * code, (e, e + 8) pairs
-                for (uint h = 0; h < GQA; h++)
-                    for (uint e = 0; e < 8; e++) acc16[h][e] = f16vec2(0.0hf);
-#endif
-                for (uint k = lane; k < tn; k += LANES) {
-                    uint w = sh_vc[k * CW + slice];
-                    vec2 sm = unpackHalf2x16(sh_vp[k * PWD + slice * 16 / GROUP]);
-                    float scx = sm.x / XB, base = sm.y - XA * scx;
-#if ATTN_F16
-                    f16vec2 c2[8];
-                    for (uint e = 0; e < 8; e++) c2[e] = code_pair(w, e);
-                    for (uint h = 0; h < GQA; h++) {
-                        float p = sh_red[h * TILE + k];
-                        acc_mn[h] += p * base;
-                        f16vec2 ps = f16vec2(float16_t(p * scx));
-                        for (uint e = 0; e < 8; e++) acc16[h][e] = fma(ps, c2[e], acc16[h][e]);
-                    }
-#else
-                    float x[16];
-                    for (uint e = 0; e < 16; e++) x[e] = code_x(w, e);
-                    for (uint h = 0; h < GQA; h++) {
-                        float p = sh_red[h * TILE + k];
-                        float ps = p * scx;
-                        acc_mn[h] += p * base;
-                        for (uint e = 0; e < 16; e++) acc[h][e] += ps * x[e];
-                    }
-#endif
-                }
-#if ATTN_F16
-                for (uint h = 0; h < GQA; h++)
-                    for (uint e = 0; e < 8; e++) {
-                        acc[h][e] += float(acc16[h][e].x);
-                        acc[h][e + 8] += float(acc16[h][e].y);
-                    }
-#endif
-            } else {
-                for (uint k0 = lane; k0 < tn; k0 += 4 * LANES) {
-                    uvec4 v[4][2];
-                    for (uint u = 0; u < 4; u++) {
-                        uint k = k0 + u * LANES;
-                        if (k < tn) {
-                            uint gs = sh_tok[k];
-                            uint page = gs / PAGE, row = kvh * PAGE + gs % PAGE;
-                            uint vrow = page * F16_PAGE_VEC4 + (N_KV * PAGE + row) * F16_ROW_VEC4 + slice * 2;
-                            v[u][0] = f16_pool4[vrow];
-                            v[u][1] = f16_pool4[vrow + 1];
-                        }
-                    }
-                    for (uint u = 0; u < 4; u++) {
-                        uint k = k0 + u * LANES;
-                        if (k >= tn) break;
-                        vec2 f[8];
-                        for (uint i = 0; i < 4; i++) {
-                            f[i] = unpackHalf2x16(v[u][0][i]);
-                            f[4 + i] = unpackHalf2x16(v[u][1][i]);
-                        }
-                        for (uint h = 0; h < GQA; h++) {
-                            float p = sh_red[h * TILE + k];
-                            for (uint i = 0; i < 8; i++) {
-                                acc[h][2 * i] += p * f[i].x;
-                                acc[h][2 * i + 1] += p * f[i].y;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        barrier();
+    uint slice = t % CW, lane = t / CW;
+    for (uint h = 0; h < GQA; h++) {
+        acc_b[h] = 0.0;
+        for (uint e = 0; e < 16; e++) acc[h][e] = 0.0;
     }
+    if (is_int2) values_int2(seq, it.begin, n, kvh, slice, lane);
+    else values_f16(seq, it.begin, n, kvh, slice, lane);
+    reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
 
-    // ---- l: sum over the workgroup ----
-    if (t < TILE)
-        for (uint h = 0; h < GQA; h++) sh_red[h * TILE + t] = l_own[h];
-    barrier();
-    reduce_parts(false);
-    barrier();
-    if (t < GQA) sh_l[t] = part_result(t, false);
-
-    // ---- o: sum the lanes of every (head, slice), EC elements at a time ----
-    // acc index i is element i of the slice (fp16 items, fp16 INT2 pairs) or of x (fp32 INT2:
-    // the same order); the INT2 x-sums need the constant term acc_mn added.
-    uint out_base = item_id * N_HEAD + kvh * GQA;     // first query head of this KV head
-    for (uint h = 0; h < GQA; h++)
-        for (uint part = 0; part < 16 / EC; part++) {
-            for (uint i = 0; i < EC; i++)
-                sh_red[i * WG + t] = lane < LANES ? acc[h][part * EC + i] + acc_mn[h] : 0.0;
-            barrier();
-            for (uint x = t; x < CW * EC; x += WG) {
-                uint i = x % EC, sl = x / EC;
-                float v = 0.0;
-                for (uint ln = 0; ln < LANES; ln++) v += sh_red[i * WG + ln * CW + sl];
-                partials[(out_base + h) * (D + 2) + 2 + sl * 16 + part * EC + i] = v;
-            }
-            barrier();
+    uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
+    for (uint h = 0; h < GQA; h++) {
+        for (uint e = 0; e < 16; e++) sh_p[lane * D + slice * 16 + e] = acc[h][e] + acc_b[h];
+        barrier();
+        for (uint j = t; j < D; j += WG) {
+            float v = 0.0;
+            for (uint ln = 0; ln < LANES; ln++) v += sh_p[ln * D + j];
+            partials[(out_base + h) * (D + 2) + 2 + j] = v;
         }
-    if (t < GQA) {
-        partials[(out_base + t) * (D + 2)] = m_run[t];
-        partials[(out_base + t) * (D + 2) + 1] = sh_l[t];
+        if (t == 0) {
+            partials[(out_base + h) * (D + 2)] = m[h];
+            partials[(out_base + h) * (D + 2) + 1] = l[h];
+        }
+        barrier();
     }
 }

@@ -6,6 +6,19 @@
 
 #include "common/kv_layout.h"
 
+/* attn_decode's own specialization constant (ids 7..9 are the write path's, kv_write.h):
+ * the largest item it accepts, in tokens; its shared memory grows with it. */
+#define KV_SPEC_ITEM_TOKENS 10
+#define ATTN_N_SPEC 11 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
+
+/* attn_decode's shared memory in floats, for items of up to `item` tokens, GQA heads per
+ * workgroup, `wg` threads, head_dim d and group G: q [gqa][d], group sums of q [gqa][d/G],
+ * scores/p [item][gqa] (at least the [wg/(d/16)][d] lane sums of the end), per-thread
+ * reduction values [gqa][wg] and first-level results [gqa][16]. */
+#define ATTN_P_FLOATS(item, gqa, wg) ((item) * (gqa) > 16 * (wg) ? (item) * (gqa) : 16 * (wg))
+#define ATTN_SHARED_FLOATS(item, gqa, wg, d, G) \
+    ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_P_FLOATS(item, gqa, wg) + (gqa) * (wg) + (gqa) * 16)
+
 /* attn_decode: one workgroup per (work item, KV head). 16 bytes. */
 struct attn_decode_push {
     KV_U32 n_items;        /* items in the items buffer; the grid may overshoot it */
