@@ -103,6 +103,7 @@ struct oscar_context {
     oscar_cmd cmd;                      /* the context's own stream for synchronous work */
     oscar_buffer staging;               /* reusable staging for upload/download */
     int validation, print_validation;
+    int pipeline_stats;                 /* OSCAR_PIPELINE_STATS=1 and the device can: print each pipeline's statistics */
     volatile uint64_t validation_messages;
 };
 

@@ -527,12 +527,24 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     if (ctx->queue_family == UINT32_MAX)
         OSCAR_FAIL(OSCAR_ERROR_MISSING_FEATURE, "device '%s' has no compute queue", ctx->info.name);
 
-    const char *dev_exts[2];
+    const char *dev_exts[3];
     uint32_t n_dev_exts = 0;
+    /* compiler statistics of each pipeline (registers, spills, ...) on request, for tuning */
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fpe = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pNext = f12.pNext,
+        .pipelineExecutableInfo = VK_TRUE };
+    if (env_flag("OSCAR_PIPELINE_STATS") && device_has_extension(ctx->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+        dev_exts[n_dev_exts++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+        f12.pNext = &fpe;
+        ctx->pipeline_stats = 1;
+    }
     if (ctx->info.memory_budget) dev_exts[n_dev_exts++] = VK_EXT_MEMORY_BUDGET_EXTENSION_NAME;
     int sc_ext = ctx->info.subgroup_size_control && ctx->info.api_version < VK_API_VERSION_1_3;
     if (sc_ext) dev_exts[n_dev_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
-    if (ctx->info.subgroup_size_control) f12.pNext = &fsc;
+    if (ctx->info.subgroup_size_control) {
+        fsc.pNext = f12.pNext;
+        f12.pNext = &fsc;
+    }
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

@@ -1,5 +1,6 @@
 /* Compute pipelines from the embedded SPIR-V, specialised by constants, created once per
  * (shader, constants, subgroup size) and kept by the context. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,37 @@ static int same_desc(const oscar_pipeline_desc *a, const oscar_pipeline_desc *b)
     return strcmp(a->shader, b->shader) == 0 && a->n_buffers == b->n_buffers && a->push_size == b->push_size &&
            a->n_spec == b->n_spec && a->required_subgroup_size == b->required_subgroup_size &&
            memcmp(a->spec, b->spec, a->n_spec * sizeof a->spec[0]) == 0;
+}
+
+/* One line per executable of the pipeline on stderr: its name, spec constants and the
+ * driver's statistics (register count, spills, ... whatever the driver reports). */
+static void print_stats(oscar_context *ctx, const oscar_pipeline *p)
+{
+    VkPipelineInfoKHR pi = { .sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = p->pipeline };
+    VkPipelineExecutablePropertiesKHR execs[4];
+    uint32_t n_exec = 4;
+    for (uint32_t i = 0; i < n_exec; i++) execs[i] = (VkPipelineExecutablePropertiesKHR){ .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR };
+    if (ctx->vk.vkGetPipelineExecutablePropertiesKHR(ctx->device, &pi, &n_exec, execs) < 0) return;
+    for (uint32_t e = 0; e < n_exec; e++) {
+        fprintf(stderr, "pipeline %s spec", p->name);
+        for (uint32_t i = 0; i < p->desc.n_spec; i++) fprintf(stderr, "%s%u", i ? "," : " ", p->desc.spec[i]);
+        VkPipelineExecutableInfoKHR ei = { .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR, .pipeline = p->pipeline, .executableIndex = e };
+        VkPipelineExecutableStatisticKHR st[32];
+        uint32_t n = 32;
+        for (uint32_t i = 0; i < n; i++) st[i] = (VkPipelineExecutableStatisticKHR){ .sType = VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR };
+        if (ctx->vk.vkGetPipelineExecutableStatisticsKHR(ctx->device, &ei, &n, st) < 0) n = 0;
+        fprintf(stderr, " (subgroup %u):", execs[e].subgroupSize);
+        for (uint32_t i = 0; i < n; i++) {
+            fprintf(stderr, " %s=", st[i].name);
+            switch (st[i].format) {
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: fprintf(stderr, "%u", st[i].value.b32); break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: fprintf(stderr, "%lld", (long long)st[i].value.i64); break;
+            case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: fprintf(stderr, "%llu", (unsigned long long)st[i].value.u64); break;
+            default: fprintf(stderr, "%g", st[i].value.f64); break;
+            }
+        }
+        fprintf(stderr, "\n");
+    }
 }
 
 oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *desc, oscar_pipeline **out)
@@ -82,8 +114,10 @@ oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *d
                    .pSpecializationInfo = desc->n_spec ? &spec : NULL },
         .layout = p->layout,
     };
+    if (ctx->pipeline_stats) cpci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     OSCAR_VK(ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &cpci, NULL, &p->pipeline));
     ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
+    if (ctx->pipeline_stats) print_stats(ctx, p);
     p->next = ctx->pipelines;
     ctx->pipelines = p;
     *out = p;
