@@ -36,6 +36,9 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
     ops->ctx = ctx;
     ops->workgroup = 128;
     ops->matvec_rows = 0; /* per weight type: matvec_default_rows() */
+    ops->matvec_shader = OSCAR_MATVEC_AUTO;
+    ops->matvec_workgroup = 0;
+    ops->matvec_unroll = 0;
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -112,18 +115,17 @@ static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t
 
 /* ---- matrix products ------------------------------------------------------------------------ */
 
-/* Rows per mat-vec workgroup when ops->matvec_rows is 0. Every thread keeps its x unit in
- * registers for all of them, and x is staged once per workgroup: the fewer bytes a row has,
- * the more rows it takes to amortise x (4 was best for F16 on the H200). */
+/* Rows per mat-vec workgroup when ops->matvec_rows is 0: 4 was best for F16 on the H200 with
+ * the RUN8 shader; the block types take 2 (x is read per thread from the caches and reused
+ * over the rows; more rows mean fewer, longer workgroups). First guesses for the UNITS shader:
+ * oscar-bench ops --rows-per-group sweeps them. */
 static uint32_t matvec_default_rows(uint32_t type)
 {
     switch (type) {
     case OSCAR_GGML_TYPE_F32:
     case OSCAR_GGML_TYPE_F16:
     case OSCAR_GGML_TYPE_BF16: return 4;
-    case OSCAR_GGML_TYPE_Q8_0:
-    case OSCAR_GGML_TYPE_Q6_K: return 8;
-    default: return 16;
+    default: return 2;
     }
 }
 
@@ -133,20 +135,28 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
+    int is_float = type == OSCAR_GGML_TYPE_F32 || type == OSCAR_GGML_TYPE_F16 || type == OSCAR_GGML_TYPE_BF16;
+    uint32_t shader = ops->matvec_shader ? ops->matvec_shader : is_float ? OSCAR_MATVEC_RUN8 : OSCAR_MATVEC_UNITS;
+    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
     uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
-    /* shared memory: [ROWS][WORKGROUP] fp32 partial sums + the x chunk, 36 floats per 32
-     * columns (shaders/mul_mat_vec.comp); the chunk is a multiple of 256 columns, at most
-     * 4096, halved until both fit */
-    uint64_t limit = ops->ctx->limits.maxComputeSharedMemorySize, red = (uint64_t)per * ops->workgroup * 4;
-    uint32_t chunk = 4096;
-    while (chunk > 256 && (chunk >= 2 * cols || red + chunk / 32 * 36 * 4 > limit)) chunk /= 2;
-    if (per > ops->workgroup || red + chunk / 32 * 36 * 4 > limit)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u rows per workgroup of %u threads", per, ops->workgroup);
+    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : 1;
+    if (shader != OSCAR_MATVEC_UNITS && shader != OSCAR_MATVEC_RUN8)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
+    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: workgroup %u is not a power of two in 32..256", wg);
+    if (per > wg || (uint64_t)per * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u rows per workgroup of %u threads", per, wg);
+    if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: unroll %u exceeds 8", unroll);
     if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u tokens exceed the grid", n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = "mul_mat_vec", .n_buffers = 3, .push_size = 12, .n_spec = 4,
-                              .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type, /* ROWS */ per,
-                                        /* XCHUNK */ chunk } };
+    oscar_pipeline_desc d = { .shader = "mul_mat_vec_run8", .n_buffers = 3, .push_size = 12, .n_spec = 3,
+                              .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per } };
+    if (shader == OSCAR_MATVEC_UNITS) {
+        d.shader = "mul_mat_vec";
+        d.n_spec = 5;
+        d.spec[3] = unroll;                 /* UNROLL */
+        d.spec[4] = (w.offset % 16) == 0;   /* W16: the uvec4 view of W is aligned */
+    }
     uint32_t push[3] = { rows, cols, n }, groups[3];
     if ((st = grid_2d(oscar_div_up(rows, per), groups, "mul_mat_vec")) != OSCAR_OK) return st;
     groups[2] = n;

@@ -26,9 +26,20 @@ typedef struct oscar_ops {
     oscar_context *ctx;
     uint32_t workgroup;    /* threads per workgroup: 32, 64, 128 or 256 */
     uint32_t matvec_rows;  /* rows per mat-vec workgroup, 1..workgroup; 0: chosen per weight type */
+    /* mat-vec tuning (0 everywhere: chosen per weight type; oscar-bench ops sweeps them) */
+    uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
+    uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
+    uint32_t matvec_unroll;    /* units per thread per pass of mul_mat_vec.comp, 1..8; 0: per type */
 } oscar_ops;
 
-/* Fills ops with the defaults for ctx (128 threads, mat-vec rows per workgroup by weight type). */
+/* Which decode mat-vec shader oscar_op_mul_mat_vec records. */
+enum {
+    OSCAR_MATVEC_AUTO = 0,  /* per weight type: RUN8 for F32/F16/BF16, UNITS for the block types */
+    OSCAR_MATVEC_UNITS = 1, /* shaders/mul_mat_vec.comp: 16-byte units per thread, x from memory */
+    OSCAR_MATVEC_RUN8 = 2,  /* shaders/mul_mat_vec_run8.comp: 8 elements per thread, dequant8 */
+};
+
+/* Fills ops with the defaults for ctx (128 threads, mat-vec variant and rows by weight type). */
 void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
 
 /* y[t][r] = sum_c W[r][c] * x[t][c]: W [rows][cols] of `type` (GGUF order, cols contiguous),

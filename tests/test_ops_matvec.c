@@ -1,8 +1,8 @@
 /* The dequantizing matrix kernels against their C references (runtime/ops_ref.c), for every
  * weight type the GPU reads: get_rows (the dequantizer alone), mul_mat_vec (decode) and the
  * tiled mul_mat (prefill), at workgroups 64/128/256, odd row counts, column counts from one
- * block to 5120, 1 to 3 rows per mat-vec workgroup and the per-type default, and 1, 3, 7 and
- * 64 tokens.
+ * block to 5120, 1 to 4 rows per mat-vec workgroup and the per-type default, both mat-vec
+ * shaders (UNITS at 1 to 4 units per pass, 32 threads too), and 1, 3, 7 and 64 tokens.
  *
  * Weights: quantized types are random bytes with the fp16 scale fields replaced by sane
  * values, so every bit of every code, scale and high-bit field is exercised (the reference
@@ -210,10 +210,24 @@ int main(void)
         uint32_t cols[3] = { block == 1 ? 40 : block, block == 1 ? 96 : 3 * block, 4096 };
         uint32_t rows[3] = { 37, 67, 33 };
         uint32_t per_group[3] = { 1, 2, 3 };
-        for (int c = 0; c < 3; c++)
+        ops.matvec_shader = OSCAR_MATVEC_UNITS;
+        for (int c = 0; c < 3; c++) {
+            ops.matvec_unroll = 1u << c; /* 1, 2, 4 units per thread per pass */
             check_case(&ops, type, rows[c], cols[c], workgroups[(t + (size_t)c) % 3], per_group[c]);
-        /* the per-type default rows per group (0), over more than one x chunk of 4096 */
+        }
+        ops.matvec_unroll = 0;
+        /* the per-type defaults (shader, rows per group) */
         check_case(&ops, type, 41, 5120, 128, 0);
+        /* the RUN8 shader (the default for F32/F16/BF16) on the block types too, and the UNITS
+         * shader at 32 threads, 4 rows and 3 units per pass (a partial last pass) */
+        ops.matvec_shader = OSCAR_MATVEC_RUN8;
+        check_case(&ops, type, 35, 4096, 64, 4);
+        ops.matvec_shader = OSCAR_MATVEC_UNITS;
+        ops.matvec_unroll = 3;
+        ops.matvec_workgroup = 32;
+        check_case(&ops, type, 35, 4096, 64, 4);
+        ops.matvec_unroll = 0;
+        ops.matvec_workgroup = 0;
     }
     return test_gpu_finish(ctx);
 }

@@ -1,8 +1,9 @@
 // Dot products of x with one "unit" of a GGUF weight row, read in whole 32-bit words: the
-// decode mat-vec (mul_mat_vec.comp) gives each thread a unit, so that adjacent threads read
+// decode mat-vec (mul_mat_vec.comp) gives each thread units, so that adjacent threads read
 // adjacent words and no element is converted from an integer one at a time.
 //
-// Needs common/dequant.glsl first (TYPE, wq[], dq_f16, dq_u8, the GGML_* ids).
+// Needs common/dequant.glsl first (TYPE, wq[], dq_f16, dq_u8, the GGML_* ids); with MV_WQ4
+// defined also a uint W16 (1: use wq4) and a uvec4 view wq4[] of the same binding as wq[].
 //
 // A unit is 16 bytes of the type's main quant array plus the block header they need:
 //   F32  4 elements, F16/BF16 8 elements (the unit is 16 bytes of the row);
@@ -54,13 +55,20 @@ bool mv_perm() { return TYPE != GGML_F32 && TYPE != GGML_F16 && TYPE != GGML_BF1
 bool mv_aligned() { return TYPE != GGML_Q4_0 && TYPE != GGML_Q8_0 && TYPE != GGML_Q6_K; }
 
 // The 16 bytes at byte offset o (even; o + 16 rounded up to a word lies inside wq) as words.
+// Without a branch: an unaligned type always reads the fifth word (clamped to the buffer) and
+// selects, so that the loads of several units can be in flight together.
 uvec4 mv_load4(uint o)
 {
+#ifdef MV_WQ4
+    // every unit of these types starts on 16 bytes when the binding does (W16): one 16-byte load
+    if (W16 != 0u && (TYPE == GGML_F32 || TYPE == GGML_F16 || TYPE == GGML_BF16 || TYPE == GGML_Q4_K || TYPE == GGML_Q5_K))
+        return wq4[o >> 4];
+#endif
     uint i = o >> 2;
     uvec4 w = uvec4(wq[i], wq[i + 1u], wq[i + 2u], wq[i + 3u]);
-    if (!mv_aligned() && (o & 2u) != 0u) {
-        uint e = wq[i + 4u];
-        w = (w >> 16) | (uvec4(w.yzw, e) << 16);
+    if (!mv_aligned()) {
+        uint e = wq[min(i + 4u, uint(wq.length()) - 1u)];
+        w = mix(w, (w >> 16) | (uvec4(w.yzw, e) << 16), bvec4((o & 2u) != 0u));
     }
     return w;
 }
