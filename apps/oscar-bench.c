@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/app_common.h"
@@ -641,6 +642,20 @@ out_file:
 
 /* ---- ops: mat-vec per weight type ----------------------------------------------------------- */
 
+/* Whether `name` is one of the comma-separated names in `list` (case-insensitive). */
+static int name_in_list(const char *name, const char *list)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncasecmp(p, name, n)) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 /* Times the decode mat-vec y = W·x for each weight type, W [rows][cols], `iters` dispatches
  * chained in one command buffer with a barrier between them (as in a forward pass). The weights
  * rotate over enough copies that together exceed the GPU's last-level cache, so every dispatch
@@ -650,7 +665,8 @@ out_file:
 static int bench_ops(int argc, char **argv)
 {
     const char *prog = "oscar-bench ops", *device = NULL;
-    uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0;
+    const char *only = NULL; /* --types: comma-separated type names, NULL: all */
+    uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0, mv_shader = OSCAR_MATVEC_AUTO, mv_wg = 0, mv_unroll = 0;
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                           OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
@@ -662,6 +678,18 @@ static int bench_ops(int argc, char **argv)
         else if (!strcmp(f, "--cols")) ok = app_parse_u32(prog, f, v, 1u << 20, &cols);
         else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
         else if (!strcmp(f, "--rows-per-group")) ok = app_parse_u32(prog, f, v, 256, &per_group);
+        else if (!strcmp(f, "--mv-workgroup")) ok = app_parse_u32(prog, f, v, 256, &mv_wg);
+        else if (!strcmp(f, "--mv-unroll")) ok = app_parse_u32(prog, f, v, 8, &mv_unroll);
+        else if (!strcmp(f, "--types")) only = v;
+        else if (!strcmp(f, "--mv-shader")) {
+            if (!strcmp(v, "auto")) mv_shader = OSCAR_MATVEC_AUTO;
+            else if (!strcmp(v, "units")) mv_shader = OSCAR_MATVEC_UNITS;
+            else if (!strcmp(v, "run8")) mv_shader = OSCAR_MATVEC_RUN8;
+            else {
+                fprintf(stderr, "%s: --mv-shader is auto, units or run8\n", prog);
+                ok = 0;
+            }
+        }
         else if (!strcmp(f, "--device")) device = v;
         else {
             fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
@@ -697,6 +725,12 @@ static int bench_ops(int argc, char **argv)
     oscar_ops ops;
     oscar_ops_init(&ops, ctx);
     ops.matvec_rows = per_group; /* 0: the per-type default */
+    ops.matvec_shader = mv_shader;
+    ops.matvec_workgroup = mv_wg;
+    ops.matvec_unroll = mv_unroll;
+    printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u (0: per type)\n",
+           mv_shader == OSCAR_MATVEC_UNITS ? "units" : mv_shader == OSCAR_MATVEC_RUN8 ? "run8" : "auto", mv_wg, per_group,
+           mv_unroll);
     oscar_cmd cmd;
     oscar_buffer x = { 0 }, y = { 0 };
     if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
@@ -708,6 +742,7 @@ static int bench_ops(int argc, char **argv)
     }
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
         uint32_t type = all_types[ti];
+        if (only && !name_in_list(oscar_ggml_type_name(type), only)) continue;
         uint64_t row_bytes = 0;
         oscar_ggml_row_size(type, cols, &row_bytes);
         uint64_t mat = ((row_bytes * rows) + 255) & ~255ull; /* 256-byte aligned copies */
@@ -766,7 +801,8 @@ int main(int argc, char **argv)
                "                      [--prompt N] [--steps N] [--ubatch N] [--bw-mib N] [--json FILE]\n"
                "                      [--device NAME|INDEX]\n"
                "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
-               "                      [--device NAME|INDEX]\n");
+               "                      [--mv-shader auto|units|run8] [--mv-workgroup N] [--mv-unroll N]\n"
+               "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n");
         return 0;
     }
     if (!strcmp(argv[1], "attention")) return bench_attention(argc - 2, argv + 2);
