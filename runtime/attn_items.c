@@ -5,7 +5,6 @@
 #include "error.h"
 
 static_assert(sizeof(struct attn_decode_push) == 16, "attn_decode_push must match the GLSL push block");
-static_assert(sizeof(struct attn_merge_push) == 8, "attn_merge_push must match the GLSL push block");
 
 /* Appends the items of one range [begin, end) of `kind`, `split` tokens each; counts past
  * max_items without writing. */
@@ -38,6 +37,10 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
         add_range(r, KV_ITEM_F16, 0, sink_end, split, items_out, max_items, &count);
         if (int2_end > sink) add_range(r, KV_ITEM_INT2, 0, int2_end - sink, split, items_out, max_items, &count);
         add_range(r, KV_ITEM_F16, recent_begin, n, split, items_out, max_items, &count);
+        if (count == begin) { /* nothing visible: one empty item, so the row's merge still runs (and writes 0) */
+            if (items_out && count < max_items) items_out[count] = (struct kv_attn_item){ r, KV_ITEM_F16, 0, 0 };
+            count++;
+        }
         if (rows_out) rows_out[r] = (struct kv_attn_row){ seq, n, begin, count };
     }
     *n_items = count;
@@ -46,11 +49,11 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
     return OSCAR_OK;
 }
 
-uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
+uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
 {
     uint32_t best = 0;
     for (uint64_t item = 64; item <= OSCAR_ATTN_MAX_ITEM_TOKENS; item += 64)
-        if (4ull * ATTN_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G) <= shared_bytes)
+        if (4ull * ATTN_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G, (uint64_t)P) <= shared_bytes)
             best = (uint32_t)item;
     return best;
 }

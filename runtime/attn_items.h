@@ -1,6 +1,6 @@
 /* Host-side planning of flash-decoding attention: which work items (kv_attn_item) each query
- * row (kv_attn_row) is split into, and the grid shapes of shaders/attn_decode.comp and
- * shaders/attn_merge.comp. Pure C, no Vulkan: the cache (runtime) and the tests share it.
+ * row (kv_attn_row) is split into, and the grid shape of shaders/attn_decode.comp. Pure C, no
+ * Vulkan: the cache (runtime) and the tests share it.
  *
  * Where the tokens of a sequence live (kv_layout.h): position p is INT2 when
  * sink <= p < flushed_end (INT2 index j = p - sink), fp16 otherwise. A row sees positions
@@ -8,14 +8,15 @@
  *   fp16  positions [0, min(sink, n_visible))                          (attention sinks)
  *   INT2  indices   [0, max(0, min(flushed_end, n_visible) - sink))    (quantized middle)
  *   fp16  positions [max(flushed_end, sink), n_visible)                (recent window)
- * Empty ranges produce no item; a row with n_visible = 0 has no items (the merge writes 0).
+ * Empty ranges produce no item; a row with n_visible = 0 gets one empty item (begin = end), so
+ * every row has at least one item and attn_decode's merge (by the row's last workgroup) runs.
  * fp16 mode is sink = flushed_end = 0: the whole row is one fp16 range. flushed_end < sink
  * (nothing flushed yet, whichever way the cache counts it) means no INT2 range.
  *
  * Choosing split: enough items for the GPU (n_items * n_kv >= a few workgroups per compute
- * unit) and a multiple of the decode workgroup size (its tile). Lavapipe ends any shader loop
+ * unit), at most the kernel's item size (oscar_attn_item_tokens below). Lavapipe ends any shader loop
  * after 65535 iterations in total per invocation, so there keep split <= 16384 tokens and
- * fewer than ~60000 items per row (attn_merge walks a row's items in one loop).
+ * fewer than ~60000 items per row (the merge walks a row's items in one loop).
  */
 #ifndef OSCAR_ATTN_ITEMS_H
 #define OSCAR_ATTN_ITEMS_H
@@ -42,13 +43,13 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
                                     struct kv_attn_row *rows_out, struct kv_attn_item *items_out,
                                     uint32_t max_items, uint32_t *n_items);
 
-/* Largest item attn_decode takes with `wg` threads, `gqa` query heads per KV head, head_dim d
- * and group G within `shared_bytes` of shared memory: a multiple of 64 tokens, at most
+/* Largest item attn_decode takes with `wg` threads, `gqa` query heads per KV head, head_dim d,
+ * group G and page P within `shared_bytes` of shared memory: a multiple of 64 tokens, at most
  * OSCAR_ATTN_MAX_ITEM_TOKENS; 0 when not even 64 tokens fit (GQA too large for the device).
  * The pipeline takes it as its KV_SPEC_ITEM_TOKENS constant, and every item's split must be
  * at most that. */
 #define OSCAR_ATTN_MAX_ITEM_TOKENS 1024u
-uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
+uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
 
 /* Grid covering n workgroups in x (at most OSCAR_ATTN_MAX_GROUPS_X) and z, with y as given:
  * the shaders compute their index as x + z * num_groups_x and skip indices >= n. */

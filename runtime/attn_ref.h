@@ -1,5 +1,5 @@
 /* Plain-C reference of attention over the paged KV cache (shaders/attn_decode.comp +
- * shaders/attn_merge.comp): each row's softmax(q . K^T * scale) . V over positions
+ * its merge): each row's softmax(q . K^T * scale) . V over positions
  * [0, n_visible) of its sequence, every K/V row read from the same pools and page tables
  * the GPU uses (layout in shaders/common/kv_layout.h) and dequantized as int2_quant.h
  * defines (x = mn + code * sc in fp32). Accumulation in double. */

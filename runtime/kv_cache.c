@@ -14,7 +14,6 @@
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
 #define WG_WRITE 64u
 #define WG_ATTN 128u
-#define WG_MERGE 64u
 /* Flash-decoding aims for about this many workgroups per attention call (items of at least
  * ATTN_MIN_SPLIT tokens, at most the kernel's item size). The environment variable
  * OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for tuning on a device). */
@@ -50,7 +49,8 @@ struct oscar_kv_cache {
     uint32_t item_tokens;       /* attn_decode's largest item (its KV_SPEC_ITEM_TOKENS) */
     uint32_t target_groups;     /* workgroups an attention call aims for */
     oscar_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
-    oscar_buffer q_rot, o_rot;  /* [max_step_tokens][n_head][d] fp32 scratch */
+    oscar_buffer q_rot;         /* [max_step_tokens][n_head][d] fp32 scratch */
+    oscar_buffer counters;      /* [max_step_tokens][n_kv_head] uint32: attn_decode's merge counters, 0 between calls */
     oscar_buffer q_dev;         /* [max_step_tokens][n_head][d] fp32: the public API's q, device-local */
     oscar_buffer io_k, io_v, io_q, io_out; /* host-visible staging of the public API */
     struct kv_attn_row *h_rows;   /* [max_step_tokens] host copies */
@@ -63,7 +63,7 @@ struct oscar_kv_cache {
     const oscar_buffer **copy_dst; /* [n_copies] */
     uint32_t n_copies, max_copies;
     oscar_cmd cmd;
-    oscar_pipeline *pl_append, *pl_flush, *pl_rot, *pl_rot_t, *pl_decode, *pl_merge;
+    oscar_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
     double last_gpu_ms;
 };
 
@@ -294,7 +294,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_row), OSCAR_BUFFER_DEVICE, &c->rows));
     uint64_t row_bytes = (uint64_t)T * p.n_head * d * 4;
     OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_rot));
-    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->o_rot));
+    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * p.n_kv_head * 4, OSCAR_BUFFER_DEVICE, &c->counters));
+    OSCAR_TRY(oscar_buffer_fill(ctx, &c->counters, 0, (uint64_t)T * p.n_kv_head * 4, 0));
     OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_dev));
     OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_STAGING, &c->io_q));
     OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_READBACK, &c->io_out));
@@ -311,10 +312,9 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
-    OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 1, &c->pl_rot_t));
     {
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
-        c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->gqa, WG_ATTN, budget);
+        c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, WG_ATTN, budget);
         if (c->item_tokens == 0)
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
                        "memory attention may use on this device", c->gqa, budget);
@@ -324,9 +324,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     }
     const char *f16_env = getenv("OSCAR_ATTN_F16");
     int use_f16 = f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16;
-    OSCAR_TRY(get_pipeline(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 8,
+    OSCAR_TRY(get_pipeline(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 11,
                            sizeof(struct attn_decode_push), WG_ATTN, KV_SPEC_ITEM_TOKENS, c->item_tokens, &c->pl_decode));
-    OSCAR_TRY(get_pipeline(c, "attn_merge", 3, sizeof(struct attn_merge_push), WG_MERGE, 0, 0, &c->pl_merge));
     free(rot);
     *out = c;
     return OSCAR_OK;
@@ -346,7 +345,7 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     free(c->int2_pool);
     free(c->f16_pool);
     oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
-                             &c->partials, &c->q_rot, &c->o_rot, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out };
+                             &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
     free(c->clip_k), free(c->clip_v);
     free(c->copies), free(c->copy_dst);
@@ -552,7 +551,7 @@ oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32
     uint64_t rows_bytes = (uint64_t)n_rows * H * d * 4;
     uint64_t rot_bytes = (uint64_t)c->n_rot * d * d * 4;
     int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
-    oscar_binding q_rot = { &c->q_rot, 0, rows_bytes }, o_rot = { &c->o_rot, 0, rows_bytes };
+    oscar_binding q_rot = { &c->q_rot, 0, rows_bytes };
     uint32_t rot_groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
     record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);
@@ -562,28 +561,15 @@ oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32
         OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot, b, &rp, rot_groups));
         oscar_cmd_barrier(c->ctx, cmd);
     }
-    {
+    { /* flash-decoding; the last workgroup of each (row, KV head) merges and applies R_V^T */
         struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-        oscar_binding b[8] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
-                               { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
-                               { &c->partials, 0, 0 } };
+        oscar_binding b[11] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+                                { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
+                                { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
+                                { &c->counters, 0, 0 } };
         uint32_t groups[3];
         oscar_attn_grid(c->n_items, c->p.n_kv_head, groups);
         OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups));
-        oscar_cmd_barrier(c->ctx, cmd);
-    }
-    {
-        struct attn_merge_push mp = { n_rows, H };
-        oscar_binding b[3] = { { &c->rows, 0, 0 }, { &c->partials, 0, 0 }, rotated ? o_rot : *out };
-        uint32_t groups[3];
-        oscar_attn_grid(n_rows, H, groups);
-        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_merge, b, &mp, groups));
-    }
-    if (rotated) { /* out <- o·R_Vᵀ */
-        oscar_cmd_barrier(c->ctx, cmd);
-        struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H };
-        oscar_binding b[3] = { o_rot, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out };
-        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot_t, b, &rp, rot_groups));
     }
 fail:
     return st;

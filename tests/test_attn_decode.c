@@ -1,4 +1,4 @@
-/* shaders/attn_decode.comp + shaders/attn_merge.comp against the C reference
+/* shaders/attn_decode.comp (flash-decoding with its merge and o·R_Vᵀ) against the C reference
  * (runtime/attn_ref.c) on random paged caches: shuffled physical pages, forked sequences
  * sharing pages, lengths at every window and page boundary, several flush points, prefill
  * rows (one sequence, n_visible = n, n-1, ...), small splits (1-token items), empty items,
@@ -6,7 +6,9 @@
  * overflow exp() without the max trick. Every slot no row may read is poisoned with fp16 NaN,
  * so a kernel reading outside its tokens fails the comparison.
  * Every case runs through attn_decode (fp32) and, where the device has shaderFloat16, through
- * attn_decode_f16 (packed fp16 INT2 dot products).
+ * attn_decode_f16 (INT2 value sums in packed fp16). The call runs twice back to back (the
+ * merge counters must be back at 0 after each) and the second output is checked. In the
+ * rotated modes R_V is a random non-symmetric matrix, so a transposed R_V fails.
  * Bounds: normalised squared error <= 1e-5 against the reference over the same dequantized
  * values; fp16 mode also <= 1e-4 against exact attention over the fp32 values before fp16
  * rounding. */
@@ -16,6 +18,7 @@
 
 #include "attn_items.h"
 #include "attn_ref.h"
+#include "common/kv_write.h"
 #include "half.h"
 #include "test_gpu.h"
 
@@ -28,7 +31,7 @@ typedef struct attn_case {
     float q_mul;            /* query magnitude: large values make logits overflow exp() */
     float mn_mul;           /* INT2 min magnitude: large mins with small scales cancel */
     int empty_items;        /* insert an empty item in front of every row's items */
-    uint32_t merge_wg;
+    int rot_per_head;       /* rotated modes: one R_V per KV head (else one for the layer) */
     uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
 } attn_case;
 
@@ -276,7 +279,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
 
     /* the kernel's item size for this shape, as the cache picks it; longer splits are cut */
     uint32_t shared = ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768;
-    uint32_t item_tokens = oscar_attn_item_tokens(d, c->G, c->gqa, c->wg, shared);
+    uint32_t item_tokens = oscar_attn_item_tokens(d, c->G, c->P, c->gqa, c->wg, shared);
     CHECK_MSG(item_tokens >= 64, "%s: item size %u for %u bytes of shared memory", c->name, item_tokens, shared);
     uint32_t split = c->split < item_tokens ? c->split : item_tokens;
 
@@ -316,31 +319,58 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     CHECK_OK(oscar_buffer_fill(ctx, &b_part, 0, part_bytes ? part_bytes : 16, POISON));
     CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
-    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 8, .push_size = sizeof(struct attn_decode_push),
+    /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
+    int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
+    uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
+    float *rot = malloc(sizeof *rot * n_rot * d * d);
+    for (size_t i = 0; i < (size_t)n_rot * d * d; i++) rot[i] = test_rng_normal() / sqrtf((float)d);
+    if (rotated) {
+        float *o = malloc(sizeof *o * d);
+        for (size_t rh = 0; rh < (size_t)s.n_rows * n_head; rh++) {
+            const float *R = rot + (c->rot_per_head ? (rh % n_head) / c->gqa : 0) * d * d;
+            memcpy(o, want + rh * d, sizeof *o * d);
+            for (uint32_t j = 0; j < d; j++) {
+                double v = 0;
+                for (uint32_t e = 0; e < d; e++) v += (double)o[e] * R[j * d + e];
+                want[rh * d + j] = (float)v;
+            }
+        }
+        free(o);
+    }
+    oscar_buffer b_rot, b_cnt;
+    CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));
+    CHECK_OK(oscar_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
+
+    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 11, .push_size = sizeof(struct attn_decode_push),
                                .n_spec = ATTN_N_SPEC,
                                .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
+                                         [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0,
                                          [KV_SPEC_ITEM_TOKENS] = item_tokens } };
-    oscar_pipeline_desc md = { .shader = "attn_merge", .n_buffers = 3, .push_size = sizeof(struct attn_merge_push),
-                               .n_spec = 2, .spec = { /* WORKGROUP */ c->merge_wg, /* HEAD_DIM */ d } };
-    oscar_pipeline *pd = NULL, *pm = NULL;
+    oscar_pipeline *pd = NULL;
     CHECK_OK(oscar_pipeline_get(ctx, &dd, &pd));
-    CHECK_OK(oscar_pipeline_get(ctx, &md, &pm));
-    if (pd && pm) {
-        oscar_binding bd[8] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
-                                { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_part, 0, 0 } };
-        oscar_binding bm[3] = { { &b_rows, 0, 0 }, { &b_part, 0, 0 }, { &b_out, 0, 0 } };
+    if (pd) {
+        oscar_binding bd[11] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
+                                 { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_part, 0, 0 },
+                                 { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 } };
         struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale };
-        struct attn_merge_push pushm = { s.n_rows, n_head };
-        uint32_t gd[3], gm[3];
+        uint32_t gd[3];
         oscar_attn_grid(n_items, c->nkv, gd);
-        oscar_attn_grid(s.n_rows, n_head, gm);
         CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
         CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
         oscar_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pm, bm, &pushm, gm));
+        ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, b_out.buffer, 0, b_out.size, POISON); /* the 2nd call must write it all */
+        oscar_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
         CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
         CHECK_OK(oscar_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
+        uint32_t *cnt = malloc(4 * s.n_rows * c->nkv);
+        CHECK_OK(oscar_buffer_download(ctx, &b_cnt, 0, cnt, 4 * s.n_rows * c->nkv));
+        uint32_t nonzero = 0;
+        for (uint32_t i = 0; i < s.n_rows * c->nkv; i++) nonzero += cnt[i] != 0;
+        CHECK_MSG(nonzero == 0, "%s: %u merge counters not back at 0", c->name, nonzero);
+        free(cnt);
 
         size_t bad = 0, bad_ref = 0;
         for (size_t i = 0; i < out_n; i++) bad += !isfinite(got[i]);
@@ -361,9 +391,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         }
         printf("\n");
     }
-    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out };
+    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
-    free(q); free(got); free(want); free(rows); free(items);
+    free(q); free(got); free(want); free(rows); free(items); free(rot);
     scene_free(&s);
 }
 
@@ -373,26 +403,26 @@ int main(void)
     test_rng_seed(7);
     const uint32_t R = KV_MODE_ROTATED, F = KV_MODE_FP16, I = KV_MODE_INT2, H = KV_MODE_HADAMARD;
     const attn_case cases[] = {
-        /* name                         mode d   G    P   nkv gqa wg  split sink rec q_mul mn  empty mwg */
-        { "int2 d128 G128 gqa1 wg128",   R, 128, 128, 32, 2, 1, 128, 64,  4, 24, 1.0f, 1.0f, 0, 64 },
-        { "int2 d128 G64 gqa4 wg64",     R, 128, 64,  16, 2, 4, 64,  37,  4, 24, 1.0f, 1.0f, 0, 128 },
-        { "int2 d64 G32 gqa8 wg128",     I, 64,  32,  16, 1, 8, 128, 300, 8, 16, 1.0f, 1.0f, 1, 64 },
-        { "int2 d64 G64 gqa3 wg64",      H, 64,  64,  32, 3, 3, 64,  7,   4, 24, 1.0f, 1.0f, 0, 32 },
-        { "int2 d128 G32 gqa8 wg256",    R, 128, 32,  64, 1, 8, 256, 512, 64, 256, 1.0f, 1.0f, 0, 128 },
-        { "int2 d64 G64 gqa1 split1",    R, 64,  64,  8,  2, 1, 64,  1,   3, 5,  1.0f, 1.0f, 1, 64 },
-        { "int2 d256 G128 gqa8 wg64",    R, 256, 128, 16, 1, 8, 64,  50,  4, 20, 1.0f, 1.0f, 0, 256 },
-        { "int2 d128 G128 gqa2 wg256",   R, 128, 128, 5,  2, 2, 256, 1000, 4, 24, 1.0f, 1.0f, 0, 64 },
-        { "int2 adversarial q x300",     R, 128, 64,  16, 2, 4, 128, 29,  4, 24, 300.0f, 1.0f, 0, 64 },
-        { "int2 adversarial mins x100",  R, 64,  32,  16, 1, 3, 64,  17,  4, 24, 3.0f, 100.0f, 1, 64 },
-        { "fp16 d128 gqa4 wg128",        F, 128, 128, 32, 2, 4, 128, 45,  4, 24, 1.0f, 1.0f, 0, 128 },
-        { "fp16 d64 gqa3 wg64 split1",   F, 64,  64,  16, 3, 3, 64,  1,   4, 8,  1.0f, 1.0f, 0, 64 },
-        { "fp16 d256 gqa1 wg256",        F, 256, 128, 16, 1, 1, 256, 200, 4, 24, 1.0f, 1.0f, 1, 64 },
-        { "fp16 adversarial q x300",     F, 64,  64,  16, 2, 8, 64,  23,  4, 24, 300.0f, 1.0f, 0, 64 },
+        /* name                         mode d   G    P   nkv gqa wg  split sink rec q_mul mn  empty per-head-R */
+        { "int2 d128 G128 gqa1 wg128",   R, 128, 128, 32, 2, 1, 128, 64, 4, 24, 1.0f, 1.0f, 0, 0 },
+        { "int2 d128 G64 gqa4 wg64",     R, 128, 64, 16, 2, 4, 64, 37, 4, 24, 1.0f, 1.0f, 0, 1 },
+        { "int2 d64 G32 gqa8 wg128",     I, 64, 32, 16, 1, 8, 128, 300, 8, 16, 1.0f, 1.0f, 1, 0 },
+        { "int2 d64 G64 gqa3 wg64",      H, 64, 64, 32, 3, 3, 64, 7, 4, 24, 1.0f, 1.0f, 0, 1 },
+        { "int2 d128 G32 gqa8 wg256",    R, 128, 32, 64, 1, 8, 256, 512, 64, 256, 1.0f, 1.0f, 0, 0 },
+        { "int2 d64 G64 gqa1 split1",    R, 64, 64, 8, 2, 1, 64, 1, 3, 5, 1.0f, 1.0f, 1, 0 },
+        { "int2 d256 G128 gqa8 wg64",    R, 256, 128, 16, 1, 8, 64, 50, 4, 20, 1.0f, 1.0f, 0, 0 },
+        { "int2 d128 G128 gqa2 wg256",   R, 128, 128, 5, 2, 2, 256, 1000, 4, 24, 1.0f, 1.0f, 0, 1 },
+        { "int2 adversarial q x300",     R, 128, 64, 16, 2, 4, 128, 29, 4, 24, 300.0f, 1.0f, 0, 1 },
+        { "int2 adversarial mins x100",  R, 64, 32, 16, 1, 3, 64, 17, 4, 24, 3.0f, 100.0f, 1, 0 },
+        { "fp16 d128 gqa4 wg128",        F, 128, 128, 32, 2, 4, 128, 45, 4, 24, 1.0f, 1.0f, 0, 0 },
+        { "fp16 d64 gqa3 wg64 split1",   F, 64, 64, 16, 3, 3, 64, 1, 4, 8, 1.0f, 1.0f, 0, 0 },
+        { "fp16 d256 gqa1 wg256",        F, 256, 128, 16, 1, 1, 256, 200, 4, 24, 1.0f, 1.0f, 1, 0 },
+        { "fp16 adversarial q x300",     F, 64, 64, 16, 2, 8, 64, 23, 4, 24, 300.0f, 1.0f, 0, 0 },
         /* P = 5, one KV head, d/G = 1: INT2 pages are not 16-byte multiples (scalar code loads) */
-        { "int2 unaligned pages P5",     R, 64,  64,  5,  1, 2, 64,  9,   4, 12, 1.0f, 1.0f, 0, 64 },
+        { "int2 unaligned pages P5",     R, 64, 64, 5, 1, 2, 64, 9, 4, 12, 1.0f, 1.0f, 0, 0 },
         /* more than 65535 items in all (x/z grid split); each row stays under 65535 items
          * because lavapipe stops any shader loop after 65535 iterations */
-        { "int2 72000 one-token items",  R, 64,  64,  64, 1, 1, 64,  1,   4, 16, 1.0f, 1.0f, 0, 64, 36000 },
+        { "int2 72000 one-token items",  R, 64, 64, 64, 1, 1, 64, 1, 4, 16, 1.0f, 1.0f, 0, 0, 36000 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], "attn_decode");
     /* the packed-fp16 variant where the device has fp16 arithmetic (the last case only tests

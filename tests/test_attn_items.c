@@ -1,7 +1,8 @@
 /* oscar_attn_build_items (runtime/attn_items.h): for many (sink, flushed_end, n_visible,
  * split) combinations every visible position is covered by exactly one item of the right
- * storage kind, items are at most `split` long and non-empty, rows own contiguous item
- * ranges; plus the argument errors and the grid helper. Host only. */
+ * storage kind, items are at most `split` long and non-empty — except a row that sees
+ * nothing, which gets exactly one empty item — rows own contiguous item ranges; plus the
+ * argument errors, the grid helper and the item size. Host only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +15,11 @@ static void check_row(const struct kv_attn_row *row, const struct kv_attn_item *
 {
     uint32_t n = row->n_visible;
     memset(cover, 0, sizeof *cover * (n + 1));
-    int ok = 1;
-    for (uint32_t i = row->item_begin; i < row->item_end; i++) {
+    int ok = row->item_end > row->item_begin;
+    if (n == 0) /* one empty item */
+        ok &= row->item_end == row->item_begin + 1 && items[row->item_begin].row == r &&
+              items[row->item_begin].begin == items[row->item_begin].end;
+    for (uint32_t i = row->item_begin; i < row->item_end && n > 0; i++) {
         const struct kv_attn_item *it = &items[i];
         ok &= it->row == r && it->begin < it->end && it->end - it->begin <= split;
         for (uint32_t x = it->begin; x < it->end; x++) {
@@ -83,6 +87,21 @@ int main(void)
                  OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(oscar_attn_build_items(NULL, &dummy, 1, &dummy, &dummy, 4, NULL, NULL, 0, &n_items),
                  OSCAR_ERROR_INVALID_ARGUMENT);
+    /* item size: the largest multiple of 64 (<= the cap) whose shared memory fits */
+    const uint32_t shapes[][6] = { /* d, G, P, gqa, wg, shared bytes */
+        { 128, 128, 64, 4, 128, 32768 }, { 64, 64, 64, 3, 128, 32768 }, { 256, 32, 5, 8, 128, 32768 },
+        { 128, 64, 16, 8, 64, 16384 }, { 64, 32, 1, 1, 64, 49152 } };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const uint32_t *x = shapes[i];
+        uint32_t it = oscar_attn_item_tokens(x[0], x[1], x[2], x[3], x[4], x[5]);
+        uint64_t bytes = 4ull * ATTN_SHARED_FLOATS(it, x[3], x[4], x[0], x[1], x[2]);
+        uint64_t next = 4ull * ATTN_SHARED_FLOATS(it + 64, x[3], x[4], x[0], x[1], x[2]);
+        CHECK_MSG(it >= 64 && it % 64 == 0 && it <= OSCAR_ATTN_MAX_ITEM_TOKENS && bytes <= x[5] &&
+                      (it == OSCAR_ATTN_MAX_ITEM_TOKENS || next > x[5]),
+                  "item size %u for shape %zu (%llu bytes of %u)", it, i, (unsigned long long)bytes, x[5]);
+    }
+    CHECK(oscar_attn_item_tokens(128, 128, 64, 4, 128, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
+    CHECK(oscar_attn_item_tokens(256, 32, 1, 16, 256, 16384) == 0); /* nothing fits */
     uint32_t g[3];
     oscar_attn_grid(200000, 3, g);
     CHECK(g[0] == 65535 && g[1] == 3 && g[2] == 4);

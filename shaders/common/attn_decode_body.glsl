@@ -17,6 +17,14 @@
 //            GQA heads, VU tokens' loads are issued before use. At the end the lanes are summed
 //            in shared memory, one head at a time.
 // The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 2].
+// The page-table entries of the item are read once into shared memory at the start.
+//
+// Merge (the last workgroup of a (row, KV head)): every workgroup counts itself in
+// counters[row][kvh] after writing its partials; the one that completes the count combines
+// the row's partials of its GQA heads exactly (M = max m_s, L = sum l_s e^(m_s - M),
+// o = sum o_s e^(m_s - M) / L; 0 when nothing was attended), applies R_Vᵀ in the rotated
+// modes, writes out[row][head][d] and resets the counter for the next call. So one dispatch
+// does split-K attention and its merge.
 //
 // Codes become floats without a conversion instruction: or-ing code c into the mantissa of
 // 1.0 gives x = 1 + c/4 (fp32), so sum_e q_e c_e = 4 * (sum_e q_e x_e - qsum) per group; in
@@ -28,6 +36,7 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common/kv_layout.h"
 #include "common/attn_push.h"
+#include "common/kv_write.h"
 
 #ifndef ATTN_F16
 #define ATTN_F16 0
@@ -62,7 +71,10 @@ const uint U = 2;                               // tokens per thread per round o
 const uint VU = 4;                              // tokens per lane per step of the values
 const uint LANES = WG / CW;                     // value phase: token lanes (WG % CW == 0)
 const uint NPART = 16;                          // first-level reduction width
-const uint P_FLOATS = ATTN_P_FLOATS(ITEM_TOKENS, GQA, WG);
+const uint P_FLOATS = ATTN_P_FLOATS(ITEM_TOKENS, GQA, WG, D);
+const uint MAX_PAGES = ATTN_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item can touch
+layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
+const bool ROTATED = MODE == KV_MODE_HADAMARD || MODE == KV_MODE_ROTATED;
 
 // ---- bindings ----
 layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };              // [n_rows][n_head][d] fp32, rotated
@@ -73,7 +85,10 @@ layout(std430, binding = 3) readonly buffer Int2Pool4 { uvec4 int2_pool4[]; }; /
 layout(std430, binding = 4) readonly buffer F16Pool4 { uvec4 f16_pool4[]; }; // [pages][fp16 page words / 4]
 layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // [n_seq][max_int2_pages]
 layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
-layout(std430, binding = 7) writeonly buffer Partials { float partials[]; }; // [n_items][n_head][d + 2]
+layout(std430, binding = 7) coherent buffer Partials { float partials[]; }; // [n_items][n_head][d + 2]
+layout(std430, binding = 8) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
+layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
+layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 
@@ -83,6 +98,8 @@ shared float sh_qs[GQA * PWD];      // [GQA][d/G] per-group sums of sh_q (INT2)
 shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [LANES][d] lane sums
 shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
 shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
+shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
+shared bool sh_last;                // this workgroup completes its (row, KV head)
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -127,23 +144,21 @@ void reduce_heads(inout float v[GQA], bool is_max)
     barrier();
 }
 
-// First word of the INT2 row of token j (an INT2 index) of this KV head, and its page base.
-void int2_row(uint seq, uint j, uint kvh, out uint base, out uint row)
+// Page base (word) and row of token j (an INT2 index, j >= the item's begin) of this KV head.
+void int2_row(uint begin, uint j, uint kvh, out uint base, out uint row)
 {
-    uint page = uint(int2_table[seq * pc.max_int2_pages + j / PAGE]);
-    base = page * INT2_PAGE_WORDS;
+    base = sh_page[j / PAGE - begin / PAGE] * INT2_PAGE_WORDS;
     row = kvh * PAGE + j % PAGE;
 }
 
 // uvec4 index of the fp16 K row of position p of this KV head (V is F16_PAGE_VEC4 / 2 further).
-uint f16_row(uint seq, uint p, uint kvh)
+uint f16_row(uint begin, uint p, uint kvh)
 {
-    uint page = uint(f16_table[seq * pc.max_f16_pages + p / PAGE]);
-    return page * F16_PAGE_VEC4 + (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;
+    return sh_page[p / PAGE - begin / PAGE] * F16_PAGE_VEC4 + (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;
 }
 
 // ---- scores: sh_p[k][h] = q_h . k_k for the item's tokens k < n; m[h] = this thread's max ----
-void scores_int2(uint seq, uint begin, uint n, uint kvh, inout float m[GQA])
+void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
     for (uint k0 = t; k0 < n; k0 += U * WG) {
@@ -151,7 +166,7 @@ void scores_int2(uint seq, uint begin, uint n, uint kvh, inout float m[GQA])
         uint kp[U][PWD];        // K params (fp16 scale low, min high) per group
         for (uint u = 0; u < U; u++) {
             uint base, row;
-            int2_row(seq, begin + min(k0 + u * WG, n - 1), kvh, base, row); // past n: a valid row, unused
+            int2_row(begin, begin + min(k0 + u * WG, n - 1), kvh, base, row); // past n: a valid row, unused
             uint krow = base + row * CW;
             for (uint c4 = 0; c4 < CW / 4; c4++)
                 kc[u][c4] = K_VEC4 ? int2_pool4[krow / 4 + c4]
@@ -194,12 +209,12 @@ void scores_int2(uint seq, uint begin, uint n, uint kvh, inout float m[GQA])
     }
 }
 
-void scores_f16(uint seq, uint begin, uint n, uint kvh, inout float m[GQA])
+void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
     for (uint k0 = t; k0 < n; k0 += U * WG) {
         uint krow[U];
-        for (uint u = 0; u < U; u++) krow[u] = f16_row(seq, begin + min(k0 + u * WG, n - 1), kvh);
+        for (uint u = 0; u < U; u++) krow[u] = f16_row(begin, begin + min(k0 + u * WG, n - 1), kvh);
         float s[U][GQA];
         for (uint u = 0; u < U; u++)
             for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
@@ -227,17 +242,14 @@ void scores_f16(uint seq, uint begin, uint n, uint kvh, inout float m[GQA])
 }
 
 // ---- values: acc[h][e] + acc_b[h] = sum_k p_hk v_k[slice * 16 + e] over this lane's tokens ----
-float acc[GQA][16];
-float acc_b[GQA];
-
-void values_int2(uint seq, uint begin, uint n, uint kvh, uint slice, uint lane)
+void values_int2(uint begin, uint n, uint kvh, uint slice, uint lane, inout float acc[GQA][16], inout float acc_b[GQA])
 {
     uint g = slice * 16 / GROUP;
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
         uint vw[VU], vp[VU];    // V code word of the slice, V params of its group
         for (uint u = 0; u < VU; u++) {
             uint base, row;
-            int2_row(seq, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
+            int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
             vw[u] = int2_pool[base + V_CODE_OFF + row * CW + slice];
             vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
         }
@@ -285,12 +297,12 @@ void values_int2(uint seq, uint begin, uint n, uint kvh, uint slice, uint lane)
     }
 }
 
-void values_f16(uint seq, uint begin, uint n, uint kvh, uint slice, uint lane)
+void values_f16(uint begin, uint n, uint kvh, uint slice, uint lane, inout float acc[GQA][16])
 {
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
         uvec4 v[VU][2];         // 16 fp16 of the slice
         for (uint u = 0; u < VU; u++) {
-            uint vrow = f16_row(seq, begin + min(k0 + u * LANES, n - 1), kvh) + F16_PAGE_VEC4 / 2 + slice * 2;
+            uint vrow = f16_row(begin, begin + min(k0 + u * LANES, n - 1), kvh) + F16_PAGE_VEC4 / 2 + slice * 2;
             v[u][0] = f16_pool4[vrow];
             v[u][1] = f16_pool4[vrow + 1];
         }
@@ -313,6 +325,53 @@ void values_f16(uint seq, uint begin, uint n, uint kvh, uint slice, uint lane)
     }
 }
 
+// ---- merge of a (row, KV head) by its last workgroup ----
+void merge_row(uint row_id, uint kvh)
+{
+    uint t = gl_LocalInvocationID.x;
+    kv_attn_row row = rows[row_id];
+    // M per head, strided over the items and reduced (a row may have tens of thousands of
+    // items: lavapipe ends any loop after 65535 iterations per invocation)
+    float mx[GQA];
+    for (uint h = 0; h < GQA; h++) {
+        mx[h] = NEG_INF;
+        for (uint s = row.item_begin + t; s < row.item_end; s += WG)
+            mx[h] = max(mx[h], partials[(s * N_HEAD + kvh * GQA + h) * (D + 2)]);
+    }
+    reduce_heads(mx, true);
+    // o of every head, normalised, into sh_p [GQA][d] (rotated basis)
+    for (uint h = 0; h < GQA; h++)
+        for (uint e = t; e < D; e += WG) {
+            uint head = kvh * GQA + h;
+            float l = 0.0, o = 0.0;
+            if (mx[h] != NEG_INF)
+                for (uint s = row.item_begin; s < row.item_end; s++) {
+                    uint b = (s * N_HEAD + head) * (D + 2);
+                    float ms = partials[b];
+                    if (ms == NEG_INF) continue; // empty item: l = 0, o = 0
+                    float w = exp(ms - mx[h]);
+                    l += partials[b + 1] * w;
+                    o += partials[b + 2 + e] * w;
+                }
+            sh_p[h * D + e] = l > 0.0 ? o / l : 0.0;
+        }
+    barrier();
+    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes), else o
+    for (uint i = t; i < GQA * D; i += WG) {
+        uint h = i / D, j = i % D;
+        float v = sh_p[i];
+        if (ROTATED) {
+            uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * (D / 4) + j * (D / 4);
+            v = 0.0;
+            for (uint i4 = 0; i4 < D / 4; i4++) {
+                uint o4 = h * D + 4 * i4;
+                v += dot(rot_v[rbase + i4], vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
+            }
+        }
+        out_[(row_id * N_HEAD + kvh * GQA + h) * D + j] = v;
+    }
+}
+
 void main()
 {
     uint item_id = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
@@ -324,6 +383,11 @@ void main()
     bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
     uint n = min(it.end - it.begin, ITEM_TOKENS); // the host keeps items within ITEM_TOKENS
 
+    uint n_pages = n > 0 ? (it.begin + n - 1) / PAGE - it.begin / PAGE + 1 : 0;
+    for (uint i = t; i < n_pages; i += WG) {
+        uint pg = it.begin / PAGE + i;
+        sh_page[i] = uint(is_int2 ? int2_table[seq * pc.max_int2_pages + pg] : f16_table[seq * pc.max_f16_pages + pg]);
+    }
     for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
     barrier();
     if (is_int2)
@@ -340,8 +404,8 @@ void main()
 
     float m[GQA];
     for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
-    if (is_int2) scores_int2(seq, it.begin, n, kvh, m);
-    else scores_f16(seq, it.begin, n, kvh, m);
+    if (is_int2) scores_int2(it.begin, n, kvh, m);
+    else scores_f16(it.begin, n, kvh, m);
     reduce_heads(m, true); // its first barrier also publishes the scores
 
     float l[GQA];
@@ -356,12 +420,14 @@ void main()
     barrier();
 
     uint slice = t % CW, lane = t / CW;
+    float acc[GQA][16];
+    float acc_b[GQA];
     for (uint h = 0; h < GQA; h++) {
         acc_b[h] = 0.0;
         for (uint e = 0; e < 16; e++) acc[h][e] = 0.0;
     }
-    if (is_int2) values_int2(seq, it.begin, n, kvh, slice, lane);
-    else values_f16(seq, it.begin, n, kvh, slice, lane);
+    if (is_int2) values_int2(it.begin, n, kvh, slice, lane, acc, acc_b);
+    else values_f16(it.begin, n, kvh, slice, lane, acc);
     reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
 
     uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
@@ -378,5 +444,20 @@ void main()
             partials[(out_base + h) * (D + 2) + 1] = l[h];
         }
         barrier();
+    }
+
+    // count this workgroup in; the last of its (row, KV head) merges
+    memoryBarrierBuffer();
+    barrier();
+    if (t == 0) {
+        kv_attn_row row = rows[it.row];
+        uint done = atomicAdd(counters[it.row * N_KV + kvh], 1u) + 1u;
+        sh_last = done == row.item_end - row.item_begin;
+        if (sh_last) counters[it.row * N_KV + kvh] = 0u; // ready for the next call
+    }
+    barrier();
+    if (sh_last) {
+        memoryBarrierBuffer();
+        merge_row(it.row, kvh);
     }
 }

@@ -1,4 +1,4 @@
-/* Push constants of the attention kernels (shaders/attn_decode.comp, shaders/attn_merge.comp),
+/* Push constants of the attention kernels (shaders/attn_decode.comp),
  * shared by C and GLSL like kv_layout.h: 32-bit fields only, sizes checked in
  * runtime/attn_items.c. */
 #ifndef OSCAR_ATTN_PUSH_H
@@ -12,12 +12,16 @@
 #define ATTN_N_SPEC 11 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
 
 /* attn_decode's shared memory in floats, for items of up to `item` tokens, GQA heads per
- * workgroup, `wg` threads, head_dim d and group G: q [gqa][d], group sums of q [gqa][d/G],
- * scores/p [item][gqa] (at least the [wg/(d/16)][d] lane sums of the end), per-thread
- * reduction values [gqa][wg] and first-level results [gqa][16]. */
-#define ATTN_P_FLOATS(item, gqa, wg) ((item) * (gqa) > 16 * (wg) ? (item) * (gqa) : 16 * (wg))
-#define ATTN_SHARED_FLOATS(item, gqa, wg, d, G) \
-    ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_P_FLOATS(item, gqa, wg) + (gqa) * (wg) + (gqa) * 16)
+ * workgroup, `wg` threads, head_dim d, group G and page P: q [gqa][d], group sums of q
+ * [gqa][d/G], scores/p [item][gqa] (also the [wg/(d/16)][d] lane sums and the merged
+ * [gqa][d]), per-thread reduction values [gqa][wg], first-level results [gqa][16], the
+ * item's page ids and a flag. */
+#define ATTN_MAX3(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
+#define ATTN_ITEM_PAGES(item, P) ((item) / (P) + 2)
+#define ATTN_P_FLOATS(item, gqa, wg, d) ATTN_MAX3((item) * (gqa), 16 * (wg), (gqa) * (d))
+#define ATTN_SHARED_FLOATS(item, gqa, wg, d, G, P) \
+    ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_P_FLOATS(item, gqa, wg, d) + (gqa) * (wg) + (gqa) * 16 + \
+     ATTN_ITEM_PAGES(item, P) + 1)
 
 /* attn_decode: one workgroup per (work item, KV head). 16 bytes. */
 struct attn_decode_push {
@@ -25,12 +29,6 @@ struct attn_decode_push {
     KV_U32 max_int2_pages; /* row width of the INT2 page table (entries per sequence) */
     KV_U32 max_f16_pages;  /* row width of the fp16 page table */
     KV_F32 scale;          /* logit scale applied to q (usually 1/sqrt(d)) */
-};
-
-/* attn_merge: one workgroup per (row, query head). 8 bytes. */
-struct attn_merge_push {
-    KV_U32 n_rows;         /* rows in the rows buffer; the grid may overshoot it */
-    KV_U32 n_head;         /* query heads = N_KV * GQA */
 };
 
 #endif
