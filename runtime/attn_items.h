@@ -14,9 +14,9 @@
  * (nothing flushed yet, whichever way the cache counts it) means no INT2 range.
  *
  * Choosing split: enough items for the GPU (n_items * n_kv >= a few workgroups per compute
- * unit), at most the kernel's item size (oscar_attn_item_tokens below). Lavapipe ends any shader loop
- * after 65535 iterations in total per invocation, so there keep split <= 16384 tokens and
- * fewer than ~60000 items per row (the merge walks a row's items in one loop).
+ * unit), and few enough items that the partials stay small (prefill rows see long contexts).
+ * Lavapipe ends any shader loop after 65535 iterations per invocation: the kernels keep
+ * their loops short (chunks of the item, items of a row strided over threads).
  */
 #ifndef OSCAR_ATTN_ITEMS_H
 #define OSCAR_ATTN_ITEMS_H
@@ -43,11 +43,11 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
                                     struct kv_attn_row *rows_out, struct kv_attn_item *items_out,
                                     uint32_t max_items, uint32_t *n_items);
 
-/* Largest item attn_decode takes with `wg` threads, `gqa` query heads per KV head, head_dim d,
- * group G and page P within `shared_bytes` of shared memory: a multiple of 64 tokens, at most
- * OSCAR_ATTN_MAX_ITEM_TOKENS; 0 when not even 64 tokens fit (GQA too large for the device).
- * The pipeline takes it as its KV_SPEC_ITEM_TOKENS constant, and every item's split must be
- * at most that. */
+/* Largest chunk attn_decode scores at once with `wg` threads, `gqa` query heads per KV head,
+ * head_dim d, group G and page P within `shared_bytes` of shared memory: a multiple of 64
+ * tokens, at most OSCAR_ATTN_MAX_ITEM_TOKENS; 0 when not even 64 tokens fit (GQA too large for
+ * the device). The pipeline takes it as its KV_SPEC_ITEM_TOKENS constant; longer items are
+ * processed in chunks of it. */
 #define OSCAR_ATTN_MAX_ITEM_TOKENS 1024u
 uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
 

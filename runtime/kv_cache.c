@@ -21,6 +21,9 @@
 #define OSCAR_ATTN_TARGET_GROUPS 1024u
 #endif
 #define ATTN_MIN_SPLIT 64u
+/* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
+ * ranges split separately); their partials take n_head * (d + 4) floats each */
+#define ATTN_MAX_ITEMS 4096u
 /* 1: use attn_decode_f16 (INT2 value sums in packed fp16, scores fp32) where the device has
  * shaderFloat16; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
  * overrides it when the cache is created. */
@@ -314,6 +317,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     {
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
+        if (WG_ATTN % (d / 4))
+            OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
         c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, WG_ATTN, budget);
         if (c->item_tokens == 0)
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
@@ -416,11 +421,14 @@ static oscar_status plan_attention(oscar_kv_cache *c)
         c->h_row_vis[r] = pl->row_pos[r] + 1;
         visible += c->h_row_vis[r];
     }
-    /* split so the call has about target_groups workgroups */
+    /* split so the call has about target_groups workgroups, and at most ATTN_MAX_ITEMS items
+     * (their partials) even when a prefill chunk's rows each see a long context */
     uint64_t split = visible * c->p.n_kv_head / c->target_groups;
+    uint64_t min_split = (visible + ATTN_MAX_ITEMS / 2 - 1) / (ATTN_MAX_ITEMS / 2);
+    if (split < min_split) split = min_split;
     split = (split + ATTN_MIN_SPLIT - 1) / ATTN_MIN_SPLIT * ATTN_MIN_SPLIT;
     if (split < ATTN_MIN_SPLIT) split = ATTN_MIN_SPLIT;
-    if (split > c->item_tokens) split = c->item_tokens;
+    if (split > UINT32_MAX / 2) split = UINT32_MAX / 2;
     uint32_t n_items = 0;
     OSCAR_TRY(oscar_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
                                      NULL, NULL, 0, &n_items));

@@ -2,27 +2,29 @@
 // shaders/attn_decode.comp (fp32 arithmetic) and shaders/attn_decode_f16.comp (ATTN_F16 = 1:
 // the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay fp32).
 //
-// An item (kv_attn_item) is a range of at most ITEM_TOKENS tokens of one row in one storage
-// kind. The workgroup loads the row's GQA query heads of its KV head (q already rotated,
-// scaled here by pc.scale) and works through the item in three phases, with a handful of
-// barriers per item rather than per tile:
+// An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
+// loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
+// and works through the item in chunks of up to ITEM_TOKENS tokens (usually one), each in
+// three phases, with a handful of barriers per chunk:
 //   scores:  thread t scores tokens t, t + WG, ... (U at a time, their K rows loaded together)
 //            for every head against q in shared memory; scores go to sh_p [token][GQA] and
 //            each thread keeps its own maxima.
 //            INT2: s_h = sum_g mn_g * qsum_hg + sc_g * sum_{e in g} q_h[e] * c_e.
-//   softmax: the maxima are reduced once; p = exp(s - m) replaces s in sh_p; each thread sums
-//            its p into l.
+//   softmax: the maxima are reduced; the running max m moves to include them (what was summed
+//            so far is rescaled by exp(m_old - m)); p = exp(s - m) replaces s in sh_p; each
+//            thread sums its p into l.
 //   values:  thread owns a 16-element slice of d (one INT2 code word) for ALL GQA heads and a
 //            lane of tokens (lane, lane + LANES, ...): a V code word is unpacked once for the
 //            GQA heads, VU tokens' loads are issued before use. At the end the lanes are summed
 //            in shared memory, one head at a time.
-// The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 2].
-// The page-table entries of the item are read once into shared memory at the start.
+// The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 4].
+// The page-table entries of a chunk are read once into shared memory at its start.
 //
 // Merge (the last workgroup of a (row, KV head)): every workgroup counts itself in
 // counters[row][kvh] after writing its partials; the one that completes the count combines
 // the row's partials of its GQA heads exactly (M = max m_s, L = sum l_s e^(m_s - M),
-// o = sum o_s e^(m_s - M) / L; 0 when nothing was attended), applies R_Vᵀ in the rotated
+// o = sum o_s e^(m_s - M) / L; 0 when nothing was attended; lanes of threads take every
+// LANES_M-th item, branch-free, so their loads overlap), applies R_Vᵀ in the rotated
 // modes, writes out[row][head][d] and resets the counter for the next call. So one dispatch
 // does split-K attention and its merge.
 //
@@ -34,6 +36,7 @@
 // Shared memory: the host picks ITEM_TOKENS with oscar_attn_item_tokens() (attn_items.h), whose
 // formula is the one below (ATTN_SHARED_FLOATS).
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "common/kv_layout.h"
 #include "common/attn_push.h"
 #include "common/kv_write.h"
@@ -71,6 +74,9 @@ const uint U = 2;                               // tokens per thread per round o
 const uint VU = 4;                              // tokens per lane per step of the values
 const uint LANES = WG / CW;                     // value phase: token lanes (WG % CW == 0)
 const uint NPART = 16;                          // first-level reduction width
+const uint PF = D + 4;                          // floats per partial (kv_layout.h)
+const uint D4 = D / 4;
+const uint LANES_M = WG / D4;                   // merge: item lanes (WG % (d/4) == 0)
 const uint P_FLOATS = ATTN_P_FLOATS(ITEM_TOKENS, GQA, WG, D);
 const uint MAX_PAGES = ATTN_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item can touch
 layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
@@ -85,7 +91,8 @@ layout(std430, binding = 3) readonly buffer Int2Pool4 { uvec4 int2_pool4[]; }; /
 layout(std430, binding = 4) readonly buffer F16Pool4 { uvec4 f16_pool4[]; }; // [pages][fp16 page words / 4]
 layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // [n_seq][max_int2_pages]
 layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
-layout(std430, binding = 7) coherent buffer Partials { float partials[]; }; // [n_items][n_head][d + 2]
+layout(std430, binding = 7) coherent buffer Partials { float partials[]; }; // [n_items][n_head][d + 4]
+layout(std430, binding = 7) coherent buffer Partials4 { vec4 partials4[]; }; // same buffer, 16-byte view
 layout(std430, binding = 8) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
 layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
 layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
@@ -95,7 +102,8 @@ layout(push_constant) uniform Push { attn_decode_push pc; };
 // ---- shared memory (ATTN_SHARED_FLOATS floats in all) ----
 shared vec4 sh_q[GQA * D / 4];      // [GQA][d] scaled q of the workgroup's heads
 shared float sh_qs[GQA * PWD];      // [GQA][d/G] per-group sums of sh_q (INT2)
-shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [LANES][d] lane sums
+shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [LANES][d] lane sums;
+                                    // in the merge [LANES_M][d] lane sums, then [GQA][d] o
 shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
 shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
 shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
@@ -259,9 +267,9 @@ void values_int2(uint begin, uint n, uint kvh, uint slice, uint lane, inout floa
         f16vec2 a16[GQA][8];    // elements (e, e + 8)
         for (uint h = 0; h < GQA; h++)
             for (uint e = 0; e < 8; e++) a16[h][e] = f16vec2(0.0hf);
-        for (uint u = 0; u < VU; u++) {
+        [[unroll]] for (uint u = 0; u < VU; u++) {
             uint k = k0 + u * LANES;
-            if (k >= n) break;
+            if (k >= n) continue;
             vec2 sm = unpackHalf2x16(vp[u]);
             f16vec2 c2[8];
             for (uint e = 0; e < 8; e++) c2[e] = code_pair(vw[u], e);
@@ -279,9 +287,9 @@ void values_int2(uint begin, uint n, uint kvh, uint slice, uint lane, inout floa
             }
 #else
         // with x = 1 + c/4: mn + sc * c = (mn - 4 sc) + 4 sc * x
-        for (uint u = 0; u < VU; u++) {
+        [[unroll]] for (uint u = 0; u < VU; u++) {
             uint k = k0 + u * LANES;
-            if (k >= n) break;
+            if (k >= n) continue;
             vec2 sm = unpackHalf2x16(vp[u]);
             float sc4 = 4.0 * sm.x, b = sm.y - sc4;
             float x[16];
@@ -306,9 +314,9 @@ void values_f16(uint begin, uint n, uint kvh, uint slice, uint lane, inout float
             v[u][0] = f16_pool4[vrow];
             v[u][1] = f16_pool4[vrow + 1];
         }
-        for (uint u = 0; u < VU; u++) {
+        [[unroll]] for (uint u = 0; u < VU; u++) {
             uint k = k0 + u * LANES;
-            if (k >= n) break;
+            if (k >= n) continue;
             vec2 f[8];
             for (uint i = 0; i < 4; i++) {
                 f[i] = unpackHalf2x16(v[u][0][i]);
@@ -330,45 +338,65 @@ void merge_row(uint row_id, uint kvh)
 {
     uint t = gl_LocalInvocationID.x;
     kv_attn_row row = rows[row_id];
+    uint head0 = kvh * GQA;
     // M per head, strided over the items and reduced (a row may have tens of thousands of
     // items: lavapipe ends any loop after 65535 iterations per invocation)
     float mx[GQA];
-    for (uint h = 0; h < GQA; h++) {
-        mx[h] = NEG_INF;
-        for (uint s = row.item_begin + t; s < row.item_end; s += WG)
-            mx[h] = max(mx[h], partials[(s * N_HEAD + kvh * GQA + h) * (D + 2)]);
-    }
+    [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = NEG_INF;
+    for (uint s = row.item_begin + t; s < row.item_end; s += WG)
+        [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = max(mx[h], partials[(s * N_HEAD + head0 + h) * PF]);
     reduce_heads(mx, true);
-    // o of every head, normalised, into sh_p [GQA][d] (rotated basis)
-    for (uint h = 0; h < GQA; h++)
-        for (uint e = t; e < D; e += WG) {
-            uint head = kvh * GQA + h;
-            float l = 0.0, o = 0.0;
-            if (mx[h] != NEG_INF)
-                for (uint s = row.item_begin; s < row.item_end; s++) {
-                    uint b = (s * N_HEAD + head) * (D + 2);
-                    float ms = partials[b];
-                    if (ms == NEG_INF) continue; // empty item: l = 0, o = 0
-                    float w = exp(ms - mx[h]);
-                    l += partials[b + 1] * w;
-                    o += partials[b + 2 + e] * w;
-                }
-            sh_p[h * D + e] = l > 0.0 ? o / l : 0.0;
+    // thread: 4 elements (e4) of every head over the items of its lane; empty items (m = -inf)
+    // weigh 0
+    uint e4 = t % D4, lane = t / D4;
+    float l[GQA];
+    vec4 o[GQA];
+    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = 0.0, o[h] = vec4(0.0);
+    if (lane < LANES_M)
+        for (uint s = row.item_begin + lane; s < row.item_end; s += LANES_M)
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                uint b = (s * N_HEAD + head0 + h) * PF;
+                float ms = partials[b];
+                float w = ms == NEG_INF ? 0.0 : exp(ms - mx[h]);
+                l[h] += partials[b + 1] * w;
+                o[h] += partials4[b / 4 + 1 + e4] * w;
+            }
+    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = e4 == 0 ? l[h] : 0.0; // one thread per lane counts l
+    reduce_heads(l, false);
+    // sum the lanes one head at a time (sh_p [LANES_M][d]), keep o / L in registers, then
+    // gather o of every head into sh_p [GQA][d]
+    const uint EPT = (D + WG - 1) / WG;
+    float o_fin[GQA][EPT];
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        uint b = lane * D + 4 * e4;
+        sh_p[b] = o[h].x, sh_p[b + 1] = o[h].y, sh_p[b + 2] = o[h].z, sh_p[b + 3] = o[h].w;
+        barrier();
+        [[unroll]] for (uint k = 0; k < EPT; k++) {
+            uint e = k * WG + t;
+            float v = 0.0;
+            if (e < D)
+                for (uint ln = 0; ln < LANES_M; ln++) v += sh_p[ln * D + e];
+            o_fin[h][k] = l[h] > 0.0 ? v / l[h] : 0.0;
         }
+        barrier();
+    }
+    [[unroll]] for (uint h = 0; h < GQA; h++)
+        [[unroll]] for (uint k = 0; k < EPT; k++)
+            if (k * WG + t < D) sh_p[h * D + k * WG + t] = o_fin[h][k];
     barrier();
     // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes), else o
     for (uint i = t; i < GQA * D; i += WG) {
         uint h = i / D, j = i % D;
         float v = sh_p[i];
         if (ROTATED) {
-            uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * (D / 4) + j * (D / 4);
+            uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4;
             v = 0.0;
-            for (uint i4 = 0; i4 < D / 4; i4++) {
+            [[unroll]] for (uint i4 = 0; i4 < D4; i4++) {
                 uint o4 = h * D + 4 * i4;
                 v += dot(rot_v[rbase + i4], vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
             }
         }
-        out_[(row_id * N_HEAD + kvh * GQA + h) * D + j] = v;
+        out_[(row_id * N_HEAD + head0 + h) * D + j] = v;
     }
 }
 
@@ -381,13 +409,7 @@ void main()
     kv_attn_item it = items[item_id];
     uint seq = rows[it.row].seq;
     bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
-    uint n = min(it.end - it.begin, ITEM_TOKENS); // the host keeps items within ITEM_TOKENS
 
-    uint n_pages = n > 0 ? (it.begin + n - 1) / PAGE - it.begin / PAGE + 1 : 0;
-    for (uint i = t; i < n_pages; i += WG) {
-        uint pg = it.begin / PAGE + i;
-        sh_page[i] = uint(is_int2 ? int2_table[seq * pc.max_int2_pages + pg] : f16_table[seq * pc.max_f16_pages + pg]);
-    }
     for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
     barrier();
     if (is_int2)
@@ -400,48 +422,62 @@ void main()
             }
             sh_qs[i] = s;
         }
-    barrier();
-
-    float m[GQA];
-    for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
-    if (is_int2) scores_int2(it.begin, n, kvh, m);
-    else scores_f16(it.begin, n, kvh, m);
-    reduce_heads(m, true); // its first barrier also publishes the scores
-
-    float l[GQA];
-    for (uint h = 0; h < GQA; h++) {
-        l[h] = 0.0;
-        for (uint k = t; k < n; k += WG) {
-            float p = exp(sh_p[k * GQA + h] - m[h]);
-            sh_p[k * GQA + h] = p;
-            l[h] += p;
-        }
-    }
-    barrier();
 
     uint slice = t % CW, lane = t / CW;
-    float acc[GQA][16];
+    float m_run[GQA];       // running max (the same in every thread)
+    float l[GQA];           // sum of this thread's p
+    float acc[GQA][16];     // this lane's value sums of its slice (see values_*)
     float acc_b[GQA];
-    for (uint h = 0; h < GQA; h++) {
-        acc_b[h] = 0.0;
-        for (uint e = 0; e < 16; e++) acc[h][e] = 0.0;
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        m_run[h] = NEG_INF, l[h] = 0.0, acc_b[h] = 0.0;
+        [[unroll]] for (uint e = 0; e < 16; e++) acc[h][e] = 0.0;
     }
-    if (is_int2) values_int2(it.begin, n, kvh, slice, lane, acc, acc_b);
-    else values_f16(it.begin, n, kvh, slice, lane, acc);
+    for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
+        uint n = min(it.end - c0, ITEM_TOKENS);
+        barrier(); // the previous chunk's readers of sh_page and sh_p are done (and sh_q/sh_qs written)
+        uint n_pages = (c0 + n - 1) / PAGE - c0 / PAGE + 1;
+        for (uint i = t; i < n_pages; i += WG) {
+            uint pg = c0 / PAGE + i;
+            sh_page[i] = uint(is_int2 ? int2_table[seq * pc.max_int2_pages + pg] : f16_table[seq * pc.max_f16_pages + pg]);
+        }
+        barrier();
+
+        float m[GQA];
+        [[unroll]] for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
+        if (is_int2) scores_int2(c0, n, kvh, m);
+        else scores_f16(c0, n, kvh, m);
+        reduce_heads(m, true); // its first barrier also publishes the scores
+
+        [[unroll]] for (uint h = 0; h < GQA; h++) {
+            float m_new = max(m_run[h], m[h]);
+            float alpha = exp(m_run[h] - m_new); // 0 on the first chunk (m_run = -inf)
+            m_run[h] = m_new;
+            l[h] *= alpha, acc_b[h] *= alpha;
+            [[unroll]] for (uint e = 0; e < 16; e++) acc[h][e] *= alpha;
+            for (uint k = t; k < n; k += WG) {
+                float p = exp(sh_p[k * GQA + h] - m_new);
+                sh_p[k * GQA + h] = p;
+                l[h] += p;
+            }
+        }
+        barrier();
+        if (is_int2) values_int2(c0, n, kvh, slice, lane, acc, acc_b);
+        else values_f16(c0, n, kvh, slice, lane, acc);
+    }
     reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
 
     uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
-    for (uint h = 0; h < GQA; h++) {
-        for (uint e = 0; e < 16; e++) sh_p[lane * D + slice * 16 + e] = acc[h][e] + acc_b[h];
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        [[unroll]] for (uint e = 0; e < 16; e++) sh_p[lane * D + slice * 16 + e] = acc[h][e] + acc_b[h];
         barrier();
         for (uint j = t; j < D; j += WG) {
             float v = 0.0;
             for (uint ln = 0; ln < LANES; ln++) v += sh_p[ln * D + j];
-            partials[(out_base + h) * (D + 2) + 2 + j] = v;
+            partials[(out_base + h) * PF + 4 + j] = v;
         }
         if (t == 0) {
-            partials[(out_base + h) * (D + 2)] = m[h];
-            partials[(out_base + h) * (D + 2) + 1] = l[h];
+            partials[(out_base + h) * PF] = m_run[h];
+            partials[(out_base + h) * PF + 1] = l[h];
         }
         barrier();
     }

@@ -7,18 +7,19 @@
 #include "common/kv_layout.h"
 
 /* attn_decode's own specialization constant (ids 7..9 are the write path's, kv_write.h):
- * the largest item it accepts, in tokens; its shared memory grows with it. */
+ * the tokens it scores at once (longer items go in chunks of this); its shared memory grows
+ * with it. */
 #define KV_SPEC_ITEM_TOKENS 10
 #define ATTN_N_SPEC 11 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
 
 /* attn_decode's shared memory in floats, for items of up to `item` tokens, GQA heads per
  * workgroup, `wg` threads, head_dim d, group G and page P: q [gqa][d], group sums of q
- * [gqa][d/G], scores/p [item][gqa] (also the [wg/(d/16)][d] lane sums and the merged
- * [gqa][d]), per-thread reduction values [gqa][wg], first-level results [gqa][16], the
+ * [gqa][d/G], scores/p [item][gqa] (also the [wg/(d/16)][d] lane sums and the merge's
+ * [gqa][d] output), per-thread reduction values [gqa][wg], first-level results [gqa][16], the
  * item's page ids and a flag. */
-#define ATTN_MAX3(a, b, c) ((a) > (b) ? ((a) > (c) ? (a) : (c)) : ((b) > (c) ? (b) : (c)))
+#define ATTN_MAX2(a, b) ((a) > (b) ? (a) : (b))
 #define ATTN_ITEM_PAGES(item, P) ((item) / (P) + 2)
-#define ATTN_P_FLOATS(item, gqa, wg, d) ATTN_MAX3((item) * (gqa), 16 * (wg), (gqa) * (d))
+#define ATTN_P_FLOATS(item, gqa, wg, d) ATTN_MAX2(ATTN_MAX2((item) * (gqa), 16 * (wg)), (gqa) * (d))
 #define ATTN_SHARED_FLOATS(item, gqa, wg, d, G, P) \
     ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_P_FLOATS(item, gqa, wg, d) + (gqa) * (wg) + (gqa) * 16 + \
      ATTN_ITEM_PAGES(item, P) + 1)

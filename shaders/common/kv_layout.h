@@ -93,7 +93,8 @@ struct kv_attn_item {
 #define KV_ITEM_F16 1u
 
 /* Partial result of one item for one query head: running max m, sum l, and the unnormalised
- * output o[d] (in the rotated basis): [n_items][n_head][d + 2] floats, m at 0, l at 1. */
-#define KV_PARTIAL_FLOATS(d) ((d) + 2)
+ * output o[d] (in the rotated basis): [n_items][n_head][d + 4] floats, m at 0, l at 1, two
+ * unused, o from 4 (16-byte aligned). */
+#define KV_PARTIAL_FLOATS(d) ((d) + 4)
 
 #endif
