@@ -115,17 +115,16 @@ static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t
 
 /* ---- matrix products ------------------------------------------------------------------------ */
 
-/* Rows per mat-vec workgroup when ops->matvec_rows is 0: 4 was best for F16 on the H200 with
- * the RUN8 shader; the block types take 2 (x is read per thread from the caches and reused
- * over the rows; more rows mean fewer, longer workgroups). First guesses for the UNITS shader:
- * oscar-bench ops --rows-per-group sweeps them. */
+/* Rows per mat-vec workgroup when ops->matvec_rows is 0: 4 for every type. H200 sweep of the
+ * UNITS shader (128 threads, unroll 1; oscar-bench ops --rows-per-group): 4 rows beat 1 and 2
+ * for Q8_0, Q4_0, Q4_K and Q6_K; 4 was also best for F16 with the RUN8 shader. */
 static uint32_t matvec_default_rows(uint32_t type)
 {
     switch (type) {
     case OSCAR_GGML_TYPE_F32:
     case OSCAR_GGML_TYPE_F16:
     case OSCAR_GGML_TYPE_BF16: return 4;
-    default: return 2;
+    default: return 4;
     }
 }
 
