@@ -1,0 +1,49 @@
+/* Tiles of prefill attention; the contract is in attn_tiles.h. */
+#include <assert.h>
+
+#include "attn_tiles.h"
+#include "error.h"
+
+static_assert(sizeof(struct attn_prefill_push) == 16, "attn_prefill_push must match the GLSL push block");
+static_assert(sizeof(struct kv_attn_tile) == 32, "kv_attn_tile must match the GLSL struct");
+
+uint32_t oscar_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, uint32_t *rows,
+                                  uint32_t *chunk)
+{
+    *rows = *chunk = 0;
+    if (d < 4 || wg == 0 || wg % (d / 4)) return 0;
+    for (uint32_t min_chunk = 8; min_chunk >= 4; min_chunk /= 2)
+        for (uint64_t r = OSCAR_ATTN_PF_MAX_ROWS; r >= 1; r /= 2) {
+            if (r * gqa * d > 64ull * wg) continue; /* accumulators per thread */
+            for (uint64_t c = OSCAR_ATTN_PF_MAX_CHUNK; c >= min_chunk; c /= 2)
+                if (4ull * ATTN_PF_SHARED_FLOATS(r, c, (uint64_t)gqa, (uint64_t)d) <= shared_bytes) {
+                    *rows = (uint32_t)r, *chunk = (uint32_t)c;
+                    return *rows;
+                }
+        }
+    return 0;
+}
+
+oscar_status oscar_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
+                                    const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t rows,
+                                    struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles)
+{
+    if (!n_tiles || rows == 0 || (n_rows && (!row_seq || !row_n_visible || !seq_sink || !seq_flushed_end)))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attention tiles: missing array or rows = 0");
+    uint32_t count = 0;
+    for (uint32_t r = 0; r < n_rows;) {
+        uint32_t seq = row_seq[r], e = r, nv = 0;
+        while (e < n_rows && e - r < rows && row_seq[e] == seq) {
+            if (row_n_visible[e] > nv) nv = row_n_visible[e];
+            e++;
+        }
+        if (tiles_out && count < max_tiles)
+            tiles_out[count] = (struct kv_attn_tile){ r, e - r, seq, nv, seq_sink[seq], seq_flushed_end[seq], 0, 0 };
+        count++;
+        r = e;
+    }
+    *n_tiles = count;
+    if (tiles_out && count > max_tiles)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attention tiles: %u needed, room for %u", count, max_tiles);
+    return OSCAR_OK;
+}

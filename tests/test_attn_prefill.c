@@ -1,0 +1,390 @@
+/* shaders/attn_prefill.comp (query-tiled prefill attention with o·R_Vᵀ) against the C
+ * reference (runtime/attn_ref.c) on random paged caches, built as tests/test_attn_decode.c
+ * builds them: shuffled physical pages, forked sequences sharing pages, lengths at every
+ * window and page boundary, several flush points (INT2 region anywhere, all or nothing), every
+ * slot no row may read poisoned with fp16 NaN. Rows are prefill blocks: the last m tokens of
+ * each sequence (n_visible = len - m + 1 .. len, so every row has its own causal limit), m
+ * chosen so tiles are full, partial and single rows, plus one row that sees nothing.
+ * GQA 1/3/4/8, d 64/128/256, G 32/64/128, all four modes, R_V per layer and per KV head,
+ * random non-symmetric R_V (a transposed R_V fails), the tile shape the cache picks and small
+ * forced shapes (many chunks, chunks shorter than a page), adversarial logits (q x300).
+ * The call runs twice with the output poisoned in between. Bound: normalised squared error
+ * <= 1e-5 against the reference over the same dequantized values. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_ref.h"
+#include "attn_tiles.h"
+#include "attn_items.h"
+#include "common/kv_write.h"
+#include "half.h"
+#include "test_gpu.h"
+
+#define POISON 0x7E007E00u /* two fp16 NaNs */
+#define WG 128u
+
+typedef struct attn_case {
+    const char *name;
+    uint32_t mode, d, G, P, nkv, gqa;
+    uint32_t sink, recent;  /* window sizes (int2 modes) */
+    float q_mul;            /* query magnitude: large values make logits overflow exp() */
+    float mn_mul;           /* INT2 min magnitude */
+    int rot_per_head;       /* rotated modes: one R_V per KV head (else one for the layer) */
+    uint32_t rows, chunk;   /* forced tile shape; 0: oscar_attn_prefill_shape's */
+    uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
+    uint32_t long_rows;     /* its prefill rows */
+} attn_case;
+/* One generated cache: host pools/tables in kv_layout.h format plus fp32 originals. */
+typedef struct scene {
+    uint32_t n_seq, n_int2_pages, n_f16_pages, max_int2_pages, max_f16_pages;
+    uint32_t *len, *sink, *flushed;  /* [n_seq] */
+    int32_t *int2_table, *f16_table; /* [n_seq][max_*_pages] */
+    uint32_t *int2_pool, *f16_pool;  /* [pages][page words] */
+    float *f16_orig;                 /* [f16 pages][2][NKV][P][d] fp32 values before rounding */
+    uint32_t n_rows;
+    uint32_t *row_seq, *row_n;       /* [n_rows] */
+} scene;
+
+static void scene_free(scene *s)
+{
+    free(s->len); free(s->sink); free(s->flushed);
+    free(s->int2_table); free(s->f16_table);
+    free(s->int2_pool); free(s->f16_pool); free(s->f16_orig);
+    free(s->row_seq); free(s->row_n);
+    memset(s, 0, sizeof *s);
+}
+
+static uint32_t rng_below(uint32_t n) { return n ? test_rng_u32() % n : 0; }
+
+static int is_int2(const attn_case *c, const scene *s, uint32_t seq, uint32_t p)
+{
+    return c->mode != KV_MODE_FP16 && p >= s->sink[seq] && p < s->flushed[seq];
+}
+
+/* Assigns physical ids to every needed table entry: a shuffled permutation of the pool, and
+ * every third sequence a fork of the previous one (sharing its first half of the pages). */
+static uint32_t assign_pages(int32_t *table, uint32_t n_seq, uint32_t width, const uint8_t *need, uint32_t spare)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < n_seq * width; i++) table[i] = -1;
+    for (uint32_t q = 0; q < n_seq; q++)
+        for (uint32_t i = 0; i < width; i++) {
+            int fork = q % 3 == 2 && i < width / 2 && need[(q - 1) * width + i];
+            if (need[q * width + i] && !fork) table[q * width + i] = (int32_t)n++;
+            else if (need[q * width + i]) table[q * width + i] = -2; /* resolved below */
+        }
+    uint32_t total = n + spare;
+    uint32_t *perm = malloc(sizeof *perm * (total ? total : 1));
+    for (uint32_t i = 0; i < total; i++) perm[i] = i;
+    for (uint32_t i = total; i > 1; i--) {
+        uint32_t j = rng_below(i), t = perm[i - 1];
+        perm[i - 1] = perm[j];
+        perm[j] = t;
+    }
+    for (uint32_t q = 0; q < n_seq; q++)
+        for (uint32_t i = 0; i < width; i++) {
+            int32_t *e = &table[q * width + i];
+            if (*e >= 0) *e = (int32_t)perm[*e];
+        }
+    for (uint32_t q = 0; q < n_seq; q++) /* forks copy the parent's (already permuted) entry */
+        for (uint32_t i = 0; i < width; i++)
+            if (table[q * width + i] == -2) table[q * width + i] = table[(q - 1) * width + i];
+    free(perm);
+    return total;
+}
+
+/* Builds lengths at the boundaries of c's windows and pages, flush points, tables, pools and
+ * rows. */
+static int scene_build(const attn_case *c, scene *s)
+{
+    uint32_t S = c->sink, R = c->recent, P = c->P, d = c->d, nkv = c->nkv;
+    uint32_t lens[] = { 1, S ? S - 1 : 2, S ? S : 3, S + 1, S + R - 1, S + R, S + R + 1, P - 1, P, P + 1,
+                        2 * P + 5, S + R + 3 * P + 7, 1 + rng_below(S + R + 2 * P) };
+    s->n_seq = sizeof lens / sizeof lens[0];
+    if (c->long_len) {
+        lens[0] = c->long_len;
+        s->n_seq = 1;
+    }
+    s->len = calloc(s->n_seq, 4);
+    s->sink = calloc(s->n_seq, 4);
+    s->flushed = calloc(s->n_seq, 4);
+    for (uint32_t q = 0; q < s->n_seq; q++) {
+        uint32_t n = lens[q] ? lens[q] : 1;
+        s->len[q] = n;
+        if (c->mode == KV_MODE_FP16) continue;
+        s->sink[q] = S;
+        uint32_t natural = n > S + R ? S + (n - S - R) / 8 * 8 : S;
+        switch (q % 4) {
+        case 0: s->flushed[q] = natural; break;
+        case 1: s->flushed[q] = n > S ? S + rng_below(n - S + 1) : S; break; /* anywhere */
+        case 2: s->flushed[q] = n > S ? n : 0; break;                         /* all flushed / none */
+        default: s->flushed[q] = natural > S ? natural - 1 : natural; break;
+        }
+    }
+    /* table widths and needed entries */
+    s->max_int2_pages = 1;
+    s->max_f16_pages = 1;
+    for (uint32_t q = 0; q < s->n_seq; q++) {
+        uint32_t ni = s->flushed[q] > s->sink[q] ? (s->flushed[q] - s->sink[q] + P - 1) / P : 0;
+        if (ni > s->max_int2_pages) s->max_int2_pages = ni;
+        if ((s->len[q] + P - 1) / P > s->max_f16_pages) s->max_f16_pages = (s->len[q] + P - 1) / P;
+    }
+    uint8_t *need2 = calloc(s->n_seq * s->max_int2_pages, 1), *need16 = calloc(s->n_seq * s->max_f16_pages, 1);
+    for (uint32_t q = 0; q < s->n_seq; q++)
+        for (uint32_t p = 0; p < s->len[q]; p++) {
+            if (is_int2(c, s, q, p)) need2[q * s->max_int2_pages + (p - s->sink[q]) / P] = 1;
+            else need16[q * s->max_f16_pages + p / P] = 1;
+        }
+    s->int2_table = malloc(sizeof(int32_t) * s->n_seq * s->max_int2_pages);
+    s->f16_table = malloc(sizeof(int32_t) * s->n_seq * s->max_f16_pages);
+    s->n_int2_pages = assign_pages(s->int2_table, s->n_seq, s->max_int2_pages, need2, 2);
+    s->n_f16_pages = assign_pages(s->f16_table, s->n_seq, s->max_f16_pages, need16, 2);
+    free(need2);
+    free(need16);
+
+    /* pools: poison everything, then write each readable slot once */
+    size_t w2 = KV_INT2_PAGE_WORDS(nkv, P, d, c->G), w16 = KV_F16_PAGE_WORDS(nkv, P, d);
+    s->int2_pool = malloc(4 * (w2 * s->n_int2_pages + 4));
+    s->f16_pool = malloc(4 * (w16 * s->n_f16_pages + 4));
+    s->f16_orig = calloc((size_t)s->n_f16_pages * 2 * nkv * P * d + 1, sizeof(float));
+    for (size_t i = 0; i < w2 * s->n_int2_pages; i++) s->int2_pool[i] = POISON;
+    for (size_t i = 0; i < w16 * s->n_f16_pages; i++) s->f16_pool[i] = POISON;
+    uint8_t *done2 = calloc((size_t)s->n_int2_pages * P + 1, 1), *done16 = calloc((size_t)s->n_f16_pages * P + 1, 1);
+    uint32_t cw = d / 16, pw = d / c->G;
+    for (uint32_t q = 0; q < s->n_seq; q++)
+        for (uint32_t p = 0; p < s->len[q]; p++) {
+            if (is_int2(c, s, q, p)) {
+                uint32_t j = p - s->sink[q];
+                uint32_t page = (uint32_t)s->int2_table[q * s->max_int2_pages + j / P], slot = j % P;
+                if (done2[page * P + slot]++) continue;
+                uint32_t *base = s->int2_pool + page * w2;
+                for (uint32_t h = 0; h < nkv; h++) {
+                    size_t row = (size_t)h * P + slot;
+                    for (uint32_t kv = 0; kv < 2; kv++) {
+                        uint32_t *codes = base + kv * nkv * P * (cw + pw) + row * cw;
+                        uint32_t *params = base + kv * nkv * P * (cw + pw) + (size_t)nkv * P * cw + row * pw;
+                        for (uint32_t i = 0; i < cw; i++) codes[i] = test_rng_u32();
+                        for (uint32_t g = 0; g < pw; g++) {
+                            float sc = fabsf(test_rng_normal()) * 0.7f, mn = test_rng_normal() * c->mn_mul;
+                            if (g == 1) sc = 0.0f; /* an all-equal group */
+                            params[g] = oscar_f32_to_f16(sc) | ((uint32_t)oscar_f32_to_f16(mn) << 16);
+                        }
+                    }
+                }
+            } else {
+                uint32_t page = (uint32_t)s->f16_table[q * s->max_f16_pages + p / P], slot = p % P;
+                if (done16[page * P + slot]++) continue;
+                for (uint32_t kv = 0; kv < 2; kv++)
+                    for (uint32_t h = 0; h < nkv; h++) {
+                        size_t row = (size_t)kv * nkv * P + (size_t)h * P + slot;
+                        uint32_t *words = s->f16_pool + page * w16 + row * (d / 2);
+                        float *orig = s->f16_orig + ((size_t)page * 2 * nkv * P + row) * d;
+                        for (uint32_t e = 0; e < d; e++) {
+                            float x = test_rng_normal() * (kv == 0 ? 1.0f : 2.0f);
+                            if (test_rng_u32() % 64 == 0) x *= 20.0f; /* outliers */
+                            orig[e] = x;
+                            uint32_t hb = oscar_f32_to_f16(x);
+                            if (e % 2 == 0) words[e / 2] = hb;
+                            else words[e / 2] |= hb << 16;
+                        }
+                    }
+            }
+        }
+    free(done2);
+
+    /* rows: a prefill block at the end of every sequence, m = 1, 2, 3, 7, 16, 17, 33, 40,
+     * ... rows (at most the sequence's length), then one row that sees nothing */
+    static const uint32_t block[] = { 1, 2, 3, 7, 16, 17, 33, 40, 5, 31, 64, 9, 70 };
+    uint32_t n = 1;
+    for (uint32_t q = 0; q < s->n_seq; q++) {
+        uint32_t m = c->long_len ? c->long_rows : block[q % 13];
+        n += m < s->len[q] ? m : s->len[q];
+    }
+    s->row_seq = malloc(4 * n);
+    s->row_n = malloc(4 * n);
+    uint32_t r = 0;
+    for (uint32_t q = 0; q < s->n_seq; q++) {
+        uint32_t m = c->long_len ? c->long_rows : block[q % 13];
+        if (m > s->len[q]) m = s->len[q];
+        for (uint32_t k = 0; k < m; k++) {
+            s->row_seq[r] = q;
+            s->row_n[r++] = s->len[q] - m + 1 + k;
+        }
+    }
+    s->row_seq[r] = 0;
+    s->row_n[r++] = 0;
+    s->n_rows = r;
+    return 0;
+}
+
+/* Runs one case: tiles of the case's shape, two calls, comparison with the reference. */
+static void run_case(oscar_context *ctx, const attn_case *c)
+{
+    scene s = { 0 };
+    scene_build(c, &s);
+    uint32_t d = c->d, n_head = c->nkv * c->gqa;
+    float scale = 1.0f / sqrtf((float)d);
+    size_t out_n = (size_t)s.n_rows * n_head * d;
+    float *q = malloc(sizeof *q * out_n), *got = malloc(sizeof *got * out_n), *want = malloc(sizeof *want * out_n);
+    for (size_t i = 0; i < out_n; i++) q[i] = test_rng_normal() * c->q_mul;
+
+    uint32_t shared = ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768;
+    uint32_t rows_pt = 0, chunk = 0;
+    oscar_attn_prefill_shape(d, c->gqa, WG, shared, &rows_pt, &chunk);
+    CHECK_MSG(rows_pt >= 1, "%s: no prefill shape for %u bytes of shared memory", c->name, shared);
+    if (c->rows) rows_pt = c->rows, chunk = c->chunk;
+    CHECK_MSG(4ull * ATTN_PF_SHARED_FLOATS(rows_pt, chunk, c->gqa, d) <= shared, "%s: shape %u x %u too big", c->name,
+              rows_pt, chunk);
+
+    /* rows (only seq and n_visible are read) and tiles */
+    struct kv_attn_row *rows = calloc(s.n_rows, sizeof *rows);
+    for (uint32_t r = 0; r < s.n_rows; r++) rows[r] = (struct kv_attn_row){ s.row_seq[r], s.row_n[r], 0, 0 };
+    uint32_t *sink = calloc(s.n_seq, 4), *fe = calloc(s.n_seq, 4);
+    if (c->mode != KV_MODE_FP16) {
+        memcpy(sink, s.sink, 4 * s.n_seq);
+        memcpy(fe, s.flushed, 4 * s.n_seq);
+    }
+    uint32_t n_tiles = 0;
+    CHECK_OK(oscar_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, rows_pt, NULL, 0, &n_tiles));
+    struct kv_attn_tile *tiles = calloc(n_tiles, sizeof *tiles);
+    CHECK_OK(oscar_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, rows_pt, tiles, n_tiles, &n_tiles));
+    uint32_t covered = 0;
+    for (uint32_t i = 0; i < n_tiles; i++) {
+        CHECK(tiles[i].row_begin == covered && tiles[i].n_rows >= 1 && tiles[i].n_rows <= rows_pt);
+        for (uint32_t r = tiles[i].row_begin; r < tiles[i].row_begin + tiles[i].n_rows; r++)
+            CHECK(s.row_seq[r] == tiles[i].seq && s.row_n[r] <= tiles[i].n_visible);
+        covered += tiles[i].n_rows;
+    }
+    CHECK(covered == s.n_rows);
+
+    attn_ref_cache rc = { .mode = c->mode, .head_dim = d, .group = c->G, .page = c->P, .n_kv = c->nkv,
+                          .int2_pool = s.int2_pool, .n_int2_pages = s.n_int2_pages,
+                          .f16_pool = s.f16_pool, .n_f16_pages = s.n_f16_pages,
+                          .int2_table = s.int2_table, .max_int2_pages = s.max_int2_pages,
+                          .f16_table = s.f16_table, .max_f16_pages = s.max_f16_pages,
+                          .n_seq = s.n_seq, .sink = s.sink, .flushed_end = s.flushed };
+    CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
+
+    /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
+    int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
+    uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
+    float *rot = malloc(sizeof *rot * n_rot * d * d);
+    for (size_t i = 0; i < (size_t)n_rot * d * d; i++) rot[i] = test_rng_normal() / sqrtf((float)d);
+    if (rotated) {
+        float *o = malloc(sizeof *o * d);
+        for (size_t rh = 0; rh < (size_t)s.n_rows * n_head; rh++) {
+            const float *R = rot + (c->rot_per_head ? (rh % n_head) / c->gqa : 0) * d * d;
+            memcpy(o, want + rh * d, sizeof *o * d);
+            for (uint32_t j = 0; j < d; j++) {
+                double v = 0;
+                for (uint32_t e = 0; e < d; e++) v += (double)o[e] * R[j * d + e];
+                want[rh * d + j] = (float)v;
+            }
+        }
+        free(o);
+    }
+
+    oscar_buffer b_q, b_rows, b_tiles, b_pool2, b_pool16, b_t2, b_t16, b_rot, b_out;
+    CHECK_OK(test_gpu_buffer_from(ctx, q, sizeof *q * out_n, &b_q));
+    CHECK_OK(test_gpu_buffer_from(ctx, rows, sizeof *rows * s.n_rows, &b_rows));
+    CHECK_OK(test_gpu_buffer_from(ctx, tiles, sizeof *tiles * n_tiles, &b_tiles));
+    CHECK_OK(test_gpu_buffer_from(ctx, s.int2_pool,
+                                  4 * (KV_INT2_PAGE_WORDS(c->nkv, c->P, d, c->G) * s.n_int2_pages + 4), &b_pool2));
+    CHECK_OK(test_gpu_buffer_from(ctx, s.f16_pool, 4 * (KV_F16_PAGE_WORDS(c->nkv, c->P, d) * s.n_f16_pages + 4),
+                                  &b_pool16));
+    CHECK_OK(test_gpu_buffer_from(ctx, s.int2_table, 4 * s.n_seq * s.max_int2_pages, &b_t2));
+    CHECK_OK(test_gpu_buffer_from(ctx, s.f16_table, 4 * s.n_seq * s.max_f16_pages, &b_t16));
+    CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof *got * out_n, &b_out));
+    CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
+
+    oscar_pipeline_desc pdesc = { .shader = "attn_prefill", .n_buffers = 9, .push_size = sizeof(struct attn_prefill_push),
+                                  .n_spec = ATTN_PF_N_SPEC,
+                                  .spec = { /* WORKGROUP */ WG, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
+                                            /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
+                                            [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0,
+                                            [KV_SPEC_PF_ROWS] = rows_pt, [KV_SPEC_PF_CHUNK] = chunk } };
+    oscar_pipeline *pp = NULL;
+    CHECK_OK(oscar_pipeline_get(ctx, &pdesc, &pp));
+    if (pp) {
+        oscar_binding b[9] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_tiles, 0, 0 }, { &b_pool2, 0, 0 },
+                               { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_rot, 0, 0 },
+                               { &b_out, 0, 0 } };
+        struct attn_prefill_push push = { n_tiles, s.max_int2_pages, s.max_f16_pages, scale };
+        uint32_t g[3];
+        oscar_attn_grid(n_tiles, c->nkv, g);
+        double t0 = (test_now() * 1e3);
+        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
+        oscar_cmd_barrier(ctx, &ctx->cmd);
+        ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, b_out.buffer, 0, b_out.size, POISON); /* the 2nd call must write it all */
+        oscar_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
+        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        double ms = ((test_now() * 1e3) - t0) / 2;
+        CHECK_OK(oscar_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
+
+        size_t bad = 0, bad_ref = 0;
+        for (size_t i = 0; i < out_n; i++) bad += !isfinite(got[i]);
+        for (size_t i = 0; i < out_n; i++) bad_ref += !isfinite(want[i]);
+        CHECK_MSG(bad_ref == 0, "%s: reference has %zu non-finite values", c->name, bad_ref);
+        double nse = test_nse(got, want, out_n);
+        CHECK_MSG(bad == 0 && nse <= 1e-5, "%s: %zu non-finite, nse %.3g vs reference (%u rows, %u tiles of %u, chunk %u)",
+                  c->name, bad, nse, s.n_rows, n_tiles, rows_pt, chunk);
+        printf("attn_prefill %-30s rows %4u tiles %3u x %2u chunk %2u  nse %.3g  %.1f ms\n", c->name, s.n_rows, n_tiles,
+               rows_pt, chunk, nse, ms);
+    }
+    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_rot, &b_out };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
+    free(q); free(got); free(want); free(rows); free(tiles); free(rot); free(sink); free(fe);
+    scene_free(&s);
+}
+
+/* The shapes the cache picks for common models within 32 KB: rows per tile and chunk. */
+static void check_shapes(void)
+{
+    static const uint32_t shapes[][4] = { /* d, gqa, expected rows, chunk */
+        { 64, 1, 32, 32 }, { 64, 3, 16, 16 }, { 128, 1, 32, 8 }, { 128, 4, 8, 8 }, { 128, 8, 4, 8 }, { 256, 8, 1, 8 },
+    };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        uint32_t r, ch;
+        oscar_attn_prefill_shape(shapes[i][0], shapes[i][1], WG, 32768, &r, &ch);
+        CHECK_MSG(r == shapes[i][2] && ch == shapes[i][3], "shape d %u gqa %u: %u rows x %u tokens", shapes[i][0],
+                  shapes[i][1], r, ch);
+        CHECK(4ull * ATTN_PF_SHARED_FLOATS(r, ch, shapes[i][1], shapes[i][0]) <= 32768);
+    }
+    uint32_t r, ch;
+    CHECK(oscar_attn_prefill_shape(128, 1, 100, 32768, &r, &ch) == 0); /* wg not a multiple of d/4 */
+    CHECK(oscar_attn_prefill_shape(256, 16, WG, 4096, &r, &ch) == 0 && r == 0 && ch == 0);
+}
+
+int main(void)
+{
+    oscar_context *ctx = test_gpu_context();
+    test_rng_seed(11);
+    check_shapes();
+    const uint32_t R = KV_MODE_ROTATED, F = KV_MODE_FP16, I = KV_MODE_INT2, H = KV_MODE_HADAMARD;
+    const attn_case cases[] = {
+        /* name                        mode d   G    P  nkv gqa sink rec q_mul mn  per-head rows chunk */
+        { "oscar d128 G128 gqa1",       R, 128, 128, 32, 2, 1, 4, 24, 1.0f, 1.0f, 0 },
+        { "oscar d128 G64 gqa4 perhead", R, 128, 64, 16, 2, 4, 4, 24, 1.0f, 1.0f, 1 },
+        { "int2 d64 G32 gqa8",          I, 64, 32, 16, 1, 8, 8, 16, 1.0f, 1.0f, 0 },
+        { "hadamard d64 G64 gqa3",      H, 64, 64, 32, 3, 3, 4, 24, 1.0f, 1.0f, 1 },
+        { "oscar d128 G32 gqa8 P64",    R, 128, 32, 64, 1, 8, 64, 256, 1.0f, 1.0f, 0 },
+        { "oscar d256 G128 gqa8",       R, 256, 128, 16, 1, 8, 4, 20, 1.0f, 1.0f, 0 },
+        { "oscar d256 G64 gqa1",        R, 256, 64, 16, 2, 1, 4, 20, 1.0f, 1.0f, 1 },
+        { "oscar d64 G64 P5 tile 3x4",  R, 64, 64, 5, 1, 2, 4, 12, 1.0f, 1.0f, 0, 3, 4 },
+        { "oscar d128 gqa3 tile 5x8",   R, 128, 128, 8, 2, 3, 3, 5, 1.0f, 1.0f, 1, 5, 8 },
+        { "int2 adversarial q x300",    R, 128, 64, 16, 2, 4, 4, 24, 300.0f, 1.0f, 1 },
+        { "int2 adversarial mins x100", R, 64, 32, 16, 1, 3, 4, 24, 3.0f, 100.0f, 0 },
+        { "fp16 d128 gqa4",             F, 128, 128, 32, 2, 4, 4, 24, 1.0f, 1.0f, 0 },
+        { "fp16 d64 gqa3 tile 32x4",    F, 64, 64, 16, 3, 3, 4, 8, 1.0f, 1.0f, 0, 32, 4 },
+        { "fp16 d256 gqa1",             F, 256, 128, 16, 1, 1, 4, 24, 1.0f, 1.0f, 0 },
+        { "fp16 adversarial q x300",    F, 64, 64, 16, 2, 8, 4, 24, 300.0f, 1.0f, 0 },
+        /* a long prefill chunk: 512 rows after 2500 tokens (SmolLM2 shapes) */
+        { "oscar long 512 rows",        R, 64, 64, 64, 1, 3, 64, 256, 1.0f, 1.0f, 0, 0, 0, 3000, 512 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i]);
+    return test_gpu_finish(ctx);
+}
