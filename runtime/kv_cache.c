@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attn_items.h"
+#include "attn_tiles.h"
 #include "common/attn_push.h"
 #include "common/kv_write.h"
 #include "int2_quant.h"
@@ -67,6 +68,13 @@ struct oscar_kv_cache {
     uint32_t n_copies, max_copies;
     oscar_cmd cmd;
     oscar_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
+    /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up
+     * to pf_rows rows of one sequence instead of attn_decode over items. */
+    oscar_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
+    uint32_t pf_rows, pf_chunk;  /* its KV_SPEC_PF_ROWS and KV_SPEC_PF_CHUNK */
+    oscar_buffer tiles;          /* kv_attn_tile [max_step_tokens] */
+    struct kv_attn_tile *h_tiles; /* [max_step_tokens] host copy */
+    uint32_t n_tiles;            /* tiles of this step; 0: a decode step (items) */
     double last_gpu_ms;
 };
 
@@ -153,6 +161,40 @@ static void hadamard(uint32_t d, float *H)
 }
 
 /* ---- creation ------------------------------------------------------------------------------ */
+/* attn_prefill's pipeline and tile buffers, with the largest tile shape that fits the shared
+ * memory attention may use. Leaves pl_prefill NULL (prefill steps then run attn_decode) when
+ * tiles would hold fewer than 2 rows, or when the environment variable OSCAR_ATTN_PREFILL is 0
+ * (for comparisons). */
+static oscar_status create_prefill(oscar_kv_cache *c)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_context *ctx = c->ctx;
+    const char *env = getenv("OSCAR_ATTN_PREFILL");
+    if (env && atoi(env) == 0) return OSCAR_OK;
+    uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
+    if (!oscar_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2)
+        return OSCAR_OK;
+    uint32_t T = c->p.max_step_tokens;
+    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
+    c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
+    if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    oscar_pipeline_desc d = { .shader = "attn_prefill", .n_buffers = 9, .push_size = sizeof(struct attn_prefill_push),
+                              .n_spec = ATTN_PF_N_SPEC };
+    d.spec[KV_SPEC_WORKGROUP] = WG_ATTN;
+    d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
+    d.spec[KV_SPEC_GROUP] = c->p.group_size;
+    d.spec[KV_SPEC_PAGE] = c->p.page_tokens;
+    d.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
+    d.spec[KV_SPEC_GQA] = c->gqa;
+    d.spec[KV_SPEC_MODE] = c->mode;
+    d.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+    d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
+    d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
+    OSCAR_TRY(oscar_pipeline_get(ctx, &d, &c->pl_prefill));
+fail:
+    return st;
+}
+
 static oscar_status get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                  uint32_t wg, uint32_t extra_id, uint32_t extra_value, oscar_pipeline **out)
 {
@@ -331,6 +373,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     int use_f16 = f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16;
     OSCAR_TRY(get_pipeline(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 11,
                            sizeof(struct attn_decode_push), WG_ATTN, KV_SPEC_ITEM_TOKENS, c->item_tokens, &c->pl_decode));
+    OSCAR_TRY(create_prefill(c));
     free(rot);
     *out = c;
     return OSCAR_OK;
@@ -350,11 +393,13 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     free(c->int2_pool);
     free(c->f16_pool);
     oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
-                             &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out };
+                             &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out,
+                             &c->tiles };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
     free(c->clip_k), free(c->clip_v);
     free(c->copies), free(c->copy_dst);
     free(c->h_rows), free(c->h_items), free(c->h_row_vis), free(c->h_seq_sink), free(c->h_seq_fe);
+    free(c->h_tiles);
     kv_book_free(&c->book);
     free(c);
 }
@@ -406,6 +451,27 @@ fail:
 /* ---- steps --------------------------------------------------------------------------------- */
 uint32_t oscar_kv_step_tokens(const oscar_kv_cache *c) { return c->book.plan.active ? c->book.plan.n_tokens : 0; }
 
+/* A prefill step (some sequence has more than one new row) with attn_prefill available: its
+ * rows (sequence, causal limit; no items) and tiles, *done = 1. Otherwise n_tiles = 0 and
+ * *done = 0 (items as usual). h_seq_sink, h_seq_fe and h_row_vis are filled. */
+static oscar_status plan_prefill(oscar_kv_cache *c, int *done)
+{
+    oscar_status st = OSCAR_OK;
+    const kv_step_plan *pl = &c->book.plan;
+    *done = 0;
+    c->n_tiles = 0;
+    int prefill = 0;
+    for (uint32_t r = 1; r < pl->n_tokens && !prefill; r++) prefill = pl->row_seq[r] == pl->row_seq[r - 1];
+    if (!c->pl_prefill || !prefill) return OSCAR_OK;
+    for (uint32_t r = 0; r < pl->n_tokens; r++) c->h_rows[r] = (struct kv_attn_row){ pl->row_seq[r], c->h_row_vis[r], 0, 0 };
+    OSCAR_TRY(oscar_attn_build_tiles(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, c->pf_rows,
+                                     c->h_tiles, c->p.max_step_tokens, &c->n_tiles));
+    c->n_items = 0;
+    *done = 1;
+fail:
+    return st;
+}
+
 /* Builds the attention rows and items of the planned step (pre-step INT2 boundary). */
 static oscar_status plan_attention(oscar_kv_cache *c)
 {
@@ -421,6 +487,9 @@ static oscar_status plan_attention(oscar_kv_cache *c)
         c->h_row_vis[r] = pl->row_pos[r] + 1;
         visible += c->h_row_vis[r];
     }
+    int prefill;
+    OSCAR_TRY(plan_prefill(c, &prefill));
+    if (prefill) return OSCAR_OK;
     /* split so the call has about target_groups workgroups, and at most ATTN_MAX_ITEMS items
      * (their partials) even when a prefill chunk's rows each see a long context */
     uint64_t split = visible * c->p.n_kv_head / c->target_groups;
@@ -455,7 +524,7 @@ fail:
 static uint64_t staging_bytes(const oscar_kv_cache *c)
 {
     return 2ull * c->p.max_sequences * c->book.max_pages * 4 + c->slots.size + c->rows.size +
-           (uint64_t)c->items_cap * sizeof(struct kv_attn_item);
+           (uint64_t)c->items_cap * sizeof(struct kv_attn_item) + c->tiles.size;
 }
 
 /* Queues `bytes` from `src` to dst+offset through the staging buffer at *at. */
@@ -473,7 +542,7 @@ oscar_status oscar_kv_upload_step(oscar_kv_cache *c)
     oscar_status st = OSCAR_OK;
     kv_book *b = &c->book;
     const kv_step_plan *pl = &b->plan;
-    uint32_t need = 2 * c->p.max_sequences + 4;
+    uint32_t need = 2 * c->p.max_sequences + 5;
     if (c->staging.size < staging_bytes(c) + 16 * need) {
         oscar_buffer_destroy(c->ctx, &c->staging);
         OSCAR_TRY(oscar_buffer_create(c->ctx, staging_bytes(c) + 16 * need, OSCAR_BUFFER_STAGING, &c->staging));
@@ -500,6 +569,7 @@ oscar_status oscar_kv_upload_step(oscar_kv_cache *c)
     stage(c, &at, &c->slots, (uint64_t)c->flush_offset * sizeof *pl->flush, pl->flush, pl->n_flush * sizeof *pl->flush);
     stage(c, &at, &c->rows, 0, c->h_rows, pl->n_tokens * sizeof *c->h_rows);
     stage(c, &at, &c->items, 0, c->h_items, c->n_items * sizeof *c->h_items);
+    stage(c, &at, &c->tiles, 0, c->h_tiles, c->n_tiles * sizeof *c->h_tiles);
 fail:
     return st;
 }
@@ -550,6 +620,20 @@ fail:
     return st;
 }
 
+/* attn_prefill over the step's tiles: one workgroup per (tile, KV head), o·R_Vᵀ included. */
+static oscar_status record_prefill(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
+                                   const oscar_binding *out)
+{
+    uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    struct attn_prefill_push pp = { c->n_tiles, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
+    oscar_binding b[9] = { *q, { &c->rows, 0, 0 }, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
+                           { &c->rot_v, layer * rot_bytes, rot_bytes }, *out };
+    uint32_t groups[3];
+    oscar_attn_grid(c->n_tiles, c->p.n_kv_head, groups);
+    return oscar_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups);
+}
+
 oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
                                        const oscar_binding *out)
 {
@@ -569,6 +653,7 @@ oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32
         OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot, b, &rp, rot_groups));
         oscar_cmd_barrier(c->ctx, cmd);
     }
+    if (c->n_tiles) return record_prefill(c, cmd, layer, rotated ? &q_rot : q, out); /* a prefill step */
     { /* flash-decoding; the last workgroup of each (row, KV head) merges and applies R_V^T */
         struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
         oscar_binding b[11] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
