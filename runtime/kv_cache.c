@@ -15,6 +15,7 @@
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
 #define WG_WRITE 64u
 #define WG_ATTN 128u
+#define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads */
 /* Flash-decoding aims for about this many workgroups per attention call (items of at least
  * ATTN_MIN_SPLIT tokens, at most the kernel's item size). The environment variable
  * OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for tuning on a device). */
@@ -356,7 +357,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(oscar_cmd_init(ctx, &c->cmd));
     OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
-    OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_WRITE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
+    OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     {
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
         if (WG_ATTN % (d / 4))

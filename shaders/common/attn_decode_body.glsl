@@ -13,10 +13,10 @@
 //   softmax: the maxima are reduced; the running max m moves to include them (what was summed
 //            so far is rescaled by exp(m_old - m)); p = exp(s - m) replaces s in sh_p; each
 //            thread sums its p into l.
-//   values:  thread owns a 16-element slice of d (one INT2 code word) for ALL GQA heads and a
-//            lane of tokens (lane, lane + LANES, ...): a V code word is unpacked once for the
-//            GQA heads, VU tokens' loads are issued before use. At the end the lanes are summed
-//            in shared memory, one head at a time.
+//   values:  thread owns 8 elements of d (half an INT2 code word) for ALL GQA heads and a
+//            lane of tokens (lane, lane + LANES, ...): codes are unpacked once for the GQA
+//            heads, VU tokens' loads are issued before use. At the end the lanes are summed in
+//            shared memory, one head at a time.
 // The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 4].
 // The page-table entries of a chunk are read once into shared memory at its start.
 //
@@ -71,8 +71,8 @@ const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0;  // K code rows 16-byte aligned 
 const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 4; // fp16 page (K and V) in uvec4 units
 const uint F16_ROW_VEC4 = D / 8;
 const uint U = 2;                               // tokens per thread per round of the scores
-const uint VU = 4;                              // tokens per lane per step of the values
-const uint LANES = WG / CW;                     // value phase: token lanes (WG % CW == 0)
+const uint VU = 8;                              // tokens per lane per step of the values
+const uint LANES = WG / (2 * CW);               // value phase: token lanes (WG % (d/8) == 0)
 const uint NPART = 16;                          // first-level reduction width
 const uint PF = D + 4;                          // floats per partial (kv_layout.h)
 const uint D4 = D / 4;
@@ -89,6 +89,7 @@ layout(std430, binding = 2) readonly buffer Items { kv_attn_item items[]; }; // 
 layout(std430, binding = 3) readonly buffer Int2Pool { uint int2_pool[]; };  // [pages][INT2 page words]
 layout(std430, binding = 3) readonly buffer Int2Pool4 { uvec4 int2_pool4[]; }; // same buffer, 16-byte view
 layout(std430, binding = 4) readonly buffer F16Pool4 { uvec4 f16_pool4[]; }; // [pages][fp16 page words / 4]
+layout(std430, binding = 4) readonly buffer F16Pool2 { uvec2 f16_pool2[]; }; // same buffer, 8-byte view
 layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // [n_seq][max_int2_pages]
 layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
 layout(std430, binding = 7) coherent buffer Partials { float partials[]; }; // [n_items][n_head][d + 4]
@@ -249,41 +250,46 @@ void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
     }
 }
 
-// ---- values: acc[h][e] + acc_b[h] = sum_k p_hk v_k[slice * 16 + e] over this lane's tokens ----
-void values_int2(uint begin, uint n, uint kvh, uint slice, uint lane, inout float acc[GQA][16], inout float acc_b[GQA])
+// ---- values: acc[h][j] + acc_b[h] = sum_k p_hk v_k[value_elem(j)] over this lane's tokens ----
+// A thread owns 8 elements of d: half `hf` of code word `w` holds elements
+// w*16 + {4hf..4hf+3, 4hf+8..4hf+11} (j = 0..7 in that order), so the fp16 code pairs
+// (e, e + 8) of one word fall to one thread.
+uint value_elem(uint w, uint hf, uint j) { return w * 16 + 4 * hf + j + (j >= 4 ? 4 : 0); }
+
+void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8], inout float acc_b[GQA])
 {
-    uint g = slice * 16 / GROUP;
+    uint g = w * 16 / GROUP;
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
-        uint vw[VU], vp[VU];    // V code word of the slice, V params of its group
-        for (uint u = 0; u < VU; u++) {
+        uint vw[VU], vp[VU];    // V code word w, V params of its group
+        [[unroll]] for (uint u = 0; u < VU; u++) {
             uint base, row;
             int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
-            vw[u] = int2_pool[base + V_CODE_OFF + row * CW + slice];
+            vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
             vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
         }
 #if ATTN_F16
         // p * scale * c summed in fp16 over the VU tokens (bounded: at most VU * 3 * |scale|),
         // then added to the fp32 sums; the min terms stay fp32
-        f16vec2 a16[GQA][8];    // elements (e, e + 8)
-        for (uint h = 0; h < GQA; h++)
-            for (uint e = 0; e < 8; e++) a16[h][e] = f16vec2(0.0hf);
+        f16vec2 a16[GQA][4];    // elements (j, j + 4)
+        [[unroll]] for (uint h = 0; h < GQA; h++)
+            [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = f16vec2(0.0hf);
         [[unroll]] for (uint u = 0; u < VU; u++) {
             uint k = k0 + u * LANES;
             if (k >= n) continue;
             vec2 sm = unpackHalf2x16(vp[u]);
-            f16vec2 c2[8];
-            for (uint e = 0; e < 8; e++) c2[e] = code_pair(vw[u], e);
-            for (uint h = 0; h < GQA; h++) {
+            f16vec2 c2[4];
+            [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
                 float p = sh_p[k * GQA + h];
                 acc_b[h] += p * sm.y;
                 f16vec2 ps = f16vec2(float16_t(p * sm.x));
-                for (uint e = 0; e < 8; e++) a16[h][e] = fma(ps, c2[e], a16[h][e]);
+                [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = fma(ps, c2[j], a16[h][j]);
             }
         }
-        for (uint h = 0; h < GQA; h++)
-            for (uint e = 0; e < 8; e++) {
-                acc[h][e] += float(a16[h][e].x);
-                acc[h][e + 8] += float(a16[h][e].y);
+        [[unroll]] for (uint h = 0; h < GQA; h++)
+            [[unroll]] for (uint j = 0; j < 4; j++) {
+                acc[h][j] += float(a16[h][j].x);
+                acc[h][j + 4] += float(a16[h][j].y);
             }
 #else
         // with x = 1 + c/4: mn + sc * c = (mn - 4 sc) + 4 sc * x
@@ -292,39 +298,39 @@ void values_int2(uint begin, uint n, uint kvh, uint slice, uint lane, inout floa
             if (k >= n) continue;
             vec2 sm = unpackHalf2x16(vp[u]);
             float sc4 = 4.0 * sm.x, b = sm.y - sc4;
-            float x[16];
-            for (uint e = 0; e < 16; e++) x[e] = code_x(vw[u], e);
-            for (uint h = 0; h < GQA; h++) {
+            float x[8];
+            [[unroll]] for (uint j = 0; j < 4; j++) {
+                x[j] = code_x(vw[u], 4 * hf + j);
+                x[j + 4] = code_x(vw[u], 4 * hf + j + 8);
+            }
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
                 float p = sh_p[k * GQA + h];
                 float ps = p * sc4;
                 acc_b[h] += p * b;
-                for (uint e = 0; e < 16; e++) acc[h][e] += ps * x[e];
+                [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] += ps * x[j];
             }
         }
 #endif
     }
 }
 
-void values_f16(uint begin, uint n, uint kvh, uint slice, uint lane, inout float acc[GQA][16])
+void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8])
 {
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
-        uvec4 v[VU][2];         // 16 fp16 of the slice
-        for (uint u = 0; u < VU; u++) {
-            uint vrow = f16_row(begin, begin + min(k0 + u * LANES, n - 1), kvh) + F16_PAGE_VEC4 / 2 + slice * 2;
-            v[u][0] = f16_pool4[vrow];
-            v[u][1] = f16_pool4[vrow + 1];
+        uvec2 v[VU][2];         // fp16 pairs of elements value_elem(w, hf, 0..3) and (4..7)
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint vrow = 2 * (f16_row(begin, begin + min(k0 + u * LANES, n - 1), kvh) + F16_PAGE_VEC4 / 2) + 4 * w + hf;
+            v[u][0] = f16_pool2[vrow];      // elements w*16 + 4hf + 0..3
+            v[u][1] = f16_pool2[vrow + 2];  // elements w*16 + 4hf + 8..11
         }
         [[unroll]] for (uint u = 0; u < VU; u++) {
             uint k = k0 + u * LANES;
             if (k >= n) continue;
-            vec2 f[8];
-            for (uint i = 0; i < 4; i++) {
-                f[i] = unpackHalf2x16(v[u][0][i]);
-                f[4 + i] = unpackHalf2x16(v[u][1][i]);
-            }
-            for (uint h = 0; h < GQA; h++) {
+            vec2 f[4] = vec2[4](unpackHalf2x16(v[u][0].x), unpackHalf2x16(v[u][0].y),
+                                unpackHalf2x16(v[u][1].x), unpackHalf2x16(v[u][1].y));
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
                 float p = sh_p[k * GQA + h];
-                for (uint i = 0; i < 8; i++) {
+                [[unroll]] for (uint i = 0; i < 4; i++) {
                     acc[h][2 * i] += p * f[i].x;
                     acc[h][2 * i + 1] += p * f[i].y;
                 }
@@ -423,14 +429,14 @@ void main()
             sh_qs[i] = s;
         }
 
-    uint slice = t % CW, lane = t / CW;
+    uint vw_ = (t / 2) % CW, hf = t % 2, lane = t / (2 * CW); // value phase: word, half, lane
     float m_run[GQA];       // running max (the same in every thread)
     float l[GQA];           // sum of this thread's p
-    float acc[GQA][16];     // this lane's value sums of its slice (see values_*)
+    float acc[GQA][8];      // this lane's value sums of its 8 elements (see values_*)
     float acc_b[GQA];
     [[unroll]] for (uint h = 0; h < GQA; h++) {
         m_run[h] = NEG_INF, l[h] = 0.0, acc_b[h] = 0.0;
-        [[unroll]] for (uint e = 0; e < 16; e++) acc[h][e] = 0.0;
+        [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] = 0.0;
     }
     for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
         uint n = min(it.end - c0, ITEM_TOKENS);
@@ -453,7 +459,7 @@ void main()
             float alpha = exp(m_run[h] - m_new); // 0 on the first chunk (m_run = -inf)
             m_run[h] = m_new;
             l[h] *= alpha, acc_b[h] *= alpha;
-            [[unroll]] for (uint e = 0; e < 16; e++) acc[h][e] *= alpha;
+            [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] *= alpha;
             for (uint k = t; k < n; k += WG) {
                 float p = exp(sh_p[k * GQA + h] - m_new);
                 sh_p[k * GQA + h] = p;
@@ -461,14 +467,14 @@ void main()
             }
         }
         barrier();
-        if (is_int2) values_int2(c0, n, kvh, slice, lane, acc, acc_b);
-        else values_f16(c0, n, kvh, slice, lane, acc);
+        if (is_int2) values_int2(c0, n, kvh, vw_, hf, lane, acc, acc_b);
+        else values_f16(c0, n, kvh, vw_, hf, lane, acc);
     }
     reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
 
     uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
     [[unroll]] for (uint h = 0; h < GQA; h++) {
-        [[unroll]] for (uint e = 0; e < 16; e++) sh_p[lane * D + slice * 16 + e] = acc[h][e] + acc_b[h];
+        [[unroll]] for (uint j = 0; j < 8; j++) sh_p[lane * D + value_elem(vw_, hf, j)] = acc[h][j] + acc_b[h];
         barrier();
         for (uint j = t; j < D; j += WG) {
             float v = 0.0;
