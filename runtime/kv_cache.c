@@ -372,8 +372,25 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     }
     const char *f16_env = getenv("OSCAR_ATTN_F16");
     int use_f16 = f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16;
-    OSCAR_TRY(get_pipeline(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 11,
-                           sizeof(struct attn_decode_push), WG_ATTN, KV_SPEC_ITEM_TOKENS, c->item_tokens, &c->pl_decode));
+    {
+        /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16) */
+        const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
+        long u = u_env ? strtol(u_env, NULL, 10) : 2, vu = vu_env ? strtol(vu_env, NULL, 10) : 8;
+        oscar_pipeline_desc pd = { .shader = use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode",
+                                   .n_buffers = 11, .push_size = sizeof(struct attn_decode_push), .n_spec = ATTN_N_SPEC };
+        pd.spec[KV_SPEC_WORKGROUP] = WG_ATTN;
+        pd.spec[KV_SPEC_HEAD_DIM] = d;
+        pd.spec[KV_SPEC_GROUP] = c->p.group_size;
+        pd.spec[KV_SPEC_PAGE] = c->p.page_tokens;
+        pd.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
+        pd.spec[KV_SPEC_GQA] = c->gqa;
+        pd.spec[KV_SPEC_MODE] = c->mode;
+        pd.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+        pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
+        pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : 2;
+        pd.spec[KV_SPEC_ATTN_VU] = vu >= 1 && vu <= 16 ? (uint32_t)vu : 8;
+        OSCAR_TRY(oscar_pipeline_get(ctx, &pd, &c->pl_decode));
+    }
     OSCAR_TRY(create_prefill(c));
     free(rot);
     *out = c;

@@ -349,7 +349,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
                                .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
                                          [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0,
-                                         [KV_SPEC_ITEM_TOKENS] = item_tokens } };
+                                         [KV_SPEC_ITEM_TOKENS] = item_tokens,
+                                         /* the tuning constants vary over the cases */
+                                         [KV_SPEC_ATTN_U] = 1 + (c->d / 64 + c->gqa) % 3, [KV_SPEC_ATTN_VU] = 1 + c->P % 9 } };
     oscar_pipeline *pd = NULL;
     CHECK_OK(oscar_pipeline_get(ctx, &dd, &pd));
     if (pd) {

@@ -70,8 +70,8 @@ const uint V_PARAM_OFF = N_KV * PAGE * (2 * CW + PWD);
 const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0;  // K code rows 16-byte aligned (CW % 4 == 0)
 const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 4; // fp16 page (K and V) in uvec4 units
 const uint F16_ROW_VEC4 = D / 8;
-const uint U = 2;                               // tokens per thread per round of the scores
-const uint VU = 8;                              // tokens per lane per step of the values
+layout(constant_id = KV_SPEC_ATTN_U) const uint U = 2;   // tokens per thread per round of the scores
+layout(constant_id = KV_SPEC_ATTN_VU) const uint VU = 8; // tokens per lane per step of the values
 const uint LANES = WG / (2 * CW);               // value phase: token lanes (WG % (d/8) == 0)
 const uint NPART = 16;                          // first-level reduction width
 const uint PF = D + 4;                          // floats per partial (kv_layout.h)
@@ -390,19 +390,28 @@ void merge_row(uint row_id, uint kvh)
         [[unroll]] for (uint k = 0; k < EPT; k++)
             if (k * WG + t < D) sh_p[h * D + k * WG + t] = o_fin[h][k];
     barrier();
-    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes), else o
-    for (uint i = t; i < GQA * D; i += WG) {
-        uint h = i / D, j = i % D;
-        float v = sh_p[i];
+    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes), else o. A thread takes element j of
+    // heads hg, hg + HG, ...: row j of R is loaded once (all its loads in flight) for them.
+    const uint HG = WG >= D ? WG / D : 1;
+    for (uint j = t % D; j < D && t < HG * D; j += WG) {
+        uint hg = t / D;
         if (ROTATED) {
             uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4;
-            v = 0.0;
+            float v[GQA];
+            [[unroll]] for (uint h = 0; h < GQA; h++) v[h] = 0.0;
             [[unroll]] for (uint i4 = 0; i4 < D4; i4++) {
-                uint o4 = h * D + 4 * i4;
-                v += dot(rot_v[rbase + i4], vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
+                vec4 r = rot_v[rbase + i4];
+                [[unroll]] for (uint h = 0; h < GQA; h++)
+                    if (h % HG == hg) {
+                        uint o4 = h * D + 4 * i4;
+                        v[h] += dot(r, vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
+                    }
             }
+            [[unroll]] for (uint h = 0; h < GQA; h++)
+                if (h % HG == hg) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h];
+        } else {
+            for (uint h = hg; h < GQA; h += HG) out_[(row_id * N_HEAD + head0 + h) * D + j] = sh_p[h * D + j];
         }
-        out_[(row_id * N_HEAD + head0 + h) * D + j] = v;
     }
 }
 

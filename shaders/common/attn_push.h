@@ -10,7 +10,11 @@
  * the tokens it scores at once (longer items go in chunks of this); its shared memory grows
  * with it. */
 #define KV_SPEC_ITEM_TOKENS 10
-#define ATTN_N_SPEC 11 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
+/* tuning: tokens per thread per round of the scores (U) and per lane per step of the values
+ * (VU); registers grow with both (ids 11, 12 are attn_prefill's) */
+#define KV_SPEC_ATTN_U 13
+#define KV_SPEC_ATTN_VU 14
+#define ATTN_N_SPEC 15 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
 
 /* attn_decode's shared memory in floats, for items of up to `item` tokens, GQA heads per
  * workgroup, `wg` threads, head_dim d, group G and page P: q [gqa][d], group sums of q
