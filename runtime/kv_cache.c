@@ -20,7 +20,7 @@
  * ATTN_MIN_SPLIT tokens, at most the kernel's item size). The environment variable
  * OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for tuning on a device). */
 #ifndef OSCAR_ATTN_TARGET_GROUPS
-#define OSCAR_ATTN_TARGET_GROUPS 1024u
+#define OSCAR_ATTN_TARGET_GROUPS 256u
 #endif
 #define ATTN_MIN_SPLIT 64u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
