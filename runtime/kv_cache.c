@@ -162,6 +162,31 @@ static void hadamard(uint32_t d, float *H)
 }
 
 /* ---- creation ------------------------------------------------------------------------------ */
+/* A pipeline description with the cache's shape in the shared specialization constants
+ * (kv_layout.h, kv_write.h); callers add their own ids (n_spec covers up to 16). */
+static oscar_pipeline_desc cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                      uint32_t wg, uint32_t n_spec)
+{
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = n_spec };
+    d.spec[KV_SPEC_WORKGROUP] = wg;
+    d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
+    d.spec[KV_SPEC_GROUP] = c->p.group_size;
+    d.spec[KV_SPEC_PAGE] = c->p.page_tokens;
+    d.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
+    d.spec[KV_SPEC_GQA] = c->gqa;
+    d.spec[KV_SPEC_MODE] = c->mode;
+    d.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+    return d;
+}
+
+static oscar_status get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                 uint32_t wg, uint32_t extra_id, uint32_t extra_value, oscar_pipeline **out)
+{
+    oscar_pipeline_desc d = cache_desc(c, shader, n_buffers, push_size, wg, ATTN_N_SPEC);
+    if (extra_id) d.spec[extra_id] = extra_value;
+    return oscar_pipeline_get(c->ctx, &d, out);
+}
+
 /* attn_prefill's pipeline and tile buffers, with the largest tile shape that fits the shared
  * memory attention may use. Leaves pl_prefill NULL (prefill steps then run attn_decode) when
  * tiles would hold fewer than 2 rows, or when the environment variable OSCAR_ATTN_PREFILL is 0
@@ -179,37 +204,12 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
     c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
     if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    oscar_pipeline_desc d = { .shader = "attn_prefill", .n_buffers = 9, .push_size = sizeof(struct attn_prefill_push),
-                              .n_spec = ATTN_PF_N_SPEC };
-    d.spec[KV_SPEC_WORKGROUP] = WG_ATTN;
-    d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
-    d.spec[KV_SPEC_GROUP] = c->p.group_size;
-    d.spec[KV_SPEC_PAGE] = c->p.page_tokens;
-    d.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
-    d.spec[KV_SPEC_GQA] = c->gqa;
-    d.spec[KV_SPEC_MODE] = c->mode;
-    d.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+    oscar_pipeline_desc d = cache_desc(c, "attn_prefill", 9, sizeof(struct attn_prefill_push), WG_ATTN, ATTN_PF_N_SPEC);
     d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
     d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
     OSCAR_TRY(oscar_pipeline_get(ctx, &d, &c->pl_prefill));
 fail:
     return st;
-}
-
-static oscar_status get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
-                                 uint32_t wg, uint32_t extra_id, uint32_t extra_value, oscar_pipeline **out)
-{
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = ATTN_N_SPEC };
-    d.spec[KV_SPEC_WORKGROUP] = wg;
-    d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
-    d.spec[KV_SPEC_GROUP] = c->p.group_size;
-    d.spec[KV_SPEC_PAGE] = c->p.page_tokens;
-    d.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
-    d.spec[KV_SPEC_GQA] = c->gqa;
-    d.spec[KV_SPEC_MODE] = c->mode;
-    d.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
-    if (extra_id) d.spec[extra_id] = extra_value;
-    return oscar_pipeline_get(c->ctx, &d, out);
 }
 
 /* fp16 pages the INT2 modes need for every sequence's windows at once: per sequence the sink
@@ -376,16 +376,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16) */
         const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
         long u = u_env ? strtol(u_env, NULL, 10) : 2, vu = vu_env ? strtol(vu_env, NULL, 10) : 8;
-        oscar_pipeline_desc pd = { .shader = use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode",
-                                   .n_buffers = 11, .push_size = sizeof(struct attn_decode_push), .n_spec = ATTN_N_SPEC };
-        pd.spec[KV_SPEC_WORKGROUP] = WG_ATTN;
-        pd.spec[KV_SPEC_HEAD_DIM] = d;
-        pd.spec[KV_SPEC_GROUP] = c->p.group_size;
-        pd.spec[KV_SPEC_PAGE] = c->p.page_tokens;
-        pd.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
-        pd.spec[KV_SPEC_GQA] = c->gqa;
-        pd.spec[KV_SPEC_MODE] = c->mode;
-        pd.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+        oscar_pipeline_desc pd = cache_desc(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 11,
+                                            sizeof(struct attn_decode_push), WG_ATTN, ATTN_N_SPEC);
         pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
         pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : 2;
         pd.spec[KV_SPEC_ATTN_VU] = vu >= 1 && vu <= 16 ? (uint32_t)vu : 8;

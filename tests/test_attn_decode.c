@@ -20,9 +20,10 @@
 #include "attn_ref.h"
 #include "common/kv_write.h"
 #include "half.h"
+#include "attn_scene.h"
 #include "test_gpu.h"
 
-#define POISON 0x7E007E00u /* two fp16 NaNs */
+#define POISON ATTN_SCENE_POISON
 
 typedef struct attn_case {
     const char *name;
@@ -35,164 +36,15 @@ typedef struct attn_case {
     uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
 } attn_case;
 
-/* One generated cache: host pools/tables in kv_layout.h format plus fp32 originals. */
-typedef struct scene {
-    uint32_t n_seq, n_int2_pages, n_f16_pages, max_int2_pages, max_f16_pages;
-    uint32_t *len, *sink, *flushed;  /* [n_seq] */
-    int32_t *int2_table, *f16_table; /* [n_seq][max_*_pages] */
-    uint32_t *int2_pool, *f16_pool;  /* [pages][page words] */
-    float *f16_orig;                 /* [f16 pages][2][NKV][P][d] fp32 values before rounding */
-    uint32_t n_rows;
-    uint32_t *row_seq, *row_n;       /* [n_rows] */
-} scene;
+typedef attn_scene scene;
 
-static void scene_free(scene *s)
-{
-    free(s->len); free(s->sink); free(s->flushed);
-    free(s->int2_table); free(s->f16_table);
-    free(s->int2_pool); free(s->f16_pool); free(s->f16_orig);
-    free(s->row_seq); free(s->row_n);
-    memset(s, 0, sizeof *s);
-}
+static void scene_free(scene *s) { attn_scene_free(s); }
 
-static uint32_t rng_below(uint32_t n) { return n ? test_rng_u32() % n : 0; }
-
-static int is_int2(const attn_case *c, const scene *s, uint32_t seq, uint32_t p)
-{
-    return c->mode != KV_MODE_FP16 && p >= s->sink[seq] && p < s->flushed[seq];
-}
-
-/* Assigns physical ids to every needed table entry: a shuffled permutation of the pool, and
- * every third sequence a fork of the previous one (sharing its first half of the pages). */
-static uint32_t assign_pages(int32_t *table, uint32_t n_seq, uint32_t width, const uint8_t *need, uint32_t spare)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < n_seq * width; i++) table[i] = -1;
-    for (uint32_t q = 0; q < n_seq; q++)
-        for (uint32_t i = 0; i < width; i++) {
-            int fork = q % 3 == 2 && i < width / 2 && need[(q - 1) * width + i];
-            if (need[q * width + i] && !fork) table[q * width + i] = (int32_t)n++;
-            else if (need[q * width + i]) table[q * width + i] = -2; /* resolved below */
-        }
-    uint32_t total = n + spare;
-    uint32_t *perm = malloc(sizeof *perm * (total ? total : 1));
-    for (uint32_t i = 0; i < total; i++) perm[i] = i;
-    for (uint32_t i = total; i > 1; i--) {
-        uint32_t j = rng_below(i), t = perm[i - 1];
-        perm[i - 1] = perm[j];
-        perm[j] = t;
-    }
-    for (uint32_t q = 0; q < n_seq; q++)
-        for (uint32_t i = 0; i < width; i++) {
-            int32_t *e = &table[q * width + i];
-            if (*e >= 0) *e = (int32_t)perm[*e];
-        }
-    for (uint32_t q = 0; q < n_seq; q++) /* forks copy the parent's (already permuted) entry */
-        for (uint32_t i = 0; i < width; i++)
-            if (table[q * width + i] == -2) table[q * width + i] = table[(q - 1) * width + i];
-    free(perm);
-    return total;
-}
-
-/* Builds lengths at the boundaries of c's windows and pages, flush points, tables, pools and
- * rows. */
+/* The shared random cache (tests/support/attn_scene.h) for c, then this test's rows. */
 static int scene_build(const attn_case *c, scene *s)
 {
-    uint32_t S = c->sink, R = c->recent, P = c->P, d = c->d, nkv = c->nkv;
-    uint32_t lens[] = { 1, S ? S - 1 : 2, S ? S : 3, S + 1, S + R - 1, S + R, S + R + 1, P - 1, P, P + 1,
-                        2 * P + 5, S + R + 3 * P + 7, 1 + rng_below(S + R + 2 * P) };
-    s->n_seq = sizeof lens / sizeof lens[0];
-    if (c->long_len) {
-        lens[0] = c->long_len;
-        s->n_seq = 1;
-    }
-    s->len = calloc(s->n_seq, 4);
-    s->sink = calloc(s->n_seq, 4);
-    s->flushed = calloc(s->n_seq, 4);
-    for (uint32_t q = 0; q < s->n_seq; q++) {
-        uint32_t n = lens[q] ? lens[q] : 1;
-        s->len[q] = n;
-        if (c->mode == KV_MODE_FP16) continue;
-        s->sink[q] = S;
-        uint32_t natural = n > S + R ? S + (n - S - R) / 8 * 8 : S;
-        switch (q % 4) {
-        case 0: s->flushed[q] = natural; break;
-        case 1: s->flushed[q] = n > S ? S + rng_below(n - S + 1) : S; break; /* anywhere */
-        case 2: s->flushed[q] = n > S ? n : 0; break;                         /* all flushed / none */
-        default: s->flushed[q] = natural > S ? natural - 1 : natural; break;
-        }
-    }
-    /* table widths and needed entries */
-    s->max_int2_pages = 1;
-    s->max_f16_pages = 1;
-    for (uint32_t q = 0; q < s->n_seq; q++) {
-        uint32_t ni = s->flushed[q] > s->sink[q] ? (s->flushed[q] - s->sink[q] + P - 1) / P : 0;
-        if (ni > s->max_int2_pages) s->max_int2_pages = ni;
-        if ((s->len[q] + P - 1) / P > s->max_f16_pages) s->max_f16_pages = (s->len[q] + P - 1) / P;
-    }
-    uint8_t *need2 = calloc(s->n_seq * s->max_int2_pages, 1), *need16 = calloc(s->n_seq * s->max_f16_pages, 1);
-    for (uint32_t q = 0; q < s->n_seq; q++)
-        for (uint32_t p = 0; p < s->len[q]; p++) {
-            if (is_int2(c, s, q, p)) need2[q * s->max_int2_pages + (p - s->sink[q]) / P] = 1;
-            else need16[q * s->max_f16_pages + p / P] = 1;
-        }
-    s->int2_table = malloc(sizeof(int32_t) * s->n_seq * s->max_int2_pages);
-    s->f16_table = malloc(sizeof(int32_t) * s->n_seq * s->max_f16_pages);
-    s->n_int2_pages = assign_pages(s->int2_table, s->n_seq, s->max_int2_pages, need2, 2);
-    s->n_f16_pages = assign_pages(s->f16_table, s->n_seq, s->max_f16_pages, need16, 2);
-    free(need2);
-    free(need16);
-
-    /* pools: poison everything, then write each readable slot once */
-    size_t w2 = KV_INT2_PAGE_WORDS(nkv, P, d, c->G), w16 = KV_F16_PAGE_WORDS(nkv, P, d);
-    s->int2_pool = malloc(4 * (w2 * s->n_int2_pages + 4));
-    s->f16_pool = malloc(4 * (w16 * s->n_f16_pages + 4));
-    s->f16_orig = calloc((size_t)s->n_f16_pages * 2 * nkv * P * d + 1, sizeof(float));
-    for (size_t i = 0; i < w2 * s->n_int2_pages; i++) s->int2_pool[i] = POISON;
-    for (size_t i = 0; i < w16 * s->n_f16_pages; i++) s->f16_pool[i] = POISON;
-    uint8_t *done2 = calloc((size_t)s->n_int2_pages * P + 1, 1), *done16 = calloc((size_t)s->n_f16_pages * P + 1, 1);
-    uint32_t cw = d / 16, pw = d / c->G;
-    for (uint32_t q = 0; q < s->n_seq; q++)
-        for (uint32_t p = 0; p < s->len[q]; p++) {
-            if (is_int2(c, s, q, p)) {
-                uint32_t j = p - s->sink[q];
-                uint32_t page = (uint32_t)s->int2_table[q * s->max_int2_pages + j / P], slot = j % P;
-                if (done2[page * P + slot]++) continue;
-                uint32_t *base = s->int2_pool + page * w2;
-                for (uint32_t h = 0; h < nkv; h++) {
-                    size_t row = (size_t)h * P + slot;
-                    for (uint32_t kv = 0; kv < 2; kv++) {
-                        uint32_t *codes = base + kv * nkv * P * (cw + pw) + row * cw;
-                        uint32_t *params = base + kv * nkv * P * (cw + pw) + (size_t)nkv * P * cw + row * pw;
-                        for (uint32_t i = 0; i < cw; i++) codes[i] = test_rng_u32();
-                        for (uint32_t g = 0; g < pw; g++) {
-                            float sc = fabsf(test_rng_normal()) * 0.7f, mn = test_rng_normal() * c->mn_mul;
-                            if (g == 1) sc = 0.0f; /* an all-equal group */
-                            params[g] = oscar_f32_to_f16(sc) | ((uint32_t)oscar_f32_to_f16(mn) << 16);
-                        }
-                    }
-                }
-            } else {
-                uint32_t page = (uint32_t)s->f16_table[q * s->max_f16_pages + p / P], slot = p % P;
-                if (done16[page * P + slot]++) continue;
-                for (uint32_t kv = 0; kv < 2; kv++)
-                    for (uint32_t h = 0; h < nkv; h++) {
-                        size_t row = (size_t)kv * nkv * P + (size_t)h * P + slot;
-                        uint32_t *words = s->f16_pool + page * w16 + row * (d / 2);
-                        float *orig = s->f16_orig + ((size_t)page * 2 * nkv * P + row) * d;
-                        for (uint32_t e = 0; e < d; e++) {
-                            float x = test_rng_normal() * (kv == 0 ? 1.0f : 2.0f);
-                            if (test_rng_u32() % 64 == 0) x *= 20.0f; /* outliers */
-                            orig[e] = x;
-                            uint32_t hb = oscar_f32_to_f16(x);
-                            if (e % 2 == 0) words[e / 2] = hb;
-                            else words[e / 2] |= hb << 16;
-                        }
-                    }
-            }
-        }
-    free(done2);
-    free(done16);
+    attn_scene_shape shape = { c->mode, c->d, c->G, c->P, c->nkv, c->sink, c->recent, c->mn_mul, c->long_len };
+    attn_scene_build(&shape, s);
 
     /* rows: one decode row per sequence, a prefill block on sequences 11 and 5, an empty row;
      * one long sequence: two rows (n, n - 1) */
@@ -322,23 +174,10 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
     /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
-    int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
     uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
-    float *rot = malloc(sizeof *rot * n_rot * d * d);
-    for (size_t i = 0; i < (size_t)n_rot * d * d; i++) rot[i] = test_rng_normal() / sqrtf((float)d);
-    if (rotated) {
-        float *o = malloc(sizeof *o * d);
-        for (size_t rh = 0; rh < (size_t)s.n_rows * n_head; rh++) {
-            const float *R = rot + (c->rot_per_head ? (rh % n_head) / c->gqa : 0) * d * d;
-            memcpy(o, want + rh * d, sizeof *o * d);
-            for (uint32_t j = 0; j < d; j++) {
-                double v = 0;
-                for (uint32_t e = 0; e < d; e++) v += (double)o[e] * R[j * d + e];
-                want[rh * d + j] = (float)v;
-            }
-        }
-        free(o);
-    }
+    float *rot = attn_scene_random_rv(n_rot, d);
+    if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED)
+        attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
     oscar_buffer b_rot, b_cnt;
     CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));

@@ -167,6 +167,19 @@ uint f16_row(uint begin, uint p, uint kvh)
 }
 
 // ---- scores: sh_p[k][h] = q_h . k_k for the item's tokens k < n; m[h] = this thread's max ----
+// The scores of this thread's U tokens k0, k0 + WG, ... (those below n) into sh_p and m.
+void store_scores(uint k0, uint n, float s[U][GQA], inout float m[GQA])
+{
+    for (uint u = 0; u < U; u++) {
+        uint k = k0 + u * WG;
+        if (k < n)
+            for (uint h = 0; h < GQA; h++) {
+                sh_p[k * GQA + h] = s[u][h];
+                m[h] = max(m[h], s[u][h]);
+            }
+    }
+}
+
 void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
@@ -207,14 +220,7 @@ void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
                 }
             }
         }
-        for (uint u = 0; u < U; u++) {
-            uint k = k0 + u * WG;
-            if (k < n)
-                for (uint h = 0; h < GQA; h++) {
-                    sh_p[k * GQA + h] = s[u][h];
-                    m[h] = max(m[h], s[u][h]);
-                }
-        }
+        store_scores(k0, n, s, m);
     }
 }
 
@@ -239,14 +245,7 @@ void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
                 for (uint u = 0; u < U; u++) s[u][h] += dot(qa, ka[u]) + dot(qb, kb[u]);
             }
         }
-        for (uint u = 0; u < U; u++) {
-            uint k = k0 + u * WG;
-            if (k < n)
-                for (uint h = 0; h < GQA; h++) {
-                    sh_p[k * GQA + h] = s[u][h];
-                    m[h] = max(m[h], s[u][h]);
-                }
-        }
+        store_scores(k0, n, s, m);
     }
 }
 

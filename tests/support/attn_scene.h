@@ -1,0 +1,48 @@
+/* Random paged KV caches for the attention kernel tests (test_attn_decode, test_attn_prefill):
+ * host pools and page tables in the layout of shaders/common/kv_layout.h, with sequence
+ * lengths at every window and page boundary, flush points anywhere (natural, random, all,
+ * none), shuffled physical pages, every third sequence a fork sharing half of its parent's
+ * pages, random INT2 codes and params (one all-equal group per row where d/G > 1), fp16
+ * values with outliers (their fp32 originals kept for exact references), and every slot no
+ * sequence owns poisoned with fp16 NaNs. The rows (queries) are the caller's. */
+#ifndef OSCAR_TEST_ATTN_SCENE_H
+#define OSCAR_TEST_ATTN_SCENE_H
+
+#include <stdint.h>
+
+#define ATTN_SCENE_POISON 0x7E007E00u /* two fp16 NaNs */
+
+typedef struct attn_scene_shape {
+    uint32_t mode, d, G, P, nkv; /* KV_MODE_*, head_dim, group, page tokens, KV heads */
+    uint32_t sink, recent;       /* window sizes (int2 modes) */
+    float mn_mul;                /* INT2 min magnitude: large mins with small scales cancel */
+    uint32_t long_len;           /* nonzero: one sequence of this length instead of the boundary list */
+} attn_scene_shape;
+
+/* One generated cache: host pools/tables in kv_layout.h format plus fp32 originals. */
+typedef struct attn_scene {
+    uint32_t n_seq, n_int2_pages, n_f16_pages, max_int2_pages, max_f16_pages;
+    uint32_t *len, *sink, *flushed;  /* [n_seq] */
+    int32_t *int2_table, *f16_table; /* [n_seq][max_*_pages] */
+    uint32_t *int2_pool, *f16_pool;  /* [pages][page words] */
+    float *f16_orig;                 /* [f16 pages][2][NKV][P][d] fp32 values before rounding */
+    uint32_t n_rows;                 /* rows: filled by the caller (attn_scene_free frees them) */
+    uint32_t *row_seq, *row_n;       /* [n_rows] */
+} attn_scene;
+
+/* Sequences, flush points, tables and pools for shape c (test_rng draws). */
+void attn_scene_build(const attn_scene_shape *c, attn_scene *s);
+void attn_scene_free(attn_scene *s);
+/* 1 when position p of sequence seq is stored in INT2. */
+int attn_scene_is_int2(const attn_scene_shape *c, const attn_scene *s, uint32_t seq, uint32_t p);
+/* n_rot random d x d matrices (N(0, 1/d) entries: not symmetric, so a transposed use fails),
+ * malloc'ed. */
+float *attn_scene_random_rv(uint32_t n_rot, uint32_t d);
+/* out [n_rows][n_head][d] <- out·R_Vᵀ per head, in double: R = rot[(h / gqa)] when per_head,
+ * else rot[0]. What the kernels apply after attention in the rotated modes. */
+void attn_scene_unrotate(float *out, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *rot,
+                         int per_head);
+/* Uniform in [0, n) (0 for n = 0). */
+uint32_t attn_scene_rng_below(uint32_t n);
+
+#endif
