@@ -36,12 +36,8 @@ typedef struct attn_case {
     uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
 } attn_case;
 
-typedef attn_scene scene;
-
-static void scene_free(scene *s) { attn_scene_free(s); }
-
 /* The shared random cache (tests/support/attn_scene.h) for c, then this test's rows. */
-static int scene_build(const attn_case *c, scene *s)
+static int scene_build(const attn_case *c, attn_scene *s)
 {
     attn_scene_shape shape = { c->mode, c->d, c->G, c->P, c->nkv, c->sink, c->recent, c->mn_mul, c->long_len };
     attn_scene_build(&shape, s);
@@ -68,7 +64,7 @@ static int scene_build(const attn_case *c, scene *s)
 }
 
 /* Exact attention over the fp32 values behind the fp16 pool (fp16 mode only). */
-static void exact_fp16_attention(const attn_case *c, const scene *s, const float *q, float scale, float *out)
+static void exact_fp16_attention(const attn_case *c, const attn_scene *s, const float *q, float scale, float *out)
 {
     uint32_t d = c->d, P = c->P, nkv = c->nkv, n_head = nkv * c->gqa;
     uint32_t max_n = 1;
@@ -121,7 +117,7 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
 /* Runs one case through `shader` (attn_decode or attn_decode_f16). */
 static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
 {
-    scene s = { 0 };
+    attn_scene s = { 0 };
     scene_build(c, &s);
     uint32_t d = c->d, n_head = c->nkv * c->gqa;
     float scale = 1.0f / sqrtf((float)d);
@@ -238,7 +234,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
     free(q); free(got); free(want); free(rows); free(items); free(rot);
-    scene_free(&s);
+    attn_scene_free(&s);
 }
 
 int main(void)

@@ -37,12 +37,8 @@ typedef struct attn_case {
     uint32_t long_rows;     /* its prefill rows */
 } attn_case;
 
-typedef attn_scene scene;
-
-static void scene_free(scene *s) { attn_scene_free(s); }
-
 /* The shared random cache (tests/support/attn_scene.h) for c, then this test's rows. */
-static int scene_build(const attn_case *c, scene *s)
+static int scene_build(const attn_case *c, attn_scene *s)
 {
     attn_scene_shape shape = { c->mode, c->d, c->G, c->P, c->nkv, c->sink, c->recent, c->mn_mul, c->long_len };
     attn_scene_build(&shape, s);
@@ -75,7 +71,7 @@ static int scene_build(const attn_case *c, scene *s)
 /* Runs one case: tiles of the case's shape, two calls, comparison with the reference. */
 static void run_case(oscar_context *ctx, const attn_case *c)
 {
-    scene s = { 0 };
+    attn_scene s = { 0 };
     scene_build(c, &s);
     uint32_t d = c->d, n_head = c->nkv * c->gqa;
     float scale = 1.0f / sqrtf((float)d);
@@ -179,7 +175,7 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     oscar_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_rot, &b_out };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
     free(q); free(got); free(want); free(rows); free(tiles); free(rot); free(sink); free(fe);
-    scene_free(&s);
+    attn_scene_free(&s);
 }
 
 /* The shapes the cache picks for common models within 32 KB: rows per tile and chunk. */
