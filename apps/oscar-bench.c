@@ -243,10 +243,12 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         printf("%-14s batch %2u  context %6u  %9.1f us  %9.1f us  %7.1f GB/s  %5.1f%% of read bw  %5.2f bits/elem\n",
                oscar_kv_mode_name(mode), batch, target, pt->us_call, pt->us, pt->gbps, 100.0 * pt->gbps / bw, pt->bits);
         fflush(stdout);
-        if (json)
+        if (json) {
             fprintf(json, "%s  {\"mode\": \"%s\", \"batch\": %u, \"context\": %u, \"us\": %.2f, \"us_per_submission\": %.2f, "
                           "\"gbps\": %.1f, \"read_bw_gbps\": %.1f, \"bytes\": %.0f, \"bits_per_element\": %.4f}",
                     json_sep(), oscar_kv_mode_name(mode), batch, target, pt->us, pt->us_call, pt->gbps, bw, bytes, pt->bits);
+            fflush(json); /* a run cut short keeps its points */
+        }
     }
     if (!ok) {
         fprintf(stderr, "oscar-bench: %s batch %u: %s\n", oscar_kv_mode_name(mode), batch, oscar_last_error());
@@ -454,9 +456,11 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, d
         if (ok) {
             prefill_tok_s = a->prompt / t;
             printf("%-6s prefill %u tokens: %.1f tok/s (%.2f s)\n", oscar_kv_mode_name(mode), a->prompt, prefill_tok_s, t);
-            if (json)
+            if (json) {
                 fprintf(json, "%s  {\"kind\": \"prefill\", \"kv\": \"%s\", \"tokens\": %u, \"tok_s\": %.2f, \"seconds\": %.3f}",
                         json_sep(), oscar_kv_mode_name(mode), a->prompt, prefill_tok_s, t);
+                fflush(json); /* a run cut short keeps its points */
+            }
         }
     }
     uint32_t len = 0;
@@ -496,12 +500,14 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, d
                    oscar_kv_mode_name(mode), B, target, pt.tok_s, pt.ms_step, pt.gpu_ms, pt.limit_tok_s,
                    100.0 * pt.tok_s / pt.limit_tok_s, pt.bits, fill_s);
             fflush(stdout);
-            if (json)
+            if (json) {
                 fprintf(json, "%s  {\"kind\": \"decode\", \"kv\": \"%s\", \"batch\": %u, \"context\": %u, \"tok_s\": %.2f, "
                               "\"ms_per_step\": %.3f, \"gpu_ms_per_step\": %.3f, \"weight_limit_tok_s\": %.2f, "
                               "\"bits_per_element\": %.4f, \"fill_seconds\": %.2f}",
                         json_sep(), oscar_kv_mode_name(mode), B, target, pt.tok_s, pt.ms_step, pt.gpu_ms,
                         pt.limit_tok_s, pt.bits, fill_s);
+                fflush(json);
+            }
             fill_s = 0; /* the fill is reported once per context */
         }
     }
