@@ -604,7 +604,7 @@ static int bench_decode(int argc, char **argv)
     oscar_context_device_info(m.ctx, &info);
     uint64_t bw_bytes = (uint64_t)a.bw_mib << 20;
     if (bw_bytes > info.max_storage_buffer_range / 2) bw_bytes = info.max_storage_buffer_range / 2;
-    oscar_status st = oscar_measure_read_bandwidth(m.ctx, bw_bytes, 10, &bw);
+    oscar_status st = oscar_measure_read_bandwidth(m.ctx, bw_bytes, 20, &bw);
     if (st != OSCAR_OK) {
         fprintf(stderr, "%s: read bandwidth: %s\n", prog, oscar_last_error());
         goto out;
