@@ -1,7 +1,6 @@
 /* Recording the forward-pass kernels other than attention; see ops.h. Each op validates
  * shapes and bindings on the host (the shaders trust them), then records one dispatch. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "ggml_types.h"
 #include "ops.h"
@@ -40,8 +39,6 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
     ops->matvec_shader = OSCAR_MATVEC_AUTO;
     ops->matvec_workgroup = 0;
     ops->matvec_unroll = 0;
-    const char *nib = getenv("OSCAR_MATVEC_NIB32"); /* tuning: 0 = the fp16-conversion decode */
-    ops->matvec_nib32 = nib ? atoi(nib) != 0 : 1;
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -179,10 +176,9 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per } };
     if (shader == OSCAR_MATVEC_UNITS) {
         d.shader = "mul_mat_vec";
-        d.n_spec = 6;
+        d.n_spec = 5;
         d.spec[3] = unroll;                 /* UNROLL */
         d.spec[4] = (w.offset % 16) == 0;   /* W16: the uvec4 view of W is aligned */
-        d.spec[5] = ops->matvec_nib32;      /* NIB32 */
     } else if (shader == OSCAR_MATVEC_STAGED) {
         d.shader = "mul_mat_vec_staged";
     }

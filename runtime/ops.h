@@ -30,8 +30,6 @@ typedef struct oscar_ops {
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units per thread per pass of mul_mat_vec.comp, 1..8; 0: per type */
-    uint32_t matvec_nib32;     /* 1 (default): 4-bit types decode nibbles with fp32 bit tricks (no
-                                * conversions); 0: through fp16 (OSCAR_MATVEC_NIB32=0 at init) */
 } oscar_ops;
 
 /* Which decode mat-vec shader oscar_op_mul_mat_vec records. */

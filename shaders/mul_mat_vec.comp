@@ -22,7 +22,6 @@ layout(constant_id = 1) const uint TYPE = 0;        // GGML type id of W
 layout(constant_id = 2) const uint ROWS = 1;        // rows per workgroup
 layout(constant_id = 3) const uint UNROLL = 1;      // units per thread per pass
 layout(constant_id = 4) const uint W16 = 0;         // 1: binding W starts on 16 bytes, wq4 may be used
-layout(constant_id = 5) const uint NIB32 = 1;       // 1: 4-bit types decode with mv_dot_nib32 (dequant_unit.glsl)
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
@@ -37,7 +36,6 @@ layout(push_constant) uniform Push {
 
 #include "common/dequant.glsl"
 #define MV_WQ4
-#define MV_NIB32
 #include "common/dequant_unit.glsl"
 
 shared float red[WORKGROUP * ROWS]; // [ROWS][WORKGROUP] partial sums
@@ -54,7 +52,7 @@ void load_x(uint xb, uint u, out vec4 xl[4], out vec4 xh[4], out float sl, out f
             xl[k] = xv[j + k].xzyw;
             xh[k] = xv[j + g + k].xzyw;
         }
-        if (TYPE == GGML_Q4_1 || TYPE == GGML_Q4_K || TYPE == GGML_Q5_K || (TYPE == GGML_Q4_0 && NIB32 != 0u)) {
+        if (TYPE == GGML_Q4_1 || TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) {
             vec4 a = xl[0] + xl[1] + xl[2] + xl[3], b = xh[0] + xh[1] + xh[2] + xh[3];
             sl = (a.x + a.y) + (a.z + a.w);
             sh = (b.x + b.y) + (b.z + b.w);

@@ -90,33 +90,6 @@ float mv_dot_nib(uvec4 w, uint s, vec4 x[4], float zero)
     return a;
 }
 
-// The nibble at bit p of w as x = 1 + nibble/16 in fp32, with no conversion instruction: one
-// shift puts it at mantissa bits 19..22 and one and-or adds the exponent of 1.0.
-float mv_nib_x(uint w, uint p)
-{
-    uint b = p <= 19u ? w << (19u - p) : w >> (p - 19u);
-    return uintBitsToFloat((b & 0x00780000u) | 0x3F800000u);
-}
-
-// mv_dot_nib through mv_nib_x: sum of x[k] . (nibble - zp) over the 4 words w[k] of nibbles
-// at bit s of each byte (x permuted as mv_fields orders bytes 0, 2, 1, 3), with xsum = the sum
-// of x: 16 * sum(x * (1 + n/16)) - (16 + zp) * xsum. Costs two integer operations and one FMA
-// per weight, where mv_dot_nib's fp16-to-fp32 conversions run at a fraction of the FMA rate
-// on some GPUs (the including shader selects it with MV_NIB32 and a NIB32 constant).
-float mv_dot_nib32(uvec4 w, uint s, vec4 x[4], float zp, float xsum)
-{
-    float a = 0.0;
-    for (uint k = 0u; k < 4u; k++)
-        a += dot(vec4(mv_nib_x(w[k], s), mv_nib_x(w[k], s + 16u), mv_nib_x(w[k], s + 8u), mv_nib_x(w[k], s + 24u)), x[k]);
-    return 16.0 * a - (16.0 + zp) * xsum;
-}
-
-#ifdef MV_NIB32
-#define MV_USE_NIB32 (NIB32 != 0u)
-#else
-#define MV_USE_NIB32 false
-#endif
-
 // As mv_dot_nib with a fifth (Q5_K: mask 0x00100010) or fifth and sixth (Q6_K: 0x00300030)
 // bit per field from hb[k], whose bits for bytes 0/2 sit at lsh02 (left shift to bit 4) and
 // for bytes 1/3 at rsh13 (right shift to bit 4).
@@ -158,14 +131,11 @@ float mv_unit_dot(uint rb, uint u, vec4 xl[4], vec4 xh[4], float sl, float sh)
     } else if (TYPE == GGML_Q4_0) { // { f16 d; u8 qs[16] }, 18 bytes
         uint o = rb + 18u * u;
         uvec4 w = mv_load4(o + 2u);
-        if (MV_USE_NIB32) return dq_f16(o) * (mv_dot_nib32(w, 0u, xl, 8.0, sl) + mv_dot_nib32(w, 4u, xh, 8.0, sh));
         return dq_f16(o) * (mv_dot_nib(w, 0u, xl, 1032.0) + mv_dot_nib(w, 4u, xh, 1032.0));
     } else if (TYPE == GGML_Q4_1) { // { f16 d, m; u8 qs[16] }, 20 bytes
         uint o = rb + 20u * u;
         vec2 dm = unpackHalf2x16(wq[o >> 2]);
         uvec4 w = mv_load4(o + 4u);
-        if (MV_USE_NIB32)
-            return dm.x * (mv_dot_nib32(w, 0u, xl, 0.0, sl) + mv_dot_nib32(w, 4u, xh, 0.0, sh)) + dm.y * (sl + sh);
         return dm.x * (mv_dot_nib(w, 0u, xl, 1024.0) + mv_dot_nib(w, 4u, xh, 1024.0)) + dm.y * (sl + sh);
     } else if (TYPE == GGML_Q8_0) { // { f16 d; i8 qs[32] }, 34 bytes; bytes biased by 128 via xor
         uint o = rb + 34u * u;
@@ -191,10 +161,7 @@ float mv_unit_dot(uint rb, uint u, vec4 xl[4], vec4 xh[4], float sl, float sh)
         mv_k_scale_min(sw, 2u * c + 1u, sc1, m1);
         uvec4 w = mv_load4(o + (TYPE == GGML_Q5_K ? 48u : 16u) + 16u * p);
         float a0, a1;
-        if (TYPE == GGML_Q4_K && MV_USE_NIB32) {
-            a0 = mv_dot_nib32(w, 0u, xl, 0.0, sl);
-            a1 = mv_dot_nib32(w, 4u, xh, 0.0, sh);
-        } else if (TYPE == GGML_Q4_K) {
+        if (TYPE == GGML_Q4_K) {
             a0 = mv_dot_nib(w, 0u, xl, 1024.0);
             a1 = mv_dot_nib(w, 4u, xh, 1024.0);
         } else { // fifth bit: bit 2c (low) / 2c+1 (high) of qh byte 16(p&1) + l
