@@ -2,7 +2,6 @@
 #include "vk_context.h"
 
 #define BW_WORKGROUP 256u
-#define BW_WARMUP_NS 100e6 /* 100 ms of reads before timing */
 
 OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t bytes, uint32_t iterations, double *gbps)
 {
@@ -31,11 +30,8 @@ OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t
     if (groups[0] > 65535) groups[0] = 65535;
     oscar_binding b[2] = { { &src, 0, 0 }, { &sink, 0, 0 } };
 
-    /* warm-up first: at least BW_WARMUP_NS of reads (an idle GPU, e.g. after a model was
-     * loaded on the CPU, runs its first milliseconds at low clocks), at most 200 dispatches */
-    double best_ns = 0, warm_ns = 0;
-    uint32_t warm = 0;
-    for (uint32_t it = 0; it < iterations;) {
+    double best_ns = 0;
+    for (uint32_t it = 0; it <= iterations; it++) { /* iteration 0 warms up */
         OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
         int t0 = oscar_cmd_timestamp(ctx, &ctx->cmd);
         OSCAR_TRY(oscar_cmd_dispatch(ctx, &ctx->cmd, p, b, &push, groups));
@@ -43,13 +39,7 @@ OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t
         OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
         double ns;
         OSCAR_TRY(oscar_cmd_elapsed_ns(ctx, &ctx->cmd, t0, t1, &ns));
-        if (warm_ns < BW_WARMUP_NS && warm < 200) {
-            warm_ns += ns > 0 ? ns : BW_WARMUP_NS; /* no timing: no warm-up either */
-            warm++;
-            continue;
-        }
-        if (ns > 0 && (best_ns == 0 || ns < best_ns)) best_ns = ns;
-        it++;
+        if (it > 0 && ns > 0 && (best_ns == 0 || ns < best_ns)) best_ns = ns;
     }
     *gbps = best_ns > 0 ? (double)bytes / best_ns : 0.0;
 fail:
