@@ -157,7 +157,10 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
     int is_float = type == OSCAR_GGML_TYPE_F32 || type == OSCAR_GGML_TYPE_F16 || type == OSCAR_GGML_TYPE_BF16;
-    uint32_t shader = ops->matvec_shader ? ops->matvec_shader : is_float ? OSCAR_MATVEC_RUN8 : OSCAR_MATVEC_UNITS;
+    /* auto: the faster shader per type on the H200 (docs/benchmarks.md): run8 for the float
+     * types and Q8_0 (47.5% vs 34.7% of read bandwidth), units for the 4-bit and K types */
+    int run8 = is_float || type == OSCAR_GGML_TYPE_Q8_0;
+    uint32_t shader = ops->matvec_shader ? ops->matvec_shader : run8 ? OSCAR_MATVEC_RUN8 : OSCAR_MATVEC_UNITS;
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
     uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
     uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : 1;
