@@ -4,7 +4,7 @@
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
 // loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
-// and works through the item in chunks of up to ITEM_TOKENS tokens (usually one), each in
+// and works through the item in chunks of up to ITEM_TOKENS tokens (usually a single chunk), each in
 // three phases, with a handful of barriers per chunk:
 //   scores:  thread t scores tokens t, t + WG, ... (U at a time, their K rows loaded together)
 //            for every head against q in shared memory; scores go to sh_p [token][GQA] and
@@ -26,15 +26,17 @@
 // o = sum o_s e^(m_s - M) / L; 0 when nothing was attended; lanes of threads take every
 // LANES_M-th item, branch-free, so their loads overlap), applies R_Vᵀ in the rotated
 // modes, writes out[row][head][d] and resets the counter for the next call. So one dispatch
-// does split-K attention and its merge.
+// does split-K attention and its merge. Visibility: partials and counters are `coherent`, each
+// workgroup's memoryBarrierBuffer() orders its partial writes before its atomic, and the last
+// one's orders the atomic before its reads.
 //
 // Codes become floats without a conversion instruction: or-ing code c into the mantissa of
 // 1.0 gives x = 1 + c/4 (fp32), so sum_e q_e c_e = 4 * (sum_e q_e x_e - qsum) per group; in
 // fp16 or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly.
 //
 // Nothing assumes a subgroup size: every reduction goes through shared memory and barriers.
-// Shared memory: the host picks ITEM_TOKENS with oscar_attn_item_tokens() (attn_items.h), whose
-// formula is the one below (ATTN_SHARED_FLOATS).
+// Shared memory: the host picks ITEM_TOKENS with oscar_attn_item_tokens() (attn_items.h), from
+// the same formula as the declarations below (ATTN_SHARED_FLOATS, common/attn_push.h).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/kv_layout.h"
