@@ -7,7 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 apps=$(ls build/apps/oscar-* 2>/dev/null || true)
-bash ../shared/device/pack.sh $apps
+# ../shared/device/pack.sh pipes `ldconfig -p` into an awk that exits at the first match: under
+# pipefail ldconfig's SIGPIPE fails it now and then (exit 141, .device left empty). Retry.
+for try in 1 2 3; do bash ../shared/device/pack.sh $apps && break; [ $try = 3 ] && exit 1; done
 mkdir -p .device/layers .device/tests
 cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so .device/lib/
 sed 's|"library_path": "[^"]*"|"library_path": "../lib/libVkLayer_khronos_validation.so"|' \
