@@ -376,7 +376,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16) */
         const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
         long u = u_env ? strtol(u_env, NULL, 10) : 2, vu = vu_env ? strtol(vu_env, NULL, 10) : 8;
-        oscar_pipeline_desc pd = cache_desc(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 12,
+        oscar_pipeline_desc pd = cache_desc(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 11,
                                             sizeof(struct attn_decode_push), WG_ATTN, ATTN_N_SPEC);
         pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
         pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : 2;
@@ -657,23 +657,19 @@ oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32
     uint32_t rot_groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
     record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);
-    oscar_binding rot_k = { &c->rot_k, layer * rot_bytes, rot_bytes };
-    if (c->n_tiles) { /* a prefill step: q <- q·R_K first (query head h uses the R of its KV head) */
-        if (rotated) {
-            struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H };
-            oscar_binding b[3] = { *q, rot_k, q_rot };
-            OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot, b, &rp, rot_groups));
-            oscar_cmd_barrier(c->ctx, cmd);
-        }
-        return record_prefill(c, cmd, layer, rotated ? &q_rot : q, out);
+    if (rotated) { /* q <- q·R_K (query head h uses the R of its KV head) */
+        struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H };
+        oscar_binding b[3] = { *q, { &c->rot_k, layer * rot_bytes, rot_bytes }, q_rot };
+        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot, b, &rp, rot_groups));
+        oscar_cmd_barrier(c->ctx, cmd);
     }
-    { /* flash-decoding (q·R_K in its prologue); the last workgroup of each (row, KV head)
-       * merges and applies R_V^T */
+    if (c->n_tiles) return record_prefill(c, cmd, layer, rotated ? &q_rot : q, out); /* a prefill step */
+    { /* flash-decoding; the last workgroup of each (row, KV head) merges and applies R_V^T */
         struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-        oscar_binding b[12] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+        oscar_binding b[11] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
                                 { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
                                 { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
-                                { &c->counters, 0, 0 }, rot_k };
+                                { &c->counters, 0, 0 } };
         uint32_t groups[3];
         oscar_attn_grid(c->n_items, c->p.n_kv_head, groups);
         OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups));

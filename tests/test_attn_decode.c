@@ -8,8 +8,7 @@
  * Every case runs through attn_decode (fp32) and, where the device has shaderFloat16, through
  * attn_decode_f16 (INT2 value sums in packed fp16). The call runs twice back to back (the
  * merge counters must be back at 0 after each) and the second output is checked. In the
- * rotated modes R_K (applied to q by the kernel) and R_V are random non-symmetric matrices, so
- * a transposed one fails.
+ * rotated modes R_V is a random non-symmetric matrix, so a transposed R_V fails.
  * Bounds: normalised squared error <= 1e-5 against the reference over the same dequantized
  * values; fp16 mode also <= 1e-4 against exact attention over the fp32 values before fp16
  * rounding. */
@@ -152,13 +151,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
                           .int2_table = s.int2_table, .max_int2_pages = s.max_int2_pages,
                           .f16_table = s.f16_table, .max_f16_pages = s.max_f16_pages,
                           .n_seq = s.n_seq, .sink = s.sink, .flushed_end = s.flushed };
-    /* R_K: in the rotated modes the kernel computes q·R_K itself; the reference gets it done */
-    int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
-    uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
-    float *rot_k = attn_scene_random_rv(n_rot, d), *q_ref = malloc(sizeof *q_ref * out_n);
-    memcpy(q_ref, q, sizeof *q * out_n);
-    if (rotated) attn_scene_rotate(q_ref, s.n_rows, n_head, c->gqa, d, rot_k, c->rot_per_head);
-    CHECK_OK(attn_ref_attention(&rc, q_ref, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
+    CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
     oscar_buffer b_q, b_rows, b_items, b_pool2, b_pool16, b_t2, b_t16, b_part, b_out;
     size_t part_bytes = sizeof(float) * n_items * n_head * KV_PARTIAL_FLOATS(d);
@@ -177,15 +170,16 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
     /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
+    uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
     float *rot = attn_scene_random_rv(n_rot, d);
-    if (rotated) attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
-    oscar_buffer b_rot, b_rot_k, b_cnt;
+    if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED)
+        attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
+    oscar_buffer b_rot, b_cnt;
     CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
-    CHECK_OK(test_gpu_buffer_from(ctx, rot_k, sizeof *rot_k * n_rot * d * d, &b_rot_k));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));
     CHECK_OK(oscar_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
 
-    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 12, .push_size = sizeof(struct attn_decode_push),
+    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 11, .push_size = sizeof(struct attn_decode_push),
                                .n_spec = ATTN_N_SPEC,
                                .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
@@ -196,9 +190,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     oscar_pipeline *pd = NULL;
     CHECK_OK(oscar_pipeline_get(ctx, &dd, &pd));
     if (pd) {
-        oscar_binding bd[12] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
+        oscar_binding bd[11] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
                                  { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_part, 0, 0 },
-                                 { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 }, { &b_rot_k, 0, 0 } };
+                                 { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 } };
         struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale };
         uint32_t gd[3];
         oscar_attn_grid(n_items, c->nkv, gd);
@@ -237,9 +231,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         }
         printf("\n");
     }
-    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_rot_k, &b_cnt };
+    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
-    free(q); free(q_ref); free(got); free(want); free(rows); free(items); free(rot); free(rot_k);
+    free(q); free(got); free(want); free(rows); free(items); free(rot);
     attn_scene_free(&s);
 }
 

@@ -3,8 +3,7 @@
 // the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay fp32).
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
-// loads the row's GQA query heads of its KV head (in the rotated modes it computes q·R_K
-// itself: a thread per output element and part of the sum; scaled by pc.scale)
+// loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
 // and works through the item in chunks of up to ITEM_TOKENS tokens (usually a single chunk), each in
 // three phases, with a handful of barriers per chunk:
 //   scores:  thread t scores tokens t, t + WG, ... (U at a time, their K rows loaded together)
@@ -100,7 +99,6 @@ layout(std430, binding = 7) coherent buffer Partials4 { vec4 partials4[]; }; // 
 layout(std430, binding = 8) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
 layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
 layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
-layout(std430, binding = 11) readonly buffer RotK { float rot_k[]; };        // [n_rot][d][d] R_K of the layer (rotated modes)
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 
@@ -418,47 +416,6 @@ void merge_row(uint row_id, uint kvh)
     }
 }
 
-// sh_q <- the row's GQA heads of KV head kvh, times pc.scale; in the rotated modes times R_K
-// first: q·R_K with output element j and part p of the sum over i (i = p, p + PARTS, ...) per
-// thread, the parts added through sh_red ([PARTS][GQA][d] = WG * GQA floats when WG >= d).
-void load_q(uint row, uint kvh)
-{
-    uint t = gl_LocalInvocationID.x;
-    uint qb = (row * N_HEAD + kvh * GQA) * (D / 4);
-    if (!ROTATED) {
-        for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[qb + i] * pc.scale;
-        return;
-    }
-    for (uint i = t; i < GQA * D / 4; i += WG) {
-        vec4 v = q4[qb + i];
-        sh_p[4 * i] = v.x, sh_p[4 * i + 1] = v.y, sh_p[4 * i + 2] = v.z, sh_p[4 * i + 3] = v.w;
-    }
-    barrier();
-    const uint PARTS = WG >= D ? WG / D : 1;
-    uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D;
-    uint part = t / D;
-    for (uint j = t % D; j < D && part < PARTS; j += WG) {
-        float acc[GQA];
-        [[unroll]] for (uint h = 0; h < GQA; h++) acc[h] = 0.0;
-        for (uint i = part; i < D; i += PARTS) {
-            float r = rot_k[rbase + i * D + j];
-            [[unroll]] for (uint h = 0; h < GQA; h++) acc[h] += sh_p[h * D + i] * r;
-        }
-        [[unroll]] for (uint h = 0; h < GQA; h++) {
-            if (PARTS == 1) sh_q[(h * D + j) / 4][j % 4] = acc[h] * pc.scale;
-            else sh_red[(part * GQA + h) * D + j] = acc[h];
-        }
-    }
-    if (PARTS > 1) {
-        barrier();
-        for (uint i = t; i < GQA * D; i += WG) {
-            float v = 0.0;
-            for (uint p = 0; p < PARTS; p++) v += sh_red[p * GQA * D + i];
-            sh_q[i / 4][i % 4] = v * pc.scale;
-        }
-    }
-}
-
 void main()
 {
     uint item_id = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
@@ -469,7 +426,7 @@ void main()
     uint seq = rows[it.row].seq;
     bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
 
-    load_q(it.row, kvh);
+    for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
     barrier();
     if (is_int2)
         for (uint i = t; i < GQA * PWD; i += WG) {

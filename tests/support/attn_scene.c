@@ -177,19 +177,3 @@ void attn_scene_unrotate(float *out, uint32_t n_rows, uint32_t n_head, uint32_t 
     }
     free(o);
 }
-
-void attn_scene_rotate(float *x, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *rot,
-                       int per_head)
-{
-    float *v = malloc(sizeof *v * d);
-    for (size_t rh = 0; v && rh < (size_t)n_rows * n_head; rh++) {
-        const float *R = rot + (per_head ? (rh % n_head) / gqa : 0) * d * d;
-        memcpy(v, x + rh * d, sizeof *v * d);
-        for (uint32_t j = 0; j < d; j++) {
-            double y = 0;
-            for (uint32_t i = 0; i < d; i++) y += (double)v[i] * R[i * d + j];
-            x[rh * d + j] = (float)y;
-        }
-    }
-    free(v);
-}

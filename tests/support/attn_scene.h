@@ -42,10 +42,6 @@ float *attn_scene_random_rv(uint32_t n_rot, uint32_t d);
  * else rot[0]. What the kernels apply after attention in the rotated modes. */
 void attn_scene_unrotate(float *out, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *rot,
                          int per_head);
-/* x [n_rows][n_head][d] <- x·R per head (y_j = sum_i x_i R[i][j]), in double; R as above.
- * What the kernels apply to q in the rotated modes. */
-void attn_scene_rotate(float *x, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *rot,
-                       int per_head);
 /* Uniform in [0, n) (0 for n = 0). */
 uint32_t attn_scene_rng_below(uint32_t n);
 
