@@ -17,8 +17,9 @@
 #define WG_ATTN 128u
 #define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads */
 /* Flash-decoding aims for about this many workgroups per attention call (items of at least
- * ATTN_MIN_SPLIT tokens, at most the kernel's item size). The environment variable
- * OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for tuning on a device). */
+ * ATTN_MIN_SPLIT tokens; longer items run in chunks of the kernel's item size). The
+ * environment variable OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for
+ * tuning on a device). */
 #ifndef OSCAR_ATTN_TARGET_GROUPS
 #define OSCAR_ATTN_TARGET_GROUPS 256u
 #endif
