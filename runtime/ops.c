@@ -128,28 +128,6 @@ static uint32_t matvec_default_rows(uint32_t type)
     }
 }
 
-/* Whether mul_mat_vec_staged.comp takes this case: a block type, the binding and every row on
- * 16 bytes, 64+ threads (a pass of WORKGROUP units is whole blocks of a multiple of 16 bytes),
- * and its shared arrays (W: rows x pass bytes; x: 36 floats per thread; the reduction) within
- * the device limit. */
-static int matvec_staged_fits(const oscar_ops *ops, uint32_t type, uint32_t wg, uint32_t per, uint64_t offset,
-                              uint64_t row_bytes)
-{
-    uint32_t block_bytes;
-    switch (type) {
-    case OSCAR_GGML_TYPE_Q4_0: block_bytes = 18; break;
-    case OSCAR_GGML_TYPE_Q4_1: block_bytes = 20; break;
-    case OSCAR_GGML_TYPE_Q8_0: block_bytes = 34; break;
-    case OSCAR_GGML_TYPE_Q4_K: block_bytes = 144 / 8; break; /* per unit: 1/8 of a block */
-    case OSCAR_GGML_TYPE_Q5_K: block_bytes = 176 / 8; break;
-    case OSCAR_GGML_TYPE_Q6_K: block_bytes = 27; break;      /* 210 / 8 rounded up */
-    default: return 0;
-    }
-    uint64_t shared = (uint64_t)per * wg * block_bytes + (uint64_t)wg * 36 * 4 + (uint64_t)per * wg * 4;
-    return wg >= 64 && offset % 16 == 0 && row_bytes % 16 == 0 &&
-           shared <= ops->ctx->limits.maxComputeSharedMemorySize;
-}
-
 oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                   oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -164,7 +142,7 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
     uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
     uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : 1;
-    if (shader != OSCAR_MATVEC_UNITS && shader != OSCAR_MATVEC_RUN8 && shader != OSCAR_MATVEC_STAGED)
+    if (shader != OSCAR_MATVEC_UNITS && shader != OSCAR_MATVEC_RUN8)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: workgroup %u is not a power of two in 32..256", wg);
@@ -173,8 +151,6 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: unroll %u exceeds 8", unroll);
     if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u tokens exceed the grid", n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    if (shader == OSCAR_MATVEC_STAGED && !matvec_staged_fits(ops, type, wg, per, w.offset, row_bytes))
-        shader = OSCAR_MATVEC_UNITS;
     oscar_pipeline_desc d = { .shader = "mul_mat_vec_run8", .n_buffers = 3, .push_size = 12, .n_spec = 3,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per } };
     if (shader == OSCAR_MATVEC_UNITS) {
@@ -182,8 +158,6 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
         d.n_spec = 5;
         d.spec[3] = unroll;                 /* UNROLL */
         d.spec[4] = (w.offset % 16) == 0;   /* W16: the uvec4 view of W is aligned */
-    } else if (shader == OSCAR_MATVEC_STAGED) {
-        d.shader = "mul_mat_vec_staged";
     }
     uint32_t push[3] = { rows, cols, n }, groups[3];
     if ((st = grid_2d(oscar_div_up(rows, per), groups, "mul_mat_vec")) != OSCAR_OK) return st;

@@ -34,12 +34,9 @@ typedef struct oscar_ops {
 
 /* Which decode mat-vec shader oscar_op_mul_mat_vec records. */
 enum {
-    OSCAR_MATVEC_AUTO = 0,  /* per weight type: RUN8 for F32/F16/BF16, UNITS for the block types */
+    OSCAR_MATVEC_AUTO = 0,  /* per weight type: RUN8 for F32/F16/BF16 and Q8_0, UNITS for the rest */
     OSCAR_MATVEC_UNITS = 1, /* shaders/mul_mat_vec.comp: 16-byte units per thread, x from memory */
     OSCAR_MATVEC_RUN8 = 2,  /* shaders/mul_mat_vec_run8.comp: 8 elements per thread, dequant8 */
-    OSCAR_MATVEC_STAGED = 3, /* shaders/mul_mat_vec_staged.comp: UNITS with W and x staged in shared
-                              * memory by coalesced loads; block types whose rows are on 16 bytes,
-                              * 64+ threads (else UNITS is recorded) */
 };
 
 /* Fills ops with the defaults for ctx (128 threads, mat-vec variant and rows by weight type). */

@@ -2,7 +2,7 @@
  * weight type the GPU reads: get_rows (the dequantizer alone), mul_mat_vec (decode) and the
  * tiled mul_mat (prefill), at workgroups 64/128/256, odd row counts, column counts from one
  * block to 5120, 1 to 4 rows per mat-vec workgroup and the per-type default, both mat-vec
- * shaders (UNITS at 1 to 4 units per pass, 32 threads too; STAGED at 64 and 128 threads),
+ * shaders (UNITS at 1 to 4 units per pass, 32 threads too),
  * and 1, 3, 7 and 64 tokens.
  *
  * Weights: quantized types are random bytes with the fp16 scale fields replaced by sane
@@ -228,16 +228,6 @@ int main(void)
         ops.matvec_workgroup = 32;
         check_case(&ops, type, 35, 4096, 64, 4);
         ops.matvec_unroll = 0;
-        /* the STAGED shader (block types whose rows are on 16 bytes; the rest record UNITS):
-         * 64 threads and 8 rows over 4096 columns (whole passes), 128 threads and 3 rows over
-         * 6144 (a partial last pass), 32 threads (UNITS) */
-        ops.matvec_shader = OSCAR_MATVEC_STAGED;
-        ops.matvec_workgroup = 64;
-        check_case(&ops, type, 35, 4096, 64, 8);
-        ops.matvec_workgroup = 128;
-        check_case(&ops, type, 37, 6144, 128, 3);
-        ops.matvec_workgroup = 32;
-        check_case(&ops, type, 35, block == 1 ? 96 : 3 * block, 64, 4);
         ops.matvec_shader = OSCAR_MATVEC_AUTO;
         ops.matvec_workgroup = 0;
     }
