@@ -116,12 +116,7 @@ static double parse_ppl(const char *out)
 
 int main(void)
 {
-    if (!test_apps_dir(apps_dir, sizeof apps_dir)) test_skip("cannot find the apps (set OSCAR_APPS_DIR)");
-    char probe[4200];
-    snprintf(probe, sizeof probe, "%s/oscar-chat", apps_dir);
-    if (access(probe, X_OK) != 0) test_skip("the apps are not built (OSCAR_BUILD_APPS=OFF?)");
-    uint32_t n_dev = 0;
-    if (oscar_list_devices(NULL, &n_dev) != OSCAR_OK || n_dev == 0) test_skip("no Vulkan device");
+    test_apps_require(apps_dir, sizeof apps_dir, "oscar-chat");
     tmp_dir = test_tmp_dir_make("oscar_test_apps");
     double t_all = test_now();
 
@@ -144,16 +139,7 @@ int main(void)
     const char *zoo = test_tmp_path("tiny.rot.gguf"), *zoo_other = test_tmp_path("other.rot.gguf");
     CHECK_OK(write_identity_zoo(zoo, &info, info.fingerprint_hex));
     CHECK_OK(write_identity_zoo(zoo_other, &info, "0123456789abcdef"));
-    {
-        /* a truncated model */
-        char head[4000];
-        FILE *f = fopen(model, "rb");
-        size_t n = fread(head, 1, sizeof head, f);
-        fclose(f);
-        f = fopen(test_tmp_path("truncated.gguf"), "wb");
-        fwrite(head, 1, n, f);
-        fclose(f);
-    }
+    CHECK(test_copy_head(model, test_tmp_path("truncated.gguf"), 4000) == 4000); /* a truncated model */
     /* a text: repeated English sentences, long enough for a few perplexity chunks */
     const char *text = test_tmp_path("text.txt");
     {

@@ -24,6 +24,7 @@
 #include "model_desc.h"
 #include "model_gen.h"
 #include "model_ref.h"
+#include "test_proc.h"
 #include "test_util.h"
 #include "tokenizer.h"
 
@@ -516,19 +517,8 @@ static void check_bad_files(void)
     CHECK_OK(oscar_model_gen_write(&p, good));
 
     /* Truncated */
-    FILE *f = fopen(good, "rb");
-    CHECK(f != NULL);
-    if (f) {
-        fseek(f, 0, SEEK_END);
-        long size = ftell(f);
-        fseek(f, 0, SEEK_SET);
-        char *buf = malloc((size_t)size);
-        CHECK(fread(buf, 1, (size_t)size, f) == (size_t)size);
-        fclose(f);
-        FILE *o = fopen(test_tmp_path("trunc.gguf"), "wb");
-        fwrite(buf, 1, (size_t)size - 100, o);
-        fclose(o);
-        free(buf);
+    {
+        CHECK(test_copy_head(good, test_tmp_path("trunc.gguf"), -100) > 0);
         oscar_model_desc *m = NULL;
         CHECK_STATUS(oscar_model_desc_load(test_tmp_path("trunc.gguf"), &m), OSCAR_ERROR_BAD_FORMAT);
         CHECK(m == NULL && strstr(oscar_last_error(), "trunc.gguf") != NULL);

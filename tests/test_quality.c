@@ -69,12 +69,7 @@ static double row_cell(const char *row, int col)
 
 int main(void)
 {
-    if (!test_apps_dir(apps_dir, sizeof apps_dir)) test_skip("cannot find the apps (set OSCAR_APPS_DIR)");
-    char probe[4200];
-    snprintf(probe, sizeof probe, "%s/oscar-quality", apps_dir);
-    if (access(probe, X_OK) != 0) test_skip("oscar-quality is not built (OSCAR_BUILD_APPS=OFF?)");
-    uint32_t n_dev = 0;
-    if (oscar_list_devices(NULL, &n_dev) != OSCAR_OK || n_dev == 0) test_skip("no Vulkan device");
+    test_apps_require(apps_dir, sizeof apps_dir, "oscar-quality");
     tmp_dir = test_tmp_dir_make("oscar_test_quality");
     double t_all = test_now();
 

@@ -3,6 +3,8 @@
 #include "test_proc.h"
 #include "test_util.h"
 
+#include "oscar/oscar.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -51,6 +53,38 @@ int test_apps_dir(char *buf, unsigned cap)
     self[n] = 0;
     snprintf(buf, cap, "%s/../apps", dirname(self));
     return 1;
+}
+
+void test_apps_require(char *buf, unsigned cap, const char *app)
+{
+    if (!test_apps_dir(buf, cap)) test_skip("cannot find the apps (set OSCAR_APPS_DIR)");
+    char probe[4200];
+    snprintf(probe, sizeof probe, "%s/%s", buf, app);
+    if (access(probe, X_OK) != 0) test_skip("the apps are not built (OSCAR_BUILD_APPS=OFF?)");
+    uint32_t n_dev = 0;
+    if (oscar_list_devices(NULL, &n_dev) != OSCAR_OK || n_dev == 0) test_skip("no Vulkan device");
+}
+
+long test_copy_head(const char *src, const char *dst, long n)
+{
+    FILE *f = fopen(src, "rb");
+    if (!f) return -1;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    long keep = n < 0 ? size + n : n;
+    if (keep < 0) keep = 0;
+    if (keep > size) keep = size;
+    char *buf = malloc(keep ? (size_t)keep : 1);
+    long got = buf ? (long)fread(buf, 1, (size_t)keep, f) : -1;
+    fclose(f);
+    FILE *o = got == keep ? fopen(dst, "wb") : NULL;
+    if (o) {
+        got = (long)fwrite(buf, 1, (size_t)keep, o);
+        fclose(o);
+    }
+    free(buf);
+    return o ? got : -1;
 }
 
 void test_run_free(test_run_result *r)

@@ -14,6 +14,10 @@ typedef struct test_run_result {
  * buf[cap] and returns 1; 0 when it cannot be found. */
 int test_apps_dir(char *buf, unsigned cap);
 
+/* test_apps_dir into buf[cap], then skips the test (test_skip) when the apps cannot be found,
+ * `app` is not built there, or there is no Vulkan device. */
+void test_apps_require(char *buf, unsigned cap, const char *app);
+
 /* Runs `path` with args (NULL-terminated, at most 62), stdin from `in` (NULL: /dev/null), its
  * output captured through files in `tmp_dir`, killed after timeout_s. Free with test_run_free. */
 test_run_result test_run(const char *path, const char *const *args, const char *in, const char *tmp_dir,
@@ -22,6 +26,9 @@ void test_run_free(test_run_result *r);
 
 /* Reads a whole file into a NUL-terminated malloc'ed string ("" when missing). */
 char *test_slurp(const char *path);
+/* Writes the first n bytes of src to dst (n < 0: all but the last -n bytes; at most the whole
+ * file): a truncated copy. Returns the bytes written, -1 when a file cannot be opened. */
+long test_copy_head(const char *src, const char *dst, long n);
 /* Number of '\n' in s. */
 int test_count_lines(const char *s);
 
