@@ -662,6 +662,18 @@ static int name_in_list(const char *name, const char *list)
     return 0;
 }
 
+/* Ends a recording timed from timestamp t0: submits it, waits, and sets *ns. Returns st if it
+ * is a failure already, else the first failure of these steps. */
+static oscar_status end_timed(oscar_context *ctx, oscar_cmd *cmd, int t0, oscar_status st, double *ns)
+{
+    if (!cmd->recording) return st;
+    int t1 = oscar_cmd_timestamp(ctx, cmd);
+    oscar_status st2 = oscar_cmd_submit_wait(ctx, cmd);
+    if (st == OSCAR_OK) st = st2;
+    if (st == OSCAR_OK) st = oscar_cmd_elapsed_ns(ctx, cmd, t0, t1, ns);
+    return st;
+}
+
 /* Times the decode mat-vec y = W·x for each weight type, W [rows][cols], `iters` dispatches
  * chained in one command buffer with a barrier between them (as in a forward pass). The weights
  * rotate over enough copies that together exceed the GPU's last-level cache, so every dispatch
@@ -738,8 +750,9 @@ static int bench_ops(int argc, char **argv)
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u (0: per type)\n", shader_names[mv_shader],
            mv_wg, per_group, mv_unroll);
     oscar_cmd cmd;
-    oscar_buffer x = { 0 }, y = { 0 };
+    oscar_buffer x = { 0 }, y = { 0 }, xq = { 0 };
     if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
+        oscar_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols), OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
         oscar_buffer_create(ctx, (uint64_t)rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
         oscar_buffer_fill(ctx, &x, 0, (uint64_t)cols * 4, 0x3F800000u) != OSCAR_OK) {
         fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
@@ -756,34 +769,53 @@ static int bench_ops(int argc, char **argv)
         if (copies > 64) copies = 64;
         while (copies > 1 && (uint64_t)copies * mat > info.max_storage_buffer_range) copies--;
         oscar_buffer w = { 0 };
-        double ns = 0;
         oscar_status st = oscar_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
         if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
-        if (st == OSCAR_OK) st = oscar_cmd_begin(ctx, &cmd);
-        int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
-        for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-            oscar_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
-            st = oscar_op_mul_mat_vec(&ops, &cmd, type, bw_, bx, by, rows, cols, 1);
-            oscar_cmd_barrier(ctx, &cmd);
-        }
-        if (cmd.recording) {
-            int t1 = oscar_cmd_timestamp(ctx, &cmd);
-            oscar_status st2 = oscar_cmd_submit_wait(ctx, &cmd);
-            if (st == OSCAR_OK) st = st2;
-            if (st == OSCAR_OK) st = oscar_cmd_elapsed_ns(ctx, &cmd, t0, t1, &ns);
+        /* the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16 one on x
+         * prepared once, as a forward pass shares it between the products of one input */
+        for (int f16 = 0; f16 < 2 && st == OSCAR_OK; f16++) {
+            if (f16 && !oscar_op_mul_mat_vec_f16_supported(&ops, type)) break;
+            double ns = 0;
+            st = oscar_cmd_begin(ctx, &cmd);
+            if (f16 && st == OSCAR_OK) {
+                st = oscar_op_x_f16_blocks(&ops, &cmd, (oscar_binding){ &x, 0, 0 }, (oscar_binding){ &xq, 0, 0 }, cols, 1);
+                oscar_cmd_barrier(ctx, &cmd);
+            }
+            int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+            for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
+                oscar_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
+                oscar_binding bq = { &xq, 0, 0 };
+                st = f16 ? oscar_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
+                         : oscar_op_mul_mat_vec(&ops, &cmd, type, bw_, bx, by, rows, cols, 1);
+                oscar_cmd_barrier(ctx, &cmd);
+            }
+            st = end_timed(ctx, &cmd, t0, st, &ns);
+            if (st != OSCAR_OK) break;
+            double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
+            printf("%-5s%-4s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw\n", oscar_ggml_type_name(type),
+                   f16 ? " f16" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
         }
         oscar_buffer_destroy(ctx, &w);
         if (st != OSCAR_OK) {
             fprintf(stderr, "%s: %s: %s\n", prog, oscar_ggml_type_name(type), oscar_last_error());
             rc = 1;
-            continue;
         }
-        double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
-        printf("%-5s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw\n", oscar_ggml_type_name(type),
-               row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+    }
+    if (info.float16_arithmetic) { /* the preparation of x for the packed-fp16 kernel */
+        double ns = 0;
+        oscar_status st = oscar_cmd_begin(ctx, &cmd);
+        int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+        for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
+            st = oscar_op_x_f16_blocks(&ops, &cmd, (oscar_binding){ &x, 0, 0 }, (oscar_binding){ &xq, 0, 0 }, cols, 1);
+            oscar_cmd_barrier(ctx, &cmd);
+        }
+        st = end_timed(ctx, &cmd, t0, st, &ns);
+        if (st == OSCAR_OK) printf("x_f16_blocks of %u columns: %.1f us\n", cols, ns * 1e-3 / iters);
+        else rc = 1;
     }
     oscar_buffer_destroy(ctx, &x);
     oscar_buffer_destroy(ctx, &y);
+    oscar_buffer_destroy(ctx, &xq);
     oscar_cmd_release(ctx, &cmd);
     oscar_context_destroy(ctx);
     return rc;

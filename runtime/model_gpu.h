@@ -81,6 +81,10 @@ typedef struct oscar_gpu_state {
     oscar_buffer amax;             /* [max_out] u32 argmax of each logits row */
     oscar_buffer rb_logits;        /* READBACK [max_out][n_vocab] fp32 */
     oscar_buffer rb_amax;          /* READBACK [max_out] u32 */
+    oscar_buffer xq;               /* one row of x prepared for the packed-fp16 mat-vec (OSCAR_X_F16_BYTES
+                                    * of the widest input); unused (0 bytes) when matvec_f16 is 0 */
+    int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
+                                    * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
     uint32_t last_rows;            /* logits rows of the last step */
     double last_gpu_ms;            /* GPU time of the last step (0 without timestamps) */
 } oscar_gpu_state;

@@ -1,6 +1,7 @@
 /* Recording the forward-pass kernels other than attention; see ops.h. Each op validates
  * shapes and bindings on the host (the shaders trust them), then records one dispatch. */
 #include <math.h>
+#include <string.h>
 
 #include "ggml_types.h"
 #include "ops.h"
@@ -91,8 +92,8 @@ static oscar_status record(const oscar_ops *ops, oscar_cmd *cmd, const oscar_pip
 
 /* Checks the shared arguments of the three matrix products and returns W's row bytes. */
 static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t type, const oscar_binding *w,
-                                  const oscar_binding *x, const oscar_binding *y, uint32_t rows, uint32_t cols,
-                                  uint32_t n, uint64_t *row_bytes)
+                                  const oscar_binding *x, uint64_t x_bytes, const oscar_binding *y, uint32_t rows,
+                                  uint32_t cols, uint32_t n, uint64_t *row_bytes)
 {
     oscar_status st = check_workgroup(ops, op);
     if (st != OSCAR_OK) return st;
@@ -109,7 +110,7 @@ static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t
                            oscar_ggml_type_name(type), n);
     /* the shaders read whole words: the last block's bytes are rounded up to a word */
     if ((st = check_binding(w, ((uint64_t)rows * *row_bytes + 3) & ~3ull, op, "w")) != OSCAR_OK) return st;
-    if ((st = check_binding(x, (uint64_t)n * cols * 4, op, "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(x, x_bytes, op, "x")) != OSCAR_OK) return st;
     return check_binding(y, (uint64_t)n * rows * 4, op, "y");
 }
 
@@ -128,49 +129,73 @@ static uint32_t matvec_default_rows(uint32_t type)
     }
 }
 
+/* Records a mat-vec shader ("mul_mat_vec_run8" takes WORKGROUP, TYPE, ROWS; the others also
+ * UNROLL and W16) over the checked bindings, with ops' tuning or the per-type defaults. */
+static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, uint32_t type,
+                                  oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
+                                  uint32_t n)
+{
+    oscar_status st;
+    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
+    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : 1;
+    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a power of two in 32..256", shader, wg);
+    if (per > wg || (uint64_t)per * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows per workgroup of %u threads", shader, per, wg);
+    if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: unroll %u exceeds 8", shader, unroll);
+    if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
+    if (rows == 0 || n == 0) return OSCAR_OK;
+    int run8 = !strcmp(shader, "mul_mat_vec_run8");
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = run8 ? 3 : 5,
+                              .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
+                                        /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0 } };
+    uint32_t push[3] = { rows, cols, n }, groups[3];
+    if ((st = grid_2d(oscar_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
+    groups[2] = n;
+    oscar_binding b[3] = { w, x, y };
+    return record(ops, cmd, &d, b, push, groups);
+}
+
 oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                   oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, &y, rows, cols, n, &row_bytes);
+    oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
     int is_float = type == OSCAR_GGML_TYPE_F32 || type == OSCAR_GGML_TYPE_F16 || type == OSCAR_GGML_TYPE_BF16;
     /* auto: the faster shader per type on the H200 (docs/benchmarks.md): run8 for the float
      * types and Q8_0 (47.5% vs 34.7% of read bandwidth), units for the 4-bit and K types */
     int run8 = is_float || type == OSCAR_GGML_TYPE_Q8_0;
     uint32_t shader = ops->matvec_shader ? ops->matvec_shader : run8 ? OSCAR_MATVEC_RUN8 : OSCAR_MATVEC_UNITS;
-    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
-    uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
-    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : 1;
     if (shader != OSCAR_MATVEC_UNITS && shader != OSCAR_MATVEC_RUN8)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
-    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: workgroup %u is not a power of two in 32..256", wg);
-    if (per > wg || (uint64_t)per * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u rows per workgroup of %u threads", per, wg);
-    if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: unroll %u exceeds 8", unroll);
-    if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: %u tokens exceed the grid", n);
-    if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = "mul_mat_vec_run8", .n_buffers = 3, .push_size = 12, .n_spec = 3,
-                              .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per } };
-    if (shader == OSCAR_MATVEC_UNITS) {
-        d.shader = "mul_mat_vec";
-        d.n_spec = 5;
-        d.spec[3] = unroll;                 /* UNROLL */
-        d.spec[4] = (w.offset % 16) == 0;   /* W16: the uvec4 view of W is aligned */
-    }
-    uint32_t push[3] = { rows, cols, n }, groups[3];
-    if ((st = grid_2d(oscar_div_up(rows, per), groups, "mul_mat_vec")) != OSCAR_OK) return st;
-    groups[2] = n;
-    oscar_binding b[3] = { w, x, y };
-    return record(ops, cmd, &d, b, push, groups);
+    return record_matvec(ops, cmd, shader == OSCAR_MATVEC_UNITS ? "mul_mat_vec" : "mul_mat_vec_run8", type, w, x, y, rows, cols, n);
+}
+
+int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)
+{
+    return ops->ctx->info.float16_arithmetic && (type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q8_0);
+}
+
+oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                      oscar_binding xq, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    if (!oscar_op_mul_mat_vec_f16_supported(ops, type))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_f16: needs shaderFloat16 and Q4_0 or Q8_0 weights (%s)",
+                           oscar_ggml_type_name(type));
+    uint64_t row_bytes;
+    oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
+                                    &row_bytes);
+    if (st != OSCAR_OK) return st;
+    return record_matvec(ops, cmd, "mul_mat_vec_f16", type, w, xq, y, rows, cols, n);
 }
 
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                     oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, &y, rows, cols, n, &row_bytes);
+    oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
     if (rows == 0 || n == 0) return OSCAR_OK;
     uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, MUL_MAT_BN), 1 };
@@ -302,6 +327,22 @@ oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding
     if ((st = check_binding(&y, (uint64_t)n * 4, "swiglu", "y")) != OSCAR_OK) return st;
     oscar_binding b[3] = { gate, up, y };
     return elementwise(ops, cmd, "swiglu", b, 3, &n, 4, n);
+}
+
+oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding xq,
+                                   uint32_t cols, uint32_t n)
+{
+    oscar_status st = check_workgroup(ops, "x_f16_blocks");
+    if (st != OSCAR_OK) return st;
+    if (!ops->ctx->info.float16_arithmetic)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "x_f16_blocks: the device has no shaderFloat16");
+    if (cols == 0 || cols % 32 || (uint64_t)n * cols > UINT32_MAX / 2)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "x_f16_blocks: %u rows of %u columns (a multiple of 32)", n, cols);
+    if ((st = check_binding(&x, (uint64_t)n * cols * 4, "x_f16_blocks", "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(&xq, OSCAR_X_F16_BYTES(n, cols), "x_f16_blocks", "xq")) != OSCAR_OK) return st;
+    uint32_t blocks = n * (cols / 32);
+    oscar_binding b[2] = { x, xq };
+    return elementwise(ops, cmd, "x_f16_blocks", b, 2, &blocks, 4, blocks);
 }
 
 oscar_status oscar_op_add(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding a, oscar_binding b,

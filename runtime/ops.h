@@ -56,6 +56,26 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                     oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
+/* The packed-fp16 decode mat-vec (shaders/mul_mat_vec_f16.comp): Q4_0 and Q8_0 weights on
+ * devices with shaderFloat16, x prepared once by oscar_op_x_f16_blocks and shared by every
+ * mat-vec that reads the same x. Error ~1e-7 normalised squared (fp16 products; see the
+ * shader), where the fp32 kernels are exact to fp32 summation order. On the H200 it takes a
+ * Q4_0 14336 x 4096 product from 27 to ~17 us (docs/benchmarks.md). */
+int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type);
+
+/* Bytes of the prepared x of n rows of cols (a multiple of 32) elements: per 32-element block
+ * 16 fp16 pairs, then per block an fp32 scale. */
+#define OSCAR_X_F16_BYTES(n, cols) ((uint64_t)(n) * (cols) * 2 + (uint64_t)(n) * (cols) / 8)
+
+/* xq [OSCAR_X_F16_BYTES(n, cols)] <- x [n][cols] fp32 (cols a multiple of 32). */
+oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding xq,
+                                   uint32_t cols, uint32_t n);
+
+/* y [n][rows] = W [rows][cols] x for the x prepared in xq; type Q4_0 or Q8_0 (see
+ * oscar_op_mul_mat_vec_f16_supported), the other settings as oscar_op_mul_mat_vec's UNITS. */
+oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                      oscar_binding xq, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */
 oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,

@@ -16,7 +16,14 @@
  * u * sqrt(cols) * rms(term) for terms of random sign (u = 2^-24), the same order as the
  * result's sqrt(cols) * rms(term), so the normalised squared error sum (gpu - ref)^2 /
  * sum ref^2 stays near u^2 * small factor (~1e-13 measured); 1e-6 leaves a wide margin
- * yet fails on a single wrong element of a 4096-column row (~1/4096 = 2.4e-4). */
+ * yet fails on a single wrong element of a 4096-column row (~1/4096 = 2.4e-4).
+ * The packed-fp16 mat-vec (mul_mat_vec_f16: Q4_0 and Q8_0 where the device has shaderFloat16)
+ * rounds x * 2^k and each product to fp16: ~2^-12 relative per product, random in sign, so its
+ * error is ~1e-7; it is held to 2e-6 (still far below one wrong element), with x of unit scale
+ * and x scaled by 3e4 and by 1e-4 (the per-block power-of-two scaling of x_f16_blocks keeps
+ * fp16 from overflowing or flushing). x_f16_blocks itself: every pair within one fp16 rounding
+ * of x * s, s the exact power of two that puts the block's max |x * s| in [8, 16). */
+#include <math.h>
 #include <string.h>
 
 #include "ggml_types.h"
@@ -26,6 +33,7 @@
 #include "test_gpu.h"
 
 #define NSE_BOUND 1e-6
+#define NSE_BOUND_F16 2e-6
 
 static const uint32_t types[] = {
     OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16, OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0,
@@ -175,6 +183,74 @@ done:
     free(ids);
 }
 
+/* The packed-fp16 mat-vec: x_f16_blocks (each pair within one fp16 rounding of x * s) and
+ * mul_mat_vec_f16 against the fp32 reference, for 1 and 3 tokens of x scaled by x_mul. */
+static void check_f16_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per_group,
+                           float x_mul)
+{
+    oscar_context *ctx = ops->ctx;
+    const uint32_t n_max = 3, nb = cols / 32;
+    size_t wbytes;
+    uint8_t *w = make_weights(type, rows, cols, &wbytes);
+    float *x = malloc((size_t)n_max * cols * sizeof *x), *ref = malloc((size_t)n_max * rows * sizeof *ref);
+    float *got = malloc((size_t)n_max * rows * sizeof *got);
+    uint8_t *xq = malloc(OSCAR_X_F16_BYTES(n_max, cols));
+    CHECK(w && x && ref && got && xq);
+    if (!w || !x || !ref || !got || !xq) goto done;
+    for (size_t i = 0; i < (size_t)n_max * cols; i++) x[i] = test_rng_normal() * x_mul;
+    ops->workgroup = wg;
+    ops->matvec_rows = per_group;
+    oscar_buffer bw = { 0 }, bx = { 0 }, bq = { 0 }, by = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)n_max * cols * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, OSCAR_X_F16_BYTES(n_max, cols), &bq));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)n_max * rows * 4, &by));
+    for (uint32_t n = 1; n <= n_max; n += 2) {
+        CHECK_OK(oscar_ref_mul_mat(type, w, x, ref, rows, cols, n));
+        CHECK_OK(oscar_buffer_fill(ctx, &by, 0, (size_t)n_max * rows * 4, 0x7FC00000u));
+        oscar_binding bbx = { &bx, 0, 0 }, bbq = { &bq, 0, 0 }, bbw = { &bw, 0, 0 }, bby = { &by, 0, 0 };
+        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(oscar_op_x_f16_blocks(ops, &ctx->cmd, bbx, bbq, cols, n));
+        oscar_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(oscar_op_mul_mat_vec_f16(ops, &ctx->cmd, type, bbw, bbq, bby, rows, cols, n));
+        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
+        CHECK_OK(oscar_buffer_download(ctx, &bq, 0, xq, OSCAR_X_F16_BYTES(n, cols)));
+        /* the prepared x: pair 2j of a block holds elements (4j, 4j + 2), pair 2j + 1 (4j + 1, 4j + 3) */
+        size_t bad = 0;
+        for (uint32_t b = 0; b < n * nb; b++) {
+            const float *xb = x + (size_t)b * 32;
+            float mx = 0;
+            for (int i = 0; i < 32; i++) mx = fabsf(xb[i]) > mx ? fabsf(xb[i]) : mx;
+            int e;
+            frexpf(mx, &e);
+            float s = ldexpf(1.0f, 4 - e), inv;
+            memcpy(&inv, xq + (size_t)n * cols * 2 + 4 * b, 4);
+            bad += inv != ldexpf(1.0f, e - 4);
+            for (int i = 0; i < 32; i++) {
+                int j = i / 4, pair = 2 * j + (i & 1), half = (i & 2) != 0;
+                uint16_t h;
+                memcpy(&h, xq + (size_t)b * 64 + 4 * pair + 2 * half, 2);
+                float want = xb[i] * s, g = oscar_f16_to_f32(h);
+                bad += !(fabsf(g - want) <= fabsf(want) * 0x1p-10f + 0x1p-24f); /* one rounding, either mode */
+            }
+        }
+        CHECK_MSG(bad == 0, "x_f16_blocks cols %u n %u x x%g: %zu values off", cols, n, x_mul, bad);
+        double nse = test_nse(got, ref, (size_t)n * rows);
+        CHECK_MSG(nse <= NSE_BOUND_F16, "mul_mat_vec_f16 %s rows %u cols %u n %u wg %u rows/group %u x x%g: nse %.3g",
+                  oscar_ggml_type_name(type), rows, cols, n, wg, per_group, x_mul, nse);
+        if (getenv("OSCAR_TEST_VERBOSE"))
+            printf("mul_mat_vec_f16 %-4s rows %3u cols %4u n %u wg %3u x x%g: nse %.3g\n", oscar_ggml_type_name(type), rows,
+                   cols, n, wg, x_mul, nse);
+    }
+    oscar_buffer_destroy(ctx, &bw);
+    oscar_buffer_destroy(ctx, &bx);
+    oscar_buffer_destroy(ctx, &bq);
+    oscar_buffer_destroy(ctx, &by);
+done:
+    free(w), free(x), free(ref), free(got), free(xq);
+}
+
 /* Shapes and types the ops refuse, before anything is recorded. */
 static void check_errors(oscar_ops *ops)
 {
@@ -230,6 +306,30 @@ int main(void)
         ops.matvec_unroll = 0;
         ops.matvec_shader = OSCAR_MATVEC_AUTO;
         ops.matvec_workgroup = 0;
+        if (oscar_op_mul_mat_vec_f16_supported(&ops, type)) {
+            /* the packed-fp16 path: 1, 3, 128, 160 blocks, 1 to 4 rows per group, 1 to 3 blocks
+             * per pass, 32 to 256 threads, x at scales 1, 3e4 and 1e-4 */
+            static const float scales[3] = { 1.0f, 3e4f, 1e-4f };
+            for (uint32_t c = 0; c < 3; c++) {
+                ops.matvec_unroll = 1 + c;
+                ops.matvec_workgroup = c == 2 ? 32 : 0;
+                check_f16_case(&ops, type, 37 + 2 * c, c == 0 ? 32 : c == 1 ? 96 : 4096, workgroups[c], 1 + c, scales[c]);
+            }
+            ops.matvec_unroll = ops.matvec_workgroup = 0;
+            check_f16_case(&ops, type, 41, 5120, 128, 0, 1.0f);
+        }
+    }
+    if (ctx->info.float16_arithmetic) { /* the fp16 path refuses the types it does not read */
+        oscar_buffer b = { 0 };
+        CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4096, &b));
+        oscar_binding bb = { &b, 0, 0 };
+        CHECK(!oscar_op_mul_mat_vec_f16_supported(&ops, OSCAR_GGML_TYPE_Q4_K));
+        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+        CHECK_STATUS(oscar_op_mul_mat_vec_f16(&ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 256, 1),
+                     OSCAR_ERROR_UNSUPPORTED);
+        CHECK_STATUS(oscar_op_x_f16_blocks(&ops, &ctx->cmd, bb, bb, 48, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        oscar_buffer_destroy(ctx, &b);
     }
     return test_gpu_finish(ctx);
 }
