@@ -7,6 +7,7 @@
 
 #define SETS_PER_POOL 1024u
 #define MAX_TIMESTAMPS 256u
+#define MAX_PROFILE_TIMESTAMPS 16384u /* with a profile: one per dispatch of a forward step */
 
 oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd)
 {
@@ -22,10 +23,13 @@ oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd)
     VkFenceCreateInfo fci = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT };
     OSCAR_VK(ctx->vk.vkCreateFence(ctx->device, &fci, NULL, &cmd->fence));
     if (ctx->info.timestamps) {
+        uint32_t n = ctx->profile ? MAX_PROFILE_TIMESTAMPS : MAX_TIMESTAMPS;
         VkQueryPoolCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-                                      .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = MAX_TIMESTAMPS };
+                                      .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = n };
         OSCAR_VK(ctx->vk.vkCreateQueryPool(ctx->device, &qci, NULL, &cmd->queries));
-        cmd->max_queries = MAX_TIMESTAMPS;
+        cmd->max_queries = n;
+        if (ctx->profile && !(cmd->prof_names = calloc(n, sizeof *cmd->prof_names)))
+            OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     return OSCAR_OK;
 fail:
@@ -40,6 +44,7 @@ void oscar_cmd_release(oscar_context *ctx, oscar_cmd *cmd)
     for (uint32_t i = 0; i < cmd->n_desc_pools; i++) ctx->vk.vkDestroyDescriptorPool(ctx->device, cmd->desc_pools[i], NULL);
     free(cmd->desc_pools);
     if (cmd->queries) ctx->vk.vkDestroyQueryPool(ctx->device, cmd->queries, NULL);
+    free(cmd->prof_names);
     if (cmd->fence) ctx->vk.vkDestroyFence(ctx->device, cmd->fence, NULL);
     if (cmd->pool) ctx->vk.vkDestroyCommandPool(ctx->device, cmd->pool, NULL);
     memset(cmd, 0, sizeof *cmd);
@@ -51,6 +56,15 @@ oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd)
     if (!cmd->pending) return OSCAR_OK;
     OSCAR_VK(ctx->vk.vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX));
     cmd->pending = 0;
+    if (cmd->prof_names && cmd->n_queries > 1) {
+        uint64_t *t = malloc(sizeof *t * cmd->n_queries);
+        if (t && ctx->vk.vkGetQueryPoolResults(ctx->device, cmd->queries, 0, cmd->n_queries, sizeof *t * cmd->n_queries, t,
+                                               sizeof *t, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+            for (uint32_t i = 1; i < cmd->n_queries; i++)
+                if (cmd->prof_names[i])
+                    oscar_profile_add(ctx->profile, cmd->prof_names[i], (double)(t[i] - t[i - 1]) * ctx->info.timestamp_period_ns);
+        free(t);
+    }
 fail:
     return st;
 }
@@ -70,6 +84,7 @@ oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd)
     if (cmd->queries) ctx->vk.vkCmdResetQueryPool(cmd->cb, cmd->queries, 0, cmd->max_queries);
     cmd->n_queries = 0;
     cmd->recording = 1;
+    if (cmd->prof_names) oscar_cmd_timestamp(ctx, cmd); /* the start of the first dispatch */
     /* earlier submissions' writes (e.g. a flush reading a page that is now reused) come first */
     oscar_cmd_barrier(ctx, cmd);
 fail:
@@ -138,6 +153,10 @@ oscar_status oscar_cmd_dispatch(oscar_context *ctx, oscar_cmd *cmd, const oscar_
     ctx->vk.vkCmdBindDescriptorSets(cmd->cb, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0, NULL);
     if (p->desc.push_size) ctx->vk.vkCmdPushConstants(cmd->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->desc.push_size, push);
     ctx->vk.vkCmdDispatch(cmd->cb, groups[0], groups[1], groups[2]);
+    if (cmd->prof_names) {
+        int q = oscar_cmd_timestamp(ctx, cmd);
+        if (q >= 0) cmd->prof_names[q] = p->name;
+    }
 fail:
     return st;
 }
@@ -172,6 +191,7 @@ int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd)
 {
     if (!cmd->queries || cmd->n_queries >= cmd->max_queries) return -1;
     ctx->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, cmd->queries, cmd->n_queries);
+    if (cmd->prof_names) cmd->prof_names[cmd->n_queries] = NULL;
     return (int)cmd->n_queries++;
 }
 

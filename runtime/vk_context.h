@@ -5,6 +5,7 @@
 #ifndef OSCAR_VK_CONTEXT_H
 #define OSCAR_VK_CONTEXT_H
 
+#include <stdio.h>
 #include <volk.h>
 
 #include "error.h"
@@ -75,6 +76,7 @@ typedef struct oscar_cmd {
     uint32_t n_desc_pools, cur_desc_pool;
     VkQueryPool queries;                /* timestamps, VK_NULL_HANDLE without support */
     uint32_t n_queries, max_queries;
+    const char **prof_names;            /* [max_queries] with a profile: the shader each timestamp ends, or NULL */
     int recording;                      /* between begin and submit */
     int pending;                        /* submitted, fence not yet waited on */
 } oscar_cmd;
@@ -84,6 +86,22 @@ typedef struct oscar_binding {
     const oscar_buffer *buffer;
     VkDeviceSize offset, range;
 } oscar_binding;
+
+/* GPU time per shader name, kept when OSCAR_PROFILE=1 (vk_profile.c). */
+#define OSCAR_PROFILE_MAX 64
+typedef struct oscar_profile_entry {
+    char name[48];
+    double ns;
+    uint64_t calls;
+} oscar_profile_entry;
+typedef struct oscar_profile {
+    oscar_profile_entry entries[OSCAR_PROFILE_MAX];
+    uint32_t n;
+    double total_ns;
+} oscar_profile;
+void oscar_profile_add(oscar_profile *pr, const char *name, double ns);
+/* Sorts the entries by time and prints them. */
+void oscar_profile_print(oscar_profile *pr, FILE *f);
 
 /* ---- the context -------------------------------------------------------------------------- */
 struct oscar_context {
@@ -104,6 +122,7 @@ struct oscar_context {
     oscar_buffer staging;               /* reusable staging for upload/download */
     int validation, print_validation;
     int pipeline_stats;                 /* OSCAR_PIPELINE_STATS=1 and the device can: print each pipeline's statistics */
+    oscar_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
     volatile uint64_t validation_messages;
 };
 

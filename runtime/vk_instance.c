@@ -563,6 +563,8 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     ctx->limits = props.limits;
 
     OSCAR_TRY(load_pipeline_cache(ctx, p.pipeline_cache_path));
+    if (env_flag("OSCAR_PROFILE") && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile)))
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     OSCAR_TRY(oscar_cmd_init(ctx, &ctx->cmd));
 
     free(pds);
@@ -582,6 +584,7 @@ OSCAR_API void oscar_context_destroy(oscar_context *ctx)
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
         oscar_cmd_release(ctx, &ctx->cmd);
+        oscar_profile_print(ctx->profile, stderr);
         oscar_buffer_destroy(ctx, &ctx->staging);
         for (oscar_pipeline *p = ctx->pipelines, *next; p; p = next) {
             next = p->next;
@@ -597,6 +600,7 @@ OSCAR_API void oscar_context_destroy(oscar_context *ctx)
     if (ctx->messenger) vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
     if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
     free(ctx->pipeline_cache_path);
+    free(ctx->profile);
     free(ctx);
 }
 
