@@ -211,8 +211,9 @@ static oscar_binding bind(const oscar_buffer *b, uint64_t bytes) { return (oscar
 /* The products of one input: y_i = W_i x for the n_w weights, with x [n][cols] (each y_i
  * [n][rows_i]). With s->matvec_f16, a single row whose weights all have the packed-fp16
  * mat-vec (Q4_0, Q8_0) gets x prepared once into s->xq and shared by them (one dispatch and
- * barrier more, Q4_0 products 1.5x faster on the H200); the rest go through oscar_op_mul_mat. Starts with a barrier (x was just
- * written); the products themselves run unordered among each other. */
+ * barrier more, Q4_0 products 1.5x faster on the H200); the rest go through
+ * oscar_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
+ * unordered among each other. */
 static oscar_status mul_mats(oscar_gpu_state *s, oscar_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
                              const oscar_gpu_weight *const *w, const oscar_binding *y, const uint32_t *rows)
 {
