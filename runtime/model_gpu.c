@@ -236,8 +236,11 @@ fail:
     return st;
 }
 
-/* Records one block (attention + MLP) of layer l for n rows. */
-static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n)
+/* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
+ * the norm after it: the MLP's output (proj) is left for the next layer's attention norm (or
+ * the caller, after the last layer) to add, when add_pending says so on entry; it always does on
+ * return. */
+static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
@@ -256,7 +259,8 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n)
 
     /* attention */
     oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    if (add_pending) OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    else OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         const oscar_gpu_weight *w[3] = { &L->wq, &L->wk, &L->wv };
         oscar_binding y[3] = { q, k, v };
@@ -285,12 +289,10 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n)
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w, &proj, rows));
     }
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_add(ops, cmd, x, proj, x, n * D, n * D));
 
-    /* MLP */
+    /* MLP (the attention's residual added by its norm) */
     oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         const oscar_gpu_weight *w[2] = { &L->w_gate, &L->w_up };
         oscar_binding y[2] = { gate, up };
@@ -304,8 +306,6 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n)
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, gate, F, n, 1, w, &proj, rows));
     }
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_add(ops, cmd, x, proj, x, n * D, n * D));
 fail:
     return st;
 }
@@ -400,7 +400,11 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     oscar_cmd_barrier(ctx, &s->cmd);
     OSCAR_TRY(oscar_op_get_rows(&s->ops, &s->cmd, s->m->token_embd.type, bind(&s->m->token_embd.buf, 0),
                                 bind(&s->meta, (uint64_t)n * 4), bind(&s->x, (uint64_t)n * hp->n_embd * 4), hp->n_embd, n));
-    for (uint32_t l = 0; l < hp->n_layer; l++) OSCAR_TRY(record_layer(s, l, n));
+    for (uint32_t l = 0; l < hp->n_layer; l++) OSCAR_TRY(record_layer(s, l, n, l > 0));
+    /* the last layer's MLP residual */
+    oscar_cmd_barrier(ctx, &s->cmd);
+    OSCAR_TRY(oscar_op_add(&s->ops, &s->cmd, bind(&s->x, (uint64_t)n * hp->n_embd * 4), bind(&s->proj, (uint64_t)n * hp->n_embd * 4),
+                           bind(&s->x, (uint64_t)n * hp->n_embd * 4), n * hp->n_embd, n * hp->n_embd));
     if (want_logits) OSCAR_TRY(record_head(s, n, n_seqs));
     int t1 = oscar_cmd_timestamp(ctx, &s->cmd);
     OSCAR_TRY(oscar_cmd_submit_wait(ctx, &s->cmd));

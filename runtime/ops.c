@@ -243,16 +243,22 @@ oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t ty
     return record(ops, cmd, &d, b, push, groups);
 }
 
-oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding w,
-                               oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
+/* rms_norm with an optional residual (res NULL: none). */
+static oscar_status rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, const oscar_binding *res,
+                             oscar_binding w, oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
-    oscar_status st = check_workgroup(ops, "rms_norm");
+    const char *op = res ? "add_rms_norm" : "rms_norm";
+    oscar_status st = check_workgroup(ops, op);
     if (st != OSCAR_OK) return st;
     if (dim == 0 || (uint64_t)dim * n_rows > UINT32_MAX || !(eps >= 0.0f))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rms_norm: %u rows of %u, eps %g", n_rows, dim, (double)eps);
-    if ((st = check_binding(&x, (uint64_t)dim * n_rows * 4, "rms_norm", "x")) != OSCAR_OK) return st;
-    if ((st = check_binding(&w, (uint64_t)dim * 4, "rms_norm", "w")) != OSCAR_OK) return st;
-    if ((st = check_binding(&y, (uint64_t)dim * n_rows * 4, "rms_norm", "y")) != OSCAR_OK) return st;
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows of %u, eps %g", op, n_rows, dim, (double)eps);
+    uint64_t bytes = (uint64_t)dim * n_rows * 4;
+    if ((st = check_binding(&x, bytes, op, "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(&w, (uint64_t)dim * 4, op, "w")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, bytes, op, "y")) != OSCAR_OK) return st;
+    if (res && (st = check_binding(res, bytes, op, "res")) != OSCAR_OK) return st;
+    if (res && y.buffer == x.buffer && y.offset < x.offset + bytes && x.offset < y.offset + bytes)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "add_rms_norm: y overlaps x");
     if (n_rows == 0) return OSCAR_OK;
     /* a row per workgroup: long rows (a decode step's single hidden row) get up to 1024 threads,
      * 8 elements each, so the row's loads are in flight together (one 4096-wide row took
@@ -260,13 +266,25 @@ oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_bindi
     uint32_t wg = ops->workgroup, limit = ops->ctx->limits.maxComputeWorkGroupInvocations;
     if (ops->ctx->limits.maxComputeWorkGroupSize[0] < limit) limit = ops->ctx->limits.maxComputeWorkGroupSize[0];
     while (wg < 1024 && 2 * wg <= limit && 8ull * wg < dim) wg *= 2;
-    oscar_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 3, .push_size = 12, .n_spec = 1,
-                              .spec = { /* WORKGROUP */ wg } };
+    oscar_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 4, .push_size = 12, .n_spec = 2,
+                              .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL } };
     struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
     uint32_t groups[3];
-    if ((st = grid_2d(n_rows, groups, "rms_norm")) != OSCAR_OK) return st;
-    oscar_binding b[3] = { x, w, y };
+    if ((st = grid_2d(n_rows, groups, op)) != OSCAR_OK) return st;
+    oscar_binding b[4] = { x, w, y, res ? *res : x }; /* without a residual binding 3 is not read */
     return record(ops, cmd, &d, b, &push, groups);
+}
+
+oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding w,
+                               oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
+{
+    return rms_norm(ops, cmd, x, NULL, w, y, dim, n_rows, eps);
+}
+
+oscar_status oscar_op_add_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding res,
+                                   oscar_binding w, oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
+{
+    return rms_norm(ops, cmd, x, &res, w, y, dim, n_rows, eps);
 }
 
 oscar_status oscar_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,

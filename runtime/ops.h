@@ -86,6 +86,12 @@ oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t ty
 oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding w,
                                oscar_binding y, uint32_t dim, uint32_t n_rows, float eps);
 
+/* The residual add and the next norm in one dispatch: x += res, then y = rms_norm(x) * w as
+ * oscar_op_rms_norm (x equal bit for bit to oscar_op_add's sum). x, res, y [n_rows][dim]; y must
+ * not overlap x. */
+oscar_status oscar_op_add_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding res,
+                                   oscar_binding w, oscar_binding y, uint32_t dim, uint32_t n_rows, float eps);
+
 /* Host side: the rope frequency table inv_freq[i] = freq_scale * freq_base^(-2i/n_rot) / f_i
  * for i < n_rot/2 (f_i = factors[i], or 1 when factors is NULL), computed in double. Upload it
  * once per model; theta_i = pos * inv_freq[i]. Linear scaling: freq_scale = 1 / factor. The

@@ -1,5 +1,7 @@
 #version 450
 // RMS norm per row: y[r][i] = (x[r][i] * s) * w[i], s = 1 / sqrt(mean_i(x[r][i]^2) + eps).
+// With RESIDUAL, a residual add comes first: x[r][i] += res[r][i] (written back to x, equal
+// bit for bit to the add kernel's sum), then the norm of the sum (y must not alias x then).
 // Rows of `dim` elements share the weight w: the hidden-state norm (rows = tokens, dim =
 // n_embd) and qwen3's per-head q/k norm (rows = tokens * heads, dim = head_dim) alike.
 // One workgroup per row; sum of squares in fp32, reduced in shared memory. y may alias x.
@@ -10,10 +12,12 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128; // a power of two
+layout(constant_id = 1) const uint RESIDUAL = 0;    // 1: x += res first
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };  // [n_rows][dim] fp32
+layout(std430, binding = 0) buffer X { float x[]; };           // [n_rows][dim] fp32 (updated with RESIDUAL)
 layout(std430, binding = 1) readonly buffer Wt { float w[]; }; // [dim] fp32
 layout(std430, binding = 2) writeonly buffer Y { float y[]; }; // [n_rows][dim] fp32
+layout(std430, binding = 3) readonly buffer R { float res[]; }; // [n_rows][dim] fp32 (RESIDUAL; else unread)
 
 layout(push_constant) uniform Push {
     uint dim;     // elements per row
@@ -37,7 +41,8 @@ void main()
         float v[UNROLL];
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
             uint i = i0 + u * WORKGROUP;
-            float a = x[base + min(i, pc.dim - 1u)]; // past the row: a valid element, not counted
+            uint j = base + min(i, pc.dim - 1u); // past the row: a valid element, not counted
+            float a = RESIDUAL != 0u ? x[j] + res[j] : x[j];
             v[u] = i < pc.dim ? a : 0.0;
         }
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) s += v[u] * v[u];
@@ -53,10 +58,14 @@ void main()
         float v[UNROLL], g[UNROLL];
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
             uint i = min(i0 + u * WORKGROUP, pc.dim - 1u); // past the row: a valid element, not stored
-            v[u] = x[base + i];
+            v[u] = RESIDUAL != 0u ? x[base + i] + res[base + i] : x[base + i];
             g[u] = w[i];
         }
         [[unroll]] for (uint u = 0u; u < UNROLL; u++)
-            if (i0 + u * WORKGROUP < pc.dim) y[base + i0 + u * WORKGROUP] = (v[u] * scale) * g[u];
+            if (i0 + u * WORKGROUP < pc.dim) {
+                uint i = base + i0 + u * WORKGROUP;
+                if (RESIDUAL != 0u) x[i] = v[u];
+                y[i] = (v[u] * scale) * g[u];
+            }
     }
 }

@@ -1,5 +1,6 @@
 /* The small forward-pass kernels against their C references (runtime/ops_ref.c), at
- * workgroups 64/128/256: rms_norm (hidden rows and per-head rows), rope (normal and neox,
+ * workgroups 64/128/256: rms_norm (hidden rows and per-head rows; also fused with the
+ * residual add before it, whose sum must equal the fp32 add bit for bit), rope (normal and neox,
  * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
  * broadcast, in place), scale and argmax.
  *
@@ -55,7 +56,12 @@ static void test_rms_norm(oscar_ops *ops, uint32_t dim, uint32_t n_rows, float e
     if (n_rows > 2) for (uint32_t i = 0; i < dim; i++) x[2 * dim + i] = 3.0f; /* all equal */
     if (n_rows > 3) x[3 * dim + dim / 2] = 1000.0f;                      /* an outlier */
     oscar_ref_rms_norm(x, w, ref, dim, n_rows, eps);
+    /* the fused residual: sum = x + res in fp32 (as the add kernel), then its norm */
+    float *res = malloc(n * 4), *sum = malloc(n * 4), *ref_sum = malloc(n * 4), *got_x = malloc(n * 4);
+    for (size_t i = 0; i < n; i++) res[i] = test_rng_normal(), sum[i] = x[i] + res[i];
+    oscar_ref_rms_norm(sum, w, ref_sum, dim, n_rows, eps);
     oscar_buffer bx = buf_from(ctx, x, n * 4), bw = buf_from(ctx, w, dim * 4), by = buf_from(ctx, NULL, n * 4);
+    oscar_buffer bx2 = buf_from(ctx, x, n * 4), bres = buf_from(ctx, res, n * 4);
     begin(ctx);
     CHECK_OK(oscar_op_rms_norm(ops, &ctx->cmd, bind(&bx), bind(&bw), bind(&by), dim, n_rows, eps));
     finish(ctx);
@@ -68,6 +74,19 @@ static void test_rms_norm(oscar_ops *ops, uint32_t dim, uint32_t n_rows, float e
     finish(ctx);
     CHECK_OK(oscar_buffer_download(ctx, &bx, 0, x, n * 4));
     CHECK_MSG(count_bit_diffs(x, got, n) == 0, "rms_norm in place differs");
+    begin(ctx);
+    CHECK_OK(oscar_op_add_rms_norm(ops, &ctx->cmd, bind(&bx2), bind(&bres), bind(&bw), bind(&by), dim, n_rows, eps));
+    CHECK_STATUS(oscar_op_add_rms_norm(ops, &ctx->cmd, bind(&bx2), bind(&bres), bind(&bw), bind(&bx2), dim, n_rows, eps),
+                 OSCAR_ERROR_INVALID_ARGUMENT); /* y over x */
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_OK(oscar_buffer_download(ctx, &bx2, 0, got_x, n * 4));
+    CHECK_MSG(count_bit_diffs(got_x, sum, n) == 0, "add_rms_norm dim %u: x + res differs from the fp32 sum", dim);
+    nse = test_nse(got, ref_sum, n);
+    CHECK_MSG(nse <= 1e-10, "add_rms_norm dim %u rows %u wg %u: nse %.3g", dim, n_rows, ops->workgroup, nse);
+    oscar_buffer_destroy(ctx, &bx2);
+    oscar_buffer_destroy(ctx, &bres);
+    free(res), free(sum), free(ref_sum), free(got_x);
     oscar_buffer_destroy(ctx, &bx);
     oscar_buffer_destroy(ctx, &bw);
     oscar_buffer_destroy(ctx, &by);
