@@ -1,8 +1,9 @@
 #version 450
 // Decode mat-vec y[t][r] = sum_c W[r][c] * x[t][c] for Q4_0 and Q8_0 weights with the products
-// in packed fp16 (devices with shaderFloat16), x prepared by x_f16_blocks.comp. The layout of the work is mul_mat_vec.comp's
-// ("units": a thread per 32-element block, ROWS rows per workgroup, UNROLL blocks per pass, one
-// shared-memory reduction); only the block's dot product differs.
+// in packed fp16 (devices with shaderFloat16), x prepared by x_f16_blocks.comp. The layout of
+// the work is mul_mat_vec.comp's ("units": a thread per 32-element block, ROWS rows per
+// workgroup, UNROLL blocks per pass, one shared-memory reduction); only the block's dot
+// product differs.
 //
 // Why: on the H200 the fp32 units shader is bound by instructions, not bytes: its fp32 x
 // (8 16-byte loads a block) and the nibble-to-fp32 conversions cost more than the weights'
