@@ -38,7 +38,7 @@ layout(push_constant) uniform Push {
 #define MV_WQ4
 #include "common/dequant_unit.glsl"
 
-shared float red[WORKGROUP * ROWS]; // [ROWS][WORKGROUP] partial sums
+#include "common/mv_reduce.glsl"
 
 // x of unit u of the token whose x starts at vec4 xb, as mv_unit_dot takes it: lo and hi
 // pieces (permuted for the quant types), and their sums where the type has a zero point.
@@ -94,12 +94,5 @@ void main()
         }
     }
 
-    for (uint i = 0u; i < ROWS; i++) red[i * WORKGROUP + tid] = acc[i];
-    barrier();
-    for (uint s = WORKGROUP >> 1; s > 0u; s >>= 1) {
-        if (tid < s)
-            for (uint i = 0u; i < ROWS; i++) red[i * WORKGROUP + tid] += red[i * WORKGROUP + tid + s];
-        barrier();
-    }
-    if (tid < ROWS && row0 + tid < pc.rows) y[tok * pc.rows + row0 + tid] = red[tid * WORKGROUP];
+    mv_reduce_store(acc, tid, row0, tok);
 }

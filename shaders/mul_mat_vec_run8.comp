@@ -24,7 +24,7 @@ layout(push_constant) uniform Push {
 
 #include "common/dequant.glsl"
 
-shared float red[WORKGROUP * ROWS];
+#include "common/mv_reduce.glsl"
 
 void main()
 {
@@ -48,12 +48,5 @@ void main()
             }
         }
     }
-    for (uint i = 0u; i < ROWS; i++) red[i * WORKGROUP + tid] = acc[i];
-    barrier();
-    for (uint s = WORKGROUP >> 1; s > 0u; s >>= 1) {
-        if (tid < s)
-            for (uint i = 0u; i < ROWS; i++) red[i * WORKGROUP + tid] += red[i * WORKGROUP + tid + s];
-        barrier();
-    }
-    if (tid < ROWS && row0 + tid < pc.rows) y[tok * pc.rows + row0 + tid] = red[tid * WORKGROUP];
+    mv_reduce_store(acc, tid, row0, tok);
 }
