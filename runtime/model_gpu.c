@@ -237,9 +237,9 @@ fail:
 }
 
 /* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
- * the norm after it: the MLP's output (proj) is left for the next layer's attention norm (or
- * the caller, after the last layer) to add, when add_pending says so on entry; it always does on
- * return. */
+ * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
+ * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
+ * (after the last layer) for record_head to add. */
 static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
 {
     oscar_status st = OSCAR_OK;
@@ -324,6 +324,10 @@ static oscar_status record_head(oscar_gpu_state *s, uint32_t n, uint32_t n_out)
     oscar_binding logits = bind(&s->logits, (uint64_t)n_out * V * 4), amax = bind(&s->amax, (uint64_t)n_out * 4);
     oscar_binding rows = { &s->meta, meta_rows_offset(s), (uint64_t)n_out * 4 };
     oscar_cmd_barrier(ctx, cmd);
+    /* the last layer's MLP residual (only the logits need x after the last layer) */
+    OSCAR_TRY(oscar_op_add(&s->ops, cmd, bind(&s->x, (uint64_t)n * D * 4), bind(&s->proj, (uint64_t)n * D * 4),
+                           bind(&s->x, (uint64_t)n * D * 4), n * D, n * D));
+    oscar_cmd_barrier(ctx, cmd);
     OSCAR_TRY(oscar_op_get_rows(&s->ops, cmd, OSCAR_GGML_TYPE_F32, bind(&s->x, (uint64_t)n * D * 4), rows, xo, D, n_out));
     oscar_cmd_barrier(ctx, cmd);
     OSCAR_TRY(oscar_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
@@ -401,10 +405,6 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     OSCAR_TRY(oscar_op_get_rows(&s->ops, &s->cmd, s->m->token_embd.type, bind(&s->m->token_embd.buf, 0),
                                 bind(&s->meta, (uint64_t)n * 4), bind(&s->x, (uint64_t)n * hp->n_embd * 4), hp->n_embd, n));
     for (uint32_t l = 0; l < hp->n_layer; l++) OSCAR_TRY(record_layer(s, l, n, l > 0));
-    /* the last layer's MLP residual */
-    oscar_cmd_barrier(ctx, &s->cmd);
-    OSCAR_TRY(oscar_op_add(&s->ops, &s->cmd, bind(&s->x, (uint64_t)n * hp->n_embd * 4), bind(&s->proj, (uint64_t)n * hp->n_embd * 4),
-                           bind(&s->x, (uint64_t)n * hp->n_embd * 4), n * hp->n_embd, n * hp->n_embd));
     if (want_logits) OSCAR_TRY(record_head(s, n, n_seqs));
     int t1 = oscar_cmd_timestamp(ctx, &s->cmd);
     OSCAR_TRY(oscar_cmd_submit_wait(ctx, &s->cmd));

@@ -358,8 +358,6 @@ oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_b
 {
     oscar_status st = check_workgroup(ops, "x_f16_blocks");
     if (st != OSCAR_OK) return st;
-    if (!ops->ctx->info.float16_arithmetic)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "x_f16_blocks: the device has no shaderFloat16");
     if (cols == 0 || cols % 32 || (uint64_t)n * cols > UINT32_MAX / 2)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "x_f16_blocks: %u rows of %u columns (a multiple of 32)", n, cols);
     if ((st = check_binding(&x, (uint64_t)n * cols * 4, "x_f16_blocks", "x")) != OSCAR_OK) return st;

@@ -67,7 +67,8 @@ int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type);
  * 16 fp16 pairs, then per block an fp32 scale. */
 #define OSCAR_X_F16_BYTES(n, cols) ((uint64_t)(n) * (cols) * 2 + (uint64_t)(n) * (cols) / 8)
 
-/* xq [OSCAR_X_F16_BYTES(n, cols)] <- x [n][cols] fp32 (cols a multiple of 32). */
+/* xq [OSCAR_X_F16_BYTES(n, cols)] <- x [n][cols] fp32 (cols a multiple of 32). Needs no
+ * shaderFloat16 (packHalf2x16 is core); only its consumer does. */
 oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding xq,
                                    uint32_t cols, uint32_t n);
 
