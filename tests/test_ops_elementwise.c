@@ -2,7 +2,7 @@
  * workgroups 64/128/256: rms_norm (hidden rows and per-head rows; also fused with the
  * residual add before it, whose sum must equal the fp32 add bit for bit), rope (normal and neox,
  * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
- * broadcast, in place), scale and argmax.
+ * broadcast, in place), scale and argmax; and the OSCAR_PROFILE=1 profiler counting them.
  *
  * Bounds, each against a reference computed in double:
  *  - add, scale: bit-exact (one fp32 add or multiply, which Vulkan rounds correctly).
@@ -14,6 +14,7 @@
  *    theta turns by up to ~2u*theta too much or too little; with pos < 4096 the first pairs
  *    (theta ~ pos) carry errors up to ~5e-4 rad, the later pairs far less; NSE <= 1e-7 (the
  *    same rounding ggml's fp32 rope has). Position 0 and the pass-through dims are exact. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "half.h"
@@ -219,6 +220,44 @@ static void test_argmax(oscar_ops *ops, uint32_t n)
     free(l);
 }
 
+/* OSCAR_PROFILE=1: a context that profiles counts each dispatch under its shader, with a
+ * positive time (the table itself goes to stderr at destroy). */
+static void test_profile(void)
+{
+    setenv("OSCAR_PROFILE", "1", 1);
+    oscar_context *pc = test_gpu_context();
+    unsetenv("OSCAR_PROFILE");
+    if (!pc->info.timestamps) {
+        CHECK(pc->profile == NULL);
+        printf("profile: skipped (no timestamps)\n");
+        oscar_context_destroy(pc);
+        return;
+    }
+    CHECK(pc->profile != NULL);
+    oscar_ops ops;
+    oscar_ops_init(&ops, pc);
+    float v[300];
+    for (int i = 0; i < 300; i++) v[i] = (float)i;
+    oscar_buffer bl = buf_from(pc, v, sizeof v), bo = buf_from(pc, NULL, 16);
+    begin(pc);
+    CHECK_OK(oscar_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
+    oscar_cmd_barrier(pc, &pc->cmd);
+    CHECK_OK(oscar_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
+    finish(pc);
+    int found = 0;
+    for (uint32_t i = 0; i < pc->profile->n; i++) {
+        const oscar_profile_entry *e = &pc->profile->entries[i];
+        if (strcmp(e->name, "argmax")) continue;
+        found = 1;
+        CHECK_MSG(e->calls == 2 && e->ns > 0, "profile: argmax %llu calls, %g ns", (unsigned long long)e->calls, e->ns);
+    }
+    CHECK_MSG(found, "profile: no entry for argmax (%u entries)", pc->profile->n);
+    oscar_buffer_destroy(pc, &bl);
+    oscar_buffer_destroy(pc, &bo);
+    CHECK_MSG(oscar_context_validation_messages(pc) == 0, "profile: validation messages");
+    oscar_context_destroy(pc);
+}
+
 int main(void)
 {
     oscar_context *ctx = test_gpu_context();
@@ -241,5 +280,6 @@ int main(void)
         test_argmax(&ops, 49152 + 1);                   /* a vocabulary-sized row */
         test_argmax(&ops, 5);                           /* fewer logits than threads */
     }
+    test_profile();
     return test_gpu_finish(ctx);
 }
