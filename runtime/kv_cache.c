@@ -359,11 +359,18 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
+    int use_f16;
     {
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
         if (WG_ATTN % (d / 4))
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
-        c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, WG_ATTN, budget);
+        /* the packed-fp16 variant where the device has fp16 arithmetic and its shared memory fits */
+        const char *f16_env = getenv("OSCAR_ATTN_F16");
+        int want_f16 = (f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
+        uint32_t f16_tokens = want_f16 ? oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, WG_ATTN, 1, budget) : 0;
+        use_f16 = f16_tokens != 0;
+        c->item_tokens = use_f16 ? f16_tokens
+                                 : oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, WG_ATTN, 0, budget);
         if (c->item_tokens == 0)
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
                        "memory attention may use on this device", c->gqa, budget);
@@ -371,13 +378,11 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         long tg = env ? strtol(env, NULL, 10) : 0;
         c->target_groups = tg > 0 && tg < (1l << 20) ? (uint32_t)tg : OSCAR_ATTN_TARGET_GROUPS;
     }
-    const char *f16_env = getenv("OSCAR_ATTN_F16");
-    int use_f16 = f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16;
     {
         /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16) */
         const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
         long u = u_env ? strtol(u_env, NULL, 10) : 2, vu = vu_env ? strtol(vu_env, NULL, 10) : 8;
-        oscar_pipeline_desc pd = cache_desc(c, use_f16 && ctx->info.float16_arithmetic ? "attn_decode_f16" : "attn_decode", 11,
+        oscar_pipeline_desc pd = cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 11,
                                             sizeof(struct attn_decode_push), WG_ATTN, ATTN_N_SPEC);
         pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
         pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : 2;
