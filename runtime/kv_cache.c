@@ -14,7 +14,13 @@
 
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
 #define WG_WRITE 64u
-#define WG_ATTN 128u
+#define WG_ATTN 128u   /* attn_prefill */
+/* attn_decode: 256 threads and one score row per thread (U = 1) on the H200 keep the fp16
+ * variant at 128 registers, two workgroups per SM: 128K 130 us vs 176 us with 128 threads and
+ * U = 2 (docs/benchmarks.md, session 4). OSCAR_ATTN_WG, OSCAR_ATTN_U, OSCAR_ATTN_VU override. */
+#define WG_ATTN_DECODE 256u
+#define ATTN_DECODE_U 1
+#define ATTN_DECODE_VU 8
 #define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads */
 /* Flash-decoding aims for about this many workgroups per attention call (items of at least
  * ATTN_MIN_SPLIT tokens; longer items run in chunks of the kernel's item size). The
@@ -27,8 +33,8 @@
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
-/* 1: use attn_decode_f16 (INT2 value sums in packed fp16, scores fp32) where the device has
- * shaderFloat16; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
+/* 1: use attn_decode_f16 (INT2 dot products and value sums in packed fp16) where the device has
+ * shaderFloat16 and its shared memory fits; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
  * overrides it when the cache is created. */
 #ifndef OSCAR_ATTN_USE_F16
 #define OSCAR_ATTN_USE_F16 1
@@ -360,17 +366,23 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     int use_f16;
+    uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
     {
+        const char *wg_env = getenv("OSCAR_ATTN_WG");
+        long w = wg_env ? strtol(wg_env, NULL, 10) : 0;
+        if (w >= 64 && w <= 1024 && w % (d / 4) == 0) wg_dec = (uint32_t)w;
+        if (wg_dec > ctx->limits.maxComputeWorkGroupSize[0] || wg_dec > ctx->limits.maxComputeWorkGroupInvocations)
+            wg_dec = WG_ATTN; /* every device runs 128 */
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
-        if (WG_ATTN % (d / 4))
+        if (WG_ATTN % (d / 4) || wg_dec % (d / 4))
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
         /* the packed-fp16 variant where the device has fp16 arithmetic and its shared memory fits */
         const char *f16_env = getenv("OSCAR_ATTN_F16");
         int want_f16 = (f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
-        uint32_t f16_tokens = want_f16 ? oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, WG_ATTN, 1, budget) : 0;
+        uint32_t f16_tokens = want_f16 ? oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, 1, budget) : 0;
         use_f16 = f16_tokens != 0;
         c->item_tokens = use_f16 ? f16_tokens
-                                 : oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, WG_ATTN, 0, budget);
+                                 : oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, 0, budget);
         if (c->item_tokens == 0)
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
                        "memory attention may use on this device", c->gqa, budget);
@@ -379,14 +391,14 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         c->target_groups = tg > 0 && tg < (1l << 20) ? (uint32_t)tg : OSCAR_ATTN_TARGET_GROUPS;
     }
     {
-        /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16) */
+        /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16), OSCAR_ATTN_WG above */
         const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
-        long u = u_env ? strtol(u_env, NULL, 10) : 2, vu = vu_env ? strtol(vu_env, NULL, 10) : 8;
+        long u = u_env ? strtol(u_env, NULL, 10) : ATTN_DECODE_U, vu = vu_env ? strtol(vu_env, NULL, 10) : ATTN_DECODE_VU;
         oscar_pipeline_desc pd = cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 11,
-                                            sizeof(struct attn_decode_push), WG_ATTN, ATTN_N_SPEC);
+                                            sizeof(struct attn_decode_push), wg_dec, ATTN_N_SPEC);
         pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
-        pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : 2;
-        pd.spec[KV_SPEC_ATTN_VU] = vu >= 1 && vu <= 16 ? (uint32_t)vu : 8;
+        pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : ATTN_DECODE_U;
+        pd.spec[KV_SPEC_ATTN_VU] = vu >= 1 && vu <= 16 ? (uint32_t)vu : ATTN_DECODE_VU;
         OSCAR_TRY(oscar_pipeline_get(ctx, &pd, &c->pl_decode));
     }
     OSCAR_TRY(create_prefill(c));

@@ -16,6 +16,32 @@ static int same_desc(const oscar_pipeline_desc *a, const oscar_pipeline_desc *b)
            memcmp(a->spec, b->spec, a->n_spec * sizeof a->spec[0]) == 0;
 }
 
+/* OSCAR_SHADER_DIR (a development aid: try a shader variant without rebuilding): the SPIR-V of
+ * `name` from DIR/name.spv when that file exists, in *buf (the caller frees it); NULL
+ * otherwise, and the embedded code is used. */
+static const uint32_t *spirv_override(const char *name, size_t *size_bytes, uint32_t **buf)
+{
+    const char *dir = getenv("OSCAR_SHADER_DIR");
+    *buf = NULL;
+    if (!dir || !*dir) return NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.spv", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    if (n > 0 && n % 4 == 0 && fseek(f, 0, SEEK_SET) == 0 && (*buf = malloc((size_t)n)) &&
+        fread(*buf, 1, (size_t)n, f) == (size_t)n) {
+        fclose(f);
+        fprintf(stderr, "oscar: shader '%s' from %s\n", name, path);
+        *size_bytes = (size_t)n;
+        return *buf;
+    }
+    fclose(f);
+    free(*buf);
+    *buf = NULL;
+    return NULL;
+}
+
 /* One line per executable of the pipeline on stderr: its name, spec constants and the
  * driver's statistics (register count, spills, ... whatever the driver reports). */
 static void print_stats(oscar_context *ctx, const oscar_pipeline *p)
@@ -73,17 +99,24 @@ oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *d
                            ctx->info.max_subgroup_size, ctx->info.subgroup_size_control ? "" : ", no size control");
 
     size_t code_size = 0;
-    const uint32_t *code = oscar_spirv_find(desc->shader, &code_size);
+    uint32_t *code_buf;
+    const uint32_t *code = spirv_override(desc->shader, &code_size, &code_buf);
+    if (!code) code = oscar_spirv_find(desc->shader, &code_size);
     if (!code) OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "no embedded shader named '%s'", desc->shader);
 
     p = calloc(1, sizeof *p);
-    if (!p) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (!p) {
+        free(code_buf);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
     p->desc = *desc;
     strcpy(p->name, desc->shader);
     p->desc.shader = p->name;
 
     VkShaderModuleCreateInfo smci = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_size, .pCode = code };
-    OSCAR_VK(ctx->vk.vkCreateShaderModule(ctx->device, &smci, NULL, &module));
+    VkResult made = ctx->vk.vkCreateShaderModule(ctx->device, &smci, NULL, &module);
+    free(code_buf);
+    OSCAR_VK(made);
 
     VkDescriptorSetLayoutBinding bindings[OSCAR_MAX_BINDINGS];
     for (uint32_t i = 0; i < desc->n_buffers; i++)

@@ -1,6 +1,8 @@
 // Flash-decoding over the paged KV cache: one workgroup per (work item, KV head). The body of
-// shaders/attn_decode.comp (fp32 arithmetic) and shaders/attn_decode_f16.comp (ATTN_F16 = 1:
-// the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay fp32).
+// shaders/attn_decode.comp (fp32 arithmetic) and shaders/attn_decode_f16.comp (ATTN_F16 = 1,
+// for devices with shaderFloat16: the INT2 dot products of the scores and the INT2 value sums
+// in packed fp16, each short sum (16 products, VU tokens) then added in fp32; q is scaled per
+// head by a power of two for it, so no magnitude of q can overflow fp16).
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
 // loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
@@ -112,11 +114,9 @@ shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction result
 shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
 shared bool sh_last;                // this workgroup completes its (row, KV head)
 #if ATTN_F16
-const uint GQ2 = (GQA + 1) / 2;     // fp16 pairs of heads
 shared uvec4 sh_q16[GQA * CW * 2];  // [GQA][CW][8] fp16 pairs: pair e of word w is elements
                                     // (16w + e, 16w + e + 8) of q_h * 2^(4 - qexp_h), |q_h| < 16
 shared uint sh_qmax[GQA];           // max |q_h| as float bits (non-negative floats order as uints)
-shared uint sh_ps[ITEM_TOKENS * PWD * GQ2]; // [token][group][GQA/2] fp16 pairs of heads: p * V scale
 #endif
 
 const float NEG_INF = -1.0 / 0.0;
@@ -190,6 +190,78 @@ void store_scores(uint k0, uint n, float s[U][GQA], inout float m[GQA])
     }
 }
 
+#if ATTN_F16
+// Code words 4 c4 .. 4 c4 + 3 of the K rows starting at word krow[u].
+void load_k4(uint krow[U], uint c4, out uvec4 kc[U])
+{
+    [[unroll]] for (uint u = 0; u < U; u++) {
+        uint r = krow[u] + 4 * c4;
+        kc[u] = K_VEC4 ? int2_pool4[r / 4] : uvec4(int2_pool[r], int2_pool[r + 1], int2_pool[r + 2], int2_pool[r + 3]);
+    }
+}
+
+// sum_e q_e c_e of each code word in packed fp16 (16 products of |q| < 16 and c <= 3: no
+// overflow), then in fp32, where qmul undoes q's power-of-two scale. The words are read a
+// uvec4 at a time, the next one loaded before the current one is used.
+void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
+{
+    uint t = gl_LocalInvocationID.x;
+    float qmul[GQA];
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        int ex;
+        frexp(uintBitsToFloat(sh_qmax[h]), ex);
+        qmul[h] = ldexp(1.0, ex - 4);
+    }
+    for (uint k0 = t; k0 < n; k0 += U * WG) {
+        uint krow[U], prow[U];  // word offsets of the K code rows; of the param rows (region-relative)
+        [[unroll]] for (uint u = 0; u < U; u++) {
+            uint base, row;
+            int2_row(begin, begin + min(k0 + u * WG, n - 1), kvh, base, row); // past n: a valid row, unused
+            krow[u] = base + row * CW;
+            prow[u] = base + row * PWD;
+        }
+        float s[U][GQA], dq[U][GQA]; // scores; sums of q_h[e] * c_e of the current group
+        uint kp[U];             // K params of the current group
+        [[unroll]] for (uint u = 0; u < U; u++)
+            [[unroll]] for (uint h = 0; h < GQA; h++) s[u][h] = 0.0, dq[u][h] = 0.0;
+        uvec4 kc[U];
+        load_k4(krow, 0, kc);
+        for (uint c4 = 0; c4 < CW / 4; c4++) {
+            uvec4 next[U];
+            if (c4 + 1 < CW / 4) load_k4(krow, c4 + 1, next);
+            [[unroll]] for (uint i = 0; i < 4; i++) {
+                uint w = 4 * c4 + i, g = w / WPG;
+                if (w % WPG == 0)
+                    [[unroll]] for (uint u = 0; u < U; u++) kp[u] = int2_pool[K_PARAM_OFF + prow[u] + g];
+                f16vec2 c2[U][8];
+                [[unroll]] for (uint u = 0; u < U; u++)
+                    [[unroll]] for (uint e = 0; e < 8; e++) c2[u][e] = code_pair(kc[u][i], e);
+                [[unroll]] for (uint h = 0; h < GQA; h++) {
+                    uvec4 qa = sh_q16[(h * CW + w) * 2], qb = sh_q16[(h * CW + w) * 2 + 1];
+                    f16vec2 q2[8] = f16vec2[8](unpackFloat2x16(qa.x), unpackFloat2x16(qa.y), unpackFloat2x16(qa.z),
+                                               unpackFloat2x16(qa.w), unpackFloat2x16(qb.x), unpackFloat2x16(qb.y),
+                                               unpackFloat2x16(qb.z), unpackFloat2x16(qb.w));
+                    [[unroll]] for (uint u = 0; u < U; u++) {
+                        f16vec2 a = q2[0] * c2[u][0];
+                        [[unroll]] for (uint e = 1; e < 8; e++) a = fma(q2[e], c2[u][e], a);
+                        dq[u][h] += float(a.x) + float(a.y);
+                    }
+                }
+                if (w % WPG == WPG - 1) // end of group g
+                    [[unroll]] for (uint u = 0; u < U; u++) {
+                        vec2 sm = unpackHalf2x16(kp[u]); // x = scale, y = min
+                        [[unroll]] for (uint h = 0; h < GQA; h++) {
+                            s[u][h] += sm.x * qmul[h] * dq[u][h] + sm.y * sh_qs[h * PWD + g];
+                            dq[u][h] = 0.0;
+                        }
+                    }
+            }
+            [[unroll]] for (uint u = 0; u < U; u++) kc[u] = next[u];
+        }
+        store_scores(k0, n, s, m);
+    }
+}
+#else
 void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
@@ -209,42 +281,6 @@ void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
         float s[U][GQA];
         for (uint u = 0; u < U; u++)
             for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
-#if ATTN_F16
-        // sum_e q_e c_e of each code word in packed fp16 (16 products of |q| < 16 and c <= 3:
-        // no overflow), then in fp32; qmul undoes q's power-of-two scale
-        float qmul[GQA];
-        [[unroll]] for (uint h = 0; h < GQA; h++) {
-            int ex;
-            frexp(uintBitsToFloat(sh_qmax[h]), ex);
-            qmul[h] = ldexp(1.0, ex - 4);
-        }
-        [[unroll]] for (uint g = 0; g < PWD; g++) {
-            float dq[U][GQA];   // sum_{e in g} q_h[e] * c_e
-            [[unroll]] for (uint u = 0; u < U; u++)
-                [[unroll]] for (uint h = 0; h < GQA; h++) dq[u][h] = 0.0;
-            [[unroll]] for (uint w = g * WPG; w < (g + 1) * WPG; w++) {
-                f16vec2 c2[U][8];
-                [[unroll]] for (uint u = 0; u < U; u++)
-                    [[unroll]] for (uint e = 0; e < 8; e++) c2[u][e] = code_pair(kc[u][w / 4][w % 4], e);
-                [[unroll]] for (uint h = 0; h < GQA; h++) {
-                    uvec4 qa = sh_q16[(h * CW + w) * 2], qb = sh_q16[(h * CW + w) * 2 + 1];
-                    f16vec2 q2[8] = f16vec2[8](unpackFloat2x16(qa.x), unpackFloat2x16(qa.y), unpackFloat2x16(qa.z),
-                                               unpackFloat2x16(qa.w), unpackFloat2x16(qb.x), unpackFloat2x16(qb.y),
-                                               unpackFloat2x16(qb.z), unpackFloat2x16(qb.w));
-                    [[unroll]] for (uint u = 0; u < U; u++) {
-                        f16vec2 a = q2[0] * c2[u][0];
-                        [[unroll]] for (uint e = 1; e < 8; e++) a = fma(q2[e], c2[u][e], a);
-                        dq[u][h] += float(a.x) + float(a.y);
-                    }
-                }
-            }
-            [[unroll]] for (uint u = 0; u < U; u++) {
-                vec2 sm = unpackHalf2x16(kp[u][g]); // x = scale, y = min
-                [[unroll]] for (uint h = 0; h < GQA; h++)
-                    s[u][h] += sm.x * qmul[h] * dq[u][h] + sm.y * sh_qs[h * PWD + g];
-            }
-        }
-#else
         for (uint g = 0; g < PWD; g++) {
             float dq[U][GQA];   // sum_{e in g} q_h[e] * x_e
             for (uint u = 0; u < U; u++)
@@ -266,10 +302,10 @@ void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
                 }
             }
         }
-#endif
         store_scores(k0, n, s, m);
     }
 }
+#endif
 
 void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
 {
@@ -296,73 +332,12 @@ void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
     }
 }
 
-#if ATTN_F16
-// ---- softmax of an INT2 chunk: p = exp(s - m) into l, p * V scale into sh_ps, p * V min into pb ----
-void probs_int2(uint begin, uint n, uint kvh, float m_run[GQA], inout float l[GQA], inout float pb[PWD][GQA])
-{
-    for (uint k = gl_LocalInvocationID.x; k < n; k += WG) {
-        uint base, row;
-        int2_row(begin, begin + k, kvh, base, row);
-        float p[GQA + 1];   // p[GQA] = 0 pairs with the last head when GQA is odd
-        [[unroll]] for (uint h = 0; h < GQA; h++) {
-            p[h] = exp(sh_p[k * GQA + h] - m_run[h]);
-            l[h] += p[h];
-        }
-        p[GQA] = 0.0;
-        [[unroll]] for (uint g = 0; g < PWD; g++) {
-            vec2 sm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row * PWD + g]); // x = scale, y = min
-            [[unroll]] for (uint hp = 0; hp < GQ2; hp++)
-                sh_ps[(k * PWD + g) * GQ2 + hp] = packHalf2x16(vec2(p[2 * hp], p[2 * hp + 1]) * sm.x);
-            [[unroll]] for (uint h = 0; h < GQA; h++) pb[g][h] += p[h] * sm.y;
-        }
-    }
-}
-#endif
-
 // ---- values: acc[h][j] + acc_b[h] = sum_k p_hk v_k[value_elem(j)] over this lane's tokens ----
 // A thread owns 8 elements of d: half `hf` of code word `w` holds elements
 // w*16 + {4hf..4hf+3, 4hf+8..4hf+11} (j = 0..7 in that order), so the fp16 code pairs
 // (e, e + 8) of one word fall to one thread.
 uint value_elem(uint w, uint hf, uint j) { return w * 16 + 4 * hf + j + (j >= 4 ? 4 : 0); }
 
-#if ATTN_F16
-// p * scale * c summed in fp16 over the VU tokens (bounded: at most VU * 3 * max |p * scale|),
-// then added to the fp32 sums; p * scale comes once per token and head from sh_ps (the
-// softmax phase), the min terms are summed there too.
-void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8])
-{
-    uint g = w * 16 / GROUP;
-    for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
-        uint vw[VU];            // V code word w of the VU tokens
-        [[unroll]] for (uint u = 0; u < VU; u++) {
-            uint base, row;
-            int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
-            vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
-        }
-        f16vec2 a16[GQA][4];    // elements (j, j + 4)
-        [[unroll]] for (uint h = 0; h < GQA; h++)
-            [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = f16vec2(0.0hf);
-        [[unroll]] for (uint u = 0; u < VU; u++) {
-            uint k = k0 + u * LANES;
-            if (k >= n) continue;
-            f16vec2 c2[4];
-            [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
-            [[unroll]] for (uint hp = 0; hp < GQ2; hp++) {
-                f16vec2 ps = unpackFloat2x16(sh_ps[(k * PWD + g) * GQ2 + hp]);
-                [[unroll]] for (uint j = 0; j < 4; j++) {
-                    a16[2 * hp][j] = fma(ps.xx, c2[j], a16[2 * hp][j]);
-                    if (2 * hp + 1 < GQA) a16[2 * hp + 1][j] = fma(ps.yy, c2[j], a16[2 * hp + 1][j]);
-                }
-            }
-        }
-        [[unroll]] for (uint h = 0; h < GQA; h++)
-            [[unroll]] for (uint j = 0; j < 4; j++) {
-                acc[h][j] += float(a16[h][j].x);
-                acc[h][j + 4] += float(a16[h][j].y);
-            }
-    }
-}
-#else
 void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8], inout float acc_b[GQA])
 {
     uint g = w * 16 / GROUP;
@@ -374,6 +349,31 @@ void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout
             vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
             vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
         }
+#if ATTN_F16
+        // p * scale * c summed in fp16 over the VU tokens (bounded: at most VU * 3 * |scale|),
+        // then added to the fp32 sums; the min terms stay fp32
+        f16vec2 a16[GQA][4];    // elements (j, j + 4)
+        [[unroll]] for (uint h = 0; h < GQA; h++)
+            [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = f16vec2(0.0hf);
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint k = k0 + u * LANES;
+            if (k >= n) continue;
+            vec2 sm = unpackHalf2x16(vp[u]);
+            f16vec2 c2[4];
+            [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                float p = sh_p[k * GQA + h];
+                acc_b[h] += p * sm.y;
+                f16vec2 ps = f16vec2(float16_t(p * sm.x));
+                [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = fma(ps, c2[j], a16[h][j]);
+            }
+        }
+        [[unroll]] for (uint h = 0; h < GQA; h++)
+            [[unroll]] for (uint j = 0; j < 4; j++) {
+                acc[h][j] += float(a16[h][j].x);
+                acc[h][j + 4] += float(a16[h][j].y);
+            }
+#else
         // with x = 1 + c/4: mn + sc * c = (mn - 4 sc) + 4 sc * x
         [[unroll]] for (uint u = 0; u < VU; u++) {
             uint k = k0 + u * LANES;
@@ -392,9 +392,9 @@ void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout
                 [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] += ps * x[j];
             }
         }
+#endif
     }
 }
-#endif
 
 void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8])
 {
@@ -545,16 +545,11 @@ void main()
     float m_run[GQA];       // running max (the same in every thread)
     float l[GQA];           // sum of this thread's p
     float acc[GQA][8];      // this lane's value sums of its 8 elements (see values_*)
-    float acc_b[GQA];       // fp32 INT2 values: this lane's sum of p * (min - 4 * scale)
+    float acc_b[GQA];       // this lane's INT2 min terms (see values_int2)
     [[unroll]] for (uint h = 0; h < GQA; h++) {
         m_run[h] = NEG_INF, l[h] = 0.0, acc_b[h] = 0.0;
         [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] = 0.0;
     }
-#if ATTN_F16
-    float pb[PWD][GQA];     // INT2: this thread's sum of p * min of each group (probs_int2)
-    [[unroll]] for (uint g = 0; g < PWD; g++)
-        [[unroll]] for (uint h = 0; h < GQA; h++) pb[g][h] = 0.0;
-#endif
     for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
         uint n = min(it.end - c0, ITEM_TOKENS);
         barrier(); // the previous chunk's readers of sh_page and sh_p are done (and sh_q/sh_qs written)
@@ -577,31 +572,17 @@ void main()
             m_run[h] = m_new;
             l[h] *= alpha, acc_b[h] *= alpha;
             [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] *= alpha;
-#if ATTN_F16
-            [[unroll]] for (uint g = 0; g < PWD; g++) pb[g][h] *= alpha;
-            if (is_int2) continue; // p comes with the V scales and mins below
-#endif
             for (uint k = t; k < n; k += WG) {
                 float p = exp(sh_p[k * GQA + h] - m_new);
                 sh_p[k * GQA + h] = p;
                 l[h] += p;
             }
         }
-#if ATTN_F16
-        if (is_int2) probs_int2(c0, n, kvh, m_run, l, pb);
-        barrier();
-        if (is_int2) values_int2(c0, n, kvh, vw_, hf, lane, acc);
-#else
         barrier();
         if (is_int2) values_int2(c0, n, kvh, vw_, hf, lane, acc, acc_b);
-#endif
         else values_f16(c0, n, kvh, vw_, hf, lane, acc);
     }
     reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
-#if ATTN_F16
-    if (is_int2)
-        [[unroll]] for (uint g = 0; g < PWD; g++) reduce_heads(pb[g], false);
-#endif
 
     uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
     [[unroll]] for (uint h = 0; h < GQA; h++) {
@@ -610,9 +591,6 @@ void main()
         for (uint j = t; j < D; j += WG) {
             float v = 0.0;
             for (uint ln = 0; ln < LANES; ln++) v += sh_p[ln * D + j];
-#if ATTN_F16
-            [[unroll]] for (uint g = 0; g < PWD; g++) v += j / GROUP == g ? pb[g][h] : 0.0;
-#endif
             partials[(out_base + h) * PF + 4 + j] = v;
         }
         if (t == 0) {
