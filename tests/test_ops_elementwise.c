@@ -2,7 +2,8 @@
  * workgroups 64/128/256: rms_norm (hidden rows and per-head rows; also fused with the
  * residual add before it, whose sum must equal the fp32 add bit for bit), rope (normal and neox,
  * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
- * broadcast, in place), scale and argmax; and the OSCAR_PROFILE=1 profiler counting them.
+ * broadcast, in place), scale and argmax; the OSCAR_PROFILE=1 profiler counting them; and
+ * OSCAR_SHADER_DIR, whose SPIR-V file replaces the embedded shader (announced on stderr).
  *
  * Bounds, each against a reference computed in double:
  *  - add, scale: bit-exact (one fp32 add or multiply, which Vulkan rounds correctly).
@@ -14,8 +15,10 @@
  *    theta turns by up to ~2u*theta too much or too little; with pos < 4096 the first pairs
  *    (theta ~ pos) carry errors up to ~5e-4 rad, the later pairs far less; NSE <= 1e-7 (the
  *    same rounding ggml's fp32 rope has). Position 0 and the pass-through dims are exact. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "half.h"
 #include "ops.h"
@@ -258,6 +261,54 @@ static void test_profile(void)
     oscar_context_destroy(pc);
 }
 
+const uint32_t *oscar_spirv_find(const char *name, size_t *size_bytes); /* the embedded shader table */
+
+/* OSCAR_SHADER_DIR: a context created with it takes argmax from DIR/argmax.spv (here a copy of
+ * the embedded code), says so on stderr, and computes the same result. */
+static void test_shader_dir(void)
+{
+    char dir[] = "/tmp/oscar-spv-XXXXXX", path[64], line[256];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/argmax.spv", dir);
+    size_t n = 0;
+    const uint32_t *code = oscar_spirv_find("argmax", &n);
+    FILE *f = fopen(path, "wb");
+    CHECK(code && f && fwrite(code, 1, n, f) == n);
+    if (f) fclose(f);
+    fflush(stderr); /* stderr into a file while the context creates its pipelines */
+    FILE *log = tmpfile();
+    int saved = dup(fileno(stderr));
+    CHECK(log && saved >= 0 && dup2(fileno(log), fileno(stderr)) >= 0);
+    setenv("OSCAR_SHADER_DIR", dir, 1); /* read when a pipeline is created */
+    oscar_context *c = test_gpu_context();
+    oscar_ops ops;
+    oscar_ops_init(&ops, c);
+    float v[100];
+    for (int i = 0; i < 100; i++) v[i] = (float)((i * 37) % 100);
+    uint32_t got = 0;
+    oscar_buffer bl = buf_from(c, v, sizeof v), bo = buf_from(c, NULL, 16);
+    begin(c);
+    CHECK_OK(oscar_op_argmax(&ops, &c->cmd, bind(&bl), bind(&bo), 100, 1));
+    finish(c);
+    unsetenv("OSCAR_SHADER_DIR");
+    fflush(stderr);
+    dup2(saved, fileno(stderr));
+    close(saved);
+    CHECK_OK(oscar_buffer_download(c, &bo, 0, &got, 4));
+    CHECK_MSG(got == oscar_ref_argmax(v, 100), "shader dir: argmax %u", got);
+    int announced = 0;
+    rewind(log);
+    while (fgets(line, sizeof line, log)) announced |= strstr(line, path) != NULL;
+    fclose(log);
+    CHECK_MSG(announced, "shader dir: no line naming %s on stderr", path);
+    oscar_buffer_destroy(c, &bl);
+    oscar_buffer_destroy(c, &bo);
+    CHECK_MSG(oscar_context_validation_messages(c) == 0, "shader dir: validation messages");
+    oscar_context_destroy(c);
+    remove(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     oscar_context *ctx = test_gpu_context();
@@ -281,5 +332,6 @@ int main(void)
         test_argmax(&ops, 5);                           /* fewer logits than threads */
     }
     test_profile();
+    test_shader_dir();
     return test_gpu_finish(ctx);
 }
