@@ -16,7 +16,7 @@
 #define WG_WRITE 64u
 #define WG_ATTN 128u   /* attn_prefill */
 /* attn_decode: 256 threads and one score row per thread (U = 1) on the H200 keep the fp16
- * variant at 128 registers, two workgroups per SM: 128K 130 us vs 176 us with 128 threads and
+ * variant at 128 registers, two workgroups per SM: 128K 130 us vs 155 us with 128 threads and
  * U = 2 (docs/benchmarks.md, session 4). OSCAR_ATTN_WG, OSCAR_ATTN_U, OSCAR_ATTN_VU override. */
 #define WG_ATTN_DECODE 256u
 #define ATTN_DECODE_U 1
@@ -33,9 +33,9 @@
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
-/* 1: use attn_decode_f16 (INT2 dot products and value sums in packed fp16) where the device has
- * shaderFloat16 and its shared memory fits; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
- * overrides it when the cache is created. */
+/* 1: use attn_decode_f16 (INT2 dot products and value sums in packed fp16) where the device
+ * has shaderFloat16 and its shared memory fits; 0: attn_decode (all fp32). The environment
+ * variable OSCAR_ATTN_F16 (0 or 1) overrides it when the cache is created. */
 #ifndef OSCAR_ATTN_USE_F16
 #define OSCAR_ATTN_USE_F16 1
 #endif

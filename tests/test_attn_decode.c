@@ -6,7 +6,8 @@
  * overflow exp() without the max trick. Every slot no row may read is poisoned with fp16 NaN,
  * so a kernel reading outside its tokens fails the comparison.
  * Every case runs through attn_decode (fp32) and, where the device has shaderFloat16, through
- * attn_decode_f16 (INT2 value sums in packed fp16). The call runs twice back to back (the
+ * attn_decode_f16 (INT2 dot products and value sums in packed fp16; skipped where its shared
+ * memory does not fit, as the cache then uses attn_decode). The call runs twice back to back (the
  * merge counters must be back at 0 after each) and the second output is checked. In the
  * rotated modes R_V is a random non-symmetric matrix, so a transposed R_V fails.
  * Bounds: normalised squared error <= 1e-5 against the reference over the same dequantized
