@@ -49,11 +49,11 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
     return OSCAR_OK;
 }
 
-uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, int f16, uint32_t shared_bytes)
+uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
 {
     uint32_t best = 0;
     for (uint64_t item = 64; item <= OSCAR_ATTN_MAX_ITEM_TOKENS; item += 64)
-        if (4ull * ATTN_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G, (uint64_t)P, f16 != 0) <= shared_bytes)
+        if (4ull * ATTN_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G, (uint64_t)P) <= shared_bytes)
             best = (uint32_t)item;
     return best;
 }

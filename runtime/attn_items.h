@@ -43,14 +43,13 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
                                     struct kv_attn_row *rows_out, struct kv_attn_item *items_out,
                                     uint32_t max_items, uint32_t *n_items);
 
-/* Largest chunk attn_decode (f16 = 0) or attn_decode_f16 (f16 != 0) scores at once with `wg`
- * threads, `gqa` query heads per KV head, head_dim d, group G and page P within `shared_bytes`
- * of shared memory: a multiple of 64
+/* Largest chunk attn_decode scores at once with `wg` threads, `gqa` query heads per KV head,
+ * head_dim d, group G and page P within `shared_bytes` of shared memory: a multiple of 64
  * tokens, at most OSCAR_ATTN_MAX_ITEM_TOKENS; 0 when not even 64 tokens fit (GQA too large for
  * the device). The pipeline takes it as its KV_SPEC_ITEM_TOKENS constant; longer items are
  * processed in chunks of it. */
 #define OSCAR_ATTN_MAX_ITEM_TOKENS 1024u
-uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, int f16, uint32_t shared_bytes);
+uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
 
 /* Grid covering n workgroups in x (at most OSCAR_ATTN_MAX_GROUPS_X) and z, with y as given:
  * the shaders compute their index as x + z * num_groups_x and skip indices >= n. */

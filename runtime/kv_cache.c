@@ -15,9 +15,10 @@
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
 #define WG_WRITE 64u
 #define WG_ATTN 128u   /* attn_prefill */
-/* attn_decode: 256 threads and one score row per thread (U = 1) on the H200 keep the fp16
- * variant at 128 registers, two workgroups per SM: 128K 130 us vs 155 us with 128 threads and
- * U = 2 (docs/benchmarks.md, session 4). OSCAR_ATTN_WG, OSCAR_ATTN_U, OSCAR_ATTN_VU override. */
+/* attn_decode: with 256 threads and one score row per thread (U = 1) the H200's compiler keeps
+ * the fp16 variant at 128 registers, two workgroups per SM: 128K 146 us vs 176 us with 128
+ * threads and U = 2 (docs/benchmarks.md, session 4). OSCAR_ATTN_WG, OSCAR_ATTN_U and
+ * OSCAR_ATTN_VU override them. */
 #define WG_ATTN_DECODE 256u
 #define ATTN_DECODE_U 1
 #define ATTN_DECODE_VU 8
@@ -33,9 +34,9 @@
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
-/* 1: use attn_decode_f16 (INT2 dot products and value sums in packed fp16) where the device
- * has shaderFloat16 and its shared memory fits; 0: attn_decode (all fp32). The environment
- * variable OSCAR_ATTN_F16 (0 or 1) overrides it when the cache is created. */
+/* 1: use attn_decode_f16 (INT2 value sums in packed fp16, scores fp32) where the device has
+ * shaderFloat16; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
+ * overrides it when the cache is created. */
 #ifndef OSCAR_ATTN_USE_F16
 #define OSCAR_ATTN_USE_F16 1
 #endif
@@ -365,7 +366,6 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
-    int use_f16;
     uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
     {
         const char *wg_env = getenv("OSCAR_ATTN_WG");
@@ -376,13 +376,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
         if (WG_ATTN % (d / 4) || wg_dec % (d / 4))
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
-        /* the packed-fp16 variant where the device has fp16 arithmetic and its shared memory fits */
-        const char *f16_env = getenv("OSCAR_ATTN_F16");
-        int want_f16 = (f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
-        uint32_t f16_tokens = want_f16 ? oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, 1, budget) : 0;
-        use_f16 = f16_tokens != 0;
-        c->item_tokens = use_f16 ? f16_tokens
-                                 : oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, 0, budget);
+        c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, budget);
         if (c->item_tokens == 0)
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
                        "memory attention may use on this device", c->gqa, budget);
@@ -390,6 +384,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         long tg = env ? strtol(env, NULL, 10) : 0;
         c->target_groups = tg > 0 && tg < (1l << 20) ? (uint32_t)tg : OSCAR_ATTN_TARGET_GROUPS;
     }
+    const char *f16_env = getenv("OSCAR_ATTN_F16");
+    int use_f16 = (f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
     {
         /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16), OSCAR_ATTN_WG above */
         const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");

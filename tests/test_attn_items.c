@@ -91,24 +91,17 @@ int main(void)
     const uint32_t shapes[][6] = { /* d, G, P, gqa, wg, shared bytes */
         { 128, 128, 64, 4, 128, 32768 }, { 64, 64, 64, 3, 128, 32768 }, { 256, 32, 5, 8, 128, 32768 },
         { 128, 64, 16, 8, 64, 16384 }, { 64, 32, 1, 1, 64, 49152 } };
-    for (int f16 = 0; f16 < 2; f16++) /* attn_decode, then attn_decode_f16 (more shared memory) */
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
-            const uint32_t *x = shapes[i];
-            uint32_t it = oscar_attn_item_tokens(x[0], x[1], x[2], x[3], x[4], f16, x[5]);
-            uint64_t bytes = 4ull * ATTN_SHARED_FLOATS(it, x[3], x[4], x[0], x[1], x[2], f16);
-            uint64_t next = 4ull * ATTN_SHARED_FLOATS(it + 64, x[3], x[4], x[0], x[1], x[2], f16);
-            uint64_t least = 4ull * ATTN_SHARED_FLOATS(64, x[3], x[4], x[0], x[1], x[2], f16);
-            if (f16 && it == 0) { /* allowed only where 64 tokens do not fit */
-                CHECK_MSG(least > x[5], "f16 item size 0 for shape %zu although 64 tokens fit", i);
-                continue;
-            }
-            CHECK_MSG(it >= 64 && it % 64 == 0 && it <= OSCAR_ATTN_MAX_ITEM_TOKENS && bytes <= x[5] &&
-                          (it == OSCAR_ATTN_MAX_ITEM_TOKENS || next > x[5]),
-                      "item size %u for shape %zu, f16 %d (%llu bytes of %u)", it, i, f16, (unsigned long long)bytes, x[5]);
-        }
-    CHECK(oscar_attn_item_tokens(128, 128, 64, 4, 128, 0, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
-    CHECK(oscar_attn_item_tokens(128, 128, 64, 4, 128, 1, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
-    CHECK(oscar_attn_item_tokens(256, 32, 1, 16, 256, 0, 16384) == 0); /* nothing fits */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const uint32_t *x = shapes[i];
+        uint32_t it = oscar_attn_item_tokens(x[0], x[1], x[2], x[3], x[4], x[5]);
+        uint64_t bytes = 4ull * ATTN_SHARED_FLOATS(it, x[3], x[4], x[0], x[1], x[2]);
+        uint64_t next = 4ull * ATTN_SHARED_FLOATS(it + 64, x[3], x[4], x[0], x[1], x[2]);
+        CHECK_MSG(it >= 64 && it % 64 == 0 && it <= OSCAR_ATTN_MAX_ITEM_TOKENS && bytes <= x[5] &&
+                      (it == OSCAR_ATTN_MAX_ITEM_TOKENS || next > x[5]),
+                  "item size %u for shape %zu (%llu bytes of %u)", it, i, (unsigned long long)bytes, x[5]);
+    }
+    CHECK(oscar_attn_item_tokens(128, 128, 64, 4, 128, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
+    CHECK(oscar_attn_item_tokens(256, 32, 1, 16, 256, 16384) == 0); /* nothing fits */
     uint32_t g[3];
     oscar_attn_grid(200000, 3, g);
     CHECK(g[0] == 65535 && g[1] == 3 && g[2] == 4);

@@ -1,8 +1,6 @@
 // Flash-decoding over the paged KV cache: one workgroup per (work item, KV head). The body of
-// shaders/attn_decode.comp (fp32 arithmetic) and shaders/attn_decode_f16.comp (ATTN_F16 = 1,
-// for devices with shaderFloat16: the INT2 dot products of the scores and the INT2 value sums
-// in packed fp16, each short sum (16 products, VU tokens) then added in fp32; q is scaled per
-// head by a power of two for it, so no magnitude of q can overflow fp16).
+// shaders/attn_decode.comp (fp32 arithmetic) and shaders/attn_decode_f16.comp (ATTN_F16 = 1:
+// the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay fp32).
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
 // loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
@@ -113,11 +111,6 @@ shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
 shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
 shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
 shared bool sh_last;                // this workgroup completes its (row, KV head)
-#if ATTN_F16
-shared uvec4 sh_q16[GQA * CW * 2];  // [GQA][CW][8] fp16 pairs: pair e of word w is elements
-                                    // (16w + e, 16w + e + 8) of q_h * 2^(4 - qexp_h), |q_h| < 16
-shared uint sh_qmax[GQA];           // max |q_h| as float bits (non-negative floats order as uints)
-#endif
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -134,8 +127,7 @@ vec4 code_x4(uint w, uint e0)
 }
 
 #if ATTN_F16
-// Elements (e, e + 8) of code word w (e < 8) as exact fp16 codes: shift, one and-or, one
-// packed subtract.
+// Elements (e, e + 8) of code word w (e < 8) as exact fp16 codes.
 f16vec2 code_pair(uint w, uint e)
 {
     return unpackFloat2x16(((w >> (2u * e)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf);
@@ -190,78 +182,6 @@ void store_scores(uint k0, uint n, float s[U][GQA], inout float m[GQA])
     }
 }
 
-#if ATTN_F16
-// Code words 4 c4 .. 4 c4 + 3 of the K rows starting at word krow[u].
-void load_k4(uint krow[U], uint c4, out uvec4 kc[U])
-{
-    [[unroll]] for (uint u = 0; u < U; u++) {
-        uint r = krow[u] + 4 * c4;
-        kc[u] = K_VEC4 ? int2_pool4[r / 4] : uvec4(int2_pool[r], int2_pool[r + 1], int2_pool[r + 2], int2_pool[r + 3]);
-    }
-}
-
-// sum_e q_e c_e of each code word in packed fp16 (16 products of |q| < 16 and c <= 3: no
-// overflow), then in fp32, where qmul undoes q's power-of-two scale. The words are read a
-// uvec4 at a time, the next one loaded before the current one is used.
-void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
-{
-    uint t = gl_LocalInvocationID.x;
-    float qmul[GQA];
-    [[unroll]] for (uint h = 0; h < GQA; h++) {
-        int ex;
-        frexp(uintBitsToFloat(sh_qmax[h]), ex);
-        qmul[h] = ldexp(1.0, ex - 4);
-    }
-    for (uint k0 = t; k0 < n; k0 += U * WG) {
-        uint krow[U], prow[U];  // word offsets of the K code rows; of the param rows (region-relative)
-        [[unroll]] for (uint u = 0; u < U; u++) {
-            uint base, row;
-            int2_row(begin, begin + min(k0 + u * WG, n - 1), kvh, base, row); // past n: a valid row, unused
-            krow[u] = base + row * CW;
-            prow[u] = base + row * PWD;
-        }
-        float s[U][GQA], dq[U][GQA]; // scores; sums of q_h[e] * c_e of the current group
-        uint kp[U];             // K params of the current group
-        [[unroll]] for (uint u = 0; u < U; u++)
-            [[unroll]] for (uint h = 0; h < GQA; h++) s[u][h] = 0.0, dq[u][h] = 0.0;
-        uvec4 kc[U];
-        load_k4(krow, 0, kc);
-        for (uint c4 = 0; c4 < CW / 4; c4++) {
-            uvec4 next[U];
-            if (c4 + 1 < CW / 4) load_k4(krow, c4 + 1, next);
-            [[unroll]] for (uint i = 0; i < 4; i++) {
-                uint w = 4 * c4 + i, g = w / WPG;
-                if (w % WPG == 0)
-                    [[unroll]] for (uint u = 0; u < U; u++) kp[u] = int2_pool[K_PARAM_OFF + prow[u] + g];
-                f16vec2 c2[U][8];
-                [[unroll]] for (uint u = 0; u < U; u++)
-                    [[unroll]] for (uint e = 0; e < 8; e++) c2[u][e] = code_pair(kc[u][i], e);
-                [[unroll]] for (uint h = 0; h < GQA; h++) {
-                    uvec4 qa = sh_q16[(h * CW + w) * 2], qb = sh_q16[(h * CW + w) * 2 + 1];
-                    f16vec2 q2[8] = f16vec2[8](unpackFloat2x16(qa.x), unpackFloat2x16(qa.y), unpackFloat2x16(qa.z),
-                                               unpackFloat2x16(qa.w), unpackFloat2x16(qb.x), unpackFloat2x16(qb.y),
-                                               unpackFloat2x16(qb.z), unpackFloat2x16(qb.w));
-                    [[unroll]] for (uint u = 0; u < U; u++) {
-                        f16vec2 a = q2[0] * c2[u][0];
-                        [[unroll]] for (uint e = 1; e < 8; e++) a = fma(q2[e], c2[u][e], a);
-                        dq[u][h] += float(a.x) + float(a.y);
-                    }
-                }
-                if (w % WPG == WPG - 1) // end of group g
-                    [[unroll]] for (uint u = 0; u < U; u++) {
-                        vec2 sm = unpackHalf2x16(kp[u]); // x = scale, y = min
-                        [[unroll]] for (uint h = 0; h < GQA; h++) {
-                            s[u][h] += sm.x * qmul[h] * dq[u][h] + sm.y * sh_qs[h * PWD + g];
-                            dq[u][h] = 0.0;
-                        }
-                    }
-            }
-            [[unroll]] for (uint u = 0; u < U; u++) kc[u] = next[u];
-        }
-        store_scores(k0, n, s, m);
-    }
-}
-#else
 void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
@@ -305,7 +225,6 @@ void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
         store_scores(k0, n, s, m);
     }
 }
-#endif
 
 void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
 {
@@ -507,29 +426,8 @@ void main()
     uint seq = rows[it.row].seq;
     bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
 
-#if ATTN_F16
-    if (t < GQA) sh_qmax[t] = 0u;
+    for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
     barrier();
-#endif
-    for (uint i = t; i < GQA * D / 4; i += WG) {
-        vec4 v = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
-        sh_q[i] = v;
-#if ATTN_F16
-        vec4 a = abs(v);
-        atomicMax(sh_qmax[i / (D / 4)], floatBitsToUint(max(max(a.x, a.y), max(a.z, a.w))));
-#endif
-    }
-    barrier();
-#if ATTN_F16
-    if (is_int2) // q_h * 2^(4 - e_h) with max |q_h| = f * 2^e_h, f in [0.5, 1): |q| < 16, exact scaling
-        for (uint i = t; i < GQA * D / 2; i += WG) {
-            uint h = i / (D / 2), x = h * D + 16 * ((i / 8) % CW) + i % 8; // elements x and x + 8
-            int ex;
-            frexp(uintBitsToFloat(sh_qmax[h]), ex);
-            float f = ldexp(1.0, 4 - ex);
-            sh_q16[i / 4][i % 4] = packHalf2x16(vec2(sh_q[x / 4][x % 4], sh_q[(x + 8) / 4][(x + 8) % 4]) * f);
-        }
-#endif
     if (is_int2)
         for (uint i = t; i < GQA * PWD; i += WG) {
             uint h = i / PWD, g = i % PWD;
@@ -545,7 +443,7 @@ void main()
     float m_run[GQA];       // running max (the same in every thread)
     float l[GQA];           // sum of this thread's p
     float acc[GQA][8];      // this lane's value sums of its 8 elements (see values_*)
-    float acc_b[GQA];       // this lane's INT2 min terms (see values_int2)
+    float acc_b[GQA];
     [[unroll]] for (uint h = 0; h < GQA; h++) {
         m_run[h] = NEG_INF, l[h] = 0.0, acc_b[h] = 0.0;
         [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] = 0.0;

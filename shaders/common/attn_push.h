@@ -20,14 +20,13 @@
  * workgroup, `wg` threads, head_dim d, group G and page P: q [gqa][d], group sums of q
  * [gqa][d/G], scores/p [item][gqa] (also the [wg/(d/8)][d] lane sums and the merge's
  * [gqa][d] output), per-thread reduction values [gqa][wg], first-level results [gqa][16], the
- * item's page ids and a flag; with f16 != 0 (attn_decode_f16) also q in fp16 pairs [gqa][d/2]
- * and the maxima of |q| [gqa]. */
+ * item's page ids and a flag. */
 #define ATTN_MAX2(a, b) ((a) > (b) ? (a) : (b))
 #define ATTN_ITEM_PAGES(item, P) ((item) / (P) + 2)
 #define ATTN_P_FLOATS(item, gqa, wg, d) ATTN_MAX2(ATTN_MAX2((item) * (gqa), 8 * (wg)), (gqa) * (d))
-#define ATTN_SHARED_FLOATS(item, gqa, wg, d, G, P, f16) \
+#define ATTN_SHARED_FLOATS(item, gqa, wg, d, G, P) \
     ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_P_FLOATS(item, gqa, wg, d) + (gqa) * (wg) + (gqa) * 16 + \
-     ATTN_ITEM_PAGES(item, P) + 1 + ((f16) ? (gqa) * (d) / 2 + (gqa) : 0))
+     ATTN_ITEM_PAGES(item, P) + 1)
 
 /* attn_decode: one workgroup per (work item, KV head). 16 bytes. */
 struct attn_decode_push {
