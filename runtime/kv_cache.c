@@ -374,7 +374,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         if (wg_dec > ctx->limits.maxComputeWorkGroupSize[0] || wg_dec > ctx->limits.maxComputeWorkGroupInvocations)
             wg_dec = WG_ATTN; /* every device runs 128 */
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
-        if (WG_ATTN % (d / 4) || wg_dec % (d / 4))
+        if (WG_ATTN % (d / 4)) /* then wg_dec (WG_ATTN, 256 or a checked multiple of d/4) passes too */
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
         c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, budget);
         if (c->item_tokens == 0)

@@ -1,7 +1,6 @@
 /* Recording the forward-pass kernels other than attention; see ops.h. Each op validates
  * shapes and bindings on the host (the shaders trust them), then records one dispatch. */
 #include <math.h>
-#include <string.h>
 
 #include "ggml_types.h"
 #include "ops.h"
@@ -129,9 +128,10 @@ static uint32_t matvec_default_rows(uint32_t type)
     }
 }
 
-/* Records a mat-vec shader ("mul_mat_vec_run8" takes WORKGROUP, TYPE, ROWS; the others also
- * UNROLL and W16) over the checked bindings, with ops' tuning or the per-type defaults. */
-static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, uint32_t type,
+/* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
+ * defaults. Its constants are WORKGROUP, TYPE, ROWS, and with `units` (mul_mat_vec and
+ * mul_mat_vec_f16, not run8) also UNROLL and W16. */
+static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, int units, uint32_t type,
                                   oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
                                   uint32_t n)
 {
@@ -146,8 +146,7 @@ static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const ch
     if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: unroll %u exceeds 8", shader, unroll);
     if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    int run8 = !strcmp(shader, "mul_mat_vec_run8");
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = run8 ? 3 : 5,
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = units ? 5 : 3,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                         /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0 } };
     uint32_t push[3] = { rows, cols, n }, groups[3];
@@ -170,7 +169,8 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     uint32_t shader = ops->matvec_shader ? ops->matvec_shader : run8 ? OSCAR_MATVEC_RUN8 : OSCAR_MATVEC_UNITS;
     if (shader != OSCAR_MATVEC_UNITS && shader != OSCAR_MATVEC_RUN8)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
-    return record_matvec(ops, cmd, shader == OSCAR_MATVEC_UNITS ? "mul_mat_vec" : "mul_mat_vec_run8", type, w, x, y, rows, cols, n);
+    int units = shader == OSCAR_MATVEC_UNITS;
+    return record_matvec(ops, cmd, units ? "mul_mat_vec" : "mul_mat_vec_run8", units, type, w, x, y, rows, cols, n);
 }
 
 int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)
@@ -188,7 +188,7 @@ oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
                                     &row_bytes);
     if (st != OSCAR_OK) return st;
-    return record_matvec(ops, cmd, "mul_mat_vec_f16", type, w, xq, y, rows, cols, n);
+    return record_matvec(ops, cmd, "mul_mat_vec_f16", 1, type, w, xq, y, rows, cols, n);
 }
 
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,

@@ -28,7 +28,8 @@ oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd)
                                       .queryType = VK_QUERY_TYPE_TIMESTAMP, .queryCount = n };
         OSCAR_VK(ctx->vk.vkCreateQueryPool(ctx->device, &qci, NULL, &cmd->queries));
         cmd->max_queries = n;
-        if (ctx->profile && !(cmd->prof_names = calloc(n, sizeof *cmd->prof_names)))
+        if (ctx->profile && (!(cmd->prof_names = calloc(n, sizeof *cmd->prof_names)) ||
+                             !(cmd->prof_ticks = calloc(n, sizeof *cmd->prof_ticks))))
             OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
     return OSCAR_OK;
@@ -45,6 +46,7 @@ void oscar_cmd_release(oscar_context *ctx, oscar_cmd *cmd)
     free(cmd->desc_pools);
     if (cmd->queries) ctx->vk.vkDestroyQueryPool(ctx->device, cmd->queries, NULL);
     free(cmd->prof_names);
+    free(cmd->prof_ticks);
     if (cmd->fence) ctx->vk.vkDestroyFence(ctx->device, cmd->fence, NULL);
     if (cmd->pool) ctx->vk.vkDestroyCommandPool(ctx->device, cmd->pool, NULL);
     memset(cmd, 0, sizeof *cmd);
@@ -57,13 +59,12 @@ oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd)
     OSCAR_VK(ctx->vk.vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX));
     cmd->pending = 0;
     if (cmd->prof_names && cmd->n_queries > 1) {
-        uint64_t *t = malloc(sizeof *t * cmd->n_queries);
-        if (t && ctx->vk.vkGetQueryPoolResults(ctx->device, cmd->queries, 0, cmd->n_queries, sizeof *t * cmd->n_queries, t,
-                                               sizeof *t, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
+        uint64_t *t = cmd->prof_ticks;
+        if (ctx->vk.vkGetQueryPoolResults(ctx->device, cmd->queries, 0, cmd->n_queries, sizeof *t * cmd->n_queries, t,
+                                          sizeof *t, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
             for (uint32_t i = 1; i < cmd->n_queries; i++)
                 if (cmd->prof_names[i])
                     oscar_profile_add(ctx->profile, cmd->prof_names[i], (double)(t[i] - t[i - 1]) * ctx->info.timestamp_period_ns);
-        free(t);
     }
 fail:
     return st;

@@ -77,6 +77,7 @@ typedef struct oscar_cmd {
     VkQueryPool queries;                /* timestamps, VK_NULL_HANDLE without support */
     uint32_t n_queries, max_queries;
     const char **prof_names;            /* [max_queries] with a profile: the shader each timestamp ends, or NULL */
+    uint64_t *prof_ticks;               /* [max_queries] with a profile: the timestamps read back */
     int recording;                      /* between begin and submit */
     int pending;                        /* submitted, fence not yet waited on */
 } oscar_cmd;
@@ -102,6 +103,9 @@ typedef struct oscar_profile {
 void oscar_profile_add(oscar_profile *pr, const char *name, double ns);
 /* Sorts the entries by time and prints them. */
 void oscar_profile_print(oscar_profile *pr, FILE *f);
+
+/* The embedded SPIR-V of a shader by name, NULL if none (the generated build/shaders/shader_table.c). */
+const uint32_t *oscar_spirv_find(const char *name, size_t *size_bytes);
 
 /* ---- the context -------------------------------------------------------------------------- */
 struct oscar_context {

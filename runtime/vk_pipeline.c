@@ -6,8 +6,6 @@
 
 #include "vk_context.h"
 
-/* From the generated shader table (build/shaders/shader_table.c). */
-const uint32_t *oscar_spirv_find(const char *name, size_t *size_bytes);
 
 static int same_desc(const oscar_pipeline_desc *a, const oscar_pipeline_desc *b)
 {

@@ -137,7 +137,6 @@ static oscar_session *new_session(oscar_model *m, oscar_kv_mode mode, uint32_t n
 
 static double worst_prefill_nse;
 
-
 static void check_arch_type(oscar_arch arch, uint32_t type, int tied, uint32_t n_greedy, int exact)
 {
     char name[64];

@@ -261,8 +261,6 @@ static void test_profile(void)
     oscar_context_destroy(pc);
 }
 
-const uint32_t *oscar_spirv_find(const char *name, size_t *size_bytes); /* the embedded shader table */
-
 /* OSCAR_SHADER_DIR: a context created with it takes argmax from DIR/argmax.spv (here a copy of
  * the embedded code), says so on stderr, and computes the same result. */
 static void test_shader_dir(void)
