@@ -703,8 +703,9 @@ static int bench_ops(int argc, char **argv)
             if (!strcmp(v, "auto")) mv_shader = OSCAR_MATVEC_AUTO;
             else if (!strcmp(v, "units")) mv_shader = OSCAR_MATVEC_UNITS;
             else if (!strcmp(v, "run8")) mv_shader = OSCAR_MATVEC_RUN8;
+            else if (!strcmp(v, "lanes")) mv_shader = OSCAR_MATVEC_LANES;
             else {
-                fprintf(stderr, "%s: --mv-shader is auto, units or run8\n", prog);
+                fprintf(stderr, "%s: --mv-shader is auto, units, run8 or lanes\n", prog);
                 ok = 0;
             }
         }
@@ -746,7 +747,7 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_shader = mv_shader;
     ops.matvec_workgroup = mv_wg;
     ops.matvec_unroll = mv_unroll;
-    static const char *const shader_names[] = { "auto", "units", "run8" };
+    static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u (0: per type)\n", shader_names[mv_shader],
            mv_wg, per_group, mv_unroll);
     oscar_cmd cmd;
@@ -839,7 +840,7 @@ int main(int argc, char **argv)
                "                      [--prompt N] [--steps N] [--ubatch N] [--bw-mib N] [--json FILE]\n"
                "                      [--device NAME|INDEX]\n"
                "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
-               "                      [--mv-shader auto|units|run8] [--mv-workgroup N] [--mv-unroll N]\n"
+               "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
                "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n");
         return 0;
     }

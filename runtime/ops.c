@@ -129,16 +129,17 @@ static uint32_t matvec_default_rows(uint32_t type)
 }
 
 /* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
- * defaults. Its constants are WORKGROUP, TYPE, ROWS, and with `units` (mul_mat_vec and
- * mul_mat_vec_f16, not run8) also UNROLL and W16. */
-static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, int units, uint32_t type,
+ * defaults. Its constants are WORKGROUP, TYPE, ROWS, and for the shaders that take them
+ * (mul_mat_vec, mul_mat_vec_lanes, mul_mat_vec_f16; not run8) also UNROLL and W16: `unroll` is
+ * then the default UNROLL (ops->matvec_unroll overrides it), 0 for a shader without them. */
+static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, uint32_t units, uint32_t type,
                                   oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
                                   uint32_t n)
 {
     oscar_status st;
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
     uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
-    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : 1;
+    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : units ? units : 1;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a power of two in 32..256", shader, wg);
     if (per > wg || (uint64_t)per * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
@@ -163,14 +164,24 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
     int is_float = type == OSCAR_GGML_TYPE_F32 || type == OSCAR_GGML_TYPE_F16 || type == OSCAR_GGML_TYPE_BF16;
-    /* auto: the faster shader per type on the H200 (docs/benchmarks.md): run8 for the float
-     * types and Q8_0 (47.5% vs 34.7% of read bandwidth), units for the 4-bit and K types */
-    int run8 = is_float || type == OSCAR_GGML_TYPE_Q8_0;
-    uint32_t shader = ops->matvec_shader ? ops->matvec_shader : run8 ? OSCAR_MATVEC_RUN8 : OSCAR_MATVEC_UNITS;
-    if (shader != OSCAR_MATVEC_UNITS && shader != OSCAR_MATVEC_RUN8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
-    int units = shader == OSCAR_MATVEC_UNITS;
-    return record_matvec(ops, cmd, units ? "mul_mat_vec" : "mul_mat_vec_run8", units, type, w, x, y, rows, cols, n);
+    /* auto: the fastest shader per type on the H200 (docs/benchmarks.md, "Forward-pass
+     * kernels"): run8 for the float types and Q8_0, lanes for Q4_0 and Q4_1, units for the
+     * K-quants */
+    uint32_t shader = ops->matvec_shader;
+    if (shader == OSCAR_MATVEC_AUTO)
+        shader = is_float || type == OSCAR_GGML_TYPE_Q8_0                         ? OSCAR_MATVEC_RUN8
+                 : type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 ? OSCAR_MATVEC_LANES
+                                                                                  : OSCAR_MATVEC_UNITS;
+    switch (shader) {
+    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, "mul_mat_vec", 1, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, "mul_mat_vec_run8", 0, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_LANES: /* 2 words per pass: Q4_0 24.2 us vs 27.2 at 1 (14336 x 4096, H200) */
+        if (is_float)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec: the lanes shader reads block types, not %s",
+                               oscar_ggml_type_name(type));
+        return record_matvec(ops, cmd, "mul_mat_vec_lanes", 2, type, w, x, y, rows, cols, n);
+    default: OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
+    }
 }
 
 int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)

@@ -29,14 +29,16 @@ typedef struct oscar_ops {
     /* mat-vec tuning (0 everywhere: chosen per weight type; oscar-bench ops sweeps them) */
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
-    uint32_t matvec_unroll;    /* units per thread per pass of mul_mat_vec.comp, 1..8; 0: per type */
+    uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
 } oscar_ops;
 
 /* Which decode mat-vec shader oscar_op_mul_mat_vec records. */
 enum {
-    OSCAR_MATVEC_AUTO = 0,  /* per weight type: RUN8 for F32/F16/BF16 and Q8_0, UNITS for the rest */
+    OSCAR_MATVEC_AUTO = 0,  /* per weight type: RUN8 for F32/F16/BF16 and Q8_0, LANES for Q4_0 and Q4_1,
+                             * UNITS for the K-quants */
     OSCAR_MATVEC_UNITS = 1, /* shaders/mul_mat_vec.comp: 16-byte units per thread, x from memory */
     OSCAR_MATVEC_RUN8 = 2,  /* shaders/mul_mat_vec_run8.comp: 8 elements per thread, dequant8 */
+    OSCAR_MATVEC_LANES = 3, /* shaders/mul_mat_vec_lanes.comp: a word of a unit per thread (block types only) */
 };
 
 /* Fills ops with the defaults for ctx (128 threads, mat-vec variant and rows by weight type). */

@@ -1,8 +1,9 @@
 /* The dequantizing matrix kernels against their C references (runtime/ops_ref.c), for every
  * weight type the GPU reads: get_rows (the dequantizer alone), mul_mat_vec (decode) and the
  * tiled mul_mat (prefill), at workgroups 64/128/256, odd row counts, column counts from one
- * block to 5120, 1 to 4 rows per mat-vec workgroup and the per-type default, both mat-vec
- * shaders (UNITS at 1 to 4 units per pass, 32 threads too),
+ * block to 5120, 1 to 4 rows per mat-vec workgroup and the per-type default, the three mat-vec
+ * shaders (UNITS at 1 to 4 units per pass, 32 threads too; LANES, block types only, at 1 to 3
+ * words per pass),
  * and 1, 3, 7 and 64 tokens.
  *
  * Weights: quantized types are random bytes with the fp16 scale fields replaced by sane
@@ -268,6 +269,11 @@ static void check_errors(oscar_ops *ops)
     CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 64, 256, 1), OSCAR_ERROR_INVALID_ARGUMENT);
     oscar_binding past = { &b, 4096, 4 };
     CHECK_STATUS(oscar_op_get_rows(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, past, bb, bb, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    ops->matvec_shader = OSCAR_MATVEC_LANES; /* block types only */
+    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_UNSUPPORTED);
+    ops->matvec_shader = 7;
+    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 32, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    ops->matvec_shader = OSCAR_MATVEC_AUTO;
     ops->workgroup = 96;
     CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
@@ -304,8 +310,19 @@ int main(void)
         ops.matvec_workgroup = 32;
         check_case(&ops, type, 35, 4096, 64, 4);
         ops.matvec_unroll = 0;
-        ops.matvec_shader = OSCAR_MATVEC_AUTO;
         ops.matvec_workgroup = 0;
+        if (block > 1) { /* the LANES shader (the default for Q4_0 and Q4_1) on every block type:
+                          * 1 to 3 words per pass, 32 to 256 threads, 1 to 4 rows per group */
+            ops.matvec_shader = OSCAR_MATVEC_LANES;
+            for (uint32_t c = 0; c < 3; c++) {
+                ops.matvec_unroll = 1 + c;
+                ops.matvec_workgroup = c == 2 ? 32 : workgroups[c];
+                check_case(&ops, type, 37 + 2 * c, cols[c], workgroups[c], 1 + c);
+            }
+            ops.matvec_unroll = ops.matvec_workgroup = 0;
+            check_case(&ops, type, 35, 4096, 64, 4);
+        }
+        ops.matvec_shader = OSCAR_MATVEC_AUTO;
         if (oscar_op_mul_mat_vec_f16_supported(&ops, type)) {
             /* the packed-fp16 path: 1, 3, 128, 160 blocks, 1 to 4 rows per group, 1 to 3 blocks
              * per pass, 32 to 256 threads, x at scales 1, 3e4 and 1e-4 */

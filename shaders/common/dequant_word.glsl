@@ -1,0 +1,85 @@
+// Dot products of x with one 32-bit word of a unit (common/dequant_unit.glsl) of a GGUF
+// quantized row, for the "lanes" mat-vec (mul_mat_vec_lanes.comp), which gives each unit's
+// four words to four adjacent threads: a subgroup then reads W in runs of whole words and x
+// in runs of 16-byte vectors, where a thread per unit (mul_mat_vec.comp) reads x 128 bytes
+// apart from its neighbours (a cache line per thread and load on NVIDIA).
+//
+// Word k (0..3) of unit u covers the unit's lo elements mv_unit_x(u) + 4k .. + 3 and hi
+// elements mv_unit_gap() further (for every quant type here), so its x is two vec4s, permuted
+// to element order 0, 2, 1, 3 as for the unit dot. Same formulas as mv_unit_dot, split by word:
+// the scale products are taken per word and the words' sums added in the workgroup reduction.
+//
+// Needs common/dequant.glsl and common/dequant_unit.glsl first.
+#ifndef OSCAR_DEQUANT_WORD_GLSL
+#define OSCAR_DEQUANT_WORD_GLSL
+
+// The word at byte offset o (even; when o is 2 mod 4 the word after it is read, clamped to the
+// buffer). Without a branch, so that neighbouring threads of different alignment do not diverge.
+uint mv_load1(uint o)
+{
+    uint i = o >> 2;
+    uint a = wq[i];
+    if (!mv_aligned()) {
+        uint b = wq[min(i + 1u, uint(wq.length()) - 1u)];
+        a = (o & 2u) != 0u ? (a >> 16) | (b << 16) : a;
+    }
+    return a;
+}
+
+// x . (word k of unit u of the row at byte rb). xl, xh: the word's lo and hi x (permuted);
+// sl, sh: their sums (used by the types with a min).
+float mv_word_dot(uint rb, uint u, uint k, vec4 xl, vec4 xh, float sl, float sh)
+{
+    if (TYPE == GGML_Q4_0) { // { f16 d; u8 qs[16] }, 18 bytes
+        uint o = rb + 18u * u;
+        uint w = mv_load1(o + 2u + 4u * k);
+        return dq_f16(o) * (dot(mv_fields(w, 0u, 0u, 0u) - 1032.0, xl) + dot(mv_fields(w, 4u, 0u, 0u) - 1032.0, xh));
+    } else if (TYPE == GGML_Q4_1) { // { f16 d, m; u8 qs[16] }, 20 bytes
+        uint o = rb + 20u * u;
+        vec2 dm = unpackHalf2x16(wq[o >> 2]);
+        uint w = wq[(o >> 2) + 1u + k];
+        return dm.x * (dot(mv_fields(w, 0u, 0u, 0u) - 1024.0, xl) + dot(mv_fields(w, 4u, 0u, 0u) - 1024.0, xh)) +
+               dm.y * (sl + sh);
+    } else if (TYPE == GGML_Q8_0) { // { f16 d; i8 qs[32] }, 34 bytes; bytes biased by 128 via xor
+        uint o = rb + 34u * u;
+        uint a = mv_load1(o + 2u + 4u * k), b = mv_load1(o + 18u + 4u * k);
+        float s = dot(vec4(unpackHalf2x16((a & 0x00FF00FFu) ^ 0x64806480u),
+                           unpackHalf2x16(((a >> 8) & 0x00FF00FFu) ^ 0x64806480u)) - 1152.0, xl) +
+                  dot(vec4(unpackHalf2x16((b & 0x00FF00FFu) ^ 0x64806480u),
+                           unpackHalf2x16(((b >> 8) & 0x00FF00FFu) ^ 0x64806480u)) - 1152.0, xh);
+        return dq_f16(o) * s;
+    } else if (TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) {
+        uint p = u & 7u, c = p >> 1;
+        uint o = rb + (TYPE == GGML_Q5_K ? 176u : 144u) * (u >> 3);
+        uint i = o >> 2;
+        vec2 dm = unpackHalf2x16(wq[i]);
+        uvec3 sw = uvec3(wq[i + 1u], wq[i + 2u], wq[i + 3u]);
+        uint sc0, m0, sc1, m1;
+        mv_k_scale_min(sw, 2u * c, sc0, m0);
+        mv_k_scale_min(sw, 2u * c + 1u, sc1, m1);
+        uint w = wq[i + (TYPE == GGML_Q5_K ? 12u : 4u) + 4u * p + k];
+        float a0, a1;
+        if (TYPE == GGML_Q4_K) {
+            a0 = dot(mv_fields(w, 0u, 0u, 0u) - 1024.0, xl);
+            a1 = dot(mv_fields(w, 4u, 0u, 0u) - 1024.0, xh);
+        } else { // fifth bit: bit 2c (low) / 2c+1 (high) of the qh byte
+            uint hb = wq[i + 4u + 4u * (p & 1u) + k] >> (2u * c);
+            a0 = dot(mv_fields(w, 0u, (hb << 4u) & 0x00100010u, (hb >> 4u) & 0x00100010u) - 1024.0, xl);
+            a1 = dot(mv_fields(w, 4u, (hb << 3u) & 0x00100010u, (hb >> 5u) & 0x00100010u) - 1024.0, xh);
+        }
+        return dm.x * (float(sc0) * a0 + float(sc1) * a1) - dm.y * (float(m0) * sl + float(m1) * sh);
+    } else if (TYPE == GGML_Q6_K) {
+        uint p = u & 7u, h = p >> 2, g = (p >> 1) & 1u;
+        uint o = rb + 210u * (u >> 3);
+        uint w = mv_load1(o + 16u * p + 4u * k);
+        uint hb = mv_load1(o + 128u + 32u * h + 16u * (p & 1u) + 4u * k) >> (2u * g);
+        uint sb = o + 192u + 8u * h + (p & 1u) + 2u * g;
+        float sc0 = float(bitfieldExtract(int(dq_u8(sb)), 0, 8)), sc1 = float(bitfieldExtract(int(dq_u8(sb + 4u)), 0, 8));
+        float a0 = dot(mv_fields(w, 0u, (hb << 4u) & 0x00300030u, (hb >> 4u) & 0x00300030u) - 1056.0, xl);
+        float a1 = dot(mv_fields(w, 4u, hb & 0x00300030u, (hb >> 8u) & 0x00300030u) - 1056.0, xh);
+        return dq_f16(o + 208u) * (sc0 * a0 + sc1 * a1);
+    }
+    return 0.0;
+}
+
+#endif
