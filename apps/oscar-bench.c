@@ -685,6 +685,7 @@ static int bench_ops(int argc, char **argv)
     const char *prog = "oscar-bench ops", *device = NULL;
     const char *only = NULL; /* --types: comma-separated type names, NULL: all */
     uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0, mv_shader = OSCAR_MATVEC_AUTO, mv_wg = 0, mv_unroll = 0;
+    uint32_t tokens = 1, mv_tokens = 0; /* --tokens: the product of a batch; --mv-tokens: its tokens per workgroup */
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                           OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
@@ -698,6 +699,8 @@ static int bench_ops(int argc, char **argv)
         else if (!strcmp(f, "--rows-per-group")) ok = app_parse_u32(prog, f, v, 256, &per_group);
         else if (!strcmp(f, "--mv-workgroup")) ok = app_parse_u32(prog, f, v, 256, &mv_wg);
         else if (!strcmp(f, "--mv-unroll")) ok = app_parse_u32(prog, f, v, 8, &mv_unroll);
+        else if (!strcmp(f, "--tokens")) ok = app_parse_u32(prog, f, v, 512, &tokens);
+        else if (!strcmp(f, "--mv-tokens")) ok = app_parse_u32(prog, f, v, 32, &mv_tokens);
         else if (!strcmp(f, "--types")) only = v;
         else if (!strcmp(f, "--mv-shader")) {
             if (!strcmp(v, "auto")) mv_shader = OSCAR_MATVEC_AUTO;
@@ -721,6 +724,10 @@ static int bench_ops(int argc, char **argv)
         fprintf(stderr, "%s: --cols must be a multiple of 256 (the K-quant block)\n", prog);
         return 2;
     }
+    if (tokens == 0) {
+        fprintf(stderr, "%s: --tokens must be at least 1\n", prog);
+        return 2;
+    }
     oscar_context_params cp = oscar_context_params_default();
     cp.device = device;
     oscar_context *ctx;
@@ -740,22 +747,25 @@ static int bench_ops(int argc, char **argv)
     }
     printf("device: %s\nread bandwidth: %.1f GB/s (measured now, %llu MiB)\n", info.name, bw,
            (unsigned long long)(bw_bytes >> 20));
-    printf("mat-vec %u x %u, %u dispatches chained per type\n", rows, cols, iters);
+    printf("mat-vec %u x %u, %u token%s, %u dispatches chained per type\n", rows, cols, tokens, tokens > 1 ? "s" : "", iters);
+    if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens), then the tiled matmul\n", tokens,
+                           OSCAR_MATVEC_BATCH_MAX);
     oscar_ops ops;
     oscar_ops_init(&ops, ctx);
     ops.matvec_rows = per_group; /* 0: the per-type default */
     ops.matvec_shader = mv_shader;
     ops.matvec_workgroup = mv_wg;
     ops.matvec_unroll = mv_unroll;
+    ops.matvec_tokens = mv_tokens;
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u (0: per type)\n", shader_names[mv_shader],
            mv_wg, per_group, mv_unroll);
     oscar_cmd cmd;
     oscar_buffer x = { 0 }, y = { 0 }, xq = { 0 };
-    if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
+    if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
         oscar_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols), OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
-        oscar_buffer_create(ctx, (uint64_t)rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
-        oscar_buffer_fill(ctx, &x, 0, (uint64_t)cols * 4, 0x3F800000u) != OSCAR_OK) {
+        oscar_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
+        oscar_buffer_fill(ctx, &x, 0, (uint64_t)tokens * cols * 4, 0x3F800000u) != OSCAR_OK) {
         fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
         oscar_context_destroy(ctx);
         return 1;
@@ -774,7 +784,9 @@ static int bench_ops(int argc, char **argv)
         if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
         /* the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16 one on x
          * prepared once, as a forward pass shares it between the products of one input */
-        for (int f16 = 0; f16 < 2 && st == OSCAR_OK; f16++) {
+        /* with --tokens > 1: the default product of the batch, then the tiled matmul */
+        for (int var = 0; var < 2 && st == OSCAR_OK; var++) {
+            int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1;
             if (f16 && !oscar_op_mul_mat_vec_f16_supported(&ops, type)) break;
             double ns = 0;
             st = oscar_cmd_begin(ctx, &cmd);
@@ -786,15 +798,19 @@ static int bench_ops(int argc, char **argv)
             for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
                 oscar_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
                 oscar_binding bq = { &xq, 0, 0 };
-                st = f16 ? oscar_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
-                         : oscar_op_mul_mat_vec(&ops, &cmd, type, bw_, bx, by, rows, cols, 1);
+                st = f16     ? oscar_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
+                     : tiled ? oscar_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
+                     : tokens > 1 ? oscar_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
+                                  : oscar_op_mul_mat_vec(&ops, &cmd, type, bw_, bx, by, rows, cols, 1);
                 oscar_cmd_barrier(ctx, &cmd);
             }
             st = end_timed(ctx, &cmd, t0, st, &ns);
             if (st != OSCAR_OK) break;
             double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
-            printf("%-5s%-4s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw\n", oscar_ggml_type_name(type),
-                   f16 ? " f16" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+            printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", oscar_ggml_type_name(type),
+                   f16 ? " f16" : tiled ? " tiled" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+            if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
+            printf("\n");
         }
         oscar_buffer_destroy(ctx, &w);
         if (st != OSCAR_OK) {
@@ -841,6 +857,7 @@ int main(int argc, char **argv)
                "                      [--device NAME|INDEX]\n"
                "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
                "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
+               "                      [--tokens N] [--mv-tokens N]\n"
                "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n");
         return 0;
     }

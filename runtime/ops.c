@@ -128,33 +128,72 @@ static uint32_t matvec_default_rows(uint32_t type)
     }
 }
 
+/* The mat-vec shaders and their specialization constants: WORKGROUP, TYPE, ROWS, then (not
+ * run8) UNROLL and W16, then (lanes) TOKENS. */
+typedef struct matvec_shader {
+    const char *name;
+    uint32_t n_spec;
+    uint32_t unroll; /* default UNROLL (ops->matvec_unroll overrides it) */
+} matvec_shader;
+
+static const matvec_shader MV_UNITS = { "mul_mat_vec", 5, 1 };
+static const matvec_shader MV_RUN8 = { "mul_mat_vec_run8", 3, 1 };
+static const matvec_shader MV_F16 = { "mul_mat_vec_f16", 5, 1 };
+/* 2 words per pass: Q4_0 14336 x 4096 24.2 us vs 27.2 at 1 (H200) */
+static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 6, 2 };
+
 /* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
- * defaults. Its constants are WORKGROUP, TYPE, ROWS, and for the shaders that take them
- * (mul_mat_vec, mul_mat_vec_lanes, mul_mat_vec_f16; not run8) also UNROLL and W16: `unroll` is
- * then the default UNROLL (ops->matvec_unroll overrides it), 0 for a shader without them. */
-static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, uint32_t units, uint32_t type,
-                                  oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
-                                  uint32_t n)
+ * defaults; `tokens` per workgroup (1 but for the lanes shader). */
+static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const matvec_shader *sh, uint32_t tokens,
+                                  uint32_t type, oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows,
+                                  uint32_t cols, uint32_t n)
 {
     oscar_status st;
+    const char *shader = sh->name;
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
     uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
-    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : units ? units : 1;
+    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : sh->unroll;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a power of two in 32..256", shader, wg);
-    if (per > wg || (uint64_t)per * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows per workgroup of %u threads", shader, per, wg);
+    if (per > wg || (uint64_t)per * tokens * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows x %u tokens per workgroup of %u threads", shader, per,
+                           tokens, wg);
     if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: unroll %u exceeds 8", shader, unroll);
-    if (n > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
+    uint32_t groups_z = oscar_div_up(n, tokens);
+    if (groups_z > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = units ? 5 : 3,
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = sh->n_spec,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
-                                        /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0 } };
+                                        /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0,
+                                        /* TOKENS */ tokens } };
     uint32_t push[3] = { rows, cols, n }, groups[3];
     if ((st = grid_2d(oscar_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
-    groups[2] = n;
+    groups[2] = groups_z;
     oscar_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);
+}
+
+static int is_float_type(uint32_t type)
+{
+    return type == OSCAR_GGML_TYPE_F32 || type == OSCAR_GGML_TYPE_F16 || type == OSCAR_GGML_TYPE_BF16;
+}
+
+/* Tokens per workgroup of the batched lanes product: ops' tuning, else 4 (at most n). H200,
+ * 14336 x 4096 Q4_0 at 4 rows a group: 8 tokens 72 us at 4 a group, 82 at 8; 32 tokens 265 us
+ * at 4, 287 at 8, 447 at 16 (docs/benchmarks.md). */
+static uint32_t lanes_tokens(const oscar_ops *ops, uint32_t n)
+{
+    uint32_t t = ops->matvec_tokens ? ops->matvec_tokens : 4;
+    return t < n ? t : n;
+}
+
+/* Whether oscar_op_mul_mat takes the batched lanes product for n > 1 tokens: always up to 16
+ * tokens (2-8x faster than the tiled matmul on the H200), up to OSCAR_MATVEC_BATCH_MAX for the
+ * 32-element block types (K-quants: the tiled matmul is faster at 32 tokens). */
+static int prefers_batch(uint32_t type, uint32_t n)
+{
+    if (is_float_type(type) || n > OSCAR_MATVEC_BATCH_MAX) return 0;
+    return n <= 16 || type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0;
 }
 
 oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
@@ -163,7 +202,7 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
-    int is_float = type == OSCAR_GGML_TYPE_F32 || type == OSCAR_GGML_TYPE_F16 || type == OSCAR_GGML_TYPE_BF16;
+    int is_float = is_float_type(type);
     /* auto: the fastest shader per type on the H200 (docs/benchmarks.md, "Forward-pass
      * kernels"): run8 for the float types and Q8_0, lanes for Q4_0 and Q4_1, units for the
      * K-quants */
@@ -173,15 +212,28 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
                  : type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 ? OSCAR_MATVEC_LANES
                                                                                   : OSCAR_MATVEC_UNITS;
     switch (shader) {
-    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, "mul_mat_vec", 1, type, w, x, y, rows, cols, n);
-    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, "mul_mat_vec_run8", 0, type, w, x, y, rows, cols, n);
-    case OSCAR_MATVEC_LANES: /* 2 words per pass: Q4_0 24.2 us vs 27.2 at 1 (14336 x 4096, H200) */
+    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_LANES:
         if (is_float)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec: the lanes shader reads block types, not %s",
                                oscar_ggml_type_name(type));
-        return record_matvec(ops, cmd, "mul_mat_vec_lanes", 2, type, w, x, y, rows, cols, n);
+        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n);
     default: OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
     }
+}
+
+oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    uint64_t row_bytes;
+    oscar_status st = check_mul_mat(ops, "mul_mat_batch", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
+    if (st != OSCAR_OK) return st;
+    if (is_float_type(type))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_batch: the lanes shader reads block types, not %s",
+                           oscar_ggml_type_name(type));
+    if (n == 0) return OSCAR_OK;
+    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n);
 }
 
 int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)
@@ -199,7 +251,7 @@ oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
                                     &row_bytes);
     if (st != OSCAR_OK) return st;
-    return record_matvec(ops, cmd, "mul_mat_vec_f16", 1, type, w, xq, y, rows, cols, n);
+    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n);
 }
 
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
@@ -223,6 +275,7 @@ oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t typ
                               oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     if (n == 1) return oscar_op_mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, n);
+    if (prefers_batch(type, n)) return oscar_op_mul_mat_batch(ops, cmd, type, w, x, y, rows, cols, n);
     return oscar_op_mul_mat_tiled(ops, cmd, type, w, x, y, rows, cols, n);
 }
 

@@ -30,6 +30,7 @@ typedef struct oscar_ops {
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
+    uint32_t matvec_tokens;    /* tokens per workgroup of oscar_op_mul_mat_batch; 0: 4 */
 } oscar_ops;
 
 /* Which decode mat-vec shader oscar_op_mul_mat_vec records. */
@@ -44,15 +45,26 @@ enum {
 /* Fills ops with the defaults for ctx (128 threads, mat-vec variant and rows by weight type). */
 void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
 
+/* Batches of at most this many tokens may go through the batched lanes product (block types;
+ * K-quants up to 16). */
+#define OSCAR_MATVEC_BATCH_MAX 32u
+
 /* y[t][r] = sum_c W[r][c] * x[t][c]: W [rows][cols] of `type` (GGUF order, cols contiguous),
- * x [n][cols] fp32, y [n][rows] fp32. n = 1 records the mat-vec kernel (decode), n > 1 the
- * tiled matmul (prefill). */
+ * x [n][cols] fp32, y [n][rows] fp32. n = 1 records the mat-vec kernel (decode); a few tokens
+ * of a block type (1 < n <= 16, or <= OSCAR_MATVEC_BATCH_MAX for Q4_0/Q4_1/Q8_0) the batched
+ * lanes product (batched decode); else the tiled matmul (prefill). */
 oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                               oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* The same product by the mat-vec kernel for any n (W is read once per token). */
 oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                   oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+
+/* The same product by the lanes mat-vec shader with several tokens per workgroup
+ * (ops->matvec_tokens, default 4): each weight word is decoded once per workgroup and applied
+ * to its tokens, so W is read n / tokens times. Block types only (else OSCAR_ERROR_UNSUPPORTED). */
+oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* The same product by the tiled matmul kernel for any n. */
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,

@@ -3,7 +3,8 @@
  * tiled mul_mat (prefill), at workgroups 64/128/256, odd row counts, column counts from one
  * block to 5120, 1 to 4 rows per mat-vec workgroup and the per-type default, the three mat-vec
  * shaders (UNITS at 1 to 4 units per pass, 32 threads too; LANES, block types only, at 1 to 3
- * words per pass),
+ * words per pass), the batched LANES product (block types: every token count, 3, 4 and 5
+ * tokens per workgroup),
  * and 1, 3, 7 and 64 tokens.
  *
  * Weights: quantized types are random bytes with the fp16 scale fields replaced by sane
@@ -92,7 +93,7 @@ static uint8_t *make_weights(uint32_t type, uint32_t rows, uint32_t cols, size_t
 }
 
 /* Records one op on the context's stream and waits for it. */
-typedef enum { OP_VEC, OP_TILED, OP_AUTO } op_kind;
+typedef enum { OP_VEC, OP_TILED, OP_AUTO, OP_BATCH } op_kind;
 
 static oscar_status run_mul_mat(const oscar_ops *ops, op_kind kind, uint32_t type, oscar_buffer *w, oscar_buffer *x,
                                 oscar_buffer *y, uint32_t rows, uint32_t cols, uint32_t n)
@@ -103,6 +104,7 @@ static oscar_status run_mul_mat(const oscar_ops *ops, op_kind kind, uint32_t typ
     oscar_binding bw = { w, 0, 0 }, bx = { x, 0, 0 }, by = { y, 0, 0 };
     if (kind == OP_VEC) st = oscar_op_mul_mat_vec(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
     else if (kind == OP_TILED) st = oscar_op_mul_mat_tiled(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    else if (kind == OP_BATCH) st = oscar_op_mul_mat_batch(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
     else st = oscar_op_mul_mat(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
     oscar_status st2 = oscar_cmd_submit_wait(ctx, &ctx->cmd);
     return st != OSCAR_OK ? st : st2;
@@ -157,14 +159,20 @@ static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t co
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
         uint32_t n = ns[k];
         CHECK_OK(oscar_ref_mul_mat(type, w, x, ref, rows, cols, n));
-        op_kind kinds[] = { OP_AUTO, n == 3 ? OP_VEC : OP_TILED };
-        for (int kk = 0; kk < 2; kk++) {
-            if (kk == 1 && n != 1 && n != 3) break; /* n = 7, 64: AUTO is the tiled kernel already */
+        /* AUTO, then the mat-vec (n = 3) or the tiled kernel (1, 7), then for block types the
+         * batched lanes product (every n) */
+        op_kind kinds[] = { OP_AUTO, n == 3 ? OP_VEC : OP_TILED, OP_BATCH };
+        int block_type = oscar_ggml_type_get(type)->block_size > 1;
+        for (int kk = 0; kk < 3; kk++) {
+            if (kk == 1 && n != 1 && n != 3) continue; /* n = 7, 64: AUTO is the tiled kernel already */
+            if (kk == 2 && !block_type) break;
             CHECK_OK(oscar_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
             CHECK_OK(run_mul_mat(ops, kinds[kk], type, &bw, &bx, &by, rows, cols, n));
             CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
             double nse = test_nse(got, ref, (size_t)n * rows);
-            const char *kernel = kinds[kk] == OP_VEC || (kinds[kk] == OP_AUTO && n == 1) ? "mul_mat_vec" : "mul_mat";
+            const char *kernel = kinds[kk] == OP_BATCH ? "mul_mat_batch"
+                                 : kinds[kk] == OP_VEC || (kinds[kk] == OP_AUTO && n == 1) ? "mul_mat_vec"
+                                                                                           : "mul_mat(auto/tiled)";
             CHECK_MSG(nse <= NSE_BOUND, "%s %s rows %u cols %u n %u wg %u rows/group %u: nse %.3g", kernel,
                       oscar_ggml_type_name(type), rows, cols, n, wg, per_group, nse);
             if (getenv("OSCAR_TEST_VERBOSE"))
@@ -317,9 +325,10 @@ int main(void)
             for (uint32_t c = 0; c < 3; c++) {
                 ops.matvec_unroll = 1 + c;
                 ops.matvec_workgroup = c == 2 ? 32 : workgroups[c];
+                ops.matvec_tokens = c == 0 ? 0 : c == 1 ? 3 : 5; /* batched: 4 (default), 3, 5 per group */
                 check_case(&ops, type, 37 + 2 * c, cols[c], workgroups[c], 1 + c);
             }
-            ops.matvec_unroll = ops.matvec_workgroup = 0;
+            ops.matvec_unroll = ops.matvec_workgroup = ops.matvec_tokens = 0;
             check_case(&ops, type, 35, 4096, 64, 4);
         }
         ops.matvec_shader = OSCAR_MATVEC_AUTO;
