@@ -159,13 +159,13 @@ static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t co
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
         uint32_t n = ns[k];
         CHECK_OK(oscar_ref_mul_mat(type, w, x, ref, rows, cols, n));
-        /* AUTO, then the mat-vec (n = 3) or the tiled kernel (1, 7), then for block types the
-         * batched lanes product (every n) */
+        /* AUTO (for block types and n = 3, 7 the batched lanes product), then the mat-vec (n = 3)
+         * or the tiled kernel (1, 7), then in the LANES cases the batched product at every n */
         op_kind kinds[] = { OP_AUTO, n == 3 ? OP_VEC : OP_TILED, OP_BATCH };
-        int block_type = oscar_ggml_type_get(type)->block_size > 1;
+        int lanes_case = ops->matvec_shader == OSCAR_MATVEC_LANES; /* block types only */
         for (int kk = 0; kk < 3; kk++) {
             if (kk == 1 && n != 1 && n != 3) continue; /* n = 7, 64: AUTO is the tiled kernel already */
-            if (kk == 2 && !block_type) break;
+            if (kk == 2 && !lanes_case) break;
             CHECK_OK(oscar_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
             CHECK_OK(run_mul_mat(ops, kinds[kk], type, &bw, &bx, &by, rows, cols, n));
             CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
