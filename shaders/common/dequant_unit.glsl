@@ -114,6 +114,19 @@ void mv_k_scale_min(uvec3 sw, uint s, out uint sc, out uint m)
     }
 }
 
+// The Q4_K / Q5_K block of unit u of the row at byte rb: the word index i where it starts,
+// its d and dmin, and the 6-bit scales and mins of the unit's two sub-blocks (2c, 2c + 1 for
+// unit part c = (u & 7) / 2).
+void mv_k_header(uint rb, uint u, out uint i, out vec2 dm, out uint sc0, out uint m0, out uint sc1, out uint m1)
+{
+    uint c = (u & 7u) >> 1;
+    i = (rb + (TYPE == GGML_Q5_K ? 176u : 144u) * (u >> 3)) >> 2;
+    dm = unpackHalf2x16(wq[i]);
+    uvec3 sw = uvec3(wq[i + 1u], wq[i + 2u], wq[i + 3u]);
+    mv_k_scale_min(sw, 2u * c, sc0, m0);
+    mv_k_scale_min(sw, 2u * c + 1u, sc1, m1);
+}
+
 // x . (unit u of the row at byte rb). xl, xh: the unit's lo and hi pieces (permuted when
 // mv_perm(); the float types use xl[0..1] in order); sl, sh: their sums.
 float mv_unit_dot(uint rb, uint u, vec4 xl[4], vec4 xh[4], float sl, float sh)
@@ -151,14 +164,10 @@ float mv_unit_dot(uint rb, uint u, vec4 xl[4], vec4 xh[4], float sl, float sh)
     } else if (TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) {
         // { f16 d, dmin; u8 scales[12]; (Q5_K: u8 qh[32];) u8 qs[128] }; unit part p: qs bytes
         // 32c + 16(p&1) .. +15 (c = p/2), low nibbles in sub-block 2c, high in 2c+1
-        uint p = u & 7u, c = p >> 1;
-        uint o = rb + (TYPE == GGML_Q5_K ? 176u : 144u) * (u >> 3);
-        uint i = o >> 2;
-        vec2 dm = unpackHalf2x16(wq[i]);
-        uvec3 sw = uvec3(wq[i + 1u], wq[i + 2u], wq[i + 3u]);
-        uint sc0, m0, sc1, m1;
-        mv_k_scale_min(sw, 2u * c, sc0, m0);
-        mv_k_scale_min(sw, 2u * c + 1u, sc1, m1);
+        uint p = u & 7u, c = p >> 1, i, sc0, m0, sc1, m1;
+        vec2 dm;
+        mv_k_header(rb, u, i, dm, sc0, m0, sc1, m1);
+        uint o = 4u * i;
         uvec4 w = mv_load4(o + (TYPE == GGML_Q5_K ? 48u : 16u) + 16u * p);
         float a0, a1;
         if (TYPE == GGML_Q4_K) {

@@ -58,14 +58,9 @@ void mv_word_decode(uint rb, uint u, uint k, out vec4 lo, out vec4 hi, out vec4 
         float d = dq_f16(o);
         c = vec4(d, d, 0.0, 0.0);
     } else if (TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) {
-        uint p = u & 7u, cc = p >> 1;
-        uint o = rb + (TYPE == GGML_Q5_K ? 176u : 144u) * (u >> 3);
-        uint i = o >> 2;
-        vec2 dm = unpackHalf2x16(wq[i]);
-        uvec3 sw = uvec3(wq[i + 1u], wq[i + 2u], wq[i + 3u]);
-        uint sc0, m0, sc1, m1;
-        mv_k_scale_min(sw, 2u * cc, sc0, m0);
-        mv_k_scale_min(sw, 2u * cc + 1u, sc1, m1);
+        uint p = u & 7u, cc = p >> 1, i, sc0, m0, sc1, m1;
+        vec2 dm;
+        mv_k_header(rb, u, i, dm, sc0, m0, sc1, m1);
         uint w = wq[i + (TYPE == GGML_Q5_K ? 12u : 4u) + 4u * p + k];
         if (TYPE == GGML_Q4_K) {
             lo = mv_fields(w, 0u, 0u, 0u) - 1024.0;
@@ -99,62 +94,26 @@ float mv_word_apply(vec4 lo, vec4 hi, vec4 c, vec4 xl, vec4 xh, float sl, float 
 }
 
 // x . (word k of unit u of the row at byte rb). xl, xh: the word's lo and hi x (permuted);
-// sl, sh: their sums (used by the types with a min). The same value as mv_word_apply of
-// mv_word_decode, written out for the single-token product: the H200 runs this form 10%
-// faster (Q4_0 14336 x 4096: 24.2 us against 26.9 for apply(decode), and 26.4-26.7 with the
-// loads of x or of the scale moved first), so the decode path (several tokens) keeps its own.
+// sl, sh: their sums (used by the types with a min). The value of mv_word_apply of
+// mv_word_decode; Q4_0 and Q4_1, whose single-token product runs this shader by default, are
+// written out: the H200 runs that form 10% faster (Q4_0 14336 x 4096: 24.2 us against 26.9
+// for apply(decode), and 26.4-26.7 with the loads of x or of the scale moved first).
 float mv_word_dot(uint rb, uint u, uint k, vec4 xl, vec4 xh, float sl, float sh)
 {
-    if (TYPE == GGML_Q4_0) { // { f16 d; u8 qs[16] }, 18 bytes
+    if (TYPE == GGML_Q4_0) {
         uint o = rb + 18u * u;
         uint w = mv_load1(o + 2u + 4u * k);
         return dq_f16(o) * (dot(mv_fields(w, 0u, 0u, 0u) - 1032.0, xl) + dot(mv_fields(w, 4u, 0u, 0u) - 1032.0, xh));
-    } else if (TYPE == GGML_Q4_1) { // { f16 d, m; u8 qs[16] }, 20 bytes
+    } else if (TYPE == GGML_Q4_1) {
         uint o = rb + 20u * u;
         vec2 dm = unpackHalf2x16(wq[o >> 2]);
         uint w = wq[(o >> 2) + 1u + k];
         return dm.x * (dot(mv_fields(w, 0u, 0u, 0u) - 1024.0, xl) + dot(mv_fields(w, 4u, 0u, 0u) - 1024.0, xh)) +
                dm.y * (sl + sh);
-    } else if (TYPE == GGML_Q8_0) { // { f16 d; i8 qs[32] }, 34 bytes; bytes biased by 128 via xor
-        uint o = rb + 34u * u;
-        uint a = mv_load1(o + 2u + 4u * k), b = mv_load1(o + 18u + 4u * k);
-        float s = dot(vec4(unpackHalf2x16((a & 0x00FF00FFu) ^ 0x64806480u),
-                           unpackHalf2x16(((a >> 8) & 0x00FF00FFu) ^ 0x64806480u)) - 1152.0, xl) +
-                  dot(vec4(unpackHalf2x16((b & 0x00FF00FFu) ^ 0x64806480u),
-                           unpackHalf2x16(((b >> 8) & 0x00FF00FFu) ^ 0x64806480u)) - 1152.0, xh);
-        return dq_f16(o) * s;
-    } else if (TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) {
-        uint p = u & 7u, c = p >> 1;
-        uint o = rb + (TYPE == GGML_Q5_K ? 176u : 144u) * (u >> 3);
-        uint i = o >> 2;
-        vec2 dm = unpackHalf2x16(wq[i]);
-        uvec3 sw = uvec3(wq[i + 1u], wq[i + 2u], wq[i + 3u]);
-        uint sc0, m0, sc1, m1;
-        mv_k_scale_min(sw, 2u * c, sc0, m0);
-        mv_k_scale_min(sw, 2u * c + 1u, sc1, m1);
-        uint w = wq[i + (TYPE == GGML_Q5_K ? 12u : 4u) + 4u * p + k];
-        float a0, a1;
-        if (TYPE == GGML_Q4_K) {
-            a0 = dot(mv_fields(w, 0u, 0u, 0u) - 1024.0, xl);
-            a1 = dot(mv_fields(w, 4u, 0u, 0u) - 1024.0, xh);
-        } else { // fifth bit: bit 2c (low) / 2c+1 (high) of the qh byte
-            uint hb = wq[i + 4u + 4u * (p & 1u) + k] >> (2u * c);
-            a0 = dot(mv_fields(w, 0u, (hb << 4u) & 0x00100010u, (hb >> 4u) & 0x00100010u) - 1024.0, xl);
-            a1 = dot(mv_fields(w, 4u, (hb << 3u) & 0x00100010u, (hb >> 5u) & 0x00100010u) - 1024.0, xh);
-        }
-        return dm.x * (float(sc0) * a0 + float(sc1) * a1) - dm.y * (float(m0) * sl + float(m1) * sh);
-    } else if (TYPE == GGML_Q6_K) {
-        uint p = u & 7u, h = p >> 2, g = (p >> 1) & 1u;
-        uint o = rb + 210u * (u >> 3);
-        uint w = mv_load1(o + 16u * p + 4u * k);
-        uint hb = mv_load1(o + 128u + 32u * h + 16u * (p & 1u) + 4u * k) >> (2u * g);
-        uint sb = o + 192u + 8u * h + (p & 1u) + 2u * g;
-        float sc0 = float(bitfieldExtract(int(dq_u8(sb)), 0, 8)), sc1 = float(bitfieldExtract(int(dq_u8(sb + 4u)), 0, 8));
-        float a0 = dot(mv_fields(w, 0u, (hb << 4u) & 0x00300030u, (hb >> 4u) & 0x00300030u) - 1056.0, xl);
-        float a1 = dot(mv_fields(w, 4u, hb & 0x00300030u, (hb >> 8u) & 0x00300030u) - 1056.0, xh);
-        return dq_f16(o + 208u) * (sc0 * a0 + sc1 * a1);
     }
-    return 0.0;
+    vec4 lo, hi, c;
+    mv_word_decode(rb, u, k, lo, hi, c);
+    return mv_word_apply(lo, hi, c, xl, xh, sl, sh);
 }
 
 #endif
