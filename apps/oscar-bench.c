@@ -758,8 +758,8 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_unroll = mv_unroll;
     ops.matvec_tokens = mv_tokens;
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
-    printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u (0: per type)\n", shader_names[mv_shader],
-           mv_wg, per_group, mv_unroll);
+    printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
+           shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
     oscar_cmd cmd;
     oscar_buffer x = { 0 }, y = { 0 }, xq = { 0 };
     if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
@@ -782,9 +782,9 @@ static int bench_ops(int argc, char **argv)
         oscar_buffer w = { 0 };
         oscar_status st = oscar_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
         if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
-        /* the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16 one on x
-         * prepared once, as a forward pass shares it between the products of one input */
-        /* with --tokens > 1: the default product of the batch, then the tiled matmul */
+        /* one token: the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16
+         * one on x prepared once, as a forward pass shares it between the products of one input;
+         * --tokens > 1: the default product of the batch, then the tiled matmul */
         for (int var = 0; var < 2 && st == OSCAR_OK; var++) {
             int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1;
             if (f16 && !oscar_op_mul_mat_vec_f16_supported(&ops, type)) break;
@@ -800,8 +800,7 @@ static int bench_ops(int argc, char **argv)
                 oscar_binding bq = { &xq, 0, 0 };
                 st = f16     ? oscar_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
                      : tiled ? oscar_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
-                     : tokens > 1 ? oscar_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
-                                  : oscar_op_mul_mat_vec(&ops, &cmd, type, bw_, bx, by, rows, cols, 1);
+                             : oscar_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
                 oscar_cmd_barrier(ctx, &cmd);
             }
             st = end_timed(ctx, &cmd, t0, st, &ns);

@@ -180,7 +180,7 @@ static int is_float_type(uint32_t type)
 
 /* Tokens per workgroup of the batched lanes product: ops' tuning, else 4 (at most n). H200,
  * 14336 x 4096 Q4_0 at 4 rows a group: 8 tokens 72 us at 4 a group, 82 at 8; 32 tokens 265 us
- * at 4, 287 at 8, 447 at 16 (docs/benchmarks.md). */
+ * at 4, 287 at 8, 540 at 16 (docs/benchmarks.md). */
 static uint32_t lanes_tokens(const oscar_ops *ops, uint32_t n)
 {
     uint32_t t = ops->matvec_tokens ? ops->matvec_tokens : 4;

@@ -6,7 +6,6 @@
 
 #include "vk_context.h"
 
-
 static int same_desc(const oscar_pipeline_desc *a, const oscar_pipeline_desc *b)
 {
     return strcmp(a->shader, b->shader) == 0 && a->n_buffers == b->n_buffers && a->push_size == b->push_size &&
