@@ -34,6 +34,12 @@
  *   --prompt N                            prefill tokens timed (default 2048)
  *   --steps N                             decode steps timed per point (default 16)
  *   --ubatch N                            tokens per prefill step (default 512)
+ *   --fill prefill|synthetic              how the base sequence reaches each context: the model's
+ *                                         prefill (default; "fill s" times it) or random K/V written
+ *                                         straight into the cache (seconds instead of ~14 minutes
+ *                                         at 128K; decode speed does not depend on the cache's values)
+ *   --layers N                            with --gen: that many layers instead of the model's
+ *                                         (quick runs; per-layer costs scale, the LM head does not)
  *   --bw-mib N                            read-bandwidth buffer (default 2048; capped at the binding limit)
  *   --json FILE --device NAME|INDEX
  */
@@ -46,6 +52,7 @@
 #include "common/app_common.h"
 #include "gguf.h"
 #include "kv_cache.h"
+#include "model_api.h"
 #include "model_gen.h"
 #include "ops.h"
 #include "oscar/oscar.h"
@@ -359,7 +366,8 @@ typedef struct decode_args {
     uint32_t batches[APP_MAX_LIST], n_batches;
     oscar_kv_mode modes[4];
     uint32_t n_modes;
-    uint32_t prompt, steps, ubatch, bw_mib;
+    uint32_t prompt, steps, ubatch, bw_mib, layers;
+    int synthetic;  /* --fill synthetic */
 } decode_args;
 
 /* Generator shapes: the real models' hyperparameters with seeded random weights. */
@@ -468,7 +476,8 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, d
         uint32_t target = a->contexts[ci];
         double t0 = app_now();
         if (target > len) {
-            st = oscar_session_prefill(s, seqs[0], tokens + len, target - len, NULL);
+            if (a->synthetic) st = oscar_session_fill_synthetic(s, seqs[0], target - len);
+            else st = oscar_session_prefill(s, seqs[0], tokens + len, target - len, NULL);
             ok = st == OSCAR_OK;
             len = target;
         }
@@ -496,16 +505,16 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, d
             decode_point pt = { mode, B, target, B * a->steps / t, 1e3 * t / a->steps, gpu_ms / a->steps,
                                 B * bw * 1e9 / (double)step_bytes, fill_s, ks.bits_per_element };
             printf("%-6s batch %2u  context %6u  decode %8.1f tok/s  %7.2f ms/step (GPU %.2f)  weight limit %8.1f tok/s "
-                   "(%4.1f%%)  %5.2f bits/elem  fill %.1f s\n",
+                   "(%4.1f%%)  %5.2f bits/elem  fill %.1f s%s\n",
                    oscar_kv_mode_name(mode), B, target, pt.tok_s, pt.ms_step, pt.gpu_ms, pt.limit_tok_s,
-                   100.0 * pt.tok_s / pt.limit_tok_s, pt.bits, fill_s);
+                   100.0 * pt.tok_s / pt.limit_tok_s, pt.bits, fill_s, a->synthetic ? " (synthetic)" : "");
             fflush(stdout);
             if (json) {
                 fprintf(json, "%s  {\"kind\": \"decode\", \"kv\": \"%s\", \"batch\": %u, \"context\": %u, \"tok_s\": %.2f, "
                               "\"ms_per_step\": %.3f, \"gpu_ms_per_step\": %.3f, \"weight_limit_tok_s\": %.2f, "
-                              "\"bits_per_element\": %.4f, \"fill_seconds\": %.2f}",
+                              "\"bits_per_element\": %.4f, \"fill_seconds\": %.2f, \"fill\": \"%s\"}",
                         json_sep(), oscar_kv_mode_name(mode), B, target, pt.tok_s, pt.ms_step, pt.gpu_ms,
-                        pt.limit_tok_s, pt.bits, fill_s);
+                        pt.limit_tok_s, pt.bits, fill_s, a->synthetic ? "synthetic" : "prefill");
                 fflush(json);
             }
             fill_s = 0; /* the fill is reported once per context */
@@ -550,7 +559,14 @@ static int bench_decode(int argc, char **argv)
         else if (!strcmp(f, "--steps")) ok = app_parse_u32(prog, f, v, 4096, &a.steps);
         else if (!strcmp(f, "--ubatch")) ok = app_parse_u32(prog, f, v, 8192, &a.ubatch);
         else if (!strcmp(f, "--bw-mib")) ok = app_parse_u32(prog, f, v, 1u << 16, &a.bw_mib);
-        else {
+        else if (!strcmp(f, "--layers")) ok = app_parse_u32(prog, f, v, 1024, &a.layers);
+        else if (!strcmp(f, "--fill")) {
+            a.synthetic = !strcmp(v, "synthetic");
+            if (!a.synthetic && strcmp(v, "prefill")) {
+                fprintf(stderr, "%s: --fill must be prefill or synthetic, not '%s'\n", prog, v);
+                return 2;
+            }
+        } else {
             fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
             return 2;
         }
@@ -567,6 +583,10 @@ static int bench_decode(int argc, char **argv)
             fprintf(stderr, "%s: --contexts must increase\n", prog);
             return 2;
         }
+    if (a.layers && !a.gen) {
+        fprintf(stderr, "%s: --layers goes with --gen\n", prog);
+        return 2;
+    }
     if (!a.model == !a.gen) {
         fprintf(stderr, "%s: give either -m model.gguf or --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0\n", prog);
         return 2;
@@ -579,7 +599,8 @@ static int bench_decode(int argc, char **argv)
             fprintf(stderr, "%s: unknown --gen '%s' (tiny, llama3-8b-q4_0, qwen3-4b-q4_0)\n", prog, a.gen);
             return 2;
         }
-        snprintf(gen_path, sizeof gen_path, "%s/oscar-bench-%s.gguf", a.tmp, a.gen);
+        if (a.layers) gp.n_layer = a.layers;
+        snprintf(gen_path, sizeof gen_path, "%s/oscar-bench-%s-%ul.gguf", a.tmp, a.gen, gp.n_layer);
         if (a.keep && access(gen_path, R_OK) == 0) {
             printf("model: reusing %s\n", gen_path);
         } else {
@@ -853,6 +874,7 @@ int main(int argc, char **argv)
                "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
                "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard]\n"
                "                      [--prompt N] [--steps N] [--ubatch N] [--bw-mib N] [--json FILE]\n"
+               "                      [--fill prefill|synthetic] [--layers N]\n"
                "                      [--device NAME|INDEX]\n"
                "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
                "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"

@@ -369,6 +369,19 @@ fail:
     return st;
 }
 
+oscar_status oscar_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t id = -1;
+    if (!s || n == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_fill_synthetic: NULL session or no token");
+    OSCAR_TRY(lookup(s, seq, &id));
+    OSCAR_TRY(check_room(s, seq, id, n));
+    s->last_rows = 0;
+    OSCAR_TRY(oscar_gpu_fill_synthetic(s->g, id, n, (uint32_t)seq + 1u));
+fail:
+    return st;
+}
+
 OSCAR_API oscar_status oscar_session_decode(oscar_session *s, uint32_t n_seqs, const int32_t *seqs, const int32_t *tokens,
                                             float *logits)
 {

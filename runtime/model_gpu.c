@@ -352,6 +352,17 @@ static void invalidate(oscar_context *ctx, const oscar_buffer *b)
     ctx->vk.vkInvalidateMappedMemoryRanges(ctx->device, 1, &r);
 }
 
+/* A recording or device failure after the cache planned a step: drop the step, so every
+ * sequence is as it was before it (the pages it reserved go back). */
+static void drop_step(oscar_gpu_state *s)
+{
+    if (s->cmd.recording) {
+        s->cmd.recording = 0;
+        s->m->ctx->vk.vkEndCommandBuffer(s->cmd.cb);
+    }
+    oscar_kv_cancel_step(s->kv);
+}
+
 oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
                             const int32_t *tokens, int want_logits, float *logits, int32_t *argmax)
 {
@@ -422,14 +433,44 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     }
     return OSCAR_OK;
 fail:
-    if (planned) {
-        /* A recording or device failure after the plan: drop the step, so every sequence is
-         * as it was before it (the pages it reserved go back). */
-        if (s->cmd.recording) {
-            s->cmd.recording = 0;
-            ctx->vk.vkEndCommandBuffer(s->cmd.cb);
+    if (planned) drop_step(s);
+    return st;
+}
+
+/* Benchmark hook (model_gpu.h): n tokens of seeded random K and V into every layer's cache. */
+oscar_status oscar_gpu_fill_synthetic(oscar_gpu_state *s, int32_t kv_seq, uint32_t n, uint32_t seed)
+{
+    oscar_status st = OSCAR_OK;
+    int planned = 0;
+    oscar_context *ctx = s->m->ctx;
+    size_t count = (size_t)s->max_tokens * s->kv_dim;
+    float *h = malloc(count * sizeof *h); /* [max_tokens][n_kv_head][head_dim] in (-1, 1) */
+    if (!h) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    uint32_t r = seed * 2654435761u + 1u;
+    for (int pass = 0; pass < 2; pass++) { /* K, then V */
+        for (size_t i = 0; i < count; i++) {
+            r = r * 1664525u + 1013904223u;
+            h[i] = (float)(r >> 8) * (2.0f / 16777216.0f) - 1.0f;
         }
-        oscar_kv_cancel_step(s->kv);
+        OSCAR_TRY(oscar_buffer_upload(ctx, pass ? &s->v : &s->k, 0, h, count * sizeof *h));
     }
+    for (uint32_t done = 0; done < n;) {
+        uint32_t chunk = n - done < s->max_tokens ? n - done : s->max_tokens;
+        oscar_binding k = bind(&s->k, (uint64_t)chunk * s->kv_dim * 4), v = bind(&s->v, (uint64_t)chunk * s->kv_dim * 4);
+        OSCAR_TRY(oscar_kv_step_begin(s->kv, 1, &kv_seq, &chunk));
+        planned = 1;
+        OSCAR_TRY(oscar_cmd_begin(ctx, &s->cmd));
+        for (uint32_t l = 0; l < s->m->desc->hp.n_layer; l++) {
+            OSCAR_TRY(oscar_kv_record_append(s->kv, &s->cmd, l, &k, &v, 0));
+            OSCAR_TRY(oscar_kv_record_flush(s->kv, &s->cmd, l));
+        }
+        OSCAR_TRY(oscar_cmd_submit_wait(ctx, &s->cmd));
+        planned = 0;
+        oscar_kv_commit_step(s->kv);
+        done += chunk;
+    }
+fail:
+    if (planned) drop_step(s);
+    free(h);
     return st;
 }

@@ -102,4 +102,12 @@ void oscar_gpu_state_destroy(oscar_gpu_state *s);
 oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
                             const int32_t *tokens, int want_logits, float *logits, int32_t *argmax);
 
+/* Benchmark hook: appends n tokens of seeded pseudo-random K and V (uniform in (-1, 1), the
+ * same block of max_tokens rows repeated) to cache sequence kv_seq in every layer, without
+ * running the model: append, then the flush of the tokens that leave the recent window, as a
+ * prefill stores them. It lets oscar-bench time decode at 128K tokens without a prefill of
+ * ~14 minutes; what the model computes after it is meaningless. CONTEXT_FULL / OUT_OF_PAGES
+ * from the cache leave the sequence as it was before the failing chunk. */
+oscar_status oscar_gpu_fill_synthetic(oscar_gpu_state *s, int32_t kv_seq, uint32_t n, uint32_t seed);
+
 #endif

@@ -11,7 +11,8 @@
  *    reference's logits of the two tokens within 2e-2 of their rms: these random models
  *    amplify the fp16 rounding to a logits NSE of 1e-6..1e-4 within a few steps).
  * 2. Prefill in chunks == prefill at once; batched decode of 3 sequences == each alone (NSE
- *    1e-8); a fork continues both branches as the reference does.
+ *    1e-6); a fork continues both branches as the reference does; the benchmark's synthetic
+ *    fill stores a sequence as a prefill of the same length does.
  * 3. Every KV mode runs (fp16, int2, int2-hadamard, oscar with per-layer and per-head random
  *    non-symmetric rotations) with small fp16 windows so most tokens are INT2; the int2
  *    modes' logits NSE stays within 1.5x that of a C fake-quant INT2 reference (random models
@@ -299,6 +300,53 @@ static void check_chunks_batches_forks(void)
     CHECK(ks.f16_tokens == 30 && ks.mode == OSCAR_KV_FP16);
     oscar_session_destroy(s);
     free(a), free(b), free(r), free(batch), free(alone);
+    pair_close(&p);
+}
+
+/* The benchmark's synthetic fill (oscar_session_fill_synthetic): a sequence filled with random
+ * K/V has the length and the fp16/INT2 split of one prefilled to the same length, decodes
+ * after it, and a fill past n_ctx fails without changing the sequence. */
+static void check_synthetic_fill(void)
+{
+    oscar_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 1, 9);
+    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("fill.gguf")));
+    pair p;
+    if (!pair_open(test_tmp_path("fill.gguf"), &p)) return;
+    oscar_session_params sp = oscar_session_params_default();
+    sp.kv_mode = OSCAR_KV_INT2;
+    sp.n_ctx = 160, sp.n_seq_max = 1, sp.n_batch = 16, sp.sink_tokens = 4, sp.recent_tokens = 24;
+    oscar_session *sf = NULL, *sr = NULL;
+    CHECK_OK(oscar_session_create(p.gm, &sp, &sf));
+    CHECK_OK(oscar_session_create(p.gm, &sp, &sr));
+    int32_t qf = -1, qr = -1, prompt[150];
+    random_tokens(prompt, 150, p.n_vocab);
+    CHECK_OK(oscar_session_seq_add(sf, &qf));
+    CHECK_OK(oscar_session_seq_add(sr, &qr));
+    CHECK_OK(oscar_session_fill_synthetic(sf, qf, 150)); /* chunks of 16, the last of 6 */
+    CHECK_OK(oscar_session_prefill(sr, qr, prompt, 150, NULL));
+    oscar_kv_stats kf, kr;
+    CHECK_OK(oscar_session_kv_stats(sf, &kf));
+    CHECK_OK(oscar_session_kv_stats(sr, &kr));
+    uint32_t len = 0;
+    CHECK_OK(oscar_session_seq_length(sf, qf, &len));
+    CHECK_MSG(len == 150 && kf.int2_tokens == kr.int2_tokens && kf.f16_tokens == kr.f16_tokens && kf.int2_tokens > 100,
+              "synthetic fill: length %u, INT2/fp16 tokens %llu/%llu vs prefill's %llu/%llu", len,
+              (unsigned long long)kf.int2_tokens, (unsigned long long)kf.f16_tokens, (unsigned long long)kr.int2_tokens,
+              (unsigned long long)kr.f16_tokens);
+    float *logits = malloc((size_t)p.n_vocab * 4);
+    int32_t tok = 5;
+    CHECK_OK(oscar_session_decode(sf, 1, &qf, &tok, logits));
+    int finite = 1;
+    for (uint32_t i = 0; i < p.n_vocab; i++) finite &= isfinite(logits[i]) != 0;
+    CHECK_MSG(finite, "logits after a synthetic fill are not finite");
+    CHECK(oscar_session_fill_synthetic(sf, qf, 10) == OSCAR_ERROR_CONTEXT_FULL);
+    CHECK_OK(oscar_session_seq_length(sf, qf, &len));
+    CHECK(len == 151);
+    printf("synthetic fill of 150 tokens: %llu INT2 + %llu fp16, as a prefill stores them\n",
+           (unsigned long long)kf.int2_tokens, (unsigned long long)kf.f16_tokens);
+    free(logits);
+    oscar_session_destroy(sf);
+    oscar_session_destroy(sr);
     pair_close(&p);
 }
 
@@ -922,6 +970,7 @@ int main(void)
     }
     double t1 = test_now();
     check_chunks_batches_forks();
+    check_synthetic_fill();
     printf("chunks/batches/forks: %.1f s\n", test_now() - t1);
     t1 = test_now();
     check_kv_modes();
