@@ -1,6 +1,7 @@
 /* The llama-family forward pass on Vulkan: weight upload, per-session buffers, one command
  * buffer per step (see model_gpu.h for the sequence of kernels). */
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include "ggml_types.h"
@@ -363,6 +364,16 @@ static void drop_step(oscar_gpu_state *s)
     oscar_kv_cancel_step(s->kv);
 }
 
+/* Host profile (OSCAR_PROFILE): the time since *t0 under `name`; *t0 moves to now. */
+static void host_phase(oscar_context *ctx, const char *name, struct timespec *t0)
+{
+    if (!ctx->host_profile) return;
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    oscar_profile_add(ctx->host_profile, name, (double)(t1.tv_sec - t0->tv_sec) * 1e9 + (double)(t1.tv_nsec - t0->tv_nsec));
+    *t0 = t1;
+}
+
 oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
                             const int32_t *tokens, int want_logits, float *logits, int32_t *argmax)
 {
@@ -372,6 +383,8 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gpu_step: NULL argument or no sequence");
     oscar_context *ctx = s->m->ctx;
     const oscar_model_hparams *hp = &s->m->desc->hp;
+    struct timespec tp;
+    if (ctx->host_profile) clock_gettime(CLOCK_MONOTONIC, &tp);
     uint64_t total = 0;
     for (uint32_t i = 0; i < n_seqs; i++) total += n_new[i];
     if (total == 0 || total > s->max_tokens)
@@ -408,6 +421,7 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     /* reserve the cache's room (all or nothing) and upload its step tables */
     OSCAR_TRY(oscar_kv_step_begin(s->kv, n_seqs, seqs, n_new));
     planned = 1;
+    host_phase(ctx, "step: plan + upload", &tp);
 
     OSCAR_TRY(oscar_cmd_begin(ctx, &s->cmd));
     int t0 = oscar_cmd_timestamp(ctx, &s->cmd);
@@ -418,7 +432,9 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     for (uint32_t l = 0; l < hp->n_layer; l++) OSCAR_TRY(record_layer(s, l, n, l > 0));
     if (want_logits) OSCAR_TRY(record_head(s, n, n_seqs));
     int t1 = oscar_cmd_timestamp(ctx, &s->cmd);
+    host_phase(ctx, "step: record", &tp);
     OSCAR_TRY(oscar_cmd_submit_wait(ctx, &s->cmd));
+    host_phase(ctx, "step: submit + wait", &tp);
     planned = 0;
     oscar_kv_commit_step(s->kv);
     double ns = 0;
@@ -431,6 +447,7 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
         if (logits) memcpy(logits, s->rb_logits.mapped, (size_t)n_seqs * hp->n_vocab * 4);
         if (argmax) memcpy(argmax, s->rb_amax.mapped, (size_t)n_seqs * 4);
     }
+    host_phase(ctx, "step: commit + readback", &tp);
     return OSCAR_OK;
 fail:
     if (planned) drop_step(s);

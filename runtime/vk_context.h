@@ -101,8 +101,8 @@ typedef struct oscar_profile {
     double total_ns;
 } oscar_profile;
 void oscar_profile_add(oscar_profile *pr, const char *name, double ns);
-/* Sorts the entries by time and prints them. */
-void oscar_profile_print(oscar_profile *pr, FILE *f);
+/* Sorts the entries by time and prints them under the title. NULL or empty: nothing. */
+void oscar_profile_print(oscar_profile *pr, const char *title, FILE *f);
 
 /* The embedded SPIR-V of a shader by name, NULL if none (the generated build/shaders/shader_table.c). */
 const uint32_t *oscar_spirv_find(const char *name, size_t *size_bytes);
@@ -127,6 +127,7 @@ struct oscar_context {
     int validation, print_validation;
     int pipeline_stats;                 /* OSCAR_PIPELINE_STATS=1 and the device can: print each pipeline's statistics */
     oscar_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
+    oscar_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;
 };
 

@@ -563,7 +563,13 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     ctx->limits = props.limits;
 
     OSCAR_TRY(load_pipeline_cache(ctx, p.pipeline_cache_path));
-    if (env_flag("OSCAR_PROFILE") && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile)))
+    /* OSCAR_PROFILE=1: GPU time per shader and host time per step phase; =host: the host's only
+     * (no timestamp after each dispatch, so the GPU runs as it does unprofiled) */
+    const char *prof = getenv("OSCAR_PROFILE");
+    int host_only = prof && !strcmp(prof, "host");
+    if (env_flag("OSCAR_PROFILE") && !host_only && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile)))
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (env_flag("OSCAR_PROFILE") && !(ctx->host_profile = calloc(1, sizeof *ctx->host_profile)))
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     OSCAR_TRY(oscar_cmd_init(ctx, &ctx->cmd));
 
@@ -584,7 +590,8 @@ OSCAR_API void oscar_context_destroy(oscar_context *ctx)
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
         oscar_cmd_release(ctx, &ctx->cmd);
-        oscar_profile_print(ctx->profile, stderr);
+        oscar_profile_print(ctx->profile, "GPU time per shader (a timestamp after every dispatch serializes them)", stderr);
+        oscar_profile_print(ctx->host_profile, "host time per phase of a forward step (submit+wait includes the GPU's)", stderr);
         oscar_buffer_destroy(ctx, &ctx->staging);
         for (oscar_pipeline *p = ctx->pipelines, *next; p; p = next) {
             next = p->next;
@@ -601,6 +608,7 @@ OSCAR_API void oscar_context_destroy(oscar_context *ctx)
     if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
     free(ctx->pipeline_cache_path);
     free(ctx->profile);
+    free(ctx->host_profile);
     free(ctx);
 }
 

@@ -3,7 +3,8 @@
  * one before it is added to its shader's total when the stream's fence is waited on. A
  * timestamp after every dispatch waits for it to finish, so dispatches that would overlap run
  * one after another: the totals say where a step's time goes, not how fast it runs unprofiled.
- * The table goes to stderr when the context is destroyed. */
+ * The table goes to stderr when the context is destroyed. The same tables keep the host's time
+ * per phase of a forward step (model_gpu.c), OSCAR_PROFILE=1 or =host. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,12 @@ static int by_time(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-void oscar_profile_print(oscar_profile *pr, FILE *f)
+void oscar_profile_print(oscar_profile *pr, const char *title, FILE *f)
 {
     if (!pr || pr->n == 0) return;
     qsort(pr->entries, pr->n, sizeof pr->entries[0], by_time);
-    fprintf(f, "OSCAR_PROFILE: GPU time per shader (a timestamp after every dispatch serializes them)\n");
-    fprintf(f, "%-22s %10s %12s %10s %7s\n", "shader", "calls", "total ms", "us/call", "share");
+    fprintf(f, "OSCAR_PROFILE: %s\n", title);
+    fprintf(f, "%-22s %10s %12s %10s %7s\n", "name", "calls", "total ms", "us/call", "share");
     for (uint32_t i = 0; i < pr->n; i++) {
         const oscar_profile_entry *e = &pr->entries[i];
         fprintf(f, "%-22s %10llu %12.3f %10.2f %6.1f%%\n", e->name, (unsigned long long)e->calls, e->ns * 1e-6,
