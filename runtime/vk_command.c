@@ -1,5 +1,5 @@
-/* Command streams: a command buffer with its fence, descriptor pools reset at each begin,
- * and a timestamp query pool. */
+/* Command streams: command buffers (the parts of one recording, vk_context.h) with one fence,
+ * descriptor pools reset at each begin, and a timestamp query pool. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +18,9 @@ oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd)
                                     .queueFamilyIndex = ctx->queue_family };
     OSCAR_VK(ctx->vk.vkCreateCommandPool(ctx->device, &pci, NULL, &cmd->pool));
     VkCommandBufferAllocateInfo cai = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO, .commandPool = cmd->pool,
-                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = 1 };
-    OSCAR_VK(ctx->vk.vkAllocateCommandBuffers(ctx->device, &cai, &cmd->cb));
+                                        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY, .commandBufferCount = OSCAR_CMD_PARTS };
+    OSCAR_VK(ctx->vk.vkAllocateCommandBuffers(ctx->device, &cai, cmd->parts));
+    cmd->cb = cmd->parts[0];
     VkFenceCreateInfo fci = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT };
     OSCAR_VK(ctx->vk.vkCreateFence(ctx->device, &fci, NULL, &cmd->fence));
     if (ctx->info.timestamps) {
@@ -76,7 +77,9 @@ oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd)
     if (cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "command stream is already recording");
     OSCAR_TRY(oscar_cmd_wait(ctx, cmd));
     OSCAR_VK(ctx->vk.vkResetFences(ctx->device, 1, &cmd->fence));
-    OSCAR_VK(ctx->vk.vkResetCommandBuffer(cmd->cb, 0));
+    OSCAR_VK(ctx->vk.vkResetCommandPool(ctx->device, cmd->pool, 0));
+    cmd->part = cmd->parts_submitted = 0;
+    cmd->cb = cmd->parts[0];
     for (uint32_t i = 0; i < cmd->n_desc_pools; i++) OSCAR_VK(ctx->vk.vkResetDescriptorPool(ctx->device, cmd->desc_pools[i], 0));
     cmd->cur_desc_pool = 0;
     VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -194,6 +197,36 @@ int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd)
     ctx->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, cmd->queries, cmd->n_queries);
     if (cmd->prof_names) cmd->prof_names[cmd->n_queries] = NULL;
     return (int)cmd->n_queries++;
+}
+
+oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd)
+{
+    oscar_status st = OSCAR_OK;
+    if (!cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "flush without begin");
+    if (cmd->part + 1 == OSCAR_CMD_PARTS) return OSCAR_OK; /* the last part takes the rest */
+    cmd->recording = 0;
+    OSCAR_VK(ctx->vk.vkEndCommandBuffer(cmd->cb));
+    VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd->cb };
+    OSCAR_VK(ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, VK_NULL_HANDLE));
+    cmd->parts_submitted++;
+    cmd->cb = cmd->parts[++cmd->part];
+    VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+                                    .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT };
+    OSCAR_VK(ctx->vk.vkBeginCommandBuffer(cmd->cb, &bi));
+    cmd->recording = 1;
+    oscar_cmd_barrier(ctx, cmd);
+fail:
+    return st;
+}
+
+void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd)
+{
+    if (cmd->recording) {
+        cmd->recording = 0;
+        ctx->vk.vkEndCommandBuffer(cmd->cb);
+    }
+    if (cmd->parts_submitted) ctx->vk.vkQueueWaitIdle(ctx->queue);
+    cmd->parts_submitted = 0;
 }
 
 oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd)

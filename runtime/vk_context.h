@@ -68,9 +68,16 @@ typedef struct oscar_pipeline {
 } oscar_pipeline;
 
 /* ---- command streams ---------------------------------------------------------------------- */
+/* A stream records into up to OSCAR_CMD_PARTS command buffers between begin and submit:
+ * oscar_cmd_flush submits the part recorded so far (the GPU starts on it while the host records
+ * the rest) and opens the next; the fence comes with the last part. */
+#define OSCAR_CMD_PARTS 16
 typedef struct oscar_cmd {
     VkCommandPool pool;
-    VkCommandBuffer cb;
+    VkCommandBuffer cb;                 /* the part being recorded: parts[part] */
+    VkCommandBuffer parts[OSCAR_CMD_PARTS];
+    uint32_t part;
+    uint32_t parts_submitted;           /* parts flushed since begin (submitted without the fence) */
     VkFence fence;
     VkDescriptorPool *desc_pools;       /* [n_desc_pools] grown on demand, reset at begin */
     uint32_t n_desc_pools, cur_desc_pool;
@@ -159,7 +166,16 @@ void oscar_cmd_copy(oscar_context *ctx, oscar_cmd *cmd, const oscar_buffer *src,
                     const oscar_buffer *dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
 /* Writes a timestamp after all earlier work; returns its index, or -1 without timestamp support. */
 int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd);
-/* Ends recording and submits; oscar_cmd_wait blocks until the stream's work is done. */
+/* Submits what was recorded since begin or the last flush and goes on recording into a new
+ * command buffer, which starts with a barrier (so what follows sees the flushed work's writes).
+ * The GPU can run the flushed part while the host records the rest. In the last part it does
+ * nothing. */
+oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd);
+/* Gives up a stream that is recording (after a failure): the current part is ended unsubmitted
+ * and, when parts were flushed, the queue is waited on, so nothing of the stream still runs. */
+void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd);
+/* Ends recording and submits; oscar_cmd_wait blocks until the stream's work is done (the last
+ * part's fence: each part starts with a barrier on the ones before, so they are done too). */
 oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd);
 oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd);
 static inline oscar_status oscar_cmd_submit_wait(oscar_context *ctx, oscar_cmd *cmd)
