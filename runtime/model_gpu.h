@@ -85,8 +85,9 @@ typedef struct oscar_gpu_state {
                                     * of the widest input); unused (0 bytes) when matvec_f16 is 0 */
     int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
                                     * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
-    uint32_t flush_layers;         /* a step's command buffer is submitted in parts: after layer 0 and
-                                    * every flush_layers layers (OSCAR_STEP_FLUSH, default 4; 0: one part) */
+    uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth
+                                    * times longer than the one before (OSCAR_STEP_FLUSH, default 4:
+                                    * layers 0 | 1-4 | 5-20 | 21-84 ...; 0: one part) */
     uint32_t last_rows;            /* logits rows of the last step */
     double last_gpu_ms;            /* GPU time of the last step (0 without timestamps) */
 } oscar_gpu_state;
