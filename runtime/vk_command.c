@@ -1,5 +1,5 @@
-/* Command streams: command buffers (the parts of one recording, vk_context.h) with one fence,
- * descriptor pools reset at each begin, and a timestamp query pool. */
+/* Command streams: command buffers (the parts of one recording, vk_context.h) with a fence
+ * each, descriptor pools reset at each begin, and a timestamp query pool. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,7 +22,7 @@ oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd)
     OSCAR_VK(ctx->vk.vkAllocateCommandBuffers(ctx->device, &cai, cmd->parts));
     cmd->cb = cmd->parts[0];
     VkFenceCreateInfo fci = { .sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, .flags = VK_FENCE_CREATE_SIGNALED_BIT };
-    OSCAR_VK(ctx->vk.vkCreateFence(ctx->device, &fci, NULL, &cmd->fence));
+    for (uint32_t i = 0; i < OSCAR_CMD_PARTS; i++) OSCAR_VK(ctx->vk.vkCreateFence(ctx->device, &fci, NULL, &cmd->fences[i]));
     if (ctx->info.timestamps) {
         uint32_t n = ctx->profile ? MAX_PROFILE_TIMESTAMPS : MAX_TIMESTAMPS;
         VkQueryPoolCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
@@ -42,13 +42,15 @@ fail:
 void oscar_cmd_release(oscar_context *ctx, oscar_cmd *cmd)
 {
     if (!cmd || !ctx->device) return;
-    if (cmd->fence && cmd->pending) ctx->vk.vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX);
+    oscar_cmd_abort(ctx, cmd);
+    if (cmd->pending) ctx->vk.vkWaitForFences(ctx->device, cmd->part + 1, cmd->fences, VK_TRUE, UINT64_MAX);
     for (uint32_t i = 0; i < cmd->n_desc_pools; i++) ctx->vk.vkDestroyDescriptorPool(ctx->device, cmd->desc_pools[i], NULL);
     free(cmd->desc_pools);
     if (cmd->queries) ctx->vk.vkDestroyQueryPool(ctx->device, cmd->queries, NULL);
     free(cmd->prof_names);
     free(cmd->prof_ticks);
-    if (cmd->fence) ctx->vk.vkDestroyFence(ctx->device, cmd->fence, NULL);
+    for (uint32_t i = 0; i < OSCAR_CMD_PARTS; i++)
+        if (cmd->fences[i]) ctx->vk.vkDestroyFence(ctx->device, cmd->fences[i], NULL);
     if (cmd->pool) ctx->vk.vkDestroyCommandPool(ctx->device, cmd->pool, NULL);
     memset(cmd, 0, sizeof *cmd);
 }
@@ -57,8 +59,9 @@ oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     if (!cmd->pending) return OSCAR_OK;
-    OSCAR_VK(ctx->vk.vkWaitForFences(ctx->device, 1, &cmd->fence, VK_TRUE, UINT64_MAX));
+    OSCAR_VK(ctx->vk.vkWaitForFences(ctx->device, cmd->part + 1, cmd->fences, VK_TRUE, UINT64_MAX));
     cmd->pending = 0;
+    cmd->parts_submitted = 0;
     if (cmd->prof_names && cmd->n_queries > 1) {
         uint64_t *t = cmd->prof_ticks;
         if (ctx->vk.vkGetQueryPoolResults(ctx->device, cmd->queries, 0, cmd->n_queries, sizeof *t * cmd->n_queries, t,
@@ -76,7 +79,7 @@ oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd)
     oscar_status st = OSCAR_OK;
     if (cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "command stream is already recording");
     OSCAR_TRY(oscar_cmd_wait(ctx, cmd));
-    OSCAR_VK(ctx->vk.vkResetFences(ctx->device, 1, &cmd->fence));
+    OSCAR_VK(ctx->vk.vkResetFences(ctx->device, OSCAR_CMD_PARTS, cmd->fences));
     OSCAR_VK(ctx->vk.vkResetCommandPool(ctx->device, cmd->pool, 0));
     cmd->part = cmd->parts_submitted = 0;
     cmd->cb = cmd->parts[0];
@@ -207,7 +210,7 @@ oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd)
     cmd->recording = 0;
     OSCAR_VK(ctx->vk.vkEndCommandBuffer(cmd->cb));
     VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd->cb };
-    OSCAR_VK(ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, VK_NULL_HANDLE));
+    OSCAR_VK(ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, cmd->fences[cmd->part]));
     cmd->parts_submitted++;
     cmd->cb = cmd->parts[++cmd->part];
     VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
@@ -225,7 +228,7 @@ void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd)
         cmd->recording = 0;
         ctx->vk.vkEndCommandBuffer(cmd->cb);
     }
-    if (cmd->parts_submitted) ctx->vk.vkQueueWaitIdle(ctx->queue);
+    if (cmd->parts_submitted) ctx->vk.vkWaitForFences(ctx->device, cmd->parts_submitted, cmd->fences, VK_TRUE, UINT64_MAX);
     cmd->parts_submitted = 0;
 }
 
@@ -236,7 +239,7 @@ oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd)
     cmd->recording = 0;
     OSCAR_VK(ctx->vk.vkEndCommandBuffer(cmd->cb));
     VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd->cb };
-    OSCAR_VK(ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, cmd->fence));
+    OSCAR_VK(ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, cmd->fences[cmd->part]));
     cmd->pending = 1;
 fail:
     return st;

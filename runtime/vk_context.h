@@ -70,15 +70,15 @@ typedef struct oscar_pipeline {
 /* ---- command streams ---------------------------------------------------------------------- */
 /* A stream records into up to OSCAR_CMD_PARTS command buffers between begin and submit:
  * oscar_cmd_flush submits the part recorded so far (the GPU starts on it while the host records
- * the rest) and opens the next; the fence comes with the last part. */
+ * the rest) and opens the next; each part has its fence, and waiting waits for all of them. */
 #define OSCAR_CMD_PARTS 16
 typedef struct oscar_cmd {
     VkCommandPool pool;
     VkCommandBuffer cb;                 /* the part being recorded: parts[part] */
     VkCommandBuffer parts[OSCAR_CMD_PARTS];
     uint32_t part;
-    uint32_t parts_submitted;           /* parts flushed since begin (submitted without the fence) */
-    VkFence fence;
+    uint32_t parts_submitted;           /* parts flushed since begin */
+    VkFence fences[OSCAR_CMD_PARTS];    /* fences[i] signals when parts[i] is done */
     VkDescriptorPool *desc_pools;       /* [n_desc_pools] grown on demand, reset at begin */
     uint32_t n_desc_pools, cur_desc_pool;
     VkQueryPool queries;                /* timestamps, VK_NULL_HANDLE without support */
@@ -86,7 +86,7 @@ typedef struct oscar_cmd {
     const char **prof_names;            /* [max_queries] with a profile: the shader each timestamp ends, or NULL */
     uint64_t *prof_ticks;               /* [max_queries] with a profile: the timestamps read back */
     int recording;                      /* between begin and submit */
-    int pending;                        /* submitted, fence not yet waited on */
+    int pending;                        /* submitted, fences not yet waited on */
 } oscar_cmd;
 
 /* A buffer range bound to one storage-buffer binding. range 0 means "to the end". */
@@ -172,10 +172,9 @@ int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd);
  * nothing. */
 oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd);
 /* Gives up a stream that is recording (after a failure): the current part is ended unsubmitted
- * and, when parts were flushed, the queue is waited on, so nothing of the stream still runs. */
+ * and the flushed parts are waited on, so nothing of the stream still runs. */
 void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd);
-/* Ends recording and submits; oscar_cmd_wait blocks until the stream's work is done (the last
- * part's fence: each part starts with a barrier on the ones before, so they are done too). */
+/* Ends recording and submits; oscar_cmd_wait blocks until the stream's work (every part) is done. */
 oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd);
 oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd);
 static inline oscar_status oscar_cmd_submit_wait(oscar_context *ctx, oscar_cmd *cmd)
