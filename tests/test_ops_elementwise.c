@@ -2,7 +2,8 @@
  * workgroups 64/128/256: rms_norm (hidden rows and per-head rows; also fused with the
  * residual add before it, whose sum must equal the fp32 add bit for bit), rope (normal and neox,
  * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
- * broadcast, in place), scale and argmax; the OSCAR_PROFILE=1 profiler counting them; and
+ * broadcast, in place), scale and argmax; a command stream submitted in parts (oscar_cmd_flush,
+ * more flushes than parts, and an abort after flushes); the OSCAR_PROFILE=1 profiler; and
  * OSCAR_SHADER_DIR, whose SPIR-V file replaces the embedded shader (announced on stderr).
  *
  * Bounds, each against a reference computed in double:
@@ -190,6 +191,46 @@ static void test_pointwise(oscar_ops *ops, uint32_t n, uint32_t row)
     free(a), free(b), free(ref), free(got);
 }
 
+/* ---- a command stream submitted in parts (oscar_cmd_flush) ------------------------------------ */
+
+/* y = x * 2 forty times in place, a flush after every product: more flushes than a stream has
+ * parts (the last part takes the rest), each product reading what the one before wrote in an
+ * earlier submission; exact (powers of two). Then the same stream recorded and dropped
+ * (oscar_cmd_abort after flushes) leaves the buffer as the flushed parts wrote it. */
+static void test_stream_parts(oscar_ops *ops)
+{
+    oscar_context *ctx = ops->ctx;
+    enum { N = 3000, STEPS = 40 };
+    float *x = malloc(N * 4), *got = malloc(N * 4);
+    for (uint32_t i = 0; i < N; i++) x[i] = (float)i - 1500.0f;
+    oscar_buffer bx = buf_from(ctx, x, N * 4);
+    begin(ctx);
+    for (int i = 0; i < STEPS; i++) {
+        CHECK_OK(oscar_op_scale(ops, &ctx->cmd, bind(&bx), bind(&bx), N, 2.0f));
+        CHECK_OK(oscar_cmd_flush(ctx, &ctx->cmd));
+    }
+    CHECK(ctx->cmd.part == OSCAR_CMD_PARTS - 1);
+    finish(ctx);
+    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, got, N * 4));
+    size_t bad = 0;
+    for (uint32_t i = 0; i < N; i++) bad += got[i] != x[i] * 1099511627776.0f; /* 2^40 */
+    CHECK_MSG(bad == 0, "stream in parts: %zu of %d elements differ", bad, N);
+
+    begin(ctx); /* three parts flushed (x 2^3), the fourth recorded (x 2) but dropped */
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(oscar_op_scale(ops, &ctx->cmd, bind(&bx), bind(&bx), N, 2.0f));
+        if (i < 3) CHECK_OK(oscar_cmd_flush(ctx, &ctx->cmd));
+    }
+    oscar_cmd_abort(ctx, &ctx->cmd);
+    CHECK(!ctx->cmd.recording && ctx->cmd.parts_submitted == 0);
+    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, got, N * 4));
+    bad = 0;
+    for (uint32_t i = 0; i < N; i++) bad += got[i] != x[i] * 8796093022208.0f; /* 2^43 */
+    CHECK_MSG(bad == 0, "aborted stream: %zu of %d elements differ", bad, N);
+    oscar_buffer_destroy(ctx, &bx);
+    free(x), free(got);
+}
+
 /* ---- argmax ---------------------------------------------------------------------------------- */
 
 static void test_argmax(oscar_ops *ops, uint32_t n)
@@ -333,6 +374,7 @@ int main(void)
         test_argmax(&ops, 49152 + 1);                   /* a vocabulary-sized row */
         test_argmax(&ops, 5);                           /* fewer logits than threads */
     }
+    test_stream_parts(&ops);
     test_profile();
     test_shader_dir();
     return test_gpu_finish(ctx);
