@@ -1,5 +1,5 @@
 /* The llama-family forward pass on Vulkan: weight upload, per-session buffers, one command
- * buffer per step (see model_gpu.h for the sequence of kernels). */
+ * stream per step (see model_gpu.h for the sequence of kernels and how it is submitted). */
 #include <stdlib.h>
 #include <time.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* The llama-family forward pass on Vulkan: weights uploaded once (raw GGUF blocks, one device
  * buffer per tensor), per-session activation buffers allocated once, and a step function that
- * records a whole forward pass over a batch of sequences as ONE command stream, with one fence
- * and no host work between its commands (submitted in a few parts as it is recorded, so the
+ * records a whole forward pass over a batch of sequences as ONE command stream, waited on once,
+ * with no host work between its commands (submitted in a few parts as it is recorded, so the
  * GPU starts before the host has finished: flush_growth below):
  *
  *   x = token_embd[ids]                                              get_rows
