@@ -1,8 +1,8 @@
 /* The llama-family forward pass on Vulkan: weight upload, per-session buffers, one command
  * stream per step (see model_gpu.h for the sequence of kernels and how it is submitted). */
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
+#include <time.h>
 
 #include "ggml_types.h"
 #include "model_gpu.h"

@@ -565,12 +565,12 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     OSCAR_TRY(load_pipeline_cache(ctx, p.pipeline_cache_path));
     /* OSCAR_PROFILE=1: GPU time per shader and host time per step phase; =host: the host's only
      * (no timestamp after each dispatch, so the GPU runs as it does unprofiled) */
-    const char *prof = getenv("OSCAR_PROFILE");
-    int host_only = prof && !strcmp(prof, "host");
-    if (env_flag("OSCAR_PROFILE") && !host_only && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile)))
-        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    if (env_flag("OSCAR_PROFILE") && !(ctx->host_profile = calloc(1, sizeof *ctx->host_profile)))
-        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (env_flag("OSCAR_PROFILE")) {
+        int host_only = !strcmp(getenv("OSCAR_PROFILE"), "host");
+        if ((!host_only && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile))) ||
+            !(ctx->host_profile = calloc(1, sizeof *ctx->host_profile)))
+            OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
     OSCAR_TRY(oscar_cmd_init(ctx, &ctx->cmd));
 
     free(pds);

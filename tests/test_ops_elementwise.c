@@ -265,12 +265,18 @@ static void test_argmax(oscar_ops *ops, uint32_t n)
 }
 
 /* OSCAR_PROFILE=1: a context that profiles counts each dispatch under its shader, with a
- * positive time (the table itself goes to stderr at destroy). */
+ * positive time (the table itself goes to stderr at destroy), and keeps a host-time table;
+ * OSCAR_PROFILE=host keeps only the host's. */
 static void test_profile(void)
 {
+    setenv("OSCAR_PROFILE", "host", 1);
+    oscar_context *hc = test_gpu_context();
+    CHECK(hc->profile == NULL && hc->host_profile != NULL);
+    oscar_context_destroy(hc);
     setenv("OSCAR_PROFILE", "1", 1);
     oscar_context *pc = test_gpu_context();
     unsetenv("OSCAR_PROFILE");
+    CHECK(pc->host_profile != NULL);
     if (!pc->info.timestamps) {
         CHECK(pc->profile == NULL);
         printf("profile: skipped (no timestamps)\n");
