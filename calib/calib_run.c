@@ -12,6 +12,7 @@
 #include "capture.h"
 #include "error.h"
 #include "model_desc.h"
+#include "model_ref.h"
 #include "rotation_file.h"
 #include "tokenizer.h"
 
@@ -30,6 +31,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.values = OSCAR_CALIB_VALUES_PROXY;
     p.kind = OSCAR_ROTATION_OSCAR;
     p.clip_fitted = 1;
+    p.center = 1;
     p.sink_tokens = 64;
     p.recent_tokens = 256;
     p.seed = 1;
@@ -160,17 +162,36 @@ fail:
 typedef struct run_ctx {
     oscar_calib *cal;
     const oscar_calib_run_params *p;
+    const oscar_model_desc *desc;
     uint32_t n_layer;
     uint64_t done, total; /* tokens captured, tokens to capture */
+    float *k_pre;         /* [chunk][n_kv][d] keys with RoPE undone (p->center), else NULL */
+    float *unrope;        /* [n_rot / 2] −rope_theta: RoPE by these angles undoes it */
 } run_ctx;
+
+/* The means (p->center) take the keys before RoPE, so that the runtime can rotate their mean to
+ * the positions of any context: the chunk's rows at positions >= sink, RoPE undone. */
+static oscar_status add_means(run_ctx *ctx, uint32_t layer, uint32_t pos0, uint32_t n, const float *k, const float *v)
+{
+    const oscar_model_hparams *hp = &ctx->desc->hp;
+    uint32_t skip = pos0 >= ctx->p->sink_tokens ? 0 : ctx->p->sink_tokens - pos0, row = hp->n_head_kv * hp->head_dim;
+    if (skip >= n) return OSCAR_OK;
+    for (uint32_t t = skip; t < n; t++)
+        for (uint32_t h = 0; h < hp->n_head_kv; h++) {
+            float *x = ctx->k_pre + (size_t)(t - skip) * row + (size_t)h * hp->head_dim;
+            memcpy(x, k + (size_t)t * row + (size_t)h * hp->head_dim, hp->head_dim * sizeof *x);
+            oscar_rope_apply(x, hp->head_dim, hp->n_rot, hp->rope_type, ctx->unrope, pos0 + t);
+        }
+    return oscar_calib_add_means(ctx->cal, layer, n - skip, ctx->k_pre, v + (size_t)skip * row);
+}
 
 /* Capture hook: streams one layer's chunk into the calibrator; reports progress after the last layer. */
 static oscar_status capture_hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
                                  const float *k, const float *v)
 {
     run_ctx *ctx = user;
-    (void)pos0;
     oscar_status st = oscar_calib_add(ctx->cal, layer, n, q, k, v);
+    if (st == OSCAR_OK && ctx->k_pre) st = add_means(ctx, layer, pos0, n, k, v);
     if (st != OSCAR_OK) return st;
     if (layer + 1 == ctx->n_layer) {
         ctx->done += n;
@@ -193,6 +214,10 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     int32_t *toks = NULL;  /* [n_toks] the tokenized text */
     uint64_t n_toks = 0;
     int32_t *seq = NULL;   /* [seq_len] one sequence (BOS + text tokens) */
+    run_ctx ctx;           /* the capture hook's state */
+    memset(&ctx, 0, sizeof ctx);
+    float *means = NULL;   /* [4][n_layer][n_kv][d]: pre-RoPE key means, value means, and the two
+                            * centers of the clip fit (key means RoPE-averaged, value means) */
     oscar_calib_result res;
     memset(&res, 0, sizeof res);
     oscar_calib_run_report rep;
@@ -265,10 +290,19 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     if (p->tokens < oscar_calib_get_params(cal)->min_tokens)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "--tokens %llu is below the minimum of %u (head_dim)",
                    (unsigned long long)p->tokens, oscar_calib_get_params(cal)->min_tokens);
-    run_ctx ctx = {cal, p, hp->n_layer, 0, p->tokens};
+    ctx.cal = cal, ctx.p = p, ctx.desc = desc, ctx.n_layer = hp->n_layer, ctx.total = p->tokens;
     oscar_capture_params kp = oscar_capture_params_default();
     kp.max_seq_len = p->seq_len;
     kp.chunk = p->chunk ? p->chunk : (p->seq_len < 256 ? p->seq_len : 256);
+    if (p->center) {
+        if (p->sink_tokens >= p->seq_len)
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "centering needs sequences longer than the sink: --seq-len %u, --sink %u",
+                       p->seq_len, p->sink_tokens);
+        ctx.k_pre = malloc((size_t)kp.chunk * hp->n_head_kv * hp->head_dim * sizeof *ctx.k_pre);
+        ctx.unrope = malloc((hp->n_rot / 2 + 1) * sizeof *ctx.unrope);
+        if (!ctx.k_pre || !ctx.unrope) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+        for (uint32_t i = 0; i < hp->n_rot / 2; i++) ctx.unrope[i] = -desc->rope_theta[i];
+    }
     kp.hook = capture_hook;
     kp.hook_user = &ctx;
     OSCAR_TRY(oscar_capture_create(desc, &kp, &cap));
@@ -293,8 +327,27 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     oscar_capture_destroy(cap); /* frees the float weights before solving */
     cap = NULL;
 
+    size_t per_layer = (size_t)hp->n_head_kv * hp->head_dim, all = hp->n_layer * per_layer;
+    if (p->center) {
+        /* the clip fit's rows are positions 0..seq_len-1: center them as the runtime would a
+         * context of seq_len (oscar_rope_average over sink..seq_len-1) */
+        double mean[OSCAR_CALIB_MAX_HEAD_DIM];
+        means = malloc(4 * all * sizeof *means);
+        if (!means) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
+        for (uint32_t l = 0; l < hp->n_layer; l++)
+            for (uint32_t h = 0; h < hp->n_head_kv; h++)
+                for (int which = 0; which < 2; which++) {
+                    float *m = means + which * all + l * per_layer + (size_t)h * hp->head_dim;
+                    OSCAR_TRY(oscar_calib_mean(cal, l, h, which, mean));
+                    for (uint32_t j = 0; j < hp->head_dim; j++) m[j] = (float)mean[j];
+                    if (which) memcpy(m + 2 * all, m, hp->head_dim * sizeof *m);
+                    else oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
+                                            p->seq_len, m + 2 * all);
+                }
+    }
     t0 = now_s();
-    OSCAR_TRY(oscar_calib_solve(cal, p->kind, p->values, &res));
+    OSCAR_TRY(oscar_calib_solve(cal, p->kind, p->values, means ? means + 2 * all : NULL, means ? means + 3 * all : NULL,
+                                &res));
     rep.t_solve = now_s() - t0;
     size_t nl = hp->n_layer;
     rep.clip_k_fit = malloc(nl * sizeof(float));
@@ -336,6 +389,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.sequence_length = p->seq_len;
     meta.text_source = p->text_source ? p->text_source : p->text_path;
     meta.write_eigenvalues = p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM;
+    meta.mean_k = means;
+    meta.mean_v = means ? means + all : NULL;
     OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));
     rep.t_write = now_s() - t0;
 
@@ -344,6 +399,9 @@ fail:
     else oscar_calib_run_report_free(&rep);
     oscar_calib_result_free(&res);
     free(seq);
+    free(means);
+    free(ctx.k_pre);
+    free(ctx.unrope);
     free(toks);
     free(text);
     oscar_capture_destroy(cap);

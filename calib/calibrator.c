@@ -20,6 +20,9 @@ typedef struct calib_head { /* one (layer, KV head) */
     float *res_v;     /* [reservoir_rows][d] value rows of the same tokens */
     uint32_t res_n;   /* rows held */
     uint64_t res_seen; /* rows offered so far (Algorithm R) */
+    double *m_k;      /* [d] Σ of the pre-RoPE key rows given to oscar_calib_add_means */
+    double *m_v;      /* [d] Σ of their value rows */
+    uint64_t n_m;     /* rows in m_k, m_v */
 } calib_head;
 
 typedef struct calib_layer {
@@ -186,6 +189,8 @@ void oscar_calib_destroy(oscar_calib *cal)
                     free(hd->s_s);
                     free(hd->res_k);
                     free(hd->res_v);
+                    free(hd->m_k);
+                    free(hd->m_v);
                 }
             free(L->heads);
             free(L->buf_k);
@@ -252,7 +257,10 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
             hd->s_s = p.score_objective ? calloc(dd, sizeof *hd->s_s) : NULL;
             hd->res_k = malloc((size_t)p.reservoir_rows * d * sizeof *hd->res_k);
             hd->res_v = malloc((size_t)p.reservoir_rows * d * sizeof *hd->res_v);
-            if (!hd->s_q || !hd->s_vp || (p.score_objective && !hd->s_s) || !hd->res_k || !hd->res_v)
+            hd->m_k = calloc(d, sizeof *hd->m_k);
+            hd->m_v = calloc(d, sizeof *hd->m_v);
+            if (!hd->s_q || !hd->s_vp || (p.score_objective && !hd->s_s) || !hd->res_k || !hd->res_v || !hd->m_k ||
+                !hd->m_v)
                 OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: layer %u head %u", l, h);
         }
         if (p.proxy_buffer_tokens) {
@@ -293,6 +301,41 @@ uint64_t oscar_calib_tokens(const oscar_calib *cal, uint32_t layer)
 const oscar_calib_params *oscar_calib_get_params(const oscar_calib *cal) { return cal ? &cal->p : NULL; }
 
 /* ---- adding a batch ------------------------------------------------------------------------- */
+
+oscar_status oscar_calib_add_means(oscar_calib *cal, uint32_t layer, uint32_t n_tokens, const float *k_pre,
+                                   const float *v)
+{
+    if (!cal || (n_tokens && (!k_pre || !v)))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add_means: NULL argument");
+    if (layer >= cal->p.n_layer)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add_means: layer %u of %u", layer, cal->p.n_layer);
+    uint32_t d = cal->d, nkv = cal->p.n_kv_head, t, h, j;
+    if (find_non_finite(k_pre, n_tokens, nkv, d, &t, &h, &j) || find_non_finite(v, n_tokens, nkv, d, &t, &h, &j))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT,
+                           "oscar_calib_add_means: layer %u: non-finite value at token %u, KV head %u, dim %u", layer, t,
+                           h, j);
+    for (t = 0; t < n_tokens; t++)
+        for (h = 0; h < nkv; h++) {
+            calib_head *hd = &cal->layers[layer].heads[h];
+            const float *kr = k_pre + ((size_t)t * nkv + h) * d, *vr = v + ((size_t)t * nkv + h) * d;
+            for (j = 0; j < d; j++) hd->m_k[j] += kr[j], hd->m_v[j] += vr[j];
+            hd->n_m++;
+        }
+    return OSCAR_OK;
+}
+
+oscar_status oscar_calib_mean(const oscar_calib *cal, uint32_t layer, uint32_t head, int values, double *out)
+{
+    if (!cal || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_mean: NULL argument");
+    if (layer >= cal->p.n_layer || head >= cal->p.n_kv_head)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_mean: layer %u head %u out of range", layer, head);
+    const calib_head *hd = &cal->layers[layer].heads[head];
+    if (hd->n_m == 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "oscar_calib_mean: layer %u head %u has no rows for its mean", layer,
+                           head);
+    for (uint32_t j = 0; j < cal->d; j++) out[j] = (values ? hd->m_v[j] : hd->m_k[j]) / (double)hd->n_m;
+    return OSCAR_OK;
+}
 
 oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens, const float *q, const float *k,
                              const float *v)

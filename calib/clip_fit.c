@@ -14,7 +14,8 @@ static int cmp_float_asc(const void *a, const void *b)
 }
 
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
-                                    const float *ratios, uint32_t n_ratios, double *err_sum, uint64_t *rows)
+                                    const float *center, const float *ratios, uint32_t n_ratios, double *err_sum,
+                                    uint64_t *rows)
 {
     oscar_status st = OSCAR_OK;
     double *CQ = NULL;  /* [d][d] C_Q of the head */
@@ -27,6 +28,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     double *w = NULL;   /* [n] proxy weights, mean 1 */
     float *ys = NULL;   /* [n][d] |y| of each row, sorted ascending */
     float *yq = NULL;   /* [d] */
+    float *xc = NULL;   /* [n][d] centered reservoir rows */
     const oscar_calib_params *p = oscar_calib_get_params(cal);
     if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: NULL argument or no ratios");
@@ -45,7 +47,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     w = malloc((size_t)cap * sizeof *w);
     ys = malloc((size_t)cap * d * sizeof *ys);
     yq = malloc(d * sizeof *yq);
-    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !ys || !yq)
+    xc = center ? malloc((size_t)cap * d * sizeof *xc) : NULL;
+    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !ys || !yq || (center && !xc))
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve: %u rows", cap);
     for (size_t i = 0; i < dd; i++) Rd[i] = R[i];
 
@@ -57,7 +60,13 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         OSCAR_TRY(oscar_calib_covariance(cal, layer, h, OSCAR_CALIB_KEYS, CQ));
         OSCAR_TRY(oscar_calib_reservoir(cal, layer, h, &rk, &rv, &n));
         if (n == 0) continue;
-        oscar_rotate_rows(values ? rv : rk, n, d, d, R, 0, y);
+        const float *x = values ? rv : rk;
+        if (center) {
+            for (uint32_t t = 0; t < n; t++)
+                for (uint32_t j = 0; j < d; j++) xc[(size_t)t * d + j] = x[(size_t)t * d + j] - center[(size_t)h * d + j];
+            x = xc;
+        }
+        oscar_rotate_rows(x, n, d, d, R, 0, y);
         for (size_t x = 0; x < (size_t)n * d; x++) ys[x] = fabsf(y[x]);
         for (uint32_t t = 0; t < n; t++) qsort(ys + (size_t)t * d, d, sizeof(float), cmp_float_asc);
         if (values) {
@@ -115,6 +124,7 @@ fail:
     free(w);
     free(ys);
     free(yq);
+    free(xc);
     return st;
 }
 
@@ -132,7 +142,7 @@ static uint32_t clip_grid(const oscar_calib_params *p, float *ratios, uint32_t c
 }
 
 oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
-                                  float *ratio, double *err)
+                                  const float *center, float *ratio, double *err)
 {
     enum { GRID_MAX = 1024 };
     oscar_status st = OSCAR_OK;
@@ -145,7 +155,7 @@ oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t hea
     if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
     uint32_t n = clip_grid(p, ratios, GRID_MAX);
     uint64_t rows = 0;
-    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, ratios, n, sums, &rows));
+    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, center, ratios, n, sums, &rows));
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_fit_clip: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)

@@ -32,6 +32,8 @@ static void usage(FILE *f)
         "                          scores (covariance of attention outputs S*V)\n"
         "      --clip C            fitted (per-layer ratios fitted on the data, default) or\n"
         "                          fixed (the reference's 0.96 keys / 0.92 values)\n"
+        "      --center yes|no     store key and value means so the runtime subtracts them before\n"
+        "                          quantizing (default yes; no: the reference's method)\n"
         "      --group-size G      quantization group size (divides head_dim; default head_dim)\n"
         "      --rotation R        oscar (default), oscar-noperm, hadamard, identity\n"
         "      --sink N            fp16 sink tokens recorded in the file (default 64)\n"
@@ -154,6 +156,7 @@ int main(int argc, char **argv)
     static const char *const groupings[] = {"layer", "head", NULL};
     static const char *const values[] = {"proxy", "scores", NULL};
     static const char *const clips[] = {"fixed", "fitted", NULL};
+    static const char *const yes_no[] = {"no", "yes", NULL};
     static const char *const rotations[] = {"identity", "hadamard", "oscar", "oscar-noperm", NULL};
 
     for (int i = 1; i < argc; i++) {
@@ -214,6 +217,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--clip")) {
             if ((c = parse_choice(a, val, clips)) < 0) return 2;
             p.clip_fitted = c;
+        } else if (!strcmp(a, "--center")) {
+            if ((c = parse_choice(a, val, yes_no)) < 0) return 2;
+            p.center = c;
         } else if (!strcmp(a, "--rotation")) {
             if ((c = parse_choice(a, val, rotations)) < 0) return 2;
             p.kind = (oscar_rotation_kind)c;

@@ -112,6 +112,17 @@ oscar_status oscar_calib_begin_sequence(oscar_calib *cal);
 oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens,
                              const float *q, const float *k, const float *v);
 
+/* Adds n_tokens rows to the means of `layer` (a separate stream from oscar_calib_add, so the
+ * caller picks the rows: oscar-calib gives the positions past the fp16 sink):
+ *   k_pre [n_tokens][n_kv_head][head_dim] keys BEFORE RoPE (their mean does not depend on the
+ *   position, so the runtime can rotate it to any context: oscar_rope_average), and
+ *   v [n_tokens][n_kv_head][head_dim] values. A non-finite value rejects the batch unchanged. */
+oscar_status oscar_calib_add_means(oscar_calib *cal, uint32_t layer, uint32_t n_tokens, const float *k_pre,
+                                   const float *v);
+/* The mean (float64 [d]) of the pre-RoPE keys (values = 0) or the values (1) of (layer, KV head)
+ * from oscar_calib_add_means; INVALID_STATE when no row was added. */
+oscar_status oscar_calib_mean(const oscar_calib *cal, uint32_t layer, uint32_t head, int values, double *out);
+
 /* Tokens added so far to `layer` (0 for a layer out of range). */
 uint64_t oscar_calib_tokens(const oscar_calib *cal, uint32_t layer);
 
@@ -131,19 +142,21 @@ oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint3
                                    const float **v, uint32_t *n);
 
 /* Attention-weighted INT2 error of the reservoir rows of (layer, head) (head as above),
- * rotated by R (float32 [d][d]) and fake-quantized with group G at each clip ratio:
+ * centered (center: NULL, or float32 [n_kv_head][d], row of KV head h minus center[h], as the
+ * runtime stores x − μ), rotated by R (float32 [d][d]) and fake-quantized with group G at each
+ * clip ratio:
  *   keys   (values = 0): (y − ŷ)ᵀ (Rᵀ C_Q,h R) (y − ŷ) = E_q[(q·(k − k̂))²] per row,
  *   values (values = 1): w_t ‖y − ŷ‖² with w_t = k_t C_Q,h k_tᵀ normalised to mean 1 per head.
  * ADDS the per-ratio sums to err_sum[0..n_ratios) and the row count to *rows (the mean is
  * err_sum / rows), so curves of several heads with their own R can be pooled. */
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
-                                    const float *R, const float *ratios, uint32_t n_ratios,
+                                    const float *R, const float *center, const float *ratios, uint32_t n_ratios,
                                     double *err_sum, uint64_t *rows);
 
 /* Picks the clip ratio of the params grid with the smallest error for (layer, head) and R;
  * writes it and its mean error (err may be NULL). Ties go to the larger ratio. */
 oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
-                                  const float *R, float *ratio, double *err);
+                                  const float *R, const float *center, float *ratio, double *err);
 
 /* ---- solving every layer ---------------------------------------------------------------- */
 
@@ -156,11 +169,12 @@ typedef struct oscar_calib_result {
 } oscar_calib_result;
 
 /* Builds R_K from C_K and R_V from `v_target` (VALUES_PROXY or VALUES_SCORES) for every layer
- * with `kind`, checks each R (orthogonal, finite), fits both clip ratios per layer, and reports
- * progress after each layer. Fills *out (free with oscar_calib_result_free); on failure *out
- * is empty. */
+ * with `kind`, checks each R (orthogonal, finite), fits both clip ratios per layer on rows
+ * centered by center_k / center_v (NULL, or float32 [n_layer][n_kv_head][d]: what the runtime
+ * will subtract), and reports progress after each layer. Fills *out (free with
+ * oscar_calib_result_free); on failure *out is empty. */
 oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar_calib_target v_target,
-                               oscar_calib_result *out);
+                               const float *center_k, const float *center_v, oscar_calib_result *out);
 /* Frees the arrays of a result and zeroes it; NULL or an empty result is a no-op. */
 void oscar_calib_result_free(oscar_calib_result *res);
 

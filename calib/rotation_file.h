@@ -26,6 +26,8 @@ typedef struct oscar_rotation_file_meta {
     uint32_t sequence_length;
     const char *text_source;
     int write_eigenvalues;        /* 1: also write blk.<l>.attn_{k,v}_eig */
+    const float *mean_k, *mean_v; /* NULL, or [n_layer][n_kv_head][d]: pre-RoPE key and value means,
+                                   * written as blk.<l>.attn_{k,v}_mean (both or neither) */
 } oscar_rotation_file_meta;
 
 /* The objective names of docs/rotationzoo.md for a rotation kind and value target. */

@@ -23,9 +23,9 @@ void oscar_calib_result_free(oscar_calib_result *res)
 /* Fits one clip ratio for a layer: per-layer grouping uses one R for every head, per-head
  * grouping the head's own R (rots [n_rot][d][d]); the curves of all heads are pooled. */
 static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values, const float *rots, uint32_t n_rot,
-                                   float *ratio, double *err)
+                                   const float *center, float *ratio, double *err)
 {
-    if (n_rot == 1) return oscar_calib_fit_clip(cal, layer, OSCAR_CALIB_ALL_HEADS, values, rots, ratio, err);
+    if (n_rot == 1) return oscar_calib_fit_clip(cal, layer, OSCAR_CALIB_ALL_HEADS, values, rots, center, ratio, err);
     enum { GRID_MAX = 1024 };
     oscar_status st = OSCAR_OK;
     const oscar_calib_params *p = oscar_calib_get_params(cal);
@@ -41,7 +41,7 @@ static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values,
     }
     uint64_t rows = 0;
     for (uint32_t h = 0; h < n_rot; h++)
-        OSCAR_TRY(oscar_calib_clip_curve(cal, layer, h, values, rots + h * dd, ratios, n, sums, &rows));
+        OSCAR_TRY(oscar_calib_clip_curve(cal, layer, h, values, rots + h * dd, center, ratios, n, sums, &rows));
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_solve: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
@@ -55,7 +55,7 @@ fail:
 }
 
 oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar_calib_target v_target,
-                               oscar_calib_result *out)
+                               const float *center_k, const float *center_v, oscar_calib_result *out)
 {
     oscar_status st = OSCAR_OK;
     double *C = NULL; /* [d][d] target covariance */
@@ -101,8 +101,11 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
                                which ? "value" : "key", dev);
             }
         }
-        OSCAR_TRY(fit_layer_clip(cal, l, 0, res.rot_k + (size_t)l * per_layer, n_rot, &res.clip_k[l], &res.err_k[l]));
-        OSCAR_TRY(fit_layer_clip(cal, l, 1, res.rot_v + (size_t)l * per_layer, n_rot, &res.clip_v[l], &res.err_v[l]));
+        size_t cl = (size_t)l * p->n_kv_head * d; /* this layer's centers */
+        OSCAR_TRY(fit_layer_clip(cal, l, 0, res.rot_k + (size_t)l * per_layer, n_rot, center_k ? center_k + cl : NULL,
+                                 &res.clip_k[l], &res.err_k[l]));
+        OSCAR_TRY(fit_layer_clip(cal, l, 1, res.rot_v + (size_t)l * per_layer, n_rot, center_v ? center_v + cl : NULL,
+                                 &res.clip_v[l], &res.err_v[l]));
         if (p->progress) p->progress(p->progress_user, "solve", l + 1, nl);
     }
     *out = res;

@@ -53,6 +53,7 @@ struct oscar_kv_cache {
     oscar_buffer *int2_pool;    /* [n_layer] each [n_int2_pages][KV_INT2_PAGE_WORDS] words */
     oscar_buffer *f16_pool;     /* [n_layer] each [n_f16_pages][KV_F16_PAGE_WORDS] words */
     oscar_buffer rot_k, rot_v;  /* [n_layer][n_rot][d][d] fp32, y = x·R */
+    oscar_buffer means;         /* [n_layer][K,V][n_kv][d] fp32 centering vectors (zeros unless given) */
     float *clip_k, *clip_v;     /* [n_layer] */
     oscar_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
     oscar_buffer slots;         /* [max_step_tokens] append slots, then flush slots */
@@ -212,7 +213,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
     c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
     if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    oscar_pipeline_desc d = cache_desc(c, "attn_prefill", 9, sizeof(struct attn_prefill_push), WG_ATTN, ATTN_PF_N_SPEC);
+    oscar_pipeline_desc d = cache_desc(c, "attn_prefill", 10, sizeof(struct attn_prefill_push), WG_ATTN, ATTN_PF_N_SPEC);
     d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
     d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
     OSCAR_TRY(oscar_pipeline_get(ctx, &d, &c->pl_prefill));
@@ -273,6 +274,14 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         OSCAR_TRY(check_rotations(p.rot_k, L * n_rot, d, "rot_k"));
         OSCAR_TRY(check_rotations(p.rot_v, L * n_rot, d, "rot_v"));
     }
+    if ((p.mean_k || p.mean_v) && p.mode != OSCAR_KV_INT2_ROTATED)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mean_k / mean_v need mode oscar, not %s",
+                           oscar_kv_mode_name(p.mode));
+    for (size_t i = 0; i < (size_t)L * p.n_kv_head * d; i++)
+        if ((p.mean_k && !isfinite(p.mean_k[i])) || (p.mean_v && !isfinite(p.mean_v[i])))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: %s of layer %zu, KV head %zu, element %zu is not finite",
+                               p.mean_k && !isfinite(p.mean_k[i]) ? "mean_k" : "mean_v", i / ((size_t)p.n_kv_head * d),
+                               i / d % p.n_kv_head, i % d);
     for (uint32_t l = 0; l < L; l++)
         if ((p.clip_k && !(p.clip_k[l] > 0 && p.clip_k[l] <= 1)) || (p.clip_v && !(p.clip_v[l] > 0 && p.clip_v[l] <= 1)))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: clip ratio of layer %u is not in (0, 1]", l);
@@ -334,8 +343,22 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         c->clip_k[l] = p.clip_k ? p.clip_k[l] : OSCAR_CLIP_RATIO_K;
         c->clip_v[l] = p.clip_v ? p.clip_v[l] : OSCAR_CLIP_RATIO_V;
     }
+    {   /* centering vectors: per layer K then V, zeros where none are given */
+        size_t per = (size_t)p.n_kv_head * d, floats = (size_t)L * 2 * per;
+        float *m = calloc(floats, sizeof *m);
+        if (!m) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint32_t l = 0; l < L; l++) {
+            if (p.mean_k) memcpy(m + (size_t)l * 2 * per, p.mean_k + (size_t)l * per, per * sizeof *m);
+            if (p.mean_v) memcpy(m + ((size_t)l * 2 + 1) * per, p.mean_v + (size_t)l * per, per * sizeof *m);
+        }
+        st = oscar_buffer_create(ctx, floats * 4, OSCAR_BUFFER_DEVICE, &c->means);
+        if (st == OSCAR_OK) st = oscar_buffer_upload(ctx, &c->means, 0, m, floats * 4);
+        free(m);
+        if (st != OSCAR_OK) goto fail;
+    }
     c->p.rot_k = c->p.rot_v = NULL;
     c->p.clip_k = c->p.clip_v = NULL;
+    c->p.mean_k = c->p.mean_v = NULL;
 
     /* tables and per-step buffers */
     uint64_t table_bytes = (uint64_t)p.max_sequences * c->book.max_pages * 4;
@@ -363,7 +386,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     if (!c->h_rows || !c->h_row_vis || !c->h_seq_sink || !c->h_seq_fe) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
 
     OSCAR_TRY(oscar_cmd_init(ctx, &c->cmd));
-    OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
+    OSCAR_TRY(get_pipeline(c, "kv_append", 7, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
@@ -390,7 +413,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16), OSCAR_ATTN_WG above */
         const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
         long u = u_env ? strtol(u_env, NULL, 10) : ATTN_DECODE_U, vu = vu_env ? strtol(vu_env, NULL, 10) : ATTN_DECODE_VU;
-        oscar_pipeline_desc pd = cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 11,
+        oscar_pipeline_desc pd = cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 12,
                                             sizeof(struct attn_decode_push), wg_dec, ATTN_N_SPEC);
         pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
         pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : ATTN_DECODE_U;
@@ -416,7 +439,7 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) oscar_buffer_destroy(ctx, &c->f16_pool[l]);
     free(c->int2_pool);
     free(c->f16_pool);
-    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
+    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
                              &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out,
                              &c->tiles };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
@@ -624,16 +647,25 @@ static oscar_status check_step(const oscar_kv_cache *c, uint32_t layer, const ch
     return OSCAR_OK;
 }
 
+/* The layer's centering vectors, [K,V][n_kv][d] fp32 (kv_append, attn_decode, attn_prefill). */
+static oscar_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
+{
+    uint64_t bytes = 2ull * c->p.n_kv_head * c->p.head_dim * 4;
+    oscar_binding b = { &c->means, layer * bytes, bytes };
+    return b;
+}
+
 oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
                                     const oscar_binding *v, int input_f16)
 {
     oscar_status st = check_step(c, layer, "append");
     if (st != OSCAR_OK) return st;
     oscar_pipeline *p = c->pl_append;
-    if (input_f16) OSCAR_TRY(get_pipeline(c, "kv_append", 6, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 1, &p));
+    if (input_f16) OSCAR_TRY(get_pipeline(c, "kv_append", 7, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 1, &p));
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
-    oscar_binding b[6] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
-                           { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) }, { &c->f16_pool[layer], 0, 0 } };
+    oscar_binding b[7] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
+                           { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) }, { &c->f16_pool[layer], 0, 0 },
+                           mean_binding(c, layer) };
     struct kv_append_push push = { c->book.plan.n_tokens };
     uint32_t n = push.n_tokens;
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
@@ -644,15 +676,15 @@ fail:
     return st;
 }
 
-/* attn_prefill over the step's tiles: one workgroup per (tile, KV head), o·R_Vᵀ included. */
+/* attn_prefill over the step's tiles: one workgroup per (tile, KV head), o·R_Vᵀ (+ μ_V) included. */
 static oscar_status record_prefill(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
                                    const oscar_binding *out)
 {
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
     struct attn_prefill_push pp = { c->n_tiles, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-    oscar_binding b[9] = { *q, { &c->rows, 0, 0 }, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
-                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
-                           { &c->rot_v, layer * rot_bytes, rot_bytes }, *out };
+    oscar_binding b[10] = { *q, { &c->rows, 0, 0 }, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+                            { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
+                            { &c->rot_v, layer * rot_bytes, rot_bytes }, *out, mean_binding(c, layer) };
     uint32_t groups[3];
     oscar_attn_grid(c->n_tiles, c->p.n_kv_head, groups);
     return oscar_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups);
@@ -680,10 +712,10 @@ oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32
     if (c->n_tiles) return record_prefill(c, cmd, layer, rotated ? &q_rot : q, out); /* a prefill step */
     { /* flash-decoding; the last workgroup of each (row, KV head) merges and applies R_V^T */
         struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-        oscar_binding b[11] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+        oscar_binding b[12] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
                                 { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
                                 { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
-                                { &c->counters, 0, 0 } };
+                                { &c->counters, 0, 0 }, mean_binding(c, layer) };
         uint32_t groups[3];
         oscar_attn_grid(c->n_items, c->p.n_kv_head, groups);
         OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups));

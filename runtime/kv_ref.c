@@ -51,8 +51,8 @@ static float input_elem(const void *in, uint32_t input_f16, uint32_t d, uint64_t
 }
 
 void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, uint32_t input_f16,
-                   const void *k, const void *v, const float *r_k, const float *r_v,
-                   const struct kv_token_slot *slots, uint32_t n_slots, uint32_t *f16_pool)
+                   const void *k, const void *v, const float *r_k, const float *r_v, const float *mean_k,
+                   const float *mean_v, const struct kv_token_slot *slots, uint32_t n_slots, uint32_t *f16_pool)
 {
     const uint32_t d = s->head_dim;
     const int rotate = mode >= KV_MODE_HADAMARD;
@@ -69,6 +69,9 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
                     continue;
                 }
                 for (uint32_t i = 0; i < d; i++) x[i] = input_elem(in, input_f16, d, row, i);
+                const float *mean = mode == KV_MODE_ROTATED ? (kind == 0 ? mean_k : mean_v) : NULL;
+                if (mean)
+                    for (uint32_t i = 0; i < d; i++) x[i] = x[i] - mean[(uint64_t)h * d + i];
                 if (rotate) {
                     const float *r = rot + (uint64_t)(rot_per_head ? h : 0) * d * d;
                     for (uint32_t j = 0; j < d; j++) {

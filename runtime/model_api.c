@@ -8,6 +8,7 @@
 #include "error.h"
 #include "kv_cache.h"
 #include "model_api.h"
+#include "model_ref.h"
 
 /* ---- model --------------------------------------------------------------------------------- */
 
@@ -224,14 +225,26 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     kp.max_context = p.n_ctx;
     kp.max_step_tokens = step_tokens;
     kp.memory_budget = p.kv_memory_budget;
+    float *center_k = NULL; /* [n_layer][n_kv][d] the key means, RoPE-averaged over this context */
     if (rs) {
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED) {
             kp.rot_k = rs->rot_k, kp.rot_v = rs->rot_v;
             kp.rot_per_head = rs->n_rot > 1;
         }
+        if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
+            uint32_t d = hp->head_dim, rows = hp->n_layer * hp->n_head_kv;
+            center_k = malloc((size_t)rows * d * sizeof *center_k);
+            if (!center_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            for (uint32_t r = 0; r < rows; r++)
+                oscar_rope_average(rs->mean_k + (size_t)r * d, d, hp->n_rot, hp->rope_type, model->desc->rope_theta,
+                                   p.sink_tokens, p.n_ctx, center_k + (size_t)r * d);
+            kp.mean_k = center_k, kp.mean_v = rs->mean_v;
+        }
         kp.clip_k = rs->clip_k, kp.clip_v = rs->clip_v;
     }
-    OSCAR_TRY(oscar_kv_cache_create(model->ctx, &kp, &s->kv));
+    st = oscar_kv_cache_create(model->ctx, &kp, &s->kv);
+    free(center_k);
+    if (st != OSCAR_OK) goto fail;
     OSCAR_TRY(oscar_gpu_state_create(model->gpu, s->kv, step_tokens, p.n_seq_max, &s->g));
     *out = s;
     return OSCAR_OK;

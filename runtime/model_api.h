@@ -22,6 +22,9 @@ struct oscar_rotation_set {
     uint32_t n_layer, n_rot, head_dim; /* n_rot: 1 (per layer) or n_kv_head (per KV head) */
     float *rot_k, *rot_v;          /* [n_layer][n_rot][head_dim][head_dim] fp32, y = x·R */
     float *clip_k, *clip_v;        /* [n_layer] ratios in (0, 1] */
+    float *mean_k, *mean_v;        /* NULL, or [n_layer][n_kv][head_dim]: pre-RoPE key means and value
+                                    * means (centering, oscar_rotation_set_set_means) */
+    uint32_t n_kv;                 /* the model's KV heads */
     uint64_t fingerprint;          /* of the model it was checked against */
 };
 

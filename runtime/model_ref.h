@@ -97,6 +97,13 @@ uint32_t oscar_argmax(const float *x, uint32_t n);
 void oscar_rope_apply(float *x, uint32_t head_dim, uint32_t n_rot, oscar_rope_type type, const float *theta,
                       uint32_t pos);
 
+/* The mean over positions pos_begin .. pos_end-1 of RoPE applied to x (one head, as
+ * oscar_rope_apply rotates it), in closed form and double precision: pair i is x's pair times
+ * (1/n) Σ_p e^{i·p·theta[i]}. out may alias x; pos_end <= pos_begin copies x. Centers keys:
+ * the constant that best matches RoPE_p(μ) over a context, for a pre-RoPE key mean μ. */
+void oscar_rope_average(const float *x, uint32_t head_dim, uint32_t n_rot, oscar_rope_type type, const float *theta,
+                        uint32_t pos_begin, uint32_t pos_end, float *out);
+
 /* y = x / sqrt(mean(x^2) + eps) * w  over n elements (y may alias x). */
 void oscar_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
 

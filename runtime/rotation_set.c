@@ -69,7 +69,7 @@ static oscar_status build(const oscar_model *model, uint32_t n_layer, uint32_t n
     s = calloc(1, sizeof *s);
     if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     size_t n_floats = (size_t)n_layer * n_rot * d * d;
-    s->n_layer = n_layer, s->n_rot = n_rot, s->head_dim = d;
+    s->n_layer = n_layer, s->n_rot = n_rot, s->head_dim = d, s->n_kv = hp->n_head_kv;
     s->fingerprint = model->info.fingerprint;
     s->rot_k = malloc(n_floats * sizeof(float));
     s->rot_v = malloc(n_floats * sizeof(float));
@@ -100,7 +100,39 @@ OSCAR_API void oscar_rotation_set_destroy(oscar_rotation_set *s)
 {
     if (!s) return;
     free(s->rot_k), free(s->rot_v), free(s->clip_k), free(s->clip_v);
+    free(s->mean_k), free(s->mean_v);
     free(s);
+}
+
+/* Checks and copies the means (status for a bad value, as in build). */
+static oscar_status set_means(oscar_rotation_set *s, const float *mean_k, const float *mean_v, oscar_status status)
+{
+    if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_set_means: NULL set");
+    if (!mean_k != !mean_v)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_set_means: give both mean_k and mean_v, or neither");
+    size_t per = (size_t)s->n_kv * s->head_dim, n = (size_t)s->n_layer * per;
+    for (size_t i = 0; mean_k && i < n; i++)
+        if (!isfinite(mean_k[i]) || !isfinite(mean_v[i]))
+            OSCAR_RETURN_ERROR(status, "rotation set: %s of layer %zu, KV head %zu, element %zu is not finite",
+                               isfinite(mean_k[i]) ? "mean_v" : "mean_k", i / per, i % per / s->head_dim, i % s->head_dim);
+    float *k = NULL, *v = NULL;
+    if (mean_k) {
+        k = malloc(n * sizeof *k), v = malloc(n * sizeof *v);
+        if (!k || !v) {
+            free(k), free(v);
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        }
+        memcpy(k, mean_k, n * sizeof *k);
+        memcpy(v, mean_v, n * sizeof *v);
+    }
+    free(s->mean_k), free(s->mean_v);
+    s->mean_k = k, s->mean_v = v;
+    return OSCAR_OK;
+}
+
+OSCAR_API oscar_status oscar_rotation_set_set_means(oscar_rotation_set *s, const float *mean_k, const float *mean_v)
+{
+    return set_means(s, mean_k, mean_v, OSCAR_ERROR_INVALID_ARGUMENT);
 }
 
 /* ---- RotationZoo files --------------------------------------------------------------------- */
@@ -161,11 +193,37 @@ static oscar_status read_rot(const oscar_gguf *g, uint32_t l, const char *what, 
     return OSCAR_OK;
 }
 
+/* Optional tensor blk.<l>.<what> (F32, ne [d, n_kv]) into dst [n_layer][n_kv][d], allocated at
+ * the first layer; *present says whether layer 0 had it, and every later layer must agree. */
+static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, int *present,
+                              float **dst, uint32_t n_layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%u.%s", l, what);
+    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+    if (l == 0) *present = t != NULL;
+    if (!t != !*present)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is %s, unlike layer 0's", g->path, name, t ? "present" : "missing");
+    if (!t) return OSCAR_OK;
+    if (t->type != OSCAR_GGML_TYPE_F32)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name, oscar_ggml_type_name(t->type));
+    if (t->n_dims != 2 || t->ne[0] != d || t->ne[1] != n_kv)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "%s: tensor %s: shape [%llu, %llu], expected [%u, %u] (head_dim, KV heads)",
+                           g->path, name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], d, n_kv);
+    if (!*dst) {
+        *dst = malloc((size_t)n_layer * n_kv * d * sizeof(float));
+        if (!*dst) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    memcpy(*dst + (size_t)l * n_kv * d, t->data, (size_t)n_kv * d * sizeof(float));
+    return OSCAR_OK;
+}
+
 OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_model *model, oscar_rotation_set **out)
 {
     oscar_status st = OSCAR_OK;
     oscar_gguf *g = NULL;
     float *rot_k = NULL, *rot_v = NULL, *clip_k = NULL, *clip_v = NULL;
+    float *mean_k = NULL, *mean_v = NULL; /* [n_layer][n_kv][d], optional */
     if (!path || !model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_load: NULL argument");
     *out = NULL;
     const oscar_model_hparams *hp = &model->desc->hp;
@@ -201,10 +259,16 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     }
 
     uint32_t nk = 0, nv = 0, d = hp->head_dim;
+    int has_mk = 0, has_mv = 0;
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         OSCAR_TRY(read_rot(g, l, "attn_k_rot", d, hp->n_head_kv, &nk, &rot_k, hp->n_layer));
         OSCAR_TRY(read_rot(g, l, "attn_v_rot", d, hp->n_head_kv, &nv, &rot_v, hp->n_layer));
+        OSCAR_TRY(read_mean(g, l, "attn_k_mean", d, hp->n_head_kv, &has_mk, &mean_k, hp->n_layer));
+        OSCAR_TRY(read_mean(g, l, "attn_v_mean", d, hp->n_head_kv, &has_mv, &mean_v, hp->n_layer));
     }
+    if (has_mk != has_mv)
+        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: the file has %s but not %s", path, has_mk ? "attn_k_mean" : "attn_v_mean",
+                   has_mk ? "attn_v_mean" : "attn_k_mean");
     if (nk != nv)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: attn_k_rot holds %u rotations per layer, attn_v_rot %u", path, nk, nv);
     if (grouping && nk != (strcmp(grouping, "head") ? 1u : hp->n_head_kv))
@@ -213,6 +277,10 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     OSCAR_TRY(read_clips(g, "oscar.clip_k", hp->n_layer, &clip_k));
     OSCAR_TRY(read_clips(g, "oscar.clip_v", hp->n_layer, &clip_v));
     st = build(model, hp->n_layer, nk, rot_k, rot_v, clip_k, clip_v, OSCAR_ERROR_BAD_FORMAT, out);
+    if (st == OSCAR_OK && (st = set_means(*out, mean_k, mean_v, OSCAR_ERROR_BAD_FORMAT)) != OSCAR_OK) {
+        oscar_rotation_set_destroy(*out);
+        *out = NULL;
+    }
     if (st != OSCAR_OK) {
         /* prefix the file name to the check's message */
         char msg[512];
@@ -220,7 +288,7 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         oscar_error_set(st, __FILE__, __LINE__, "%s: %s", path, msg);
     }
 fail:
-    free(rot_k), free(rot_v), free(clip_k), free(clip_v);
+    free(rot_k), free(rot_v), free(clip_k), free(clip_v), free(mean_k), free(mean_v);
     oscar_gguf_close(g);
     return st;
 }

@@ -68,6 +68,7 @@ layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // 
 layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
 layout(std430, binding = 7) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
 layout(std430, binding = 8) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
+layout(std430, binding = 9) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer
 
 layout(push_constant) uniform Push { attn_prefill_push pc; };
 
@@ -226,7 +227,7 @@ void main()
             }
         }
     barrier();
-    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes), else o
+    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes; + μ_V[j] in OSCAR mode), else o
     uint n_out = tl.n_rows * GQA * D;
     for (uint i = t; i < n_out; i += WG) {
         uint pr = i / D, j = i % D, r = pr / GQA, h = pr % GQA;
@@ -235,6 +236,7 @@ void main()
             uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4;
             v = 0.0;
             for (uint i4 = 0; i4 < D4; i4++) v += dot(rot_v[rbase + i4], sh_q[pr * D4 + i4]);
+            if (MODE == KV_MODE_ROTATED) v += means[(N_KV + kvh) * D + j];
         } else {
             vec4 o4 = sh_q[pr * D4 + j / 4];
             v = o4[j % 4];

@@ -1,6 +1,7 @@
 #version 450
 // Append n tokens' K and V rows to fp16 pages (kv_layout.h), rotated (y = x·R) in the
-// Hadamard and OSCAR modes, and rounded to fp16 exactly (common/half.glsl).
+// Hadamard and OSCAR modes (in OSCAR mode after subtracting the layer's centering vector,
+// y = (x − μ)·R), and rounded to fp16 exactly (common/half.glsl).
 // Reference: kv_ref_append (runtime/kv_ref.c); the rotation sums x_i * R[i][j] in fp32 in
 // index order with nothing fused, as the reference does.
 //
@@ -30,6 +31,7 @@ layout(std430, binding = 2) readonly buffer RotK { vec2 r_k[]; };   // [n_rot][d
 layout(std430, binding = 3) readonly buffer RotV { vec2 r_v[]; };   // same for R_V
 layout(std430, binding = 4) readonly buffer Slots { kv_token_slot slots[]; }; // [n_tokens] src_row -> (dst_page, dst_slot)
 layout(std430, binding = 5) writeonly buffer Pool { uint f16_pool[]; };      // [page][K,V][NKV][P][d/2] fp16 pairs
+layout(std430, binding = 6) readonly buffer Means { float means[]; };       // [K,V][NKV][d] centering vectors μ of the layer
 
 layout(push_constant) uniform Push { kv_append_push pc; };
 
@@ -67,7 +69,9 @@ void main()
             continue;
         }
         barrier(); // the previous token's readers of xs are done
-        for (uint i = tid; i < HEAD_DIM; i += WG) xs[i] = in_elem(kind, base, i);
+        uint mbase = (kind * N_KV + h) * HEAD_DIM;
+        for (uint i = tid; i < HEAD_DIM; i += WG)
+            xs[i] = MODE == KV_MODE_ROTATED ? in_elem(kind, base, i) - means[mbase + i] : in_elem(kind, base, i);
         barrier();
         uint rbase = (ROT_PER_HEAD != 0u ? h : 0u) * HEAD_DIM * HALF_D;
         for (uint w = tid; w < HALF_D; w += WG) {

@@ -174,12 +174,17 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     float *rot = attn_scene_random_rv(n_rot, d);
     if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED)
         attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
+    /* centering vectors: OSCAR mode adds μ_V to its output; the other modes must ignore them */
+    float *means = attn_scene_random_means(c->nkv, d);
+    if (c->mode == KV_MODE_ROTATED) attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
+    oscar_buffer b_means;
+    CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
     oscar_buffer b_rot, b_cnt;
     CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));
     CHECK_OK(oscar_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
 
-    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 11, .push_size = sizeof(struct attn_decode_push),
+    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 12, .push_size = sizeof(struct attn_decode_push),
                                .n_spec = ATTN_N_SPEC,
                                .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
@@ -190,9 +195,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     oscar_pipeline *pd = NULL;
     CHECK_OK(oscar_pipeline_get(ctx, &dd, &pd));
     if (pd) {
-        oscar_binding bd[11] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
+        oscar_binding bd[12] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
                                  { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_part, 0, 0 },
-                                 { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 } };
+                                 { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 }, { &b_means, 0, 0 } };
         struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale };
         uint32_t gd[3];
         oscar_attn_grid(n_items, c->nkv, gd);
@@ -231,9 +236,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         }
         printf("\n");
     }
-    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt };
+    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt, &b_means };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
-    free(q); free(got); free(want); free(rows); free(items); free(rot);
+    free(q); free(got); free(want); free(rows); free(items); free(rot); free(means);
     attn_scene_free(&s);
 }
 

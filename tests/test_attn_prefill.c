@@ -121,6 +121,11 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     float *rot = attn_scene_random_rv(n_rot, d);
     if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED)
         attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
+    /* centering vectors: OSCAR mode adds μ_V to its output; the other modes must ignore them */
+    float *means = attn_scene_random_means(c->nkv, d);
+    if (c->mode == KV_MODE_ROTATED) attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
+    oscar_buffer b_means;
+    CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
 
     oscar_buffer b_q, b_rows, b_tiles, b_pool2, b_pool16, b_t2, b_t16, b_rot, b_out;
     CHECK_OK(test_gpu_buffer_from(ctx, q, sizeof *q * out_n, &b_q));
@@ -136,7 +141,7 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof *got * out_n, &b_out));
     CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
-    oscar_pipeline_desc pdesc = { .shader = "attn_prefill", .n_buffers = 9, .push_size = sizeof(struct attn_prefill_push),
+    oscar_pipeline_desc pdesc = { .shader = "attn_prefill", .n_buffers = 10, .push_size = sizeof(struct attn_prefill_push),
                                   .n_spec = ATTN_PF_N_SPEC,
                                   .spec = { /* WORKGROUP */ WG, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                             /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
@@ -145,9 +150,9 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     oscar_pipeline *pp = NULL;
     CHECK_OK(oscar_pipeline_get(ctx, &pdesc, &pp));
     if (pp) {
-        oscar_binding b[9] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_tiles, 0, 0 }, { &b_pool2, 0, 0 },
-                               { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_rot, 0, 0 },
-                               { &b_out, 0, 0 } };
+        oscar_binding b[10] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_tiles, 0, 0 }, { &b_pool2, 0, 0 },
+                                { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_rot, 0, 0 },
+                                { &b_out, 0, 0 }, { &b_means, 0, 0 } };
         struct attn_prefill_push push = { n_tiles, s.max_int2_pages, s.max_f16_pages, scale };
         uint32_t g[3];
         oscar_attn_grid(n_tiles, c->nkv, g);
@@ -172,9 +177,9 @@ static void run_case(oscar_context *ctx, const attn_case *c)
         printf("attn_prefill %-30s rows %4u tiles %3u x %2u chunk %2u  nse %.3g  %.1f ms\n", c->name, s.n_rows, n_tiles,
                rows_pt, chunk, nse, ms);
     }
-    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_rot, &b_out };
+    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_rot, &b_out, &b_means };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
-    free(q); free(got); free(want); free(rows); free(tiles); free(rot); free(sink); free(fe);
+    free(q); free(got); free(want); free(rows); free(tiles); free(rot); free(means); free(sink); free(fe);
     attn_scene_free(&s);
 }
 

@@ -25,6 +25,7 @@
 #include "gguf.h"
 #include "model_desc.h"
 #include "model_gen.h"
+#include "model_ref.h"
 #include "oscar_calib.h"
 #include "rotation_file.h"
 #include "test_util.h"
@@ -98,6 +99,7 @@ typedef struct expect {
     uint64_t tokens;
     int clip_fitted;
     const float *clip_k, *clip_v; /* [n_layer] */
+    int centered;                 /* blk.<l>.attn_{k,v}_mean present */
 } expect;
 
 /* Checks every key and tensor of docs/rotationzoo.md; returns the file (caller closes) or NULL. */
@@ -143,10 +145,17 @@ static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, co
     CHECK(tokens == e->tokens);
     check_u32(g, "oscar.calib.sequence_length", e->seq_len);
     check_str(g, "oscar.calib.text_source", e->text_source);
-    CHECK(g->n_tensors == (uint64_t)hp->n_layer * 4);
+    CHECK(g->n_tensors == (uint64_t)hp->n_layer * (e->centered ? 6 : 4));
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         char name[64];
         for (int which = 0; which < 2; which++) {
+            snprintf(name, sizeof name, "blk.%u.attn_%c_mean", l, which ? 'v' : 'k');
+            const oscar_gguf_tensor *tm = oscar_gguf_find_tensor(g, name);
+            CHECK_MSG((tm != NULL) == e->centered, "%s %s", name, tm ? "present" : "missing");
+            if (tm) {
+                CHECK(tm->type == OSCAR_GGML_TYPE_F32 && tm->n_dims == 2 && tm->ne[0] == d && tm->ne[1] == hp->n_head_kv);
+                for (uint32_t i = 0; i < d * hp->n_head_kv; i++) CHECK(isfinite(((const float *)tm->data)[i]));
+            }
             snprintf(name, sizeof name, "blk.%u.attn_%c_rot.weight", l, which ? 'v' : 'k');
             const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
             CHECK_MSG(t != NULL, "%s missing", name);
@@ -233,13 +242,32 @@ static void test_writer_orientation(void)
 
 typedef struct cap_ctx {
     oscar_calib *cal;
+    const oscar_model_desc *desc;
+    double mean_k[4 * 64], mean_v[4 * 64]; /* [n_kv][d] sums over layer 0's positions >= 64 */
+    uint64_t n_mean;
 } cap_ctx;
 
 static oscar_status to_calib(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
                              const float *v)
 {
-    (void)pos0;
-    return oscar_calib_add(((cap_ctx *)user)->cal, layer, n, q, k, v);
+    cap_ctx *c = user;
+    const oscar_model_hparams *hp = &c->desc->hp;
+    uint32_t d = hp->head_dim, nkv = hp->n_head_kv;
+    float theta[32], x[64];
+    for (uint32_t i = 0; i < hp->n_rot / 2; i++) theta[i] = -c->desc->rope_theta[i];
+    for (uint32_t t = 0; layer == 0 && t < n; t++) {
+        if (pos0 + t < 64) continue; /* the sink */
+        for (uint32_t h = 0; h < nkv; h++) {
+            memcpy(x, k + ((size_t)t * nkv + h) * d, d * sizeof *x);
+            oscar_rope_apply(x, d, hp->n_rot, hp->rope_type, theta, pos0 + t); /* undone */
+            for (uint32_t j = 0; j < d; j++) {
+                c->mean_k[h * d + j] += x[j];
+                c->mean_v[h * d + j] += v[((size_t)t * nkv + h) * d + j];
+            }
+        }
+        c->n_mean++;
+    }
+    return oscar_calib_add(c->cal, layer, n, q, k, v);
 }
 
 /* Recomputes C_K of layer 0 from the same text and checks the file's R_K is the core's
@@ -273,7 +301,10 @@ static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar
     cp.score_objective = 0;
     cp.max_seq_len = seq_len;
     CHECK_OK(oscar_calib_create(&cp, &cal));
-    cap_ctx ctx = {cal};
+    CHECK(d <= 64 && hp->n_head_kv <= 4 && hp->n_rot <= 64);
+    static cap_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.cal = cal, ctx.desc = desc;
     oscar_capture_params kp = oscar_capture_params_default();
     kp.max_seq_len = seq_len;
     kp.chunk = seq_len;
@@ -312,6 +343,21 @@ static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar
         CHECK_MSG(dev_right < 1e-4, "diag(RᵀCR) deviates %g from tr/d", dev_right);
         CHECK_MSG(dev_wrong > 0.05, "diag(RCRᵀ) deviates only %g: transpose undetectable", dev_wrong);
     }
+    /* the means: pre-RoPE keys and values of the positions past the 64-token sink */
+    for (int which = 0; which < 2 && ctx.n_mean; which++) {
+        t = oscar_gguf_find_tensor(g, which ? "blk.0.attn_v_mean" : "blk.0.attn_k_mean");
+        CHECK(t != NULL);
+        if (!t) continue;
+        const float *F = t->data;
+        double worst = 0.0, scale = 0.0;
+        for (uint32_t i = 0; i < d * hp->n_head_kv; i++) {
+            double want = (which ? ctx.mean_v[i] : ctx.mean_k[i]) / (double)ctx.n_mean;
+            worst = fmax(worst, fabs(F[i] - want));
+            scale = fmax(scale, fabs(want));
+        }
+        CHECK_MSG(worst <= 1e-5 * scale + 1e-7, "%s mean differs from the recomputed one by %g (of %g)", which ? "value" : "key",
+                  worst, scale);
+    }
     oscar_capture_destroy(cap);
     oscar_calib_destroy(cal);
     oscar_tokenizer_destroy(tok);
@@ -342,7 +388,7 @@ static void test_runs(const oscar_model_desc *desc)
     oscar_calib_run_report rep;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
-    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v};
+    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1};
     oscar_gguf *g = check_file(out_path, desc, &e);
     if (g) check_pipeline_orientation(desc, g, 600, 128);
     oscar_gguf_close(g);
@@ -354,8 +400,9 @@ static void test_runs(const oscar_model_desc *desc)
     p.clip_fitted = 0;
     p.group_size = 8;
     p.text_source = NULL;
+    p.center = 0;
     CHECK_OK(oscar_calib_run(&p, &rep));
-    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v};
+    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0};
     g = check_file(out_path, desc, &e2);
     oscar_gguf_close(g);
     if (rep.clip_k_fit) CHECK(rep.clip_k_fit[0] >= 0.8f && rep.clip_k_fit[0] <= 1.0f);
@@ -388,6 +435,15 @@ static void test_bad_input(void)
     CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "only") != NULL);
     CHECK(no_output(out_path));
+
+    p = base_params();
+    p.seq_len = 64; /* no position past the 64-token sink to take the means from */
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "centering needs sequences longer than the sink") != NULL);
+    CHECK(no_output(out_path));
+    p.center = 0; /* without centering the same run is fine */
+    CHECK_OK(oscar_calib_run(&p, NULL));
+    CHECK(remove(out_path) == 0);
 
     p = base_params();
     p.out_path = "/nonexistent/dir/out.rot.gguf";

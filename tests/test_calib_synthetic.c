@@ -295,7 +295,7 @@ static void check_rejections(void)
     CHECK_STATUS(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C), OSCAR_ERROR_INVALID_STATE);
     CHECK_MSG(strstr(oscar_last_error(), "too few calibration rows") != NULL, "%s", oscar_last_error());
     oscar_calib_result res;
-    CHECK_STATUS(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, &res), OSCAR_ERROR_INVALID_STATE);
+    CHECK_STATUS(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, NULL, NULL, &res), OSCAR_ERROR_INVALID_STATE);
     CHECK(res.rot_k == NULL);
     for (int i = 0; i < 3; i++) CHECK_OK(oscar_calib_add(cal, 0, n, q, k, v)); /* 64 tokens: max_seq_len */
     CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_CONTEXT_FULL);
@@ -473,13 +473,13 @@ static void run_synthetic(uint32_t d, uint32_t G)
     CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CVb, RVb, NULL));
     float rk_fit = 0.0f, rv_fit = 0.0f;
     double ek_fit = 0.0, ev_fit = 0.0;
-    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RK, &rk_fit, &ek_fit));
-    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 1, RVa, &rv_fit, &ev_fit));
+    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RK, NULL, &rk_fit, &ek_fit));
+    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 1, RVa, NULL, &rv_fit, &ev_fit));
     /* Hadamard with its own fitted clip, and per-KV-head OSCAR rotations */
     float rh_fit = 0.0f, rp_fit = 0.0f;
     float *RP = malloc(NKV * dd * sizeof *RP);
     double *CKh = malloc(dd * sizeof *CKh);
-    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RH, &rh_fit, NULL));
+    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RH, NULL, &rh_fit, NULL));
     for (uint32_t h = 0; h < NKV; h++) {
         CHECK_OK(oscar_calib_covariance(cal, 0, h, OSCAR_CALIB_KEYS, CKh));
         CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CKh, RP + h * dd, NULL));
@@ -490,7 +490,7 @@ static void run_synthetic(uint32_t d, uint32_t G)
         uint64_t rows = 0;
         for (int i = 0; i < 21; i++) grid[i] = 0.80f + 0.01f * i;
         for (uint32_t h = 0; h < NKV; h++)
-            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, RP + h * dd, grid, 21, sums, &rows));
+            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, RP + h * dd, NULL, grid, 21, sums, &rows));
         CHECK(rows == (uint64_t)NKV * p.reservoir_rows);
         int best = 0;
         for (int i = 1; i < 21; i++) if (sums[i] <= sums[best]) best = i;
@@ -543,7 +543,7 @@ static void run_synthetic(uint32_t d, uint32_t G)
     /* solve every layer in one call */
     oscar_calib_result res;
     progress_calls = 0;
-    CHECK_OK(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_SCORES, &res));
+    CHECK_OK(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_SCORES, NULL, NULL, &res));
     CHECK(progress_calls == 1);
     if (res.rot_k) {
         CHECK(res.n_layer == 1 && res.n_rot == 1 && res.head_dim == d);

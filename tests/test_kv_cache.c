@@ -82,6 +82,7 @@ typedef struct run {
     oscar_kv_mode mode;
     uint32_t n_layer;
     history h[2];               /* per layer */
+    float *mean_v;              /* [n_layer][n_kv][d] centering vectors of V (OSCAR mode), or NULL */
     double worst_ref, worst_exact_f16; /* largest errors seen */
     int checked_exact;
 } run;
@@ -138,6 +139,9 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
             memcpy(q_rot, ref, sizeof(float) * total * H * d);
             kv_ref_rotate_rows(q_rot, total, H, d, rv, n_rot > 1 ? s->gqa : H, 1, ref);
         }
+        if (r->mean_v) /* stored values are (v − μ_V)·R_V: attention adds μ_V back */
+            for (size_t rh = 0; rh < (size_t)total * H; rh++)
+                for (uint32_t e = 0; e < d; e++) ref[rh * d + e] += r->mean_v[((size_t)l * s->n_kv + (rh % H) / s->gqa) * d + e];
         double e = test_nse(out, ref, (size_t)total * H * d);
         if (e > r->worst_ref) r->worst_ref = e;
         CHECK_MSG(e <= 1e-5, "mode %s layer %u: GPU vs reference over the cache NSE %.3g", oscar_kv_mode_name(r->mode), l, e);
@@ -181,7 +185,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     p.n_layer = r.n_layer, p.n_kv_head = s->n_kv, p.n_head = s->n_kv * s->gqa, p.head_dim = s->d, p.group_size = s->G;
     p.page_tokens = s->page, p.sink_tokens = s->sink, p.recent_tokens = s->recent, p.flush_tokens = s->flush;
     p.max_sequences = MAX_SEQ, p.max_context = MAX_CTX, p.max_step_tokens = 64;
-    float *rot = NULL;
+    float *rot = NULL, *means = NULL;
     float clip_k[2] = { 0.96f, 0.9f }, clip_v[2] = { 0.92f, 1.0f };
     if (mode == OSCAR_KV_INT2_ROTATED) {
         uint32_t n = r.n_layer * (per_head ? s->n_kv : 1);
@@ -190,6 +194,13 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
         CHECK(rot[1] != rot[s->d]); /* not symmetric */
         p.rot_k = rot, p.rot_v = rot + (size_t)n * s->d * s->d, p.rot_per_head = per_head;
         p.clip_k = clip_k, p.clip_v = clip_v;
+        /* centering vectors [K,V][n_layer][n_kv][d], large against the rows (unit normal): the
+         * exact-attention check below sees whether they cancel (keys) and come back (values) */
+        size_t nm = (size_t)r.n_layer * s->n_kv * s->d;
+        means = malloc(sizeof(float) * 2 * nm);
+        for (size_t i = 0; i < 2 * nm; i++) means[i] = 4.0f * test_rng_normal();
+        p.mean_k = means, p.mean_v = means + nm;
+        r.mean_v = means + nm;
     }
     oscar_status st = oscar_kv_cache_create(ctx, &p, &r.cache);
     CHECK_OK(st);
@@ -239,6 +250,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     CHECK(r.checked_exact > 0);
     oscar_kv_cache_destroy(r.cache);
     for (uint32_t l = 0; l < r.n_layer; l++) free(r.h[l].k), free(r.h[l].v);
+    free(means);
 }
 
 static void bad_input(oscar_context *ctx)
@@ -272,6 +284,20 @@ static void bad_input(oscar_context *ctx)
     CHECK(strstr(oscar_last_error(), "not finite") != NULL);
     q.rot_v = NULL;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    /* centering vectors: only with rotations (mode oscar), finite */
+    float *mean = calloc(2 * 64, sizeof(float)); /* [n_kv 2][d 64] */
+    rot[5] = 0.0f;
+    random_orthogonal(64, rot);
+    q = p, q.mode = OSCAR_KV_INT2_HADAMARD, q.mean_k = mean;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "mean_k / mean_v need mode oscar") != NULL);
+    q = p, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, q.mean_v = mean;
+    CHECK_OK(oscar_kv_cache_create(ctx, &q, &c));
+    oscar_kv_cache_destroy(c);
+    mean[64 + 7] = INFINITY;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "mean_v of layer 0, KV head 1, element 7 is not finite") != NULL);
+    free(mean);
     free(rot);
     float bad_clip[1] = { 1.5f };
     q = p, q.clip_k = bad_clip;

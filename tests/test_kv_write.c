@@ -263,16 +263,22 @@ static void test_append(oscar_context *ctx, const append_case *c)
         else
             random_orthogonal(rot[k], n_rot, d);
     }
+    /* centering vectors [K,V][NKV][d]: random in OSCAR mode (subtracted before the rotation),
+     * ignored by the other modes (non-zero there too, so reading them would show) */
+    float *means = malloc(sizeof(float) * 2 * c->nkv * d);
+    for (uint32_t i = 0; i < 2 * c->nkv * d; i++) means[i] = 3.0f * test_rng_normal();
     distinct_positions(n_rows, n_pages, c->P, page, slot);
     for (uint32_t t = 0; t < n_rows; t++) {
         slots[t] = (struct kv_token_slot){ .src_row = (t * 7) % n_rows, .src_slot = 0, .dst_page = page[t], .dst_slot = slot[t] };
         fslots[t] = (struct kv_token_slot){ .src_row = page[t], .src_slot = slot[t], .dst_page = page[t], .dst_slot = slot[t] };
     }
     for (size_t i = 0; i < pool_words; i++) want[i] = SENTINEL_F16;
-    kv_ref_append(&s, c->mode, c->per_head, c->input_f16, kv_in[0], kv_in[1], rot[0], rot[1], slots, n_rows, want);
+    kv_ref_append(&s, c->mode, c->per_head, c->input_f16, kv_in[0], kv_in[1], rot[0], rot[1], means,
+                  means + (size_t)c->nkv * d, slots, n_rows, want);
 
     oscar_buffer b_k = { 0 }, b_v = { 0 }, b_rk = { 0 }, b_rv = { 0 }, b_slots = { 0 }, b_pool = { 0 };
-    oscar_buffer b_fslots = { 0 }, b_int2 = { 0 };
+    oscar_buffer b_fslots = { 0 }, b_int2 = { 0 }, b_means = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof(float) * 2 * c->nkv * d, &b_means));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[0], in_words * 4, &b_k));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[1], in_words * 4, &b_v));
     if (rotate) {
@@ -285,12 +291,12 @@ static void test_append(oscar_context *ctx, const append_case *c)
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                        /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ c->mode,
                                        /* ROT_PER_HEAD */ c->per_head, /* INPUT_F16 */ c->input_f16, /* TRANSPOSE */ 0 };
-    oscar_pipeline *p = pipeline(ctx, "kv_append", 6, sizeof(struct kv_append_push), spec);
+    oscar_pipeline *p = pipeline(ctx, "kv_append", 7, sizeof(struct kv_append_push), spec);
     if (!p) goto done;
     struct kv_append_push push = { .n_tokens = n_rows };
     /* the rotations are not read without rotation: any buffer will do */
-    oscar_binding b[6] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
-                           { rotate ? &b_rv : &b_k, 0, 0 }, { &b_slots, 0, 0 }, { &b_pool, 0, 0 } };
+    oscar_binding b[7] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
+                           { rotate ? &b_rv : &b_k, 0, 0 }, { &b_slots, 0, 0 }, { &b_pool, 0, 0 }, { &b_means, 0, 0 } };
     CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));
     CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
 
@@ -316,7 +322,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
     free(overflow_word);
     if (inexact) printf("kv_append d=%u mode=%u: %zu words within 1 ulp but not exact\n", d, c->mode, inexact);
 
-    /* orientation: the stored rows are x·R (not x·Rᵀ), checked against explicit products */
+    /* orientation: the stored rows are (x − μ)·R (not x·Rᵀ), checked against explicit products */
     if (c->mode == KV_MODE_ROTATED) {
         double e_r = 0, e_rt = 0, ss = 0;
         for (uint32_t t = 0; t < n_rows; t++) {
@@ -324,13 +330,14 @@ static void test_append(oscar_context *ctx, const append_case *c)
                 for (uint32_t h = 0; h < c->nkv; h++) {
                     const float *x = kv_f32[kind] + ((size_t)slots[t].src_row * c->nkv + h) * d;
                     const float *r = rot[kind] + (size_t)(c->per_head ? h : 0) * d * d;
+                    const float *mu = means + ((size_t)kind * c->nkv + h) * d;
                     const uint32_t *y = got + kv_ref_f16_row(&s, slots[t].dst_page, kind, h, slots[t].dst_slot);
                     if (slots[t].src_row == 0) continue; /* the overflow row */
                     for (uint32_t j = 0; j < d; j++) {
                         double xr = 0, xrt = 0;
                         for (uint32_t i = 0; i < d; i++) {
-                            xr += (double)x[i] * r[(size_t)i * d + j];
-                            xrt += (double)x[i] * r[(size_t)j * d + i];
+                            xr += ((double)x[i] - mu[i]) * r[(size_t)i * d + j];
+                            xrt += ((double)x[i] - mu[i]) * r[(size_t)j * d + i];
                         }
                         double g = oscar_f16_to_f32((uint16_t)(y[j / 2] >> (16 * (j % 2))));
                         e_r += (g - xr) * (g - xr);
@@ -340,7 +347,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
                 }
             }
         }
-        CHECK_MSG(e_r / ss < 1e-6, "kv_append d=%u: stored rows are not x·R (nse %.3g)", d, e_r / ss);
+        CHECK_MSG(e_r / ss < 1e-6, "kv_append d=%u: stored rows are not (x − μ)·R (nse %.3g)", d, e_r / ss);
         CHECK_MSG(e_rt / ss > 0.1, "kv_append d=%u: R is symmetric enough that x·Rᵀ matches (nse %.3g)", d, e_rt / ss);
     }
 
@@ -393,6 +400,8 @@ done:
     oscar_buffer_destroy(ctx, &b_pool);
     oscar_buffer_destroy(ctx, &b_fslots);
     oscar_buffer_destroy(ctx, &b_int2);
+    oscar_buffer_destroy(ctx, &b_means);
+    free(means);
     for (int k = 0; k < 2; k++) {
         free(kv_f32[k]);
         free(kv_in[k]);

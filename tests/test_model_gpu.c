@@ -460,6 +460,57 @@ static double fake_int2_nse(pair *p, const int32_t *toks)
     return worst;
 }
 
+/* The data's own means, as oscar-calib takes them: keys with RoPE undone and values of every
+ * position past the sink (4), per layer and KV head. */
+typedef struct mean_acc {
+    const oscar_model_hparams *hp;
+    const float *unrope;  /* [n_rot / 2] −theta */
+    double *k, *v;        /* [n_layer][n_kv][d] sums */
+    uint32_t n;           /* positions summed (layer 0) */
+} mean_acc;
+
+static void mean_hook(void *user, uint32_t layer, uint32_t pos, const float *q, const float *k, const float *v)
+{
+    mean_acc *a = user;
+    uint32_t d = a->hp->head_dim, row = a->hp->n_head_kv * d;
+    float x[256];
+    (void)q;
+    if (pos < 4) return;
+    for (uint32_t h = 0; h < a->hp->n_head_kv; h++) {
+        memcpy(x, k + h * d, d * sizeof *x);
+        oscar_rope_apply(x, d, a->hp->n_rot, a->hp->rope_type, a->unrope, pos);
+        for (uint32_t j = 0; j < d; j++) {
+            a->k[(size_t)layer * row + h * d + j] += x[j];
+            a->v[(size_t)layer * row + h * d + j] += v[h * d + j];
+        }
+    }
+    a->n += layer == 0;
+}
+
+/* means [2][n_layer][n_kv][d] (keys before RoPE, values) of the model over toks[0..n) */
+static void data_means(pair *p, const int32_t *toks, uint32_t n, float *means)
+{
+    const oscar_model_hparams *hp = &p->desc->hp;
+    size_t nm = (size_t)hp->n_layer * hp->n_head_kv * hp->head_dim;
+    float unrope[128];
+    for (uint32_t i = 0; i < hp->n_rot / 2; i++) unrope[i] = -p->desc->rope_theta[i];
+    mean_acc a = { hp, unrope, calloc(nm, sizeof(double)), calloc(nm, sizeof(double)), 0 };
+    oscar_model_ref_params rp = oscar_model_ref_params_default();
+    rp.n_ctx = 128;
+    rp.max_batch = 64;
+    rp.qkv_hook = mean_hook;
+    rp.qkv_hook_user = &a;
+    oscar_model_ref *r = NULL;
+    CHECK_OK(oscar_model_ref_create(p->desc, &rp, &r));
+    if (r) CHECK_OK(oscar_model_ref_eval(r, toks, n, 0, NULL, 0));
+    for (size_t i = 0; i < nm; i++) {
+        means[i] = a.n ? (float)(a.k[i] / a.n) : 0.0f;
+        means[nm + i] = a.n ? (float)(a.v[i] / a.n) : 0.0f;
+    }
+    oscar_model_ref_destroy(r);
+    free(a.k), free(a.v);
+}
+
 static void check_kv_modes(void)
 {
     oscar_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_F16, 0, 3);
@@ -486,6 +537,26 @@ static void check_kv_modes(void)
     double e_osc = run_mode(&p, OSCAR_KV_INT2_ROTATED, per_layer, toks, 0);
     double e_osch = run_mode(&p, OSCAR_KV_INT2_ROTATED, per_head, toks, 0);
     double e_wide = run_mode(&p, OSCAR_KV_INT2_HADAMARD, NULL, toks, 64); /* windows cover everything */
+    /* centering: with large random means and every token in fp16 the logits must not move (the
+     * key offset cancels in the softmax, the value offset is added back); with the data's own
+     * means (as oscar-calib takes them) and INT2 the mode stays within the bound below */
+    size_t nm = (size_t)L * KV * d;
+    float *means = malloc(2 * nm * sizeof *means);
+    for (size_t i = 0; i < 2 * nm; i++) means[i] = 3.0f * test_rng_normal();
+    oscar_rotation_set *centered = NULL;
+    CHECK_OK(oscar_rotation_set_create(p.gm, L, KV, rk, rv, NULL, NULL, &centered));
+    CHECK_OK(oscar_rotation_set_set_means(centered, means, means + nm));
+    double e_cwide = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 64);
+    CHECK_MSG(e_cwide <= 1e-4, "oscar with means, windows covering every token: NSE %.3g", e_cwide);
+    data_means(&p, toks, 64, means);
+    CHECK_OK(oscar_rotation_set_set_means(centered, means, means + nm));
+    double e_cent = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 0);
+    means[nm + 5] = NAN;
+    CHECK_STATUS(oscar_rotation_set_set_means(centered, means, means + nm), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "mean_v of layer 0, KV head 0, element 5 is not finite") != NULL);
+    CHECK_STATUS(oscar_rotation_set_set_means(centered, means, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    oscar_rotation_set_destroy(centered);
+    free(means);
     double e_fake = fake_int2_nse(&p, toks);
     printf("  C fake-quant INT2 (every token after the sink, no rotation): logits NSE %.4f\n", e_fake);
     CHECK_MSG(e_fp16 <= 1e-4, "fp16 NSE %.3g", e_fp16);
@@ -499,6 +570,7 @@ static void check_kv_modes(void)
     CHECK_MSG(e_had > e_fp16 && e_had <= bound, "int2-hadamard NSE %.3g (bound %.3g)", e_had, bound);
     CHECK_MSG(e_osc > e_fp16 && e_osc <= bound, "oscar (per layer) NSE %.3g (bound %.3g)", e_osc, bound);
     CHECK_MSG(e_osch > e_fp16 && e_osch <= bound, "oscar (per head) NSE %.3g (bound %.3g)", e_osch, bound);
+    CHECK_MSG(e_cent > e_fp16 && e_cent <= bound, "oscar (per head, centered) NSE %.3g (bound %.3g)", e_cent, bound);
 
     /* bad: oscar without a set; a non-orthogonal R; wrong count */
     oscar_session_params sp = oscar_session_params_default();
@@ -531,7 +603,12 @@ typedef struct zoo_spec {
     int skip_tensor;           /* omit blk.1.attn_v_rot.weight */
     float scale;               /* multiply R_K of layer 1 by this (1: none) */
     int nan;                   /* put a NaN into R_V of layer 0 */
+    int means;                 /* 0: none; 1: attn_k_mean and attn_v_mean; 2: attn_k_mean only;
+                                * 3: both, NaN in layer 1's value mean; 4: both, layer 1's V shape wrong */
 } zoo_spec;
+
+/* The means write_zoo stores: element i of [n_layer][n_kv][d]. */
+static float zoo_mean(size_t i, int values) { return (values ? 0.25f : -0.5f) * (float)((i * 7) % 11) + 0.125f; }
 
 static oscar_status write_zoo(const char *path, const oscar_model_info *in, const float *rk, const float *rv, const zoo_spec *z)
 {
@@ -566,6 +643,15 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
         if (!st) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, k);
         snprintf(name, sizeof name, "blk.%u.attn_v_rot.weight", l);
         if (!st && !(z->skip_tensor && l == 1)) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, v);
+        for (int which = 0; which < 2 && z->means; which++) {
+            size_t pm = (size_t)in->n_head_kv * d;
+            float m[4096];
+            for (size_t i = 0; i < pm && i < 4096; i++) m[i] = zoo_mean(l * pm + i, which);
+            if (z->means == 3 && which && l == 1) m[3] = NAN;
+            uint64_t nem[2] = { d, z->means == 4 && which && l == 1 ? in->n_head_kv + 1 : in->n_head_kv };
+            snprintf(name, sizeof name, "blk.%u.attn_%c_mean", l, which ? 'v' : 'k');
+            if (!st && !(z->means == 2 && which)) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, nem, m);
+        }
     }
     if (!st) st = oscar_gguf_writer_write_file(w, path);
     free(buf);
@@ -598,9 +684,10 @@ static void check_rotation_files(void)
         random_rotation(rv + (size_t)i * d * d, d);
     }
     CHECK(rk[1] != rk[d]); /* non-symmetric, so a transpose would show */
-    zoo_spec z = { NULL, 0, 0, 0, 1, 0 };
+    zoo_spec z = { NULL, 0, 0, 0, 1, 0, 0 };
     for (int per_head = 0; per_head < 2; per_head++) {
         z.per_head = per_head;
+        z.means = per_head; /* the per-head file also carries the centering means */
         const char *path = test_tmp_path(per_head ? "zoo_head.gguf" : "zoo_layer.gguf");
         CHECK_OK(write_zoo(path, &in, rk, rv, &z));
         oscar_rotation_set *s = NULL;
@@ -614,6 +701,10 @@ static void check_rotation_files(void)
             same &= !memcmp(s->rot_k + l * per, rk + l * per, per * 4) && !memcmp(s->rot_v + l * per, rv + l * per, per * 4);
         CHECK_MSG(same, "rotation file: R read back differs (transposed?)");
         CHECK(s->clip_k[0] == 0.95f && s->clip_v[1] == 0.9f);
+        CHECK((s->mean_k != NULL) == per_head && (s->mean_v != NULL) == per_head);
+        for (size_t i = 0; s->mean_k && i < (size_t)in.n_layer * in.n_head_kv * d; i++)
+            same &= s->mean_k[i] == zoo_mean(i, 0) && s->mean_v[i] == zoo_mean(i, 1);
+        CHECK_MSG(same, "rotation file: means read back differ");
         /* runs */
         oscar_session_params sp = oscar_session_params_default();
         sp.kv_mode = OSCAR_KV_INT2_ROTATED;
@@ -652,6 +743,16 @@ static void check_rotation_files(void)
     CHECK_OK(write_zoo(test_tmp_path("zoo_nan.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_nan.gguf"), OSCAR_ERROR_BAD_FORMAT, "not finite");
     z.nan = 0;
+    z.means = 2;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_mk.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_mk.gguf"), OSCAR_ERROR_BAD_FORMAT, "has attn_k_mean but not attn_v_mean");
+    z.means = 3;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_mnan.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_mnan.gguf"), OSCAR_ERROR_BAD_FORMAT, "mean_v of layer 1, KV head 0, element 3 is not finite");
+    z.means = 4;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_mshape.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_mshape.gguf"), OSCAR_ERROR_MISMATCH, "blk.1.attn_v_mean: shape");
+    z.means = 0;
     z.skip_tensor = 1;
     CHECK_OK(write_zoo(test_tmp_path("zoo_miss.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_miss.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_v_rot.weight");

@@ -347,6 +347,41 @@ typedef struct hook_log {
     uint32_t last_layer, last_pos;
 } hook_log;
 
+/* oscar_rope_average (closed form) against the plain mean of oscar_rope_apply over the
+ * positions, for both pair layouts, a partial rotation, and a range far from 0. */
+static void check_rope_average(void)
+{
+    enum { D = 16 };
+    float theta[D / 2], x[D];
+    for (int i = 0; i < D / 2; i++) theta[i] = powf(10000.0f, -2.0f * (float)i / D);
+    theta[D / 2 - 1] = 0.0f; /* a pair that never turns: its mean is itself */
+    for (int i = 0; i < D; i++) x[i] = (float)(i % 5) - 1.5f;
+    static const uint32_t ranges[][2] = { { 0, 1 }, { 4, 64 }, { 64, 2048 }, { 30000, 30333 } };
+    for (int neox = 0; neox < 2; neox++)
+        for (uint32_t n_rot = 12; n_rot <= D; n_rot += 4)
+            for (size_t r = 0; r < sizeof ranges / sizeof ranges[0]; r++) {
+                double sum[D] = { 0 };
+                float y[D], got[D];
+                for (uint32_t p = ranges[r][0]; p < ranges[r][1]; p++) {
+                    memcpy(y, x, sizeof y);
+                    oscar_rope_apply(y, D, n_rot, neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, theta, p);
+                    for (int i = 0; i < D; i++) sum[i] += y[i];
+                }
+                oscar_rope_average(x, D, n_rot, neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, theta, ranges[r][0], ranges[r][1], got);
+                double worst = 0;
+                for (int i = 0; i < D; i++) {
+                    double e = fabs(got[i] - sum[i] / (ranges[r][1] - ranges[r][0]));
+                    if (e > worst) worst = e;
+                }
+                /* float angles in oscar_rope_apply lose ~p * 2^-24 radians at large p */
+                CHECK_MSG(worst < 1e-4 * (1.0 + ranges[r][1] / 1000.0), "rope average neox %d n_rot %u positions %u..%u: max error %.3g",
+                          neox, n_rot, ranges[r][0], ranges[r][1], worst);
+            }
+    float same[D];
+    oscar_rope_average(x, D, D, OSCAR_ROPE_NORMAL, theta, 9, 9, same); /* empty range: x itself */
+    CHECK(!memcmp(same, x, sizeof x));
+}
+
 static void qkv_hook(void *user, uint32_t layer, uint32_t pos, const float *q, const float *k, const float *v)
 {
     hook_log *h = user;
@@ -682,6 +717,7 @@ int main(void)
             check_generated(archs[a], types[t], (int)((a + t) % 2));
 
     check_rope_by_hand();
+    check_rope_average();
     for (size_t a = 0; a < 3; a++) {
         check_vs_naive(archs[a], 0, NULL, 0);
         check_vs_naive(archs[a], 4, "linear", 1); /* partial rotation + linear scaling, tied */

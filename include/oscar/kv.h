@@ -60,6 +60,12 @@ typedef struct oscar_kv_params {
     const float *rot_k, *rot_v;
     uint32_t rot_per_head;      /* 0: one R per layer; 1: one per (layer, KV head) */
     const float *clip_k, *clip_v; /* [n_layer] clip ratios in (0, 1]; NULL: 0.96 for K, 0.92 for V */
+    /* OSCAR_KV_INT2_ROTATED only (NULL: none): centering vectors, float32 [n_layer][n_kv_head]
+     * [head_dim] in the unrotated basis. Every key row is stored as (k − μ_K)·R_K and every value
+     * row as (v − μ_V)·R_V, so the quantizer sees rows without their common offset; attention
+     * adds μ_V back to its output and is unchanged by μ_K (a constant key offset moves all of a
+     * query's logits alike). Copied at creation; must be finite. */
+    const float *mean_k, *mean_v;
 } oscar_kv_params;
 
 OSCAR_API oscar_kv_params oscar_kv_params_default(void);

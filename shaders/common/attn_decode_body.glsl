@@ -99,6 +99,7 @@ layout(std430, binding = 7) coherent buffer Partials4 { vec4 partials4[]; }; // 
 layout(std430, binding = 8) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
 layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
 layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
+layout(std430, binding = 11) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 
@@ -391,8 +392,9 @@ void merge_row(uint row_id, uint kvh)
         [[unroll]] for (uint k = 0; k < EPT; k++)
             if (k * WG + t < D) sh_p[h * D + k * WG + t] = o_fin[h][k];
     barrier();
-    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes), else o. A thread takes element j of
-    // heads hg, hg + HG, ...: row j of R is loaded once (all its loads in flight) for them.
+    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes; + μ_V[j] in OSCAR mode, whose stored
+    // values are (v − μ_V)·R_V), else o. A thread takes element j of heads hg, hg + HG, ...:
+    // row j of R is loaded once (all its loads in flight) for them.
     const uint HG = WG >= D ? WG / D : 1;
     for (uint j = t % D; j < D && t < HG * D; j += WG) {
         uint hg = t / D;
@@ -400,6 +402,7 @@ void merge_row(uint row_id, uint kvh)
             uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4;
             float v[GQA];
             [[unroll]] for (uint h = 0; h < GQA; h++) v[h] = 0.0;
+            float mu = MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0;
             [[unroll]] for (uint i4 = 0; i4 < D4; i4++) {
                 vec4 r = rot_v[rbase + i4];
                 [[unroll]] for (uint h = 0; h < GQA; h++)
@@ -409,7 +412,7 @@ void merge_row(uint row_id, uint kvh)
                     }
             }
             [[unroll]] for (uint h = 0; h < GQA; h++)
-                if (h % HG == hg) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h];
+                if (h % HG == hg) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mu;
         } else {
             for (uint h = hg; h < GQA; h += HG) out_[(row_id * N_HEAD + head0 + h) * D + j] = sh_p[h * D + j];
         }

@@ -177,3 +177,16 @@ void attn_scene_unrotate(float *out, uint32_t n_rows, uint32_t n_head, uint32_t 
     }
     free(o);
 }
+
+float *attn_scene_random_means(uint32_t n_kv, uint32_t d)
+{
+    float *m = malloc(sizeof *m * 2 * n_kv * d);
+    for (uint32_t i = 0; m && i < 2 * n_kv * d; i++) m[i] = 2.0f * test_rng_normal();
+    return m;
+}
+
+void attn_scene_add_mean_v(float *out, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *mean_v)
+{
+    for (size_t rh = 0; rh < (size_t)n_rows * n_head; rh++)
+        for (uint32_t j = 0; j < d; j++) out[rh * d + j] += mean_v[(rh % n_head) / gqa * d + j];
+}

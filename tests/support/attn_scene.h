@@ -42,6 +42,13 @@ float *attn_scene_random_rv(uint32_t n_rot, uint32_t d);
  * else rot[0]. What the kernels apply after attention in the rotated modes. */
 void attn_scene_unrotate(float *out, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *rot,
                          int per_head);
+
+/* Centering vectors [K,V][n_kv][d] (OSCAR mode): normal values times 2; caller frees. */
+float *attn_scene_random_means(uint32_t n_kv, uint32_t d);
+
+/* out[row][h] += mean_v[h / gqa] for out [n_rows][n_head][d]: the value offset the OSCAR mode's
+ * attention adds back after o·R_Vᵀ. */
+void attn_scene_add_mean_v(float *out, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *mean_v);
 /* Uniform in [0, n) (0 for n = 0). */
 uint32_t attn_scene_rng_below(uint32_t n);
 
