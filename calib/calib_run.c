@@ -216,8 +216,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     int32_t *seq = NULL;   /* [seq_len] one sequence (BOS + text tokens) */
     run_ctx ctx;           /* the capture hook's state */
     memset(&ctx, 0, sizeof ctx);
-    float *means = NULL;   /* [4][n_layer][n_kv][d]: pre-RoPE key means, value means, and the two
-                            * centers of the clip fit (key means RoPE-averaged, value means) */
+    float *means = NULL;   /* [3][n_layer][n_kv][d]: pre-RoPE key means, value means (also the
+                            * values' center in the clip fit), the keys' center (RoPE-averaged) */
     oscar_calib_result res;
     memset(&res, 0, sizeof res);
     oscar_calib_run_report rep;
@@ -332,7 +332,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
         /* the clip fit's rows are positions 0..seq_len-1: center them as the runtime would a
          * context of seq_len (oscar_rope_average over sink..seq_len-1) */
         double mean[OSCAR_CALIB_MAX_HEAD_DIM];
-        means = malloc(4 * all * sizeof *means);
+        means = malloc(3 * all * sizeof *means);
         if (!means) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
         for (uint32_t l = 0; l < hp->n_layer; l++)
             for (uint32_t h = 0; h < hp->n_head_kv; h++)
@@ -340,14 +340,13 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                     float *m = means + which * all + l * per_layer + (size_t)h * hp->head_dim;
                     OSCAR_TRY(oscar_calib_mean(cal, l, h, which, mean));
                     for (uint32_t j = 0; j < hp->head_dim; j++) m[j] = (float)mean[j];
-                    if (which) memcpy(m + 2 * all, m, hp->head_dim * sizeof *m);
-                    else oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
-                                            p->seq_len, m + 2 * all);
+                    if (!which)
+                        oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
+                                           p->seq_len, m + 2 * all);
                 }
     }
     t0 = now_s();
-    OSCAR_TRY(oscar_calib_solve(cal, p->kind, p->values, means ? means + 2 * all : NULL, means ? means + 3 * all : NULL,
-                                &res));
+    OSCAR_TRY(oscar_calib_solve(cal, p->kind, p->values, means ? means + 2 * all : NULL, means ? means + all : NULL, &res));
     rep.t_solve = now_s() - t0;
     size_t nl = hp->n_layer;
     rep.clip_k_fit = malloc(nl * sizeof(float));

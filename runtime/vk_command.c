@@ -61,7 +61,6 @@ oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd)
     if (!cmd->pending) return OSCAR_OK;
     OSCAR_VK(ctx->vk.vkWaitForFences(ctx->device, cmd->part + 1, cmd->fences, VK_TRUE, UINT64_MAX));
     cmd->pending = 0;
-    cmd->parts_submitted = 0;
     if (cmd->prof_names && cmd->n_queries > 1) {
         uint64_t *t = cmd->prof_ticks;
         if (ctx->vk.vkGetQueryPoolResults(ctx->device, cmd->queries, 0, cmd->n_queries, sizeof *t * cmd->n_queries, t,
@@ -81,7 +80,7 @@ oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd)
     OSCAR_TRY(oscar_cmd_wait(ctx, cmd));
     OSCAR_VK(ctx->vk.vkResetFences(ctx->device, OSCAR_CMD_PARTS, cmd->fences));
     OSCAR_VK(ctx->vk.vkResetCommandPool(ctx->device, cmd->pool, 0));
-    cmd->part = cmd->parts_submitted = 0;
+    cmd->part = 0;
     cmd->cb = cmd->parts[0];
     for (uint32_t i = 0; i < cmd->n_desc_pools; i++) OSCAR_VK(ctx->vk.vkResetDescriptorPool(ctx->device, cmd->desc_pools[i], 0));
     cmd->cur_desc_pool = 0;
@@ -211,7 +210,6 @@ oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd)
     OSCAR_VK(ctx->vk.vkEndCommandBuffer(cmd->cb));
     VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd->cb };
     OSCAR_VK(ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, cmd->fences[cmd->part]));
-    cmd->parts_submitted++;
     cmd->cb = cmd->parts[++cmd->part];
     VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                     .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT };
@@ -228,8 +226,9 @@ void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd)
         cmd->recording = 0;
         ctx->vk.vkEndCommandBuffer(cmd->cb);
     }
-    if (cmd->parts_submitted) ctx->vk.vkWaitForFences(ctx->device, cmd->parts_submitted, cmd->fences, VK_TRUE, UINT64_MAX);
-    cmd->parts_submitted = 0;
+    /* parts[0 .. part) were flushed (submitted) since begin, also when the final submit failed;
+     * waiting on fences already waited on returns at once */
+    if (cmd->part) ctx->vk.vkWaitForFences(ctx->device, cmd->part, cmd->fences, VK_TRUE, UINT64_MAX);
 }
 
 oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd)

@@ -76,8 +76,7 @@ typedef struct oscar_cmd {
     VkCommandPool pool;
     VkCommandBuffer cb;                 /* the part being recorded: parts[part] */
     VkCommandBuffer parts[OSCAR_CMD_PARTS];
-    uint32_t part;
-    uint32_t parts_submitted;           /* parts flushed since begin */
+    uint32_t part;                      /* parts[0 .. part) were flushed since begin */
     VkFence fences[OSCAR_CMD_PARTS];    /* fences[i] signals when parts[i] is done */
     VkDescriptorPool *desc_pools;       /* [n_desc_pools] grown on demand, reset at begin */
     uint32_t n_desc_pools, cur_desc_pool;

@@ -344,6 +344,7 @@ static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar
         CHECK_MSG(dev_wrong > 0.05, "diag(RCRᵀ) deviates only %g: transpose undetectable", dev_wrong);
     }
     /* the means: pre-RoPE keys and values of the positions past the 64-token sink */
+    CHECK(ctx.n_mean > 0);
     for (int which = 0; which < 2 && ctx.n_mean; which++) {
         t = oscar_gguf_find_tensor(g, which ? "blk.0.attn_v_mean" : "blk.0.attn_k_mean");
         CHECK(t != NULL);

@@ -10,6 +10,7 @@
  *   cc -O2 -o /tmp/center_probe docs/experiments/center_probe.c -Icalib -Iruntime -Iinclude \
  *      build/liboscar_calib.a build/liboscar.a -llapacke -lopenblas -lm -ldl -lpthread
  *   /tmp/center_probe MODEL.gguf calib.txt 24576 8192      # ~10 min on 2 cores
+ *   /tmp/center_probe MODEL.gguf calib.txt 20480 512       # positions < 512 only, ~2 min
  */
 #include <math.h>
 #include <stdio.h>
@@ -149,6 +150,7 @@ int main(int argc, char **argv)
     enum { NB = 4, NM = 5 };
     static const uint32_t edge[NB + 1] = {64, 512, 2048, 4096, 1u << 30};
     double tot[2][NB][NM] = {{{0}}};
+    double energy[2][NB][2] = {{{0}}}; /* Σ w‖y‖² uncentered, centered by the mean of 64..511 */
     for (uint32_t l = 0; l < nl; l++) {
         for (uint32_t h = 0; h < nkv; h++) {
             CHECK(oscar_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
@@ -234,6 +236,10 @@ int main(int argc, char **argv)
                         for (uint32_t i = 0; i < d; i++) s += x[i] * R[i * d + j];
                         y[j] = (float)s;
                     }
+                    for (uint32_t j = 0; j < d; j++) {
+                        energy[kv][b][0] += w * y[j] * y[j];
+                        energy[kv][b][1] += w * (y[j] - mr[1][j]) * (y[j] - mr[1][j]);
+                    }
                     for (int m = 0; m < NM; m++) {
                         for (uint32_t j = 0; j < d; j++) yc[j] = y[j] - mr[m][j];
                         fq(yc, d, kv ? 0.88f : 0.89f, yq);
@@ -245,8 +251,9 @@ int main(int argc, char **argv)
     }
     for (int kv = 0; kv < 2; kv++)
         for (int b = 0; b < NB; b++)
-            printf("%s positions %u..%u: error with mean 64..511 %.3f, 64..%u %.3f, rope-avg 8192 %.3f, 2048 %.3f\n",
-                   kv ? "V" : "K", edge[b], edge[b + 1] - 1, tot[kv][b][1] / tot[kv][b][0], seq,
+            if (energy[kv][b][0] > 0)
+                printf("%s positions %u..%u: energy left after centering by the mean of 64..511 %.3f; error with mean 64..511 %.3f, 64..%u %.3f, rope-avg 8192 %.3f, 2048 %.3f\n",
+                   kv ? "V" : "K", edge[b], edge[b + 1] - 1, energy[kv][b][1] / energy[kv][b][0], tot[kv][b][1] / tot[kv][b][0], seq,
                    tot[kv][b][2] / tot[kv][b][0], tot[kv][b][3] / tot[kv][b][0], tot[kv][b][4] / tot[kv][b][0]);
     return 0;
 }
