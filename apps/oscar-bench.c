@@ -707,11 +707,16 @@ static int bench_ops(int argc, char **argv)
     const char *only = NULL; /* --types: comma-separated type names, NULL: all */
     uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0, mv_shader = OSCAR_MATVEC_AUTO, mv_wg = 0, mv_unroll = 0;
     uint32_t tokens = 1, mv_tokens = 0; /* --tokens: the product of a batch; --mv-tokens: its tokens per workgroup */
+    int barriers = 1;                   /* --no-barriers: chain the products without a barrier between them */
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                           OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "--no-barriers")) {
+            barriers = 0;
+            continue;
+        }
         int ok = v != NULL;
         if (!ok) fprintf(stderr, "%s: %s needs a value\n", prog, f);
         else if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
@@ -822,7 +827,7 @@ static int bench_ops(int argc, char **argv)
                 st = f16     ? oscar_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
                      : tiled ? oscar_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                              : oscar_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
-                oscar_cmd_barrier(ctx, &cmd);
+                if (barriers) oscar_cmd_barrier(ctx, &cmd);
             }
             st = end_timed(ctx, &cmd, t0, st, &ns);
             if (st != OSCAR_OK) break;
@@ -836,6 +841,24 @@ static int bench_ops(int argc, char **argv)
         if (st != OSCAR_OK) {
             fprintf(stderr, "%s: %s: %s\n", prog, oscar_ggml_type_name(type), oscar_last_error());
             rc = 1;
+        }
+    }
+    { /* the floor of a chained dispatch: a one-workgroup rms_norm of a vector (a step's smallest
+       * kernels), with and without barriers between them */
+        uint32_t dim = cols < rows ? cols : rows;
+        for (int with_barrier = 1; with_barrier >= 0; with_barrier--) {
+            double ns = 0;
+            oscar_status st = oscar_cmd_begin(ctx, &cmd);
+            int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+            for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
+                oscar_binding v = { &x, 0, (uint64_t)dim * 4 }, out = { &y, 0, (uint64_t)dim * 4 };
+                st = oscar_op_rms_norm(&ops, &cmd, v, v, out, dim, 1, 1e-5f);
+                if (with_barrier) oscar_cmd_barrier(ctx, &cmd);
+            }
+            st = end_timed(ctx, &cmd, t0, st, &ns);
+            if (st == OSCAR_OK) printf("rms_norm of %u, %s barriers: %.2f us per dispatch\n", dim,
+                                       with_barrier ? "with" : "without", ns * 1e-3 / iters);
+            else rc = 1;
         }
     }
     if (info.float16_arithmetic) { /* the preparation of x for the packed-fp16 kernel */
@@ -878,6 +901,7 @@ int main(int argc, char **argv)
                "                      [--device NAME|INDEX]\n"
                "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
                "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
+               "                      [--no-barriers]\n"
                "                      [--tokens N] [--mv-tokens N]\n"
                "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n");
         return 0;
