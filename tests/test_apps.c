@@ -289,7 +289,22 @@ int main(void)
                               us > 0 && isfinite(us) && gbps >= 0,
                           "bench ops: no timing for %s in: %s", types[i], r.out);
             }
+            /* the dispatch floor, with and without barriers */
+            static const char *floors[] = { "rms_norm of 256, with barriers: ", "rms_norm of 256, without barriers: " };
+            for (int i = 0; i < 2; i++) {
+                const char *line = strstr(r.out, floors[i]);
+                double us = 0;
+                CHECK_MSG(line && sscanf(line + strlen(floors[i]), "%lf us", &us) == 1 && us > 0 && isfinite(us),
+                          "bench ops: no '%s' in: %s", floors[i], r.out);
+            }
+            CHECK_MSG(strstr(r.out, "(a barrier between them)") != NULL, "bench ops: chain not described: %s", r.out);
         }
+        test_run_free(&r);
+        const char *nob[] = { "ops", "--rows", "64", "--cols", "256", "--iters", "2", "--types", "Q4_0", "--no-barriers", NULL };
+        r = run_app("oscar-bench", nob, NULL, 120);
+        if (expect_success("bench ops --no-barriers", &r))
+            CHECK_MSG(strstr(r.out, "(no barriers)") && strstr(r.out, "\nQ4_0 ") && !strstr(r.out, "\nQ8_0 "),
+                      "bench ops --no-barriers --types Q4_0: %s", r.out);
         test_run_free(&r);
         const char *bad[] = { "ops", "--cols", "100", NULL };
         r = run_app("oscar-bench", bad, NULL, 30);
