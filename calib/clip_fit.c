@@ -60,13 +60,14 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         OSCAR_TRY(oscar_calib_covariance(cal, layer, h, OSCAR_CALIB_KEYS, CQ));
         OSCAR_TRY(oscar_calib_reservoir(cal, layer, h, &rk, &rv, &n));
         if (n == 0) continue;
-        const float *x = values ? rv : rk;
+        const float *rows_in = values ? rv : rk; /* [n][d] the reservoir's rows, centered when asked */
         if (center) {
             for (uint32_t t = 0; t < n; t++)
-                for (uint32_t j = 0; j < d; j++) xc[(size_t)t * d + j] = x[(size_t)t * d + j] - center[(size_t)h * d + j];
-            x = xc;
+                for (uint32_t j = 0; j < d; j++)
+                    xc[(size_t)t * d + j] = rows_in[(size_t)t * d + j] - center[(size_t)h * d + j];
+            rows_in = xc;
         }
-        oscar_rotate_rows(x, n, d, d, R, 0, y);
+        oscar_rotate_rows(rows_in, n, d, d, R, 0, y);
         for (size_t x = 0; x < (size_t)n * d; x++) ys[x] = fabsf(y[x]);
         for (uint32_t t = 0; t < n; t++) qsort(ys + (size_t)t * d, d, sizeof(float), cmp_float_asc);
         if (values) {

@@ -11,9 +11,9 @@
 // 16-byte vectors (two per task and token, shared by the ROWS rows), where the thread-per-unit
 // shader reads x 128 bytes apart per thread. With several tokens a word is decoded once
 // (mv_word_decode) and applied to the x of each of the TOKENS tokens, so a batch of n tokens
-// reads W n / TOKENS times instead of n; one token takes the fused mv_word_dot. The pass has no branch (tasks past the row and tokens past n are clamped,
-// their sums dropped by a select or not stored). The workgroup's sums are reduced by
-// common/mv_reduce.glsl.
+// reads W n / TOKENS times instead of n; one token takes the fused mv_word_dot. The pass has
+// no branch (tasks past the row and tokens past n are clamped, their sums dropped by a select
+// or not stored). The workgroup's sums are reduced by common/mv_reduce.glsl.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;

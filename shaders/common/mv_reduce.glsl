@@ -1,6 +1,7 @@
 // The last step of the mat-vec shaders (mul_mat_vec, mul_mat_vec_run8, mul_mat_vec_f16,
-// mul_mat_vec_lanes): each thread holds partial sums of the workgroup's ROWS rows; they are summed over the workgroup
-// in shared memory (a tree, no subgroup-size assumption) and written to y.
+// mul_mat_vec_lanes): each thread holds partial sums of the workgroup's ROWS rows; they are
+// summed over the workgroup in shared memory (a tree, no subgroup-size assumption) and
+// written to y.
 //
 // Needs, declared before it: WORKGROUP and ROWS (spec constants), y[] ([n][rows] fp32) and
 // pc.rows, pc.n. A shader whose threads hold sums for several tokens defines MV_TOKENS (a
