@@ -386,9 +386,9 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     if (!c->h_rows || !c->h_row_vis || !c->h_seq_sink || !c->h_seq_fe) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
 
     OSCAR_TRY(oscar_cmd_init(ctx, &c->cmd));
-    OSCAR_TRY(get_pipeline(c, "kv_append", 7, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
+    OSCAR_TRY(get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
-    OSCAR_TRY(get_pipeline(c, "rotate_rows", 3, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
+    OSCAR_TRY(get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
     {
         const char *wg_env = getenv("OSCAR_ATTN_WG");
@@ -648,6 +648,13 @@ static oscar_status check_step(const oscar_kv_cache *c, uint32_t layer, const ch
 }
 
 /* The layer's centering vectors, [K,V][n_kv][d] fp32 (kv_append, attn_decode, attn_prefill). */
+/* KV_SPEC_ROPE of a RoPE description (NULL: none). */
+static uint32_t rope_spec(const oscar_kv_rope *rope)
+{
+    if (!rope) return KV_ROPE_NONE;
+    return rope->type == OSCAR_ROPE_NEOX ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
+}
+
 static oscar_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
 {
     uint64_t bytes = 2ull * c->p.n_kv_head * c->p.head_dim * 4;
@@ -655,25 +662,37 @@ static oscar_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
     return b;
 }
 
+/* The append dispatch (no barrier): K rows get RoPE on load when rope is given. */
+static oscar_status dispatch_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
+                                    const oscar_binding *v, int input_f16, const oscar_kv_rope *rope)
+{
+    oscar_pipeline *p = c->pl_append;
+    if (input_f16 || rope) {
+        oscar_pipeline_desc d = cache_desc(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, ATTN_N_SPEC);
+        d.spec[KV_SPEC_INPUT_F16] = input_f16 != 0;
+        d.spec[KV_SPEC_ROPE] = rope_spec(rope);
+        oscar_status st = oscar_pipeline_get(c->ctx, &d, &p);
+        if (st != OSCAR_OK) return st;
+    }
+    uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    oscar_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
+    oscar_binding b[9] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
+                           slots, { &c->f16_pool[layer], 0, 0 }, mean_binding(c, layer),
+                           rope ? rope->pos : slots, rope ? rope->inv_freq : slots }; /* unread without RoPE */
+    struct kv_append_push push = { c->book.plan.n_tokens, rope ? rope->n_rot : 0 };
+    uint32_t n = push.n_tokens;
+    uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
+    return oscar_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
+}
+
 oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
                                     const oscar_binding *v, int input_f16)
 {
     oscar_status st = check_step(c, layer, "append");
     if (st != OSCAR_OK) return st;
-    oscar_pipeline *p = c->pl_append;
-    if (input_f16) OSCAR_TRY(get_pipeline(c, "kv_append", 7, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 1, &p));
-    uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
-    oscar_binding b[7] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
-                           { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) }, { &c->f16_pool[layer], 0, 0 },
-                           mean_binding(c, layer) };
-    struct kv_append_push push = { c->book.plan.n_tokens };
-    uint32_t n = push.n_tokens;
-    uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
     record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);
-    OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, p, b, &push, groups));
-fail:
-    return st;
+    return dispatch_append(c, cmd, layer, k, v, input_f16, NULL);
 }
 
 /* attn_prefill over the step's tiles: one workgroup per (tile, KV head), o·R_Vᵀ (+ μ_V) included. */
@@ -690,36 +709,84 @@ static oscar_status record_prefill(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t l
     return oscar_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups);
 }
 
+/* q_out = RoPE(q) (when rope is given), times R_K in the rotated modes: rotate_rows, no barrier.
+ * With neither it records nothing and returns 0; else 1 (q_out holds the result). */
+static oscar_status dispatch_q_prep(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
+                                    const oscar_kv_rope *rope, const oscar_binding *q_out, int *done)
+{
+    uint32_t n_rows = c->book.plan.n_tokens, d = c->p.head_dim, H = c->p.n_head;
+    uint64_t rot_bytes = (uint64_t)c->n_rot * d * d * 4;
+    int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
+    *done = 0;
+    if (!rotated && !rope) return OSCAR_OK;
+    oscar_pipeline *p = c->pl_rot;
+    if (!rotated || rope) {
+        oscar_pipeline_desc pd = cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, ATTN_N_SPEC);
+        pd.spec[KV_SPEC_TRANSPOSE] = rotated ? 0 : 2;
+        pd.spec[KV_SPEC_ROPE] = rope_spec(rope);
+        oscar_status st = oscar_pipeline_get(c->ctx, &pd, &p);
+        if (st != OSCAR_OK) return st;
+    }
+    /* query head h uses the R of its KV head */
+    struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H, rope ? rope->n_rot : 0 };
+    oscar_binding rk = { &c->rot_k, layer * rot_bytes, rot_bytes };
+    oscar_binding b[5] = { *q, rk, *q_out, rope ? rope->pos : rk, rope ? rope->inv_freq : rk }; /* unread without RoPE */
+    uint32_t groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
+    *done = 1;
+    return oscar_cmd_dispatch(c->ctx, cmd, p, b, &rp, groups);
+}
+
+/* The attention dispatch over q as attention reads it (RoPE'd, rotated): attn_prefill in a
+ * prefill step, else flash-decoding, whose last workgroup of each (row, KV head) merges and
+ * applies R_Vᵀ. No barrier. */
+static oscar_status dispatch_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
+                                       const oscar_binding *out)
+{
+    if (c->n_tiles) return record_prefill(c, cmd, layer, q, out);
+    uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
+    oscar_binding b[12] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+                            { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
+                            { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
+                            { &c->counters, 0, 0 }, mean_binding(c, layer) };
+    uint32_t groups[3];
+    oscar_attn_grid(c->n_items, c->p.n_kv_head, groups);
+    return oscar_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups);
+}
+
 oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
                                        const oscar_binding *out)
 {
     oscar_status st = check_step(c, layer, "attention");
     if (st != OSCAR_OK) return st;
-    uint32_t n_rows = c->book.plan.n_tokens, d = c->p.head_dim, H = c->p.n_head;
-    uint64_t rows_bytes = (uint64_t)n_rows * H * d * 4;
-    uint64_t rot_bytes = (uint64_t)c->n_rot * d * d * 4;
-    int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
-    oscar_binding q_rot = { &c->q_rot, 0, rows_bytes };
-    uint32_t rot_groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
+    oscar_binding q_rot = { &c->q_rot, 0, (uint64_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4 };
+    int prepared = 0;
     record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);
-    if (rotated) { /* q <- q·R_K (query head h uses the R of its KV head) */
-        struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H };
-        oscar_binding b[3] = { *q, { &c->rot_k, layer * rot_bytes, rot_bytes }, q_rot };
-        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_rot, b, &rp, rot_groups));
-        oscar_cmd_barrier(c->ctx, cmd);
-    }
-    if (c->n_tiles) return record_prefill(c, cmd, layer, rotated ? &q_rot : q, out); /* a prefill step */
-    { /* flash-decoding; the last workgroup of each (row, KV head) merges and applies R_V^T */
-        struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-        oscar_binding b[12] = { rotated ? q_rot : *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
-                                { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
-                                { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
-                                { &c->counters, 0, 0 }, mean_binding(c, layer) };
-        uint32_t groups[3];
-        oscar_attn_grid(c->n_items, c->p.n_kv_head, groups);
-        OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups));
-    }
+    OSCAR_TRY(dispatch_q_prep(c, cmd, layer, q, NULL, &q_rot, &prepared));
+    if (prepared) oscar_cmd_barrier(c->ctx, cmd);
+    st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out);
+fail:
+    return st;
+}
+
+oscar_status oscar_kv_record_append_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
+                                              const oscar_binding *k, const oscar_binding *v, const oscar_binding *out,
+                                              const oscar_kv_rope *rope)
+{
+    oscar_status st = check_step(c, layer, "append");
+    if (st != OSCAR_OK) return st;
+    if (rope && (rope->n_rot % 2 || rope->n_rot > c->p.head_dim))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: RoPE over %u of %u dims (must be even and fit)",
+                           rope->n_rot, c->p.head_dim);
+    oscar_binding q_rot = { &c->q_rot, 0, (uint64_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4 };
+    int prepared = 0;
+    record_uploads(c, cmd);
+    oscar_cmd_barrier(c->ctx, cmd);
+    OSCAR_TRY(dispatch_q_prep(c, cmd, layer, q, rope, &q_rot, &prepared));
+    OSCAR_TRY(dispatch_append(c, cmd, layer, k, v, 0, rope));
+    oscar_cmd_barrier(c->ctx, cmd);
+    st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out);
 fail:
     return st;
 }

@@ -5,6 +5,7 @@
 #define OSCAR_KV_CACHE_H
 
 #include "kv_pages.h"
+#include "model_desc.h" /* oscar_rope_type */
 #include "oscar/kv.h"
 #include "vk_context.h"
 
@@ -20,6 +21,21 @@ oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t 
 /* q, out: [n_step_tokens][n_head][head_dim] fp32; out is in the model's (unrotated) basis. */
 oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
                                        const oscar_binding *out);
+/* RoPE that the cache's kernels apply on load: to the K rows in the append, to q before the
+ * attention (the arithmetic of the rope op, bit for bit). */
+typedef struct oscar_kv_rope {
+    oscar_binding pos;      /* [n_step_tokens] int32 positions of the step's rows */
+    oscar_binding inv_freq; /* [n_rot/2] fp32 radians per position (oscar_rope_inv_freq) */
+    oscar_rope_type type;
+    uint32_t n_rot;         /* rotated dims of a head, even, <= head_dim */
+} oscar_kv_rope;
+/* A layer's append and attention in one go, RoPE applied on load (rope may be NULL): q, k, v as
+ * the projections left them, out as above. One barrier, then q's preparation (RoPE, and R_K in
+ * the rotated modes) and the append side by side, a barrier, the attention: one dispatch and
+ * barrier fewer than rope + append + attention, two fewer in the rotated modes. */
+oscar_status oscar_kv_record_append_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
+                                              const oscar_binding *k, const oscar_binding *v, const oscar_binding *out,
+                                              const oscar_kv_rope *rope);
 /* Quantizes the step's tokens that leave the recent window (no-op when there are none). */
 oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer);
 /* Commits the planned step's bookkeeping (after its command buffer was submitted). */

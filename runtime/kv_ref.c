@@ -6,9 +6,9 @@
 #include "int2_quant.h"
 #include "kv_ref.h"
 
-static_assert(sizeof(struct kv_append_push) == 4, "kv_append_push must match the shader");
+static_assert(sizeof(struct kv_append_push) == 8, "kv_append_push must match the shader");
 static_assert(sizeof(struct kv_flush_push) == 12, "kv_flush_push must match the shader");
-static_assert(sizeof(struct kv_rotate_push) == 12, "kv_rotate_push must match the shader");
+static_assert(sizeof(struct kv_rotate_push) == 16, "kv_rotate_push must match the shader");
 
 /* ---- addressing ------------------------------------------------------------------------- */
 

@@ -281,11 +281,10 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int
         OSCAR_TRY(oscar_op_rms_norm(ops, cmd, q, bind(&L->q_norm.buf, 0), q, hd, n * H, hp->norm_eps));
         OSCAR_TRY(oscar_op_rms_norm(ops, cmd, k, bind(&L->k_norm.buf, 0), k, hd, n * KV, hp->norm_eps));
     }
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_rope(ops, cmd, hp->rope_type, q, pos, freq, q, hd, H, n, hp->n_rot));
-    OSCAR_TRY(oscar_op_rope(ops, cmd, hp->rope_type, k, pos, freq, k, hd, KV, n, hp->n_rot));
-    OSCAR_TRY(oscar_kv_record_append(s->kv, cmd, l, &k, &v, 0));
-    OSCAR_TRY(oscar_kv_record_attention(s->kv, cmd, l, &q, &att));
+    { /* RoPE of q and k happens as the cache loads them */
+        oscar_kv_rope rope = { pos, freq, hp->rope_type, hp->n_rot };
+        OSCAR_TRY(oscar_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, &rope));
+    }
     OSCAR_TRY(oscar_kv_record_flush(s->kv, cmd, l));
     {
         const oscar_gpu_weight *w[1] = { &L->wo };

@@ -4,6 +4,9 @@
 // y = (x − μ)·R), and rounded to fp16 exactly (common/half.glsl).
 // Reference: kv_ref_append (runtime/kv_ref.c); the rotation sums x_i * R[i][j] in fp32 in
 // index order with nothing fused, as the reference does.
+// With ROPE (KV_ROPE_*), each K row first gets RoPE at its row's position, with the arithmetic
+// of rope.comp (common/rope.glsl): the result equals rope.comp followed by this kernel without
+// ROPE, bit for bit, one dispatch and barrier fewer.
 //
 // Dispatch: (min(n_tokens, 65535), NKV, 2) workgroups; z = 0 writes K, z = 1 writes V; x loops
 // over the tokens with stride gl_NumWorkGroups.x. Any workgroup size (spec 0); HEAD_DIM a
@@ -12,6 +15,7 @@
 #include "common/half.glsl"
 #include "common/kv_layout.h"
 #include "common/kv_write.h"
+#include "common/rope.glsl"
 
 layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
 layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
@@ -20,6 +24,7 @@ layout(constant_id = KV_SPEC_N_KV) const uint N_KV = 1;
 layout(constant_id = KV_SPEC_MODE) const uint MODE = KV_MODE_FP16;
 layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
 layout(constant_id = KV_SPEC_INPUT_F16) const uint INPUT_F16 = 0;
+layout(constant_id = KV_SPEC_ROPE) const uint ROPE = KV_ROPE_NONE;
 
 const uint WG = gl_WorkGroupSize.x;
 const uint HALF_D = HEAD_DIM / 2u;
@@ -32,6 +37,8 @@ layout(std430, binding = 3) readonly buffer RotV { vec2 r_v[]; };   // same for 
 layout(std430, binding = 4) readonly buffer Slots { kv_token_slot slots[]; }; // [n_tokens] src_row -> (dst_page, dst_slot)
 layout(std430, binding = 5) writeonly buffer Pool { uint f16_pool[]; };      // [page][K,V][NKV][P][d/2] fp16 pairs
 layout(std430, binding = 6) readonly buffer Means { float means[]; };       // [K,V][NKV][d] centering vectors μ of the layer
+layout(std430, binding = 7) readonly buffer Pos { int pos[]; };             // [n_rows] positions (ROPE)
+layout(std430, binding = 8) readonly buffer Freq { float inv_freq[]; };     // [n_rot/2] radians per position (ROPE)
 
 layout(push_constant) uniform Push { kv_append_push pc; };
 
@@ -49,6 +56,16 @@ float in_elem(uint kind, uint base, uint i)
     return uintBitsToFloat(in_word(kind, base + i));
 }
 
+// Element i of the input row at `base` after RoPE at position p (K rows with ROPE; else as read).
+float roped_elem(uint kind, uint base, uint i, int p)
+{
+    uint pair, i0, i1;
+    if (ROPE == KV_ROPE_NONE || kind != 0u || !rope_pair_of(i, pc.n_rot, ROPE == KV_ROPE_NEOX, pair, i0, i1))
+        return in_elem(kind, base, i);
+    vec2 y = rope_pair(in_elem(kind, base, i0), in_elem(kind, base, i1), p, inv_freq[pair]);
+    return i == i0 ? y.x : y.y;
+}
+
 void main()
 {
     const uint h = gl_WorkGroupID.y, kind = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
@@ -58,7 +75,8 @@ void main()
         uint base = INPUT_F16 != 0u ? row * HALF_D : row * HEAD_DIM;
         uint dst = s.dst_page * KV_F16_PAGE_WORDS(N_KV, PAGE, HEAD_DIM) + kind * (N_KV * PAGE * HALF_D) +
                    (h * PAGE + s.dst_slot) * HALF_D;
-        if (!ROTATE) {
+        bool staged = ROTATE || (ROPE != KV_ROPE_NONE && kind == 0u); // uniform over the workgroup
+        if (!staged) {
             for (uint w = tid; w < HALF_D; w += WG) {
                 uint word;
                 if (INPUT_F16 != 0u) word = in_word(kind, base + w); // verbatim copy
@@ -70,9 +88,16 @@ void main()
         }
         barrier(); // the previous token's readers of xs are done
         uint mbase = (kind * N_KV + h) * HEAD_DIM;
-        for (uint i = tid; i < HEAD_DIM; i += WG)
-            xs[i] = MODE == KV_MODE_ROTATED ? in_elem(kind, base, i) - means[mbase + i] : in_elem(kind, base, i);
+        int p = ROPE != KV_ROPE_NONE ? pos[s.src_row] : 0;
+        for (uint i = tid; i < HEAD_DIM; i += WG) {
+            float x = roped_elem(kind, base, i, p);
+            xs[i] = MODE == KV_MODE_ROTATED ? x - means[mbase + i] : x;
+        }
         barrier();
+        if (!ROTATE) { // RoPE only: as rope.comp's fp32 output, then rounded like the copy above
+            for (uint w = tid; w < HALF_D; w += WG) f16_pool[dst + w] = pack_half2(xs[2u * w], xs[2u * w + 1u]);
+            continue;
+        }
         uint rbase = (ROT_PER_HEAD != 0u ? h : 0u) * HEAD_DIM * HALF_D;
         for (uint w = tid; w < HALF_D; w += WG) {
             precise float a0 = 0.0, a1 = 0.0;

@@ -5,9 +5,10 @@
 //   y0 = x0 cos(theta) - x1 sin(theta),  y1 = x0 sin(theta) + x1 cos(theta)
 // Elements n_rot..head_dim-1 pass through. inv_freq comes from the host (oscar_rope_inv_freq:
 // base^(-2i/n_rot) * freq_scale / factor_i, in double), so any scaling scheme is a table.
-// theta is reduced to [-pi, pi] (two-constant Cody-Waite) before sin/cos, whose accuracy
-// Vulkan only bounds in that range. One invocation per pair.
+// The arithmetic is common/rope.glsl's, which the KV cache's kernels share when they apply
+// RoPE on load. One invocation per pair.
 #extension GL_GOOGLE_include_directive : require
+#include "common/rope.glsl"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;
@@ -41,11 +42,7 @@ void main()
     }
     uint i0 = MODE == 0u ? 2u * i : i;
     uint i1 = MODE == 0u ? 2u * i + 1u : i + (pc.n_rot >> 1);
-    precise float theta = float(pos[tok]) * inv_freq[i];
-    precise float k = round(theta * 0.15915494309189535);
-    precise float r = (theta - k * 6.28125) - k * 0.0019353071795864769; // 6.28125 + lo = 2 pi
-    float c = cos(r), s = sin(r);
-    float x0 = x[base + i0], x1 = x[base + i1];
-    y[base + i0] = x0 * c - x1 * s;
-    y[base + i1] = x0 * s + x1 * c;
+    vec2 r = rope_pair(x[base + i0], x[base + i1], pos[tok], inv_freq[i]);
+    y[base + i0] = r.x;
+    y[base + i1] = r.y;
 }

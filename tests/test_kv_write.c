@@ -8,6 +8,8 @@
  *               adversarial rows (outliers, all-equal, zeros of both signs, ties at the clip
  *               quantile, subnormals);
  *   rotate_rows x·R and x·Rᵀ, per layer and per head: normalised squared error vs double.
+ * RoPE on load (the model's path: kv_append's K rows, rotate_rows' q, normal and neox pairs,
+ * partial n_rot) must equal rope.comp followed by the plain kernel bit for bit.
  * Every pool is filled with a sentinel first, so a write outside the addressed slots shows.
  * Workgroup sizes include ones smaller than head_dim and not powers of two. */
 #include <string.h>
@@ -15,6 +17,7 @@
 #include "half.h"
 #include "int2_quant.h"
 #include "kv_ref.h"
+#include "ops.h" /* oscar_rope_inv_freq */
 #include "test_gpu.h"
 
 #define SENTINEL_F16 0xA5A5A5A5u
@@ -220,6 +223,87 @@ typedef struct append_case {
     uint32_t gx_max;
 } append_case;
 
+/* ---- RoPE on load (kv_append's K rows, rotate_rows' q) ---------------------------------------- */
+
+/* y = RoPE(x) by rope.comp, the op the model ran before the cache applied RoPE itself:
+ * x, y [n_tok][n_heads][d], pos [n_tok], freq [n_rot/2]. */
+static void gpu_rope(oscar_context *ctx, int neox, const oscar_buffer *x, const oscar_buffer *pos, const oscar_buffer *freq,
+                     const oscar_buffer *y,
+                     uint32_t d, uint32_t n_heads, uint32_t n_tok, uint32_t n_rot)
+{
+    oscar_pipeline_desc desc = { .shader = "rope", .n_buffers = 4, .push_size = 16, .n_spec = 2, .spec = { 64, (uint32_t)neox } };
+    oscar_pipeline *p = NULL;
+    CHECK_OK(oscar_pipeline_get(ctx, &desc, &p));
+    if (!p) return;
+    uint32_t push[4] = { d, n_heads, n_tok, n_rot };
+    oscar_binding b[4] = { { x, 0, 0 }, { pos, 0, 0 }, { freq, 0, 0 }, { y, 0, 0 } };
+    CHECK_OK(test_gpu_run(ctx, p, b, push, (n_tok * n_heads * d / 2 + 63) / 64, 1, 1));
+}
+
+/* Positions (large, so the angle reduction matters) and frequencies for n_tok rows. */
+static void rope_inputs(oscar_context *ctx, uint32_t n_tok, uint32_t n_rot, oscar_buffer *b_pos, oscar_buffer *b_freq)
+{
+    int32_t *pos = malloc(n_tok * sizeof *pos);
+    float freq[KV_MAX_HEAD_DIM / 2];
+    for (uint32_t t = 0; t < n_tok; t++) pos[t] = (int32_t)(t * 7919u % 131072u);
+    CHECK_OK(oscar_rope_inv_freq(freq, n_rot, 500000.0, 1.0, NULL));
+    CHECK_OK(test_gpu_buffer_from(ctx, pos, n_tok * sizeof *pos, b_pos));
+    CHECK_OK(test_gpu_buffer_from(ctx, freq, n_rot / 2 * sizeof(float), b_freq));
+    free(pos);
+}
+
+/* kv_append with RoPE on load must write what rope.comp followed by kv_append without it
+ * writes, bit for bit (fp32 input; b: the bindings of the plain run, K at 0, pool at 5).
+ * Normal pairs over every dim for even modes, neox over half of them for odd ones. */
+static void check_append_rope(oscar_context *ctx, const append_case *c, const uint32_t *spec0, const oscar_binding *b0,
+                              uint32_t n_rows, size_t pool_words)
+{
+    const int neox = c->mode % 2;
+    const uint32_t d = c->d, n_rot = neox ? d / 2 : d;
+    uint32_t *want = malloc(pool_words * 4), *got = malloc(pool_words * 4);
+    oscar_buffer b_pos = { 0 }, b_freq = { 0 }, b_kr = { 0 }, b_pool = { 0 };
+    rope_inputs(ctx, n_rows, n_rot, &b_pos, &b_freq);
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)n_rows * c->nkv * d * 4, &b_kr));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, pool_words * 4, &b_pool));
+    gpu_rope(ctx, neox, b0[0].buffer, &b_pos, &b_freq, &b_kr, d, c->nkv, n_rows, n_rot);
+    uint32_t spec[KV_WRITE_N_SPEC];
+    memcpy(spec, spec0, sizeof spec);
+    oscar_pipeline *plain = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
+    spec[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
+    oscar_pipeline *fused = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
+    if (plain && fused) {
+        struct kv_append_push push = { .n_tokens = n_rows, .n_rot = n_rot };
+        uint32_t gx = n_rows < c->gx_max ? n_rows : c->gx_max;
+        oscar_binding b[9];
+        memcpy(b, b0, sizeof b);
+        b[5] = (oscar_binding){ &b_pool, 0, 0 };
+        b[0] = (oscar_binding){ &b_kr, 0, 0 }; /* RoPE'd by rope.comp, then the plain append */
+        CHECK_OK(oscar_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
+        CHECK_OK(test_gpu_run(ctx, plain, b, &push, gx, c->nkv, 2));
+        CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, want, pool_words * 4));
+        b[0] = b0[0]; /* the raw rows, RoPE on load */
+        b[7] = (oscar_binding){ &b_pos, 0, 0 };
+        b[8] = (oscar_binding){ &b_freq, 0, 0 };
+        CHECK_OK(oscar_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
+        CHECK_OK(test_gpu_run(ctx, fused, b, &push, gx, c->nkv, 2));
+        CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
+        size_t differ = 0, written = 0;
+        for (size_t i = 0; i < pool_words; i++) {
+            differ += got[i] != want[i];
+            written += got[i] != SENTINEL_F16;
+        }
+        CHECK_MSG(differ == 0 && written > 0, "kv_append RoPE on load d=%u mode=%u neox=%d wg=%u: %zu of %zu words differ",
+                  d, c->mode, neox, c->wg, differ, pool_words);
+    }
+    oscar_buffer_destroy(ctx, &b_pos);
+    oscar_buffer_destroy(ctx, &b_freq);
+    oscar_buffer_destroy(ctx, &b_kr);
+    oscar_buffer_destroy(ctx, &b_pool);
+    free(want);
+    free(got);
+}
+
+
 /* Runs kv_append on random and adversarial rows; compares every fp16 pool word with
  * kv_ref_append (exact unrotated, <= 1 ulp rotated), checks the orientation of R against an
  * explicit x·R, then flushes the appended pages on both sides and compares the INT2 pools. */
@@ -291,14 +375,17 @@ static void test_append(oscar_context *ctx, const append_case *c)
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                        /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ c->mode,
                                        /* ROT_PER_HEAD */ c->per_head, /* INPUT_F16 */ c->input_f16, /* TRANSPOSE */ 0 };
-    oscar_pipeline *p = pipeline(ctx, "kv_append", 7, sizeof(struct kv_append_push), spec);
+    oscar_pipeline *p = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
     if (!p) goto done;
     struct kv_append_push push = { .n_tokens = n_rows };
     /* the rotations are not read without rotation: any buffer will do */
-    oscar_binding b[7] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
-                           { rotate ? &b_rv : &b_k, 0, 0 }, { &b_slots, 0, 0 }, { &b_pool, 0, 0 }, { &b_means, 0, 0 } };
+    /* nor are positions and frequencies without RoPE */
+    oscar_binding b[9] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
+                           { rotate ? &b_rv : &b_k, 0, 0 }, { &b_slots, 0, 0 }, { &b_pool, 0, 0 }, { &b_means, 0, 0 },
+                           { &b_slots, 0, 0 }, { &b_slots, 0, 0 } };
     CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));
     CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
+    if (!c->input_f16) check_append_rope(ctx, c, spec, b, n_rows, pool_words);
 
     /* the row that leaves the fp16 range (input row 0) only has to be written: inf - inf and
      * the sign of a NaN have no portable result */
@@ -417,6 +504,45 @@ done:
 
 /* ---- rotate_rows ----------------------------------------------------------------------------- */
 
+/* rotate_rows with RoPE on load must give what rope.comp followed by rotate_rows without it
+ * gives, bit for bit: x·R (transpose 0), x·Rᵀ (1) or RoPE alone (2). */
+static void check_rotate_rope(oscar_context *ctx, const uint32_t *spec0, const oscar_buffer *b_x, const oscar_buffer *b_r,
+                              uint32_t n_rows, uint32_t H, uint32_t d, uint32_t hpr, uint32_t gx, int neox)
+{
+    const uint32_t n_rot = neox ? d : d - 16;
+    size_t n = (size_t)n_rows * H * d;
+    float *want = malloc(n * 4), *got = malloc(n * 4);
+    oscar_buffer b_pos = { 0 }, b_freq = { 0 }, b_xr = { 0 }, b_y = { 0 };
+    rope_inputs(ctx, n_rows, n_rot, &b_pos, &b_freq);
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, n * 4, &b_xr));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, n * 4, &b_y));
+    gpu_rope(ctx, neox, b_x, &b_pos, &b_freq, &b_xr, d, H, n_rows, n_rot);
+    for (uint32_t transpose = 0; transpose < 3; transpose++) {
+        uint32_t spec[KV_WRITE_N_SPEC];
+        memcpy(spec, spec0, sizeof spec);
+        spec[KV_SPEC_TRANSPOSE] = transpose;
+        oscar_pipeline *plain = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
+        spec[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
+        oscar_pipeline *fused = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
+        if (!plain || !fused) break;
+        struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr, .n_rot = n_rot };
+        oscar_binding bp[5] = { { &b_xr, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { b_r, 0, 0 }, { b_r, 0, 0 } };
+        CHECK_OK(test_gpu_run(ctx, plain, bp, &push, gx, 1, 1));
+        CHECK_OK(oscar_buffer_download(ctx, &b_y, 0, want, n * 4));
+        oscar_binding bf[5] = { { b_x, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_pos, 0, 0 }, { &b_freq, 0, 0 } };
+        CHECK_OK(test_gpu_run(ctx, fused, bf, &push, gx, 1, 1));
+        CHECK_OK(oscar_buffer_download(ctx, &b_y, 0, got, n * 4));
+        CHECK_MSG(memcmp(got, want, n * 4) == 0, "rotate_rows RoPE on load d=%u transpose=%u neox=%d: differs from rope + rotate_rows",
+                  d, transpose, neox);
+    }
+    oscar_buffer_destroy(ctx, &b_pos);
+    oscar_buffer_destroy(ctx, &b_freq);
+    oscar_buffer_destroy(ctx, &b_xr);
+    oscar_buffer_destroy(ctx, &b_y);
+    free(want);
+    free(got);
+}
+
 /* x·R or x·Rᵀ for [n_rows][H][d] with per-layer (one R) or per-KV-head R shared by GQA query
  * heads; normalised squared error vs the double reference, whose orientation is itself checked
  * against an explicit product. Also in place (x and y the same buffer). */
@@ -450,20 +576,25 @@ static void test_rotate(oscar_context *ctx, uint32_t d, uint32_t nkv, uint32_t g
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ wg, /* HEAD_DIM */ d, /* GROUP */ 0, /* PAGE */ 0, /* N_KV */ 0,
                                        /* GQA */ 0, /* MODE */ 0, /* ROT_PER_HEAD */ 0, /* INPUT_F16 */ 0,
                                        /* TRANSPOSE */ (uint32_t)transpose };
-    oscar_pipeline *p = pipeline(ctx, "rotate_rows", 3, sizeof(struct kv_rotate_push), spec);
+    oscar_pipeline *p = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
     if (p) {
         struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr };
         uint32_t gx = n_rows * H < gx_max ? n_rows * H : gx_max;
-        oscar_binding b[3] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_y, 0, 0 } };
+        oscar_binding b[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } };
         CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, 1, 1));
         CHECK_OK(oscar_buffer_download(ctx, &b_y, 0, got, n * 4));
         double nse = test_nse(got, want, n);
         CHECK_MSG(nse < 1e-10, "rotate_rows d=%u H=%u per_head=%d transpose=%d wg=%u: nse %.3g", d, H, per_head, transpose, wg, nse);
-        oscar_binding bi[3] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_x, 0, 0 } }; /* in place */
+        oscar_binding bi[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } }; /* in place */
         CHECK_OK(test_gpu_run(ctx, p, bi, &push, gx, 1, 1));
         CHECK_OK(oscar_buffer_download(ctx, &b_x, 0, got, n * 4));
         nse = test_nse(got, want, n);
         CHECK_MSG(nse < 1e-10, "rotate_rows in place d=%u transpose=%d: nse %.3g", d, transpose, nse);
+        if (!transpose) { /* x is y now; restore it for the RoPE check */
+            for (size_t i = 0; i < n; i++) x[i] = test_rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
+            CHECK_OK(oscar_buffer_upload(ctx, &b_x, 0, x, n * 4));
+            check_rotate_rope(ctx, spec, &b_x, &b_r, n_rows, H, d, hpr, gx, per_head);
+        }
     }
     oscar_buffer_destroy(ctx, &b_x);
     oscar_buffer_destroy(ctx, &b_r);

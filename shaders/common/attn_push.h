@@ -14,7 +14,7 @@
  * (VU); registers grow with both (ids 11, 12 are attn_prefill's) */
 #define KV_SPEC_ATTN_U 13
 #define KV_SPEC_ATTN_VU 14
-#define ATTN_N_SPEC 15 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
+#define ATTN_N_SPEC 16 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
 
 /* attn_decode's shared memory in floats, for items of up to `item` tokens, GQA heads per
  * workgroup, `wg` threads, head_dim d, group G and page P: q [gqa][d], group sums of q

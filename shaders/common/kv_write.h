@@ -11,12 +11,19 @@
 
 #define KV_SPEC_ROT_PER_HEAD 7 /* kv_append: 0 = one R per layer [d][d], 1 = one per KV head [NKV][d][d] */
 #define KV_SPEC_INPUT_F16 8    /* kv_append: 0 = fp32 input rows, 1 = fp16 pairs in uint words */
-#define KV_SPEC_TRANSPOSE 9    /* rotate_rows: 0 = y = x·R, 1 = y = x·Rᵀ */
-#define KV_WRITE_N_SPEC 10     /* n_spec that covers every id above */
+#define KV_SPEC_TRANSPOSE 9    /* rotate_rows: 0 = y = x·R, 1 = y = x·Rᵀ, 2 = y = x (RoPE only) */
+#define KV_SPEC_ROPE 15        /* kv_append (K rows) and rotate_rows: RoPE on load, KV_ROPE_* below
+                                  (ids 10..14 are the attention kernels', common/attn_push.h) */
+#define KV_WRITE_N_SPEC 16     /* n_spec that covers every id above */
 
-/* kv_append.comp push constants. 4 bytes. */
+#define KV_ROPE_NONE 0
+#define KV_ROPE_NORMAL 1       /* pairs (2i, 2i + 1): llama */
+#define KV_ROPE_NEOX 2         /* pairs (i, i + n_rot/2): qwen */
+
+/* kv_append.comp push constants. 8 bytes. */
 struct kv_append_push {
     KV_U32 n_tokens;      /* entries of the token-slot list */
+    KV_U32 n_rot;         /* with RoPE: rotated dims of a K row (even, <= d), else unused */
 };
 
 /* kv_flush.comp push constants. 12 bytes. A clip ratio r >= 1 (or NaN) means no clipping;
@@ -27,13 +34,14 @@ struct kv_flush_push {
     KV_F32 clip_v;        /* r_V of this layer, e.g. 0.92 */
 };
 
-/* rotate_rows.comp push constants. 12 bytes. Head h of every row uses rotation
+/* rotate_rows.comp push constants. 16 bytes. Head h of every row uses rotation
  * h / heads_per_rot: per-layer R -> heads_per_rot = n_heads; per-KV-head R for query heads ->
  * heads_per_rot = GQA ratio; per-KV-head R for KV-head rows -> 1. */
 struct kv_rotate_push {
     KV_U32 n_rows;        /* rows of the input [n_rows][n_heads][d] */
     KV_U32 n_heads;       /* heads per row */
     KV_U32 heads_per_rot; /* >= 1 */
+    KV_U32 n_rot;         /* with RoPE: rotated dims of a row (even, <= d), else unused */
 };
 
 #endif
