@@ -301,12 +301,9 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int
         uint32_t rows[2] = { F, F };
         OSCAR_TRY(mul_mats(s, xb, D, n, 2, w, y, rows));
     }
-    if (!s->matvec_f16 && oscar_op_mul_mat_glu_supported(L->w_down.type, n)) { /* SwiGLU as the product reads x */
-        oscar_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(oscar_op_mul_mat_glu(ops, cmd, L->w_down.type, bind(&L->w_down.buf, 0), gate, up, proj, D, F, n));
-    } else {
-        oscar_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(oscar_op_swiglu(ops, cmd, gate, up, gate, n * F));
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_swiglu(ops, cmd, gate, up, gate, n * F));
+    {
         const oscar_gpu_weight *w[1] = { &L->w_down };
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, gate, F, n, 1, w, &proj, rows));

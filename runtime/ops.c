@@ -129,7 +129,7 @@ static uint32_t matvec_default_rows(uint32_t type)
 }
 
 /* The mat-vec shaders and their specialization constants: WORKGROUP, TYPE, ROWS, then (not
- * run8) UNROLL and W16, then (lanes) TOKENS, and X_GLU at id 6 (common/mv_x.glsl; not f16). */
+ * run8) UNROLL and W16, then (lanes) TOKENS. */
 typedef struct matvec_shader {
     const char *name;
     uint32_t n_spec;
@@ -145,8 +145,8 @@ static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 6, 2 };
 /* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
  * defaults; `tokens` per workgroup (1 but for the lanes shader). */
 static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const matvec_shader *sh, uint32_t tokens,
-                                  uint32_t type, oscar_binding w, oscar_binding x, const oscar_binding *up, oscar_binding y,
-                                  uint32_t rows, uint32_t cols, uint32_t n)
+                                  uint32_t type, oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows,
+                                  uint32_t cols, uint32_t n)
 {
     oscar_status st;
     const char *shader = sh->name;
@@ -162,14 +162,14 @@ static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const ma
     uint32_t groups_z = oscar_div_up(n, tokens);
     if (groups_z > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 4, .push_size = 12, .n_spec = up ? 7 : sh->n_spec,
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = sh->n_spec,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                         /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0,
-                                        /* TOKENS */ tokens, /* X_GLU */ up != NULL } };
+                                        /* TOKENS */ tokens } };
     uint32_t push[3] = { rows, cols, n }, groups[3];
     if ((st = grid_2d(oscar_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
     groups[2] = groups_z;
-    oscar_binding b[4] = { w, x, y, up ? *up : x }; /* binding 3 is unread without X_GLU */
+    oscar_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);
 }
 
@@ -196,14 +196,12 @@ static int prefers_batch(uint32_t type, uint32_t n)
     return n <= 16 || type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0;
 }
 
-/* The mat-vec of x, or of silu(x) * up when up is given. */
-static oscar_status mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w, oscar_binding x,
-                                const oscar_binding *up, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
-    if (up && (st = check_binding(up, (uint64_t)n * cols * 4, "mul_mat_vec", "up")) != OSCAR_OK) return st;
     int is_float = is_float_type(type);
     /* auto: the fastest shader per type on the H200 (docs/benchmarks.md, "Forward-pass
      * kernels"): run8 for the float types and Q8_0, lanes for Q4_0 and Q4_1, units for the
@@ -214,42 +212,28 @@ static oscar_status mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t t
                  : type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 ? OSCAR_MATVEC_LANES
                                                                                   : OSCAR_MATVEC_UNITS;
     switch (shader) {
-    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, up, y, rows, cols, n);
-    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, up, y, rows, cols, n);
+    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, rows, cols, n);
     case OSCAR_MATVEC_LANES:
         if (is_float)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec: the lanes shader reads block types, not %s",
                                oscar_ggml_type_name(type));
-        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, up, y, rows, cols, n);
+        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n);
     default: OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
     }
-}
-
-oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    return mul_mat_vec(ops, cmd, type, w, x, NULL, y, rows, cols, n);
-}
-
-/* The batched lanes product of x, or of silu(x) * up when up is given. */
-static oscar_status mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w, oscar_binding x,
-                                  const oscar_binding *up, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat_batch", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
-    if (st != OSCAR_OK) return st;
-    if (up && (st = check_binding(up, (uint64_t)n * cols * 4, "mul_mat_batch", "up")) != OSCAR_OK) return st;
-    if (is_float_type(type))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_batch: the lanes shader reads block types, not %s",
-                           oscar_ggml_type_name(type));
-    if (n == 0) return OSCAR_OK;
-    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, up, y, rows, cols, n);
 }
 
 oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                     oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
-    return mul_mat_batch(ops, cmd, type, w, x, NULL, y, rows, cols, n);
+    uint64_t row_bytes;
+    oscar_status st = check_mul_mat(ops, "mul_mat_batch", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
+    if (st != OSCAR_OK) return st;
+    if (is_float_type(type))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_batch: the lanes shader reads block types, not %s",
+                           oscar_ggml_type_name(type));
+    if (n == 0) return OSCAR_OK;
+    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n);
 }
 
 int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)
@@ -267,7 +251,7 @@ oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
                                     &row_bytes);
     if (st != OSCAR_OK) return st;
-    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, NULL, y, rows, cols, n);
+    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n);
 }
 
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
@@ -293,18 +277,6 @@ oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t typ
     if (n == 1) return oscar_op_mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, n);
     if (prefers_batch(type, n)) return oscar_op_mul_mat_batch(ops, cmd, type, w, x, y, rows, cols, n);
     return oscar_op_mul_mat_tiled(ops, cmd, type, w, x, y, rows, cols, n);
-}
-
-int oscar_op_mul_mat_glu_supported(uint32_t type, uint32_t n) { return n == 1 || prefers_batch(type, n); }
-
-oscar_status oscar_op_mul_mat_glu(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w, oscar_binding gate,
-                                  oscar_binding up, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    if (!oscar_op_mul_mat_glu_supported(type, n))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_glu: %u tokens of %s take the tiled product, which has no SwiGLU input",
-                           n, oscar_ggml_type_name(type));
-    if (n == 1) return mul_mat_vec(ops, cmd, type, w, gate, &up, y, rows, cols, n);
-    return mul_mat_batch(ops, cmd, type, w, gate, &up, y, rows, cols, n);
 }
 
 /* ---- small kernels -------------------------------------------------------------------------- */

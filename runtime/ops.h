@@ -55,13 +55,6 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
  * lanes product (batched decode); else the tiled matmul (prefill). */
 oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                               oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
-/* y = W (silu(gate) * up), the SwiGLU computed as the mat-vec reads its input (the down
- * projection of an MLP without a swiglu dispatch and barrier before it): gate, up [n][cols].
- * For the token counts that take a mat-vec (oscar_op_mul_mat_glu_supported: 1, or what
- * oscar_op_mul_mat batches); others are OSCAR_ERROR_UNSUPPORTED (swiglu, then oscar_op_mul_mat). */
-int oscar_op_mul_mat_glu_supported(uint32_t type, uint32_t n);
-oscar_status oscar_op_mul_mat_glu(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w, oscar_binding gate,
-                                  oscar_binding up, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* The same product by the mat-vec kernel for any n (W is read once per token). */
 oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,

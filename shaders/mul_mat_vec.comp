@@ -27,7 +27,6 @@ layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row b
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
-#include "common/mv_x.glsl"
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
@@ -50,8 +49,8 @@ void load_x(uint xb, uint u, out vec4 xl[4], out vec4 xh[4], out float sl, out f
     sh = 0.0;
     if (mv_perm()) {
         for (uint k = 0u; k < 4u; k++) {
-            xl[k] = mv_x(j + k).xzyw;
-            xh[k] = mv_x(j + g + k).xzyw;
+            xl[k] = xv[j + k].xzyw;
+            xh[k] = xv[j + g + k].xzyw;
         }
         if (TYPE == GGML_Q4_1 || TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) {
             vec4 a = xl[0] + xl[1] + xl[2] + xl[3], b = xh[0] + xh[1] + xh[2] + xh[3];
@@ -59,8 +58,8 @@ void load_x(uint xb, uint u, out vec4 xl[4], out vec4 xh[4], out float sl, out f
             sh = (b.x + b.y) + (b.z + b.w);
         }
     } else {
-        xl[0] = mv_x(j);
-        xl[1] = TYPE == GGML_F32 ? vec4(0.0) : mv_x(j + 1u);
+        xl[0] = xv[j];
+        xl[1] = TYPE == GGML_F32 ? vec4(0.0) : xv[j + 1u];
         xl[2] = xl[3] = xh[0] = xh[1] = xh[2] = xh[3] = vec4(0.0);
     }
 }

@@ -27,7 +27,6 @@ layout(constant_id = 5) const uint TOKENS = 1;      // tokens per workgroup
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
-#include "common/mv_x.glsl"
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
@@ -46,8 +45,8 @@ layout(push_constant) uniform Push {
 // their sums where the type needs them.
 void load_x(uint xi, uint xg, out vec4 xl, out vec4 xh, out float sl, out float sh)
 {
-    xl = mv_x(xi).xzyw;
-    xh = mv_x(xi + xg).xzyw;
+    xl = xv[xi].xzyw;
+    xh = xv[xi + xg].xzyw;
     sl = sh = 0.0;
     if (mv_word_has_min()) {
         sl = (xl.x + xl.y) + (xl.z + xl.w);

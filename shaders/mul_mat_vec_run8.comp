@@ -15,7 +15,6 @@ layout(constant_id = 2) const uint ROWS = 1;        // rows per workgroup
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
-#include "common/mv_x.glsl"
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
@@ -39,7 +38,7 @@ void main()
     for (uint i = 0u; i < ROWS; i++) acc[i] = 0.0;
     for (uint run = tid; run < (pc.cols >> 3); run += WORKGROUP) {
         uint col = run << 3;
-        vec4 xa = mv_x(xbase + (col >> 2)), xb = mv_x(xbase + (col >> 2) + 1u);
+        vec4 xa = xv[xbase + (col >> 2)], xb = xv[xbase + (col >> 2) + 1u];
         uint blk = (col / be) * bb, e = col % be;
         for (uint i = 0u; i < ROWS; i++) {
             if (row0 + i < pc.rows) {
