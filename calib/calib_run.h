@@ -27,6 +27,8 @@ typedef struct oscar_calib_run_params {
     oscar_calib_target values;       /* VALUES_PROXY (default) or VALUES_SCORES */
     oscar_rotation_kind kind;        /* default OSCAR */
     int clip_fitted;             /* 1 (default): fitted ratios; 0: the fixed 0.96 / 0.92 */
+    int clip_v_output;           /* 1 (default): the value clip is fitted on attention outputs over the
+                                  * first 4 calibration sequences; 0: on the reservoir's rows */
     int center;                  /* 1 (default): key and value means (positions >= sink_tokens) written
                                   * and subtracted before the clip fit; 0: none (the reference's method) */
     uint32_t group_size;         /* quantization group G; 0: head_dim */

@@ -35,6 +35,12 @@ typedef struct calib_layer {
     float *hist_k;      /* [max_seq_len][n_kv_head][d] keys of the current sequence (b) */
     float *hist_v;      /* [max_seq_len][n_kv_head][d] values of the current sequence (b) */
     uint32_t hist_n;    /* tokens of the current sequence */
+    float *vf_k;        /* [vfit_sequences][max_seq_len][n_kv_head][d] keys of the kept sequences */
+    float *vf_v;        /* [vfit_sequences][max_seq_len][n_kv_head][d] their values */
+    uint32_t *vf_n;     /* [vfit_sequences] tokens kept of each */
+    float *vf_q;        /* [vfit_sequences][max_seq_len / stride][n_head][d] the kept query rows */
+    uint32_t *vf_qpos;  /* [vfit_sequences][max_seq_len / stride] their positions */
+    uint32_t *vf_nq;    /* [vfit_sequences] query rows kept of each */
 } calib_layer;
 
 struct oscar_calib {
@@ -43,6 +49,7 @@ struct oscar_calib {
     uint32_t group;       /* query heads per KV head */
     calib_layer *layers;  /* [n_layer] */
     uint64_t rng;         /* xorshift64* state for the reservoirs */
+    int64_t seq;          /* index of the current sequence (begin_sequence calls - 1; 0 before any) */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -197,6 +204,12 @@ void oscar_calib_destroy(oscar_calib *cal)
             free(L->buf_v);
             free(L->hist_k);
             free(L->hist_v);
+            free(L->vf_k);
+            free(L->vf_v);
+            free(L->vf_n);
+            free(L->vf_q);
+            free(L->vf_qpos);
+            free(L->vf_nq);
         }
         free(cal->layers);
     }
@@ -236,6 +249,9 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
     if (p.score_objective && p.max_seq_len == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with score_objective");
     if (p.min_tokens == 0) p.min_tokens = d;
+    if (p.vfit_query_stride == 0) p.vfit_query_stride = 4;
+    if (p.vfit_sequences && p.max_seq_len == 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with vfit_sequences");
 
     cal = calloc(1, sizeof *cal);
     if (!cal) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create");
@@ -272,6 +288,18 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
         } else {
             L->buf_flushed = 1;
         }
+        if (p.vfit_sequences) {
+            size_t toks = (size_t)p.vfit_sequences * p.max_seq_len, nq = (size_t)p.vfit_sequences * (p.max_seq_len / p.vfit_query_stride + 1);
+            L->vf_k = malloc(toks * kv_row * sizeof *L->vf_k);
+            L->vf_v = malloc(toks * kv_row * sizeof *L->vf_v);
+            L->vf_n = calloc(p.vfit_sequences, sizeof *L->vf_n);
+            L->vf_q = malloc(nq * p.n_head * d * sizeof *L->vf_q);
+            L->vf_qpos = malloc(nq * sizeof *L->vf_qpos);
+            L->vf_nq = calloc(p.vfit_sequences, sizeof *L->vf_nq);
+            if (!L->vf_k || !L->vf_v || !L->vf_n || !L->vf_q || !L->vf_qpos || !L->vf_nq)
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: %u kept sequences of %u tokens",
+                           p.vfit_sequences, p.max_seq_len);
+        }
         if (p.score_objective) {
             L->hist_k = malloc(p.max_seq_len * kv_row * sizeof *L->hist_k);
             L->hist_v = malloc(p.max_seq_len * kv_row * sizeof *L->hist_v);
@@ -290,6 +318,10 @@ oscar_status oscar_calib_begin_sequence(oscar_calib *cal)
 {
     if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_begin_sequence: NULL calibrator");
     for (uint32_t l = 0; l < cal->p.n_layer; l++) cal->layers[l].hist_n = 0;
+    /* the first call starts sequence 0, which rows added before any call also belong to */
+    int any = 0;
+    for (uint32_t l = 0; l < cal->p.n_layer && !any; l++) any = cal->layers[l].n_tokens > 0;
+    if (any || cal->seq > 0) cal->seq++;
     return OSCAR_OK;
 }
 
@@ -423,6 +455,24 @@ oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens
         L->hist_n += n_tokens;
     }
 
+    /* the kept sequences of the value-clip fit: every K and V row (up to max_seq_len), every
+     * stride-th query row */
+    if (cal->p.vfit_sequences && cal->seq < (int64_t)cal->p.vfit_sequences) {
+        uint32_t s = (uint32_t)cal->seq, T = cal->p.max_seq_len, stride = cal->p.vfit_query_stride;
+        uint32_t q_cap = T / stride + 1;
+        for (uint32_t t = 0; t < n_tokens && L->vf_n[s] < T; t++) {
+            uint32_t pos = L->vf_n[s]++;
+            size_t at = (size_t)s * T + pos;
+            memcpy(L->vf_k + at * kv_row, k + (size_t)t * kv_row, kv_row * sizeof *k);
+            memcpy(L->vf_v + at * kv_row, v + (size_t)t * kv_row, kv_row * sizeof *v);
+            if (pos % stride == stride - 1 && L->vf_nq[s] < q_cap) {
+                size_t qa = (size_t)s * q_cap + L->vf_nq[s]++;
+                memcpy(L->vf_q + qa * nh * d, q + (size_t)t * nh * d, (size_t)nh * d * sizeof *q);
+                L->vf_qpos[qa] = pos;
+            }
+        }
+    }
+
     /* reservoirs */
     for (uint32_t h = 0; h < nkv; h++)
         for (uint32_t t = 0; t < n_tokens; t++)
@@ -438,6 +488,32 @@ fail:
 }
 
 /* ---- reading results ------------------------------------------------------------------------- */
+
+int oscar_calib_has_output_fit(const oscar_calib *cal)
+{
+    if (!cal || !cal->p.vfit_sequences) return 0;
+    for (uint32_t s = 0; s < cal->p.vfit_sequences; s++)
+        if (cal->layers[0].vf_nq[s]) return 1;
+    return 0;
+}
+
+oscar_status oscar_calib_kept_sequence(const oscar_calib *cal, uint32_t layer, uint32_t s, const float **k,
+                                       const float **v, uint32_t *n, const float **q, const uint32_t **qpos,
+                                       uint32_t *nq)
+{
+    if (!cal || layer >= cal->p.n_layer || s >= cal->p.vfit_sequences)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_kept_sequence: layer %u sequence %u out of range", layer, s);
+    const calib_layer *L = &cal->layers[layer];
+    uint32_t T = cal->p.max_seq_len, q_cap = T / cal->p.vfit_query_stride + 1;
+    size_t kv_row = (size_t)cal->p.n_kv_head * cal->d;
+    *k = L->vf_k + (size_t)s * T * kv_row;
+    *v = L->vf_v + (size_t)s * T * kv_row;
+    *n = L->vf_n[s];
+    *q = L->vf_q + (size_t)s * q_cap * cal->p.n_head * cal->d;
+    *qpos = L->vf_qpos + (size_t)s * q_cap;
+    *nq = L->vf_nq[s];
+    return OSCAR_OK;
+}
 
 /* Checks layer/head and that the layer has enough tokens. */
 static oscar_status check_ready(const oscar_calib *cal, uint32_t layer, uint32_t head, const char *fn)

@@ -1,4 +1,5 @@
-/* Clip-ratio fitting on the reservoir rows: attention-weighted INT2 error per ratio. */
+/* Clip-ratio fitting: attention-weighted INT2 error per ratio on the reservoir rows, and the
+ * attention-output error of the values on the kept sequences. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -126,6 +127,98 @@ fail:
     free(ys);
     free(yq);
     free(xc);
+    return st;
+}
+
+oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uint32_t head, const float *R,
+                                           const float *center, const float *ratios, uint32_t n_ratios,
+                                           double *err_sum, uint64_t *rows)
+{
+    oscar_status st = OSCAR_OK;
+    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    float *xc = NULL; /* [T][d] centered values of one head */
+    float *y = NULL;  /* [T][d] rotated */
+    float *ys = NULL; /* [T][d] |y| of each row, sorted ascending */
+    float *E = NULL;  /* [T][d] quantization error ŷ − y (0 for the sink) */
+    float *P = NULL;  /* [nq][T] softmax weights of the kept queries of the group's heads */
+    float *O = NULL;  /* [nq][d] P·E */
+    if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve_output: NULL argument or no ratios");
+    if (!oscar_calib_has_output_fit(cal))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_clip_curve_output: no sequence was kept (vfit_sequences)");
+    uint32_t d = p->head_dim, G = p->group_size, T = p->max_seq_len, nkv = p->n_kv_head, nh = p->n_head;
+    uint32_t grp = nh / nkv, q_cap = T / p->vfit_query_stride + 1;
+    xc = malloc((size_t)T * d * sizeof *xc);
+    y = malloc((size_t)T * d * sizeof *y);
+    ys = malloc((size_t)T * d * sizeof *ys);
+    E = malloc((size_t)T * d * sizeof *E);
+    P = malloc((size_t)grp * q_cap * T * sizeof *P);
+    O = malloc((size_t)grp * q_cap * d * sizeof *O);
+    if (!xc || !y || !ys || !E || !P || !O) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve_output");
+    const float scale = 1.0f / sqrtf((float)d);
+    uint32_t h0 = head == OSCAR_CALIB_ALL_HEADS ? 0 : head;
+    uint32_t h1 = head == OSCAR_CALIB_ALL_HEADS ? nkv : head + 1;
+    for (uint32_t s = 0; s < p->vfit_sequences; s++) {
+        const float *k, *v, *q;
+        const uint32_t *qpos;
+        uint32_t n, nq;
+        OSCAR_TRY(oscar_calib_kept_sequence(cal, layer, s, &k, &v, &n, &q, &qpos, &nq));
+        if (n == 0 || nq == 0) continue;
+        for (uint32_t h = h0; h < h1; h++) {
+            /* P: the exact causal softmax of each kept query of the group's heads over the real keys */
+            uint32_t m = 0; /* rows of P */
+            for (uint32_t a = 0; a < nq; a++)
+                for (uint32_t i = h * grp; i < (h + 1) * grp; i++, m++) {
+                    const float *qa = q + ((size_t)a * nh + i) * d;
+                    float *row = P + (size_t)m * n;
+                    uint32_t seen = qpos[a] + 1 < n ? qpos[a] + 1 : n;
+                    float mx = -INFINITY;
+                    for (uint32_t j = 0; j < seen; j++) {
+                        const float *kj = k + ((size_t)j * nkv + h) * d;
+                        float dot = 0.0f;
+                        for (uint32_t e = 0; e < d; e++) dot += qa[e] * kj[e];
+                        row[j] = dot * scale;
+                        mx = row[j] > mx ? row[j] : mx;
+                    }
+                    double sum = 0.0;
+                    for (uint32_t j = 0; j < seen; j++) sum += row[j] = expf(row[j] - mx);
+                    for (uint32_t j = 0; j < seen; j++) row[j] = (float)(row[j] / sum);
+                    for (uint32_t j = seen; j < n; j++) row[j] = 0.0f;
+                }
+            /* the head's values as the runtime stores them: (v − μ)·R */
+            for (uint32_t j = 0; j < n; j++)
+                for (uint32_t e = 0; e < d; e++)
+                    xc[(size_t)j * d + e] = v[((size_t)j * nkv + h) * d + e] - (center ? center[(size_t)h * d + e] : 0.0f);
+            oscar_rotate_rows(xc, n, d, d, R, 0, y);
+            for (size_t x = 0; x < (size_t)n * d; x++) ys[x] = fabsf(y[x]);
+            for (uint32_t j = 0; j < n; j++) qsort(ys + (size_t)j * d, d, sizeof(float), cmp_float_asc);
+            for (uint32_t ri = 0; ri < n_ratios; ri++) {
+                for (uint32_t j = 0; j < n; j++) {
+                    float *ej = E + (size_t)j * d;
+                    const float *yj = y + (size_t)j * d;
+                    if (j < p->vfit_sink) {
+                        for (uint32_t e = 0; e < d; e++) ej[e] = 0.0f;
+                        continue;
+                    }
+                    oscar_int2_fake_quantize_tau(yj, d, G, oscar_int2_clip_threshold_sorted(ys + (size_t)j * d, d, ratios[ri]), ej);
+                    for (uint32_t e = 0; e < d; e++) ej[e] -= yj[e];
+                }
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d, (int)n, 1.0f, P, (int)n, E, (int)d,
+                            0.0f, O, (int)d);
+                double acc = 0.0;
+                for (size_t x = 0; x < (size_t)m * d; x++) acc += (double)O[x] * O[x];
+                err_sum[ri] += acc;
+            }
+            *rows += m;
+        }
+    }
+fail:
+    free(xc);
+    free(y);
+    free(ys);
+    free(E);
+    free(P);
+    free(O);
     return st;
 }
 

@@ -32,6 +32,9 @@ static void usage(FILE *f)
         "                          scores (covariance of attention outputs S*V)\n"
         "      --clip C            fitted (per-layer ratios fitted on the data, default) or\n"
         "                          fixed (the reference's 0.96 keys / 0.92 values)\n"
+        "      --clip-v-fit F      what the fitted value clip minimises: output (the attention\n"
+        "                          outputs' error over the first 4 sequences, default) or rows\n"
+        "                          (each sampled value row's own error)\n"
         "      --center yes|no     store key and value means so the runtime subtracts them before\n"
         "                          quantizing (default yes; no: the reference's method)\n"
         "      --group-size G      quantization group size (divides head_dim; default head_dim)\n"
@@ -156,6 +159,7 @@ int main(int argc, char **argv)
     static const char *const groupings[] = {"layer", "head", NULL};
     static const char *const values[] = {"proxy", "scores", NULL};
     static const char *const clips[] = {"fixed", "fitted", NULL};
+    static const char *const vfits[] = {"rows", "output", NULL};
     static const char *const yes_no[] = {"no", "yes", NULL};
     static const char *const rotations[] = {"identity", "hadamard", "oscar", "oscar-noperm", NULL};
 
@@ -217,6 +221,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--clip")) {
             if ((c = parse_choice(a, val, clips)) < 0) return 2;
             p.clip_fitted = c;
+        } else if (!strcmp(a, "--clip-v-fit")) {
+            if ((c = parse_choice(a, val, vfits)) < 0) return 2;
+            p.clip_v_output = c;
         } else if (!strcmp(a, "--center")) {
             if ((c = parse_choice(a, val, yes_no)) < 0) return 2;
             p.center = c;

@@ -32,6 +32,10 @@
  *  - A reservoir (uniform sample, Algorithm R, seeded) of `reservoir_rows` K and V rows per
  *    (layer, KV head), default 1024 (SmolLM2-135M: 30 x 3 x 1024 rows x 64 x 2 x 4 B = 47 MB),
  *    used to fit the clip ratios.
+ *  - With vfit_sequences > 0, the K and V rows of the first vfit_sequences sequences (up to
+ *    max_seq_len tokens each) and every vfit_query_stride-th query row of them, per layer, to fit
+ *    the value clip on attention outputs (oscar_calib_clip_curve_output): SmolLM2-135M at 4
+ *    sequences of 512, stride 4: 30 x 4 x 512 x (2 x 3 + 9 / 4) x 64 x 4 B = 130 MB.
  */
 #ifndef OSCAR_CALIB_H
 #define OSCAR_CALIB_H
@@ -81,6 +85,10 @@ typedef struct oscar_calib_params {
     uint32_t proxy_buffer_tokens; /* tokens per layer weighted exactly for C_V (a); default 2048 */
     uint32_t reservoir_rows;      /* sample rows per (layer, KV head) for clip fitting; default 1024 */
     uint32_t min_tokens;          /* fewer tokens in a layer is an error; default head_dim */
+    uint32_t vfit_sequences;      /* sequences kept to fit the value clip on attention outputs; default 0
+                                     (off: the value clip is fitted on the reservoir's rows) */
+    uint32_t vfit_query_stride;   /* every n-th position of those is a query of the fit; default 4 */
+    uint32_t vfit_sink;           /* positions below this are never quantized (the fp16 sink); default 0 */
     float clip_min, clip_max, clip_step; /* clip-ratio grid; default 0.80 .. 1.00 step 0.01 */
     uint64_t seed;                /* reservoir sampling */
     oscar_calib_progress_fn progress; /* may be NULL */
@@ -152,6 +160,28 @@ oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint3
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
                                     const float *R, const float *center, const float *ratios, uint32_t n_ratios,
                                     double *err_sum, uint64_t *rows);
+
+/* Error of the attention OUTPUT when the values of the kept sequences (vfit_sequences) are
+ * centered, rotated by R and fake-quantized at each clip ratio: for every kept query a (every
+ * vfit_query_stride-th position, of every query head of the group of KV head `head`; head as
+ * above), with its exact causal softmax weights p_aj over the sequence's real keys,
+ *   ‖Σ_j p_aj (ŷ_j − y_j)‖²   summed over j >= vfit_sink (the sink stays fp16 at run time).
+ * Unlike the per-row curve this sees that independent rounding errors average out over many
+ * attended tokens while an error shared by them (clipping shrinks the same outliers) does not.
+ * ADDS to err_sum and *rows (queries) like oscar_calib_clip_curve; INVALID_STATE when no
+ * sequence was kept (vfit_sequences = 0). */
+oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uint32_t head, const float *R,
+                                           const float *center, const float *ratios, uint32_t n_ratios,
+                                           double *err_sum, uint64_t *rows);
+/* Kept sequence s of `layer` (s < vfit_sequences): *n tokens of keys *k and values *v, float32
+ * [n][n_kv_head][d] each, and *nq query rows *q [nq][n_head][d] at positions *qpos [nq]; owned by
+ * the calibrator, valid until the next oscar_calib_add() or destroy. */
+oscar_status oscar_calib_kept_sequence(const oscar_calib *cal, uint32_t layer, uint32_t s, const float **k,
+                                       const float **v, uint32_t *n, const float **q, const uint32_t **qpos,
+                                       uint32_t *nq);
+/* Whether sequences were kept for oscar_calib_clip_curve_output (vfit_sequences > 0 and at
+ * least one query row was added). */
+int oscar_calib_has_output_fit(const oscar_calib *cal);
 
 /* Picks the clip ratio of the params grid with the smallest error for (layer, head) and R;
  * writes it and its mean error (err may be NULL). Ties go to the larger ratio. */

@@ -21,11 +21,12 @@ void oscar_calib_result_free(oscar_calib_result *res)
 }
 
 /* Fits one clip ratio for a layer: per-layer grouping uses one R for every head, per-head
- * grouping the head's own R (rots [n_rot][d][d]); the curves of all heads are pooled. */
+ * grouping the head's own R (rots [n_rot][d][d]); the curves of all heads are pooled. Values
+ * use the attention-output curve when the calibrator kept sequences for it, else (and keys
+ * always) the per-row curve of the reservoir. */
 static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values, const float *rots, uint32_t n_rot,
                                    const float *center, float *ratio, double *err)
 {
-    if (n_rot == 1) return oscar_calib_fit_clip(cal, layer, OSCAR_CALIB_ALL_HEADS, values, rots, center, ratio, err);
     enum { GRID_MAX = 1024 };
     oscar_status st = OSCAR_OK;
     const oscar_calib_params *p = oscar_calib_get_params(cal);
@@ -39,9 +40,13 @@ static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values,
         if (r > (double)p->clip_max + 0.5 * (double)p->clip_step) break;
         ratios[n] = (float)(r > (double)p->clip_max ? (double)p->clip_max : r);
     }
+    int output = values && oscar_calib_has_output_fit(cal);
     uint64_t rows = 0;
-    for (uint32_t h = 0; h < n_rot; h++)
-        OSCAR_TRY(oscar_calib_clip_curve(cal, layer, h, values, rots + h * dd, center, ratios, n, sums, &rows));
+    for (uint32_t h = 0; h < n_rot; h++) {
+        uint32_t head = n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h;
+        if (output) OSCAR_TRY(oscar_calib_clip_curve_output(cal, layer, head, rots + h * dd, center, ratios, n, sums, &rows));
+        else OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, rots + h * dd, center, ratios, n, sums, &rows));
+    }
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_solve: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)

@@ -1,11 +1,13 @@
 /* The calibrator's accumulators against naive float64 references on a small random layer:
  * C_K (GQA pooling), C_V (a) (exact while the stream fits the proxy buffer, close after it
  * streams), C_S (b) (chunked feeding equals one-shot feeding; oscar_attention_causal against a
- * naive causal softmax), and the reservoir. */
+ * naive causal softmax), the reservoir, and the value clip's attention-output curve (against a
+ * naive float64 sum over the kept sequences' queries). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "int2_quant.h"
 #include "oscar_calib.h"
 #include "test_util.h"
 
@@ -40,6 +42,97 @@ static void naive_attn(const float *q, const float *k, const float *v, uint32_t 
     for (uint32_t x = 0; x < D; x++) o[x] = 0.0;
     for (uint32_t j = 0; j <= pos; j++)
         for (uint32_t x = 0; x < D; x++) o[x] += s[j] / sum * v[((size_t)j * NKV + h) * D + x];
+}
+
+
+/* oscar_calib_clip_curve_output on the first VF_SEQ sequences (identity R, a constant center)
+ * against the naive sum of ‖Σ_j p_j (fq(v_j − c) − (v_j − c))‖² over the kept queries (every
+ * VF_STRIDE-th position, every head of the group), the sink excluded; and its refusal when
+ * nothing was kept. */
+#define VF_SEQ 2
+#define VF_STRIDE 5
+#define VF_SINK 3
+static void check_output_curve(const float *q, const float *k, const float *v)
+{
+    static const float ratios[2] = { 0.85f, 1.0f };
+    float R[D * D] = {0}, center[NKV * D];
+    for (uint32_t i = 0; i < D; i++) R[i * D + i] = 1.0f;
+    for (uint32_t i = 0; i < NKV * D; i++) center[i] = 0.25f;
+    for (uint32_t h = 0; h <= NKV; h++) { /* h == NKV: every head */
+        uint32_t h0 = h == NKV ? 0 : h, h1 = h == NKV ? NKV : h + 1;
+        double want[2] = {0, 0};
+        uint64_t want_rows = 0;
+        for (uint32_t sq = 0; sq < VF_SEQ; sq++) {
+            const float *qs = q + (size_t)sq * T * NH * D, *ks = k + (size_t)sq * T * NKV * D, *vs = v + (size_t)sq * T * NKV * D;
+            for (uint32_t hh = h0; hh < h1; hh++) {
+                static float e[2][T][D];
+                for (int r = 0; r < 2; r++)
+                    for (uint32_t j = 0; j < T; j++) {
+                        float x[D], y[D], scratch[D];
+                        for (uint32_t a = 0; a < D; a++) x[a] = vs[((size_t)j * NKV + hh) * D + a] - 0.25f;
+                        oscar_int2_fake_quantize_row(x, D, D, ratios[r], y, scratch);
+                        for (uint32_t a = 0; a < D; a++) e[r][j][a] = j < VF_SINK ? 0.0f : y[a] - x[a];
+                    }
+                for (uint32_t pos = VF_STRIDE - 1; pos < T; pos += VF_STRIDE)
+                    for (uint32_t i = hh * GRP; i < (hh + 1) * GRP; i++, want_rows++) {
+                        double sc[T], mx = -INFINITY, sum = 0.0;
+                        for (uint32_t j = 0; j <= pos; j++) {
+                            double dot = 0.0;
+                            for (uint32_t a = 0; a < D; a++) dot += (double)qs[((size_t)pos * NH + i) * D + a] * ks[((size_t)j * NKV + hh) * D + a];
+                            sc[j] = dot / sqrt((double)D);
+                            mx = fmax(mx, sc[j]);
+                        }
+                        for (uint32_t j = 0; j <= pos; j++) sum += sc[j] = exp(sc[j] - mx);
+                        for (int r = 0; r < 2; r++)
+                            for (uint32_t a = 0; a < D; a++) {
+                                double o = 0.0;
+                                for (uint32_t j = 0; j <= pos; j++) o += sc[j] / sum * e[r][j][a];
+                                want[r] += o * o;
+                            }
+                    }
+            }
+        }
+        for (int kept = 0; kept < 2; kept++) {
+            oscar_calib_params p = oscar_calib_params_default();
+            p.n_layer = 1;
+            p.n_head = NH;
+            p.n_kv_head = NKV;
+            p.head_dim = D;
+            p.max_seq_len = T;
+            p.reservoir_rows = 16;
+            p.score_objective = 0;
+            p.vfit_sequences = kept ? VF_SEQ : 0;
+            p.vfit_query_stride = VF_STRIDE;
+            p.vfit_sink = VF_SINK;
+            oscar_calib *cal = NULL;
+            CHECK_OK(oscar_calib_create(&p, &cal));
+            if (!cal) return;
+            for (uint32_t sq = 0; sq < NSEQ; sq++) { /* the third sequence is not kept */
+                CHECK_OK(oscar_calib_begin_sequence(cal));
+                size_t t0 = (size_t)sq * T;
+                CHECK_OK(oscar_calib_add(cal, 0, 50, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
+                t0 += 50;
+                CHECK_OK(oscar_calib_add(cal, 0, T - 50, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
+            }
+            double got[2] = {0, 0};
+            uint64_t rows = 0;
+            uint32_t head = h == NKV ? OSCAR_CALIB_ALL_HEADS : h;
+            if (!kept) {
+                CHECK(!oscar_calib_has_output_fit(cal));
+                CHECK_STATUS(oscar_calib_clip_curve_output(cal, 0, head, R, center, ratios, 2, got, &rows),
+                             OSCAR_ERROR_INVALID_STATE);
+            } else {
+                CHECK(oscar_calib_has_output_fit(cal));
+                CHECK_OK(oscar_calib_clip_curve_output(cal, 0, head, R, center, ratios, 2, got, &rows));
+                double e0 = fabs(got[0] - want[0]) / want[0], e1 = fabs(got[1] - want[1]) / want[1];
+                printf("output curve head %u: %.6g %.6g (naive %.6g %.6g), %llu queries\n", head, got[0], got[1], want[0],
+                       want[1], (unsigned long long)rows);
+                CHECK_MSG(rows == want_rows && e0 < 1e-4 && e1 < 1e-4, "output curve head %u: rel. error %.2e %.2e, rows %llu vs %llu",
+                          head, e0, e1, (unsigned long long)rows, (unsigned long long)want_rows);
+            }
+            oscar_calib_destroy(cal);
+        }
+    }
 }
 
 int main(void)
@@ -139,6 +232,7 @@ int main(void)
         CHECK(found_all);
         oscar_calib_destroy(cal);
     }
+    check_output_curve(q, k, v);
     free(q);
     free(k);
     free(v);
