@@ -282,6 +282,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     cp.max_seq_len = p->seq_len;
     cp.vfit_sequences = p->clip_v_output ? CALIB_RUN_VFIT_SEQUENCES : 0;
     cp.vfit_sink = p->sink_tokens;
+    cp.vfit_recent = p->recent_tokens;
     cp.seed = p->seed;
     cp.progress = p->progress;
     cp.progress_user = p->progress_user;

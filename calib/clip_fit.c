@@ -165,9 +165,12 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
         OSCAR_TRY(oscar_calib_kept_sequence(cal, layer, s, &k, &v, &n, &q, &qpos, &nq));
         if (n == 0 || nq == 0) continue;
         for (uint32_t h = h0; h < h1; h++) {
-            /* P: the exact causal softmax of each kept query of the group's heads over the real keys */
+            /* P: the exact causal softmax of each kept query of the group's heads over the real
+             * keys, then only the weights of its INT2 tokens kept */
             uint32_t m = 0; /* rows of P */
-            for (uint32_t a = 0; a < nq; a++)
+            for (uint32_t a = 0; a < nq; a++) {
+                if (qpos[a] < p->vfit_sink + p->vfit_recent + 1) continue; /* sees no INT2 token */
+                uint32_t int2_end = qpos[a] - p->vfit_recent; /* INT2 tokens: vfit_sink .. int2_end - 1 */
                 for (uint32_t i = h * grp; i < (h + 1) * grp; i++, m++) {
                     const float *qa = q + ((size_t)a * nh + i) * d;
                     float *row = P + (size_t)m * n;
@@ -182,9 +185,10 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
                     }
                     double sum = 0.0;
                     for (uint32_t j = 0; j < seen; j++) sum += row[j] = expf(row[j] - mx);
-                    for (uint32_t j = 0; j < seen; j++) row[j] = (float)(row[j] / sum);
-                    for (uint32_t j = seen; j < n; j++) row[j] = 0.0f;
+                    for (uint32_t j = 0; j < n; j++) row[j] = j >= p->vfit_sink && j < int2_end && j < seen ? (float)(row[j] / sum) : 0.0f;
                 }
+            }
+            if (m == 0) continue;
             /* the head's values as the runtime stores them: (v − μ)·R */
             for (uint32_t j = 0; j < n; j++)
                 for (uint32_t e = 0; e < d; e++)
@@ -196,7 +200,7 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
                 for (uint32_t j = 0; j < n; j++) {
                     float *ej = E + (size_t)j * d;
                     const float *yj = y + (size_t)j * d;
-                    if (j < p->vfit_sink) {
+                    if (j < p->vfit_sink) { /* weight 0 in P */
                         for (uint32_t e = 0; e < d; e++) ej[e] = 0.0f;
                         continue;
                     }

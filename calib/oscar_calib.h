@@ -89,6 +89,8 @@ typedef struct oscar_calib_params {
                                      (off: the value clip is fitted on the reservoir's rows) */
     uint32_t vfit_query_stride;   /* every n-th position of those is a query of the fit; default 4 */
     uint32_t vfit_sink;           /* positions below this are never quantized (the fp16 sink); default 0 */
+    uint32_t vfit_recent;         /* nor the last vfit_recent positions before a query (the fp16 recent
+                                     window); default 0 */
     float clip_min, clip_max, clip_step; /* clip-ratio grid; default 0.80 .. 1.00 step 0.01 */
     uint64_t seed;                /* reservoir sampling */
     oscar_calib_progress_fn progress; /* may be NULL */
@@ -165,7 +167,9 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
  * centered, rotated by R and fake-quantized at each clip ratio: for every kept query a (every
  * vfit_query_stride-th position, of every query head of the group of KV head `head`; head as
  * above), with its exact causal softmax weights p_aj over the sequence's real keys,
- *   ‖Σ_j p_aj (ŷ_j − y_j)‖²   summed over j >= vfit_sink (the sink stays fp16 at run time).
+ *   ‖Σ_j p_aj (ŷ_j − y_j)‖²   over vfit_sink <= j < pos_a − vfit_recent (the tokens the runtime
+ * holds in INT2 when that query attends: the sink and the recent window stay fp16); queries
+ * that see no such token are skipped.
  * Unlike the per-row curve this sees that independent rounding errors average out over many
  * attended tokens while an error shared by them (clipping shrinks the same outliers) does not.
  * ADDS to err_sum and *rows (queries) like oscar_calib_clip_curve; INVALID_STATE when no

@@ -47,11 +47,13 @@ static void naive_attn(const float *q, const float *k, const float *v, uint32_t 
 
 /* oscar_calib_clip_curve_output on the first VF_SEQ sequences (identity R, a constant center)
  * against the naive sum of ‖Σ_j p_j (fq(v_j − c) − (v_j − c))‖² over the kept queries (every
- * VF_STRIDE-th position, every head of the group), the sink excluded; and its refusal when
+ * VF_STRIDE-th position, every head of the group) over the INT2 tokens (past the sink, before
+ * the recent window); and its refusal when
  * nothing was kept. */
 #define VF_SEQ 2
 #define VF_STRIDE 5
 #define VF_SINK 3
+#define VF_RECENT 20
 static void check_output_curve(const float *q, const float *k, const float *v)
 {
     static const float ratios[2] = { 0.85f, 1.0f };
@@ -73,7 +75,8 @@ static void check_output_curve(const float *q, const float *k, const float *v)
                         oscar_int2_fake_quantize_row(x, D, D, ratios[r], y, scratch);
                         for (uint32_t a = 0; a < D; a++) e[r][j][a] = j < VF_SINK ? 0.0f : y[a] - x[a];
                     }
-                for (uint32_t pos = VF_STRIDE - 1; pos < T; pos += VF_STRIDE)
+                for (uint32_t pos = VF_STRIDE - 1; pos < T; pos += VF_STRIDE) {
+                    if (pos <= VF_SINK + VF_RECENT) continue; /* no INT2 token in sight */
                     for (uint32_t i = hh * GRP; i < (hh + 1) * GRP; i++, want_rows++) {
                         double sc[T], mx = -INFINITY, sum = 0.0;
                         for (uint32_t j = 0; j <= pos; j++) {
@@ -86,10 +89,11 @@ static void check_output_curve(const float *q, const float *k, const float *v)
                         for (int r = 0; r < 2; r++)
                             for (uint32_t a = 0; a < D; a++) {
                                 double o = 0.0;
-                                for (uint32_t j = 0; j <= pos; j++) o += sc[j] / sum * e[r][j][a];
+                                for (uint32_t j = 0; j < pos - VF_RECENT; j++) o += sc[j] / sum * e[r][j][a];
                                 want[r] += o * o;
                             }
                     }
+                }
             }
         }
         for (int kept = 0; kept < 2; kept++) {
@@ -104,6 +108,7 @@ static void check_output_curve(const float *q, const float *k, const float *v)
             p.vfit_sequences = kept ? VF_SEQ : 0;
             p.vfit_query_stride = VF_STRIDE;
             p.vfit_sink = VF_SINK;
+            p.vfit_recent = VF_RECENT;
             oscar_calib *cal = NULL;
             CHECK_OK(oscar_calib_create(&p, &cal));
             if (!cal) return;
