@@ -492,8 +492,9 @@ fail:
 int oscar_calib_has_output_fit(const oscar_calib *cal)
 {
     if (!cal || !cal->p.vfit_sequences) return 0;
-    for (uint32_t s = 0; s < cal->p.vfit_sequences; s++)
-        if (cal->layers[0].vf_nq[s]) return 1;
+    for (uint32_t l = 0; l < cal->p.n_layer; l++)
+        for (uint32_t s = 0; s < cal->p.vfit_sequences; s++)
+            if (cal->layers[l].vf_nq[s]) return 1;
     return 0;
 }
 

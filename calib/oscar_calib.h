@@ -184,7 +184,7 @@ oscar_status oscar_calib_kept_sequence(const oscar_calib *cal, uint32_t layer, u
                                        const float **v, uint32_t *n, const float **q, const uint32_t **qpos,
                                        uint32_t *nq);
 /* Whether sequences were kept for oscar_calib_clip_curve_output (vfit_sequences > 0 and at
- * least one query row was added). */
+ * least one query row was kept in some layer). */
 int oscar_calib_has_output_fit(const oscar_calib *cal);
 
 /* Picks the clip ratio of the params grid with the smallest error for (layer, head) and R;

@@ -647,7 +647,6 @@ static oscar_status check_step(const oscar_kv_cache *c, uint32_t layer, const ch
     return OSCAR_OK;
 }
 
-/* The layer's centering vectors, [K,V][n_kv][d] fp32 (kv_append, attn_decode, attn_prefill). */
 /* KV_SPEC_ROPE of a RoPE description (NULL: none). */
 static uint32_t rope_spec(const oscar_kv_rope *rope)
 {
@@ -655,6 +654,7 @@ static uint32_t rope_spec(const oscar_kv_rope *rope)
     return rope->type == OSCAR_ROPE_NEOX ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
 }
 
+/* The layer's centering vectors, [K,V][n_kv][d] fp32 (kv_append, attn_decode, attn_prefill). */
 static oscar_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
 {
     uint64_t bytes = 2ull * c->p.n_kv_head * c->p.head_dim * 4;
@@ -710,7 +710,8 @@ static oscar_status record_prefill(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t l
 }
 
 /* q_out = RoPE(q) (when rope is given), times R_K in the rotated modes: rotate_rows, no barrier.
- * With neither it records nothing and returns 0; else 1 (q_out holds the result). */
+ * *done: 1 when it recorded that (attention then reads q_out), 0 when there was nothing to do
+ * (no rotation, no RoPE: attention reads q). */
 static oscar_status dispatch_q_prep(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
                                     const oscar_kv_rope *rope, const oscar_binding *q_out, int *done)
 {
