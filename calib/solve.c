@@ -40,13 +40,17 @@ static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values,
         if (r > (double)p->clip_max + 0.5 * (double)p->clip_step) break;
         ratios[n] = (float)(r > (double)p->clip_max ? (double)p->clip_max : r);
     }
-    int output = values && oscar_calib_has_output_fit(cal);
     uint64_t rows = 0;
-    for (uint32_t h = 0; h < n_rot; h++) {
-        uint32_t head = n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h;
-        if (output) OSCAR_TRY(oscar_calib_clip_curve_output(cal, layer, head, rots + h * dd, center, ratios, n, sums, &rows));
-        else OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, rots + h * dd, center, ratios, n, sums, &rows));
-    }
+    if (values && oscar_calib_has_output_fit(cal))
+        for (uint32_t h = 0; h < n_rot; h++)
+            OSCAR_TRY(oscar_calib_clip_curve_output(cal, layer, n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h, rots + h * dd, center,
+                                                    ratios, n, sums, &rows));
+    /* keys; or values when no kept query sees an INT2 token (sequences no longer than the
+     * sink and the recent window): each sampled row's own error */
+    int per_row = rows == 0;
+    for (uint32_t h = 0; h < n_rot && per_row; h++)
+        OSCAR_TRY(oscar_calib_clip_curve(cal, layer, n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h, values, rots + h * dd, center,
+                                         ratios, n, sums, &rows));
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_solve: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
