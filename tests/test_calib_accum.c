@@ -28,22 +28,29 @@ static double max_rel(const double *a, const double *b, size_t n)
     return s > 0.0 ? m / s : m;
 }
 
-/* Naive causal attention of one query row (position pos) of head i over kv head h. */
-static void naive_attn(const float *q, const float *k, const float *v, uint32_t pos, uint32_t i, uint32_t h, double *o)
+/* Naive causal softmax weights p[0..pos] of one query row (position pos) of head i over kv head h. */
+static void naive_probs(const float *q, const float *k, uint32_t pos, uint32_t i, uint32_t h, double *p)
 {
-    double s[T], mx = -INFINITY, sum = 0.0;
+    double mx = -INFINITY, sum = 0.0;
     for (uint32_t j = 0; j <= pos; j++) {
         double dot = 0.0;
         for (uint32_t x = 0; x < D; x++) dot += (double)q[((size_t)pos * NH + i) * D + x] * k[((size_t)j * NKV + h) * D + x];
-        s[j] = dot / sqrt((double)D);
-        mx = fmax(mx, s[j]);
+        p[j] = dot / sqrt((double)D);
+        mx = fmax(mx, p[j]);
     }
-    for (uint32_t j = 0; j <= pos; j++) sum += s[j] = exp(s[j] - mx);
-    for (uint32_t x = 0; x < D; x++) o[x] = 0.0;
-    for (uint32_t j = 0; j <= pos; j++)
-        for (uint32_t x = 0; x < D; x++) o[x] += s[j] / sum * v[((size_t)j * NKV + h) * D + x];
+    for (uint32_t j = 0; j <= pos; j++) sum += p[j] = exp(p[j] - mx);
+    for (uint32_t j = 0; j <= pos; j++) p[j] /= sum;
 }
 
+/* Naive causal attention of one query row (position pos) of head i over kv head h. */
+static void naive_attn(const float *q, const float *k, const float *v, uint32_t pos, uint32_t i, uint32_t h, double *o)
+{
+    double p[T];
+    naive_probs(q, k, pos, i, h, p);
+    for (uint32_t x = 0; x < D; x++) o[x] = 0.0;
+    for (uint32_t j = 0; j <= pos; j++)
+        for (uint32_t x = 0; x < D; x++) o[x] += p[j] * v[((size_t)j * NKV + h) * D + x];
+}
 
 /* oscar_calib_clip_curve_output on the first VF_SEQ sequences (identity R, a constant center)
  * against the naive sum of ‖Σ_j p_j (fq(v_j − c) − (v_j − c))‖² over the kept queries (every
@@ -78,18 +85,12 @@ static void check_output_curve(const float *q, const float *k, const float *v)
                 for (uint32_t pos = VF_STRIDE - 1; pos < T; pos += VF_STRIDE) {
                     if (pos <= VF_SINK + VF_RECENT) continue; /* no INT2 token in sight */
                     for (uint32_t i = hh * GRP; i < (hh + 1) * GRP; i++, want_rows++) {
-                        double sc[T], mx = -INFINITY, sum = 0.0;
-                        for (uint32_t j = 0; j <= pos; j++) {
-                            double dot = 0.0;
-                            for (uint32_t a = 0; a < D; a++) dot += (double)qs[((size_t)pos * NH + i) * D + a] * ks[((size_t)j * NKV + hh) * D + a];
-                            sc[j] = dot / sqrt((double)D);
-                            mx = fmax(mx, sc[j]);
-                        }
-                        for (uint32_t j = 0; j <= pos; j++) sum += sc[j] = exp(sc[j] - mx);
+                        double pj[T];
+                        naive_probs(qs, ks, pos, i, hh, pj);
                         for (int r = 0; r < 2; r++)
                             for (uint32_t a = 0; a < D; a++) {
                                 double o = 0.0;
-                                for (uint32_t j = 0; j < pos - VF_RECENT; j++) o += sc[j] / sum * e[r][j][a];
+                                for (uint32_t j = 0; j < pos - VF_RECENT; j++) o += pj[j] * e[r][j][a];
                                 want[r] += o * o;
                             }
                     }
