@@ -249,7 +249,8 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
     if (p.score_objective && p.max_seq_len == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with score_objective");
     if (p.min_tokens == 0) p.min_tokens = d;
-    if (p.vfit_query_stride == 0) p.vfit_query_stride = 4;
+    if (p.vfit_query_stride == 0) /* about 128 queries a sequence, every 4th position at most */
+        p.vfit_query_stride = p.max_seq_len / 128 > 4 ? p.max_seq_len / 128 : 4;
     if (p.vfit_sequences && p.max_seq_len == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with vfit_sequences");
 

@@ -87,7 +87,9 @@ typedef struct oscar_calib_params {
     uint32_t min_tokens;          /* fewer tokens in a layer is an error; default head_dim */
     uint32_t vfit_sequences;      /* sequences kept to fit the value clip on attention outputs; default 0
                                      (off: the value clip is fitted on the reservoir's rows) */
-    uint32_t vfit_query_stride;   /* every n-th position of those is a query of the fit; default 4 */
+    uint32_t vfit_query_stride;   /* every n-th position of those is a query of the fit; 0 (default):
+                                     max(4, max_seq_len / 128), so the fit's cost grows with max_seq_len,
+                                     not its square */
     uint32_t vfit_sink;           /* positions below this are never quantized (the fp16 sink); default 0 */
     uint32_t vfit_recent;         /* nor the last vfit_recent positions before a query (the fp16 recent
                                      window); default 0 */
