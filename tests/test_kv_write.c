@@ -228,8 +228,7 @@ typedef struct append_case {
 /* y = RoPE(x) by rope.comp, the op the model ran before the cache applied RoPE itself:
  * x, y [n_tok][n_heads][d], pos [n_tok], freq [n_rot/2]. */
 static void gpu_rope(oscar_context *ctx, int neox, const oscar_buffer *x, const oscar_buffer *pos, const oscar_buffer *freq,
-                     const oscar_buffer *y,
-                     uint32_t d, uint32_t n_heads, uint32_t n_tok, uint32_t n_rot)
+                     const oscar_buffer *y, uint32_t d, uint32_t n_heads, uint32_t n_tok, uint32_t n_rot)
 {
     oscar_pipeline_desc desc = { .shader = "rope", .n_buffers = 4, .push_size = 16, .n_spec = 2, .spec = { 64, (uint32_t)neox } };
     oscar_pipeline *p = NULL;
