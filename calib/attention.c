@@ -8,6 +8,20 @@
 
 #define ATTN_BLOCK 64u /* query rows per score block */
 
+void oscar_softmax_causal_row(float *row, uint32_t seen, uint32_t n)
+{
+    float mx = row[0];
+    for (uint32_t j = 1; j < seen; j++) mx = row[j] > mx ? row[j] : mx;
+    double sum = 0.0;
+    for (uint32_t j = 0; j < seen; j++) {
+        row[j] = expf(row[j] - mx);
+        sum += row[j];
+    }
+    float inv = (float)(1.0 / sum);
+    for (uint32_t j = 0; j < seen; j++) row[j] *= inv;
+    for (uint32_t j = seen; j < n; j++) row[j] = 0.0f;
+}
+
 oscar_status oscar_attention_causal(const float *q, size_t q_stride, uint32_t n_new, const float *k,
                                     const float *v, size_t kv_stride, uint32_t n_past, uint32_t d,
                                     float *out)
@@ -28,20 +42,8 @@ oscar_status oscar_attention_causal(const float *q, size_t q_stride, uint32_t n_
         /* s[a][j] = scale · q_a·k_j, leading dimension tk */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)tk, (int)d, scale,
                     q + (size_t)a0 * q_stride, (int)q_stride, k, (int)kv_stride, 0.0f, s, (int)tk);
-        for (uint32_t a = 0; a < nb; a++) {
-            float *row = s + (size_t)a * tk;
-            uint32_t seen = n_past + a0 + a + 1; /* causal: keys 0..pos */
-            float mx = row[0];
-            for (uint32_t j = 1; j < seen; j++) mx = row[j] > mx ? row[j] : mx;
-            double sum = 0.0;
-            for (uint32_t j = 0; j < seen; j++) {
-                row[j] = expf(row[j] - mx);
-                sum += row[j];
-            }
-            float inv = (float)(1.0 / sum);
-            for (uint32_t j = 0; j < seen; j++) row[j] *= inv;
-            for (uint32_t j = seen; j < tk; j++) row[j] = 0.0f;
-        }
+        for (uint32_t a = 0; a < nb; a++) /* causal: keys 0..pos */
+            oscar_softmax_causal_row(s + (size_t)a * tk, n_past + a0 + a + 1, tk);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)d, (int)tk, 1.0f, s, (int)tk,
                     v, (int)kv_stride, 0.0f, out + (size_t)a0 * d, (int)d);
     }

@@ -20,7 +20,7 @@
 #define RUN_TOKENIZE_PIECE (64u << 10)  /* bytes tokenized at a time, cut at a newline */
 #define RUN_FIXED_CLIP_K 0.96f          /* the reference's ratios (DESIGN.md §1) */
 #define RUN_FIXED_CLIP_V 0.92f
-#define CALIB_RUN_VFIT_SEQUENCES 4u     /* sequences whose attention outputs fit the value clip */
+#define RUN_VFIT_SEQUENCES 4u           /* sequences whose attention outputs fit the value clip */
 
 oscar_calib_run_params oscar_calib_run_params_default(void)
 {
@@ -280,7 +280,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     cp.grouping = p->grouping;
     cp.score_objective = p->values == OSCAR_CALIB_VALUES_SCORES;
     cp.max_seq_len = p->seq_len;
-    cp.vfit_sequences = p->clip_v_output ? CALIB_RUN_VFIT_SEQUENCES : 0;
+    cp.vfit_sequences = p->clip_v_output ? RUN_VFIT_SEQUENCES : 0;
     cp.vfit_sink = p->sink_tokens;
     cp.vfit_recent = p->recent_tokens;
     cp.seed = p->seed;

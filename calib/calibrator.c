@@ -49,7 +49,8 @@ struct oscar_calib {
     uint32_t group;       /* query heads per KV head */
     calib_layer *layers;  /* [n_layer] */
     uint64_t rng;         /* xorshift64* state for the reservoirs */
-    int64_t seq;          /* index of the current sequence (begin_sequence calls - 1; 0 before any) */
+    int64_t seq;          /* index of the current sequence: begin_sequence calls - 1 (rows added
+                           * before the first call belong to sequence 0) */
 };
 
 /* ---- small helpers ----------------------------------------------------------------------- */
@@ -260,6 +261,7 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
     cal->d = d;
     cal->group = p.n_head / p.n_kv_head;
     cal->rng = p.seed ? p.seed : 0x9E3779B97F4A7C15ULL;
+    cal->seq = -1;
     cal->layers = calloc(p.n_layer, sizeof *cal->layers);
     if (!cal->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: %u layers", p.n_layer);
     size_t dd = (size_t)d * d, kv_row = (size_t)p.n_kv_head * d;
@@ -319,10 +321,7 @@ oscar_status oscar_calib_begin_sequence(oscar_calib *cal)
 {
     if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_begin_sequence: NULL calibrator");
     for (uint32_t l = 0; l < cal->p.n_layer; l++) cal->layers[l].hist_n = 0;
-    /* the first call starts sequence 0, which rows added before any call also belong to */
-    int any = 0;
-    for (uint32_t l = 0; l < cal->p.n_layer && !any; l++) any = cal->layers[l].n_tokens > 0;
-    if (any || cal->seq > 0) cal->seq++;
+    cal->seq++;
     return OSCAR_OK;
 }
 
@@ -458,6 +457,7 @@ oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens
 
     /* the kept sequences of the value-clip fit: every K and V row (up to max_seq_len), every
      * stride-th query row */
+    if (cal->seq < 0) cal->seq = 0;
     if (cal->p.vfit_sequences && cal->seq < (int64_t)cal->p.vfit_sequences) {
         uint32_t s = (uint32_t)cal->seq, T = cal->p.max_seq_len, stride = cal->p.vfit_query_stride;
         uint32_t q_cap = T / stride + 1;

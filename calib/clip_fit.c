@@ -14,6 +14,22 @@ static int cmp_float_asc(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The rows as the runtime stores them before quantizing, y = (x − c)·R, for n rows of x
+ * [n][stride] (first d used; c: NULL or [d]), and ys = |y| of each row sorted ascending (the
+ * clip thresholds of every ratio come from it). xc [n][d] is scratch for the centered rows. */
+static void stored_rows(const float *x, uint32_t n, size_t stride, uint32_t d, const float *c, const float *R, float *xc,
+                        float *y, float *ys)
+{
+    if (c) {
+        for (uint32_t t = 0; t < n; t++)
+            for (uint32_t j = 0; j < d; j++) xc[(size_t)t * d + j] = x[(size_t)t * stride + j] - c[j];
+        x = xc, stride = d;
+    }
+    oscar_rotate_rows(x, n, stride, d, R, 0, y);
+    for (size_t i = 0; i < (size_t)n * d; i++) ys[i] = fabsf(y[i]);
+    for (uint32_t t = 0; t < n; t++) qsort(ys + (size_t)t * d, d, sizeof(float), cmp_float_asc);
+}
+
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
                                     const float *center, const float *ratios, uint32_t n_ratios, double *err_sum,
                                     uint64_t *rows)
@@ -61,16 +77,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         OSCAR_TRY(oscar_calib_covariance(cal, layer, h, OSCAR_CALIB_KEYS, CQ));
         OSCAR_TRY(oscar_calib_reservoir(cal, layer, h, &rk, &rv, &n));
         if (n == 0) continue;
-        const float *rows_in = values ? rv : rk; /* [n][d] the reservoir's rows, centered when asked */
-        if (center) {
-            for (uint32_t t = 0; t < n; t++)
-                for (uint32_t j = 0; j < d; j++)
-                    xc[(size_t)t * d + j] = rows_in[(size_t)t * d + j] - center[(size_t)h * d + j];
-            rows_in = xc;
-        }
-        oscar_rotate_rows(rows_in, n, d, d, R, 0, y);
-        for (size_t x = 0; x < (size_t)n * d; x++) ys[x] = fabsf(y[x]);
-        for (uint32_t t = 0; t < n; t++) qsort(ys + (size_t)t * d, d, sizeof(float), cmp_float_asc);
+        stored_rows(values ? rv : rk, n, d, d, center ? center + (size_t)h * d : NULL, R, xc, y, ys);
         if (values) {
             /* w_t = k_t C_Q k_tᵀ, normalised to mean 1 over this head's rows */
             double mean = 0.0;
@@ -140,8 +147,8 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
     float *y = NULL;  /* [T][d] rotated */
     float *ys = NULL; /* [T][d] |y| of each row, sorted ascending */
     float *E = NULL;  /* [T][d] quantization error ŷ − y (0 for the sink) */
-    float *P = NULL;  /* [nq][T] softmax weights of the kept queries of the group's heads */
-    float *O = NULL;  /* [nq][d] P·E */
+    float *P = NULL;  /* [group heads][kept queries][T] softmax weights over the INT2 tokens */
+    float *O = NULL;  /* [group heads][kept queries][d] P·E */
     if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve_output: NULL argument or no ratios");
     if (!oscar_calib_has_output_fit(cal))
@@ -166,36 +173,25 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
         if (n == 0 || nq == 0) continue;
         for (uint32_t h = h0; h < h1; h++) {
             /* P: the exact causal softmax of each kept query of the group's heads over the real
-             * keys, then only the weights of its INT2 tokens kept */
-            uint32_t m = 0; /* rows of P */
-            for (uint32_t a = 0; a < nq; a++) {
-                if (qpos[a] < p->vfit_sink + p->vfit_recent + 1) continue; /* sees no INT2 token */
-                uint32_t int2_end = qpos[a] - p->vfit_recent; /* INT2 tokens: vfit_sink .. int2_end - 1 */
-                for (uint32_t i = h * grp; i < (h + 1) * grp; i++, m++) {
-                    const float *qa = q + ((size_t)a * nh + i) * d;
-                    float *row = P + (size_t)m * n;
-                    uint32_t seen = qpos[a] + 1 < n ? qpos[a] + 1 : n;
-                    float mx = -INFINITY;
-                    for (uint32_t j = 0; j < seen; j++) {
-                        const float *kj = k + ((size_t)j * nkv + h) * d;
-                        float dot = 0.0f;
-                        for (uint32_t e = 0; e < d; e++) dot += qa[e] * kj[e];
-                        row[j] = dot * scale;
-                        mx = row[j] > mx ? row[j] : mx;
-                    }
-                    double sum = 0.0;
-                    for (uint32_t j = 0; j < seen; j++) sum += row[j] = expf(row[j] - mx);
-                    for (uint32_t j = 0; j < n; j++) row[j] = j >= p->vfit_sink && j < int2_end && j < seen ? (float)(row[j] / sum) : 0.0f;
+             * keys (rows [i − h·grp][a]), then only the weights of its INT2 tokens kept; the rows
+             * of queries that see none stay 0 and are not counted */
+            uint32_t m = 0; /* queries that see an INT2 token */
+            for (uint32_t g = 0; g < grp; g++) {
+                float *Pg = P + (size_t)g * nq * n;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nq, (int)n, (int)d, scale,
+                            q + (size_t)(h * grp + g) * d, (int)(nh * d), k + (size_t)h * d, (int)(nkv * d), 0.0f, Pg, (int)n);
+                for (uint32_t a = 0; a < nq; a++) {
+                    float *row = Pg + (size_t)a * n;
+                    oscar_softmax_causal_row(row, qpos[a] + 1 < n ? qpos[a] + 1 : n, n);
+                    uint32_t int2_end = qpos[a] > p->vfit_recent ? qpos[a] - p->vfit_recent : 0; /* INT2: sink .. int2_end - 1 */
+                    m += int2_end > p->vfit_sink;
+                    for (uint32_t j = 0; j < n; j++)
+                        if (j < p->vfit_sink || j >= int2_end) row[j] = 0.0f;
                 }
             }
             if (m == 0) continue;
             /* the head's values as the runtime stores them: (v − μ)·R */
-            for (uint32_t j = 0; j < n; j++)
-                for (uint32_t e = 0; e < d; e++)
-                    xc[(size_t)j * d + e] = v[((size_t)j * nkv + h) * d + e] - (center ? center[(size_t)h * d + e] : 0.0f);
-            oscar_rotate_rows(xc, n, d, d, R, 0, y);
-            for (size_t x = 0; x < (size_t)n * d; x++) ys[x] = fabsf(y[x]);
-            for (uint32_t j = 0; j < n; j++) qsort(ys + (size_t)j * d, d, sizeof(float), cmp_float_asc);
+            stored_rows(v + (size_t)h * d, n, (size_t)nkv * d, d, center ? center + (size_t)h * d : NULL, R, xc, y, ys);
             for (uint32_t ri = 0; ri < n_ratios; ri++) {
                 for (uint32_t j = 0; j < n; j++) {
                     float *ej = E + (size_t)j * d;
@@ -207,10 +203,10 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
                     oscar_int2_fake_quantize_tau(yj, d, G, oscar_int2_clip_threshold_sorted(ys + (size_t)j * d, d, ratios[ri]), ej);
                     for (uint32_t e = 0; e < d; e++) ej[e] -= yj[e];
                 }
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)d, (int)n, 1.0f, P, (int)n, E, (int)d,
-                            0.0f, O, (int)d);
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(grp * nq), (int)d, (int)n, 1.0f, P, (int)n, E,
+                            (int)d, 0.0f, O, (int)d);
                 double acc = 0.0;
-                for (size_t x = 0; x < (size_t)m * d; x++) acc += (double)O[x] * O[x];
+                for (size_t x = 0; x < (size_t)grp * nq * d; x++) acc += (double)O[x] * O[x];
                 err_sum[ri] += acc;
             }
             *rows += m;
@@ -226,8 +222,7 @@ fail:
     return st;
 }
 
-/* The params grid: clip_min, clip_min + step, ..., up to clip_max (included within step/2). */
-static uint32_t clip_grid(const oscar_calib_params *p, float *ratios, uint32_t cap)
+uint32_t oscar_calib_clip_grid(const oscar_calib_params *p, float *ratios, uint32_t cap)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; n < cap; i++) {
@@ -242,16 +237,15 @@ static uint32_t clip_grid(const oscar_calib_params *p, float *ratios, uint32_t c
 oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
                                   const float *center, float *ratio, double *err)
 {
-    enum { GRID_MAX = 1024 };
     oscar_status st = OSCAR_OK;
-    float *ratios = NULL; /* [GRID_MAX] */
-    double *sums = NULL;  /* [GRID_MAX] */
+    float *ratios = NULL; /* [OSCAR_CALIB_CLIP_GRID_MAX] */
+    double *sums = NULL;  /* [OSCAR_CALIB_CLIP_GRID_MAX] */
     const oscar_calib_params *p = oscar_calib_get_params(cal);
     if (!p || !ratio) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_fit_clip: NULL argument");
-    ratios = malloc(GRID_MAX * sizeof *ratios);
-    sums = calloc(GRID_MAX, sizeof *sums);
+    ratios = malloc(OSCAR_CALIB_CLIP_GRID_MAX * sizeof *ratios);
+    sums = calloc(OSCAR_CALIB_CLIP_GRID_MAX, sizeof *sums);
     if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
-    uint32_t n = clip_grid(p, ratios, GRID_MAX);
+    uint32_t n = oscar_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
     uint64_t rows = 0;
     OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, center, ratios, n, sums, &rows));
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_fit_clip: layer %u has no sample rows", layer);

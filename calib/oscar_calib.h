@@ -189,6 +189,11 @@ oscar_status oscar_calib_kept_sequence(const oscar_calib *cal, uint32_t layer, u
  * least one query row was kept in some layer). */
 int oscar_calib_has_output_fit(const oscar_calib *cal);
 
+/* The params' clip-ratio grid: clip_min, clip_min + step, ..., up to clip_max (included within
+ * step/2), at most cap ratios into ratios; returns how many. OSCAR_CALIB_CLIP_GRID_MAX holds any. */
+#define OSCAR_CALIB_CLIP_GRID_MAX 1024u
+uint32_t oscar_calib_clip_grid(const oscar_calib_params *p, float *ratios, uint32_t cap);
+
 /* Picks the clip ratio of the params grid with the smallest error for (layer, head) and R;
  * writes it and its mean error (err may be NULL). Ties go to the larger ratio. */
 oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
@@ -261,6 +266,10 @@ void oscar_rotate_rows(const float *x, uint32_t n, size_t x_stride, uint32_t d, 
  * [n_past + n_new][kv_stride] (first d of each row used), out [n_new][d].
  * O(n_new·(n_past+n_new)·d); processes 64 query rows at a time and touches only the keys they
  * may see. OSCAR_ERROR_OUT_OF_HOST_MEMORY if the score block cannot be allocated. */
+/* Softmax in place of a score row whose first `seen` entries are visible (max subtracted, float64
+ * sum), the rest of its n entries set to 0: the causal softmax of oscar_attention_causal. */
+void oscar_softmax_causal_row(float *row, uint32_t seen, uint32_t n);
+
 oscar_status oscar_attention_causal(const float *q, size_t q_stride, uint32_t n_new, const float *k,
                                     const float *v, size_t kv_stride, uint32_t n_past, uint32_t d,
                                     float *out);

@@ -27,19 +27,13 @@ void oscar_calib_result_free(oscar_calib_result *res)
 static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values, const float *rots, uint32_t n_rot,
                                    const float *center, float *ratio, double *err)
 {
-    enum { GRID_MAX = 1024 };
     oscar_status st = OSCAR_OK;
     const oscar_calib_params *p = oscar_calib_get_params(cal);
     size_t dd = (size_t)p->head_dim * p->head_dim;
-    float *ratios = malloc(GRID_MAX * sizeof *ratios); /* [GRID_MAX] */
-    double *sums = calloc(GRID_MAX, sizeof *sums);     /* [GRID_MAX] */
+    float *ratios = malloc(OSCAR_CALIB_CLIP_GRID_MAX * sizeof *ratios); /* [OSCAR_CALIB_CLIP_GRID_MAX] */
+    double *sums = calloc(OSCAR_CALIB_CLIP_GRID_MAX, sizeof *sums);     /* [OSCAR_CALIB_CLIP_GRID_MAX] */
     if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: clip grid");
-    uint32_t n = 0;
-    for (; n < GRID_MAX; n++) {
-        double r = (double)p->clip_min + (double)n * (double)p->clip_step;
-        if (r > (double)p->clip_max + 0.5 * (double)p->clip_step) break;
-        ratios[n] = (float)(r > (double)p->clip_max ? (double)p->clip_max : r);
-    }
+    uint32_t n = oscar_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
     uint64_t rows = 0;
     if (values && oscar_calib_has_output_fit(cal))
         for (uint32_t h = 0; h < n_rot; h++)

@@ -28,6 +28,19 @@ static double max_rel(const double *a, const double *b, size_t n)
     return s > 0.0 ? m / s : m;
 }
 
+/* The test's calibrator shape: n_layer layers of NH query and NKV KV heads of D, sequences of T. */
+static oscar_calib_params test_params(uint32_t n_layer, uint32_t reservoir_rows)
+{
+    oscar_calib_params p = oscar_calib_params_default();
+    p.n_layer = n_layer;
+    p.n_head = NH;
+    p.n_kv_head = NKV;
+    p.head_dim = D;
+    p.max_seq_len = T;
+    p.reservoir_rows = reservoir_rows;
+    return p;
+}
+
 /* Naive causal softmax weights p[0..pos] of one query row (position pos) of head i over kv head h. */
 static void naive_probs(const float *q, const float *k, uint32_t pos, uint32_t i, uint32_t h, double *p)
 {
@@ -98,13 +111,7 @@ static void check_output_curve(const float *q, const float *k, const float *v)
             }
         }
         for (int kept = 0; kept < 2; kept++) {
-            oscar_calib_params p = oscar_calib_params_default();
-            p.n_layer = 1;
-            p.n_head = NH;
-            p.n_kv_head = NKV;
-            p.head_dim = D;
-            p.max_seq_len = T;
-            p.reservoir_rows = 16;
+            oscar_calib_params p = test_params(1, 16);
             p.score_objective = 0;
             p.vfit_sequences = kept ? VF_SEQ : 0;
             p.vfit_query_stride = VF_STRIDE;
@@ -186,13 +193,7 @@ int main(void)
 
     /* feed in uneven chunks: 40 + 56 tokens per sequence */
     for (int variant = 0; variant < 2; variant++) {
-        oscar_calib_params p = oscar_calib_params_default();
-        p.n_layer = 2;
-        p.n_head = NH;
-        p.n_kv_head = NKV;
-        p.head_dim = D;
-        p.max_seq_len = T;
-        p.reservoir_rows = 50;
+        oscar_calib_params p = test_params(2, 50);
         p.proxy_buffer_tokens = variant == 0 ? NSEQ * T : 100; /* exact vs streaming after 100 tokens */
         oscar_calib *cal = NULL;
         CHECK_OK(oscar_calib_create(&p, &cal));
