@@ -78,6 +78,8 @@ struct oscar_kv_cache {
     uint32_t n_copies, max_copies;
     oscar_cmd cmd;
     oscar_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
+    oscar_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
+    oscar_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
     /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up
      * to pf_rows rows of one sequence instead of attn_decode over items. */
     oscar_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
@@ -662,17 +664,23 @@ static oscar_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
     return b;
 }
 
-/* The append dispatch (no barrier): K rows get RoPE on load when rope is given. */
+/* The append dispatch (no barrier): K rows get RoPE on load when rope is given (fp32 rows only). */
 static oscar_status dispatch_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
                                     const oscar_binding *v, int input_f16, const oscar_kv_rope *rope)
 {
     oscar_pipeline *p = c->pl_append;
-    if (input_f16 || rope) {
-        oscar_pipeline_desc d = cache_desc(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, ATTN_N_SPEC);
-        d.spec[KV_SPEC_INPUT_F16] = input_f16 != 0;
-        d.spec[KV_SPEC_ROPE] = rope_spec(rope);
-        oscar_status st = oscar_pipeline_get(c->ctx, &d, &p);
+    if (input_f16 && rope) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: RoPE on load needs fp32 rows");
+    if (input_f16) {
+        oscar_status st = get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 1, &p);
         if (st != OSCAR_OK) return st;
+    } else if (rope) {
+        oscar_pipeline **slot = &c->pl_append_rope[rope_spec(rope)];
+        if (!*slot) {
+            oscar_status st = get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_ROPE,
+                                           rope_spec(rope), slot);
+            if (st != OSCAR_OK) return st;
+        }
+        p = *slot;
     }
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
     oscar_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
@@ -721,12 +729,16 @@ static oscar_status dispatch_q_prep(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t 
     *done = 0;
     if (!rotated && !rope) return OSCAR_OK;
     oscar_pipeline *p = c->pl_rot;
-    if (!rotated || rope) {
-        oscar_pipeline_desc pd = cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, ATTN_N_SPEC);
-        pd.spec[KV_SPEC_TRANSPOSE] = rotated ? 0 : 2;
-        pd.spec[KV_SPEC_ROPE] = rope_spec(rope);
-        oscar_status st = oscar_pipeline_get(c->ctx, &pd, &p);
-        if (st != OSCAR_OK) return st;
+    if (rope) {
+        oscar_pipeline **slot = &c->pl_q_prep[rope_spec(rope)];
+        if (!*slot) {
+            oscar_pipeline_desc pd = cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, ATTN_N_SPEC);
+            pd.spec[KV_SPEC_TRANSPOSE] = rotated ? 0 : 2; /* 2: RoPE alone */
+            pd.spec[KV_SPEC_ROPE] = rope_spec(rope);
+            oscar_status st = oscar_pipeline_get(c->ctx, &pd, slot);
+            if (st != OSCAR_OK) return st;
+        }
+        p = *slot;
     }
     /* query head h uses the R of its KV head */
     struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H, rope ? rope->n_rot : 0 };
