@@ -27,7 +27,7 @@
 /* every 4th token's K and V rows of every layer, with its position */
 typedef struct sample_set {
     oscar_calib *cal;
-    uint32_t n_layer, n_kv, d, cap, *n; /* n [n_layer] */
+    uint32_t n_layer, n_kv, d, seq, cap, *n; /* seq: tokens per sequence; n [n_layer] */
     float *k, *v;                       /* [n_layer][cap][n_kv][d] */
     uint32_t *pos;                      /* [n_layer][cap] */
 } sample_set;
@@ -80,12 +80,17 @@ static double werr(const double *M, const float *y, const float *yq, uint32_t d)
     return s;
 }
 
-/* Runs the model over the first `want` tokens (at most) of the text at text_path in sequences
- * of `seq`, feeding a per-head calibrator (returned) and the sample set S. */
-static oscar_calib *probe_capture(const char *model_path, const char *text_path, uint64_t want, uint32_t seq,
-                                  sample_set *out_S)
+/* The probes' command line, MODEL.gguf TEXT [TOKENS (20000)] [SEQ (8192)]: runs the model over
+ * the first TOKENS tokens (at most) of TEXT in sequences of SEQ, feeding a per-head calibrator
+ * (returned) and the sample set S. Exits 2 on a short command line. */
+static oscar_calib *probe_capture(int argc, char **argv, sample_set *out_S)
 {
-    const char *argv[3] = { NULL, model_path, text_path };
+    if (argc < 3) {
+        fprintf(stderr, "usage: %s MODEL.gguf TEXT [TOKENS] [SEQ]\n", argv[0]);
+        exit(2);
+    }
+    uint64_t want = argc > 3 ? strtoull(argv[3], NULL, 10) : 20000;
+    uint32_t seq = argc > 4 ? (uint32_t)atoi(argv[4]) : 8192;
     oscar_model_desc *desc;
     CHECK(oscar_model_desc_load(argv[1], &desc));
     const oscar_model_hparams *hp = &desc->hp;
@@ -116,7 +121,7 @@ static oscar_calib *probe_capture(const char *model_path, const char *text_path,
     oscar_calib *cal;
     CHECK(oscar_calib_create(&cp, &cal));
     uint32_t d = hp->head_dim, nkv = hp->n_head_kv, nl = hp->n_layer;
-    sample_set S = {cal, nl, nkv, d, (uint32_t)(want / 4 + 8), NULL, NULL, NULL, NULL};
+    sample_set S = {cal, nl, nkv, d, seq, (uint32_t)(want / 4 + 8), NULL, NULL, NULL, NULL};
     S.n = calloc(nl, sizeof *S.n);
     S.k = malloc((size_t)nl * S.cap * nkv * d * sizeof(float));
     S.v = malloc((size_t)nl * S.cap * nkv * d * sizeof(float));

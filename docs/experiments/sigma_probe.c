@@ -14,13 +14,9 @@
 
 int main(int argc, char **argv)
 {
-    if (argc < 3) return 2;
-    uint64_t want = argc > 3 ? strtoull(argv[3], NULL, 10) : 20000;
-    uint32_t seq = argc > 4 ? (uint32_t)atoi(argv[4]) : 8192;
     sample_set S;
-    oscar_calib *cal = probe_capture(argv[1], argv[2], want, seq, &S);
+    oscar_calib *cal = probe_capture(argc, argv, &S);
     uint32_t d = S.d, nkv = S.n_kv, nl = S.n_layer;
-
 
     size_t dd = (size_t)d * d;
     double *C = malloc(dd * sizeof *C), *CQ = malloc(dd * sizeof *CQ);
