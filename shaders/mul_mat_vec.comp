@@ -73,8 +73,6 @@ void main()
     uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * ROWS;
     uint tok = gl_WorkGroupID.z;
     if (row0 >= pc.rows || tok >= pc.n) return; // uniform over the workgroup
-    mv_fuse_pre pre; // the fused epilogue's loads, in flight during the loop
-    mv_fuse_prefetch(tid, row0, pre);
     uint rb = dq_row_bytes(pc.cols), nu = pc.cols / mv_unit_elems();
     uint xb = (tok * pc.cols) >> 2;
     uint rbase[ROWS];   // byte offset of each row, the last row standing in for rows past the end
@@ -99,5 +97,5 @@ void main()
         }
     }
 
-    mv_reduce_store(acc, tid, row0, tok, pre);
+    mv_reduce_store(acc, tid, row0, tok);
 }

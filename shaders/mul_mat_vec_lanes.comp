@@ -63,8 +63,6 @@ void main()
     uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * ROWS;
     uint tok0 = gl_WorkGroupID.z * TOKENS;
     if (row0 >= pc.rows || tok0 >= pc.n) return; // uniform over the workgroup
-    mv_fuse_pre pre; // the fused epilogue's loads, in flight during the loop
-    mv_fuse_prefetch(tid, row0, pre);
     uint rb = dq_row_bytes(pc.cols), nt = 4u * (pc.cols / 32u); // a unit holds 32 elements
     uint rbase[ROWS];    // byte offset of each row, the last row standing in for rows past the end
     uint xbase[TOKENS];  // vec4 index of each token's x, the last token standing in for those past n
@@ -102,5 +100,5 @@ void main()
         }
     }
 
-    mv_reduce_store(acc, tid, row0, tok0, pre);
+    mv_reduce_store(acc, tid, row0, tok0);
 }

@@ -35,8 +35,6 @@ void main()
     uint row0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * ROWS;
     uint tok = gl_WorkGroupID.z;
     if (row0 >= pc.rows || tok >= pc.n) return; // uniform over the workgroup
-    mv_fuse_pre pre; // the fused epilogue's loads, in flight during the loop
-    mv_fuse_prefetch(tid, row0, pre);
     uint be = dq_block_elems(), bb = dq_block_bytes(), rb = dq_row_bytes(pc.cols);
     uint xbase = (tok * pc.cols) >> 2;
     float acc[ROWS];
@@ -53,5 +51,5 @@ void main()
             }
         }
     }
-    mv_reduce_store(acc, tid, row0, tok, pre);
+    mv_reduce_store(acc, tid, row0, tok);
 }

@@ -40,45 +40,22 @@ const uint MV_SLOTS = MV_SUMS + 1u;                                   // the sum
 #endif
 shared float red[WORKGROUP * MV_SLOTS]; // [MV_SLOTS][WORKGROUP] partial sums
 
-#ifdef MV_FUSE
-// What the fused epilogue reads, loaded before the product's loop (mv_fuse_prefetch) so that
-// the loads' latency hides behind it: NORM's first 8 * WORKGROUP partial sums (8 per thread),
-// RESIDUAL's x and g of the workgroup's rows.
-struct mv_fuse_pre {
-    float ss[8];
-    float y[ROWS];
-    float g[ROWS];
-};
-
-void mv_fuse_prefetch(uint tid, uint row0, out mv_fuse_pre p)
-{
-    for (uint u = 0u; u < 8u; u++) {
-        uint i = tid + u * WORKGROUP;
-        p.ss[u] = FUSE == MV_FUSE_NORM && i < pc.n_part ? ss[min(i, pc.n_part - 1u)] : 0.0;
-    }
-    for (uint i = 0u; i < ROWS; i++) {
-        uint r = min(row0 + i, pc.rows - 1u);
-        p.y[i] = FUSE == MV_FUSE_RESIDUAL ? y[r] : 0.0;
-        p.g[i] = FUSE == MV_FUSE_RESIDUAL ? g_next[r] : 0.0;
-    }
-}
-#endif
-
 // y[tok0 + t][row0 + i] = sum over the workgroup's threads of acc[t * ROWS + i], for the rows
-// and tokens that exist (shaders with MV_FUSE pass what mv_fuse_prefetch loaded). All threads
-// call it.
-#ifdef MV_FUSE
-void mv_reduce_store(float acc[MV_SUMS], uint tid, uint row0, uint tok0, mv_fuse_pre pre)
-#else
+// and tokens that exist. All threads call it.
 void mv_reduce_store(float acc[MV_SUMS], uint tid, uint row0, uint tok0)
-#endif
 {
     for (uint i = 0u; i < MV_SUMS; i++) red[i * WORKGROUP + tid] = acc[i];
 #ifdef MV_FUSE
-    if (FUSE == MV_FUSE_NORM) {
+    if (FUSE == MV_FUSE_NORM) { // eight loads in flight per thread, not one at a time
         float s = 0.0;
-        for (uint u = 0u; u < 8u; u++) s += pre.ss[u];
-        for (uint i = tid + 8u * WORKGROUP; i < pc.n_part; i += WORKGROUP) s += ss[i]; // past the prefetch
+        for (uint i0 = tid; i0 < pc.n_part; i0 += 8u * WORKGROUP) {
+            float v[8];
+            for (uint u = 0u; u < 8u; u++) {
+                uint i = i0 + u * WORKGROUP;
+                v[u] = i < pc.n_part ? ss[min(i, pc.n_part - 1u)] : 0.0;
+            }
+            for (uint u = 0u; u < 8u; u++) s += v[u];
+        }
         red[MV_SUMS * WORKGROUP + tid] = s;
     }
     uint slots = FUSE == MV_FUSE_NORM ? MV_SLOTS : MV_SUMS;
@@ -99,9 +76,9 @@ void mv_reduce_store(float acc[MV_SUMS], uint tid, uint row0, uint tok0)
             for (uint i = 0u; i < ROWS; i++) {
                 uint r = row0 + i;
                 if (r < pc.rows) {
-                    float v = pre.y[i] + red[i * WORKGROUP];
+                    float v = y[r] + red[i * WORKGROUP];
                     y[r] = v;
-                    xg[r] = v * pre.g[i];
+                    xg[r] = v * g_next[r];
                     s += v * v;
                 }
             }
