@@ -46,16 +46,9 @@ void mv_reduce_store(float acc[MV_SUMS], uint tid, uint row0, uint tok0)
 {
     for (uint i = 0u; i < MV_SUMS; i++) red[i * WORKGROUP + tid] = acc[i];
 #ifdef MV_FUSE
-    if (FUSE == MV_FUSE_NORM) { // eight loads in flight per thread, not one at a time
+    if (FUSE == MV_FUSE_NORM) {
         float s = 0.0;
-        for (uint i0 = tid; i0 < pc.n_part; i0 += 8u * WORKGROUP) {
-            float v[8];
-            for (uint u = 0u; u < 8u; u++) {
-                uint i = i0 + u * WORKGROUP;
-                v[u] = i < pc.n_part ? ss[min(i, pc.n_part - 1u)] : 0.0;
-            }
-            for (uint u = 0u; u < 8u; u++) s += v[u];
-        }
+        for (uint i = tid; i < pc.n_part; i += WORKGROUP) s += ss[i];
         red[MV_SUMS * WORKGROUP + tid] = s;
     }
     uint slots = FUSE == MV_FUSE_NORM ? MV_SLOTS : MV_SUMS;
