@@ -183,9 +183,6 @@ oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint
     s->flush_growth = flush_env ? (uint32_t)atoi(flush_env) : 4;
     const char *f16_env = getenv("OSCAR_MATVEC_F16");
     s->matvec_f16 = ctx->info.float16_arithmetic && f16_env && atoi(f16_env) != 0;
-    const char *fuse_env = getenv("OSCAR_FUSE_NORMS");
-    s->fuse_norms = !s->matvec_f16 && (!fuse_env || atoi(fuse_env) != 0);
-    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->ss));
     if (s->matvec_f16) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
@@ -204,7 +201,7 @@ void oscar_gpu_state_destroy(oscar_gpu_state *s)
     oscar_context *ctx = s->m->ctx;
     oscar_cmd_release(ctx, &s->cmd);
     oscar_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
-                             &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq, &s->ss };
+                             &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
     free(s);
 }
@@ -218,17 +215,14 @@ static oscar_binding bind(const oscar_buffer *b, uint64_t bytes) { return (oscar
  * [n][rows_i]). With s->matvec_f16, a single row whose weights all have the packed-fp16
  * mat-vec (Q4_0, Q8_0) gets x prepared once into s->xq and shared by them (one dispatch and
  * barrier more, Q4_0 products 1.5x faster on the H200); the rest go through
- * oscar_op_mul_mat. With f (single rows, s->fuse_norms), each is the fused mat-vec
- * (oscar_op_mul_mat_vec_fused): a RESIDUAL product records how many partial sums it leaves
- * in s->ss_parts. Starts with a barrier (x was just written); the products themselves run
+ * oscar_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
  * unordered among each other. */
 static oscar_status mul_mats(oscar_gpu_state *s, oscar_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
-                             const oscar_gpu_weight *const *w, const oscar_binding *y, const uint32_t *rows,
-                             const oscar_mv_fuse *f)
+                             const oscar_gpu_weight *const *w, const oscar_binding *y, const uint32_t *rows)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
-    int f16 = !f && s->matvec_f16 && n == 1 && cols % 32 == 0;
+    int f16 = s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = oscar_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
     oscar_binding xq = { &s->xq, 0, 0 };
     oscar_cmd_barrier(ctx, &s->cmd);
@@ -238,40 +232,17 @@ static oscar_status mul_mats(oscar_gpu_state *s, oscar_binding x, uint32_t cols,
     }
     for (uint32_t i = 0; i < n_w; i++) {
         oscar_binding wb = bind(&w[i]->buf, 0);
-        if (f) {
-            OSCAR_TRY(oscar_op_mul_mat_vec_fused(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, f));
-            if (f->mode == OSCAR_MV_RESIDUAL) s->ss_parts = oscar_op_mul_mat_vec_parts(&s->ops, w[i]->type, rows[i]);
-        } else if (f16) OSCAR_TRY(oscar_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
+        if (f16) OSCAR_TRY(oscar_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
         else OSCAR_TRY(oscar_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
     }
 fail:
     return st;
 }
 
-/* A RESIDUAL product's fusion (ops.h): the residual x gets the product, xb = x * g (g the
- * next norm's weight), s->ss its partial sums of squares. */
-static oscar_mv_fuse fuse_residual(oscar_gpu_state *s, const oscar_gpu_weight *g)
-{
-    return (oscar_mv_fuse){ .mode = OSCAR_MV_RESIDUAL, .ss = bind(&s->ss, 0), .g = bind(&g->buf, 0),
-                            .xg = bind(&s->xb, (uint64_t)s->m->desc->hp.n_embd * 4) };
-}
-
-/* A NORM product's fusion: x is the xb a RESIDUAL product left, scaled by the norm of s->ss. */
-static oscar_mv_fuse fuse_norm(oscar_gpu_state *s)
-{
-    return (oscar_mv_fuse){ .mode = OSCAR_MV_NORM, .ss = bind(&s->ss, 0), .n_part = s->ss_parts,
-                            .eps = s->m->desc->hp.norm_eps };
-}
-
-/* Whether a step of n rows takes its norms into the products (fuse_residual, fuse_norm). */
-static int step_fused(const oscar_gpu_state *s, uint32_t n) { return s->fuse_norms && n == 1; }
-
 /* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
  * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
  * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
- * (after the last layer) for record_head to add. In a fused step (step_fused) the output
- * products add to x themselves and leave the next norm's input in xb, so only layer 0's
- * attention norm is a dispatch of its own. */
+ * (after the last layer) for record_head to add. */
 static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
 {
     oscar_status st = OSCAR_OK;
@@ -289,21 +260,15 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int
     oscar_binding pos = { &s->meta, meta_pos_offset(s), (uint64_t)n * 4 };
     oscar_binding freq = bind(&s->m->rope_freq, 0);
 
-    int fused = step_fused(s, n);
-    const oscar_gpu_weight *next_norm = l + 1 < hp->n_layer ? &s->m->layers[l + 1].attn_norm : &s->m->output_norm;
-    oscar_mv_fuse norm_in = fuse_norm(s), res_ffn = fuse_residual(s, &L->ffn_norm), res_next = fuse_residual(s, next_norm);
-
     /* attention */
-    if (!fused || l == 0) {
-        oscar_cmd_barrier(ctx, cmd);
-        if (add_pending) OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
-        else OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    }
+    oscar_cmd_barrier(ctx, cmd);
+    if (add_pending) OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    else OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         const oscar_gpu_weight *w[3] = { &L->wq, &L->wk, &L->wv };
         oscar_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w, y, rows, fused && l > 0 ? &norm_in : NULL));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w, y, rows));
     }
     if (L->bq.buf.buffer) { /* qwen2 */
         oscar_cmd_barrier(ctx, cmd);
@@ -324,27 +289,24 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int
     {
         const oscar_gpu_weight *w[1] = { &L->wo };
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w, fused ? &x : &proj, rows, fused ? &res_ffn : NULL));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w, &proj, rows));
     }
 
-    /* MLP (the attention's residual added by its norm, or by the product in a fused step) */
-    if (!fused) {
-        oscar_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    }
-    norm_in.n_part = s->ss_parts;
+    /* MLP (the attention's residual added by its norm) */
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         const oscar_gpu_weight *w[2] = { &L->w_gate, &L->w_up };
         oscar_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w, y, rows, fused ? &norm_in : NULL));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w, y, rows));
     }
     oscar_cmd_barrier(ctx, cmd);
     OSCAR_TRY(oscar_op_swiglu(ops, cmd, gate, up, gate, n * F));
     {
         const oscar_gpu_weight *w[1] = { &L->w_down };
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w, fused ? &x : &proj, rows, fused ? &res_next : NULL));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w, &proj, rows));
     }
 fail:
     return st;
@@ -364,18 +326,16 @@ static oscar_status record_head(oscar_gpu_state *s, uint32_t n, uint32_t n_out)
     oscar_binding logits = bind(&s->logits, (uint64_t)n_out * V * 4), amax = bind(&s->amax, (uint64_t)n_out * 4);
     oscar_binding rows = { &s->meta, meta_rows_offset(s), (uint64_t)n_out * 4 };
     oscar_cmd_barrier(ctx, cmd);
-    /* the last layer's MLP residual (only the logits need x after the last layer; a fused
-     * step's down product added it) */
-    if (!step_fused(s, n))
-        OSCAR_TRY(oscar_op_add(&s->ops, cmd, bind(&s->x, (uint64_t)n * D * 4), bind(&s->proj, (uint64_t)n * D * 4),
-                               bind(&s->x, (uint64_t)n * D * 4), n * D, n * D));
+    /* the last layer's MLP residual (only the logits need x after the last layer) */
+    OSCAR_TRY(oscar_op_add(&s->ops, cmd, bind(&s->x, (uint64_t)n * D * 4), bind(&s->proj, (uint64_t)n * D * 4),
+                           bind(&s->x, (uint64_t)n * D * 4), n * D, n * D));
     oscar_cmd_barrier(ctx, cmd);
     OSCAR_TRY(oscar_op_get_rows(&s->ops, cmd, OSCAR_GGML_TYPE_F32, bind(&s->x, (uint64_t)n * D * 4), rows, xo, D, n_out));
     oscar_cmd_barrier(ctx, cmd);
     OSCAR_TRY(oscar_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows));
     }
     oscar_cmd_barrier(ctx, cmd);
     OSCAR_TRY(oscar_op_argmax(&s->ops, cmd, logits, amax, V, n_out));

@@ -87,11 +87,6 @@ typedef struct oscar_gpu_state {
                                     * of the widest input); unused (0 bytes) when matvec_f16 is 0 */
     int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
                                     * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
-    int fuse_norms;                /* single-row steps take the RMS norms into the products beside
-                                    * them (ops.h, oscar_mv_fuse): OSCAR_FUSE_NORMS, default 1; off
-                                    * with matvec_f16 */
-    oscar_buffer ss;               /* [n_embd] fp32 the residual's partial sums of squares (fuse_norms) */
-    uint32_t ss_parts;             /* while recording: partial sums the last RESIDUAL product wrote */
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth
                                     * times longer than the one before (OSCAR_STEP_FLUSH, default 4:
                                     * layers 0 | 1-4 | 5-20 | 21-84 ...; 0: one part) */
