@@ -134,37 +134,24 @@ typedef struct matvec_shader {
     const char *name;
     uint32_t n_spec;
     uint32_t unroll; /* default UNROLL (ops->matvec_unroll overrides it) */
-    int fuse;        /* has FUSE (spec constant 6), bindings ss, g, xg and push eps, n_part */
 } matvec_shader;
 
-static const matvec_shader MV_UNITS = { "mul_mat_vec", 7, 1, 1 };
-static const matvec_shader MV_RUN8 = { "mul_mat_vec_run8", 7, 1, 1 };
-static const matvec_shader MV_F16 = { "mul_mat_vec_f16", 5, 1, 0 };
+static const matvec_shader MV_UNITS = { "mul_mat_vec", 5, 1 };
+static const matvec_shader MV_RUN8 = { "mul_mat_vec_run8", 3, 1 };
+static const matvec_shader MV_F16 = { "mul_mat_vec_f16", 5, 1 };
 /* 2 words per pass: Q4_0 14336 x 4096 24.2 us vs 27.2 at 1 (H200) */
-static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 7, 2, 1 };
-
-/* Rows per mat-vec workgroup for a product of `type`. */
-static uint32_t matvec_rows_per_group(const oscar_ops *ops, uint32_t type)
-{
-    return ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
-}
-
-uint32_t oscar_op_mul_mat_vec_parts(const oscar_ops *ops, uint32_t type, uint32_t rows)
-{
-    return oscar_div_up(rows, matvec_rows_per_group(ops, type));
-}
+static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 6, 2 };
 
 /* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
- * defaults; `tokens` per workgroup (1 but for the lanes shader); f the fused neighbour (NULL:
- * none; checked by the caller, only for shaders that have it). */
+ * defaults; `tokens` per workgroup (1 but for the lanes shader). */
 static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const matvec_shader *sh, uint32_t tokens,
                                   uint32_t type, oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows,
-                                  uint32_t cols, uint32_t n, const oscar_mv_fuse *f)
+                                  uint32_t cols, uint32_t n)
 {
     oscar_status st;
     const char *shader = sh->name;
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
-    uint32_t per = matvec_rows_per_group(ops, type);
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
     uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : sh->unroll;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a power of two in 32..256", shader, wg);
@@ -175,23 +162,14 @@ static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const ma
     uint32_t groups_z = oscar_div_up(n, tokens);
     if (groups_z > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    uint32_t mode = f ? (uint32_t)f->mode : OSCAR_MV_PLAIN;
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = sh->fuse ? 6 : 3, .push_size = sh->fuse ? 20 : 12,
-                              .n_spec = sh->n_spec,
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = sh->n_spec,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                         /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0,
-                                        /* TOKENS */ tokens, /* FUSE */ mode } };
-    union { uint32_t u; float f; } push[5] = { { rows }, { cols }, { n }, { 0 }, { 0 } };
-    uint32_t groups[3];
-    if (mode == OSCAR_MV_NORM) {
-        push[3].f = f->eps;
-        push[4].u = f->n_part;
-    }
+                                        /* TOKENS */ tokens } };
+    uint32_t push[3] = { rows, cols, n }, groups[3];
     if ((st = grid_2d(oscar_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
     groups[2] = groups_z;
-    /* the plain product binds x and y again where it reads no ss, g or xg */
-    oscar_binding b[6] = { w, x, y, mode ? f->ss : x, mode == OSCAR_MV_RESIDUAL ? f->g : x,
-                           mode == OSCAR_MV_RESIDUAL ? f->xg : y };
+    oscar_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);
 }
 
@@ -218,34 +196,12 @@ static int prefers_batch(uint32_t type, uint32_t n)
     return n <= 16 || type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0;
 }
 
-/* Checks f's bindings for a one-token product of rows x cols of `type`. */
-static oscar_status check_fuse(const oscar_ops *ops, const oscar_mv_fuse *f, uint32_t type, uint32_t rows, uint32_t cols)
-{
-    oscar_status st;
-    const char *op = "mul_mat_vec_fused";
-    if (f->mode == OSCAR_MV_RESIDUAL) {
-        if ((st = check_binding(&f->ss, (uint64_t)oscar_op_mul_mat_vec_parts(ops, type, rows) * 4, op, "ss")) != OSCAR_OK)
-            return st;
-        if ((st = check_binding(&f->g, (uint64_t)rows * 4, op, "g")) != OSCAR_OK) return st;
-        return check_binding(&f->xg, (uint64_t)rows * 4, op, "xg");
-    }
-    if (f->mode == OSCAR_MV_NORM) {
-        if (f->n_part == 0 || !(f->eps >= 0.0f) || cols == 0)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: norm with %u partial sums, eps %g", op, f->n_part,
-                               (double)f->eps);
-        return check_binding(&f->ss, (uint64_t)f->n_part * 4, op, "ss");
-    }
-    if (f->mode != OSCAR_MV_PLAIN) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: mode %d", op, (int)f->mode);
-    return OSCAR_OK;
-}
-
-static oscar_status mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w, oscar_binding x,
-                                oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n, const oscar_mv_fuse *f)
+oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
+                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
-    if (f && (st = check_fuse(ops, f, type, rows, cols)) != OSCAR_OK) return st;
     int is_float = is_float_type(type);
     /* auto: the fastest shader per type on the H200 (docs/benchmarks.md, "Forward-pass
      * kernels"): run8 for the float types and Q8_0, lanes for Q4_0 and Q4_1, units for the
@@ -256,28 +212,15 @@ static oscar_status mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t t
                  : type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 ? OSCAR_MATVEC_LANES
                                                                                   : OSCAR_MATVEC_UNITS;
     switch (shader) {
-    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, rows, cols, n, f);
-    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, rows, cols, n, f);
+    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, rows, cols, n);
     case OSCAR_MATVEC_LANES:
         if (is_float)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec: the lanes shader reads block types, not %s",
                                oscar_ggml_type_name(type));
-        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n, f);
+        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n);
     default: OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
     }
-}
-
-oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    return mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, n, NULL);
-}
-
-oscar_status oscar_op_mul_mat_vec_fused(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                        oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
-                                        const oscar_mv_fuse *f)
-{
-    return mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, 1, f && f->mode != OSCAR_MV_PLAIN ? f : NULL);
 }
 
 oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
@@ -290,7 +233,7 @@ oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_batch: the lanes shader reads block types, not %s",
                            oscar_ggml_type_name(type));
     if (n == 0) return OSCAR_OK;
-    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n, NULL);
+    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n);
 }
 
 int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)
@@ -308,7 +251,7 @@ oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
                                     &row_bytes);
     if (st != OSCAR_OK) return st;
-    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n, NULL);
+    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n);
 }
 
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,

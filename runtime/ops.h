@@ -60,35 +60,6 @@ oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t typ
 oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                   oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
-/* The RMS norms of a decode step taken into the mat-vecs beside them (one token; the UNITS,
- * RUN8 and LANES shaders, shaders/common/mv_reduce.glsl), so that a layer records no norm
- * dispatch and no barrier for it:
- *   OSCAR_MV_RESIDUAL: y is the residual stream x [rows]: y += W x_in (the same fp32 add as
- *     oscar_op_add), then xg [rows] = y * g (g: the next norm's weight [rows]) and
- *     ss [oscar_op_mul_mat_vec_parts(rows)] the sums of y^2 over each workgroup's rows;
- *   OSCAR_MV_NORM: x_in is such an xg and ss holds n_part such sums: y = W x_in / sqrt(sum
- *     ss / cols + eps) = W rms_norm(x) * g up to fp32 rounding (the scale comes after the sum).
- * ss, g, xg are unread where the mode does not name them (any binding will do). */
-typedef enum { OSCAR_MV_PLAIN = 0, OSCAR_MV_RESIDUAL = 1, OSCAR_MV_NORM = 2 } oscar_mv_fuse_mode;
-
-typedef struct oscar_mv_fuse {
-    oscar_mv_fuse_mode mode;
-    oscar_binding ss;   /* RESIDUAL: written [parts]; NORM: read [n_part] */
-    oscar_binding g;    /* RESIDUAL: [rows] fp32 */
-    oscar_binding xg;   /* RESIDUAL: [rows] fp32, written */
-    uint32_t n_part;    /* NORM: partial sums in ss */
-    float eps;          /* NORM */
-} oscar_mv_fuse;
-
-/* Partial sums of squares a RESIDUAL product of `rows` rows of `type` writes. */
-uint32_t oscar_op_mul_mat_vec_parts(const oscar_ops *ops, uint32_t type, uint32_t rows);
-
-/* oscar_op_mul_mat_vec for one token with the fused neighbour f (f NULL or PLAIN: the plain
- * product). The shader is oscar_op_mul_mat_vec's choice. */
-oscar_status oscar_op_mul_mat_vec_fused(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                        oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
-                                        const oscar_mv_fuse *f);
-
 /* The same product by the lanes mat-vec shader with several tokens per workgroup
  * (ops->matvec_tokens, default 4): each weight word is decoded once per workgroup and applied
  * to its tokens, so W is read n / tokens times. Block types only (else OSCAR_ERROR_UNSUPPORTED). */

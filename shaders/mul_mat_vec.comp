@@ -26,21 +26,18 @@ layout(constant_id = 4) const uint W16 = 0;         // 1: binding W starts on 16
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
-layout(std430, binding = 2) buffer Y { float y[]; };             // [n][rows] fp32 (read too with FUSE = MV_FUSE_RESIDUAL)
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
     uint cols;   // columns of W, a multiple of the block size (8 for F32/F16/BF16)
     uint n;      // tokens (= workgroups in z)
-    float eps;   // FUSE = MV_FUSE_NORM: the norm's epsilon
-    uint n_part; // FUSE = MV_FUSE_NORM: partial sums of squares in ss
 } pc;
 
 #include "common/dequant.glsl"
 #define MV_WQ4
 #include "common/dequant_unit.glsl"
 
-#define MV_FUSE
 #include "common/mv_reduce.glsl"
 
 // x of unit u of the token whose x starts at vec4 xb, as mv_unit_dot takes it: lo and hi

@@ -26,14 +26,12 @@ layout(constant_id = 5) const uint TOKENS = 1;      // tokens per workgroup
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
-layout(std430, binding = 2) buffer Y { float y[]; };             // [n][rows] fp32 (read too with FUSE = MV_FUSE_RESIDUAL)
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
     uint cols;   // columns of W, a multiple of the block size
     uint n;      // tokens
-    float eps;   // FUSE = MV_FUSE_NORM: the norm's epsilon
-    uint n_part; // FUSE = MV_FUSE_NORM: partial sums of squares in ss
 } pc;
 
 #include "common/dequant.glsl"
@@ -41,7 +39,6 @@ layout(push_constant) uniform Push {
 #include "common/dequant_word.glsl"
 
 #define MV_TOKENS TOKENS
-#define MV_FUSE
 #include "common/mv_reduce.glsl"
 
 // The word's x at vec4 index xi (lo) and xi + xg (hi), permuted as the decoded quants, and

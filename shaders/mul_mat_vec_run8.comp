@@ -14,19 +14,16 @@ layout(constant_id = 2) const uint ROWS = 1;        // rows per workgroup
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
-layout(std430, binding = 2) buffer Y { float y[]; };             // [n][rows] fp32 (read too with FUSE = MV_FUSE_RESIDUAL)
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
     uint cols;   // columns of W, a multiple of the block size (8 for F32/F16/BF16)
     uint n;      // tokens (= workgroups in z)
-    float eps;   // FUSE = MV_FUSE_NORM: the norm's epsilon
-    uint n_part; // FUSE = MV_FUSE_NORM: partial sums of squares in ss
 } pc;
 
 #include "common/dequant.glsl"
 
-#define MV_FUSE
 #include "common/mv_reduce.glsl"
 
 void main()

@@ -261,92 +261,6 @@ done:
 }
 
 /* Shapes and types the ops refuse, before anything is recorded. */
-/* The norms fused into the decode mat-vecs (oscar_op_mul_mat_vec_fused): a RESIDUAL product
- * W1 [d][cols] a into the residual x [d] (x bit for bit the plain product's y added to x in
- * fp32, xg = x * g bit for bit, the partial sums of squares within fp32 rounding of their
- * rows' x^2), then a NORM product W2 [rows2][d] of that xg against the C reference of
- * rms_norm(x) * g followed by the product (NSE_BOUND). */
-static void check_fused(oscar_ops *ops, uint32_t type, uint32_t d, uint32_t cols, uint32_t rows2, uint32_t wg,
-                        uint32_t per_group)
-{
-    oscar_context *ctx = ops->ctx;
-    size_t w1_bytes, w2_bytes;
-    ops->workgroup = wg;
-    ops->matvec_rows = per_group;
-    uint32_t parts = oscar_op_mul_mat_vec_parts(ops, type, d);
-    uint8_t *w1 = make_weights(type, d, cols, &w1_bytes), *w2 = make_weights(type, rows2, d, &w2_bytes);
-    float *a = malloc(cols * sizeof *a), *x0 = malloc(d * sizeof *x0), *g = malloc(d * sizeof *g);
-    float *prod = malloc(d * sizeof *prod), *x1 = malloc(d * sizeof *x1), *xg = malloc(d * sizeof *xg);
-    float *ss = malloc(parts * sizeof *ss), *xn = malloc(d * sizeof *xn);
-    float *ref = malloc(rows2 * sizeof *ref), *got = malloc(rows2 * sizeof *got);
-    CHECK(w1 && w2 && a && x0 && g && prod && x1 && xg && ss && xn && ref && got);
-    if (!(w1 && w2 && a && x0 && g && prod && x1 && xg && ss && xn && ref && got)) goto done;
-    for (uint32_t c = 0; c < cols; c++) a[c] = test_rng_normal();
-    for (uint32_t i = 0; i < d; i++) {
-        x0[i] = 3.0f * test_rng_normal();
-        g[i] = 0.5f + test_rng_uniform();
-    }
-    oscar_buffer bw1 = { 0 }, bw2 = { 0 }, ba = { 0 }, bx = { 0 }, bg = { 0 }, bxg = { 0 }, bss = { 0 }, by = { 0 };
-    CHECK_OK(test_gpu_buffer_from(ctx, w1, w1_bytes, &bw1));
-    CHECK_OK(test_gpu_buffer_from(ctx, w2, w2_bytes, &bw2));
-    CHECK_OK(test_gpu_buffer_from(ctx, a, cols * 4, &ba));
-    CHECK_OK(test_gpu_buffer_from(ctx, x0, d * 4, &bx));
-    CHECK_OK(test_gpu_buffer_from(ctx, g, d * 4, &bg));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, d * 4, &bxg));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, parts * 4, &bss));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (rows2 > d ? rows2 : d) * 4, &by));
-    oscar_binding b_w1 = { &bw1, 0, 0 }, b_w2 = { &bw2, 0, 0 }, b_a = { &ba, 0, 0 }, b_x = { &bx, 0, 0 };
-    oscar_binding b_y = { &by, 0, 0 };
-    oscar_mv_fuse res = { OSCAR_MV_RESIDUAL, { &bss, 0, 0 }, { &bg, 0, 0 }, { &bxg, 0, 0 }, 0, 0.0f };
-    oscar_mv_fuse norm = { OSCAR_MV_NORM, { &bss, 0, 0 }, { &bg, 0, 0 }, { &bg, 0, 0 }, parts, 1e-5f };
-
-    /* the two fused products, then the plain one (the residual's addend) */
-    CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-    CHECK_OK(oscar_op_mul_mat_vec_fused(ops, &ctx->cmd, type, b_w1, b_a, b_x, d, cols, &res));
-    oscar_cmd_barrier(ctx, &ctx->cmd);
-    CHECK_OK(oscar_op_mul_mat_vec_fused(ops, &ctx->cmd, type, b_w2, (oscar_binding){ &bxg, 0, 0 }, b_y, rows2, d, &norm));
-    CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, rows2 * 4));
-    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, x1, d * 4));
-    CHECK_OK(oscar_buffer_download(ctx, &bxg, 0, xg, d * 4));
-    CHECK_OK(oscar_buffer_download(ctx, &bss, 0, ss, parts * 4));
-    CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-    CHECK_OK(oscar_op_mul_mat_vec(ops, &ctx->cmd, type, b_w1, b_a, b_y, d, cols, 1));
-    CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, prod, d * 4));
-
-    size_t bad = 0;
-    uint32_t per = (d + parts - 1) / parts;
-    for (uint32_t i = 0; i < d; i++) {
-        float want = x0[i] + prod[i];
-        if (oscar_f32_bits(x1[i]) != oscar_f32_bits(want) || oscar_f32_bits(xg[i]) != oscar_f32_bits(x1[i] * g[i]))
-            if (bad++ < 3) fprintf(stderr, "residual %s [%u]: x %.9g want %.9g, xg %.9g\n", oscar_ggml_type_name(type), i,
-                                   x1[i], want, xg[i]);
-    }
-    for (uint32_t p = 0; p < parts; p++) {
-        double want = 0.0, mag = 0.0;
-        for (uint32_t i = p * per; i < (p + 1) * per && i < d; i++) want += (double)x1[i] * x1[i];
-        mag = want > 1e-30 ? want : 1e-30;
-        if (fabs(ss[p] - want) > 1e-6 * mag && bad++ < 3)
-            fprintf(stderr, "residual %s: ss[%u] %.9g want %.9g\n", oscar_ggml_type_name(type), p, ss[p], want);
-    }
-    CHECK_MSG(bad == 0, "mul_mat_vec_fused residual %s d %u cols %u wg %u rows/group %u: %zu values wrong",
-              oscar_ggml_type_name(type), d, cols, wg, per_group, bad);
-
-    oscar_ref_rms_norm(x1, g, xn, d, 1, 1e-5f);
-    CHECK_OK(oscar_ref_mul_mat(type, w2, xn, ref, rows2, d, 1));
-    double nse = test_nse(got, ref, rows2);
-    CHECK_MSG(nse <= NSE_BOUND, "mul_mat_vec_fused norm %s rows %u cols %u wg %u rows/group %u: nse %.3g",
-              oscar_ggml_type_name(type), rows2, d, wg, per_group, nse);
-    if (getenv("OSCAR_TEST_VERBOSE"))
-        printf("mul_mat_vec_fused %-4s d %4u rows %3u wg %3u: nse %.3g\n", oscar_ggml_type_name(type), d, rows2, wg, nse);
-    oscar_buffer *bufs[] = { &bw1, &bw2, &ba, &bx, &bg, &bxg, &bss, &by };
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
-done:
-    free(w1); free(w2); free(a); free(x0); free(g); free(prod); free(x1); free(xg); free(ss); free(xn); free(ref);
-    free(got);
-}
-
 static void check_errors(oscar_ops *ops)
 {
     oscar_context *ctx = ops->ctx;
@@ -416,15 +330,6 @@ int main(void)
             }
             ops.matvec_unroll = ops.matvec_workgroup = ops.matvec_tokens = 0;
             check_case(&ops, type, 35, 4096, 64, 4);
-        }
-        /* the fused norms: the default shader at the default rows per group, then each
-         * shader that has them at 3 (K-quants: 5) rows per group, a partial last group */
-        ops.matvec_shader = OSCAR_MATVEC_AUTO;
-        check_fused(&ops, type, 768, 512, 67, 128, 0);
-        for (uint32_t sh = OSCAR_MATVEC_UNITS; sh <= OSCAR_MATVEC_LANES; sh++) {
-            if (sh == OSCAR_MATVEC_LANES && block == 1) break;
-            ops.matvec_shader = sh;
-            check_fused(&ops, type, block == 256 ? 768 : 736, 512, 37, workgroups[sh % 3], block == 256 ? 5 : 3);
         }
         ops.matvec_shader = OSCAR_MATVEC_AUTO;
         if (oscar_op_mul_mat_vec_f16_supported(&ops, type)) {
