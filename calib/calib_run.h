@@ -31,7 +31,7 @@ typedef struct oscar_calib_run_params {
                                   * first 4 calibration sequences; 0: on the reservoir's rows */
     int center;                  /* 1 (default): key and value means (positions >= sink_tokens) written
                                   * and subtracted before the clip fit; 0: none (the reference's method) */
-    uint32_t group_size;         /* quantization group G; 0: head_dim */
+    uint32_t group_size;         /* quantization group G; 0: min(head_dim, 128) */
     uint32_t sink_tokens, recent_tokens; /* metadata; default 64 and 256 */
     uint64_t seed;               /* reservoir sampling; default 1 */
     /* Progress: stage "capture" (done/total tokens) and "solve" (done/total layers). */

@@ -37,7 +37,8 @@ static void usage(FILE *f)
         "                          (each sampled value row's own error)\n"
         "      --center yes|no     store key and value means so the runtime subtracts them before\n"
         "                          quantizing (default yes; no: the reference's method)\n"
-        "      --group-size G      quantization group size (divides head_dim; default head_dim)\n"
+        "      --group-size G      quantization group size: 32, 64 or 128 dividing head_dim, as the runtime\n"
+        "                          reads (default min(head_dim, 128)); sessions in mode oscar use it\n"
         "      --rotation R        oscar (default), oscar-noperm, hadamard, identity\n"
         "      --sink N            fp16 sink tokens recorded in the file (default 64)\n"
         "      --recent N          fp16 recent tokens recorded in the file (default 256)\n"
@@ -200,7 +201,11 @@ int main(int argc, char **argv)
             if (!parse_u64(a, val, 1, 8192, &v)) return 2;
             p.chunk = (uint32_t)v;
         } else if (!strcmp(a, "--group-size")) {
-            if (!parse_u64(a, val, 1, 4096, &v)) return 2;
+            if (!parse_u64(a, val, 32, 128, &v)) return 2;
+            if (v != 32 && v != 64 && v != 128) {
+                fprintf(stderr, "oscar-calib: --group-size %s: the runtime quantizes in groups of 32, 64 or 128\n", val);
+                return 2;
+            }
             p.group_size = (uint32_t)v;
         } else if (!strcmp(a, "--sink")) {
             if (!parse_u64(a, val, 0, 1u << 20, &v)) return 2;

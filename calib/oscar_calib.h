@@ -78,7 +78,7 @@ typedef void (*oscar_calib_progress_fn)(void *user, const char *stage, uint64_t 
 
 typedef struct oscar_calib_params {
     uint32_t n_layer, n_head, n_kv_head, head_dim; /* head_dim: power of two, <= 256 */
-    uint32_t group_size;          /* quantization group G (divides head_dim); 0 = head_dim */
+    uint32_t group_size;          /* quantization group G (divides head_dim); 0 = min(head_dim, 128), the runtime's default */
     oscar_calib_grouping grouping;
     int score_objective;          /* 1: also accumulate C_S (b) (needs K/V history); default 1 */
     uint32_t max_seq_len;         /* tokens of history per sequence for C_S; default 2048 */

@@ -199,6 +199,12 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     if (rs && (rs->n_layer != hp->n_layer || rs->head_dim != hp->head_dim || rs->fingerprint != model->info.fingerprint))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "session: the rotation set was made for another model (fingerprint %016llx, "
                            "%u layers, head_dim %u)", (unsigned long long)rs->fingerprint, rs->n_layer, rs->head_dim);
+    if (rs && p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->group_size) { /* its clips and P were fitted for it */
+        if (p.group_size && p.group_size != rs->group_size)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "session: group_size %u, but the rotation set was calibrated for groups "
+                               "of %u (oscar.group_size)", p.group_size, rs->group_size);
+        p.group_size = rs->group_size;
+    }
     p.rotations = NULL;
 
     s = calloc(1, sizeof *s);

@@ -25,6 +25,7 @@ struct oscar_rotation_set {
     float *mean_k, *mean_v;        /* NULL, or [n_layer][n_kv][head_dim]: pre-RoPE key means and value
                                     * means (centering, oscar_rotation_set_set_means) */
     uint32_t n_kv;                 /* the model's KV heads */
+    uint32_t group_size;           /* INT2 group the set was calibrated for (oscar.group_size); 0: not stated */
     uint64_t fingerprint;          /* of the model it was checked against */
 };
 

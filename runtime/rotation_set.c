@@ -258,8 +258,13 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.grouping \"%s\" is neither \"layer\" nor \"head\"", path, grouping);
     }
 
-    uint32_t nk = 0, nv = 0, d = hp->head_dim;
+    uint32_t nk = 0, nv = 0, d = hp->head_dim, group = 0;
     int has_mk = 0, has_mv = 0;
+    if (oscar_gguf_find_key(g, "oscar.group_size")) {
+        OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.group_size", &group));
+        if (group == 0 || d % group != 0)
+            OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.group_size %u does not divide head_dim %u", path, group, d);
+    }
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         OSCAR_TRY(read_rot(g, l, "attn_k_rot", d, hp->n_head_kv, &nk, &rot_k, hp->n_layer));
         OSCAR_TRY(read_rot(g, l, "attn_v_rot", d, hp->n_head_kv, &nv, &rot_v, hp->n_layer));
@@ -277,6 +282,7 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     OSCAR_TRY(read_clips(g, "oscar.clip_k", hp->n_layer, &clip_k));
     OSCAR_TRY(read_clips(g, "oscar.clip_v", hp->n_layer, &clip_v));
     st = build(model, hp->n_layer, nk, rot_k, rot_v, clip_k, clip_v, OSCAR_ERROR_BAD_FORMAT, out);
+    if (st == OSCAR_OK) (*out)->group_size = group;
     if (st == OSCAR_OK && (st = set_means(*out, mean_k, mean_v, OSCAR_ERROR_BAD_FORMAT)) != OSCAR_OK) {
         oscar_rotation_set_destroy(*out);
         *out = NULL;

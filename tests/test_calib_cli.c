@@ -516,7 +516,8 @@ static void test_binary(void)
     snprintf(cmd, sizeof cmd, "%s --help", bin);
     CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
     static const char *const bad[] = {"--grouping foo", "--values x", "--clip maybe", "--tokens 12abc",
-                                      "--tokens -5", "--seq-len 1", "--rotation quarot", "--bogus 1", "--tokens"};
+                                      "--tokens -5", "--seq-len 1", "--rotation quarot", "--bogus 1", "--tokens",
+                                      "--group-size 48", "--group-size 16"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s -m %s --text %s -o %s %s", bin, model_path, text_path, out_path, bad[i]);
         int rc = run_cmd(cmd, &lines);

@@ -605,6 +605,7 @@ typedef struct zoo_spec {
     int nan;                   /* put a NaN into R_V of layer 0 */
     int means;                 /* 0: none; 1: attn_k_mean and attn_v_mean; 2: attn_k_mean only;
                                 * 3: both, NaN in layer 1's value mean; 4: both, layer 1's V shape wrong */
+    uint32_t group;            /* oscar.group_size; 0: d */
 } zoo_spec;
 
 /* The means write_zoo stores: element i of [n_layer][n_kv][d]. */
@@ -620,7 +621,7 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
     oscar_gguf_writer_set_u32(w, "oscar.format_version", 1);
     oscar_gguf_writer_set_str(w, "oscar.objective_k", "query_covariance");
     oscar_gguf_writer_set_str(w, "oscar.grouping", z->per_head ? "head" : "layer");
-    oscar_gguf_writer_set_u32(w, "oscar.group_size", d);
+    oscar_gguf_writer_set_u32(w, "oscar.group_size", z->group ? z->group : d);
     oscar_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
     oscar_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
     oscar_gguf_writer_set_str(w, "oscar.model.architecture", in->arch);
@@ -753,6 +754,39 @@ static void check_rotation_files(void)
     CHECK_OK(write_zoo(test_tmp_path("zoo_mshape.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_mshape.gguf"), OSCAR_ERROR_MISMATCH, "blk.1.attn_v_mean: shape");
     z.means = 0;
+    z.group = 24;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_g24.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_g24.gguf"), OSCAR_ERROR_BAD_FORMAT, "oscar.group_size 24");
+    /* a file made for groups of d/2: sessions in mode oscar quantize in groups of d/2 unless
+     * told otherwise, and refuse another group size by name */
+    z.group = d / 2;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_g.gguf"), &in, rk, rv, &z));
+    {
+        oscar_rotation_set *s = NULL;
+        CHECK_OK(oscar_rotation_set_load(test_tmp_path("zoo_g.gguf"), m, &s));
+        CHECK(s && s->group_size == d / 2);
+        oscar_session_params sp = oscar_session_params_default();
+        sp.kv_mode = OSCAR_KV_INT2_ROTATED;
+        sp.n_ctx = 64, sp.rotations = s;
+        oscar_session *ss = NULL;
+        oscar_kv_stats ks = { 0 };
+        CHECK_OK(oscar_session_create(m, &sp, &ss));
+        CHECK_OK(oscar_session_kv_stats(ss, &ks));
+        /* per token, layer, K or V and KV head: d/16 code words and one (scale, min) word per group */
+        uint64_t want = (uint64_t)in.n_layer * 2 * in.n_head_kv * (d / 16 + 2) * 4;
+        CHECK_MSG(ks.int2_bytes_per_token == want, "INT2 bytes per token %llu, want %llu (groups of %u)",
+                  (unsigned long long)ks.int2_bytes_per_token, (unsigned long long)want, d / 2);
+        oscar_session_destroy(ss);
+        ss = NULL;
+        sp.group_size = d;
+        CHECK_STATUS(oscar_session_create(m, &sp, &ss), OSCAR_ERROR_MISMATCH);
+        CHECK(ss == NULL && strstr(oscar_last_error(), "oscar.group_size"));
+        sp.group_size = d / 2; /* the file's, said explicitly */
+        CHECK_OK(oscar_session_create(m, &sp, &ss));
+        oscar_session_destroy(ss);
+        oscar_rotation_set_destroy(s);
+    }
+    z.group = 0;
     z.skip_tensor = 1;
     CHECK_OK(write_zoo(test_tmp_path("zoo_miss.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_miss.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_v_rot.weight");

@@ -146,7 +146,8 @@ OSCAR_API void oscar_sampler_reset(oscar_sampler *s);
  * or [d, d, n_kv_head] per head; metadata oscar.*) and checks it against `model`: format
  * version, architecture, layer count, head_dim, KV heads, fingerprint, every tensor present
  * with the right type and shape, every R finite and orthogonal (max |RᵀR - I| <= 1e-3), clip
- * ratios in (0, 1]. Errors name the field: BAD_FORMAT (truncated, corrupt, missing or
+ * ratios in (0, 1], the group size (oscar.group_size, when present) dividing head_dim; a
+ * session in mode oscar then quantizes in groups of that size. Errors name the field: BAD_FORMAT (truncated, corrupt, missing or
  * malformed tensor or key, not orthogonal, not finite), UNSUPPORTED_FORMAT (format version),
  * MISMATCH (made for another model). The set does not reference the model afterwards. */
 OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_model *model, oscar_rotation_set **out);
@@ -179,7 +180,9 @@ typedef struct oscar_session_params {
     const oscar_rotation_set *rotations; /* the OSCAR rotations (copied), or NULL */
     uint64_t kv_memory_budget;    /* bytes for the KV page pools; 0: enough for n_seq_max x n_ctx */
     /* KV cache layout (oscar/kv.h) */
-    uint32_t group_size;          /* INT2 group; 0 (default): min(head_dim, 128) */
+    uint32_t group_size;          /* INT2 group; 0 (default): the rotation file's oscar.group_size in
+                                   * mode oscar, else min(head_dim, 128); another value than the
+                                   * file's is a MISMATCH */
     uint32_t page_tokens;         /* tokens per page (default 64; 0: 64) */
     uint32_t sink_tokens;         /* first tokens kept in fp16 (default 64; 0: none) */
     uint32_t recent_tokens;       /* most recent tokens kept in fp16 (default 256; 0: none) */
