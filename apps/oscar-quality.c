@@ -104,6 +104,7 @@ typedef struct q_args {
     uint32_t ctx[APP_MAX_LIST], n_ctx;
     uint32_t max_chunks, parallel;
     uint32_t sink, recent;
+    uint32_t group;               /* --group-size: INT2 group of every session; 0: the library's default */
     uint32_t agree_sink[MAX_WINDOWS], agree_recent[MAX_WINDOWS], n_agree_sink, n_agree_recent;
     uint32_t pk_len[APP_MAX_LIST], n_pk_len, pk_trials;
     uint64_t seed;
@@ -119,6 +120,8 @@ static void print_help(void)
            "                      fp16=fp16 int2=int2 hadamard=int2-hadamard\n"
            "  --tasks LIST        any of ppl,passkey,agree (default all)\n"
            "  --sink N --recent N fp16 windows of the INT2 modes for perplexity and passkey (default 64, 256)\n"
+           "  --group-size G      INT2 quantization group, 32, 64 or 128 (default: min(head_dim, 128), and in\n"
+           "                      oscar modes the rotation file's, which must then equal G)\n"
            "  --ctx LIST          perplexity contexts (default 512,2048,8192; capped at the model's context)\n"
            "  --max-chunks N      perplexity chunks per context (default: every whole chunk of the text)\n"
            "  --parallel P        sequences decoded together (default 8)\n"
@@ -245,7 +248,7 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
             return 1;
         }
         static const char *const known[] = { "-m", "--model", "-f", "--file", "--device", "--mode", "--tasks", "--ctx",
-                                             "--max-chunks", "--parallel", "--sink", "--recent", "--passkey-lengths",
+                                             "--max-chunks", "--parallel", "--sink", "--recent", "--group-size", "--passkey-lengths",
                                              "--passkey-trials", "--seed", "--agree-prompts", "--agree-tokens",
                                              "--agree-sink", "--agree-recent" };
         int is_known = 0, ok = 1;
@@ -280,6 +283,12 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
                 return 1;
             }
             *(f[2] == 's' ? &a->sink : &a->recent) = (uint32_t)u64;
+        } else if (!strcmp(f, "--group-size")) {
+            ok = app_parse_u32(PROG, f, v, 128, &a->group);
+            if (ok && a->group != 32 && a->group != 64 && a->group != 128) {
+                fprintf(stderr, PROG ": --group-size %s: INT2 groups are of 32, 64 or 128 elements\n", v);
+                return 1;
+            }
         } else if (!strcmp(f, "--passkey-lengths")) ok = app_parse_u32_list(PROG, f, v, 1u << 20, a->pk_len, &a->n_pk_len);
         else if (!strcmp(f, "--passkey-trials")) ok = app_parse_u32(PROG, f, v, 1000, &a->pk_trials);
         else if (!strcmp(f, "--seed")) ok = app_parse_u64(PROG, f, v, &a->seed);
@@ -406,9 +415,10 @@ out:
 
 /* A session for a mode; one line on failure (returns 0). */
 static int open_session(app_model *m, const q_mode *mode, uint32_t n_ctx, uint32_t n_seq, uint32_t sink,
-                        uint32_t recent, oscar_session **s, int32_t *seqs)
+                        uint32_t recent, uint32_t group, oscar_session **s, int32_t *seqs)
 {
     oscar_session_params sp = oscar_session_params_default();
+    sp.group_size = group;
     sp.kv_mode = mode->kv;
     sp.n_ctx = n_ctx;
     sp.n_seq_max = n_seq;
@@ -683,7 +693,7 @@ int main(int argc, char **argv)
             uint32_t ctx = ctx_eff[ci], nc = ctx_chunks[ci], np = nc < P ? nc : P;
             if (nc == 0) continue;
             double t0 = app_now();
-            if (!open_session(&m, mode, ctx, np, a.sink, a.recent, &s, seqs)) goto out;
+            if (!open_session(&m, mode, ctx, np, a.sink, a.recent, a.group, &s, seqs)) goto out;
             st = app_ppl_eval(s, seqs, np, tokens, ctx, nc, bos, V, logits, chunk_nll, NULL, NULL);
             oscar_session_destroy(s);
             s = NULL;
@@ -703,7 +713,7 @@ int main(int argc, char **argv)
             uint32_t prompt_n[256];
             char piece[512];
             if (!answers) goto oom;
-            if (!open_session(&m, mode, pk_ctx, np, a.sink, a.recent, &s, seqs)) {
+            if (!open_session(&m, mode, pk_ctx, np, a.sink, a.recent, a.group, &s, seqs)) {
                 free(answers);
                 goto out;
             }
@@ -746,7 +756,7 @@ int main(int argc, char **argv)
             uint32_t np = NP < P ? NP : P;
             int32_t *dst = mi == 0 ? ag_base : ag_out;
             uint32_t *dst_len = mi == 0 ? ag_base_len : ag_out_len;
-            if (!open_session(&m, mode, ag_ctx, np, a.agree_sink[wi], a.agree_recent[wi], &s, seqs)) goto out;
+            if (!open_session(&m, mode, ag_ctx, np, a.agree_sink[wi], a.agree_recent[wi], a.group, &s, seqs)) goto out;
             for (uint32_t k0 = 0; k0 < NP && st == OSCAR_OK; k0 += np) {
                 uint32_t nb = NP - k0 < np ? NP - k0 : np;
                 st = greedy_batch(s, m.model, seqs, nb, ag_prompt + k0, ag_prompt_n + k0, NT, dst + (size_t)k0 * NT,
@@ -800,6 +810,7 @@ int main(int argc, char **argv)
            m.info.fingerprint_hex);
     printf("- device: %s (%s %s), oscar-vk %s\n", dev.name, dev.driver_name, dev.driver_info, oscar_version_string());
     printf("- fp16 windows of the INT2 modes: %u sink + %u recent tokens (perplexity and passkey)\n", a.sink, a.recent);
+    if (a.group) printf("- INT2 groups of %u elements (--group-size)\n", a.group);
     printf("- total time %.1f s\n\n", t_total);
     printf("| mode | KV mode | rotation file |\n| --- | --- | --- |\n");
     for (uint32_t i = 0; i < a.n_modes; i++)

@@ -159,6 +159,38 @@ int main(void)
         CHECK_MSG(w2 && strstr(w2, "every one has INT2 tokens") != NULL, "small windows: %s", o);
         CHECK_MSG(row_cell(table_row(w2, "fp16"), 1) == 100.0, "baseline with itself: %.300s", w2);
 
+        /* --group-size: int2 in groups of 32 and 64 (head_dim 64; windows of 4 + 8 tokens, so
+         * most of each chunk is INT2) store different scales, so their perplexities differ; the
+         * rotation file, made for groups of 64, is refused by name */
+        {
+            double ppl_g[2] = { NAN, NAN };
+            const char *gs[2] = { "32", "64" };
+            for (int k = 0; k < 2; k++) {
+                const char *ag[] = { "-m", model, "-f", text, "--mode", "fp16=fp16", "--mode", "int2=int2", "--ctx", "256",
+                                     "--max-chunks", "2", "--parallel", "2", "--sink", "4", "--recent", "8", "--tasks", "ppl",
+                                     "--group-size", gs[k], NULL };
+                test_run_result g = run_app("oscar-quality", ag, 120);
+                char line[64];
+                snprintf(line, sizeof line, "- INT2 groups of %s elements (--group-size)", gs[k]);
+                const char *gp = strstr(g.out, "\n## Perplexity");
+                ppl_g[k] = gp ? row_cell(table_row(gp, "int2"), 1) : NAN;
+                CHECK_MSG(g.code == 0 && strstr(g.out, line) != NULL, "--group-size %s: exit %d: %s %s", gs[k], g.code, g.out,
+                          g.err);
+                test_run_free(&g);
+            }
+            CHECK_MSG(isfinite(ppl_g[0]) && isfinite(ppl_g[1]) && ppl_g[0] != ppl_g[1], "int2 at 256: groups of 32 %g, 64 %g",
+                      ppl_g[0], ppl_g[1]);
+            printf("  int2 ctx 256, windows 4 + 8: groups of 32 %.4f, of 64 %.4f\n", ppl_g[0], ppl_g[1]);
+            if (have_oscar) { /* the report has begun (a line on stderr) when the mode's session is made */
+                const char *ao[] = { "-m", model, "-f", text, "--mode", "fp16=fp16", "--mode", oscar_mode, "--ctx", "256",
+                                     "--max-chunks", "1", "--tasks", "ppl", "--group-size", "32", NULL };
+                test_run_result g = run_app("oscar-quality", ao, 120);
+                CHECK_MSG(g.code > 0 && g.code < 128 && strstr(g.err, "MISMATCH") && strstr(g.err, "oscar.group_size"),
+                          "a rotation file for other groups: exit %d: %s", g.code, g.err);
+                test_run_free(&g);
+            }
+        }
+
         /* 2. the same perplexity as oscar-perplexity */
         double q_int2 = row_cell(table_row(s_ppl, "int2"), 1);
         const char *pb[] = { "-m", model, "-f", text, "--ctx", "64", "--chunks", "2", "--kv", "int2", NULL };
@@ -192,6 +224,8 @@ int main(void)
         expect_one_line_error("unknown option", a7, "--frobnicate");
         const char *a8[] = { "-m", model, "-f", text, "--mode", "a=fp16", "--mode", "a=int2", NULL };
         expect_one_line_error("a name used twice", a8, "twice");
+        const char *a10[] = { "-m", model, "-f", text, "--group-size", "48", NULL };
+        expect_one_line_error("a group size the cache does not have", a10, "--group-size");
         if (have_oscar) {
             char m_other[700];
             snprintf(m_other, sizeof m_other, "o=oscar:%s", zoo_other);
