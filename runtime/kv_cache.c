@@ -31,6 +31,12 @@
 #define OSCAR_ATTN_TARGET_GROUPS 256u
 #endif
 #define ATTN_MIN_SPLIT 64u
+/* Items of the INT2 modes hold at least this many tokens (OSCAR_ATTN_MIN_SPLIT overrides it,
+ * for every mode): at 4K context 128-token items (the target's) made int2 decode's step 4.90 ms
+ * of GPU time on the H200, 192-token ones 4.70 (int2-hadamard 5.60 -> 5.57); fp16 mode keeps
+ * 64, where 192 cost 0.03 ms (docs/benchmarks.md, session 10). Contexts from 8K up split
+ * coarser anyway. */
+#define ATTN_MIN_SPLIT_INT2 192u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
@@ -62,6 +68,7 @@ struct oscar_kv_cache {
     uint32_t items_cap, n_items;
     uint32_t item_tokens;       /* attn_decode's largest item (its KV_SPEC_ITEM_TOKENS) */
     uint32_t target_groups;     /* workgroups an attention call aims for */
+    uint32_t min_split;         /* tokens an attention item holds at least (a multiple of ATTN_MIN_SPLIT) */
     oscar_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
     oscar_buffer q_rot;         /* [max_step_tokens][n_head][d] fp32 scratch */
     oscar_buffer counters;      /* [max_step_tokens][n_kv_head] uint32: attn_decode's merge counters, 0 between calls */
@@ -408,6 +415,11 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         const char *env = getenv("OSCAR_ATTN_TARGET_GROUPS");
         long tg = env ? strtol(env, NULL, 10) : 0;
         c->target_groups = tg > 0 && tg < (1l << 20) ? (uint32_t)tg : OSCAR_ATTN_TARGET_GROUPS;
+        env = getenv("OSCAR_ATTN_MIN_SPLIT"); /* tuning: a floor on the tokens of an item */
+        long ms = env ? strtol(env, NULL, 10) : 0;
+        c->min_split = ms > 0 && ms <= 65536 && ms % ATTN_MIN_SPLIT == 0 ? (uint32_t)ms
+                       : p.mode == OSCAR_KV_FP16                                 ? ATTN_MIN_SPLIT
+                                                                                 : ATTN_MIN_SPLIT_INT2;
     }
     const char *f16_env = getenv("OSCAR_ATTN_F16");
     int use_f16 = (f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
@@ -545,7 +557,7 @@ static oscar_status plan_attention(oscar_kv_cache *c)
     uint64_t min_split = (visible + ATTN_MAX_ITEMS / 2 - 1) / (ATTN_MAX_ITEMS / 2);
     if (split < min_split) split = min_split;
     split = (split + ATTN_MIN_SPLIT - 1) / ATTN_MIN_SPLIT * ATTN_MIN_SPLIT;
-    if (split < ATTN_MIN_SPLIT) split = ATTN_MIN_SPLIT;
+    if (split < c->min_split) split = c->min_split;
     if (split > UINT32_MAX / 2) split = UINT32_MAX / 2;
     uint32_t n_items = 0;
     OSCAR_TRY(oscar_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
