@@ -6,8 +6,7 @@
 #include "ops.h"
 
 /* Kernel tile of shaders/mul_mat.comp (rows x tokens per workgroup). */
-#define MUL_MAT_BM 32u
-#define MUL_MAT_BN 32u
+#define MUL_MAT_BM 64u /* rows per tile of shaders/mul_mat.comp; tokens per tile: its threads / 4 */
 /* Workgroups per grid dimension every Vulkan device supports. */
 #define GRID_MAX 65535u
 
@@ -39,6 +38,8 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
     ops->matvec_shader = OSCAR_MATVEC_AUTO;
     ops->matvec_workgroup = 0;
     ops->matvec_unroll = 0;
+    ops->matvec_tokens = 0;
+    ops->matmul_workgroup = 0;
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -260,12 +261,17 @@ oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
+    uint32_t wg = ops->matmul_workgroup;
+    if (wg == 0) wg = ops->ctx->limits.maxComputeWorkGroupInvocations >= 256 && ops->ctx->limits.maxComputeWorkGroupSize[0] >= 256
+                          ? 256 : 128;
+    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: workgroup %u is not a power of two in 32..256", wg);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, MUL_MAT_BN), 1 };
+    uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, wg / 4), 1 };
     if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: %u rows x %u tokens exceed the grid", rows, n);
     oscar_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 12, .n_spec = 2,
-                              .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type } };
+                              .spec = { /* WORKGROUP */ wg, /* TYPE */ type } };
     uint32_t push[3] = { rows, cols, n };
     oscar_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);

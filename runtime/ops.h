@@ -31,6 +31,8 @@ typedef struct oscar_ops {
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
     uint32_t matvec_tokens;    /* tokens per workgroup of oscar_op_mul_mat_batch; 0: 4 */
+    uint32_t matmul_workgroup; /* threads of the tiled matmul (tiles of 64 rows x threads/4 tokens), a
+                                * power of two in 32..256; 0: 256 where the device allows, else 128 */
 } oscar_ops;
 
 /* Which decode mat-vec shader oscar_op_mul_mat_vec records. */

@@ -1,13 +1,18 @@
 #version 450
 // Dequantizing matrix-matrix product (prefill): y[t][r] = sum_c W[r][c] * x[t][c] for the
 // weight matrix W [rows][cols] in its raw GGUF block layout and n tokens at once.
-// A workgroup computes a BM x BN tile (rows x tokens); per step of BK columns it dequantizes
-// the W tile and copies the x tile into shared memory, then each thread accumulates a 4-row
-// by (256 / WORKGROUP)-token register tile in fp32, in column order.
+//
+// A workgroup computes a BM x BN tile (64 rows x WORKGROUP / 4 tokens: 64 x 64 at 256 threads).
+// Per step of BK = 32 columns it dequantizes the W tile (runs of 8 elements, four threads on the
+// four runs of a 32-element block) and copies the x tile into shared memory, both transposed
+// ([k][row], [k][token]) so that a thread's 4 rows and 4 tokens of one k are two 16-byte reads;
+// then each thread accumulates its 4 x 4 register tile in fp32, in column order: 16 FMAs per two
+// shared-memory reads (the session-1 kernel's 4 x 2 tile read 6 words for 8). No subgroup
+// operation; any power-of-two WORKGROUP from 32 to 256.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WORKGROUP = 128; // threads: 32, 64, 128 or 256
+layout(constant_id = 0) const uint WORKGROUP = 256; // threads: 32, 64, 128 or 256
 layout(constant_id = 1) const uint TYPE = 0;        // GGML type id of W
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
@@ -22,56 +27,59 @@ layout(push_constant) uniform Push {
 
 #include "common/dequant.glsl"
 
-const uint BM = 32u, BN = 32u, BK = 32u, LD = BK + 1u; // LD: padded shared row stride
-const uint TM = 4u;                                    // rows per thread
-const uint TN = 256u / WORKGROUP;                      // tokens per thread (BM*BN / (TM*WORKGROUP))
+const uint TM = 4u, TN = 4u;           // rows and tokens per thread
+const uint BM = 64u, BK = 32u;         // rows per tile, columns per step
+const uint BN = WORKGROUP / 4u;        // tokens per tile: (BM / TM) * (BN / TN) = WORKGROUP threads
+const uint SW = BM + 4u;               // shared row stride of sw (a multiple of 4: aligned vec4 reads)
+const uint SX = BN + 4u;               // of sx
 
-shared float sw[BM * LD]; // [BM][LD] dequantized W tile
-shared float sx[BN * LD]; // [BN][LD] x tile
+shared float sw[BK * SW]; // [BK][SW]: sw[k][r] = W[row0 + r][k0 + k], dequantized
+shared float sx[BK * SX]; // [BK][SX]: sx[k][j] = x[tok0 + j][k0 + k]
 
 void main()
 {
     uint tid = gl_LocalInvocationID.x;
     uint row0 = gl_WorkGroupID.x * BM, tok0 = gl_WorkGroupID.y * BN;
     uint be = dq_block_elems(), bb = dq_block_bytes(), rb = dq_row_bytes(pc.cols);
-    uint tr = tid % (BM / TM), tt = tid / (BM / TM); // this thread: rows tr + 8a, tokens tt + (WORKGROUP/8) b
-    float acc[TM * 8];                                // [TM][TN], TN <= 8
+    uint tr = tid % (BM / TM), tt = tid / (BM / TM); // this thread: rows 4 tr .. 4 tr + 3, tokens 4 tt .. 4 tt + 3
+    float acc[TM * TN];                               // [TM][TN]
     for (uint i = 0u; i < TM * TN; i++) acc[i] = 0.0;
 
     for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
+        // W tile: BM rows x BK / 8 runs of 8; run t: row t / 4, columns 8 (t % 4) ..
         for (uint t = tid; t < BM * (BK / 8u); t += WORKGROUP) {
             uint r = t / (BK / 8u), kr = (t % (BK / 8u)) * 8u;
             uint row = row0 + r, col = k0 + kr;
             float v[8];
             if (row < pc.rows && col < pc.cols) dequant8(row * rb + (col / be) * bb, col % be, v);
             else for (uint k = 0u; k < 8u; k++) v[k] = 0.0;
-            for (uint k = 0u; k < 8u; k++) sw[r * LD + kr + k] = v[k];
+            for (uint k = 0u; k < 8u; k++) sw[(kr + k) * SW + r] = v[k];
         }
+        // x tile: BN tokens x BK / 4 vec4s (2 per thread)
         for (uint t = tid; t < BN * (BK / 4u); t += WORKGROUP) {
             uint j = t / (BK / 4u), kv = (t % (BK / 4u)) * 4u;
             uint tok = tok0 + j, col = k0 + kv;
             vec4 xx = (tok < pc.n && col < pc.cols) ? xv[(tok * pc.cols + col) >> 2] : vec4(0.0);
-            sx[j * LD + kv] = xx.x;
-            sx[j * LD + kv + 1u] = xx.y;
-            sx[j * LD + kv + 2u] = xx.z;
-            sx[j * LD + kv + 3u] = xx.w;
+            sx[kv * SX + j] = xx.x;
+            sx[(kv + 1u) * SX + j] = xx.y;
+            sx[(kv + 2u) * SX + j] = xx.z;
+            sx[(kv + 3u) * SX + j] = xx.w;
         }
         barrier();
         for (uint k = 0u; k < BK; k++) {
-            float wr[TM];
-            for (uint a = 0u; a < TM; a++) wr[a] = sw[(tr + a * (BM / TM)) * LD + k];
-            for (uint b = 0u; b < TN; b++) {
-                float xk = sx[(tt + b * (WORKGROUP / (BM / TM))) * LD + k];
-                for (uint a = 0u; a < TM; a++) acc[a * TN + b] += wr[a] * xk;
-            }
+            uint iw = k * SW + TM * tr, ix = k * SX + TN * tt;
+            vec4 a = vec4(sw[iw], sw[iw + 1u], sw[iw + 2u], sw[iw + 3u]);
+            vec4 b = vec4(sx[ix], sx[ix + 1u], sx[ix + 2u], sx[ix + 3u]);
+            for (uint i = 0u; i < TM; i++)
+                for (uint j = 0u; j < TN; j++) acc[i * TN + j] += a[i] * b[j];
         }
         barrier();
     }
-    for (uint b = 0u; b < TN; b++) {
-        uint tok = tok0 + tt + b * (WORKGROUP / (BM / TM));
-        for (uint a = 0u; a < TM; a++) {
-            uint row = row0 + tr + a * (BM / TM);
-            if (row < pc.rows && tok < pc.n) y[tok * pc.rows + row] = acc[a * TN + b];
+    for (uint j = 0u; j < TN; j++) {
+        uint tok = tok0 + TN * tt + j;
+        for (uint i = 0u; i < TM; i++) {
+            uint row = row0 + TM * tr + i;
+            if (row < pc.rows && tok < pc.n) y[tok * pc.rows + row] = acc[i * TN + j];
         }
     }
 }

@@ -1,7 +1,7 @@
 /* The dequantizing matrix kernels against their C references (runtime/ops_ref.c), for every
  * weight type the GPU reads: get_rows (the dequantizer alone), mul_mat_vec (decode) and the
- * tiled mul_mat (prefill), at workgroups 64/128/256, odd row counts, column counts from one
- * block to 5120, 1 to 4 rows per mat-vec workgroup and the per-type default, the three mat-vec
+ * tiled mul_mat (prefill), at workgroups 64/128/256 (the tiled matmul at 32 too), odd row
+ * counts, column counts from one block to 5120, 1 to 4 rows per mat-vec workgroup and the per-type default, the three mat-vec
  * shaders (UNITS at 1 to 4 units per pass, 32 threads too; LANES, block types only, at 1 to 3
  * words per pass), the batched LANES product (block types: every token count, 3, 4 and 5
  * tokens per workgroup),
@@ -130,6 +130,7 @@ static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t co
 
     ops->workgroup = wg;
     ops->matvec_rows = per_group;
+    ops->matmul_workgroup = per_group == 4 ? 32 : wg; /* the tiled matmul at 32..256 threads (tiles of 8..64 tokens) */
     oscar_buffer bw = { 0 }, bx = { 0 }, by = { 0 }, bid = { 0 };
     size_t ybytes = (size_t)n_max * (rows > cols ? rows : cols) * 4;
     CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
