@@ -33,8 +33,11 @@ const uint BN = WORKGROUP / 4u;        // tokens per tile: (BM / TM) * (BN / TN)
 const uint SW = BM + 4u;               // shared row stride of sw (a multiple of 4: aligned vec4 reads)
 const uint SX = BN + 4u;               // of sx
 
-shared float sw[BK * SW]; // [BK][SW]: sw[k][r] = W[row0 + r][k0 + k], dequantized
-shared float sx[BK * SX]; // [BK][SX]: sx[k][j] = x[tok0 + j][k0 + k]
+shared vec4 sw[BK * SW / 4u]; // [BK][SW] floats: element (k, r) = W[row0 + r][k0 + k], dequantized
+shared vec4 sx[BK * SX / 4u]; // [BK][SX] floats: element (k, j) = x[tok0 + j][k0 + k]
+
+// Float i of a vec4 shared array (the tiles are written a float at a time, read a vec4 at a time).
+#define SH_FLOAT(a, i) a[(i) >> 2][(i) & 3u]
 
 void main()
 {
@@ -53,23 +56,21 @@ void main()
             float v[8];
             if (row < pc.rows && col < pc.cols) dequant8(row * rb + (col / be) * bb, col % be, v);
             else for (uint k = 0u; k < 8u; k++) v[k] = 0.0;
-            for (uint k = 0u; k < 8u; k++) sw[(kr + k) * SW + r] = v[k];
+            for (uint k = 0u; k < 8u; k++) SH_FLOAT(sw, (kr + k) * SW + r) = v[k];
         }
         // x tile: BN tokens x BK / 4 vec4s (2 per thread)
         for (uint t = tid; t < BN * (BK / 4u); t += WORKGROUP) {
             uint j = t / (BK / 4u), kv = (t % (BK / 4u)) * 4u;
             uint tok = tok0 + j, col = k0 + kv;
             vec4 xx = (tok < pc.n && col < pc.cols) ? xv[(tok * pc.cols + col) >> 2] : vec4(0.0);
-            sx[kv * SX + j] = xx.x;
-            sx[(kv + 1u) * SX + j] = xx.y;
-            sx[(kv + 2u) * SX + j] = xx.z;
-            sx[(kv + 3u) * SX + j] = xx.w;
+            SH_FLOAT(sx, kv * SX + j) = xx.x;
+            SH_FLOAT(sx, (kv + 1u) * SX + j) = xx.y;
+            SH_FLOAT(sx, (kv + 2u) * SX + j) = xx.z;
+            SH_FLOAT(sx, (kv + 3u) * SX + j) = xx.w;
         }
         barrier();
         for (uint k = 0u; k < BK; k++) {
-            uint iw = k * SW + TM * tr, ix = k * SX + TN * tt;
-            vec4 a = vec4(sw[iw], sw[iw + 1u], sw[iw + 2u], sw[iw + 3u]);
-            vec4 b = vec4(sx[ix], sx[ix + 1u], sx[ix + 2u], sx[ix + 3u]);
+            vec4 a = sw[(k * SW) / 4u + tr], b = sx[(k * SX) / 4u + tt]; // TM = TN = 4: one vec4 each
             for (uint i = 0u; i < TM; i++)
                 for (uint j = 0u; j < TN; j++) acc[i * TN + j] += a[i] * b[j];
         }
