@@ -1,13 +1,12 @@
 /* Recording the forward-pass kernels other than attention; see ops.h. Each op validates
  * shapes and bindings on the host (the shaders trust them), then records one dispatch. */
 #include <math.h>
-#include <stdlib.h>
 
 #include "ggml_types.h"
 #include "ops.h"
 
 /* Kernel tile of shaders/mul_mat.comp (rows x tokens per workgroup). */
-#define MUL_MAT_BM 64u /* rows per tile of shaders/mul_mat.comp; tokens per tile: threads / 16 * TN */
+#define MUL_MAT_BM 64u /* rows per tile of shaders/mul_mat.comp; tokens per tile: its threads / 4 */
 /* Workgroups per grid dimension every Vulkan device supports. */
 #define GRID_MAX 65535u
 
@@ -41,9 +40,6 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
     ops->matvec_unroll = 0;
     ops->matvec_tokens = 0;
     ops->matmul_workgroup = 0;
-    ops->matmul_tokens = 0;
-    const char *tn = getenv("OSCAR_MATMUL_TN"); /* tuning: tokens per thread of the tiled matmul */
-    if (tn) ops->matmul_tokens = (uint32_t)atoi(tn);
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -270,14 +266,12 @@ oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32
                           ? 256 : 128;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: workgroup %u is not a power of two in 32..256", wg);
-    uint32_t tn = ops->matmul_tokens ? ops->matmul_tokens : 4;
-    if (tn != 4 && tn != 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: %u tokens per thread (4 or 8)", tn);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, wg / 16 * tn), 1 };
+    uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, wg / 4), 1 };
     if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: %u rows x %u tokens exceed the grid", rows, n);
-    oscar_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 12, .n_spec = 3,
-                              .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* TN */ tn } };
+    oscar_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 12, .n_spec = 2,
+                              .spec = { /* WORKGROUP */ wg, /* TYPE */ type } };
     uint32_t push[3] = { rows, cols, n };
     oscar_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);

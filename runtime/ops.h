@@ -33,8 +33,6 @@ typedef struct oscar_ops {
     uint32_t matvec_tokens;    /* tokens per workgroup of oscar_op_mul_mat_batch; 0: 4 */
     uint32_t matmul_workgroup; /* threads of the tiled matmul (tiles of 64 rows x threads/4 tokens), a
                                 * power of two in 32..256; 0: 256 where the device allows, else 128 */
-    uint32_t matmul_tokens;    /* tokens per thread of the tiled matmul, 4 or 8; 0: 4 (OSCAR_MATMUL_TN
-                                * sets it in oscar_ops_init) */
 } oscar_ops;
 
 /* Which decode mat-vec shader oscar_op_mul_mat_vec records. */

@@ -2,20 +2,18 @@
 // Dequantizing matrix-matrix product (prefill): y[t][r] = sum_c W[r][c] * x[t][c] for the
 // weight matrix W [rows][cols] in its raw GGUF block layout and n tokens at once.
 //
-// A workgroup computes a BM x BN tile (64 rows x WORKGROUP / 16 * TN tokens: 64 x 64 at 256 threads
-// and TN = 4).
+// A workgroup computes a BM x BN tile (64 rows x WORKGROUP / 4 tokens: 64 x 64 at 256 threads).
 // Per step of BK = 32 columns it dequantizes the W tile (runs of 8 elements, four threads on the
 // four runs of a 32-element block) and copies the x tile into shared memory, both transposed
 // ([k][row], [k][token]) so that a thread's 4 rows and 4 tokens of one k are two 16-byte reads;
-// then each thread accumulates its 4 x TN register tile in fp32, in column order: 4 TN FMAs per
-// 1 + TN / 4 shared-memory reads of 16 bytes (the session-1 kernel's 4 x 2 tile read 6 words for 8). No subgroup
+// then each thread accumulates its 4 x 4 register tile in fp32, in column order: 16 FMAs per two
+// shared-memory reads (the session-1 kernel's 4 x 2 tile read 6 words for 8). No subgroup
 // operation; any power-of-two WORKGROUP from 32 to 256.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 256; // threads: 32, 64, 128 or 256
 layout(constant_id = 1) const uint TYPE = 0;        // GGML type id of W
-layout(constant_id = 2) const uint TN = 4;          // tokens per thread: 4 or 8
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
@@ -29,9 +27,9 @@ layout(push_constant) uniform Push {
 
 #include "common/dequant.glsl"
 
-const uint TM = 4u;                    // rows per thread
+const uint TM = 4u, TN = 4u;           // rows and tokens per thread
 const uint BM = 64u, BK = 32u;         // rows per tile, columns per step
-const uint BN = WORKGROUP / (BM / TM) * TN; // tokens per tile: (BM / TM) * (BN / TN) = WORKGROUP threads
+const uint BN = WORKGROUP / 4u;        // tokens per tile: (BM / TM) * (BN / TN) = WORKGROUP threads
 const uint SW = BM + 4u;               // shared row stride of sw (a multiple of 4: aligned vec4 reads)
 const uint SX = BN + 4u;               // of sx
 
@@ -46,7 +44,7 @@ void main()
     uint tid = gl_LocalInvocationID.x;
     uint row0 = gl_WorkGroupID.x * BM, tok0 = gl_WorkGroupID.y * BN;
     uint be = dq_block_elems(), bb = dq_block_bytes(), rb = dq_row_bytes(pc.cols);
-    uint tr = tid % (BM / TM), tt = tid / (BM / TM); // this thread: rows TM tr .., tokens TN tt ..
+    uint tr = tid % (BM / TM), tt = tid / (BM / TM); // this thread: rows 4 tr .. 4 tr + 3, tokens 4 tt .. 4 tt + 3
     float acc[TM * TN];                               // [TM][TN]
     for (uint i = 0u; i < TM * TN; i++) acc[i] = 0.0;
 
@@ -60,7 +58,7 @@ void main()
             else for (uint k = 0u; k < 8u; k++) v[k] = 0.0;
             for (uint k = 0u; k < 8u; k++) SH_FLOAT(sw, (kr + k) * SW + r) = v[k];
         }
-        // x tile: BN tokens x BK / 4 vec4s (TN / 2 per thread)
+        // x tile: BN tokens x BK / 4 vec4s (2 per thread)
         for (uint t = tid; t < BN * (BK / 4u); t += WORKGROUP) {
             uint j = t / (BK / 4u), kv = (t % (BK / 4u)) * 4u;
             uint tok = tok0 + j, col = k0 + kv;
@@ -72,12 +70,9 @@ void main()
         }
         barrier();
         for (uint k = 0u; k < BK; k++) {
-            vec4 a = sw[(k * SW) / 4u + tr]; // TM = 4: one vec4
-            for (uint j4 = 0u; j4 < TN / 4u; j4++) {
-                vec4 b = sx[(k * SX) / 4u + (TN / 4u) * tt + j4];
-                for (uint i = 0u; i < TM; i++)
-                    for (uint j = 0u; j < 4u; j++) acc[i * TN + 4u * j4 + j] += a[i] * b[j];
-            }
+            vec4 a = sw[(k * SW) / 4u + tr], b = sx[(k * SX) / 4u + tt]; // TM = TN = 4: one vec4 each
+            for (uint i = 0u; i < TM; i++)
+                for (uint j = 0u; j < TN; j++) acc[i * TN + j] += a[i] * b[j];
         }
         barrier();
     }

@@ -308,10 +308,8 @@ int main(void)
             check_case(&ops, type, rows[c], cols[c], workgroups[(t + (size_t)c) % 3], per_group[c]);
         }
         ops.matvec_unroll = 0;
-        /* the per-type defaults (shader, rows per group), the tiled matmul at 8 tokens a thread */
-        ops.matmul_tokens = 8;
+        /* the per-type defaults (shader, rows per group) */
         check_case(&ops, type, 41, 5120, 128, 0);
-        ops.matmul_tokens = 0;
         /* the RUN8 shader (the default for F32/F16/BF16) on the block types too, and the UNITS
          * shader at 32 threads, 4 rows and 3 units per pass (a partial last pass) */
         ops.matvec_shader = OSCAR_MATVEC_RUN8;
