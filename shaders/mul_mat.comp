@@ -7,7 +7,8 @@
 // four runs of a 32-element block) and copies the x tile into shared memory, both transposed
 // ([k][row], [k][token]) so that a thread's 4 rows and 4 tokens of one k are two 16-byte reads;
 // then each thread accumulates its 4 x 4 register tile in fp32, in column order: 16 FMAs per two
-// shared-memory reads (the session-1 kernel's 4 x 2 tile read 6 words for 8). No subgroup
+// shared-memory reads (the session-1 kernel's 4 x 2 tile read 6 words for 8). Each step's global
+// loads are issued before the FMAs of the step before (held in registers, stored after them). No subgroup
 // operation; any power-of-two WORKGROUP from 32 to 256.
 #extension GL_GOOGLE_include_directive : require
 
@@ -39,6 +40,30 @@ shared vec4 sx[BK * SX / 4u]; // [BK][SX] floats: element (k, j) = x[tok0 + j][k
 // Float i of a vec4 shared array (the tiles are written a float at a time, read a vec4 at a time).
 #define SH_FLOAT(a, i) a[(i) >> 2][(i) & 3u]
 
+const uint W_RUNS = BM * (BK / 8u) / WORKGROUP;  // runs of 8 weights a thread loads per step (>= 1)
+const uint X_VECS = BN * (BK / 4u) / WORKGROUP;   // vec4s of x a thread loads per step (2)
+
+// The step at column K0 of this thread's part of the tiles, into registers v and xx: runs of W
+// (run t = tid + i * WORKGROUP: row t / 4, columns 8 (t % 4) ..) dequantized, vec4s of x (vec4
+// t: token t / 8, columns 4 (t % 8) ..); outside the matrix zeros. No branch on the data, so
+// the next step's loads can be in flight while the current one is multiplied. (A macro: the
+// arrays' sizes are specialization constants, which function parameters do not take.)
+#define LOAD_STEP(K0)                                                                                     \
+    for (uint i = 0u; i < W_RUNS; i++) {                                                                  \
+        uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
+        bool live = row0 + r < pc.rows && col < pc.cols;                                                  \
+        uint row = min(row0 + r, pc.rows - 1u), c = min(col, pc.cols - 8u);                               \
+        float w[8];                                                                                       \
+        dequant8(row * rb + (c / be) * bb, c % be, w);                                                    \
+        for (uint k = 0u; k < 8u; k++) v[i * 8u + k] = live ? w[k] : 0.0;                                 \
+    }                                                                                                     \
+    for (uint i = 0u; i < X_VECS; i++) {                                                                  \
+        uint t = tid + i * WORKGROUP, j = t / (BK / 4u), col = (K0) + (t % (BK / 4u)) * 4u;               \
+        bool live = tok0 + j < pc.n && col < pc.cols;                                                     \
+        vec4 x = xv[(min(tok0 + j, pc.n - 1u) * pc.cols + min(col, pc.cols - 4u)) >> 2];                  \
+        xx[i] = live ? x : vec4(0.0);                                                                     \
+    }
+
 void main()
 {
     uint tid = gl_LocalInvocationID.x;
@@ -48,27 +73,21 @@ void main()
     float acc[TM * TN];                               // [TM][TN]
     for (uint i = 0u; i < TM * TN; i++) acc[i] = 0.0;
 
+    float v[W_RUNS * 8u]; // this thread's runs of W and vec4s of x of the next step
+    vec4 xx[X_VECS];
+    LOAD_STEP(0u)
     for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
-        // W tile: BM rows x BK / 8 runs of 8; run t: row t / 4, columns 8 (t % 4) ..
-        for (uint t = tid; t < BM * (BK / 8u); t += WORKGROUP) {
-            uint r = t / (BK / 8u), kr = (t % (BK / 8u)) * 8u;
-            uint row = row0 + r, col = k0 + kr;
-            float v[8];
-            if (row < pc.rows && col < pc.cols) dequant8(row * rb + (col / be) * bb, col % be, v);
-            else for (uint k = 0u; k < 8u; k++) v[k] = 0.0;
-            for (uint k = 0u; k < 8u; k++) SH_FLOAT(sw, (kr + k) * SW + r) = v[k];
+        // the registers into the shared tiles, transposed
+        for (uint i = 0u; i < W_RUNS; i++) {
+            uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kr = (t % (BK / 8u)) * 8u;
+            for (uint k = 0u; k < 8u; k++) SH_FLOAT(sw, (kr + k) * SW + r) = v[i * 8u + k];
         }
-        // x tile: BN tokens x BK / 4 vec4s (2 per thread)
-        for (uint t = tid; t < BN * (BK / 4u); t += WORKGROUP) {
-            uint j = t / (BK / 4u), kv = (t % (BK / 4u)) * 4u;
-            uint tok = tok0 + j, col = k0 + kv;
-            vec4 xx = (tok < pc.n && col < pc.cols) ? xv[(tok * pc.cols + col) >> 2] : vec4(0.0);
-            SH_FLOAT(sx, kv * SX + j) = xx.x;
-            SH_FLOAT(sx, (kv + 1u) * SX + j) = xx.y;
-            SH_FLOAT(sx, (kv + 2u) * SX + j) = xx.z;
-            SH_FLOAT(sx, (kv + 3u) * SX + j) = xx.w;
+        for (uint i = 0u; i < X_VECS; i++) {
+            uint t = tid + i * WORKGROUP, j = t / (BK / 4u), kv = (t % (BK / 4u)) * 4u;
+            for (uint k = 0u; k < 4u; k++) SH_FLOAT(sx, (kv + k) * SX + j) = xx[i][k];
         }
         barrier();
+        LOAD_STEP(k0 + BK) // past the end: zeros
         for (uint k = 0u; k < BK; k++) {
             vec4 a = sw[(k * SW) / 4u + tr], b = sx[(k * SX) / 4u + tt]; // TM = TN = 4: one vec4 each
             for (uint i = 0u; i < TM; i++)
