@@ -5,8 +5,11 @@
 #include "ggml_types.h"
 #include "ops.h"
 
-/* Kernel tile of shaders/mul_mat.comp (rows x tokens per workgroup). */
-#define MUL_MAT_BM 64u /* rows per tile of shaders/mul_mat.comp; tokens per tile: its threads / 4 */
+/* Tile of shaders/mul_mat.comp: 64 rows x (threads / 4) tokens, 32 columns a step; its shared
+ * memory, the two tiles transposed with rows padded by 4 floats. */
+#define MUL_MAT_BM 64u
+#define MUL_MAT_BK 32u
+#define MUL_MAT_SHARED_BYTES(wg) (4u * MUL_MAT_BK * ((MUL_MAT_BM + 4u) + ((wg) / 4u + 4u)))
 /* Workgroups per grid dimension every Vulkan device supports. */
 #define GRID_MAX 65535u
 
@@ -261,11 +264,17 @@ oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
+    const VkPhysicalDeviceLimits *lim = &ops->ctx->limits;
     uint32_t wg = ops->matmul_workgroup;
-    if (wg == 0) wg = ops->ctx->limits.maxComputeWorkGroupInvocations >= 256 && ops->ctx->limits.maxComputeWorkGroupSize[0] >= 256
-                          ? 256 : 128;
+    if (wg == 0) /* 256 where the device has the threads and the 17 KiB (every Vulkan device has 128 and 16 KiB) */
+        wg = lim->maxComputeWorkGroupInvocations >= 256 && lim->maxComputeWorkGroupSize[0] >= 256 &&
+                     lim->maxComputeSharedMemorySize >= MUL_MAT_SHARED_BYTES(256)
+                 ? 256 : 128;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: workgroup %u is not a power of two in 32..256", wg);
+    if (MUL_MAT_SHARED_BYTES(wg) > lim->maxComputeSharedMemorySize)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat: %u threads need %u bytes of shared memory, the device has %u",
+                           wg, MUL_MAT_SHARED_BYTES(wg), lim->maxComputeSharedMemorySize);
     if (rows == 0 || n == 0) return OSCAR_OK;
     uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, wg / 4), 1 };
     if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)

@@ -34,6 +34,7 @@ const uint BN = WORKGROUP / 4u;        // tokens per tile: (BM / TM) * (BN / TN)
 const uint SW = BM + 4u;               // shared row stride of sw (a multiple of 4: aligned vec4 reads)
 const uint SX = BN + 4u;               // of sx
 
+// (runtime/ops.c's MUL_MAT_SHARED_BYTES computes these two sizes for its check)
 shared vec4 sw[BK * SW / 4u]; // [BK][SW] floats: element (k, r) = W[row0 + r][k0 + k], dequantized
 shared vec4 sx[BK * SX / 4u]; // [BK][SX] floats: element (k, j) = x[tok0 + j][k0 + k]
 
