@@ -8,8 +8,8 @@
 // ([k][row], [k][token]) so that a thread's 4 rows and 4 tokens of one k are two 16-byte reads;
 // then each thread accumulates its 4 x 4 register tile in fp32, in column order: 16 FMAs per two
 // shared-memory reads (the session-1 kernel's 4 x 2 tile read 6 words for 8). Each step's global
-// loads are issued before the FMAs of the step before (held in registers, stored after them). No subgroup
-// operation; any power-of-two WORKGROUP from 32 to 256.
+// loads are issued before the FMAs of the step before (held in registers, stored after them).
+// No subgroup operation; any power-of-two WORKGROUP from 32 to 256.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
