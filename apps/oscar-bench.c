@@ -788,11 +788,10 @@ static int bench_ops(int argc, char **argv)
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
     oscar_cmd cmd;
-    oscar_buffer x = { 0 }, y = { 0 }, y2 = { 0 }, xq = { 0 };
+    oscar_buffer x = { 0 }, y = { 0 }, xq = { 0 };
     if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
         oscar_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols), OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
         oscar_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
-        oscar_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y2) != OSCAR_OK ||
         oscar_buffer_fill(ctx, &x, 0, (uint64_t)tokens * cols * 4, 0x3F800000u) != OSCAR_OK) {
         fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
         oscar_context_destroy(ctx);
@@ -839,33 +838,6 @@ static int bench_ops(int argc, char **argv)
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
         }
-        /* the MLP's gate (rows x cols each for gate and up): the two products, a barrier and
-         * the SwiGLU as separate dispatches ("g+u+s"), then the fused product ("glu") */
-        for (int fused = 0; fused < 2 && st == OSCAR_OK && copies >= 3 && oscar_op_mul_mat_swiglu_supported(&ops, type, tokens);
-             fused++) {
-            double ns = 0;
-            st = oscar_cmd_begin(ctx, &cmd);
-            int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
-            for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-                uint32_t c = (2 * it) % (copies - 1);
-                oscar_binding g = { &w, c * mat, row_bytes * rows }, u = { &w, (c + 1) * mat, row_bytes * rows };
-                oscar_binding bx = { &x, 0, 0 }, by = { &y, 0, 0 }, by2 = { &y2, 0, 0 };
-                if (fused) {
-                    st = oscar_op_mul_mat_swiglu(&ops, &cmd, type, g, u, bx, by, rows, cols, tokens);
-                } else {
-                    st = oscar_op_mul_mat(&ops, &cmd, type, g, bx, by, rows, cols, tokens);
-                    if (st == OSCAR_OK) st = oscar_op_mul_mat(&ops, &cmd, type, u, bx, by2, rows, cols, tokens);
-                    oscar_cmd_barrier(ctx, &cmd);
-                    if (st == OSCAR_OK) st = oscar_op_swiglu(&ops, &cmd, by, by2, by, tokens * rows);
-                }
-                if (barriers) oscar_cmd_barrier(ctx, &cmd);
-            }
-            st = end_timed(ctx, &cmd, t0, st, &ns);
-            if (st != OSCAR_OK) break;
-            double us = ns * 1e-3 / iters, gbps = 2.0 * row_bytes * rows / (us * 1e3);
-            printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw  (gate and up)\n", oscar_ggml_type_name(type),
-                   fused ? " glu" : " g+u+s", 2.0 * row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
-        }
         oscar_buffer_destroy(ctx, &w);
         if (st != OSCAR_OK) {
             fprintf(stderr, "%s: %s: %s\n", prog, oscar_ggml_type_name(type), oscar_last_error());
@@ -908,7 +880,6 @@ static int bench_ops(int argc, char **argv)
     }
     oscar_buffer_destroy(ctx, &x);
     oscar_buffer_destroy(ctx, &y);
-    oscar_buffer_destroy(ctx, &y2);
     oscar_buffer_destroy(ctx, &xq);
     oscar_cmd_release(ctx, &cmd);
     oscar_context_destroy(ctx);

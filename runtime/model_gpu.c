@@ -35,36 +35,8 @@ static oscar_status upload_matrix(oscar_context *ctx, const oscar_gguf_tensor *t
                            t->name, (unsigned long long)t->ne[0], block, oscar_ggml_type_name(t->type));
     OSCAR_TRY(oscar_buffer_create(ctx, (t->n_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, &w->buf));
     OSCAR_TRY(oscar_buffer_upload(ctx, &w->buf, 0, t->data, t->n_bytes));
-    w->at = (oscar_binding){ &w->buf, 0, 0 };
     w->type = t->type;
     report(pr, t->n_bytes);
-fail:
-    return st;
-}
-
-/* Uploads the MLP's gate and up matrices into one buffer (L->gate_up), up from the first
- * multiple of 256 bytes after the gate's blocks (every Vulkan device's binding alignment), so
- * that the fused product reads both through one binding and the others bind each alone. The
- * two must have one type; else each gets its own buffer. */
-static oscar_status upload_gate_up(oscar_context *ctx, const oscar_gguf_tensor *g, const oscar_gguf_tensor *u,
-                                   oscar_gpu_layer *L, upload_progress *pr)
-{
-    oscar_status st = OSCAR_OK;
-    if (g->type != u->type || g->ne[0] != u->ne[0] || g->ne[1] != u->ne[1]) {
-        OSCAR_TRY(upload_matrix(ctx, g, &L->w_gate, pr));
-        return upload_matrix(ctx, u, &L->w_up, pr);
-    }
-    uint32_t block = oscar_op_type_block(g->type);
-    if (!oscar_op_type_supported(g->type) || block == 0 || g->ne[0] % block)
-        return upload_matrix(ctx, g, &L->w_gate, pr); /* its error */
-    uint64_t up_off = (g->n_bytes + 255) & ~255ull, up_bytes = (u->n_bytes + 3) & ~3ull;
-    OSCAR_TRY(oscar_buffer_create(ctx, up_off + up_bytes, OSCAR_BUFFER_DEVICE, &L->gate_up));
-    OSCAR_TRY(oscar_buffer_upload(ctx, &L->gate_up, 0, g->data, g->n_bytes));
-    OSCAR_TRY(oscar_buffer_upload(ctx, &L->gate_up, up_off, u->data, u->n_bytes));
-    L->w_gate.at = (oscar_binding){ &L->gate_up, 0, (g->n_bytes + 3) & ~3ull };
-    L->w_up.at = (oscar_binding){ &L->gate_up, up_off, up_bytes };
-    L->w_gate.type = L->w_up.type = g->type;
-    report(pr, g->n_bytes + u->n_bytes);
 fail:
     return st;
 }
@@ -125,7 +97,8 @@ oscar_status oscar_model_gpu_create(oscar_context *ctx, const oscar_model_desc *
             OSCAR_TRY(upload_vector(ctx, src->q_norm, &dst->q_norm, &pr));
             OSCAR_TRY(upload_vector(ctx, src->k_norm, &dst->k_norm, &pr));
         }
-        OSCAR_TRY(upload_gate_up(ctx, src->w_gate, src->w_up, dst, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->w_gate, &dst->w_gate, &pr));
+        OSCAR_TRY(upload_matrix(ctx, src->w_up, &dst->w_up, &pr));
         OSCAR_TRY(upload_matrix(ctx, src->w_down, &dst->w_down, &pr));
     }
     uint32_t half = hp->n_rot / 2;
@@ -155,7 +128,6 @@ void oscar_model_gpu_destroy(oscar_model_gpu *m)
         oscar_gpu_weight *ws[] = { &L->attn_norm, &L->ffn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk,
                                    &L->bv, &L->q_norm, &L->k_norm, &L->w_gate, &L->w_up, &L->w_down };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) weight_destroy(ctx, ws[i]);
-        oscar_buffer_destroy(ctx, &L->gate_up);
     }
     free(m->layers);
     free(m);
@@ -209,8 +181,6 @@ oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint
     OSCAR_TRY(oscar_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
     const char *flush_env = getenv("OSCAR_STEP_FLUSH");
     s->flush_growth = flush_env ? (uint32_t)atoi(flush_env) : 4;
-    const char *glu_env = getenv("OSCAR_SWIGLU_FUSED");
-    s->fuse_swiglu = glu_env ? atoi(glu_env) != 0 : 1;
     const char *f16_env = getenv("OSCAR_MATVEC_F16");
     s->matvec_f16 = ctx->info.float16_arithmetic && f16_env && atoi(f16_env) != 0;
     if (s->matvec_f16) {
@@ -261,7 +231,7 @@ static oscar_status mul_mats(oscar_gpu_state *s, oscar_binding x, uint32_t cols,
         oscar_cmd_barrier(ctx, &s->cmd);
     }
     for (uint32_t i = 0; i < n_w; i++) {
-        oscar_binding wb = w[i]->at;
+        oscar_binding wb = bind(&w[i]->buf, 0);
         if (f16) OSCAR_TRY(oscar_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
         else OSCAR_TRY(oscar_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
     }
@@ -325,18 +295,14 @@ static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int
     /* MLP (the attention's residual added by its norm) */
     oscar_cmd_barrier(ctx, cmd);
     OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    if (s->fuse_swiglu && L->gate_up.buffer && !(s->matvec_f16 && n == 1) &&
-        oscar_op_mul_mat_swiglu_supported(ops, L->w_gate.type, n)) {
-        oscar_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(oscar_op_mul_mat_swiglu(ops, cmd, L->w_gate.type, L->w_gate.at, L->w_up.at, xb, gate, F, D, n));
-    } else {
+    {
         const oscar_gpu_weight *w[2] = { &L->w_gate, &L->w_up };
         oscar_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
         OSCAR_TRY(mul_mats(s, xb, D, n, 2, w, y, rows));
-        oscar_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(oscar_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
+    oscar_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(oscar_op_swiglu(ops, cmd, gate, up, gate, n * F));
     {
         const oscar_gpu_weight *w[1] = { &L->w_down };
         uint32_t rows[1] = { D };

@@ -27,9 +27,7 @@
 
 /* A weight on the device: the tensor's bytes, padded to a multiple of 4. */
 typedef struct oscar_gpu_weight {
-    oscar_buffer buf;          /* raw GGUF blocks of `type` (F32 for norms and biases); empty for a
-                                  matrix that lives in its layer's gate_up */
-    oscar_binding at;          /* where the kernels read the matrix: buf, or its range of gate_up */
+    oscar_buffer buf;          /* raw GGUF blocks of `type` (F32 for norms and biases) */
     uint32_t type;             /* oscar_ggml_type */
 } oscar_gpu_weight;
 
@@ -39,9 +37,6 @@ typedef struct oscar_gpu_layer {
     oscar_gpu_weight bq, bk, bv;                 /* [q_dim], [kv_dim] F32 (qwen2; else empty) */
     oscar_gpu_weight q_norm, k_norm;             /* [head_dim] F32 (qwen3; else empty) */
     oscar_gpu_weight w_gate, w_up, w_down;       /* [n_ff][n_embd] x2, [n_embd][n_ff] */
-    oscar_buffer gate_up;                        /* w_gate's blocks, then w_up's from a multiple of 256
-                                                    bytes, when the two have one type (so the fused
-                                                    oscar_op_mul_mat_swiglu can read both); else empty */
 } oscar_gpu_layer;
 
 typedef struct oscar_model_gpu {
@@ -92,9 +87,6 @@ typedef struct oscar_gpu_state {
                                     * of the widest input); unused (0 bytes) when matvec_f16 is 0 */
     int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
                                     * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
-    int fuse_swiglu;               /* the MLP's gate and up products and the SwiGLU in one dispatch where
-                                    * oscar_op_mul_mat_swiglu takes the layer's weights (OSCAR_SWIGLU_FUSED,
-                                    * default 1; 0 for A/B runs) */
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth
                                     * times longer than the one before (OSCAR_STEP_FLUSH, default 4:
                                     * layers 0 | 1-4 | 5-20 | 21-84 ...; 0: one part) */

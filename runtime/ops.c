@@ -137,43 +137,40 @@ static uint32_t matvec_default_rows(uint32_t type)
 typedef struct matvec_shader {
     const char *name;
     uint32_t n_spec;
-    uint32_t unroll;    /* default UNROLL (ops->matvec_unroll overrides it) */
-    uint32_t push_size; /* rows, cols, n; (lanes) up_off */
+    uint32_t unroll; /* default UNROLL (ops->matvec_unroll overrides it) */
 } matvec_shader;
 
-static const matvec_shader MV_UNITS = { "mul_mat_vec", 5, 1, 12 };
-static const matvec_shader MV_RUN8 = { "mul_mat_vec_run8", 3, 1, 12 };
-static const matvec_shader MV_F16 = { "mul_mat_vec_f16", 5, 1, 12 };
+static const matvec_shader MV_UNITS = { "mul_mat_vec", 5, 1 };
+static const matvec_shader MV_RUN8 = { "mul_mat_vec_run8", 3, 1 };
+static const matvec_shader MV_F16 = { "mul_mat_vec_f16", 5, 1 };
 /* 2 words per pass: Q4_0 14336 x 4096 24.2 us vs 27.2 at 1 (H200) */
-static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 7, 2, 16 };
+static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 6, 2 };
 
 /* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
- * defaults; `tokens` per workgroup (1 but for the lanes shader). up_off: 0, or (the lanes
- * shader's fused SwiGLU) the byte offset in w of the up matrix, w starting with the gate's. */
+ * defaults; `tokens` per workgroup (1 but for the lanes shader). */
 static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const matvec_shader *sh, uint32_t tokens,
                                   uint32_t type, oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows,
-                                  uint32_t cols, uint32_t n, uint32_t up_off)
+                                  uint32_t cols, uint32_t n)
 {
     oscar_status st;
     const char *shader = sh->name;
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
-    /* the fused SwiGLU sums each row twice (gate, up): half the rows keep a workgroup's sums at 4 */
-    uint32_t per = ops->matvec_rows ? ops->matvec_rows : up_off ? 2 : matvec_default_rows(type);
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : matvec_default_rows(type);
     uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : sh->unroll;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a power of two in 32..256", shader, wg);
-    if (per > wg || (uint64_t)per * (up_off ? 2 : 1) * tokens * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
+    if (per > wg || (uint64_t)per * tokens * wg * 4 > ops->ctx->limits.maxComputeSharedMemorySize)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows x %u tokens per workgroup of %u threads", shader, per,
                            tokens, wg);
     if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: unroll %u exceeds 8", shader, unroll);
     uint32_t groups_z = oscar_div_up(n, tokens);
     if (groups_z > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = sh->push_size, .n_spec = sh->n_spec,
+    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = sh->n_spec,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                         /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0,
-                                        /* TOKENS */ tokens, /* SWIGLU */ up_off != 0 } };
-    uint32_t push[4] = { rows, cols, n, up_off }, groups[3];
+                                        /* TOKENS */ tokens } };
+    uint32_t push[3] = { rows, cols, n }, groups[3];
     if ((st = grid_2d(oscar_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
     groups[2] = groups_z;
     oscar_binding b[3] = { w, x, y };
@@ -219,13 +216,13 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
                  : type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 ? OSCAR_MATVEC_LANES
                                                                                   : OSCAR_MATVEC_UNITS;
     switch (shader) {
-    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, rows, cols, n, 0);
-    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, rows, cols, n, 0);
+    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, rows, cols, n);
     case OSCAR_MATVEC_LANES:
         if (is_float)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec: the lanes shader reads block types, not %s",
                                oscar_ggml_type_name(type));
-        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n, 0);
+        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n);
     default: OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
     }
 }
@@ -240,36 +237,7 @@ oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_batch: the lanes shader reads block types, not %s",
                            oscar_ggml_type_name(type));
     if (n == 0) return OSCAR_OK;
-    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n, 0);
-}
-
-int oscar_op_mul_mat_swiglu_supported(const oscar_ops *ops, uint32_t type, uint32_t n)
-{
-    if (type != OSCAR_GGML_TYPE_Q4_0 && type != OSCAR_GGML_TYPE_Q4_1) return 0;
-    if (n == 1) return ops->matvec_shader == OSCAR_MATVEC_AUTO || ops->matvec_shader == OSCAR_MATVEC_LANES;
-    return prefers_batch(type, n);
-}
-
-oscar_status oscar_op_mul_mat_swiglu(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding gate,
-                                     oscar_binding up, oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
-                                     uint32_t n)
-{
-    uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat_swiglu", type, &gate, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
-    if (st != OSCAR_OK) return st;
-    if ((st = check_binding(&up, (rows * row_bytes + 3) & ~3ull, "mul_mat_swiglu", "up")) != OSCAR_OK) return st;
-    if (!oscar_op_mul_mat_swiglu_supported(ops, type, n))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_swiglu: no fused product for %s weights at %u tokens",
-                           oscar_ggml_type_name(type), n);
-    /* one binding from the gate's start to the up matrix's end, the up matrix after the gate's rows */
-    uint64_t gate_end = gate.offset + rows * row_bytes, up_end = up.offset + rows * row_bytes;
-    if (up.buffer != gate.buffer || up.offset < gate_end || (up.offset - gate.offset) % 4 || up_end - gate.offset > UINT32_MAX)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT,
-                           "mul_mat_swiglu: the up matrix must follow the gate's rows in the same buffer, 4-byte aligned");
-    if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_binding w = { gate.buffer, gate.offset, ((up_end + 3) & ~3ull) - gate.offset };
-    return record_matvec(ops, cmd, &MV_LANES, n == 1 ? 1 : lanes_tokens(ops, n), type, w, x, y, rows, cols, n,
-                         (uint32_t)(up.offset - gate.offset));
+    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n);
 }
 
 int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)
@@ -287,7 +255,7 @@ oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
                                     &row_bytes);
     if (st != OSCAR_OK) return st;
-    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n, 0);
+    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n);
 }
 
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,

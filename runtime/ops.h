@@ -72,19 +72,6 @@ oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32
 oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
                                     oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
-/* The MLP's gate in one dispatch: y [n][rows] = silu(G x) * (U x), silu(g) = g / (1 + e^-g),
- * with G and U [rows][cols] of `type` in one buffer, U after G's rows at a multiple of 4 bytes
- * (the bindings gate and up; else OSCAR_ERROR_INVALID_ARGUMENT). The lanes shader sums a
- * workgroup's rows of both, so the two products and the SwiGLU need no barrier between them.
- * Supported (oscar_op_mul_mat_swiglu_supported) where oscar_op_mul_mat would take the lanes
- * shader: Q4_0 and Q4_1, one token (unless ops->matvec_shader picks another shader) or a
- * batch of the batched product's size; else OSCAR_ERROR_UNSUPPORTED. Same sums as the
- * separate products, so the same error against the reference. */
-int oscar_op_mul_mat_swiglu_supported(const oscar_ops *ops, uint32_t type, uint32_t n);
-oscar_status oscar_op_mul_mat_swiglu(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding gate,
-                                     oscar_binding up, oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols,
-                                     uint32_t n);
-
 /* The packed-fp16 decode mat-vec (shaders/mul_mat_vec_f16.comp): Q4_0 and Q8_0 weights on
  * devices with shaderFloat16, x prepared once by oscar_op_x_f16_blocks and shared by every
  * mat-vec that reads the same x. Error ~1e-7 normalised squared (fp16 products; see the

@@ -14,11 +14,6 @@
 // reads W n / TOKENS times instead of n; one token takes the fused mv_word_dot. The pass has
 // no branch (tasks past the row and tokens past n are clamped, their sums dropped by a select
 // or not stored). The workgroup's sums are reduced by common/mv_reduce.glsl.
-//
-// SWIGLU = 1 fuses the MLP's gate: W's binding holds the gate matrix and, pc.up_off bytes
-// further, the up matrix (same type and shape); a workgroup sums its ROWS rows of both and
-// stores silu(gate . x) * (up . x), so the gate and up products and the SwiGLU take one
-// dispatch and no barrier between them.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;
@@ -28,8 +23,6 @@ layout(constant_id = 2) const uint ROWS = 1;        // rows per workgroup
 layout(constant_id = 3) const uint UNROLL = 1;      // tasks per thread per pass
 layout(constant_id = 4) const uint W16 = 0;         // unused (the units shader's; same spec list)
 layout(constant_id = 5) const uint TOKENS = 1;      // tokens per workgroup
-layout(constant_id = 6) const uint SWIGLU = 0;      // 1: rows of gate and up, stored as silu(gate) * up
-const uint NR = SWIGLU != 0u ? 2u * ROWS : ROWS;     // rows summed per workgroup
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
@@ -39,7 +32,6 @@ layout(push_constant) uniform Push {
     uint rows;   // rows of W
     uint cols;   // columns of W, a multiple of the block size
     uint n;      // tokens
-    uint up_off; // SWIGLU: byte offset of the up matrix from the gate's (W's binding start)
 } pc;
 
 #include "common/dequant.glsl"
@@ -47,8 +39,6 @@ layout(push_constant) uniform Push {
 #include "common/dequant_word.glsl"
 
 #define MV_TOKENS TOKENS
-#define MV_ROWS NR
-#define MV_GLU SWIGLU
 #include "common/mv_reduce.glsl"
 
 // The word's x at vec4 index xi (lo) and xi + xg (hi), permuted as the decoded quants, and
@@ -71,12 +61,10 @@ void main()
     uint tok0 = gl_WorkGroupID.z * TOKENS;
     if (row0 >= pc.rows || tok0 >= pc.n) return; // uniform over the workgroup
     uint rb = dq_row_bytes(pc.cols), nt = 4u * (pc.cols / 32u); // a unit holds 32 elements
-    uint rbase[NR];      // byte offset of each row (gate rows, then with SWIGLU the up rows), the
-                         // last row standing in for rows past the end
+    uint rbase[ROWS];    // byte offset of each row, the last row standing in for rows past the end
     uint xbase[TOKENS];  // vec4 index of each token's x, the last token standing in for those past n
-    float acc[MV_SUMS];  // [TOKENS][NR]
-    for (uint i = 0u; i < NR; i++)
-        rbase[i] = (i < ROWS ? 0u : pc.up_off) + min(row0 + i % ROWS, pc.rows - 1u) * rb;
+    float acc[MV_SUMS];  // [TOKENS][ROWS]
+    for (uint i = 0u; i < ROWS; i++) rbase[i] = min(row0 + i, pc.rows - 1u) * rb;
     for (uint t = 0u; t < TOKENS; t++) xbase[t] = (min(tok0 + t, pc.n - 1u) * pc.cols) >> 2;
     for (uint i = 0u; i < MV_SUMS; i++) acc[i] = 0.0;
 
@@ -91,19 +79,19 @@ void main()
             float sl, sh;
             if (TOKENS == 1u) { // the fused form (common/dequant_word.glsl says why)
                 load_x(xbase[0] + xo, xg, xl, xh, sl, sh);
-                for (uint i = 0u; i < NR; i++) {
+                for (uint i = 0u; i < ROWS; i++) {
                     float d = mv_word_dot(rbase[i], u, k, xl, xh, sl, sh);
                     acc[i] += live ? d : 0.0;
                 }
                 continue;
             }
-            vec4 lo[NR], hi[NR], c[NR];
-            for (uint i = 0u; i < NR; i++) mv_word_decode(rbase[i], u, k, lo[i], hi[i], c[i]);
+            vec4 lo[ROWS], hi[ROWS], c[ROWS];
+            for (uint i = 0u; i < ROWS; i++) mv_word_decode(rbase[i], u, k, lo[i], hi[i], c[i]);
             for (uint t = 0u; t < TOKENS; t++) {
                 load_x(xbase[t] + xo, xg, xl, xh, sl, sh);
-                for (uint i = 0u; i < NR; i++) {
+                for (uint i = 0u; i < ROWS; i++) {
                     float d = mv_word_apply(lo[i], hi[i], c[i], xl, xh, sl, sh);
-                    acc[t * NR + i] += live ? d : 0.0;
+                    acc[t * ROWS + i] += live ? d : 0.0;
                 }
             }
         }

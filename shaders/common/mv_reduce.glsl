@@ -5,30 +5,19 @@
 //
 // Needs, declared before it: WORKGROUP and ROWS (spec constants), y[] ([n][rows] fp32) and
 // pc.rows, pc.n. A shader whose threads hold sums for several tokens defines MV_TOKENS (a
-// constant, tokens per workgroup) before including it: acc is then [MV_TOKENS][ROWS]. A shader
-// whose workgroup sums more rows than it stores defines MV_ROWS (sums per token, default ROWS)
-// and MV_GLU (a constant, nonzero when each token's sums are ROWS gate rows then ROWS up rows,
-// stored as silu(gate) * up, the formula of swiglu.comp).
+// constant, tokens per workgroup) before including it: acc is then [MV_TOKENS][ROWS].
 #ifndef OSCAR_MV_REDUCE_GLSL
 #define OSCAR_MV_REDUCE_GLSL
 
-#ifndef MV_ROWS
-#define MV_ROWS ROWS
-#endif
-#ifndef MV_GLU
-#define MV_GLU 0u
-#endif
 #ifdef MV_TOKENS
-const uint MV_SUMS = MV_TOKENS * MV_ROWS; // callers declare their sums with this name (glslang matches array types by it)
+const uint MV_SUMS = MV_TOKENS * ROWS; // callers declare their sums with this name (glslang matches array types by it)
 #else
-#define MV_TOKENS 1u
-#define MV_SUMS MV_ROWS
+#define MV_SUMS ROWS
 #endif
-shared float red[WORKGROUP * MV_SUMS]; // [MV_TOKENS][MV_ROWS][WORKGROUP] partial sums
+shared float red[WORKGROUP * MV_SUMS]; // [MV_TOKENS][ROWS][WORKGROUP] partial sums
 
-// y[tok0 + t][row0 + i] = sum over the workgroup's threads of acc[t * MV_ROWS + i] (with MV_GLU:
-// silu of that sum times the sum of acc[t * MV_ROWS + ROWS + i]), for the rows and tokens that
-// exist. All threads call it.
+// y[tok0 + t][row0 + i] = sum over the workgroup's threads of acc[t * ROWS + i], for the rows
+// and tokens that exist. All threads call it.
 void mv_reduce_store(float acc[MV_SUMS], uint tid, uint row0, uint tok0)
 {
     for (uint i = 0u; i < MV_SUMS; i++) red[i * WORKGROUP + tid] = acc[i];
@@ -38,11 +27,9 @@ void mv_reduce_store(float acc[MV_SUMS], uint tid, uint row0, uint tok0)
             for (uint i = 0u; i < MV_SUMS; i++) red[i * WORKGROUP + tid] += red[i * WORKGROUP + tid + s];
         barrier();
     }
-    for (uint i = tid; i < MV_TOKENS * ROWS; i += WORKGROUP) {
+    for (uint i = tid; i < MV_SUMS; i += WORKGROUP) {
         uint t = i / ROWS, r = i % ROWS;
-        float v = red[(t * MV_ROWS + r) * WORKGROUP];
-        if (MV_GLU != 0u) v = v / (1.0 + exp(-v)) * red[(t * MV_ROWS + ROWS + r) * WORKGROUP];
-        if (row0 + r < pc.rows && tok0 + t < pc.n) y[(tok0 + t) * pc.rows + row0 + r] = v;
+        if (row0 + r < pc.rows && tok0 + t < pc.n) y[(tok0 + t) * pc.rows + row0 + r] = red[i * WORKGROUP];
     }
 }
 
