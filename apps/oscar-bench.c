@@ -696,7 +696,9 @@ static oscar_status end_timed(oscar_context *ctx, oscar_cmd *cmd, int t0, oscar_
 }
 
 /* Times the decode mat-vec y = W·x for each weight type, W [rows][cols], `iters` dispatches
- * chained in one command buffer with a barrier between them (as in a forward pass). The weights
+ * chained in one command buffer with a barrier between them (as in a forward pass), and the
+ * bandwidth probe chained alike over the same bytes (what a read-only kernel takes at that
+ * size: the product's own bound, below the large-buffer bandwidth for small matrices). The weights
  * rotate over enough copies that together exceed the GPU's last-level cache, so every dispatch
  * reads from memory. GB/s = weight bytes / time per dispatch, beside the read bandwidth measured
  * in the same run. The weight contents are a constant fp16 1.0 pattern: timing does not depend
@@ -837,6 +839,23 @@ static int bench_ops(int argc, char **argv)
                    f16 ? " f16" : tiled ? " tiled" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
+        }
+        if (st == OSCAR_OK) { /* the bound at this size: the bandwidth probe over the same bytes, chained alike */
+            uint64_t bytes = (row_bytes * rows + 15) & ~15ull; /* inside the 256-byte-aligned copy */
+            double ns = 0;
+            st = oscar_cmd_begin(ctx, &cmd);
+            int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+            for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
+                st = oscar_op_read_stream(&ops, &cmd, (oscar_binding){ &w, (it % copies) * mat, bytes }, bytes,
+                                          (oscar_binding){ &y, 0, 0 });
+                if (barriers) oscar_cmd_barrier(ctx, &cmd);
+            }
+            st = end_timed(ctx, &cmd, t0, st, &ns);
+            if (st == OSCAR_OK) {
+                double us = ns * 1e-3 / iters, gbps = (double)bytes / (us * 1e3);
+                printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw  (the bandwidth probe over the "
+                       "same bytes)\n", oscar_ggml_type_name(type), " read", bytes / 1e6, us, gbps, 100.0 * gbps / bw);
+            }
         }
         oscar_buffer_destroy(ctx, &w);
         if (st != OSCAR_OK) {

@@ -1,7 +1,6 @@
 /* Device read bandwidth with a streaming kernel: the roofline every benchmark quotes. */
+#include "ops.h"
 #include "vk_context.h"
-
-#define BW_WORKGROUP 256u
 
 OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t bytes, uint32_t iterations, double *gbps)
 {
@@ -15,26 +14,17 @@ OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t
     if (bytes < 4096) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "bandwidth buffer too small (%llu bytes)", (unsigned long long)bytes);
     if (iterations > 100) iterations = 100;
 
-    oscar_pipeline *p;
-    oscar_pipeline_desc desc = { .shader = "read_bandwidth", .n_buffers = 2, .push_size = 8, .n_spec = 1,
-                                 .spec = { /* WORKGROUP */ BW_WORKGROUP } };
-    OSCAR_TRY(oscar_pipeline_get(ctx, &desc, &p));
+    oscar_ops ops;
+    oscar_ops_init(&ops, ctx);
     OSCAR_TRY(oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &src));
     OSCAR_TRY(oscar_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &sink));
     OSCAR_TRY(oscar_buffer_fill(ctx, &src, 0, bytes, 0x5A5A5A5Au));
-
-    uint32_t n_vec4 = (uint32_t)(bytes / 16);
-    struct { uint32_t n_vec4, magic; } push = { n_vec4, 0x0BADF00Du };
-    /* enough workgroups to fill any GPU several times over, each thread reading many vec4s */
-    uint32_t groups[3] = { oscar_div_up(n_vec4, BW_WORKGROUP * 16u), 1, 1 };
-    if (groups[0] > 65535) groups[0] = 65535;
-    oscar_binding b[2] = { { &src, 0, 0 }, { &sink, 0, 0 } };
 
     double best_ns = 0;
     for (uint32_t it = 0; it <= iterations; it++) { /* iteration 0 warms up */
         OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
         int t0 = oscar_cmd_timestamp(ctx, &ctx->cmd);
-        OSCAR_TRY(oscar_cmd_dispatch(ctx, &ctx->cmd, p, b, &push, groups));
+        OSCAR_TRY(oscar_op_read_stream(&ops, &ctx->cmd, (oscar_binding){ &src, 0, 0 }, bytes, (oscar_binding){ &sink, 0, 0 }));
         int t1 = oscar_cmd_timestamp(ctx, &ctx->cmd);
         OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
         double ns;

@@ -432,6 +432,27 @@ oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding
     return elementwise(ops, cmd, "swiglu", b, 3, &n, 4, n);
 }
 
+oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding src, uint64_t bytes,
+                                  oscar_binding sink)
+{
+    oscar_status st;
+    if (bytes == 0 || bytes % 16 || bytes / 16 > UINT32_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "read_stream: %llu bytes is not a positive multiple of 16 "
+                           "below 64 GiB", (unsigned long long)bytes);
+    if ((st = check_binding(&src, bytes, "read_stream", "src")) != OSCAR_OK) return st;
+    if ((st = check_binding(&sink, 4, "read_stream", "sink")) != OSCAR_OK) return st;
+    oscar_pipeline_desc d = { .shader = "read_bandwidth", .n_buffers = 2, .push_size = 8, .n_spec = 1,
+                              .spec = { /* WORKGROUP */ READ_STREAM_WORKGROUP } };
+    uint32_t n_vec4 = (uint32_t)(bytes / 16);
+    struct { uint32_t n_vec4, magic; } push = { n_vec4, 0x0BADF00Du };
+    /* 16 vec4s a thread (four rounds of four loads in flight), at most 65535 workgroups: any
+     * larger buffer is read grid-stride */
+    uint32_t groups[3] = { oscar_div_up(n_vec4, READ_STREAM_WORKGROUP * 16u), 1, 1 };
+    if (groups[0] > 65535) groups[0] = 65535;
+    oscar_binding b[2] = { src, sink };
+    return record(ops, cmd, &d, b, &push, groups);
+}
+
 oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding xq,
                                    uint32_t cols, uint32_t n)
 {

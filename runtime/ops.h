@@ -123,6 +123,15 @@ oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type
                            oscar_binding pos, oscar_binding inv_freq, oscar_binding y, uint32_t head_dim,
                            uint32_t n_heads, uint32_t n_tok, uint32_t n_rot);
 
+/* The bandwidth probe (shaders/read_bandwidth.comp): reads the first `bytes` (a multiple of 16)
+ * of src in 16-byte loads and writes sink [1] only in a case that does not happen in practice,
+ * so nothing observable is computed. oscar_measure_read_bandwidth times it over a large buffer;
+ * oscar-bench ops chains it over each product's weight bytes, the read-only bound of that
+ * product at its size. */
+#define READ_STREAM_WORKGROUP 256u
+oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding src, uint64_t bytes,
+                                  oscar_binding sink);
+
 /* y = silu(gate) * up, elementwise over n. y may alias gate or up. */
 oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding gate, oscar_binding up,
                              oscar_binding y, uint32_t n);

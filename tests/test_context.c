@@ -1,8 +1,9 @@
 /* The Vulkan context: device listing and choice, capabilities, buffers (upload, download,
- * fill), pipeline reuse, timestamps, bandwidth, and bad device names. */
+ * fill), pipeline reuse, timestamps, bandwidth (and its probe kernel), and bad device names. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "ops.h"
 #include "test_gpu.h"
 
 static void test_buffers(oscar_context *ctx)
@@ -93,6 +94,44 @@ static void test_device_choice(void)
     free(infos);
 }
 
+/* The bandwidth probe's one observable effect, against its definition: sink[0] is written (with
+ * the magic 0x0BADF00D) exactly when the XOR of a thread's loaded words equals the magic. A
+ * buffer of one vec4 holding the magic writes it; a buffer whose every thread XORs to anything
+ * else leaves sink alone; bad sizes and bindings are refused. */
+static void test_read_stream(oscar_context *ctx)
+{
+    oscar_ops ops;
+    oscar_ops_init(&ops, ctx);
+    oscar_buffer src = { 0 }, sink = { 0 };
+    CHECK_OK(oscar_buffer_create(ctx, 1 << 16, OSCAR_BUFFER_DEVICE, &src));
+    CHECK_OK(oscar_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &sink));
+    oscar_binding bs = { &src, 0, 0 }, bk = { &sink, 0, 0 };
+    for (int hit = 0; hit < 2; hit++) {
+        uint32_t first[4] = { hit ? 0x0BADF00Du : 0x0BADF00Cu, 0, 0, 0 }, got = 0;
+        CHECK_OK(oscar_buffer_fill(ctx, &src, 0, 1 << 16, 0x5A5A5A5Au));
+        CHECK_OK(oscar_buffer_upload(ctx, &src, 0, first, 16));
+        for (int whole = 0; whole < 2; whole++) { /* the first vec4 alone, then 64 KiB */
+            CHECK_OK(oscar_buffer_fill(ctx, &sink, 0, 16, 0x12345678u));
+            CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+            CHECK_OK(oscar_op_read_stream(&ops, &ctx->cmd, bs, whole ? 1 << 16 : 16, bk));
+            CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+            CHECK_OK(oscar_buffer_download(ctx, &sink, 0, &got, 4));
+            /* 64 KiB: thread 0 also XORs in 15 vec4s of 0x5A5A5A5A, whose four words cancel in
+             * its final XOR, so it sees the first word again; the other threads see 0 */
+            uint32_t want = hit ? 0x0BADF00Du : 0x12345678u;
+            CHECK_MSG(got == want, "read_stream %s, %s: sink %08x, want %08x", hit ? "magic" : "no magic",
+                      whole ? "64 KiB" : "16 bytes", got, want);
+        }
+    }
+    CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 24, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 1 << 17, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+    oscar_buffer_destroy(ctx, &src);
+    oscar_buffer_destroy(ctx, &sink);
+}
+
 int main(void)
 {
     test_rng_seed(1);
@@ -104,6 +143,7 @@ int main(void)
     CHECK(info.max_shared_memory >= 16384 && info.max_workgroup_invocations >= 128);
     test_buffers(ctx);
     test_pipelines(ctx);
+    test_read_stream(ctx);
     if (info.timestamps) {
         double gbps = 0;
         CHECK_OK(oscar_measure_read_bandwidth(ctx, 16u << 20, 2, &gbps));
