@@ -48,7 +48,7 @@ void load_x(uint xi, uint xg, out vec4 xl, out vec4 xh, out float sl, out float 
     xl = xv[xi].xzyw;
     xh = xv[xi + xg].xzyw;
     sl = sh = 0.0;
-    if (mv_word_dot_sums()) {
+    if (mv_word_has_min()) {
         sl = (xl.x + xl.y) + (xl.z + xl.w);
         sh = (xh.x + xh.y) + (xh.z + xh.w);
     }

@@ -93,27 +93,23 @@ float mv_word_apply(vec4 lo, vec4 hi, vec4 c, vec4 xl, vec4 xh, float sl, float 
     return s;
 }
 
-// Whether mv_word_dot needs the sums of the word's x (the types with a min, and Q4_0, whose
-// zero point it takes out of the sum).
-bool mv_word_dot_sums() { return mv_word_has_min() || TYPE == GGML_Q4_0; }
-
 // x . (word k of unit u of the row at byte rb). xl, xh: the word's lo and hi x (permuted);
-// sl, sh: their sums (read where mv_word_dot_sums()). The value of mv_word_apply of
+// sl, sh: their sums (used by the types with a min). The value of mv_word_apply of
 // mv_word_decode; Q4_0 and Q4_1, whose single-token product runs this shader by default, are
 // written out: the H200 runs that form 10% faster (Q4_0 14336 x 4096: 24.2 us against 26.9
-// for apply(decode), and 26.4-26.7 with the loads of x or of the scale moved first). They
-// dot the fields as decoded (1024 + quant) and subtract the offset once, from the sums of x,
-// instead of from each field: 8 subtractions fewer a word (the product is bound by
-// instruction issue, not by its bytes: docs/benchmarks.md). The dot then carries
-// ~1024 x per term where the quant term is ~8 x, so its fp32 rounding is ~2^-17 of the
-// result's size instead of ~2^-24: far below the tests' bounds (normalised squared error
-// ~1e-10 against 1e-6).
+// for apply(decode), and 26.4-26.7 with the loads of x or of the scale moved first). Q4_1
+// dots the fields as decoded (1024 + quant) and takes the offset out of the sums of x it has
+// anyway: 8 subtractions fewer a word, 23.3 -> 20.7 us at 14336 x 4096 (the product is bound
+// by instruction issue, not by its bytes; docs/benchmarks.md, session 11). The dot then
+// carries ~1024 x per term where the quant's is ~8 x, so fp32 rounds it at ~2^-17 of its size
+// (normalised squared error ~3e-10 against the reference). Q4_0, which would have to sum its
+// x for it, measured slower that way (25.5 against 23.8 us) and keeps the subtractions.
 float mv_word_dot(uint rb, uint u, uint k, vec4 xl, vec4 xh, float sl, float sh)
 {
     if (TYPE == GGML_Q4_0) {
         uint o = rb + 18u * u;
         uint w = mv_load1(o + 2u + 4u * k);
-        return dq_f16(o) * (dot(mv_fields(w, 0u, 0u, 0u), xl) + dot(mv_fields(w, 4u, 0u, 0u), xh) - 1032.0 * (sl + sh));
+        return dq_f16(o) * (dot(mv_fields(w, 0u, 0u, 0u) - 1032.0, xl) + dot(mv_fields(w, 4u, 0u, 0u) - 1032.0, xh));
     } else if (TYPE == GGML_Q4_1) {
         uint o = rb + 20u * u;
         vec2 dm = unpackHalf2x16(wq[o >> 2]);
