@@ -553,6 +553,7 @@ static oscar_status pk_build(const oscar_model *model, uint32_t max_tokens, doub
 
 typedef struct ppl_result {
     double ppl, err;              /* NAN when not run */
+    double change, change_err;    /* ppl / the baseline's - 1 and its paired standard error (modes after the first) */
     double seconds;
 } ppl_result;
 
@@ -568,7 +569,7 @@ int main(int argc, char **argv)
     char *text = NULL;
     int32_t *tokens = NULL, *seqs = NULL;
     float *logits = NULL;
-    double *chunk_nll = NULL;
+    double *chunk_nll = NULL, *base_nll = NULL; /* [chunks] this run's NLL sums; [n_ctx][max chunks] the baseline's */
     size_t text_len = 0, n_tokens = 0;
     int32_t bos = -1;
     oscar_status st = OSCAR_OK;
@@ -593,7 +594,8 @@ int main(int argc, char **argv)
     const uint32_t P = a.parallel;
 
     for (uint32_t i = 0; i < MAX_MODES; i++)
-        for (uint32_t j = 0; j < APP_MAX_LIST; j++) ppl[i][j].ppl = ppl[i][j].err = NAN, ppl[i][j].seconds = 0;
+        for (uint32_t j = 0; j < APP_MAX_LIST; j++)
+            ppl[i][j].ppl = ppl[i][j].err = ppl[i][j].change = ppl[i][j].change_err = NAN, ppl[i][j].seconds = 0;
     memset(pk_ok, 0, sizeof pk_ok);
     memset(pk_seconds, 0, sizeof pk_seconds);
     memset(ag_frac, 0, sizeof ag_frac);
@@ -682,7 +684,8 @@ int main(int argc, char **argv)
     uint32_t max_chunks = 1;
     for (uint32_t i = 0; i < n_ctx_eff; i++) max_chunks = ctx_chunks[i] > max_chunks ? ctx_chunks[i] : max_chunks;
     chunk_nll = malloc((size_t)max_chunks * sizeof *chunk_nll); /* [chunks] NLL sums */
-    if (!seqs || !logits || !chunk_nll) goto oom;
+    base_nll = malloc((size_t)(n_ctx_eff ? n_ctx_eff : 1) * max_chunks * sizeof *base_nll);
+    if (!seqs || !logits || !chunk_nll || !base_nll) goto oom;
     fprintf(stderr, PROG ": %s, %u modes, text %zu tokens\n", m.info.name[0] ? m.info.name : a.model, a.n_modes, n_tokens);
 
     double t_all = app_now();
@@ -699,6 +702,9 @@ int main(int argc, char **argv)
             s = NULL;
             if (st != OSCAR_OK) goto api_fail;
             ppl[mi][ci].ppl = app_ppl_summary(chunk_nll, nc, ctx - 1 - ctx / 2, &ppl[mi][ci].err, NULL);
+            double *base = base_nll + (size_t)ci * max_chunks;
+            if (mi == 0) memcpy(base, chunk_nll, nc * sizeof *base);
+            else ppl[mi][ci].change = app_ppl_ratio(chunk_nll, base, nc, ctx - 1 - ctx / 2, &ppl[mi][ci].change_err) - 1;
             ppl[mi][ci].seconds = app_now() - t0;
             fprintf(stderr, PROG ": [%s] ppl ctx %u: %.4f +/- %.4f (%u chunks, %.1f s)\n", mode->name, ctx,
                     ppl[mi][ci].ppl, ppl[mi][ci].err, nc, ppl[mi][ci].seconds);
@@ -822,7 +828,8 @@ int main(int argc, char **argv)
         printf("Text `%s`, %zu tokens. Non-overlapping chunks of ctx tokens%s; the first half prefilled, the second "
                "half decoded one token per step (tokens leaving the recent window are quantized as in real use); "
                "tokens ctx/2+1 .. ctx-1 scored. Value ± standard error over chunks; in brackets the change relative "
-               "to %s.%s\n\n",
+               "to %s ± its paired standard error (from the spread of the per-chunk changes: the chunks' spread in "
+               "difficulty, which the first error holds, cancels).%s\n\n",
                a.file, n_tokens, bos >= 0 ? " (BOS first)" : "", base,
                ctx_capped ? " Contexts above the model's n_ctx_train were capped to it." : "");
         printf("| mode |");
@@ -833,10 +840,12 @@ int main(int argc, char **argv)
         for (uint32_t mi = 0; mi < a.n_modes; mi++) {
             printf("| %s |", a.modes[mi].name);
             for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
-                double v = ppl[mi][ci].ppl, b = ppl[0][ci].ppl;
+                double v = ppl[mi][ci].ppl;
                 if (!isfinite(v)) printf(" — |");
-                else if (mi == 0 || !isfinite(b)) printf(" %.4f ± %.4f |", v, ppl[mi][ci].err);
-                else printf(" %.4f ± %.4f (%+.2f%%) |", v, ppl[mi][ci].err, 100.0 * (v / b - 1));
+                else if (mi == 0 || !isfinite(ppl[mi][ci].change)) printf(" %.4f ± %.4f |", v, ppl[mi][ci].err);
+                else
+                    printf(" %.4f ± %.4f (%+.2f%% ± %.2f%%) |", v, ppl[mi][ci].err, 100.0 * ppl[mi][ci].change,
+                           100.0 * ppl[mi][ci].change_err);
             }
             printf("\n");
         }
@@ -915,7 +924,7 @@ api_fail:
     fprintf(stderr, PROG ": %s: %s\n", oscar_status_string(st), oscar_last_error());
 out:
     oscar_session_destroy(s);
-    free(text), free(tokens), free(seqs), free(logits), free(chunk_nll);
+    free(text), free(tokens), free(seqs), free(logits), free(chunk_nll), free(base_nll);
     if (pk)
         for (size_t i = 0; i < (size_t)a.n_pk_len * n_pk_all; i++) free(pk[i].tokens);
     free(pk);

@@ -55,6 +55,21 @@ static const char *table_row(const char *from, const char *name)
     return p ? p + 1 : NULL;
 }
 
+/* The change and its paired standard error, in percent, of a perplexity cell "v ± e (+c% ± s%)"
+ * (cell `col` of a table row); 0 when the cell has no such bracket. */
+static int cell_change(const char *row, int col, double *change, double *err)
+{
+    const char *p = row;
+    for (int c = 0; p && c < col; c++) p = strchr(p + 1, '|');
+    const char *end = p ? strchr(p + 1, '|') : NULL, *b = p ? strchr(p, '(') : NULL;
+    if (!b || !end || b > end) return 0;
+    char *q;
+    *change = strtod(b + 1, &q);
+    if (strncmp(q, "% ± ", strlen("% ± ")) != 0) return 0;
+    *err = strtod(q + strlen("% ± "), &q);
+    return strncmp(q, "%)", 2) == 0;
+}
+
 /* The number in cell `col` (0 = the name) of a table row; NAN when absent. */
 static double row_cell(const char *row, int col)
 {
@@ -161,19 +176,33 @@ int main(void)
 
         /* --group-size: int2 in groups of 32 and 64 (head_dim 64; windows of 4 + 8 tokens, so
          * most of each chunk is INT2) store different scales, so their perplexities differ; the
-         * rotation file, made for groups of 64, is refused by name */
+         * rotation file, made for groups of 64, is refused by name. The second run also repeats
+         * the baseline as a mode: its change is exactly 0 ± 0 (paired: every chunk's NLL is
+         * the baseline's) though its perplexity's own error is not, and int2's change is above 0
+         * with a finite paired error. */
         {
             double ppl_g[2] = { NAN, NAN };
             const char *gs[2] = { "32", "64" };
             for (int k = 0; k < 2; k++) {
                 const char *ag[] = { "-m", model, "-f", text, "--mode", "fp16=fp16", "--mode", "int2=int2", "--ctx", "256",
                                      "--max-chunks", "2", "--parallel", "2", "--sink", "4", "--recent", "8", "--tasks", "ppl",
-                                     "--group-size", gs[k], NULL };
+                                     "--group-size", gs[k], k ? "--mode" : NULL, "again=fp16", NULL };
                 test_run_result g = run_app("oscar-quality", ag, 120);
                 char line[64];
                 snprintf(line, sizeof line, "- INT2 groups of %s elements (--group-size)", gs[k]);
                 const char *gp = strstr(g.out, "\n## Perplexity");
                 ppl_g[k] = gp ? row_cell(table_row(gp, "int2"), 1) : NAN;
+                if (k) {
+                    double c0 = NAN, e0 = NAN, c1 = NAN, e1 = NAN;
+                    int ok0 = cell_change(table_row(gp, "again"), 1, &c0, &e0);
+                    int ok1 = cell_change(table_row(gp, "int2"), 1, &c1, &e1);
+                    const char *again = table_row(gp, "again");
+                    CHECK_MSG(ok0 && c0 == 0 && e0 == 0 && again && strstr(again, "± 0.0000 (") == NULL,
+                              "the baseline again: %.200s", again ? again : "(no row)");
+                    CHECK_MSG(ok1 && c1 > 0 && isfinite(e1) && e1 >= 0, "int2's paired change: %+g%% ± %g%%", c1, e1);
+                    printf("  int2 ctx 256, windows 4 + 8: %+.2f%% ± %.2f%% (paired); the baseline again %+.2f%% ± %.2f%%\n",
+                           c1, e1, c0, e0);
+                }
                 CHECK_MSG(g.code == 0 && strstr(g.out, line) != NULL, "--group-size %s: exit %d: %s %s", gs[k], g.code, g.out,
                           g.err);
                 test_run_free(&g);

@@ -121,21 +121,38 @@ out:
     return st;
 }
 
-double app_ppl_summary(const double *chunk_nll, uint32_t n_chunks, uint32_t n_scored, double *err, double *nll)
+/* Mean over chunks of (a[c] - b[c]) / n_scored (b NULL: of a[c] / n_scored), and the standard
+ * error of that mean from the chunks' spread (0 for one chunk). */
+static void chunk_mean_se(const double *a, const double *b, uint32_t n_chunks, uint32_t n_scored, double *mean, double *se)
 {
     double sum = 0, sum_sq = 0;
     for (uint32_t c = 0; c < n_chunks; c++) {
-        double mean = chunk_nll[c] / n_scored;
-        sum += mean;
-        sum_sq += mean * mean;
+        double v = (a[c] - (b ? b[c] : 0.0)) / n_scored;
+        sum += v;
+        sum_sq += v * v;
     }
-    double m = n_chunks ? sum / n_chunks : NAN;
-    double e = 0;
+    double m = n_chunks ? sum / n_chunks : NAN, e = 0;
     if (n_chunks > 1) {
         double var = (sum_sq / n_chunks - m * m) * n_chunks / (n_chunks - 1);
-        e = var > 0 ? sqrt(var / n_chunks) * exp(m) : 0;
+        e = var > 0 ? sqrt(var / n_chunks) : 0;
     }
-    if (err) *err = e;
+    *mean = m;
+    *se = e;
+}
+
+double app_ppl_summary(const double *chunk_nll, uint32_t n_chunks, uint32_t n_scored, double *err, double *nll)
+{
+    double m, e;
+    chunk_mean_se(chunk_nll, NULL, n_chunks, n_scored, &m, &e);
+    if (err) *err = e * exp(m);
     if (nll) *nll = m;
+    return exp(m);
+}
+
+double app_ppl_ratio(const double *nll_a, const double *nll_b, uint32_t n_chunks, uint32_t n_scored, double *err)
+{
+    double m, e;
+    chunk_mean_se(nll_a, nll_b, n_chunks, n_scored, &m, &e);
+    if (err) *err = e * exp(m);
     return exp(m);
 }

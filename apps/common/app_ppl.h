@@ -51,4 +51,12 @@ oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t 
  * 0 for one chunk. *nll (may be NULL) = the mean NLL. */
 double app_ppl_summary(const double *chunk_nll, uint32_t n_chunks, uint32_t n_scored, double *err, double *nll);
 
+/* The perplexity ratio of two runs over the same chunks, ppl_a / ppl_b = exp(mean over chunks
+ * of the per-token NLL difference), and in *err (may be NULL) its standard error from the
+ * spread of the per-chunk differences carried through exp. Paired: what makes one chunk
+ * harder than another cancels, so this error is the one to compare a change against (the
+ * perplexities' own errors hold the chunks' spread in difficulty, often larger than the
+ * change). */
+double app_ppl_ratio(const double *nll_a, const double *nll_b, uint32_t n_chunks, uint32_t n_scored, double *err);
+
 #endif
