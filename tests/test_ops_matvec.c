@@ -17,7 +17,8 @@
  * order, the reference in double. The rounding error of an fp32 sum grows like
  * u * sqrt(cols) * rms(term) for terms of random sign (u = 2^-24), the same order as the
  * result's sqrt(cols) * rms(term), so the normalised squared error sum (gpu - ref)^2 /
- * sum ref^2 stays near u^2 * small factor (~1e-13 measured); 1e-6 leaves a wide margin
+ * sum ref^2 stays near u^2 * small factor (~1e-13 measured; ~3e-10 for the lanes shader's Q4_1,
+ * which dots 1024 + q and takes the offset out once: common/dequant_word.glsl); 1e-6 leaves a wide margin
  * yet fails on a single wrong element of a 4096-column row (~1/4096 = 2.4e-4).
  * The packed-fp16 mat-vec (mul_mat_vec_f16: Q4_0 and Q8_0 where the device has shaderFloat16)
  * rounds x * 2^k and each product to fp16: ~2^-12 relative per product, random in sign, so its
