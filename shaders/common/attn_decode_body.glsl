@@ -82,6 +82,10 @@ const uint LANES_M = WG / D4;                   // merge: item lanes (WG % (d/4)
 const uint P_FLOATS = ATTN_P_FLOATS(ITEM_TOKENS, GQA, WG, D);
 const uint MAX_PAGES = ATTN_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item can touch
 layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
+// One V group per row (G = head_dim, the default for head_dim <= 128): the softmax phase then
+// turns each INT2 token's p into its value weights once (see values_int2), not each thread of
+// the value phase; with several groups a row the value phase does it from p.
+const bool PRE_W = PWD == 1u;
 const bool ROTATED = MODE == KV_MODE_HADAMARD || MODE == KV_MODE_ROTATED;
 
 // ---- bindings ----
@@ -261,6 +265,52 @@ uint value_elem(uint w, uint hf, uint j) { return w * 16 + 4 * hf + j + (j >= 4 
 void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8], inout float acc_b[GQA])
 {
     uint g = w * 16 / GROUP;
+    if (PRE_W) {
+        // sh_p holds the value weights of softmax_int2_pre (the min terms are in its sums)
+        for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
+            uint vw[VU];
+            [[unroll]] for (uint u = 0; u < VU; u++) {
+                uint base, row;
+                int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
+                vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
+            }
+#if ATTN_F16
+            f16vec2 a16[GQA][4];
+            [[unroll]] for (uint h = 0; h < GQA; h++)
+                [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = f16vec2(0.0hf);
+            [[unroll]] for (uint u = 0; u < VU; u++) {
+                uint k = k0 + u * LANES;
+                if (k >= n) continue;
+                f16vec2 c2[4];
+                [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
+                [[unroll]] for (uint h = 0; h < GQA; h++) {
+                    f16vec2 ps = f16vec2(unpackFloat2x16(floatBitsToUint(sh_p[k * GQA + h / 2]))[h & 1]);
+                    [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = fma(ps, c2[j], a16[h][j]);
+                }
+            }
+            [[unroll]] for (uint h = 0; h < GQA; h++)
+                [[unroll]] for (uint j = 0; j < 4; j++) {
+                    acc[h][j] += float(a16[h][j].x);
+                    acc[h][j + 4] += float(a16[h][j].y);
+                }
+#else
+            [[unroll]] for (uint u = 0; u < VU; u++) {
+                uint k = k0 + u * LANES;
+                if (k >= n) continue;
+                float x[8];
+                [[unroll]] for (uint j = 0; j < 4; j++) {
+                    x[j] = code_x(vw[u], 4 * hf + j);
+                    x[j + 4] = code_x(vw[u], 4 * hf + j + 8);
+                }
+                [[unroll]] for (uint h = 0; h < GQA; h++) {
+                    float ps = sh_p[k * GQA + h];
+                    [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] += ps * x[j];
+                }
+            }
+#endif
+        }
+        return;
+    }
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
         uint vw[VU], vp[VU];    // V code word w, V params of its group
         [[unroll]] for (uint u = 0; u < VU; u++) {
@@ -428,6 +478,7 @@ void main()
     kv_attn_item it = items[item_id];
     uint seq = rows[it.row].seq;
     bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
+    bool pre_w = is_int2 && PRE_W; // uniform over the workgroup
 
     for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
     barrier();
@@ -473,24 +524,56 @@ void main()
             m_run[h] = m_new;
             l[h] *= alpha, acc_b[h] *= alpha;
             [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] *= alpha;
+        }
+        if (pre_w) {
+            // INT2 value weights, once per token and head: with v = mn + sc * c, thread t sums
+            // p * mn (fp32; its x = 1 + c/4 form: p * (mn - 4 sc)) into acc_b over its tokens
+            // and leaves p * sc (fp16 pairs; fp32: p * 4 sc) in the token's slots of sh_p
             for (uint k = t; k < n; k += WG) {
-                float p = exp(sh_p[k * GQA + h] - m_new);
-                sh_p[k * GQA + h] = p;
-                l[h] += p;
+                uint base, row;
+                int2_row(c0, c0 + k, kvh, base, row);
+                vec2 sm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row]); // x = scale, y = min
+                float ps[GQA];
+                [[unroll]] for (uint h = 0; h < GQA; h++) {
+                    float p = exp(sh_p[k * GQA + h] - m_run[h]);
+                    l[h] += p;
+#if ATTN_F16
+                    acc_b[h] += p * sm.y;
+                    ps[h] = p * sm.x;
+#else
+                    acc_b[h] += p * (sm.y - 4.0 * sm.x);
+                    ps[h] = p * (4.0 * sm.x);
+#endif
+                }
+#if ATTN_F16
+                [[unroll]] for (uint i = 0; i < (GQA + 1) / 2; i++)
+                    sh_p[k * GQA + i] = uintBitsToFloat(packFloat2x16(f16vec2(ps[2 * i], 2 * i + 1 < GQA ? ps[min(2 * i + 1, GQA - 1)] : 0.0)));
+#else
+                [[unroll]] for (uint h = 0; h < GQA; h++) sh_p[k * GQA + h] = ps[h];
+#endif
             }
+        } else {
+            [[unroll]] for (uint h = 0; h < GQA; h++)
+                for (uint k = t; k < n; k += WG) {
+                    float p = exp(sh_p[k * GQA + h] - m_run[h]);
+                    sh_p[k * GQA + h] = p;
+                    l[h] += p;
+                }
         }
         barrier();
         if (is_int2) values_int2(c0, n, kvh, vw_, hf, lane, acc, acc_b);
         else values_f16(c0, n, kvh, vw_, hf, lane, acc);
     }
     reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
+    if (pre_w) reduce_heads(acc_b, false); // the min terms of the whole item, added once below
 
     uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
     [[unroll]] for (uint h = 0; h < GQA; h++) {
-        [[unroll]] for (uint j = 0; j < 8; j++) sh_p[lane * D + value_elem(vw_, hf, j)] = acc[h][j] + acc_b[h];
+        float lane_b = pre_w ? 0.0 : acc_b[h], item_b = pre_w ? acc_b[h] : 0.0;
+        [[unroll]] for (uint j = 0; j < 8; j++) sh_p[lane * D + value_elem(vw_, hf, j)] = acc[h][j] + lane_b;
         barrier();
         for (uint j = t; j < D; j += WG) {
-            float v = 0.0;
+            float v = item_b;
             for (uint ln = 0; ln < LANES; ln++) v += sh_p[ln * D + j];
             partials[(out_base + h) * PF + 4 + j] = v;
         }
