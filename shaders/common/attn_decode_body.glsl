@@ -12,11 +12,14 @@
 //            INT2: s_h = sum_g mn_g * qsum_hg + sc_g * sum_{e in g} q_h[e] * c_e.
 //   softmax: the maxima are reduced; the running max m moves to include them (what was summed
 //            so far is rescaled by exp(m_old - m)); p = exp(s - m) replaces s in sh_p; each
-//            thread sums its p into l.
+//            thread sums its p into l. INT2 chunks with one V group a row (PRE_W) store the
+//            value weight p * scale instead (fp16 pairs in the f16 variant) and sum p * min
+//            per thread, so the value phase's 16 threads of a token do not each redo it.
 //   values:  thread owns 8 elements of d (half an INT2 code word) for ALL GQA heads and a
 //            lane of tokens (lane, lane + LANES, ...): codes are unpacked once for the GQA
 //            heads, VU tokens' loads are issued before use. At the end the lanes are summed in
-//            shared memory, one head at a time.
+//            shared memory, one head at a time (with PRE_W the min terms, summed over the
+//            workgroup, are added once).
 // The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 4].
 // The page-table entries of a chunk are read once into shared memory at its start.
 //
