@@ -205,7 +205,10 @@ oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     if (!cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "flush without begin");
-    if (cmd->part + 1 == OSCAR_CMD_PARTS) return OSCAR_OK; /* the last part takes the rest */
+    if (cmd->part + 1 == OSCAR_CMD_PARTS) { /* the last part takes the rest, ordered as if split */
+        oscar_cmd_barrier(ctx, cmd);
+        return OSCAR_OK;
+    }
     cmd->recording = 0;
     OSCAR_VK(ctx->vk.vkEndCommandBuffer(cmd->cb));
     VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd->cb };

@@ -167,8 +167,8 @@ void oscar_cmd_copy(oscar_context *ctx, oscar_cmd *cmd, const oscar_buffer *src,
 int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd);
 /* Submits what was recorded since begin or the last flush and goes on recording into a new
  * command buffer, which starts with a barrier (so what follows sees the flushed work's writes).
- * The GPU can run the flushed part while the host records the rest. In the last part it does
- * nothing. */
+ * The GPU can run the flushed part while the host records the rest. In the last part it only
+ * records that barrier, so what follows a flush always sees what came before it. */
 oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd);
 /* Gives up a stream that is recording (after a failure): the current part is ended unsubmitted
  * and the flushed parts are waited on, so nothing of the stream still runs. */

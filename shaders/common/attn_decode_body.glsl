@@ -267,60 +267,17 @@ uint value_elem(uint w, uint hf, uint j) { return w * 16 + 4 * hf + j + (j >= 4 
 
 void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8], inout float acc_b[GQA])
 {
+    // PRE_W: sh_p holds the value weights the softmax phase made of p (and acc_b its min terms);
+    // else p, and each token's weights come from its V params here
     uint g = w * 16 / GROUP;
-    if (PRE_W) {
-        // sh_p holds the value weights of softmax_int2_pre (the min terms are in its sums)
-        for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
-            uint vw[VU];
-            [[unroll]] for (uint u = 0; u < VU; u++) {
-                uint base, row;
-                int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
-                vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
-            }
-#if ATTN_F16
-            f16vec2 a16[GQA][4];
-            [[unroll]] for (uint h = 0; h < GQA; h++)
-                [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = f16vec2(0.0hf);
-            [[unroll]] for (uint u = 0; u < VU; u++) {
-                uint k = k0 + u * LANES;
-                if (k >= n) continue;
-                f16vec2 c2[4];
-                [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
-                [[unroll]] for (uint h = 0; h < GQA; h++) {
-                    f16vec2 ps = f16vec2(unpackFloat2x16(floatBitsToUint(sh_p[k * GQA + h / 2]))[h & 1]);
-                    [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = fma(ps, c2[j], a16[h][j]);
-                }
-            }
-            [[unroll]] for (uint h = 0; h < GQA; h++)
-                [[unroll]] for (uint j = 0; j < 4; j++) {
-                    acc[h][j] += float(a16[h][j].x);
-                    acc[h][j + 4] += float(a16[h][j].y);
-                }
-#else
-            [[unroll]] for (uint u = 0; u < VU; u++) {
-                uint k = k0 + u * LANES;
-                if (k >= n) continue;
-                float x[8];
-                [[unroll]] for (uint j = 0; j < 4; j++) {
-                    x[j] = code_x(vw[u], 4 * hf + j);
-                    x[j + 4] = code_x(vw[u], 4 * hf + j + 8);
-                }
-                [[unroll]] for (uint h = 0; h < GQA; h++) {
-                    float ps = sh_p[k * GQA + h];
-                    [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] += ps * x[j];
-                }
-            }
-#endif
-        }
-        return;
-    }
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
-        uint vw[VU], vp[VU];    // V code word w, V params of its group
+        uint vw[VU], vp[VU];    // V code word w, V params of its group (not with PRE_W)
         [[unroll]] for (uint u = 0; u < VU; u++) {
             uint base, row;
             int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
             vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
-            vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
+            vp[u] = 0u;
+            if (!PRE_W) vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
         }
 #if ATTN_F16
         // p * scale * c summed in fp16 over the VU tokens (bounded: at most VU * 3 * |scale|),
@@ -335,9 +292,14 @@ void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout
             f16vec2 c2[4];
             [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
             [[unroll]] for (uint h = 0; h < GQA; h++) {
-                float p = sh_p[k * GQA + h];
-                acc_b[h] += p * sm.y;
-                f16vec2 ps = f16vec2(float16_t(p * sm.x));
+                f16vec2 ps;
+                if (PRE_W) {
+                    ps = f16vec2(unpackFloat2x16(floatBitsToUint(sh_p[k * GQA + h / 2]))[h & 1]);
+                } else {
+                    float p = sh_p[k * GQA + h];
+                    acc_b[h] += p * sm.y;
+                    ps = f16vec2(float16_t(p * sm.x));
+                }
                 [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = fma(ps, c2[j], a16[h][j]);
             }
         }
@@ -359,9 +321,8 @@ void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout
                 x[j + 4] = code_x(vw[u], 4 * hf + j + 8);
             }
             [[unroll]] for (uint h = 0; h < GQA; h++) {
-                float p = sh_p[k * GQA + h];
-                float ps = p * sc4;
-                acc_b[h] += p * b;
+                float p = sh_p[k * GQA + h], ps = PRE_W ? p : p * sc4;
+                if (!PRE_W) acc_b[h] += p * b;
                 [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] += ps * x[j];
             }
         }
