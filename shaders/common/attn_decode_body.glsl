@@ -407,29 +407,48 @@ void merge_row(uint row_id, uint kvh)
             if (k * WG + t < D) sh_p[h * D + k * WG + t] = o_fin[h][k];
     barrier();
     // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes; + μ_V[j] in OSCAR mode, whose stored
-    // values are (v − μ_V)·R_V), else o. A thread takes element j of heads hg, hg + HG, ...:
-    // row j of R is loaded once (all its loads in flight) for them.
+    // values are (v − μ_V)·R_V), else o. Rotated: RP threads share element j, each dotting a
+    // part of row j of R (its loads all in flight) with o of every head; the parts meet in
+    // sh_red. (One thread a row for two of four heads, as before, waited ~15 µs on its row's
+    // 32 loads on the H200: docs/benchmarks.md, session 11.)
     const uint HG = WG >= D ? WG / D : 1;
-    for (uint j = t % D; j < D && t < HG * D; j += WG) {
-        uint hg = t / D;
-        if (ROTATED) {
-            uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4;
+    if (ROTATED) {
+        const uint RP = HG, RQ = D4 / RP;   // parts of a row, vec4s a part
+        const uint RC = RQ < 16 ? RQ : 16;  // vec4s loaded together (registers: 4 RC)
+        uint part = t / D;                  // < RP for the threads that take part
+        for (uint j = t % D; j < D && t < RP * D; j += WG) {
+            uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4 + part * RQ;
             float v[GQA];
             [[unroll]] for (uint h = 0; h < GQA; h++) v[h] = 0.0;
-            float mu = MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0;
-            [[unroll]] for (uint i4 = 0; i4 < D4; i4++) {
-                vec4 r = rot_v[rbase + i4];
+            for (uint q0 = 0; q0 < RQ; q0 += RC) {
+                vec4 r[RC];
+                [[unroll]] for (uint q = 0; q < RC; q++) r[q] = rot_v[rbase + q0 + q];
                 [[unroll]] for (uint h = 0; h < GQA; h++)
-                    if (h % HG == hg) {
-                        uint o4 = h * D + 4 * i4;
-                        v[h] += dot(r, vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
+                    [[unroll]] for (uint q = 0; q < RC; q++) {
+                        uint o4 = h * D + 4 * (part * RQ + q0 + q);
+                        v[h] += dot(r[q], vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
                     }
             }
-            [[unroll]] for (uint h = 0; h < GQA; h++)
-                if (h % HG == hg) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mu;
-        } else {
-            for (uint h = hg; h < GQA; h += HG) out_[(row_id * N_HEAD + head0 + h) * D + j] = sh_p[h * D + j];
+            float mu = MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0;
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                if (RP == 1) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mu;
+                else sh_red[h * WG + t] = v[h];
+            }
         }
+        if (RP > 1) {
+            barrier();
+            for (uint j = t; j < D; j += WG) {
+                float mu = MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0;
+                [[unroll]] for (uint h = 0; h < GQA; h++) {
+                    float v = mu;
+                    for (uint p = 0; p < RP; p++) v += sh_red[h * WG + p * D + j];
+                    out_[(row_id * N_HEAD + head0 + h) * D + j] = v;
+                }
+            }
+        }
+    } else {
+        for (uint j = t % D; j < D && t < HG * D; j += WG)
+            for (uint h = t / D; h < GQA; h += HG) out_[(row_id * N_HEAD + head0 + h) * D + j] = sh_p[h * D + j];
     }
 }
 
