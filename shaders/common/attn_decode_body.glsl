@@ -356,6 +356,9 @@ void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout 
 }
 
 // ---- merge of a (row, KV head) by its last workgroup ----
+// Element j of the value centering vector μ_V of KV head kvh (OSCAR mode; 0 in the others).
+float mean_v(uint kvh, uint j) { return MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0; }
+
 void merge_row(uint row_id, uint kvh)
 {
     uint t = gl_LocalInvocationID.x;
@@ -429,16 +432,15 @@ void merge_row(uint row_id, uint kvh)
                         v[h] += dot(r[q], vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
                     }
             }
-            float mu = MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0;
             [[unroll]] for (uint h = 0; h < GQA; h++) {
-                if (RP == 1) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mu;
+                if (RP == 1) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mean_v(kvh, j);
                 else sh_red[h * WG + t] = v[h];
             }
         }
         if (RP > 1) {
             barrier();
             for (uint j = t; j < D; j += WG) {
-                float mu = MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0;
+                float mu = mean_v(kvh, j);
                 [[unroll]] for (uint h = 0; h < GQA; h++) {
                     float v = mu;
                     for (uint p = 0; p < RP; p++) v += sh_red[h * WG + p * D + j];
