@@ -3,6 +3,9 @@
  *   oscar-bench attention [options]   decode attention over the paged cache, per layer call
  *   oscar-bench decode [options]      a whole model: prefill and decode tokens/s per context
  *   oscar-bench ops [options]         decode mat-vec per weight type (bench_ops below)
+ *   oscar-bench floor [options]       a decode step's bytes read in its fewest dependent phases:
+ *                                     the fastest any forward pass with a barrier between
+ *                                     dependent work can be (bench_floor below)
  *
  * attention options:
  *   --heads N --kv-heads N --head-dim N   shapes (default Llama-3-8B: 32, 8, 128)
@@ -846,7 +849,7 @@ static int bench_ops(int argc, char **argv)
             st = oscar_cmd_begin(ctx, &cmd);
             int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
             for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-                st = oscar_op_read_stream(&ops, &cmd, (oscar_binding){ &w, (it % copies) * mat, bytes }, bytes,
+                st = oscar_op_read_stream(&ops, &cmd, (oscar_binding){ &w, (it % copies) * mat, bytes }, bytes, 0,
                                           (oscar_binding){ &y, 0, 0 });
                 if (barriers) oscar_cmd_barrier(ctx, &cmd);
             }
@@ -905,9 +908,237 @@ static int bench_ops(int argc, char **argv)
     return rc;
 }
 
+/* ==== floor: a decode step's bytes read in its fewest dependent phases =========================== */
+
+/* The phases of a batch-1 decode step that depend on each other, with every fusion that needs
+ * no synchronisation between the workgroups of one dispatch done (Vulkan promises no forward
+ * progress to a workgroup that waits on another, so a dispatch boundary and a barrier are the
+ * only portable way to wait for a whole result): per layer, the norm inside the q, k, v
+ * products; attention with the append; the output product with its residual; the norm inside
+ * gate and up; SwiGLU inside the down product (each needs every element of the phase before);
+ * per step, the final norm inside the LM head. The embedding lookup and the argmax are left
+ * out (either could ride along with a neighbour), so this is a lower bound. */
+enum { PH_QKV, PH_ATTN, PH_O, PH_GATE_UP, PH_DOWN, PH_HEAD, N_PHASES };
+static const char *const phase_names[N_PHASES] = {
+    "norm + q, k, v products", "attention (the cache's bytes)", "o product + residual", "norm + gate, up products",
+    "SwiGLU + down product + residual", "final norm + LM head",
+};
+#define FLOOR_SPREADS 4
+static const uint32_t floor_spreads[FLOOR_SPREADS] = { 1, 2, 4, 16 }; /* 16-byte loads a thread */
+
+typedef struct floor_step {
+    uint32_t n_layer;
+    oscar_buffer *layer;        /* [n_layer]: the layer's weights (phases 256-byte aligned), then its cache */
+    oscar_buffer head;          /* the LM head's weights */
+    uint64_t bytes[N_PHASES];   /* bytes a phase reads (PH_ATTN: set per mode and context) */
+    uint64_t offset[N_PHASES];  /* where a phase's bytes start in a layer's buffer */
+    uint32_t spread[N_PHASES];  /* loads a thread of the fastest probe for the phase */
+    oscar_buffer sink;
+} floor_step;
+
+/* Records phase p of layer l (p < PH_HEAD; l ignored for the head) and a barrier when asked. */
+static oscar_status floor_phase(oscar_context *ctx, const oscar_ops *ops, oscar_cmd *cmd, const floor_step *f, int p,
+                                uint32_t l, uint32_t spread, int barrier)
+{
+    const oscar_buffer *b = p == PH_HEAD ? &f->head : &f->layer[l];
+    uint64_t off = p == PH_HEAD ? 0 : f->offset[p];
+    oscar_status st = oscar_op_read_stream(ops, cmd, (oscar_binding){ b, off, f->bytes[p] }, f->bytes[p], spread,
+                                           (oscar_binding){ &f->sink, 0, 0 });
+    if (barrier) oscar_cmd_barrier(ctx, cmd);
+    return st;
+}
+
+/* GPU time of one phase, `iters` times over successive layers with a barrier after each, at
+ * each spread of the probe: sets f->spread[p] to the fastest and *us to its time. */
+static oscar_status floor_time_phase(oscar_context *ctx, const oscar_ops *ops, oscar_cmd *cmd, floor_step *f, int p,
+                                     uint32_t iters, double *us)
+{
+    oscar_status st = OSCAR_OK;
+    *us = 0;
+    for (int i = 0; i < FLOOR_SPREADS && st == OSCAR_OK; i++) {
+        double ns = 0;
+        st = oscar_cmd_begin(ctx, cmd);
+        int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, cmd) : -1;
+        for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++)
+            st = floor_phase(ctx, ops, cmd, f, p, it % f->n_layer, floor_spreads[i], 1);
+        st = end_timed(ctx, cmd, t0, st, &ns);
+        if (st == OSCAR_OK && (i == 0 || ns * 1e-3 / iters < *us)) {
+            *us = ns * 1e-3 / iters;
+            f->spread[p] = floor_spreads[i];
+        }
+    }
+    return st;
+}
+
+/* GPU time of `iters` whole steps (every layer's phases, then the head), with or without a
+ * barrier after each phase, each phase at its fastest spread. */
+static oscar_status floor_time_step(oscar_context *ctx, const oscar_ops *ops, oscar_cmd *cmd, const floor_step *f,
+                                    uint32_t iters, int barriers, double *ms)
+{
+    double ns = 0;
+    oscar_status st = oscar_cmd_begin(ctx, cmd);
+    int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, cmd) : -1;
+    for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
+        for (uint32_t l = 0; l < f->n_layer && st == OSCAR_OK; l++)
+            for (int p = 0; p < PH_HEAD && st == OSCAR_OK; p++) st = floor_phase(ctx, ops, cmd, f, p, l, f->spread[p], barriers);
+        if (st == OSCAR_OK) st = floor_phase(ctx, ops, cmd, f, PH_HEAD, 0, f->spread[PH_HEAD], barriers);
+    }
+    st = end_timed(ctx, cmd, t0, st, &ns);
+    *ms = ns * 1e-6 / iters;
+    return st;
+}
+
+/* Bytes one layer's attention reads at batch 1 and this context: every cached K and V, fp16
+ * in the sink and recent windows, INT2 codes + fp16 scale and min per group past them (the
+ * library's default windows and group; the rotations' matrices left out). */
+static uint64_t floor_cache_bytes(const oscar_model_gen_params *p, oscar_kv_mode mode, uint32_t context)
+{
+    oscar_kv_params kp = oscar_kv_params_default();
+    uint64_t row = (uint64_t)p->n_head_kv * p->head_dim, f16 = context;
+    if (mode != OSCAR_KV_FP16 && f16 > kp.sink_tokens + kp.recent_tokens) f16 = kp.sink_tokens + kp.recent_tokens;
+    uint32_t g = kp.group_size ? kp.group_size : (p->head_dim < 128 ? p->head_dim : 128);
+    uint64_t int2_row = (row / g) * (g / 4 + 4); /* codes, scale, min per group */
+    return 2 * (f16 * row * 2 + (context - f16) * int2_row);
+}
+
+/* Times what a batch-1 decode step of a generated model's shapes costs at the read bandwidth
+ * alone: each phase above reads its bytes with the bandwidth probe (at the probe's best
+ * spread for that size), a barrier between phases, as a forward pass with every such fusion
+ * would at best. Nothing is computed, so no kernel doing the step's work can be faster than
+ * this chain; the weight-bandwidth limit (weight bytes / bandwidth) ignores the phases. */
+static int bench_floor(int argc, char **argv)
+{
+    const char *prog = "oscar-bench floor", *gen = "llama3-8b-q4_0", *device = NULL;
+    uint32_t contexts[APP_MAX_LIST], n_contexts = 0, n_modes = 0, iters = 20;
+    oscar_kv_mode modes[4];
+    app_parse_u32_list(prog, "", "4096,131072", 1u << 24, contexts, &n_contexts);
+    app_parse_kv_modes(prog, "", "int2,fp16", modes, &n_modes);
+    for (int i = 0; i < argc; i++) {
+        const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int ok = v != NULL;
+        if (!ok) fprintf(stderr, "%s: %s needs a value\n", prog, f);
+        else if (!strcmp(f, "--gen")) gen = v;
+        else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, contexts, &n_contexts);
+        else if (!strcmp(f, "--kv")) ok = app_parse_kv_modes(prog, f, v, modes, &n_modes);
+        else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
+        else if (!strcmp(f, "--device")) device = v;
+        else {
+            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
+            ok = 0;
+        }
+        if (!ok) return 2;
+        i++;
+    }
+    oscar_model_gen_params gp;
+    if (!gen_preset(gen, &gp)) {
+        fprintf(stderr, "%s: unknown --gen '%s' (tiny, llama3-8b-q4_0, qwen3-4b-q4_0)\n", prog, gen);
+        return 2;
+    }
+    uint32_t D = gp.n_embd, qd = gp.n_head * gp.head_dim, kvd = gp.n_head_kv * gp.head_dim, F = gp.n_ff;
+    uint64_t row_d = 0, row_q = 0, row_f = 0, row_e = 0;
+    oscar_ggml_row_size(gp.weight_type, D, &row_d);
+    oscar_ggml_row_size(gp.weight_type, qd, &row_q);
+    oscar_ggml_row_size(gp.weight_type, F, &row_f);
+    oscar_ggml_row_size(gp.embd_type, D, &row_e);
+    floor_step f = { .n_layer = gp.n_layer };
+    f.bytes[PH_QKV] = row_d * (qd + 2ull * kvd);
+    f.bytes[PH_O] = row_q * D;
+    f.bytes[PH_GATE_UP] = row_d * 2ull * F;
+    f.bytes[PH_DOWN] = row_f * D;
+    f.bytes[PH_HEAD] = row_e * gp.n_vocab;
+    uint64_t cache_max = 16, layer_bytes = 0;
+    for (uint32_t m = 0; m < n_modes; m++)
+        for (uint32_t c = 0; c < n_contexts; c++) {
+            uint64_t b = (floor_cache_bytes(&gp, modes[m], contexts[c]) + 15) & ~15ull;
+            cache_max = b > cache_max ? b : cache_max;
+        }
+    for (int p = 0; p < PH_HEAD; p++) {
+        f.bytes[p] = (f.bytes[p] + 15) & ~15ull; /* the probe reads 16-byte vectors */
+        f.offset[p] = layer_bytes;
+        layer_bytes += ((p == PH_ATTN ? cache_max : f.bytes[p]) + 255) & ~255ull;
+    }
+    f.bytes[PH_HEAD] = (f.bytes[PH_HEAD] + 15) & ~15ull;
+    uint64_t step_weights = (f.bytes[PH_QKV] + f.bytes[PH_O] + f.bytes[PH_GATE_UP] + f.bytes[PH_DOWN]) * gp.n_layer +
+                            f.bytes[PH_HEAD];
+
+    oscar_context_params cp = oscar_context_params_default();
+    cp.device = device;
+    oscar_context *ctx;
+    if (oscar_context_create(&cp, &ctx) != OSCAR_OK) {
+        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+        return 1;
+    }
+    oscar_device_info info;
+    oscar_context_device_info(ctx, &info);
+    int rc = 1;
+    oscar_ops ops;
+    oscar_ops_init(&ops, ctx);
+    oscar_cmd cmd;
+    oscar_status st = oscar_cmd_init(ctx, &cmd);
+    f.layer = calloc(gp.n_layer, sizeof *f.layer);
+    if (!f.layer) st = OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+    uint64_t bw_bytes = info.max_storage_buffer_range < (2ull << 30) ? info.max_storage_buffer_range / 2 : (2ull << 30);
+    double bw = 0;
+    if (st == OSCAR_OK) st = oscar_measure_read_bandwidth(ctx, bw_bytes, 20, &bw);
+    if (st == OSCAR_OK && (cache_max > info.max_storage_buffer_range || f.bytes[PH_HEAD] > info.max_storage_buffer_range)) {
+        fprintf(stderr, "%s: a phase reads more than one binding may cover (%llu bytes)\n", prog,
+                (unsigned long long)info.max_storage_buffer_range);
+        goto done;
+    }
+    /* distinct memory for every layer, so that no phase finds its bytes in the last-level cache */
+    for (uint32_t l = 0; l < gp.n_layer && st == OSCAR_OK; l++) {
+        st = oscar_buffer_create(ctx, layer_bytes, OSCAR_BUFFER_DEVICE, &f.layer[l]);
+        if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &f.layer[l], 0, layer_bytes, 0x3C003C00u);
+    }
+    if (st == OSCAR_OK) st = oscar_buffer_create(ctx, f.bytes[PH_HEAD], OSCAR_BUFFER_DEVICE, &f.head);
+    if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &f.head, 0, f.bytes[PH_HEAD], 0x3C003C00u);
+    if (st == OSCAR_OK) st = oscar_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &f.sink);
+    if (st != OSCAR_OK) {
+        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+        goto done;
+    }
+    double limit_ms = step_weights / (bw * 1e6);
+    printf("device: %s\nread bandwidth: %.1f GB/s (measured now, %llu MiB)\n", info.name, bw,
+           (unsigned long long)(bw_bytes >> 20));
+    printf("model shapes: %s, %u layers; weights read per step %.3f MB: the weight-bandwidth limit %.3f ms a step "
+           "(%.1f tok/s), 1.5x of it %.3f ms\n", gen, gp.n_layer, step_weights / 1e6, limit_ms, 1e3 / limit_ms, 1.5 * limit_ms);
+    printf("%u dependent phases a layer and 1 a step (%u in all), each read by the bandwidth probe at its best spread "
+           "(1, 2, 4 or 16 loads a thread), a barrier after each; %u chained reads a phase, %u steps a chain\n",
+           PH_HEAD, PH_HEAD * gp.n_layer + 1, iters, iters);
+    for (uint32_t m = 0; m < n_modes && st == OSCAR_OK; m++)
+        for (uint32_t c = 0; c < n_contexts && st == OSCAR_OK; c++) {
+            double ms_b = 0, ms_nb = 0;
+            f.bytes[PH_ATTN] = (floor_cache_bytes(&gp, modes[m], contexts[c]) + 15) & ~15ull;
+            printf("%s, context %u:\n", oscar_kv_mode_name(modes[m]), contexts[c]);
+            for (int p = 0; p < N_PHASES && st == OSCAR_OK; p++) {
+                if (p != PH_ATTN && (m > 0 || c > 0)) continue; /* the weights' phases are timed once */
+                double us = 0;
+                st = floor_time_phase(ctx, &ops, &cmd, &f, p, iters, &us);
+                if (st == OSCAR_OK)
+                    printf("  %-34s %10.3f MB  %8.2f us  %7.1f GB/s  (%u 16-byte loads a thread)\n", phase_names[p], f.bytes[p] / 1e6,
+                           us, f.bytes[p] / (us * 1e3), f.spread[p]);
+            }
+            if (st == OSCAR_OK) st = floor_time_step(ctx, &ops, &cmd, &f, iters, 1, &ms_b);
+            if (st == OSCAR_OK) st = floor_time_step(ctx, &ops, &cmd, &f, iters, 0, &ms_nb);
+            if (st != OSCAR_OK) break;
+            printf("  step floor: %.3f ms with barriers (%.1f tok/s), %.3f ms without; %.2fx the weight-bandwidth limit\n",
+                   ms_b, 1e3 / ms_b, ms_nb, ms_b / limit_ms);
+        }
+    if (st != OSCAR_OK) fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+    else rc = 0;
+done:
+    for (uint32_t l = 0; f.layer && l < gp.n_layer; l++) oscar_buffer_destroy(ctx, &f.layer[l]);
+    free(f.layer);
+    oscar_buffer_destroy(ctx, &f.head);
+    oscar_buffer_destroy(ctx, &f.sink);
+    oscar_cmd_release(ctx, &cmd);
+    oscar_context_destroy(ctx);
+    return rc;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: oscar-bench attention|decode|ops [options]   (oscar-bench --help for the options)\n");
+    fprintf(stderr, "usage: oscar-bench attention|decode|ops|floor [options]   (oscar-bench --help for the options)\n");
     return 2;
 }
 
@@ -927,12 +1158,15 @@ int main(int argc, char **argv)
                "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
                "                      [--no-barriers]\n"
                "                      [--tokens N] [--mv-tokens N]\n"
-               "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n");
+               "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n"
+               "oscar-bench floor     [--gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0] [--contexts A,B,..] [--kv int2,fp16]\n"
+               "                      [--iters N] [--device NAME|INDEX]\n");
         return 0;
     }
     if (!strcmp(argv[1], "attention")) return bench_attention(argc - 2, argv + 2);
     if (!strcmp(argv[1], "decode")) return bench_decode(argc - 2, argv + 2);
     if (!strcmp(argv[1], "ops")) return bench_ops(argc - 2, argv + 2);
-    fprintf(stderr, "oscar-bench: unknown mode '%s' (attention, decode, ops)\n", argv[1]);
+    if (!strcmp(argv[1], "floor")) return bench_floor(argc - 2, argv + 2);
+    fprintf(stderr, "oscar-bench: unknown mode '%s' (attention, decode, ops, floor)\n", argv[1]);
     return 2;
 }

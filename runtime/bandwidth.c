@@ -24,7 +24,7 @@ OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t
     for (uint32_t it = 0; it <= iterations; it++) { /* iteration 0 warms up */
         OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
         int t0 = oscar_cmd_timestamp(ctx, &ctx->cmd);
-        OSCAR_TRY(oscar_op_read_stream(&ops, &ctx->cmd, (oscar_binding){ &src, 0, 0 }, bytes, (oscar_binding){ &sink, 0, 0 }));
+        OSCAR_TRY(oscar_op_read_stream(&ops, &ctx->cmd, (oscar_binding){ &src, 0, 0 }, bytes, 0, (oscar_binding){ &sink, 0, 0 }));
         int t1 = oscar_cmd_timestamp(ctx, &ctx->cmd);
         OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
         double ns;

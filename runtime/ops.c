@@ -433,7 +433,7 @@ oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding
 }
 
 oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding src, uint64_t bytes,
-                                  oscar_binding sink)
+                                  uint32_t per_thread, oscar_binding sink)
 {
     oscar_status st;
     if (bytes == 0 || bytes % 16 || bytes / 16 > UINT32_MAX)
@@ -445,9 +445,11 @@ oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_bi
                               .spec = { /* WORKGROUP */ READ_STREAM_WORKGROUP } };
     uint32_t n_vec4 = (uint32_t)(bytes / 16);
     struct { uint32_t n_vec4, magic; } push = { n_vec4, 0x0BADF00Du };
-    /* 16 vec4s a thread (four rounds of four loads in flight), at most 65535 workgroups: any
-     * larger buffer is read grid-stride */
-    uint32_t groups[3] = { oscar_div_up(n_vec4, READ_STREAM_WORKGROUP * 16u), 1, 1 };
+    /* by default 16 vec4s a thread (four rounds of four loads in flight), at most 65535
+     * workgroups: any larger buffer is read grid-stride */
+    if (per_thread == 0) per_thread = READ_STREAM_PER_THREAD;
+    uint32_t groups[3] = { (uint32_t)(((uint64_t)n_vec4 + (uint64_t)READ_STREAM_WORKGROUP * per_thread - 1) /
+                                      ((uint64_t)READ_STREAM_WORKGROUP * per_thread)), 1, 1 };
     if (groups[0] > 65535) groups[0] = 65535;
     oscar_binding b[2] = { src, sink };
     return record(ops, cmd, &d, b, &push, groups);

@@ -127,10 +127,13 @@ oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type
  * of src in 16-byte loads and writes sink [1] only in a case that does not happen in practice,
  * so nothing observable is computed. oscar_measure_read_bandwidth times it over a large buffer;
  * oscar-bench ops chains it over each product's weight bytes, the read-only bound of that
- * product at its size. */
+ * product at its size, and oscar-bench floor over a decode step's. The grid gives each thread
+ * about `per_thread` 16-byte loads (0: READ_STREAM_PER_THREAD; fewer spread a small read over
+ * more of the GPU), at most 65535 workgroups, beyond which the reads go grid-stride. */
 #define READ_STREAM_WORKGROUP 256u
+#define READ_STREAM_PER_THREAD 16u
 oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding src, uint64_t bytes,
-                                  oscar_binding sink);
+                                  uint32_t per_thread, oscar_binding sink);
 
 /* y = silu(gate) * up, elementwise over n. y may alias gate or up. */
 oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding gate, oscar_binding up,

@@ -10,7 +10,8 @@
  *     than one perplexity chunk: a non-zero exit and exactly one line on stderr.
  *  4. oscar-perplexity: a finite ppl on the machine-readable last line, fp16 and int2 (a
  *     context longer than the fp16 windows, so INT2 pages are used).
- *  5. oscar-bench decode --gen tiny: exit 0 and a JSON file with decode points.
+ *  5. oscar-bench decode --gen tiny: exit 0 and a JSON file with decode points; oscar-bench ops
+ *     and floor: a timing per type / phase, floor's bytes per phase as computed here.
  *  6. With OSCAR_SMOLLM2_GGUF naming SmolLM2-135M-Instruct: the greedy answer to "What is the
  *     capital of France?" contains "Paris" with the KV cache in fp16 and in int2 (fp16 windows
  *     of 4 + 8 tokens, so most of the prompt is stored in 2 bits). About 80 s each on lavapipe
@@ -309,6 +310,43 @@ int main(void)
         const char *bad[] = { "ops", "--cols", "100", NULL };
         r = run_app("oscar-bench", bad, NULL, 30);
         CHECK_MSG(r.code == 2 && strstr(r.err, "multiple of 256") && test_count_lines(r.err) == 1, "bench ops --cols 100: %d %s",
+                  r.code, r.err);
+        test_run_free(&r);
+    }
+
+    printf("oscar-bench floor:\n");
+    {
+        /* the tiny model's phases: q, k, v of 128 + 64 + 64 rows of 128 columns in Q4_0 (72 bytes
+         * a row); a layer's cache at 4096 tokens: int2 with 64 + 256 fp16 tokens and 3776 INT2
+         * tokens of one 64-element group (16 code bytes, fp16 scale and min) for K and V, fp16
+         * 4096 tokens of 64 fp16 for K and V */
+        const char *args[] = { "floor", "--gen", "tiny", "--contexts", "4096", "--kv", "int2,fp16", "--iters", "2", NULL };
+        test_run_result r = run_app("oscar-bench", args, NULL, 120);
+        if (expect_success("bench floor", &r)) {
+            static const char *sections[] = { "int2, context 4096:", "int2, context 4096:", "fp16, context 4096:" };
+            static const char *keys[] = { "norm + q, k, v products", "attention (the cache's bytes)", "attention (the cache's bytes)" };
+            static const double want_mb[] = { 0.018432, 0.232960, 1.048576 };
+            for (int i = 0; i < 3; i++) {
+                const char *section = strstr(r.out, sections[i]), *line = section ? strstr(section, keys[i]) : NULL;
+                double mb = 0, us = 0;
+                CHECK_MSG(line && sscanf(line + strlen(keys[i]), "%lf MB %lf us", &mb, &us) == 2 && fabs(mb - want_mb[i]) < 6e-4 &&
+                              us > 0 && isfinite(us),
+                          "bench floor: %s '%s' should read %.3f MB in: %s", sections[i], keys[i], want_mb[i], r.out);
+            }
+            int steps = 0;
+            for (const char *p = strstr(r.out, "step floor: "); p; p = strstr(p + 1, "step floor: ")) {
+                double with = 0, without = 0;
+                CHECK_MSG(sscanf(p, "step floor: %lf ms with barriers (%*f tok/s), %lf ms without", &with, &without) == 2 &&
+                              with > 0 && without > 0 && isfinite(with) && isfinite(without),
+                          "bench floor: bad step line in: %s", r.out);
+                steps++;
+            }
+            CHECK_MSG(steps == 2, "bench floor: %d step lines for two modes in: %s", steps, r.out);
+        }
+        test_run_free(&r);
+        const char *bad[] = { "floor", "--gen", "llama9", NULL };
+        r = run_app("oscar-bench", bad, NULL, 30);
+        CHECK_MSG(r.code == 2 && strstr(r.err, "unknown --gen") && test_count_lines(r.err) == 1, "bench floor --gen llama9: %d %s",
                   r.code, r.err);
         test_run_free(&r);
     }

@@ -110,23 +110,25 @@ static void test_read_stream(oscar_context *ctx)
         uint32_t first[4] = { hit ? 0x0BADF00Du : 0x0BADF00Cu, 0, 0, 0 }, got = 0;
         CHECK_OK(oscar_buffer_fill(ctx, &src, 0, 1 << 16, 0x5A5A5A5Au));
         CHECK_OK(oscar_buffer_upload(ctx, &src, 0, first, 16));
-        for (int whole = 0; whole < 2; whole++) { /* the first vec4 alone, then 64 KiB */
+        for (int c = 0; c < 3; c++) { /* the first vec4 alone, then 64 KiB: 16 loads a thread, then 1 */
+            int whole = c > 0;
             CHECK_OK(oscar_buffer_fill(ctx, &sink, 0, 16, 0x12345678u));
             CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-            CHECK_OK(oscar_op_read_stream(&ops, &ctx->cmd, bs, whole ? 1 << 16 : 16, bk));
+            CHECK_OK(oscar_op_read_stream(&ops, &ctx->cmd, bs, whole ? 1 << 16 : 16, c == 2 ? 1 : 0, bk));
             CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
             CHECK_OK(oscar_buffer_download(ctx, &sink, 0, &got, 4));
-            /* 64 KiB: thread 0 also XORs in 15 vec4s of 0x5A5A5A5A, whose four words cancel in
-             * its final XOR, so it sees the first word again; the other threads see 0 */
+            /* 64 KiB, 16 loads a thread: thread 0 also XORs in 15 vec4s of 0x5A5A5A5A, whose
+             * four words cancel in its final XOR, so it sees the first word again; the other
+             * threads see 0. One load a thread (16 workgroups): thread 0 reads the first vec4 only */
             uint32_t want = hit ? 0x0BADF00Du : 0x12345678u;
             CHECK_MSG(got == want, "read_stream %s, %s: sink %08x, want %08x", hit ? "magic" : "no magic",
-                      whole ? "64 KiB" : "16 bytes", got, want);
+                      c == 2 ? "64 KiB, 1 load a thread" : whole ? "64 KiB" : "16 bytes", got, want);
         }
     }
     CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 24, bk), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 1 << 17, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 24, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 0, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 1 << 17, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
     oscar_buffer_destroy(ctx, &src);
     oscar_buffer_destroy(ctx, &sink);
