@@ -923,8 +923,8 @@ static const char *const phase_names[N_PHASES] = {
     "norm + q, k, v products", "attention (the cache's bytes)", "o product + residual", "norm + gate, up products",
     "SwiGLU + down product + residual", "final norm + LM head",
 };
-#define FLOOR_SPREADS 4
-static const uint32_t floor_spreads[FLOOR_SPREADS] = { 1, 2, 4, 16 }; /* 16-byte loads a thread */
+#define FLOOR_SPREADS 6
+static const uint32_t floor_spreads[FLOOR_SPREADS] = { 1, 2, 4, 8, 16, 32 }; /* 16-byte loads a thread */
 
 typedef struct floor_step {
     uint32_t n_layer;
@@ -1103,7 +1103,7 @@ static int bench_floor(int argc, char **argv)
     printf("model shapes: %s, %u layers; weights read per step %.3f MB: the weight-bandwidth limit %.3f ms a step "
            "(%.1f tok/s), 1.5x of it %.3f ms\n", gen, gp.n_layer, step_weights / 1e6, limit_ms, 1e3 / limit_ms, 1.5 * limit_ms);
     printf("%u dependent phases a layer and 1 a step (%u in all), each read by the bandwidth probe at its best spread "
-           "(1, 2, 4 or 16 loads a thread), a barrier after each; %u chained reads a phase, %u steps a chain\n",
+           "(1 to 32 16-byte loads a thread), a barrier after each; %u chained reads a phase, %u steps a chain\n",
            PH_HEAD, PH_HEAD * gp.n_layer + 1, iters, iters);
     for (uint32_t m = 0; m < n_modes && st == OSCAR_OK; m++)
         for (uint32_t c = 0; c < n_contexts && st == OSCAR_OK; c++) {
