@@ -57,6 +57,24 @@ void oscar_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint1
         codes[i] = sc == 0.0f ? 0 : (uint8_t)((x[i] >= t0) + (x[i] >= t1) + (x[i] >= t2));
 }
 
+void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *scale_h, const uint16_t *min_h,
+                               const float *F, uint8_t *codes)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        float mn = oscar_f16_to_f32(min_h[i / G]), sc = oscar_f16_to_f32(scale_h[i / G]);
+        float t0 = mn + 0.5f * sc, t1 = mn + 1.5f * sc, t2 = mn + 2.5f * sc;
+        uint8_t c = sc == 0.0f ? 0 : (uint8_t)((x[i] >= t0) + (x[i] >= t1) + (x[i] >= t2));
+        codes[i] = c;
+        float step = (float)c * sc;
+        float q = mn + step;
+        float e = x[i] - q;
+        for (uint32_t j = i + 1; j < n; j++) {
+            float t = e * F[(size_t)i * n + j];
+            x[j] = x[j] - t;
+        }
+    }
+}
+
 void oscar_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scale_h, uint16_t min_h, float *out)
 {
     float mn = oscar_f16_to_f32(min_h), sc = oscar_f16_to_f32(scale_h);

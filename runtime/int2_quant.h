@@ -43,6 +43,18 @@ void oscar_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint1
 /* Dequantizes one group. */
 void oscar_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scale_h, uint16_t min_h, float *out);
 
+/* Error-feedback codes of a clipped row x[0..n) (modified: it ends as the targets the codes
+ * were chosen for) whose groups of G already have their fp16 scale and min (from
+ * oscar_int2_quantize_group): element by element in order, code i is the nearest of x[i]
+ * (the group's thresholds, as oscar_int2_quantize_group), and its error e = x[i] − (min +
+ * code·scale) is taken out of every later element, x[j] −= e · F[i][j] (F [n][n] row-major,
+ * used above its diagonal only). With F from the key rotation's query covariance
+ * (oscar-calib, docs/calibration.md) the rounding errors fall where queries look least
+ * (GPTQ-style). Arithmetic in fp32 as written, no fused multiply-add (the GPU's kv_flush.comp
+ * matches it bit for bit). */
+void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *scale_h, const uint16_t *min_h,
+                               const float *F, uint8_t *codes);
+
 /* Clamp to [-tau, tau] + quantize + dequantize a row of n values in groups of G into out
  * (out may equal x); n a multiple of G, G <= OSCAR_INT2_MAX_GROUP. */
 void oscar_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out);

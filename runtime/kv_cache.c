@@ -60,6 +60,8 @@ struct oscar_kv_cache {
     oscar_buffer *f16_pool;     /* [n_layer] each [n_f16_pages][KV_F16_PAGE_WORDS] words */
     oscar_buffer rot_k, rot_v;  /* [n_layer][n_rot][d][d] fp32, y = x·R */
     oscar_buffer means;         /* [n_layer][K,V][n_kv][d] fp32 centering vectors (zeros unless given) */
+    oscar_buffer feedback;      /* [n_layer][n_rot][d][d] fp32 key error feedback; 16 bytes unread when none */
+    uint32_t key_feedback;      /* kv_flush_push.key_feedback: 0 none, 1 per layer, 2 per KV head */
     float *clip_k, *clip_v;     /* [n_layer] */
     oscar_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
     oscar_buffer slots;         /* [max_step_tokens] append slots, then flush slots */
@@ -283,6 +285,16 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         OSCAR_TRY(check_rotations(p.rot_k, L * n_rot, d, "rot_k"));
         OSCAR_TRY(check_rotations(p.rot_v, L * n_rot, d, "rot_v"));
     }
+    if (p.key_feedback && p.mode != OSCAR_KV_INT2_ROTATED)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_feedback needs mode oscar, not %s",
+                           oscar_kv_mode_name(p.mode));
+    for (size_t m = 0; p.key_feedback && m < (size_t)L * n_rot; m++)
+        for (size_t i = 0; i < (size_t)d * d; i++) {
+            float f = p.key_feedback[m * d * d + i];
+            if (!isfinite(f) || (i / d >= i % d && f != 0.0f))
+                OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_feedback of layer %zu (head %zu): element (%zu, %zu) "
+                                   "is %s", m / n_rot, m % n_rot, i / d, i % d, isfinite(f) ? "not 0 on or below the diagonal" : "not finite");
+        }
     if ((p.mean_k || p.mean_v) && p.mode != OSCAR_KV_INT2_ROTATED)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mean_k / mean_v need mode oscar, not %s",
                            oscar_kv_mode_name(p.mode));
@@ -365,7 +377,15 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         free(m);
         if (st != OSCAR_OK) goto fail;
     }
+    {   /* key error feedback (a 16-byte buffer the flush never reads when there is none) */
+        uint64_t bytes = p.key_feedback ? (uint64_t)L * n_rot * d * d * 4 : 16;
+        st = oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->feedback);
+        if (st == OSCAR_OK && p.key_feedback) st = oscar_buffer_upload(ctx, &c->feedback, 0, p.key_feedback, bytes);
+        if (st != OSCAR_OK) goto fail;
+        c->key_feedback = p.key_feedback ? (n_rot > 1 ? 2 : 1) : 0;
+    }
     c->p.rot_k = c->p.rot_v = NULL;
+    c->p.key_feedback = NULL;
     c->p.clip_k = c->p.clip_v = NULL;
     c->p.mean_k = c->p.mean_v = NULL;
 
@@ -396,7 +416,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
 
     OSCAR_TRY(oscar_cmd_init(ctx, &c->cmd));
     OSCAR_TRY(get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
-    OSCAR_TRY(get_pipeline(c, "kv_flush", 3, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
+    OSCAR_TRY(get_pipeline(c, "kv_flush", 4, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
     {
@@ -453,7 +473,7 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) oscar_buffer_destroy(ctx, &c->f16_pool[l]);
     free(c->int2_pool);
     free(c->f16_pool);
-    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
+    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->feedback, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
                              &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out,
                              &c->tiles };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
@@ -821,9 +841,11 @@ oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t l
     oscar_status st = check_step(c, layer, "flush");
     if (st != OSCAR_OK || c->book.plan.n_flush == 0) return st;
     uint32_t n = c->book.plan.n_flush;
-    oscar_binding b[3] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
-                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 } };
-    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer] };
+    uint64_t fb_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    oscar_binding fb = c->key_feedback ? (oscar_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (oscar_binding){ &c->feedback, 0, 0 };
+    oscar_binding b[4] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
+                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb };
+    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback };
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
     record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);

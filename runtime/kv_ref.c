@@ -7,7 +7,7 @@
 #include "kv_ref.h"
 
 static_assert(sizeof(struct kv_append_push) == 8, "kv_append_push must match the shader");
-static_assert(sizeof(struct kv_flush_push) == 12, "kv_flush_push must match the shader");
+static_assert(sizeof(struct kv_flush_push) == 16, "kv_flush_push must match the shader");
 static_assert(sizeof(struct kv_rotate_push) == 16, "kv_rotate_push must match the shader");
 
 /* ---- addressing ------------------------------------------------------------------------- */
@@ -95,7 +95,8 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
 /* ---- flush ---------------------------------------------------------------------------- */
 
 void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint32_t n_slots,
-                  float clip_k, float clip_v, const uint32_t *f16_pool, uint32_t *int2_pool)
+                  float clip_k, float clip_v, const float *key_feedback, uint32_t feedback_per_head,
+                  const uint32_t *f16_pool, uint32_t *int2_pool)
 {
     const uint32_t d = s->head_dim, G = s->group;
     float x[KV_MAX_HEAD_DIM], scratch[KV_MAX_HEAD_DIM];
@@ -114,11 +115,14 @@ void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint
                 oscar_int2_clip(x, d, tau, x);
                 uint32_t *cw = int2_pool + kv_ref_int2_codes(s, slots[t].dst_page, kind, h, slots[t].dst_slot);
                 uint32_t *pw = int2_pool + kv_ref_int2_params(s, slots[t].dst_page, kind, h, slots[t].dst_slot);
+                uint16_t scale_h[KV_MAX_HEAD_DIM], min_h[KV_MAX_HEAD_DIM];
                 for (uint32_t g = 0; g < d / G; g++) {
-                    uint16_t scale_h, min_h;
-                    oscar_int2_quantize_group(x + g * G, G, codes + g * G, &scale_h, &min_h);
-                    pw[g] = (uint32_t)scale_h | (uint32_t)min_h << 16;
+                    oscar_int2_quantize_group(x + g * G, G, codes + g * G, &scale_h[g], &min_h[g]);
+                    pw[g] = (uint32_t)scale_h[g] | (uint32_t)min_h[g] << 16;
                 }
+                if (kind == 0 && key_feedback)
+                    oscar_int2_feedback_codes(x, d, G, scale_h, min_h,
+                                              key_feedback + (feedback_per_head ? (size_t)h * d * d : 0), codes);
                 for (uint32_t w = 0; w < d / 16; w++) {
                     uint32_t word = 0;
                     for (uint32_t e = 0; e < 16; e++) word |= (uint32_t)codes[16 * w + e] << (2 * e);

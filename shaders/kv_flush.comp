@@ -1,8 +1,8 @@
 #version 450
 // Flush tokens from fp16 pages into INT2 pages (kv_layout.h): per token, KV head and K/V, read
 // the fp16 row, clip at the r-quantile of |x|, quantize per group of G with fp16 min/scale,
-// pack 16 codes per word. Bit-exact with kv_ref_flush (runtime/kv_ref.c), see
-// common/int2_quant.glsl.
+// pack 16 codes per word; K codes by error feedback when the push constant asks for it.
+// Bit-exact with kv_ref_flush (runtime/kv_ref.c), see common/int2_quant.glsl.
 //
 // Dispatch: (min(n_tokens, 65535), NKV, 2) workgroups; z = 0 flushes K, z = 1 flushes V; x loops
 // over the tokens with stride gl_NumWorkGroups.x. Any workgroup size (spec 0).
@@ -25,6 +25,42 @@ const uint PARAM_WORDS = HEAD_DIM / GROUP; // per row
 layout(std430, binding = 0) readonly buffer Slots { kv_token_slot slots[]; }; // [n_tokens] (src_row = fp16 page, src_slot) -> (dst_page, dst_slot)
 layout(std430, binding = 1) readonly buffer F16Pool { uint f16_pool[]; };    // [page][K,V][NKV][P][d/2] fp16 pairs
 layout(std430, binding = 2) writeonly buffer Int2Pool { uint int2_pool[]; }; // [page][K codes, K params, V codes, V params] (kv_layout.h)
+layout(std430, binding = 3) readonly buffer Feedback { float feedback[]; };  // [1 or NKV][d][d] of the layer (read with key_feedback)
+
+shared uint q_code[KV_MAX_HEAD_DIM]; // [d] codes chosen by error feedback
+
+// Error-feedback codes of the clamped row in q_x (oscar_int2_feedback_codes in
+// runtime/int2_quant.c, bit for bit): element i is rounded by its group's thresholds once all
+// earlier errors were taken out of it, then its error leaves the later elements, one element
+// per round, each thread updating its own elements. F: word offset of the head's [d][d].
+void feedback_codes(uint F)
+{
+    const uint n = HEAD_DIM, tid = gl_LocalInvocationID.x;
+    for (uint i = 0u; i < n; i++) {
+        vec4 t = q_thr[i / GROUP];
+        float x = q_x[i];
+        uint c = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+        if (tid == 0u) q_code[i] = c;
+        float mn = f16_bits_to_f32(q_param[i / GROUP] >> 16);
+        precise float step = float(c) * t.w;
+        precise float q = mn + step;
+        precise float e = x - q;
+        for (uint j = i + 1u + tid; j < n; j += WG) {
+            precise float u = e * feedback[F + i * n + j];
+            precise float y = q_x[j] - u;
+            q_x[j] = y;
+        }
+        barrier();
+    }
+}
+
+// Word w of the packed codes chosen by feedback_codes.
+uint feedback_code_word(uint w)
+{
+    uint word = 0u;
+    for (uint k = 0u; k < 16u; k++) word |= q_code[16u * w + k] << (2u * k);
+    return word;
+}
 
 layout(push_constant) uniform Push { kv_flush_push pc; };
 
@@ -44,11 +80,13 @@ void main()
         }
         barrier();
         int2_quantize_row(r);
+        bool fb = kind == 0u && pc.key_feedback != 0u;
+        if (fb) feedback_codes(pc.key_feedback == 2u ? h * HEAD_DIM * HEAD_DIM : 0u);
         uint half_page = N_KV * PAGE * (CODE_WORDS + PARAM_WORDS); // K half, then V half
         uint base = s.dst_page * KV_INT2_PAGE_WORDS(N_KV, PAGE, HEAD_DIM, GROUP) + kind * half_page;
         uint codes = base + (h * PAGE + s.dst_slot) * CODE_WORDS;
         uint params = base + N_KV * PAGE * CODE_WORDS + (h * PAGE + s.dst_slot) * PARAM_WORDS;
-        for (uint w = tid; w < CODE_WORDS; w += WG) int2_pool[codes + w] = int2_code_word(w);
+        for (uint w = tid; w < CODE_WORDS; w += WG) int2_pool[codes + w] = fb ? feedback_code_word(w) : int2_code_word(w);
         for (uint g = tid; g < PARAM_WORDS; g += WG) int2_pool[params + g] = q_param[g];
     }
 }

@@ -66,6 +66,13 @@ typedef struct oscar_kv_params {
      * adds μ_V back to its output and is unchanged by μ_K (a constant key offset moves all of a
      * query's logits alike). Copied at creation; must be finite. */
     const float *mean_k, *mean_v;
+    /* OSCAR_KV_INT2_ROTATED only (NULL: nearest rounding): error feedback of the key codes,
+     * float32 [n_layer][n_rot][head_dim][head_dim] (n_rot as rot_k), strictly upper triangular:
+     * a key row (rotated, clipped, its groups' scale and min set as usual) is rounded element by
+     * element, and element i's rounding error times F[i][j] is taken out of each later element
+     * j before it is rounded, so the errors go where the layer's queries look least (oscar-calib
+     * writes F; docs/kv-cache.md). Copied at creation; finite, 0 on and below the diagonal. */
+    const float *key_feedback;
 } oscar_kv_params;
 
 OSCAR_API oscar_kv_params oscar_kv_params_default(void);
