@@ -278,6 +278,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     cp.head_dim = hp->head_dim;
     cp.group_size = p->group_size;
     cp.grouping = p->grouping;
+    cp.key_feedback = p->key_feedback;
     cp.score_objective = p->values == OSCAR_CALIB_VALUES_SCORES;
     cp.max_seq_len = p->seq_len;
     cp.vfit_sequences = p->clip_v_output ? RUN_VFIT_SEQUENCES : 0;

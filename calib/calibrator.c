@@ -179,6 +179,7 @@ oscar_calib_params oscar_calib_params_default(void)
     p.clip_min = 0.80f;
     p.clip_max = 1.00f;
     p.clip_step = 0.01f;
+    p.feedback_damp = 0.01;
     p.seed = 0x05CA12C0FFEEULL;
     return p;
 }
@@ -245,6 +246,8 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
                    "oscar_calib_create: clip grid %g..%g step %g must satisfy 0 < min <= max <= 1, step > 0",
                    (double)p.clip_min, (double)p.clip_max, (double)p.clip_step);
+    if (p.key_feedback && !(p.feedback_damp > 0.0))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: feedback_damp %g must be > 0", p.feedback_damp);
     if (p.reservoir_rows == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: reservoir_rows must be > 0");
     if (p.score_objective && p.max_seq_len == 0)

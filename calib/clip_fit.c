@@ -31,8 +31,8 @@ static void stored_rows(const float *x, uint32_t n, size_t stride, uint32_t d, c
 }
 
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
-                                    const float *center, const float *ratios, uint32_t n_ratios, double *err_sum,
-                                    uint64_t *rows)
+                                    const float *feedback, const float *center, const float *ratios, uint32_t n_ratios,
+                                    double *err_sum, uint64_t *rows)
 {
     oscar_status st = OSCAR_OK;
     double *CQ = NULL;  /* [d][d] C_Q of the head */
@@ -103,7 +103,9 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         for (uint32_t ri = 0; ri < n_ratios; ri++) {
             for (uint32_t t = 0; t < n; t++) {
                 const float *yt = y + (size_t)t * d;
-                oscar_int2_fake_quantize_tau(yt, d, G, oscar_int2_clip_threshold_sorted(ys + (size_t)t * d, d, ratios[ri]), yq);
+                float tau = oscar_int2_clip_threshold_sorted(ys + (size_t)t * d, d, ratios[ri]);
+                if (feedback && !values) oscar_int2_fake_quantize_feedback(yt, d, G, tau, feedback, yq);
+                else oscar_int2_fake_quantize_tau(yt, d, G, tau, yq);
                 for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = (double)yq[j] - (double)yt[j];
             }
             double acc = 0.0;
@@ -247,7 +249,7 @@ oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t hea
     if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
     uint32_t n = oscar_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
     uint64_t rows = 0;
-    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, center, ratios, n, sums, &rows));
+    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, NULL, center, ratios, n, sums, &rows));
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_fit_clip: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)

@@ -37,6 +37,9 @@ static void usage(FILE *f)
         "                          (each sampled value row's own error)\n"
         "      --center yes|no     store key and value means so the runtime subtracts them before\n"
         "                          quantizing (default yes; no: the reference's method)\n"
+        "      --key-rounding K    nearest (default) or feedback: key codes chosen element by element,\n"
+        "                          each rounding error moved to where the layer's queries look least\n"
+        "                          (written as blk.N.attn_k_feedback; the key clip is fitted with it)\n"
         "      --group-size G      quantization group size: 32, 64 or 128 dividing head_dim, as the runtime\n"
         "                          reads (default min(head_dim, 128)); sessions in mode oscar use it\n"
         "      --rotation R        oscar (default), oscar-noperm, hadamard, identity\n"
@@ -162,6 +165,7 @@ int main(int argc, char **argv)
     static const char *const clips[] = {"fixed", "fitted", NULL};
     static const char *const vfits[] = {"rows", "output", NULL};
     static const char *const yes_no[] = {"no", "yes", NULL};
+    static const char *const roundings[] = {"nearest", "feedback", NULL};
     static const char *const rotations[] = {"identity", "hadamard", "oscar", "oscar-noperm", NULL};
 
     for (int i = 1; i < argc; i++) {
@@ -229,6 +233,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--clip-v-fit")) {
             if ((c = parse_choice(a, val, vfits)) < 0) return 2;
             p.clip_v_output = c;
+        } else if (!strcmp(a, "--key-rounding")) {
+            if ((c = parse_choice(a, val, roundings)) < 0) return 2;
+            p.key_feedback = c;
         } else if (!strcmp(a, "--center")) {
             if ((c = parse_choice(a, val, yes_no)) < 0) return 2;
             p.center = c;

@@ -94,6 +94,9 @@ typedef struct oscar_calib_params {
     uint32_t vfit_recent;         /* nor the last vfit_recent positions before a query (the fp16 recent
                                      window); default 0 */
     float clip_min, clip_max, clip_step; /* clip-ratio grid; default 0.80 .. 1.00 step 0.01 */
+    int key_feedback;             /* 1: key codes by error feedback (oscar_key_feedback_matrix per
+                                   * rotation, key clip fitted with it); default 0 */
+    double feedback_damp;         /* its damping; default 0.01 */
     uint64_t seed;                /* reservoir sampling */
     oscar_calib_progress_fn progress; /* may be NULL */
     void *progress_user;
@@ -160,10 +163,12 @@ oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint3
  *   keys   (values = 0): (y − ŷ)ᵀ (Rᵀ C_Q,h R) (y − ŷ) = E_q[(q·(k − k̂))²] per row,
  *   values (values = 1): w_t ‖y − ŷ‖² with w_t = k_t C_Q,h k_tᵀ normalised to mean 1 per head.
  * ADDS the per-ratio sums to err_sum[0..n_ratios) and the row count to *rows (the mean is
- * err_sum / rows), so curves of several heads with their own R can be pooled. */
+ * err_sum / rows), so curves of several heads with their own R can be pooled. feedback (keys
+ * only; NULL: nearest rounding): the keys' error-feedback matrix for R, float32 [d][d]
+ * (oscar_key_feedback_matrix), with which the codes are chosen. */
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
-                                    const float *R, const float *center, const float *ratios, uint32_t n_ratios,
-                                    double *err_sum, uint64_t *rows);
+                                    const float *R, const float *feedback, const float *center, const float *ratios,
+                                    uint32_t n_ratios, double *err_sum, uint64_t *rows);
 
 /* Error of the attention OUTPUT when the values of the kept sequences (vfit_sequences) are
  * centered, rotated by R and fake-quantized at each clip ratio: for every kept query a (every
@@ -207,6 +212,7 @@ typedef struct oscar_calib_result {
     double *eig_k, *eig_v;  /* [n_layer][n_rot][d] target eigenvalues, descending (0 unless OSCAR) */
     float *clip_k, *clip_v; /* [n_layer] fitted clip ratios */
     double *err_k, *err_v;  /* [n_layer] mean fitted objective at that ratio */
+    float *feedback_k;      /* [n_layer][n_rot][d][d] key error feedback (params.key_feedback), else NULL */
 } oscar_calib_result;
 
 /* Builds R_K from C_K and R_V from `v_target` (VALUES_PROXY or VALUES_SCORES) for every layer
@@ -248,6 +254,16 @@ oscar_status oscar_eigh_descending(uint32_t d, const double *C, double *U, doubl
  * lambda (float64 [d], may be NULL) receives its eigenvalues, descending, or zeros. */
 oscar_status oscar_rotation_build(oscar_rotation_kind kind, uint32_t d, const double *C, float *R,
                                   double *lambda);
+
+/* The key codes' error feedback for rotation R (float32 [d][d]) of keys whose query covariance
+ * is C (float64 [d][d], the C_K target): with M = Rᵀ C R, the logit error of a key error e
+ * (rotated basis) averaged over queries is eᵀ M e. Rounding element by element and taking
+ * element i's error times F[i][j] out of each later element j (oscar_int2_feedback_codes)
+ * minimises it greedily when F[i][j] = U[i][j] / U[i][i], U the upper Cholesky factor of
+ * (M + damp · tr(M)/d · I)⁻¹ (GPTQ's update; damp > 0 keeps it finite where the queries never
+ * look). Writes F (float32 [d][d], 0 on and below the diagonal). OSCAR_ERROR_UNSUPPORTED if
+ * LAPACK fails. */
+oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F);
 
 /* Loader-side check of a stored rotation: every entry finite and ‖RᵀR − I‖_max <= tol
  * (1e-4 is a good tolerance for float32 data). Writes the deviation to *max_dev (may be NULL;

@@ -96,6 +96,11 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
             snprintf(name, sizeof name, "blk.%u.attn_v_mean", l);
             OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, 2, ne_mean, meta->mean_v + l * per));
         }
+        if (res->feedback_k) {
+            snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
+            OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
+                                                       res->feedback_k + (size_t)l * n_rot * dd));
+        }
         if (!with_eig) continue;
         for (int which = 0; which < 2; which++) {
             const double *src = (which ? res->eig_v : res->eig_k) + (size_t)l * n_rot * d;

@@ -95,6 +95,16 @@ void oscar_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float 
     }
 }
 
+void oscar_int2_fake_quantize_feedback(const float *x, uint32_t n, uint32_t G, float tau, const float *F, float *out)
+{
+    uint8_t codes[OSCAR_INT2_MAX_ROW];
+    uint16_t s[OSCAR_INT2_MAX_ROW] = { 0 }, m[OSCAR_INT2_MAX_ROW] = { 0 };
+    oscar_int2_clip(x, n, tau, out);
+    for (uint32_t g = 0; g + G <= n; g += G) oscar_int2_quantize_group(out + g, G, codes + g, &s[g / G], &m[g / G]);
+    oscar_int2_feedback_codes(out, n, G, s, m, F, codes);
+    for (uint32_t g = 0; g + G <= n; g += G) oscar_int2_dequantize_group(codes + g, G, s[g / G], m[g / G], out + g);
+}
+
 void oscar_int2_fake_quantize_row(const float *x, uint32_t n, uint32_t G, float r, float *out, float *scratch)
 {
     oscar_int2_fake_quantize_tau(x, n, G, oscar_int2_clip_threshold(x, n, r, scratch), out);

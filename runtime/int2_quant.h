@@ -25,6 +25,7 @@
 #define OSCAR_CLIP_RATIO_V 0.92f
 /* Largest group (and head_dim) the reference handles. */
 #define OSCAR_INT2_MAX_GROUP 256u
+#define OSCAR_INT2_MAX_ROW 256u /* longest row oscar_int2_fake_quantize_feedback takes (head_dim) */
 
 /* Returns the clip threshold tau of x[0..n) at ratio r (see above); +inf when r >= 1 or n == 0.
  * `scratch` must hold n floats. */
@@ -58,6 +59,10 @@ void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t 
 /* Clamp to [-tau, tau] + quantize + dequantize a row of n values in groups of G into out
  * (out may equal x); n a multiple of G, G <= OSCAR_INT2_MAX_GROUP. */
 void oscar_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out);
+
+/* oscar_int2_fake_quantize_tau with the codes chosen by oscar_int2_feedback_codes under F
+ * ([n][n]): what a key row becomes in a cache with key_feedback. n <= OSCAR_INT2_MAX_ROW. */
+void oscar_int2_fake_quantize_feedback(const float *x, uint32_t n, uint32_t G, float tau, const float *F, float *out);
 
 /* Clip (ratio r) + quantize + dequantize a whole row of n values in groups of G, returning the
  * reconstruction in out: the "fake quantization" the calibrator and tests use. `scratch` holds

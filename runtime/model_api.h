@@ -24,6 +24,8 @@ struct oscar_rotation_set {
     float *clip_k, *clip_v;        /* [n_layer] ratios in (0, 1] */
     float *mean_k, *mean_v;        /* NULL, or [n_layer][n_kv][head_dim]: pre-RoPE key means and value
                                     * means (centering, oscar_rotation_set_set_means) */
+    float *key_feedback;           /* NULL, or [n_layer][n_rot][head_dim][head_dim]: error feedback of
+                                    * the key codes (oscar_kv_params.key_feedback; from the file) */
     uint32_t n_kv;                 /* the model's KV heads */
     uint32_t group_size;           /* INT2 group the set was calibrated for (oscar.group_size); 0: not stated */
     uint64_t fingerprint;          /* of the model it was checked against */

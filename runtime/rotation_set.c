@@ -100,7 +100,7 @@ OSCAR_API void oscar_rotation_set_destroy(oscar_rotation_set *s)
 {
     if (!s) return;
     free(s->rot_k), free(s->rot_v), free(s->clip_k), free(s->clip_v);
-    free(s->mean_k), free(s->mean_v);
+    free(s->mean_k), free(s->mean_v), free(s->key_feedback);
     free(s);
 }
 
@@ -218,12 +218,47 @@ static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what,
     return OSCAR_OK;
 }
 
+/* Optional tensor blk.<l>.attn_k_feedback (F32, ne [d, d] or [d, d, n_rot]: the key codes'
+ * error feedback, oscar_kv_params.key_feedback) into dst [n_layer][n_rot][d][d], allocated at
+ * the first layer; present in every layer or in none; finite, 0 on and below the diagonal. */
+static oscar_status read_feedback(const oscar_gguf *g, uint32_t l, uint32_t d, uint32_t n_rot, int *present, float **dst,
+                                  uint32_t n_layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
+    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+    if (l == 0) *present = t != NULL;
+    if (!t != !*present)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is %s, unlike layer 0's", g->path, name, t ? "present" : "missing");
+    if (!t) return OSCAR_OK;
+    if (t->type != OSCAR_GGML_TYPE_F32)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name, oscar_ggml_type_name(t->type));
+    uint32_t r = t->n_dims == 2 ? 1 : (uint32_t)t->ne[2];
+    if (t->ne[0] != d || t->ne[1] != d || t->n_dims > 3 || r != n_rot)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "%s: tensor %s: shape [%llu, %llu, %u], expected [%u, %u, %u] (as the rotations)",
+                           g->path, name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], r, d, d, n_rot);
+    const float *f = t->data;
+    for (size_t i = 0; i < (size_t)n_rot * d * d; i++) {
+        size_t row = i / d % d, col = i % d;
+        if (!isfinite(f[i]) || (col <= row && f[i] != 0.0f))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: element (%zu, %zu) of head %zu is %s", g->path, name, row, col,
+                               i / ((size_t)d * d), isfinite(f[i]) ? "not 0 on or below the diagonal" : "not finite");
+    }
+    if (!*dst) {
+        *dst = malloc((size_t)n_layer * n_rot * d * d * sizeof(float));
+        if (!*dst) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    memcpy(*dst + (size_t)l * n_rot * d * d, f, (size_t)n_rot * d * d * sizeof(float));
+    return OSCAR_OK;
+}
+
 OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_model *model, oscar_rotation_set **out)
 {
     oscar_status st = OSCAR_OK;
     oscar_gguf *g = NULL;
     float *rot_k = NULL, *rot_v = NULL, *clip_k = NULL, *clip_v = NULL;
     float *mean_k = NULL, *mean_v = NULL; /* [n_layer][n_kv][d], optional */
+    float *feedback = NULL;                /* [n_layer][n_rot][d][d], optional */
     if (!path || !model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_load: NULL argument");
     *out = NULL;
     const oscar_model_hparams *hp = &model->desc->hp;
@@ -279,10 +314,16 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     if (grouping && nk != (strcmp(grouping, "head") ? 1u : hp->n_head_kv))
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.grouping \"%s\" but the tensors hold %u rotation(s) per layer", path,
                    grouping, nk);
+    int has_fb = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++) OSCAR_TRY(read_feedback(g, l, d, nk, &has_fb, &feedback, hp->n_layer));
     OSCAR_TRY(read_clips(g, "oscar.clip_k", hp->n_layer, &clip_k));
     OSCAR_TRY(read_clips(g, "oscar.clip_v", hp->n_layer, &clip_v));
     st = build(model, hp->n_layer, nk, rot_k, rot_v, clip_k, clip_v, OSCAR_ERROR_BAD_FORMAT, out);
-    if (st == OSCAR_OK) (*out)->group_size = group;
+    if (st == OSCAR_OK) {
+        (*out)->group_size = group;
+        (*out)->key_feedback = feedback;
+        feedback = NULL;
+    }
     if (st == OSCAR_OK && (st = set_means(*out, mean_k, mean_v, OSCAR_ERROR_BAD_FORMAT)) != OSCAR_OK) {
         oscar_rotation_set_destroy(*out);
         *out = NULL;
@@ -294,7 +335,7 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         oscar_error_set(st, __FILE__, __LINE__, "%s: %s", path, msg);
     }
 fail:
-    free(rot_k), free(rot_v), free(clip_k), free(clip_v), free(mean_k), free(mean_v);
+    free(rot_k), free(rot_v), free(clip_k), free(clip_v), free(mean_k), free(mean_v), free(feedback);
     oscar_gguf_close(g);
     return st;
 }

@@ -490,7 +490,7 @@ static void run_synthetic(uint32_t d, uint32_t G)
         uint64_t rows = 0;
         for (int i = 0; i < 21; i++) grid[i] = 0.80f + 0.01f * i;
         for (uint32_t h = 0; h < NKV; h++)
-            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, RP + h * dd, NULL, grid, 21, sums, &rows));
+            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, RP + h * dd, NULL, NULL, grid, 21, sums, &rows));
         CHECK(rows == (uint64_t)NKV * p.reservoir_rows);
         int best = 0;
         for (int i = 1; i < 21; i++) if (sums[i] <= sums[best]) best = i;
