@@ -34,6 +34,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.clip_fitted = 1;
     p.clip_v_output = 1;
     p.center = 1;
+    p.key_feedback = 1;
     p.sink_tokens = 64;
     p.recent_tokens = 256;
     p.seed = 1;
@@ -279,6 +280,10 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     cp.group_size = p->group_size;
     cp.grouping = p->grouping;
     cp.key_feedback = p->key_feedback;
+    cp.rope_theta = desc->rope_theta;
+    cp.rope_n_rot = hp->n_rot;
+    cp.rope_neox = hp->rope_type == OSCAR_ROPE_NEOX;
+    cp.feedback_span = p->feedback_span ? p->feedback_span : hp->n_ctx_train;
     cp.score_objective = p->values == OSCAR_CALIB_VALUES_SCORES;
     cp.max_seq_len = p->seq_len;
     cp.vfit_sequences = p->clip_v_output ? RUN_VFIT_SEQUENCES : 0;

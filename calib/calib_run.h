@@ -31,8 +31,10 @@ typedef struct oscar_calib_run_params {
                                   * first 4 calibration sequences; 0: on the reservoir's rows */
     int center;                  /* 1 (default): key and value means (positions >= sink_tokens) written
                                   * and subtracted before the clip fit; 0: none (the reference's method) */
-    int key_feedback;            /* 1: key codes by error feedback (blk.N.attn_k_feedback written, the key
-                                  * clip fitted with it); 0 (default): nearest rounding */
+    int key_feedback;            /* 1 (default): key codes by error feedback (blk.N.attn_k_feedback
+                                  * written, the key clip fitted with it); 0: nearest rounding */
+    uint32_t feedback_span;      /* positions the feedback's query covariance is spread over (RoPE);
+                                  * 0 (default): the model's context_length */
     uint32_t group_size;         /* quantization group G; 0: min(head_dim, 128) */
     uint32_t sink_tokens, recent_tokens; /* metadata; default 64 and 256 */
     uint64_t seed;               /* reservoir sampling; default 1 */

@@ -1,4 +1,5 @@
-/* Error-feedback matrices for the key codes (oscar_kv_params.key_feedback) through LAPACKE. */
+/* Error-feedback matrices for the key codes (oscar_kv_params.key_feedback) through LAPACKE, and
+ * the query covariance spread over the positions of a longer context. */
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
@@ -47,4 +48,47 @@ fail:
     free(T);
     free(M);
     return st;
+}
+
+/* (1/n) Σ_{p=0}^{n-1} R(ωp) = amp · R(ω(n−1)/2): the cosine and sine of that average. */
+static void mean_rotation(double w, uint32_t n, double *c, double *s)
+{
+    double s2 = sin(0.5 * w), amp = fabs(s2) < 1e-12 ? 1.0 : sin(0.5 * n * w) / (n * s2), mid = 0.5 * w * (n - 1.0);
+    *c = amp * cos(mid);
+    *s = amp * sin(mid);
+}
+
+void oscar_rope_spread_covariance(uint32_t d, uint32_t n_rot, int neox, const float *theta, uint32_t span, double *C)
+{
+    if (span < 2 || n_rot < 2) return;
+    uint32_t half = n_rot / 2;
+    /* dims of pair i; a dim past n_rot is its own "pair" with angle 0 */
+    for (uint32_t i = 0; i < half; i++) {
+        uint32_t i0 = neox ? i : 2 * i, i1 = neox ? i + half : 2 * i + 1;
+        for (uint32_t j = 0; j < half; j++) {
+            uint32_t j0 = neox ? j : 2 * j, j1 = neox ? j + half : 2 * j + 1;
+            /* block B = [[p, q], [r, t]] = (αI + βJ) + (γK + ηL); under R(a)·B·R(b)ᵀ the first
+             * part turns by a − b, the second by a + b (K, L reflections) */
+            double p = C[(size_t)i0 * d + j0], q = C[(size_t)i0 * d + j1], r = C[(size_t)i1 * d + j0], t = C[(size_t)i1 * d + j1];
+            double al = 0.5 * (p + t), be = 0.5 * (r - q), ga = 0.5 * (p - t), et = 0.5 * (q + r);
+            double cm, sm, cp, sp;
+            mean_rotation((double)theta[i] - (double)theta[j], span, &cm, &sm);
+            mean_rotation((double)theta[i] + (double)theta[j], span, &cp, &sp);
+            /* (αI + βJ)·R(m): a scaled rotation by m */
+            double a11 = al * cm - be * sm, a21 = be * cm + al * sm;
+            /* R(m')·(γK + ηL) */
+            double b11 = cp * ga - sp * et, b12 = cp * et + sp * ga;
+            C[(size_t)i0 * d + j0] = a11 + b11;
+            C[(size_t)i0 * d + j1] = -a21 + b12;
+            C[(size_t)i1 * d + j0] = a21 + b12;
+            C[(size_t)i1 * d + j1] = a11 - b11;
+        }
+        for (uint32_t k = n_rot; k < d; k++) { /* pair i against an unrotated dim: the pair's side turns */
+            double c, sn;
+            mean_rotation(theta[i], span, &c, &sn);
+            double x = C[(size_t)i0 * d + k], y = C[(size_t)i1 * d + k];
+            C[(size_t)i0 * d + k] = C[(size_t)k * d + i0] = c * x - sn * y;
+            C[(size_t)i1 * d + k] = C[(size_t)k * d + i1] = sn * x + c * y;
+        }
+    }
 }

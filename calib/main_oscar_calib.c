@@ -37,9 +37,12 @@ static void usage(FILE *f)
         "                          (each sampled value row's own error)\n"
         "      --center yes|no     store key and value means so the runtime subtracts them before\n"
         "                          quantizing (default yes; no: the reference's method)\n"
-        "      --key-rounding K    nearest (default) or feedback: key codes chosen element by element,\n"
-        "                          each rounding error moved to where the layer's queries look least\n"
-        "                          (written as blk.N.attn_k_feedback; the key clip is fitted with it)\n"
+        "      --key-rounding K    feedback (default): key codes chosen element by element, each\n"
+        "                          rounding error moved to where the layer's queries look least\n"
+        "                          (written as blk.N.attn_k_feedback; the key clip is fitted with it);\n"
+        "                          nearest: the reference's rounding\n"
+        "      --feedback-span N   positions the feedback's query covariance is spread over by RoPE\n"
+        "                          (default: the model's context_length)\n"
         "      --group-size G      quantization group size: 32, 64 or 128 dividing head_dim, as the runtime\n"
         "                          reads (default min(head_dim, 128)); sessions in mode oscar use it\n"
         "      --rotation R        oscar (default), oscar-noperm, hadamard, identity\n"
@@ -211,6 +214,9 @@ int main(int argc, char **argv)
                 return 2;
             }
             p.group_size = (uint32_t)v;
+        } else if (!strcmp(a, "--feedback-span")) {
+            if (!parse_u64(a, val, 1, 1u << 24, &v)) return 2;
+            p.feedback_span = (uint32_t)v;
         } else if (!strcmp(a, "--sink")) {
             if (!parse_u64(a, val, 0, 1u << 20, &v)) return 2;
             p.sink_tokens = (uint32_t)v;

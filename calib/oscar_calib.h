@@ -97,6 +97,12 @@ typedef struct oscar_calib_params {
     int key_feedback;             /* 1: key codes by error feedback (oscar_key_feedback_matrix per
                                    * rotation, key clip fitted with it); default 0 */
     double feedback_damp;         /* its damping; default 0.01 */
+    const float *rope_theta;      /* [rope_n_rot / 2] the model's RoPE angles per position (borrowed), or
+                                   * NULL: the feedback's query covariance as calibrated */
+    uint32_t rope_n_rot;          /* rotary dims */
+    int rope_neox;                /* 1: pairs (i, i + n_rot/2); 0: (2i, 2i + 1) */
+    uint32_t feedback_span;       /* positions the query covariance is spread over for the feedback
+                                   * (oscar_rope_spread_covariance); 0: not spread */
     uint64_t seed;                /* reservoir sampling */
     oscar_calib_progress_fn progress; /* may be NULL */
     void *progress_user;
@@ -264,6 +270,14 @@ oscar_status oscar_rotation_build(oscar_rotation_kind kind, uint32_t d, const do
  * look). Writes F (float32 [d][d], 0 on and below the diagonal). OSCAR_ERROR_UNSUPPORTED if
  * LAPACK fails. */
 oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F);
+
+/* Averages the covariance C (float64 [d][d], in place) of post-RoPE rows over RoPE shifts by
+ * every position 0..span−1: C ← (1/span) Σ_p Rot(p) C Rot(p)ᵀ, Rot(p) turning pair i by p·θ_i
+ * (pairs (2i, 2i+1), or (i, i + n_rot/2) with neox; dims from n_rot on unrotated). Calibration
+ * queries sit at positions below the sequence length; a cache serving a longer context meets
+ * them turned further, so a metric meant for it (the key feedback) should be spread so. Exact
+ * (closed-form sums), symmetric in, symmetric out. span < 2: unchanged. */
+void oscar_rope_spread_covariance(uint32_t d, uint32_t n_rot, int neox, const float *theta, uint32_t span, double *C);
 
 /* Loader-side check of a stored rotation: every entry finite and ‖RᵀR − I‖_max <= tol
  * (1e-4 is a good tolerance for float32 data). Writes the deviation to *max_dev (may be NULL;

@@ -110,6 +110,7 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
                                which ? "value" : "key", dev);
                 if (which == 0 && res.feedback_k) { /* the queries' covariance, whatever the rotation kind */
                     if (!need_c) OSCAR_TRY(oscar_calib_covariance(cal, l, head, OSCAR_CALIB_KEYS, C));
+                    if (p->rope_theta) oscar_rope_spread_covariance(d, p->rope_n_rot, p->rope_neox, p->rope_theta, p->feedback_span, C);
                     OSCAR_TRY(oscar_key_feedback_matrix(d, C, R, p->feedback_damp, res.feedback_k + at * dd));
                 }
             }

@@ -9,9 +9,11 @@
 #                                               at most 48 MiB, so that each fits one device carry
 #   eval.txt                                    evaluation text (gnu-standards, scripts/make_calib_text.sh)
 #   rot/layer.fitted.rot.gguf  rot/head.fitted.rot.gguf  rot/layer.fixed.rot.gguf  rot/layer.scores.rot.gguf
-#   rot/head.nocenter.rot.gguf
+#   rot/head.nocenter.rot.gguf  rot/head.nearest.rot.gguf
 #                                               oscar-calib on calib.txt (debian-handbook), 20K tokens;
-#                                               all centered (the default) but head.nocenter
+#                                               all centered (the default) but head.nocenter, all with
+#                                               the key codes' error feedback (the default) but
+#                                               head.nearest
 #                                               (and each run's log, rot/NAME.calib.log)
 # To carry OUTDIR to the GPU machine (64 MiB per call): first model.part-00, then model.part-01,
 # model.sha256, eval.txt and rot/ with the binaries.
@@ -58,20 +60,21 @@ prepare() {
     (cd "$(dirname "$model")" && sha256sum "$(basename "$model")") | awk '{print $1"  model.gguf"}' > "$out/model.sha256"
     local tokens=${CALIB_TOKENS:-20000} threads=${CALIB_THREADS:-$(nproc)}
     local src="debian-handbook: /usr/share/doc/debian-handbook/html/en-US/*.html"
-    # name grouping clip values center
-    local variants=("layer.fitted layer fitted proxy yes" "head.fitted head fitted proxy yes"
-                    "layer.fixed layer fixed proxy yes" "layer.scores layer fitted scores yes"
-                    "head.nocenter head fitted proxy no")
-    local v name g c vals ctr
+    # name grouping clip values center key-rounding
+    local variants=("layer.fitted layer fitted proxy yes feedback" "head.fitted head fitted proxy yes feedback"
+                    "layer.fixed layer fixed proxy yes feedback" "layer.scores layer fitted scores yes feedback"
+                    "head.nocenter head fitted proxy no feedback" "head.nearest head fitted proxy yes nearest")
+    local v name g c vals ctr kr
     for v in "${variants[@]}"; do
-        read -r name g c vals ctr <<< "$v"
+        read -r name g c vals ctr kr <<< "$v"
         if [ -s "$out/rot/$name.rot.gguf" ] && [ "$out/rot/$name.rot.gguf" -nt "$model" ]; then
             echo "quality.sh: $name.rot.gguf exists, kept" >&2
             continue
         fi
         echo "quality.sh: oscar-calib $name" >&2
         "$calib" -m "$model" --text "$out/text/calib.txt" --text-source "$src" --tokens "$tokens" --seq-len 512 \
-            --grouping "$g" --clip "$c" --values "$vals" --center "$ctr" --threads "$threads" -o "$out/rot/$name.rot.gguf" \
+            --grouping "$g" --clip "$c" --values "$vals" --center "$ctr" --key-rounding "$kr" --threads "$threads" \
+            -o "$out/rot/$name.rot.gguf" \
             > "$out/rot/$name.calib.log" || fail "oscar-calib $name failed (see $out/rot/$name.calib.log)"
     done
     echo "quality.sh: prepared $out" >&2
@@ -88,7 +91,7 @@ run() {
         (cd "$out" && sha256sum -c --quiet model.sha256) || { rm -f "$model"; fail "model.gguf: sha256 mismatch"; }
     fi
     local r
-    for r in layer.fitted head.fitted layer.fixed layer.scores head.nocenter; do
+    for r in layer.fitted head.fitted layer.fixed layer.scores head.nocenter head.nearest; do
         [ -f "$out/rot/$r.rot.gguf" ] || fail "$out/rot/$r.rot.gguf missing (prepare first)"
     done
     local report="$out/quality.md" args=()
@@ -101,6 +104,7 @@ run() {
         --mode fp16=fp16 --mode int2=int2 --mode hadamard=int2-hadamard \
         --mode oscar-layer=oscar:rot/layer.fitted.rot.gguf --mode oscar-head=oscar:rot/head.fitted.rot.gguf \
         --mode oscar-head-nocenter=oscar:rot/head.nocenter.rot.gguf \
+        --mode oscar-head-nearest=oscar:rot/head.nearest.rot.gguf \
         --mode oscar-layer-fixedclip=oscar:rot/layer.fixed.rot.gguf \
         --mode oscar-layer-scores=oscar:rot/layer.scores.rot.gguf \
         --ctx "${QUALITY_CTX:-512,2048,8192}" --max-chunks "${QUALITY_MAX_CHUNKS:-16}" \
