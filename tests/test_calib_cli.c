@@ -100,6 +100,7 @@ typedef struct expect {
     int clip_fitted;
     const float *clip_k, *clip_v; /* [n_layer] */
     int centered;                 /* blk.<l>.attn_{k,v}_mean present */
+    int feedback;                 /* blk.<l>.attn_k_feedback present */
 } expect;
 
 /* Checks every key and tensor of docs/rotationzoo.md; returns the file (caller closes) or NULL. */
@@ -145,9 +146,23 @@ static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, co
     CHECK(tokens == e->tokens);
     check_u32(g, "oscar.calib.sequence_length", e->seq_len);
     check_str(g, "oscar.calib.text_source", e->text_source);
-    CHECK(g->n_tensors == (uint64_t)hp->n_layer * (e->centered ? 6 : 4));
+    CHECK(g->n_tensors == (uint64_t)hp->n_layer * (4 + (e->centered ? 2 : 0) + (e->feedback ? 1 : 0)));
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         char name[64];
+        snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
+        const oscar_gguf_tensor *tf = oscar_gguf_find_tensor(g, name);
+        CHECK_MSG((tf != NULL) == e->feedback, "%s %s", name, tf ? "present" : "missing");
+        if (tf) { /* [n_rot][d][d], strictly upper triangular, not all zero */
+            CHECK(tf->type == OSCAR_GGML_TYPE_F32 && tf->n_dims == (n_rot == 1 ? 2u : 3u) && tf->ne[0] == d && tf->ne[1] == d &&
+                  tf->ne[2] == n_rot);
+            const float *f = tf->data;
+            int upper = 1, nonzero = 0;
+            for (size_t i = 0; i < (size_t)n_rot * d * d; i++) {
+                upper &= isfinite(f[i]) && (i % d > i / d % d || f[i] == 0.0f);
+                nonzero |= f[i] != 0.0f;
+            }
+            CHECK_MSG(upper && nonzero, "%s: not a finite, strictly upper triangular, nonzero matrix", name);
+        }
         for (int which = 0; which < 2; which++) {
             snprintf(name, sizeof name, "blk.%u.attn_%c_mean", l, which ? 'v' : 'k');
             const oscar_gguf_tensor *tm = oscar_gguf_find_tensor(g, name);
@@ -384,26 +399,27 @@ static oscar_calib_run_params base_params(void)
 
 static void test_runs(const oscar_model_desc *desc)
 {
-    /* per layer, proxy values, fitted clip */
+    /* per layer, proxy values, fitted clip (and the defaults: centering, key feedback) */
     oscar_calib_run_params p = base_params();
     oscar_calib_run_report rep;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
-    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1};
+    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1};
     oscar_gguf *g = check_file(out_path, desc, &e);
     if (g) check_pipeline_orientation(desc, g, 600, 128);
     oscar_gguf_close(g);
     oscar_calib_run_report_free(&rep);
 
-    /* per head, score values, fixed clip, G = 8 */
+    /* per head, score values, fixed clip, G = 8, no centering, nearest key rounding */
     p.grouping = OSCAR_CALIB_PER_HEAD;
     p.values = OSCAR_CALIB_VALUES_SCORES;
     p.clip_fitted = 0;
     p.group_size = 8;
     p.text_source = NULL;
     p.center = 0;
+    p.key_feedback = 0;
     CHECK_OK(oscar_calib_run(&p, &rep));
-    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0};
+    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0};
     g = check_file(out_path, desc, &e2);
     oscar_gguf_close(g);
     if (rep.clip_k_fit) CHECK(rep.clip_k_fit[0] >= 0.8f && rep.clip_k_fit[0] <= 1.0f);

@@ -606,7 +606,14 @@ typedef struct zoo_spec {
     int means;                 /* 0: none; 1: attn_k_mean and attn_v_mean; 2: attn_k_mean only;
                                 * 3: both, NaN in layer 1's value mean; 4: both, layer 1's V shape wrong */
     uint32_t group;            /* oscar.group_size; 0: d */
+    int feedback;              /* blk.N.attn_k_feedback: 0 none; 1 in every layer (zoo_feedback); 2 NaN in
+                                * layer 1's; 3 layer 1's nonzero on its diagonal; 4 layer 0's only;
+                                * 5 layer 1's with one matrix too many */
 } zoo_spec;
+
+/* The feedback write_zoo stores: element i of [n_layer][n_rot][d][d], 0 on and below the
+ * diagonal. */
+static float zoo_feedback(size_t i, uint32_t d) { return i % d > i / d % d ? 0.01f * (float)((i * 5) % 13) - 0.06f : 0.0f; }
 
 /* The means write_zoo stores: element i of [n_layer][n_kv][d]. */
 static float zoo_mean(size_t i, int values) { return (values ? 0.25f : -0.5f) * (float)((i * 7) % 11) + 0.125f; }
@@ -644,6 +651,17 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
         if (!st) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, k);
         snprintf(name, sizeof name, "blk.%u.attn_v_rot.weight", l);
         if (!st && !(z->skip_tensor && l == 1)) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, v);
+        if (z->feedback && !(z->feedback == 4 && l > 0)) {
+            uint32_t nf = z->feedback == 5 && l == 1 ? n_rot + 1 : n_rot;
+            float *f = malloc((size_t)nf * d * d * sizeof *f);
+            for (size_t i = 0; f && i < (size_t)nf * d * d; i++) f[i] = zoo_feedback(l * per + i, d);
+            if (f && l == 1 && z->feedback == 2) f[d + 5] = NAN;
+            if (f && l == 1 && z->feedback == 3) f[2 * d + 2] = 0.5f;
+            uint64_t nef[3] = { d, d, nf };
+            snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
+            if (!st) st = f ? oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, nf > 1 ? 3 : 2, nef, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+            free(f);
+        }
         for (int which = 0; which < 2 && z->means; which++) {
             size_t pm = (size_t)in->n_head_kv * d;
             float m[4096];
@@ -688,7 +706,8 @@ static void check_rotation_files(void)
     zoo_spec z = { NULL, 0, 0, 0, 1, 0, 0 };
     for (int per_head = 0; per_head < 2; per_head++) {
         z.per_head = per_head;
-        z.means = per_head; /* the per-head file also carries the centering means */
+        z.means = per_head; /* the per-head file also carries the centering means and the key feedback */
+        z.feedback = per_head;
         const char *path = test_tmp_path(per_head ? "zoo_head.gguf" : "zoo_layer.gguf");
         CHECK_OK(write_zoo(path, &in, rk, rv, &z));
         oscar_rotation_set *s = NULL;
@@ -706,6 +725,9 @@ static void check_rotation_files(void)
         for (size_t i = 0; s->mean_k && i < (size_t)in.n_layer * in.n_head_kv * d; i++)
             same &= s->mean_k[i] == zoo_mean(i, 0) && s->mean_v[i] == zoo_mean(i, 1);
         CHECK_MSG(same, "rotation file: means read back differ");
+        CHECK((s->key_feedback != NULL) == per_head);
+        for (size_t i = 0; s->key_feedback && i < (size_t)in.n_layer * per; i++) same &= s->key_feedback[i] == zoo_feedback(i, d);
+        CHECK_MSG(same, "rotation file: key feedback read back differs");
         /* runs */
         oscar_session_params sp = oscar_session_params_default();
         sp.kv_mode = OSCAR_KV_INT2_ROTATED;
@@ -728,6 +750,18 @@ static void check_rotation_files(void)
         oscar_session_destroy(ss);
     }
     z.per_head = 0;
+    static const struct { int kind; oscar_status st; const char *needle; } bad_fb[] = {
+        { 2, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback: element (1, 5) of head 0 is not finite" },
+        { 3, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback: element (2, 2) of head 0 is not 0 on or below the diagonal" },
+        { 4, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback is missing, unlike layer 0's" },
+        { 5, OSCAR_ERROR_MISMATCH, "blk.1.attn_k_feedback: shape" },
+    };
+    for (size_t i = 0; i < sizeof bad_fb / sizeof bad_fb[0]; i++) {
+        z.feedback = bad_fb[i].kind;
+        CHECK_OK(write_zoo(test_tmp_path("zoo_fb.gguf"), &in, rk, rv, &z));
+        expect_zoo_error(m, test_tmp_path("zoo_fb.gguf"), bad_fb[i].st, bad_fb[i].needle);
+    }
+    z.feedback = 0;
     z.fingerprint = "0123456789abcdef";
     CHECK_OK(write_zoo(test_tmp_path("zoo_fp.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_fp.gguf"), OSCAR_ERROR_MISMATCH, "oscar.model.fingerprint");
