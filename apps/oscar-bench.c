@@ -686,6 +686,20 @@ static int name_in_list(const char *name, const char *list)
     return 0;
 }
 
+/* Creates the context of --device (NULL: the default) and reads its info; 0 and one line on
+ * stderr when it cannot. */
+static int open_device(const char *prog, const char *device, oscar_context **ctx, oscar_device_info *info)
+{
+    oscar_context_params cp = oscar_context_params_default();
+    cp.device = device;
+    if (oscar_context_create(&cp, ctx) != OSCAR_OK) {
+        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+        return 0;
+    }
+    oscar_context_device_info(*ctx, info);
+    return 1;
+}
+
 /* Ends a recording timed from timestamp t0: submits it, waits, and sets *ns. Returns st if it
  * is a failure already, else the first failure of these steps. */
 static oscar_status end_timed(oscar_context *ctx, oscar_cmd *cmd, int t0, oscar_status st, double *ns)
@@ -759,15 +773,9 @@ static int bench_ops(int argc, char **argv)
         fprintf(stderr, "%s: --tokens must be at least 1\n", prog);
         return 2;
     }
-    oscar_context_params cp = oscar_context_params_default();
-    cp.device = device;
     oscar_context *ctx;
-    if (oscar_context_create(&cp, &ctx) != OSCAR_OK) {
-        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
-        return 1;
-    }
     oscar_device_info info;
-    oscar_context_device_info(ctx, &info);
+    if (!open_device(prog, device, &ctx, &info)) return 1;
     uint64_t bw_bytes = info.max_storage_buffer_range < (2ull << 30) ? info.max_storage_buffer_range / 2 : (2ull << 30);
     double bw = 0;
     int rc = 0;
@@ -1061,15 +1069,9 @@ static int bench_floor(int argc, char **argv)
     uint64_t step_weights = (f.bytes[PH_QKV] + f.bytes[PH_O] + f.bytes[PH_GATE_UP] + f.bytes[PH_DOWN]) * gp.n_layer +
                             f.bytes[PH_HEAD];
 
-    oscar_context_params cp = oscar_context_params_default();
-    cp.device = device;
     oscar_context *ctx;
-    if (oscar_context_create(&cp, &ctx) != OSCAR_OK) {
-        fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
-        return 1;
-    }
     oscar_device_info info;
-    oscar_context_device_info(ctx, &info);
+    if (!open_device(prog, device, &ctx, &info)) return 1;
     int rc = 1;
     oscar_ops ops;
     oscar_ops_init(&ops, ctx);

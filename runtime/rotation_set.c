@@ -195,18 +195,28 @@ static oscar_status read_rot(const oscar_gguf *g, uint32_t l, const char *what, 
 
 /* Optional tensor blk.<l>.<what> (F32, ne [d, n_kv]) into dst [n_layer][n_kv][d], allocated at
  * the first layer; *present says whether layer 0 had it, and every later layer must agree. */
+/* Optional F32 tensor `name` of layer l: *t is it or NULL; *present is set by layer 0 and every
+ * later layer must agree. */
+static oscar_status find_optional(const oscar_gguf *g, const char *name, uint32_t l, int *present, const oscar_gguf_tensor **t)
+{
+    *t = oscar_gguf_find_tensor(g, name);
+    if (l == 0) *present = *t != NULL;
+    if (!*t != !*present)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is %s, unlike layer 0's", g->path, name, *t ? "present" : "missing");
+    if (*t && (*t)->type != OSCAR_GGML_TYPE_F32)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name,
+                           oscar_ggml_type_name((*t)->type));
+    return OSCAR_OK;
+}
+
 static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, int *present,
                               float **dst, uint32_t n_layer)
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.%s", l, what);
-    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
-    if (l == 0) *present = t != NULL;
-    if (!t != !*present)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is %s, unlike layer 0's", g->path, name, t ? "present" : "missing");
-    if (!t) return OSCAR_OK;
-    if (t->type != OSCAR_GGML_TYPE_F32)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name, oscar_ggml_type_name(t->type));
+    const oscar_gguf_tensor *t;
+    oscar_status st = find_optional(g, name, l, present, &t);
+    if (st != OSCAR_OK || !t) return st;
     if (t->n_dims != 2 || t->ne[0] != d || t->ne[1] != n_kv)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "%s: tensor %s: shape [%llu, %llu], expected [%u, %u] (head_dim, KV heads)",
                            g->path, name, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], d, n_kv);
@@ -226,13 +236,9 @@ static oscar_status read_feedback(const oscar_gguf *g, uint32_t l, uint32_t d, u
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
-    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
-    if (l == 0) *present = t != NULL;
-    if (!t != !*present)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is %s, unlike layer 0's", g->path, name, t ? "present" : "missing");
-    if (!t) return OSCAR_OK;
-    if (t->type != OSCAR_GGML_TYPE_F32)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name, oscar_ggml_type_name(t->type));
+    const oscar_gguf_tensor *t;
+    oscar_status st = find_optional(g, name, l, present, &t);
+    if (st != OSCAR_OK || !t) return st;
     uint32_t r = t->n_dims == 2 ? 1 : (uint32_t)t->ne[2];
     if (t->ne[0] != d || t->ne[1] != d || t->n_dims > 3 || r != n_rot)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "%s: tensor %s: shape [%llu, %llu, %u], expected [%u, %u, %u] (as the rotations)",
