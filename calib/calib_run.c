@@ -33,7 +33,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.kind = OSCAR_ROTATION_OSCAR;
     p.clip_fitted = 1;
     p.clip_v_output = 1;
-    p.center = 1;
+    p.center = 0;
     p.key_feedback = 1;
     p.sink_tokens = 64;
     p.recent_tokens = 256;

@@ -36,7 +36,7 @@ static void usage(FILE *f)
         "                          outputs' error over the first 4 sequences, default) or rows\n"
         "                          (each sampled value row's own error)\n"
         "      --center yes|no     store key and value means so the runtime subtracts them before\n"
-        "                          quantizing (default yes; no: the reference's method)\n"
+        "                          quantizing (default no, the reference's method)\n"
         "      --key-rounding K    feedback (default): key codes chosen element by element, each\n"
         "                          rounding error moved to where the layer's queries look least\n"
         "                          (written as blk.N.attn_k_feedback; the key clip is fitted with it);\n"

@@ -9,14 +9,14 @@
 #                                               at most 48 MiB, so that each fits one device carry
 #   eval.txt                                    evaluation text (gnu-standards, scripts/make_calib_text.sh)
 #   rot/layer.fitted.rot.gguf  rot/head.fitted.rot.gguf  rot/layer.fixed.rot.gguf  rot/layer.scores.rot.gguf
-#   rot/head.nocenter.rot.gguf  rot/head.nearest.rot.gguf
+#   rot/head.centered.rot.gguf  rot/head.nearest.rot.gguf
 #                                               oscar-calib on calib.txt (debian-handbook), 20K tokens;
-#                                               all centered (the default) but head.nocenter, all with
+#                                               none centered (the default) but head.centered, all with
 #                                               the key codes' error feedback (the default) but
 #                                               head.nearest
 #                                               (and each run's log, rot/NAME.calib.log)
-# To carry OUTDIR to the GPU machine (64 MiB per call): first model.part-00, then model.part-01,
-# model.sha256, eval.txt and rot/ with the binaries.
+# To carry OUTDIR to the GPU machine (64 MiB per call): first model.part-00 with rot/layer.*,
+# then model.part-01, model.sha256, eval.txt and rot/head.* with the binaries.
 # (calib.txt stays in OUTDIR/text/ and is not needed by run.)
 # run joins the pieces into OUTDIR/model.gguf when it is missing (checking the sha256), then runs
 # oscar-quality with every mode and writes OUTDIR/quality.md; with TASKS (a subset of
@@ -61,9 +61,9 @@ prepare() {
     local tokens=${CALIB_TOKENS:-20000} threads=${CALIB_THREADS:-$(nproc)}
     local src="debian-handbook: /usr/share/doc/debian-handbook/html/en-US/*.html"
     # name grouping clip values center key-rounding
-    local variants=("layer.fitted layer fitted proxy yes feedback" "head.fitted head fitted proxy yes feedback"
-                    "layer.fixed layer fixed proxy yes feedback" "layer.scores layer fitted scores yes feedback"
-                    "head.nocenter head fitted proxy no feedback" "head.nearest head fitted proxy yes nearest")
+    local variants=("layer.fitted layer fitted proxy no feedback" "head.fitted head fitted proxy no feedback"
+                    "layer.fixed layer fixed proxy no feedback" "layer.scores layer fitted scores no feedback"
+                    "head.centered head fitted proxy yes feedback" "head.nearest head fitted proxy no nearest")
     local v name g c vals ctr kr
     for v in "${variants[@]}"; do
         read -r name g c vals ctr kr <<< "$v"
@@ -91,7 +91,7 @@ run() {
         (cd "$out" && sha256sum -c --quiet model.sha256) || { rm -f "$model"; fail "model.gguf: sha256 mismatch"; }
     fi
     local r
-    for r in layer.fitted head.fitted layer.fixed layer.scores head.nocenter head.nearest; do
+    for r in layer.fitted head.fitted layer.fixed layer.scores head.centered head.nearest; do
         [ -f "$out/rot/$r.rot.gguf" ] || fail "$out/rot/$r.rot.gguf missing (prepare first)"
     done
     local report="$out/quality.md" args=()
@@ -103,7 +103,7 @@ run() {
     (cd "$out" && "$quality" -m "$(basename "$model")" -f eval.txt \
         --mode fp16=fp16 --mode int2=int2 --mode hadamard=int2-hadamard \
         --mode oscar-layer=oscar:rot/layer.fitted.rot.gguf --mode oscar-head=oscar:rot/head.fitted.rot.gguf \
-        --mode oscar-head-nocenter=oscar:rot/head.nocenter.rot.gguf \
+        --mode oscar-head-centered=oscar:rot/head.centered.rot.gguf \
         --mode oscar-head-nearest=oscar:rot/head.nearest.rot.gguf \
         --mode oscar-layer-fixedclip=oscar:rot/layer.fixed.rot.gguf \
         --mode oscar-layer-scores=oscar:rot/layer.scores.rot.gguf \

@@ -399,9 +399,10 @@ static oscar_calib_run_params base_params(void)
 
 static void test_runs(const oscar_model_desc *desc)
 {
-    /* per layer, proxy values, fitted clip (and the defaults: centering, key feedback) */
+    /* per layer, proxy values, fitted clip, centering (and the default key feedback) */
     oscar_calib_run_params p = base_params();
     oscar_calib_run_report rep;
+    p.center = 1;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
     expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1};
@@ -454,6 +455,7 @@ static void test_bad_input(void)
     CHECK(no_output(out_path));
 
     p = base_params();
+    p.center = 1;
     p.seq_len = 64; /* no position past the 64-token sink to take the means from */
     CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "centering needs sequences longer than the sink") != NULL);
