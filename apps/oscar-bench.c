@@ -925,7 +925,10 @@ static int bench_ops(int argc, char **argv)
  * products; attention with the append; the output product with its residual; the norm inside
  * gate and up; SwiGLU inside the down product (each needs every element of the phase before);
  * per step, the final norm inside the LM head. The embedding lookup and the argmax are left
- * out (either could ride along with a neighbour), so this is a lower bound. */
+ * out (either could ride along with a neighbour), so this is a lower bound for that structure;
+ * fewer phases need a product's partial sums combined across workgroups inside one dispatch
+ * (split-K through atomics, or the last workgroup to finish reducing), which nothing here does
+ * (docs/benchmarks.md, "Session 12"). */
 enum { PH_QKV, PH_ATTN, PH_O, PH_GATE_UP, PH_DOWN, PH_HEAD, N_PHASES };
 static const char *const phase_names[N_PHASES] = {
     "norm + q, k, v products", "attention (the cache's bytes)", "o product + residual", "norm + gate, up products",
