@@ -193,8 +193,6 @@ static oscar_status read_rot(const oscar_gguf *g, uint32_t l, const char *what, 
     return OSCAR_OK;
 }
 
-/* Optional tensor blk.<l>.<what> (F32, ne [d, n_kv]) into dst [n_layer][n_kv][d], allocated at
- * the first layer; *present says whether layer 0 had it, and every later layer must agree. */
 /* Optional F32 tensor `name` of layer l: *t is it or NULL; *present is set by layer 0 and every
  * later layer must agree. */
 static oscar_status find_optional(const oscar_gguf *g, const char *name, uint32_t l, int *present, const oscar_gguf_tensor **t)
@@ -209,6 +207,8 @@ static oscar_status find_optional(const oscar_gguf *g, const char *name, uint32_
     return OSCAR_OK;
 }
 
+/* Optional tensor blk.<l>.<what> (F32, ne [d, n_kv]) into dst [n_layer][n_kv][d], allocated at
+ * the first layer; *present says whether layer 0 had it, and every later layer must agree. */
 static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, int *present,
                               float **dst, uint32_t n_layer)
 {
