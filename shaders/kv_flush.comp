@@ -28,27 +28,51 @@ layout(std430, binding = 2) writeonly buffer Int2Pool { uint int2_pool[]; }; // 
 layout(std430, binding = 3) readonly buffer Feedback { float feedback[]; };  // [1 or NKV][d][d] of the layer (read with key_feedback)
 
 shared uint q_code[KV_MAX_HEAD_DIM]; // [d] codes chosen by error feedback
+const uint FB = 16u;                 // elements per feedback block (d is a multiple of 16)
+shared float q_fb[FB * FB];          // [FB][FB] the block's own part of F
+shared float q_err[FB];              // [FB] the block's rounding errors
 
 // Error-feedback codes of the clamped row in q_x (oscar_int2_feedback_codes in
 // runtime/int2_quant.c, bit for bit): element i is rounded by its group's thresholds once all
-// earlier errors were taken out of it, then its error leaves the later elements, one element
-// per round, each thread updating its own elements. F: word offset of the head's [d][d].
+// earlier errors were taken out of it, then its error leaves the later elements. In blocks of
+// FB elements: one thread rounds the block's elements in order, updating the rest of the block
+// (F's block staged in shared memory), then every thread takes the block's errors, in the
+// same order, out of its own later elements; each x_j so sees its updates in the order of the
+// reference: 3 barriers a block instead of one an element. F: word offset of the head's [d][d].
 void feedback_codes(uint F)
 {
     const uint n = HEAD_DIM, tid = gl_LocalInvocationID.x;
-    for (uint i = 0u; i < n; i++) {
-        vec4 t = q_thr[i / GROUP];
-        float x = q_x[i];
-        uint c = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
-        if (tid == 0u) q_code[i] = c;
-        float mn = f16_bits_to_f32(q_param[i / GROUP] >> 16);
-        precise float step = float(c) * t.w;
-        precise float q = mn + step;
-        precise float e = x - q;
-        for (uint j = i + 1u + tid; j < n; j += WG) {
-            precise float u = e * feedback[F + i * n + j];
-            precise float y = q_x[j] - u;
-            q_x[j] = y;
+    for (uint b0 = 0u; b0 < n; b0 += FB) {
+        for (uint k = tid; k < FB * FB; k += WG) q_fb[k] = feedback[F + (b0 + k / FB) * n + b0 + k % FB];
+        barrier();
+        if (tid == 0u) {
+            for (uint a = 0u; a < FB; a++) {
+                uint i = b0 + a;
+                vec4 t = q_thr[i / GROUP];
+                float x = q_x[i];
+                uint c = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+                q_code[i] = c;
+                float mn = f16_bits_to_f32(q_param[i / GROUP] >> 16);
+                precise float step = float(c) * t.w;
+                precise float q = mn + step;
+                precise float e = x - q;
+                q_err[a] = e;
+                for (uint b = a + 1u; b < FB; b++) {
+                    precise float u = e * q_fb[a * FB + b];
+                    precise float y = q_x[b0 + b] - u;
+                    q_x[b0 + b] = y;
+                }
+            }
+        }
+        barrier();
+        for (uint j = b0 + FB + tid; j < n; j += WG) {
+            float x = q_x[j];
+            for (uint a = 0u; a < FB; a++) {
+                precise float u = q_err[a] * feedback[F + (b0 + a) * n + j];
+                precise float y = x - u;
+                x = y;
+            }
+            q_x[j] = x;
         }
         barrier();
     }
