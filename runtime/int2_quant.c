@@ -109,3 +109,107 @@ void oscar_int2_fake_quantize_row(const float *x, uint32_t n, uint32_t G, float 
 {
     oscar_int2_fake_quantize_tau(x, n, G, oscar_int2_clip_threshold(x, n, r, scratch), out);
 }
+
+float oscar_int2_recip(float d)
+{
+    union { float f; uint32_t u; } v = { d };
+    v.u = 0x7EF311C3u - v.u;
+    float r = v.f;
+    for (int k = 0; k < 4; k++) {
+        float t = d * r;
+        float u = 2.0f - t;
+        r = r * u;
+    }
+    return r;
+}
+
+/* Codes of the one-group row y on the grid (min_h, scale_h): nearest, or by feedback under F
+ * (x is scratch for the targets). */
+static void grid_codes(const float *y, uint32_t n, uint16_t scale_h, uint16_t min_h, const float *F, float *x,
+                       uint8_t *codes)
+{
+    if (F) {
+        for (uint32_t i = 0; i < n; i++) x[i] = y[i];
+        oscar_int2_feedback_codes(x, n, n, &scale_h, &min_h, F, codes);
+        return;
+    }
+    float mn = oscar_f16_to_f32(min_h), sc = oscar_f16_to_f32(scale_h);
+    float t0 = mn + 0.5f * sc, t1 = mn + 1.5f * sc, t2 = mn + 2.5f * sc;
+    for (uint32_t i = 0; i < n; i++) codes[i] = sc == 0.0f ? 0 : (uint8_t)((y[i] >= t0) + (y[i] >= t1) + (y[i] >= t2));
+}
+
+/* score(a, b) of int2_quant.h */
+static float refit_score(float a, float b, float m11, float m12, float m22, float r1, float r2)
+{
+    float ar = a * r1, br = b * r2, lin = ar + br, lin2 = lin + lin;
+    float aa = a * a, q1 = aa * m11, ab = a * b, ab2 = ab + ab, q2 = ab2 * m12, bb = b * b, q3 = bb * m22;
+    float s = lin2 - q1;
+    s = s - q2;
+    return s - q3;
+}
+
+void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const float *F, uint32_t rounds, uint8_t *codes,
+                          uint16_t *scale_h, uint16_t *min_h)
+{
+    uint8_t cur[OSCAR_INT2_MAX_ROW];
+    float x[OSCAR_INT2_MAX_ROW];
+    uint16_t cur_s = *scale_h, cur_m = *min_h;
+    float best = -INFINITY;
+    for (uint32_t i = 0; i < n; i++) cur[i] = codes[i];
+    for (uint32_t r = 0; r < rounds; r++) {
+        float m11 = 0.0f, m12 = 0.0f, m22 = 0.0f, r1 = 0.0f, r2 = 0.0f;
+        for (uint32_t j = 0; j < n; j++) {
+            float mc = 0.0f, m1 = 0.0f;
+            if (M) {
+                for (uint32_t i = 0; i < n; i++) {
+                    float p = M[(size_t)j * n + i] * (float)cur[i];
+                    mc = mc + p;
+                    m1 = m1 + M[(size_t)j * n + i];
+                }
+            } else {
+                mc = (float)cur[j];
+                m1 = 1.0f;
+            }
+            float t22 = mc * (float)cur[j], t1 = m1 * y[j], t2 = mc * y[j];
+            m11 = m11 + m1;
+            m12 = m12 + mc;
+            m22 = m22 + t22;
+            r1 = r1 + t1;
+            r2 = r2 + t2;
+        }
+        /* the current grid as a candidate */
+        float s = refit_score(oscar_f16_to_f32(cur_m), oscar_f16_to_f32(cur_s), m11, m12, m22, r1, r2);
+        if (s > best) {
+            best = s, *scale_h = cur_s, *min_h = cur_m;
+            for (uint32_t i = 0; i < n; i++) codes[i] = cur[i];
+        }
+        float p11 = m11 * m22, p12 = m12 * m12, det = p11 - p12;
+        if (!(det > p11 * 0x1p-20f)) break;
+        float inv = oscar_int2_recip(det);
+        float u1 = r1 * m22, u2 = r2 * m12, u3 = m11 * r2, u4 = m12 * r1;
+        float na = u1 - u2, nb = u3 - u4;
+        float a = na * inv, b = nb * inv;
+        uint16_t new_m = oscar_f32_to_f16(a), new_s = oscar_f32_to_f16(b);
+        float bs = oscar_f16_to_f32(new_s);
+        if (!(bs > 0.0f)) break;
+        s = refit_score(oscar_f16_to_f32(new_m), bs, m11, m12, m22, r1, r2);
+        if (s > best) {
+            best = s, *scale_h = new_s, *min_h = new_m;
+            for (uint32_t i = 0; i < n; i++) codes[i] = cur[i];
+        }
+        cur_s = new_s, cur_m = new_m;
+        grid_codes(y, n, cur_s, cur_m, F, x, cur);
+    }
+}
+
+void oscar_int2_fake_quantize_refit(const float *x, uint32_t n, float tau, const float *F, const float *M,
+                                    uint32_t rounds, float *out)
+{
+    uint8_t codes[OSCAR_INT2_MAX_ROW];
+    uint16_t s, m;
+    oscar_int2_clip(x, n, tau, out);
+    oscar_int2_quantize_group(out, n, codes, &s, &m);
+    if (F) oscar_int2_feedback_codes(out, n, n, &s, &m, F, codes);
+    oscar_int2_refit_row(x, n, M, F, rounds, codes, &s, &m);
+    oscar_int2_dequantize_group(codes, n, s, m, out);
+}

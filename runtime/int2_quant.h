@@ -56,6 +56,35 @@ void oscar_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scal
 void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *scale_h, const uint16_t *min_h,
                                const float *F, uint8_t *codes);
 
+/* Least-squares refit of a one-group row (session 13). The min–max grid above spends its four
+ * levels on the row's (clipped) extremes; for fixed codes c the grid (a, b) that minimises the
+ * error (y − a·1 − b·c)ᵀ M (y − a·1 − b·c) of the unclipped row y is a 2×2 linear solve. Each
+ * round: the sums below for the current codes, the solve, both rounded to fp16 as stored; the
+ * new grid's codes are then chosen again (nearest, or by error feedback under F), and after
+ * `rounds` rounds the best (codes, grid) seen is kept, scored by the same sums:
+ *     mc_j = Σ_i M[j][i]·c_i,  m1_j = Σ_i M[j][i]     (i ascending; M = I: mc_j = c_j, m1_j = 1)
+ *     m11 = Σ_j m1_j,  m12 = Σ_j mc_j,  m22 = Σ_j mc_j·c_j,  r1 = Σ_j m1_j·y_j,  r2 = Σ_j mc_j·y_j
+ *     det = m11·m22 − m12·m12;  no solve unless det > 2^-20·m11·m22
+ *     inv = 1/det by oscar_int2_recip;  a = (r1·m22 − r2·m12)·inv;  b = (m11·r2 − m12·r1)·inv
+ *     score(a, b) = 2(a·r1 + b·r2) − a·a·m11 − 2a·b·m12 − b·b·m22   (= yᵀMy − error: larger is better)
+ * Candidates: the current grid and the solve's (both as fp16), with the current codes; a solve
+ * with b ≤ 0 ends the rounds. All sums left to right in j, fp32 as written (kv_flush.comp
+ * matches it bit for bit). M: [n][n] row-major, NULL for the identity (values); F: NULL for
+ * nearest codes. x: the clipped row with its min–max grid's codes already chosen (codes,
+ * *scale_h, *min_h from oscar_int2_quantize_group / oscar_int2_feedback_codes); y: the row
+ * before clipping. Replaces codes, *scale_h and *min_h by the best. n <= OSCAR_INT2_MAX_ROW. */
+void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const float *F, uint32_t rounds, uint8_t *codes,
+                          uint16_t *scale_h, uint16_t *min_h);
+
+/* 1/d for a positive normal d by an integer first guess and four Newton steps in fp32 (add and
+ * multiply only), so a GPU computes the same bits (Vulkan's division is not correctly rounded). */
+float oscar_int2_recip(float d);
+
+/* oscar_int2_fake_quantize_tau (one group per row, G = n) or, with F, _feedback, followed by
+ * oscar_int2_refit_row under M: what a row becomes in a cache with refit_rounds. */
+void oscar_int2_fake_quantize_refit(const float *x, uint32_t n, float tau, const float *F, const float *M,
+                                    uint32_t rounds, float *out);
+
 /* Clamp to [-tau, tau] + quantize + dequantize a row of n values in groups of G into out
  * (out may equal x); n a multiple of G, G <= OSCAR_INT2_MAX_GROUP. */
 void oscar_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out);
