@@ -62,6 +62,8 @@ struct oscar_kv_cache {
     oscar_buffer means;         /* [n_layer][K,V][n_kv][d] fp32 centering vectors (zeros unless given) */
     oscar_buffer feedback;      /* [n_layer][n_rot][d][d] fp32 key error feedback; 16 bytes unread when none */
     uint32_t key_feedback;      /* kv_flush_push.key_feedback: 0 none, 1 per layer, 2 per KV head */
+    oscar_buffer metric;        /* [n_layer][n_rot][d][d] fp32 keys' refit metric; 16 bytes unread when none */
+    uint32_t key_metric;        /* kv_flush_push.key_metric: 0 identity, 1 per layer, 2 per KV head */
     float *clip_k, *clip_v;     /* [n_layer] */
     oscar_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
     oscar_buffer slots;         /* [max_step_tokens] append slots, then flush slots */
@@ -295,6 +297,16 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
                 OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_feedback of layer %zu (head %zu): element (%zu, %zu) "
                                    "is %s", m / n_rot, m % n_rot, i / d, i % d, isfinite(f) ? "not 0 on or below the diagonal" : "not finite");
         }
+    if ((p.refit_rounds || p.key_metric) && p.mode != OSCAR_KV_INT2_ROTATED)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: refit_rounds / key_metric need mode oscar, not %s",
+                           oscar_kv_mode_name(p.mode));
+    if (p.refit_rounds > 8 || (p.refit_rounds && p.group_size != d) || (p.key_metric && !p.refit_rounds))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: refit_rounds %u must be at most 8, needs group_size %u equal "
+                           "to head_dim %u, and key_metric needs it", p.refit_rounds, p.group_size, d);
+    for (size_t i = 0; p.key_metric && i < (size_t)L * n_rot * d * d; i++)
+        if (!isfinite(p.key_metric[i]))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_metric of layer %zu (head %zu): element (%zu, %zu) is not finite",
+                               i / ((size_t)d * d) / n_rot, i / ((size_t)d * d) % n_rot, i / d % d, i % d);
     if ((p.mean_k || p.mean_v) && p.mode != OSCAR_KV_INT2_ROTATED)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mean_k / mean_v need mode oscar, not %s",
                            oscar_kv_mode_name(p.mode));
@@ -384,8 +396,15 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         if (st != OSCAR_OK) goto fail;
         c->key_feedback = p.key_feedback ? (n_rot > 1 ? 2 : 1) : 0;
     }
+    {   /* keys' refit metric (likewise) */
+        uint64_t bytes = p.key_metric ? (uint64_t)L * n_rot * d * d * 4 : 16;
+        st = oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->metric);
+        if (st == OSCAR_OK && p.key_metric) st = oscar_buffer_upload(ctx, &c->metric, 0, p.key_metric, bytes);
+        if (st != OSCAR_OK) goto fail;
+        c->key_metric = p.key_metric ? (n_rot > 1 ? 2 : 1) : 0;
+    }
     c->p.rot_k = c->p.rot_v = NULL;
-    c->p.key_feedback = NULL;
+    c->p.key_feedback = c->p.key_metric = NULL;
     c->p.clip_k = c->p.clip_v = NULL;
     c->p.mean_k = c->p.mean_v = NULL;
 
@@ -416,7 +435,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
 
     OSCAR_TRY(oscar_cmd_init(ctx, &c->cmd));
     OSCAR_TRY(get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
-    OSCAR_TRY(get_pipeline(c, "kv_flush", 4, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
+    OSCAR_TRY(get_pipeline(c, "kv_flush", 5, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
     {
@@ -473,7 +492,7 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) oscar_buffer_destroy(ctx, &c->f16_pool[l]);
     free(c->int2_pool);
     free(c->f16_pool);
-    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->feedback, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
+    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->feedback, &c->metric, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
                              &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out,
                              &c->tiles };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
@@ -843,9 +862,10 @@ oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t l
     uint32_t n = c->book.plan.n_flush;
     uint64_t fb_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
     oscar_binding fb = c->key_feedback ? (oscar_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (oscar_binding){ &c->feedback, 0, 0 };
-    oscar_binding b[4] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
-                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb };
-    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback };
+    oscar_binding mb = c->key_metric ? (oscar_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (oscar_binding){ &c->metric, 0, 0 };
+    oscar_binding b[5] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
+                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb, mb };
+    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback, c->p.refit_rounds, c->key_metric };
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
     record_uploads(c, cmd);
     oscar_cmd_barrier(c->ctx, cmd);

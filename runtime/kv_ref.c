@@ -7,7 +7,7 @@
 #include "kv_ref.h"
 
 static_assert(sizeof(struct kv_append_push) == 8, "kv_append_push must match the shader");
-static_assert(sizeof(struct kv_flush_push) == 16, "kv_flush_push must match the shader");
+static_assert(sizeof(struct kv_flush_push) == 24, "kv_flush_push must match the shader");
 static_assert(sizeof(struct kv_rotate_push) == 16, "kv_rotate_push must match the shader");
 
 /* ---- addressing ------------------------------------------------------------------------- */
@@ -96,10 +96,10 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
 
 void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint32_t n_slots,
                   float clip_k, float clip_v, const float *key_feedback, uint32_t feedback_per_head,
-                  const uint32_t *f16_pool, uint32_t *int2_pool)
+                  const float *key_metric, uint32_t refit_rounds, const uint32_t *f16_pool, uint32_t *int2_pool)
 {
     const uint32_t d = s->head_dim, G = s->group;
-    float x[KV_MAX_HEAD_DIM], scratch[KV_MAX_HEAD_DIM];
+    float x[KV_MAX_HEAD_DIM], y[KV_MAX_HEAD_DIM], scratch[KV_MAX_HEAD_DIM];
     uint8_t codes[KV_MAX_HEAD_DIM];
     for (uint32_t t = 0; t < n_slots; t++) {
         for (uint32_t kind = 0; kind < 2; kind++) {
@@ -112,6 +112,7 @@ void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint
                     x[2 * w + 1] = oscar_f16_to_f32((uint16_t)(src[w] >> 16));
                 }
                 float tau = oscar_int2_clip_threshold(x, d, r, scratch);
+                memcpy(y, x, d * sizeof *y);
                 oscar_int2_clip(x, d, tau, x);
                 uint32_t *cw = int2_pool + kv_ref_int2_codes(s, slots[t].dst_page, kind, h, slots[t].dst_slot);
                 uint32_t *pw = int2_pool + kv_ref_int2_params(s, slots[t].dst_page, kind, h, slots[t].dst_slot);
@@ -120,9 +121,14 @@ void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint
                     oscar_int2_quantize_group(x + g * G, G, codes + g * G, &scale_h[g], &min_h[g]);
                     pw[g] = (uint32_t)scale_h[g] | (uint32_t)min_h[g] << 16;
                 }
-                if (kind == 0 && key_feedback)
-                    oscar_int2_feedback_codes(x, d, G, scale_h, min_h,
-                                              key_feedback + (feedback_per_head ? (size_t)h * d * d : 0), codes);
+                size_t mat = feedback_per_head ? (size_t)h * d * d : 0;
+                const float *F = kind == 0 && key_feedback ? key_feedback + mat : NULL;
+                if (F) oscar_int2_feedback_codes(x, d, G, scale_h, min_h, F, codes);
+                if (refit_rounds && G == d) {
+                    oscar_int2_refit_row(y, d, kind == 0 && key_metric ? key_metric + mat : NULL, F, refit_rounds, codes,
+                                         &scale_h[0], &min_h[0]);
+                    pw[0] = (uint32_t)scale_h[0] | (uint32_t)min_h[0] << 16;
+                }
                 for (uint32_t w = 0; w < d / 16; w++) {
                     uint32_t word = 0;
                     for (uint32_t e = 0; e < 16; e++) word |= (uint32_t)codes[16 * w + e] << (2 * e);

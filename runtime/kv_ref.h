@@ -49,12 +49,15 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
  * group of G (oscar_int2_quantize_group) and writes codes and params to INT2 page s.dst_page,
  * slot s.dst_slot of int2_pool. With key_feedback ([n][d][d] of this layer: n = NKV with
  * feedback_per_head, else 1; NULL: none) the K rows' codes are chosen by
- * oscar_int2_feedback_codes with the matrix of their KV head (the params as without it). The
+ * oscar_int2_feedback_codes with the matrix of their KV head (the params as without it). With
+ * refit_rounds (and G == d) every row's codes and params then go through oscar_int2_refit_row:
+ * K rows under key_metric (laid out as key_feedback; NULL: identity), V rows under the
+ * identity. The
  * fp16 pool is only read; int2 words no slot addresses are not touched. Rows holding NaN have
  * no defined codes (the shader's differ). */
 void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint32_t n_slots,
                   float clip_k, float clip_v, const float *key_feedback, uint32_t feedback_per_head,
-                  const uint32_t *f16_pool, uint32_t *int2_pool);
+                  const float *key_metric, uint32_t refit_rounds, const uint32_t *f16_pool, uint32_t *int2_pool);
 
 /* rotate_rows.comp: y[row][h] = x[row][h]·R[h / heads_per_rot] (transpose = 0) or
  * x[row][h]·R[h / heads_per_rot]ᵀ (transpose = 1) for x, y float [n_rows][n_heads][d],

@@ -237,6 +237,8 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
             kp.rot_k = rs->rot_k, kp.rot_v = rs->rot_v;
             kp.rot_per_head = rs->n_rot > 1;
             kp.key_feedback = rs->key_feedback;
+            kp.key_metric = rs->key_metric;
+            kp.refit_rounds = rs->refit_rounds;
         }
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
             uint32_t d = hp->head_dim, rows = hp->n_layer * hp->n_head_kv;

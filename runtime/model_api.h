@@ -26,6 +26,9 @@ struct oscar_rotation_set {
                                     * means (centering, oscar_rotation_set_set_means) */
     float *key_feedback;           /* NULL, or [n_layer][n_rot][head_dim][head_dim]: error feedback of
                                     * the key codes (oscar_kv_params.key_feedback; from the file) */
+    float *key_metric;             /* NULL, or [n_layer][n_rot][head_dim][head_dim]: the keys' refit
+                                    * metric (oscar_kv_params.key_metric; from the file) */
+    uint32_t refit_rounds;         /* oscar_kv_params.refit_rounds (oscar.refit_rounds; 0: none) */
     uint32_t n_kv;                 /* the model's KV heads */
     uint32_t group_size;           /* INT2 group the set was calibrated for (oscar.group_size); 0: not stated */
     uint64_t fingerprint;          /* of the model it was checked against */

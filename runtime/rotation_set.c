@@ -100,7 +100,7 @@ OSCAR_API void oscar_rotation_set_destroy(oscar_rotation_set *s)
 {
     if (!s) return;
     free(s->rot_k), free(s->rot_v), free(s->clip_k), free(s->clip_v);
-    free(s->mean_k), free(s->mean_v), free(s->key_feedback);
+    free(s->mean_k), free(s->mean_v), free(s->key_feedback), free(s->key_metric);
     free(s);
 }
 
@@ -228,14 +228,15 @@ static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what,
     return OSCAR_OK;
 }
 
-/* Optional tensor blk.<l>.attn_k_feedback (F32, ne [d, d] or [d, d, n_rot]: the key codes'
- * error feedback, oscar_kv_params.key_feedback) into dst [n_layer][n_rot][d][d], allocated at
- * the first layer; present in every layer or in none; finite, 0 on and below the diagonal. */
-static oscar_status read_feedback(const oscar_gguf *g, uint32_t l, uint32_t d, uint32_t n_rot, int *present, float **dst,
-                                  uint32_t n_layer)
+/* Optional per-rotation matrix blk.<l>.<what> (F32, ne [d, d] or [d, d, n_rot]) into dst
+ * [n_layer][n_rot][d][d], allocated at the first layer; present in every layer or in none;
+ * finite, and with `upper` 0 on and below the diagonal. attn_k_feedback: the key codes' error
+ * feedback (oscar_kv_params.key_feedback, upper); attn_k_metric: the keys' refit metric. */
+static oscar_status read_matrix(const oscar_gguf *g, uint32_t l, const char *what, int upper, uint32_t d, uint32_t n_rot,
+                                int *present, float **dst, uint32_t n_layer)
 {
     char name[96];
-    snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
+    snprintf(name, sizeof name, "blk.%u.%s", l, what);
     const oscar_gguf_tensor *t;
     oscar_status st = find_optional(g, name, l, present, &t);
     if (st != OSCAR_OK || !t) return st;
@@ -246,7 +247,7 @@ static oscar_status read_feedback(const oscar_gguf *g, uint32_t l, uint32_t d, u
     const float *f = t->data;
     for (size_t i = 0; i < (size_t)n_rot * d * d; i++) {
         size_t row = i / d % d, col = i % d;
-        if (!isfinite(f[i]) || (col <= row && f[i] != 0.0f))
+        if (!isfinite(f[i]) || (upper && col <= row && f[i] != 0.0f))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: element (%zu, %zu) of head %zu is %s", g->path, name, row, col,
                                i / ((size_t)d * d), isfinite(f[i]) ? "not 0 on or below the diagonal" : "not finite");
     }
@@ -264,7 +265,7 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     oscar_gguf *g = NULL;
     float *rot_k = NULL, *rot_v = NULL, *clip_k = NULL, *clip_v = NULL;
     float *mean_k = NULL, *mean_v = NULL; /* [n_layer][n_kv][d], optional */
-    float *feedback = NULL;                /* [n_layer][n_rot][d][d], optional */
+    float *feedback = NULL, *metric = NULL; /* [n_layer][n_rot][d][d], optional */
     if (!path || !model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_load: NULL argument");
     *out = NULL;
     const oscar_model_hparams *hp = &model->desc->hp;
@@ -320,15 +321,30 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     if (grouping && nk != (strcmp(grouping, "head") ? 1u : hp->n_head_kv))
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.grouping \"%s\" but the tensors hold %u rotation(s) per layer", path,
                    grouping, nk);
-    int has_fb = 0;
-    for (uint32_t l = 0; l < hp->n_layer; l++) OSCAR_TRY(read_feedback(g, l, d, nk, &has_fb, &feedback, hp->n_layer));
+    int has_fb = 0, has_metric = 0;
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        OSCAR_TRY(read_matrix(g, l, "attn_k_feedback", 1, d, nk, &has_fb, &feedback, hp->n_layer));
+        OSCAR_TRY(read_matrix(g, l, "attn_k_metric", 0, d, nk, &has_metric, &metric, hp->n_layer));
+    }
+    uint32_t refit = 0;
+    if (oscar_gguf_find_key(g, "oscar.refit_rounds")) {
+        OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.refit_rounds", &refit));
+        uint32_t G = group ? group : (d < 128 ? d : 128);
+        if (refit > 8 || (refit && G != d))
+            OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.refit_rounds %u: at most 8, and only with one group per row (group %u, "
+                       "head_dim %u)", path, refit, G, d);
+    }
+    if (has_metric && !refit)
+        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: the file has attn_k_metric but no oscar.refit_rounds", path);
     OSCAR_TRY(read_clips(g, "oscar.clip_k", hp->n_layer, &clip_k));
     OSCAR_TRY(read_clips(g, "oscar.clip_v", hp->n_layer, &clip_v));
     st = build(model, hp->n_layer, nk, rot_k, rot_v, clip_k, clip_v, OSCAR_ERROR_BAD_FORMAT, out);
     if (st == OSCAR_OK) {
         (*out)->group_size = group;
         (*out)->key_feedback = feedback;
-        feedback = NULL;
+        (*out)->key_metric = metric;
+        (*out)->refit_rounds = refit;
+        feedback = metric = NULL;
     }
     if (st == OSCAR_OK && (st = set_means(*out, mean_k, mean_v, OSCAR_ERROR_BAD_FORMAT)) != OSCAR_OK) {
         oscar_rotation_set_destroy(*out);
@@ -341,7 +357,7 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         oscar_error_set(st, __FILE__, __LINE__, "%s: %s", path, msg);
     }
 fail:
-    free(rot_k), free(rot_v), free(clip_k), free(clip_v), free(mean_k), free(mean_v), free(feedback);
+    free(rot_k), free(rot_v), free(clip_k), free(clip_v), free(mean_k), free(mean_v), free(feedback), free(metric);
     oscar_gguf_close(g);
     return st;
 }

@@ -151,6 +151,8 @@ typedef struct flush_case {
     float clip_k, clip_v;
     uint32_t gx_max; /* workgroups in x; fewer than tokens exercises the shader's token loop */
     uint32_t feedback; /* K codes by error feedback: 0 no, 1 one matrix, 2 one per KV head */
+    uint32_t refit;    /* rounds of least-squares refit (G == d) */
+    uint32_t metric;   /* keys refitted under a random metric (laid out as the feedback; per layer without it) */
 } flush_case;
 
 /* Random error-feedback matrices [n][d][d]: strictly upper triangular, entries in [-0.25, 0.25]
@@ -163,6 +165,27 @@ static float *random_feedback(uint32_t n, uint32_t d)
             for (uint32_t j = i + 1; j < d; j++)
                 if (test_rng_u32() & 1) f[(m * d + i) * d + j] = 0.5f * test_rng_uniform() - 0.25f;
     return f;
+}
+
+/* Random refit metrics [n][d][d]: AᵀA/d + 0.1 I for a normal A, scaled to mean diagonal 1
+ * (what oscar-calib writes: symmetric positive definite, mean diagonal 1). */
+static float *random_metric(uint32_t n, uint32_t d)
+{
+    float *m = calloc((size_t)n * d * d, sizeof *m), *a = malloc((size_t)d * d * sizeof *a);
+    for (size_t k = 0; m && a && k < n; k++) {
+        for (size_t i = 0; i < (size_t)d * d; i++) a[i] = test_rng_normal();
+        double trace = 0.0;
+        for (uint32_t i = 0; i < d; i++)
+            for (uint32_t j = 0; j < d; j++) {
+                double s = i == j ? 0.1 * d : 0.0;
+                for (uint32_t r = 0; r < d; r++) s += (double)a[r * d + i] * a[r * d + j];
+                m[(k * d + i) * d + j] = (float)(s / d);
+                trace += i == j ? s / d : 0.0;
+            }
+        for (size_t i = 0; i < (size_t)d * d; i++) m[k * d * d + i] = (float)(m[k * d * d + i] * d / trace);
+    }
+    free(a);
+    return m;
 }
 
 /* Runs kv_flush over an fp16 pool of adversarial and random rows; every INT2 word must equal
@@ -195,10 +218,12 @@ static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
     for (size_t i = 0; i < int2_words; i++) want[i] = SENTINEL_INT2;
     uint32_t n_fb = c->feedback == 2 ? c->nkv : 1;
     float *fb = c->feedback ? random_feedback(n_fb, c->d) : NULL;
-    kv_ref_flush(&s, slots, n_tok, c->clip_k, c->clip_v, fb, c->feedback == 2, f16_pool, want);
+    float *met = c->metric ? random_metric(n_fb, c->d) : NULL;
+    kv_ref_flush(&s, slots, n_tok, c->clip_k, c->clip_v, fb, c->feedback == 2, met, c->refit, f16_pool, want);
 
-    oscar_buffer b_slots = { 0 }, b_f16 = { 0 }, b_int2 = { 0 }, b_fb = { 0 };
+    oscar_buffer b_slots = { 0 }, b_f16 = { 0 }, b_int2 = { 0 }, b_fb = { 0 }, b_met = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, fb, fb ? (size_t)n_fb * c->d * c->d * 4 : 16, &b_fb));
+    CHECK_OK(test_gpu_buffer_from(ctx, met, met ? (size_t)n_fb * c->d * c->d * 4 : 16, &b_met));
     CHECK_OK(test_gpu_buffer_from(ctx, slots, sizeof *slots * n_tok, &b_slots));
     CHECK_OK(test_gpu_buffer_from(ctx, f16_pool, f16_words * 4, &b_f16));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, int2_words * 4, &b_int2));
@@ -206,10 +231,11 @@ static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ c->d, /* GROUP */ c->G,
                                        /* PAGE */ c->P, /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ KV_MODE_ROTATED,
                                        /* ROT_PER_HEAD */ 0, /* INPUT_F16 */ 0, /* TRANSPOSE */ 0 };
-    oscar_pipeline *p = pipeline(ctx, "kv_flush", 4, sizeof(struct kv_flush_push), spec);
+    oscar_pipeline *p = pipeline(ctx, "kv_flush", 5, sizeof(struct kv_flush_push), spec);
     if (p) {
-        struct kv_flush_push push = { .n_tokens = n_tok, .clip_k = c->clip_k, .clip_v = c->clip_v, .key_feedback = c->feedback };
-        oscar_binding b[4] = { { &b_slots, 0, 0 }, { &b_f16, 0, 0 }, { &b_int2, 0, 0 }, { &b_fb, 0, 0 } };
+        struct kv_flush_push push = { .n_tokens = n_tok, .clip_k = c->clip_k, .clip_v = c->clip_v, .key_feedback = c->feedback,
+                                      .refit = c->refit, .key_metric = c->metric ? (c->feedback == 2 ? 2 : 1) : 0 };
+        oscar_binding b[5] = { { &b_slots, 0, 0 }, { &b_f16, 0, 0 }, { &b_int2, 0, 0 }, { &b_fb, 0, 0 }, { &b_met, 0, 0 } };
         uint32_t gx = n_tok < c->gx_max ? n_tok : c->gx_max;
         CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, c->nkv, 2));
         CHECK_OK(oscar_buffer_download(ctx, &b_int2, 0, got, int2_words * 4));
@@ -220,20 +246,25 @@ static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
                 fprintf(stderr, "  int2 word %zu: gpu %08x, ref %08x\n", i, got[i], want[i]);
         }
         CHECK_MSG(bad == 0 && bad_sentinel == 0,
-                  "kv_flush d=%u G=%u P=%u nkv=%u wg=%u clip %.3g/%.3g feedback %u%s: %zu words differ, %zu untouched words written",
-                  c->d, c->G, c->P, c->nkv, c->wg, c->clip_k, c->clip_v, c->feedback, overflow ? " (inf rows)" : "", bad, bad_sentinel);
+                  "kv_flush d=%u G=%u P=%u nkv=%u wg=%u clip %.3g/%.3g feedback %u refit %u metric %u%s: %zu words differ, "
+                  "%zu untouched words written", c->d, c->G, c->P, c->nkv, c->wg, c->clip_k, c->clip_v, c->feedback, c->refit,
+                  c->metric, overflow ? " (inf rows)" : "", bad, bad_sentinel);
     }
-    if (fb && !overflow) { /* the feedback must change codes, or this case tests nothing */
+    if ((fb || c->refit) && !overflow) { /* the feedback and the refit must each change words, or this case tests nothing */
         uint32_t *plain = malloc(int2_words * 4);
         for (size_t i = 0; plain && i < int2_words; i++) plain[i] = SENTINEL_INT2;
-        if (plain) kv_ref_flush(&s, slots, n_tok, c->clip_k, c->clip_v, NULL, 0, f16_pool, plain);
+        /* without the last feature this case adds (the refit, else the feedback) */
+        if (plain) kv_ref_flush(&s, slots, n_tok, c->clip_k, c->clip_v, c->refit ? fb : NULL, c->feedback == 2, NULL, 0, f16_pool, plain);
         size_t changed = 0;
         for (size_t i = 0; plain && i < int2_words; i++) changed += plain[i] != want[i];
-        CHECK_MSG(plain && changed > 0, "kv_flush d=%u feedback %u: the codes equal nearest rounding's", c->d, c->feedback);
+        CHECK_MSG(plain && changed > 0, "kv_flush d=%u feedback %u refit %u: the words equal those without it", c->d, c->feedback,
+                  c->refit);
         free(plain);
     }
     free(fb);
+    free(met);
     oscar_buffer_destroy(ctx, &b_fb);
+    oscar_buffer_destroy(ctx, &b_met);
     oscar_buffer_destroy(ctx, &b_slots);
     oscar_buffer_destroy(ctx, &b_f16);
     oscar_buffer_destroy(ctx, &b_int2);
@@ -468,14 +499,14 @@ static void test_append(oscar_context *ctx, const append_case *c)
     if (c->mode != KV_MODE_FP16) {
         for (size_t i = 0; i < int2_words; i++) want2[i] = SENTINEL_INT2;
         /* the GPU pool and the reference pool may differ by an ulp: flush the GPU's on both sides */
-        kv_ref_flush(&s, fslots, n_rows, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, NULL, 0, got, want2);
+        kv_ref_flush(&s, fslots, n_rows, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, NULL, 0, NULL, 0, got, want2);
         CHECK_OK(test_gpu_buffer_from(ctx, fslots, sizeof *fslots * n_rows, &b_fslots));
         CHECK_OK(test_gpu_buffer_from(ctx, NULL, int2_words * 4, &b_int2));
         CHECK_OK(oscar_buffer_fill(ctx, &b_int2, 0, int2_words * 4, SENTINEL_INT2));
-        oscar_pipeline *pf = pipeline(ctx, "kv_flush", 4, sizeof(struct kv_flush_push), spec);
+        oscar_pipeline *pf = pipeline(ctx, "kv_flush", 5, sizeof(struct kv_flush_push), spec);
         if (pf) {
             struct kv_flush_push fpush = { .n_tokens = n_rows, .clip_k = OSCAR_CLIP_RATIO_K, .clip_v = OSCAR_CLIP_RATIO_V };
-            oscar_binding fb[4] = { { &b_fslots, 0, 0 }, { &b_pool, 0, 0 }, { &b_int2, 0, 0 }, { &b_int2, 0, 0 } }; /* the 4th unread */
+            oscar_binding fb[5] = { { &b_fslots, 0, 0 }, { &b_pool, 0, 0 }, { &b_int2, 0, 0 }, { &b_int2, 0, 0 }, { &b_int2, 0, 0 } }; /* the last two unread */
             CHECK_OK(test_gpu_run(ctx, pf, fb, &fpush, n_rows, c->nkv, 2));
             CHECK_OK(oscar_buffer_download(ctx, &b_int2, 0, got2, int2_words * 4));
             size_t bad = 0;
@@ -668,6 +699,17 @@ int main(void)
         flush_case c = { dims[i][0], dims[i][1], i % 4 ? 64 : 16, nkvs[i % 3], i % 4 ? 48 : 64,
                          clips[i % 5][0], clips[i % 5][1], 65535, 1 + (uint32_t)(i / 2 % 2) };
         test_flush(ctx, &c, 0);
+    }
+    /* each row's min and scale refitted by least squares (one group per row): values under the
+     * squared error, keys under it or a metric, with and without the feedback */
+    {
+        static const flush_case rc[] = {
+            { 64, 64, 16, 2, 64, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, 65535, 1, 3, 1 },
+            { 128, 128, 64, 8, 48, 0.9f, 0.75f, 65535, 2, 2, 1 },
+            { 64, 64, 64, 1, 32, 1.0f, 1.0f, 3, 0, 3, 0 },
+            { 128, 128, 16, 2, 256, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, 65535, 0, 1, 1 },
+        };
+        for (size_t i = 0; i < sizeof rc / sizeof rc[0]; i++) test_flush(ctx, &rc[i], 0);
     }
 
     /* kv_append: every mode, fp32 and fp16 input, per-layer and per-head R */

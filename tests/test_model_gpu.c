@@ -609,7 +609,17 @@ typedef struct zoo_spec {
     int feedback;              /* blk.N.attn_k_feedback: 0 none; 1 in every layer (zoo_feedback); 2 NaN in
                                 * layer 1's; 3 layer 1's nonzero on its diagonal; 4 layer 0's only;
                                 * 5 layer 1's with one matrix too many */
+    int refit;                 /* 0 none; 1 oscar.refit_rounds 2 and blk.N.attn_k_metric (zoo_metric); 2 NaN
+                                * in layer 1's metric; 3 the metric without oscar.refit_rounds; 4 rounds 9 */
 } zoo_spec;
+
+/* The refit metric write_zoo stores: element i of [n_layer][n_rot][d][d], symmetric and
+ * diagonally dominant (so positive definite) for d <= 128. */
+static float zoo_metric(size_t i, uint32_t d)
+{
+    size_t r = i / d % d, c = i % d;
+    return r == c ? 1.0f + 0.01f * (float)(i / ((size_t)d * d) % 5) : 0.002f * (float)((r + c) % 7) - 0.006f;
+}
 
 /* The feedback write_zoo stores: element i of [n_layer][n_rot][d][d], 0 on and below the
  * diagonal. */
@@ -629,6 +639,7 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
     oscar_gguf_writer_set_str(w, "oscar.objective_k", "query_covariance");
     oscar_gguf_writer_set_str(w, "oscar.grouping", z->per_head ? "head" : "layer");
     oscar_gguf_writer_set_u32(w, "oscar.group_size", z->group ? z->group : d);
+    if (z->refit && z->refit != 3) oscar_gguf_writer_set_u32(w, "oscar.refit_rounds", z->refit == 4 ? 9 : 2);
     oscar_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
     oscar_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
     oscar_gguf_writer_set_str(w, "oscar.model.architecture", in->arch);
@@ -660,6 +671,14 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
             uint64_t nef[3] = { d, d, nf };
             snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
             if (!st) st = f ? oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, nf > 1 ? 3 : 2, nef, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+            free(f);
+        }
+        if (z->refit) {
+            float *f = malloc(per * sizeof *f);
+            for (size_t i = 0; f && i < per; i++) f[i] = zoo_metric(l * per + i, d);
+            if (f && l == 1 && z->refit == 2) f[d + 5] = NAN;
+            snprintf(name, sizeof name, "blk.%u.attn_k_metric", l);
+            if (!st) st = f ? oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
             free(f);
         }
         for (int which = 0; which < 2 && z->means; which++) {
@@ -708,6 +727,7 @@ static void check_rotation_files(void)
         z.per_head = per_head;
         z.means = per_head; /* the per-head file also carries the centering means and the key feedback */
         z.feedback = per_head;
+        z.refit = per_head; /* and the refit with its metric */
         const char *path = test_tmp_path(per_head ? "zoo_head.gguf" : "zoo_layer.gguf");
         CHECK_OK(write_zoo(path, &in, rk, rv, &z));
         oscar_rotation_set *s = NULL;
@@ -728,6 +748,9 @@ static void check_rotation_files(void)
         CHECK((s->key_feedback != NULL) == per_head);
         for (size_t i = 0; s->key_feedback && i < (size_t)in.n_layer * per; i++) same &= s->key_feedback[i] == zoo_feedback(i, d);
         CHECK_MSG(same, "rotation file: key feedback read back differs");
+        CHECK((s->key_metric != NULL) == per_head && s->refit_rounds == (per_head ? 2u : 0u));
+        for (size_t i = 0; s->key_metric && i < (size_t)in.n_layer * per; i++) same &= s->key_metric[i] == zoo_metric(i, d);
+        CHECK_MSG(same, "rotation file: key metric read back differs");
         /* runs */
         oscar_session_params sp = oscar_session_params_default();
         sp.kv_mode = OSCAR_KV_INT2_ROTATED;
@@ -762,6 +785,22 @@ static void check_rotation_files(void)
         expect_zoo_error(m, test_tmp_path("zoo_fb.gguf"), bad_fb[i].st, bad_fb[i].needle);
     }
     z.feedback = 0;
+    static const struct { int kind; oscar_status st; const char *needle; } bad_refit[] = {
+        { 2, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_metric: element (1, 5) of head 0 is not finite" },
+        { 3, OSCAR_ERROR_BAD_FORMAT, "has attn_k_metric but no oscar.refit_rounds" },
+        { 4, OSCAR_ERROR_BAD_FORMAT, "oscar.refit_rounds 9" },
+    };
+    for (size_t i = 0; i < sizeof bad_refit / sizeof bad_refit[0]; i++) {
+        z.refit = bad_refit[i].kind;
+        CHECK_OK(write_zoo(test_tmp_path("zoo_refit.gguf"), &in, rk, rv, &z));
+        expect_zoo_error(m, test_tmp_path("zoo_refit.gguf"), bad_refit[i].st, bad_refit[i].needle);
+    }
+    z.refit = 1;
+    z.group = d / 2;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_refit.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_refit.gguf"), OSCAR_ERROR_BAD_FORMAT, "only with one group per row");
+    z.refit = 0;
+    z.group = 0;
     z.fingerprint = "0123456789abcdef";
     CHECK_OK(write_zoo(test_tmp_path("zoo_fp.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_fp.gguf"), OSCAR_ERROR_MISMATCH, "oscar.model.fingerprint");

@@ -73,6 +73,16 @@ typedef struct oscar_kv_params {
      * j before it is rounded, so the errors go where the layer's queries look least (oscar-calib
      * writes F; docs/kv-cache.md). Copied at creation; finite, 0 on and below the diagonal. */
     const float *key_feedback;
+    /* OSCAR_KV_INT2_ROTATED only (0: the reference's min–max grid): rounds of least-squares
+     * refit of each row's fp16 min and scale after its codes are chosen, codes chosen again on
+     * the new grid, the best kept (oscar_int2_refit_row in runtime/int2_quant.h); needs one
+     * group per row (group_size == head_dim). At most 8. Values are refitted under the squared
+     * error, keys under key_metric (the squared error when NULL). */
+    uint32_t refit_rounds;
+    /* With refit_rounds: float32 [n_layer][n_rot][head_dim][head_dim], symmetric positive
+     * definite, the metric of a key row's error in the rotated basis (oscar-calib writes the
+     * queries' covariance Rᵀ C_Q R, scaled to mean diagonal 1). Copied at creation; finite. */
+    const float *key_metric;
 } oscar_kv_params;
 
 OSCAR_API oscar_kv_params oscar_kv_params_default(void);

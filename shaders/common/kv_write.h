@@ -26,7 +26,7 @@ struct kv_append_push {
     KV_U32 n_rot;         /* with RoPE: rotated dims of a K row (even, <= d), else unused */
 };
 
-/* kv_flush.comp push constants. 16 bytes. A clip ratio r >= 1 (or NaN) means no clipping;
+/* kv_flush.comp push constants. 24 bytes. A clip ratio r >= 1 (or NaN) means no clipping;
  * r < 0 is treated as 0 (tau = min |x|). */
 struct kv_flush_push {
     KV_U32 n_tokens;      /* entries of the token-slot list */
@@ -34,6 +34,8 @@ struct kv_flush_push {
     KV_F32 clip_v;        /* r_V of this layer, e.g. 0.92 */
     KV_U32 key_feedback;  /* K codes by error feedback (oscar_int2_feedback_codes): 0 no,
                            * 1 one matrix for the layer, 2 one per KV head */
+    KV_U32 refit;         /* rounds of least-squares refit (oscar_int2_refit_row), 0: none */
+    KV_U32 key_metric;    /* the keys' refit metric: 0 identity, 1 one for the layer, 2 one per KV head */
 };
 
 /* rotate_rows.comp push constants. 16 bytes. Head h of every row uses rotation
