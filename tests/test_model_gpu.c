@@ -773,28 +773,22 @@ static void check_rotation_files(void)
         oscar_session_destroy(ss);
     }
     z.per_head = 0;
-    static const struct { int kind; oscar_status st; const char *needle; } bad_fb[] = {
-        { 2, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback: element (1, 5) of head 0 is not finite" },
-        { 3, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback: element (2, 2) of head 0 is not 0 on or below the diagonal" },
-        { 4, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback is missing, unlike layer 0's" },
-        { 5, OSCAR_ERROR_MISMATCH, "blk.1.attn_k_feedback: shape" },
+    /* a bad feedback (kind 2-5) or refit (kind 2-4, zoo_spec) per file */
+    static const struct { int feedback, refit; oscar_status st; const char *needle; } bad[] = {
+        { 2, 0, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback: element (1, 5) of head 0 is not finite" },
+        { 3, 0, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback: element (2, 2) of head 0 is not 0 on or below the diagonal" },
+        { 4, 0, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_feedback is missing, unlike layer 0's" },
+        { 5, 0, OSCAR_ERROR_MISMATCH, "blk.1.attn_k_feedback: shape" },
+        { 0, 2, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_metric: element (1, 5) of head 0 is not finite" },
+        { 0, 3, OSCAR_ERROR_BAD_FORMAT, "has attn_k_metric but no oscar.refit_rounds" },
+        { 0, 4, OSCAR_ERROR_BAD_FORMAT, "oscar.refit_rounds 9" },
     };
-    for (size_t i = 0; i < sizeof bad_fb / sizeof bad_fb[0]; i++) {
-        z.feedback = bad_fb[i].kind;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        z.feedback = bad[i].feedback, z.refit = bad[i].refit;
         CHECK_OK(write_zoo(test_tmp_path("zoo_fb.gguf"), &in, rk, rv, &z));
-        expect_zoo_error(m, test_tmp_path("zoo_fb.gguf"), bad_fb[i].st, bad_fb[i].needle);
+        expect_zoo_error(m, test_tmp_path("zoo_fb.gguf"), bad[i].st, bad[i].needle);
     }
     z.feedback = 0;
-    static const struct { int kind; oscar_status st; const char *needle; } bad_refit[] = {
-        { 2, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_metric: element (1, 5) of head 0 is not finite" },
-        { 3, OSCAR_ERROR_BAD_FORMAT, "has attn_k_metric but no oscar.refit_rounds" },
-        { 4, OSCAR_ERROR_BAD_FORMAT, "oscar.refit_rounds 9" },
-    };
-    for (size_t i = 0; i < sizeof bad_refit / sizeof bad_refit[0]; i++) {
-        z.refit = bad_refit[i].kind;
-        CHECK_OK(write_zoo(test_tmp_path("zoo_refit.gguf"), &in, rk, rv, &z));
-        expect_zoo_error(m, test_tmp_path("zoo_refit.gguf"), bad_refit[i].st, bad_refit[i].needle);
-    }
     z.refit = 1;
     z.group = d / 2;
     CHECK_OK(write_zoo(test_tmp_path("zoo_refit.gguf"), &in, rk, rv, &z));
