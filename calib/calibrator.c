@@ -180,6 +180,7 @@ oscar_calib_params oscar_calib_params_default(void)
     p.clip_max = 1.00f;
     p.clip_step = 0.01f;
     p.feedback_damp = 0.01;
+    p.refit_rounds = 3;
     p.seed = 0x05CA12C0FFEEULL;
     return p;
 }
@@ -246,7 +247,11 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
                    "oscar_calib_create: clip grid %g..%g step %g must satisfy 0 < min <= max <= 1, step > 0",
                    (double)p.clip_min, (double)p.clip_max, (double)p.clip_step);
-    if (p.key_feedback && !(p.feedback_damp > 0.0))
+    if (p.refit_rounds > OSCAR_CALIB_MAX_REFIT_ROUNDS)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: refit_rounds %u above %u", p.refit_rounds,
+                   OSCAR_CALIB_MAX_REFIT_ROUNDS);
+    if (p.group_size < d) p.refit_rounds = 0; /* the refit fits one group per row */
+    if ((p.key_feedback || p.refit_rounds) && !(p.feedback_damp > 0.0))
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: feedback_damp %g must be > 0", p.feedback_damp);
     if (p.reservoir_rows == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: reservoir_rows must be > 0");

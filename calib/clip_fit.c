@@ -1,5 +1,6 @@
 /* Clip-ratio fitting: attention-weighted INT2 error per ratio on the reservoir rows, and the
- * attention-output error of the values on the kept sequences. */
+ * attention-output error of the values on the kept sequences; rows quantized as the runtime
+ * will (error feedback for keys, the least-squares refit with refit_rounds). */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -31,8 +32,8 @@ static void stored_rows(const float *x, uint32_t n, size_t stride, uint32_t d, c
 }
 
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
-                                    const float *feedback, const float *center, const float *ratios, uint32_t n_ratios,
-                                    double *err_sum, uint64_t *rows)
+                                    const float *feedback, const float *metric, const float *center, const float *ratios,
+                                    uint32_t n_ratios, double *err_sum, uint64_t *rows)
 {
     oscar_status st = OSCAR_OK;
     double *CQ = NULL;  /* [d][d] C_Q of the head */
@@ -52,7 +53,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     for (uint32_t i = 0; i < n_ratios; i++)
         if (!(ratios[i] > 0.0f && ratios[i] <= 1.0f))
             OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: clip ratio %g outside (0, 1]", (double)ratios[i]);
-    uint32_t d = p->head_dim, G = p->group_size, cap = p->reservoir_rows;
+    uint32_t d = p->head_dim, G = p->group_size, cap = p->reservoir_rows, rounds = p->refit_rounds;
+    const float *F = values ? NULL : feedback, *MR = values ? NULL : metric; /* the refit's metric; NULL: identity */
     size_t dd = (size_t)d * d;
     CQ = malloc(dd * sizeof *CQ);
     Rd = malloc(dd * sizeof *Rd);
@@ -104,7 +106,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
             for (uint32_t t = 0; t < n; t++) {
                 const float *yt = y + (size_t)t * d;
                 float tau = oscar_int2_clip_threshold_sorted(ys + (size_t)t * d, d, ratios[ri]);
-                if (feedback && !values) oscar_int2_fake_quantize_feedback(yt, d, G, tau, feedback, yq);
+                if (rounds) oscar_int2_fake_quantize_refit(yt, d, tau, F, MR, rounds, yq); /* G = d */
+                else if (F) oscar_int2_fake_quantize_feedback(yt, d, G, tau, F, yq);
                 else oscar_int2_fake_quantize_tau(yt, d, G, tau, yq);
                 for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = (double)yq[j] - (double)yt[j];
             }
@@ -202,7 +205,9 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
                         for (uint32_t e = 0; e < d; e++) ej[e] = 0.0f;
                         continue;
                     }
-                    oscar_int2_fake_quantize_tau(yj, d, G, oscar_int2_clip_threshold_sorted(ys + (size_t)j * d, d, ratios[ri]), ej);
+                    float tau = oscar_int2_clip_threshold_sorted(ys + (size_t)j * d, d, ratios[ri]);
+                    if (p->refit_rounds) oscar_int2_fake_quantize_refit(yj, d, tau, NULL, NULL, p->refit_rounds, ej); /* G = d */
+                    else oscar_int2_fake_quantize_tau(yj, d, G, tau, ej);
                     for (uint32_t e = 0; e < d; e++) ej[e] -= yj[e];
                 }
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(grp * nq), (int)d, (int)n, 1.0f, P, (int)n, E,
@@ -242,14 +247,24 @@ oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t hea
     oscar_status st = OSCAR_OK;
     float *ratios = NULL; /* [OSCAR_CALIB_CLIP_GRID_MAX] */
     double *sums = NULL;  /* [OSCAR_CALIB_CLIP_GRID_MAX] */
+    double *C = NULL;     /* [d][d] spread C_K, for the keys' refit metric */
+    float *metric = NULL; /* [d][d] the keys' refit metric (refit_rounds > 0), else NULL */
     const oscar_calib_params *p = oscar_calib_get_params(cal);
-    if (!p || !ratio) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_fit_clip: NULL argument");
+    if (!p || !ratio || !R) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_fit_clip: NULL argument");
     ratios = malloc(OSCAR_CALIB_CLIP_GRID_MAX * sizeof *ratios);
     sums = calloc(OSCAR_CALIB_CLIP_GRID_MAX, sizeof *sums);
     if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
+    if (!values && p->refit_rounds) {
+        size_t dd = (size_t)p->head_dim * p->head_dim;
+        C = malloc(dd * sizeof *C);
+        metric = malloc(dd * sizeof *metric);
+        if (!C || !metric) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
+        OSCAR_TRY(oscar_calib_feedback_covariance(cal, layer, head, C));
+        OSCAR_TRY(oscar_key_metric_matrix(p->head_dim, C, R, p->feedback_damp, metric));
+    }
     uint32_t n = oscar_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
     uint64_t rows = 0;
-    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, NULL, center, ratios, n, sums, &rows));
+    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, NULL, metric, center, ratios, n, sums, &rows));
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_fit_clip: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
@@ -259,5 +274,7 @@ oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t hea
 fail:
     free(ratios);
     free(sums);
+    free(C);
+    free(metric);
     return st;
 }

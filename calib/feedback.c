@@ -1,5 +1,6 @@
-/* Error-feedback matrices for the key codes (oscar_kv_params.key_feedback) through LAPACKE, and
- * the query covariance spread over the positions of a longer context. */
+/* Error-feedback matrices for the key codes (oscar_kv_params.key_feedback) through LAPACKE, the
+ * keys' metric for the least-squares refit, and the query covariance spread over the positions
+ * of a longer context. */
 #include <lapacke.h>
 #include <math.h>
 #include <stdlib.h>
@@ -8,16 +9,14 @@
 #include "error.h"
 #include "oscar_calib.h"
 
-oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F)
+/* M = Rᵀ C R + damp · tr(Rᵀ C R)/d · I (float64 [d][d], written into M; T [d][d] is scratch):
+ * the keys' logit-error weight in the rotated basis, damped, which the feedback and the refit's
+ * metric are both built from. `who` names the caller in the error messages. */
+static oscar_status damped_metric(uint32_t d, const double *C, const float *R, double damp, double *T, double *M,
+                                  const char *who)
 {
     oscar_status st = OSCAR_OK;
-    double *T = NULL; /* [d][d] C·R */
-    double *M = NULL; /* [d][d] Rᵀ C R + damping, then its inverse, then that inverse's upper Cholesky factor */
-    if (d == 0 || d > 4096 || !C || !R || !F || !(damp > 0.0))
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_key_feedback_matrix: d = %u, damping %g or a NULL pointer", d, damp);
-    T = calloc((size_t)d * d, sizeof *T);
-    M = calloc((size_t)d * d, sizeof *M);
-    if (!T || !M) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_key_feedback_matrix: %u x %u", d, d);
+    memset(T, 0, (size_t)d * d * sizeof *T);
     for (uint32_t i = 0; i < d; i++)
         for (uint32_t k = 0; k < d; k++) {
             double c = C[(size_t)i * d + k];
@@ -32,8 +31,23 @@ oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float 
             if (i == j) trace += s;
         }
     if (!(trace > 0.0) || !isfinite(trace))
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_key_feedback_matrix: the query covariance has trace %g", trace);
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "%s: the query covariance has trace %g", who, trace);
     for (uint32_t i = 0; i < d; i++) M[(size_t)i * d + i] += damp * trace / d;
+fail:
+    return st;
+}
+
+oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F)
+{
+    oscar_status st = OSCAR_OK;
+    double *T = NULL; /* [d][d] C·R */
+    double *M = NULL; /* [d][d] Rᵀ C R + damping, then its inverse, then that inverse's upper Cholesky factor */
+    if (d == 0 || d > 4096 || !C || !R || !F || !(damp > 0.0))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_key_feedback_matrix: d = %u, damping %g or a NULL pointer", d, damp);
+    T = malloc((size_t)d * d * sizeof *T);
+    M = malloc((size_t)d * d * sizeof *M);
+    if (!T || !M) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_key_feedback_matrix: %u x %u", d, d);
+    OSCAR_TRY(damped_metric(d, C, R, damp, T, M, "oscar_key_feedback_matrix"));
     lapack_int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, M, (lapack_int)d);
     if (info == 0) info = LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, M, (lapack_int)d);
     for (uint32_t i = 0; info == 0 && i < d; i++) /* dpotri leaves the upper triangle: mirror it */
@@ -47,6 +61,42 @@ oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float 
 fail:
     free(T);
     free(M);
+    return st;
+}
+
+oscar_status oscar_key_metric_matrix(uint32_t d, const double *C, const float *R, double damp, float *metric)
+{
+    oscar_status st = OSCAR_OK;
+    double *T = NULL; /* [d][d] C·R */
+    double *M = NULL; /* [d][d] Rᵀ C R + damping */
+    if (d == 0 || d > 4096 || !C || !R || !metric || !(damp > 0.0))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_key_metric_matrix: d = %u, damping %g or a NULL pointer", d, damp);
+    T = malloc((size_t)d * d * sizeof *T);
+    M = malloc((size_t)d * d * sizeof *M);
+    if (!T || !M) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_key_metric_matrix: %u x %u", d, d);
+    OSCAR_TRY(damped_metric(d, C, R, damp, T, M, "oscar_key_metric_matrix"));
+    double diag = 0.0;
+    for (uint32_t i = 0; i < d; i++) diag += M[(size_t)i * d + i];
+    double scale = (double)d / diag; /* mean diagonal 1: the refit's fp32 sums stay near the row's own scale */
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) {
+            /* the mean of both triangles, so the float matrix is exactly symmetric; no
+             * denormals for a GPU that flushes them */
+            double x = 0.5 * (M[(size_t)i * d + j] + M[(size_t)j * d + i]) * scale;
+            metric[(size_t)i * d + j] = fabs(x) < 1e-30 ? 0.0f : (float)x;
+        }
+fail:
+    free(T);
+    free(M);
+    return st;
+}
+
+oscar_status oscar_calib_feedback_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C)
+{
+    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    oscar_status st = oscar_calib_covariance(cal, layer, head, OSCAR_CALIB_KEYS, C);
+    if (st == OSCAR_OK && p->rope_theta)
+        oscar_rope_spread_covariance(p->head_dim, p->rope_n_rot, p->rope_neox, p->rope_theta, p->feedback_span, C);
     return st;
 }
 

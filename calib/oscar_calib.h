@@ -51,6 +51,8 @@ extern "C" {
 
 /* Largest head_dim the calibrator accepts (the INT2 reference handles groups up to 256). */
 #define OSCAR_CALIB_MAX_HEAD_DIM 256u
+/* Most least-squares refit rounds (oscar_calib_params.refit_rounds) the calibrator takes. */
+#define OSCAR_CALIB_MAX_REFIT_ROUNDS 8u
 /* Passed as `head` to ask for the layer-level matrix (mean over KV heads). */
 #define OSCAR_CALIB_ALL_HEADS UINT32_MAX
 
@@ -96,13 +98,19 @@ typedef struct oscar_calib_params {
     float clip_min, clip_max, clip_step; /* clip-ratio grid; default 0.80 .. 1.00 step 0.01 */
     int key_feedback;             /* 1: key codes by error feedback (oscar_key_feedback_matrix per
                                    * rotation, key clip fitted with it); default 0 */
-    double feedback_damp;         /* its damping; default 0.01 */
+    double feedback_damp;         /* its damping (and the refit metric's); default 0.01 */
     const float *rope_theta;      /* [rope_n_rot / 2] the model's RoPE angles per position (borrowed), or
                                    * NULL: the feedback's query covariance as calibrated */
     uint32_t rope_n_rot;          /* rotary dims */
     int rope_neox;                /* 1: pairs (i, i + n_rot/2); 0: (2i, 2i + 1) */
     uint32_t feedback_span;       /* positions the query covariance is spread over for the feedback
                                    * (oscar_rope_spread_covariance); 0: not spread */
+    uint32_t refit_rounds;        /* rounds of the least-squares refit of each row's min and scale
+                                   * (oscar_int2_fake_quantize_refit) the clip fit quantizes with:
+                                   * keys under their metric (oscar_key_metric_matrix, damped with
+                                   * feedback_damp), values under the identity; 0: the min–max grid.
+                                   * Default 3; at most OSCAR_CALIB_MAX_REFIT_ROUNDS; needs one group
+                                   * per row, so it resolves to 0 when group_size < head_dim */
     uint64_t seed;                /* reservoir sampling */
     oscar_calib_progress_fn progress; /* may be NULL */
     void *progress_user;
@@ -154,7 +162,8 @@ uint64_t oscar_calib_tokens(const oscar_calib *cal, uint32_t layer);
 oscar_status oscar_calib_covariance(oscar_calib *cal, uint32_t layer, uint32_t head,
                                     oscar_calib_target target, double *out);
 
-/* The parameters in use, with defaults resolved (group_size, min_tokens); NULL for NULL. */
+/* The parameters in use, with defaults resolved (group_size, min_tokens, refit_rounds); NULL
+ * for NULL. */
 const oscar_calib_params *oscar_calib_get_params(const oscar_calib *cal);
 
 /* The reservoir of (layer, KV head): *n rows of keys *k and values *v, float32 [n][d] each,
@@ -171,10 +180,12 @@ oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint3
  * ADDS the per-ratio sums to err_sum[0..n_ratios) and the row count to *rows (the mean is
  * err_sum / rows), so curves of several heads with their own R can be pooled. feedback (keys
  * only; NULL: nearest rounding): the keys' error-feedback matrix for R, float32 [d][d]
- * (oscar_key_feedback_matrix), with which the codes are chosen. */
+ * (oscar_key_feedback_matrix), with which the codes are chosen. With refit_rounds > 0 every
+ * row is then refitted (oscar_int2_fake_quantize_refit): keys under `metric` (float32 [d][d],
+ * oscar_key_metric_matrix for R; NULL: the identity), values under the identity. */
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
-                                    const float *R, const float *feedback, const float *center, const float *ratios,
-                                    uint32_t n_ratios, double *err_sum, uint64_t *rows);
+                                    const float *R, const float *feedback, const float *metric, const float *center,
+                                    const float *ratios, uint32_t n_ratios, double *err_sum, uint64_t *rows);
 
 /* Error of the attention OUTPUT when the values of the kept sequences (vfit_sequences) are
  * centered, rotated by R and fake-quantized at each clip ratio: for every kept query a (every
@@ -186,7 +197,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
  * Unlike the per-row curve this sees that independent rounding errors average out over many
  * attended tokens while an error shared by them (clipping shrinks the same outliers) does not.
  * ADDS to err_sum and *rows (queries) like oscar_calib_clip_curve; INVALID_STATE when no
- * sequence was kept (vfit_sequences = 0). */
+ * sequence was kept (vfit_sequences = 0). With refit_rounds > 0 the values are refitted under
+ * the identity, as in oscar_calib_clip_curve. */
 oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uint32_t head, const float *R,
                                            const float *center, const float *ratios, uint32_t n_ratios,
                                            double *err_sum, uint64_t *rows);
@@ -206,7 +218,9 @@ int oscar_calib_has_output_fit(const oscar_calib *cal);
 uint32_t oscar_calib_clip_grid(const oscar_calib_params *p, float *ratios, uint32_t cap);
 
 /* Picks the clip ratio of the params grid with the smallest error for (layer, head) and R;
- * writes it and its mean error (err may be NULL). Ties go to the larger ratio. */
+ * writes it and its mean error (err may be NULL). Ties go to the larger ratio. Key codes by
+ * nearest rounding; with refit_rounds > 0 the keys are refitted under their metric
+ * (oscar_calib_feedback_covariance, then oscar_key_metric_matrix), as oscar_calib_solve does. */
 oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
                                   const float *R, const float *center, float *ratio, double *err);
 
@@ -219,13 +233,17 @@ typedef struct oscar_calib_result {
     float *clip_k, *clip_v; /* [n_layer] fitted clip ratios */
     double *err_k, *err_v;  /* [n_layer] mean fitted objective at that ratio */
     float *feedback_k;      /* [n_layer][n_rot][d][d] key error feedback (params.key_feedback), else NULL */
+    float *metric_k;        /* [n_layer][n_rot][d][d] the keys' refit metric (params.refit_rounds > 0,
+                             * resolved), else NULL: symmetric, mean diagonal 1 */
 } oscar_calib_result;
 
 /* Builds R_K from C_K and R_V from `v_target` (VALUES_PROXY or VALUES_SCORES) for every layer
  * with `kind`, checks each R (orthogonal, finite), fits both clip ratios per layer on rows
  * centered by center_k / center_v (NULL, or float32 [n_layer][n_kv_head][d]: what the runtime
- * will subtract), and reports progress after each layer. Fills *out (free with
- * oscar_calib_result_free); on failure *out is empty. */
+ * will subtract), and reports progress after each layer. With key_feedback and refit_rounds > 0
+ * it also builds each key rotation's feedback and refit metric from the spread C_K
+ * (oscar_calib_feedback_covariance), and the clip fit quantizes with them. Fills *out (free
+ * with oscar_calib_result_free); on failure *out is empty. */
 oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar_calib_target v_target,
                                const float *center_k, const float *center_v, oscar_calib_result *out);
 /* Frees the arrays of a result and zeroes it; NULL or an empty result is a no-op. */
@@ -270,6 +288,18 @@ oscar_status oscar_rotation_build(oscar_rotation_kind kind, uint32_t d, const do
  * look). Writes F (float32 [d][d], 0 on and below the diagonal). OSCAR_ERROR_UNSUPPORTED if
  * LAPACK fails. */
 oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F);
+
+/* The keys' metric for the least-squares refit (oscar_int2_refit_row) with rotation R and query
+ * covariance C: the same damped M = Rᵀ C R + damp · tr(Rᵀ C R)/d · I the feedback is built
+ * from, scaled so its mean diagonal is 1 (the refit's solve does not depend on the scale, its
+ * fp32 sums do), written as float32 [d][d]: exactly symmetric, entries below 1e-30 in
+ * magnitude set to 0. Same arguments and errors as oscar_key_feedback_matrix (no LAPACK). */
+oscar_status oscar_key_metric_matrix(uint32_t d, const double *C, const float *R, double damp, float *metric);
+
+/* The covariance the key feedback and the refit's metric are built from for (layer, head)
+ * (head as in oscar_calib_covariance): C_K, spread by RoPE over feedback_span positions
+ * (oscar_rope_spread_covariance) when params.rope_theta is set. float64 [d][d] into C. */
+oscar_status oscar_calib_feedback_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C);
 
 /* Averages the covariance C (float64 [d][d], in place) of post-RoPE rows over RoPE shifts by
  * every position 0..span−1: C ← (1/span) Σ_p Rot(p) C Rot(p)ᵀ, Rot(p) turning pair i by p·θ_i

@@ -18,16 +18,17 @@ void oscar_calib_result_free(oscar_calib_result *res)
     free(res->err_k);
     free(res->err_v);
     free(res->feedback_k);
+    free(res->metric_k);
     memset(res, 0, sizeof *res);
 }
 
 /* Fits one clip ratio for a layer: per-layer grouping uses one R for every head, per-head
  * grouping the head's own R (rots [n_rot][d][d]); the curves of all heads are pooled. Values
  * use the attention-output curve when the calibrator kept sequences for it, else (and keys
- * always) the per-row curve of the reservoir; keys with their error feedback when given
- * (feedback [n_rot][d][d], else NULL). */
+ * always) the per-row curve of the reservoir; keys with their error feedback and refit metric
+ * when given (feedback, metric: [n_rot][d][d], else NULL). */
 static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values, const float *rots, const float *feedback,
-                                   uint32_t n_rot, const float *center, float *ratio, double *err)
+                                   const float *metric, uint32_t n_rot, const float *center, float *ratio, double *err)
 {
     oscar_status st = OSCAR_OK;
     const oscar_calib_params *p = oscar_calib_get_params(cal);
@@ -46,7 +47,8 @@ static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values,
     int per_row = rows == 0;
     for (uint32_t h = 0; h < n_rot && per_row; h++)
         OSCAR_TRY(oscar_calib_clip_curve(cal, layer, n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h, values, rots + h * dd,
-                                         feedback ? feedback + h * dd : NULL, center, ratios, n, sums, &rows));
+                                         feedback ? feedback + h * dd : NULL, metric ? metric + h * dd : NULL, center,
+                                         ratios, n, sums, &rows));
     if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_solve: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
@@ -90,6 +92,10 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
         res.feedback_k = malloc(nl * per_layer * sizeof *res.feedback_k);
         if (!res.feedback_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: feedback for %u layers", nl);
     }
+    if (p->refit_rounds) {
+        res.metric_k = malloc(nl * per_layer * sizeof *res.metric_k);
+        if (!res.metric_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: refit metric for %u layers", nl);
+    }
     if (!res.rot_k || !res.rot_v || !res.eig_k || !res.eig_v || !res.clip_k || !res.clip_v || !res.err_k ||
         !res.err_v || !C)
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: results for %u layers", nl);
@@ -108,19 +114,20 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
                 if (st != OSCAR_OK)
                     OSCAR_FAIL(st, "oscar_calib_solve: layer %u group %u %s rotation failed its check (%.3g)", l, g,
                                which ? "value" : "key", dev);
-                if (which == 0 && res.feedback_k) { /* the queries' covariance, whatever the rotation kind */
-                    if (!need_c) OSCAR_TRY(oscar_calib_covariance(cal, l, head, OSCAR_CALIB_KEYS, C));
-                    if (p->rope_theta) oscar_rope_spread_covariance(d, p->rope_n_rot, p->rope_neox, p->rope_theta, p->feedback_span, C);
-                    OSCAR_TRY(oscar_key_feedback_matrix(d, C, R, p->feedback_damp, res.feedback_k + at * dd));
+                if (which == 0 && (res.feedback_k || res.metric_k)) { /* from the spread C_K, whatever the rotation kind */
+                    OSCAR_TRY(oscar_calib_feedback_covariance(cal, l, head, C));
+                    if (res.feedback_k) OSCAR_TRY(oscar_key_feedback_matrix(d, C, R, p->feedback_damp, res.feedback_k + at * dd));
+                    if (res.metric_k) OSCAR_TRY(oscar_key_metric_matrix(d, C, R, p->feedback_damp, res.metric_k + at * dd));
                 }
             }
         }
         size_t cl = (size_t)l * p->n_kv_head * d; /* this layer's centers */
         OSCAR_TRY(fit_layer_clip(cal, l, 0, res.rot_k + (size_t)l * per_layer,
-                                 res.feedback_k ? res.feedback_k + (size_t)l * per_layer : NULL, n_rot,
+                                 res.feedback_k ? res.feedback_k + (size_t)l * per_layer : NULL,
+                                 res.metric_k ? res.metric_k + (size_t)l * per_layer : NULL, n_rot,
                                  center_k ? center_k + cl : NULL, &res.clip_k[l], &res.err_k[l]));
-        OSCAR_TRY(fit_layer_clip(cal, l, 1, res.rot_v + (size_t)l * per_layer, NULL, n_rot, center_v ? center_v + cl : NULL,
-                                 &res.clip_v[l], &res.err_v[l]));
+        OSCAR_TRY(fit_layer_clip(cal, l, 1, res.rot_v + (size_t)l * per_layer, NULL, NULL, n_rot,
+                                 center_v ? center_v + cl : NULL, &res.clip_v[l], &res.err_v[l]));
         if (p->progress) p->progress(p->progress_user, "solve", l + 1, nl);
     }
     *out = res;

@@ -68,13 +68,13 @@ static void naive_attn(const float *q, const float *k, const float *v, uint32_t 
 /* oscar_calib_clip_curve_output on the first VF_SEQ sequences (identity R, a constant center)
  * against the naive sum of ‖Σ_j p_j (fq(v_j − c) − (v_j − c))‖² over the kept queries (every
  * VF_STRIDE-th position, every head of the group) over the INT2 tokens (past the sink, before
- * the recent window); and its refusal when
- * nothing was kept. */
+ * the recent window), fq the min–max grid (rounds 0) or its least-squares refit (refit_rounds);
+ * and its refusal when nothing was kept. */
 #define VF_SEQ 2
 #define VF_STRIDE 5
 #define VF_SINK 3
 #define VF_RECENT 20
-static void check_output_curve(const float *q, const float *k, const float *v)
+static void check_output_curve(const float *q, const float *k, const float *v, uint32_t rounds)
 {
     static const float ratios[2] = { 0.85f, 1.0f };
     float R[D * D] = {0}, center[NKV * D];
@@ -92,7 +92,10 @@ static void check_output_curve(const float *q, const float *k, const float *v)
                     for (uint32_t j = 0; j < T; j++) {
                         float x[D], y[D], scratch[D];
                         for (uint32_t a = 0; a < D; a++) x[a] = vs[((size_t)j * NKV + hh) * D + a] - 0.25f;
-                        oscar_int2_fake_quantize_row(x, D, D, ratios[r], y, scratch);
+                        if (rounds)
+                            oscar_int2_fake_quantize_refit(x, D, oscar_int2_clip_threshold(x, D, ratios[r], scratch), NULL,
+                                                           NULL, rounds, y);
+                        else oscar_int2_fake_quantize_row(x, D, D, ratios[r], y, scratch);
                         for (uint32_t a = 0; a < D; a++) e[r][j][a] = j < VF_SINK ? 0.0f : y[a] - x[a];
                     }
                 for (uint32_t pos = VF_STRIDE - 1; pos < T; pos += VF_STRIDE) {
@@ -117,6 +120,7 @@ static void check_output_curve(const float *q, const float *k, const float *v)
             p.vfit_query_stride = VF_STRIDE;
             p.vfit_sink = VF_SINK;
             p.vfit_recent = VF_RECENT;
+            p.refit_rounds = rounds;
             oscar_calib *cal = NULL;
             CHECK_OK(oscar_calib_create(&p, &cal));
             if (!cal) return;
@@ -138,10 +142,10 @@ static void check_output_curve(const float *q, const float *k, const float *v)
                 CHECK(oscar_calib_has_output_fit(cal));
                 CHECK_OK(oscar_calib_clip_curve_output(cal, 0, head, R, center, ratios, 2, got, &rows));
                 double e0 = fabs(got[0] - want[0]) / want[0], e1 = fabs(got[1] - want[1]) / want[1];
-                printf("output curve head %u: %.6g %.6g (naive %.6g %.6g), %llu queries\n", head, got[0], got[1], want[0],
-                       want[1], (unsigned long long)rows);
-                CHECK_MSG(rows == want_rows && e0 < 1e-4 && e1 < 1e-4, "output curve head %u: rel. error %.2e %.2e, rows %llu vs %llu",
-                          head, e0, e1, (unsigned long long)rows, (unsigned long long)want_rows);
+                printf("output curve head %u, refit x%u: %.6g %.6g (naive %.6g %.6g), %llu queries\n", head, rounds, got[0],
+                       got[1], want[0], want[1], (unsigned long long)rows);
+                CHECK_MSG(rows == want_rows && e0 < 1e-4 && e1 < 1e-4, "output curve head %u, refit x%u: rel. error %.2e %.2e, "
+                          "rows %llu vs %llu", head, rounds, e0, e1, (unsigned long long)rows, (unsigned long long)want_rows);
             }
             oscar_calib_destroy(cal);
         }
@@ -239,7 +243,8 @@ int main(void)
         CHECK(found_all);
         oscar_calib_destroy(cal);
     }
-    check_output_curve(q, k, v);
+    check_output_curve(q, k, v, 0);
+    check_output_curve(q, k, v, 3); /* the default refit with G = D */
     free(q);
     free(k);
     free(v);
