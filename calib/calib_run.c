@@ -35,6 +35,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.clip_v_output = 1;
     p.center = 0;
     p.key_feedback = 1;
+    p.refit_rounds = OSCAR_CALIB_RUN_REFIT_AUTO;
     p.sink_tokens = 64;
     p.recent_tokens = 256;
     p.seed = 1;
@@ -240,6 +241,9 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "grouping must be layer or head");
     if ((unsigned)p->kind > OSCAR_ROTATION_OSCAR_NO_PERM)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "unknown rotation kind %d", (int)p->kind);
+    if (p->refit_rounds != OSCAR_CALIB_RUN_REFIT_AUTO && p->refit_rounds > OSCAR_CALIB_MAX_REFIT_ROUNDS)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "refit rounds %u out of range (0..%u)", p->refit_rounds,
+                   OSCAR_CALIB_MAX_REFIT_ROUNDS);
 
     /* cheap checks first: output writable, model loads, text readable */
     OSCAR_TRY(check_writable(p->out_path));
@@ -295,6 +299,12 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     if (p->group_size && (p->group_size > hp->head_dim || hp->head_dim % p->group_size != 0))
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "group size %u does not divide head_dim %u", p->group_size,
                    hp->head_dim);
+    uint32_t group = p->group_size ? p->group_size : (hp->head_dim < 128 ? hp->head_dim : 128); /* oscar_calib_create's */
+    if (p->refit_rounds == OSCAR_CALIB_RUN_REFIT_AUTO) cp.refit_rounds = group == hp->head_dim ? OSCAR_CALIB_RUN_REFIT_DEFAULT : 0;
+    else if (p->refit_rounds && group < hp->head_dim)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "refit needs one group per row: group size %u is below head_dim %u", group,
+                   hp->head_dim);
+    else cp.refit_rounds = p->refit_rounds;
     if ((st = oscar_calib_create(&cp, &cal)) != OSCAR_OK)
         OSCAR_FAIL(st == OSCAR_ERROR_INVALID_ARGUMENT ? OSCAR_ERROR_UNSUPPORTED : st,
                    "model %s cannot be calibrated: %s", p->model_path, oscar_last_error());
@@ -359,6 +369,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     t0 = now_s();
     OSCAR_TRY(oscar_calib_solve(cal, p->kind, p->values, means ? means + 2 * all : NULL, means ? means + all : NULL, &res));
     rep.t_solve = now_s() - t0;
+    rep.refit_rounds = oscar_calib_get_params(cal)->refit_rounds;
     size_t nl = hp->n_layer;
     rep.clip_k_fit = malloc(nl * sizeof(float));
     rep.clip_v_fit = malloc(nl * sizeof(float));
@@ -401,6 +412,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.write_eigenvalues = p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM;
     meta.mean_k = means;
     meta.mean_v = means ? means + all : NULL;
+    meta.refit_rounds = rep.refit_rounds;
     OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));
     rep.t_write = now_s() - t0;
 

@@ -15,6 +15,9 @@
 #include "oscar/oscar.h"
 #include "oscar_calib.h"
 
+#define OSCAR_CALIB_RUN_REFIT_AUTO UINT32_MAX /* oscar_calib_run_params.refit_rounds: by group size */
+#define OSCAR_CALIB_RUN_REFIT_DEFAULT 3u        /* the rounds AUTO picks with one group per row */
+
 typedef struct oscar_calib_run_params {
     const char *model_path;      /* GGUF model */
     const char *text_path;       /* plain UTF-8 text */
@@ -37,6 +40,11 @@ typedef struct oscar_calib_run_params {
     uint32_t feedback_span;      /* positions the feedback's query covariance is spread over (RoPE);
                                   * 0 (default): the model's context_length */
     uint32_t group_size;         /* quantization group G; 0: min(head_dim, 128) */
+    uint32_t refit_rounds;       /* least-squares refit rounds of each row's min and scale (keys under
+                                  * their metric, blk.N.attn_k_metric written), 0..8, or
+                                  * OSCAR_CALIB_RUN_REFIT_AUTO (default): 3 when the group is the whole
+                                  * head (G = head_dim), else 0; an explicit N > 0 with G < head_dim is
+                                  * INVALID_ARGUMENT */
     uint32_t sink_tokens, recent_tokens; /* metadata; default 64 and 256 */
     uint64_t seed;               /* reservoir sampling; default 1 */
     /* Progress: stage "capture" (done/total tokens) and "solve" (done/total layers). */
@@ -51,6 +59,7 @@ typedef struct oscar_calib_run_report {
     uint64_t text_tokens;        /* tokens the text was tokenized into (at least `tokens`) */
     uint32_t sequences;          /* calibration sequences */
     uint32_t n_layer;
+    uint32_t refit_rounds;       /* refit rounds used (AUTO resolved) */
     uint64_t fingerprint;        /* the model's */
     float *clip_k_fit, *clip_v_fit; /* [n_layer] fitted ratios (also when not written) */
     float *clip_k, *clip_v;      /* [n_layer] ratios written */

@@ -45,6 +45,9 @@ static void usage(FILE *f)
         "                          (default: the model's context_length)\n"
         "      --group-size G      quantization group size: 32, 64 or 128 dividing head_dim, as the runtime\n"
         "                          reads (default min(head_dim, 128)); sessions in mode oscar use it\n"
+        "      --refit N           each row's min and scale refitted by least squares N times (0..8), keys\n"
+        "                          under the queries' metric (written as blk.N.attn_k_metric); 0: the\n"
+        "                          reference's min-max grid (default 3 when the group is head_dim, else 0)\n"
         "      --rotation R        oscar (default), oscar-noperm, hadamard, identity\n"
         "      --sink N            fp16 sink tokens recorded in the file (default 64)\n"
         "      --recent N          fp16 recent tokens recorded in the file (default 256)\n"
@@ -162,7 +165,7 @@ int main(int argc, char **argv)
     oscar_calib_run_params p = oscar_calib_run_params_default();
     progress_state ps = {0};
     uint64_t threads = 0, v = 0;
-    int print_fp = 0;
+    int print_fp = 0, refit_set = 0;
     static const char *const groupings[] = {"layer", "head", NULL};
     static const char *const values[] = {"proxy", "scores", NULL};
     static const char *const clips[] = {"fixed", "fitted", NULL};
@@ -214,6 +217,10 @@ int main(int argc, char **argv)
                 return 2;
             }
             p.group_size = (uint32_t)v;
+        } else if (!strcmp(a, "--refit")) {
+            if (!parse_u64(a, val, 0, OSCAR_CALIB_MAX_REFIT_ROUNDS, &v)) return 2;
+            p.refit_rounds = (uint32_t)v;
+            refit_set = 1;
         } else if (!strcmp(a, "--feedback-span")) {
             if (!parse_u64(a, val, 1, 1u << 24, &v)) return 2;
             p.feedback_span = (uint32_t)v;
@@ -271,6 +278,20 @@ int main(int argc, char **argv)
     if (!p.model_path || !p.text_path || !p.out_path) {
         fprintf(stderr, "oscar-calib: -m MODEL, --text FILE and -o OUTPUT are required (see --help)\n");
         return 2;
+    }
+    if (refit_set && p.refit_rounds > 0) {
+        /* the refit fits one group per row: a usage error, told before the run, when the group is
+         * smaller than the model's head_dim (a model that does not load fails in the run) */
+        oscar_model_desc *desc = NULL;
+        if (oscar_model_desc_load(p.model_path, &desc) == OSCAR_OK) {
+            uint32_t hd = desc->hp.head_dim, g = p.group_size ? p.group_size : (hd < 128 ? hd : 128);
+            oscar_model_desc_destroy(desc);
+            if (g < hd) {
+                fprintf(stderr, "oscar-calib: --refit %u: needs one group per row, but the group size %u is below "
+                        "head_dim %u (use --refit 0)\n", p.refit_rounds, g, hd);
+                return 2;
+            }
+        }
     }
     if (threads) openblas_set_num_threads((int)threads);
     p.progress = progress;

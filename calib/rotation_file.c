@@ -47,6 +47,10 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
         if (!(meta->clip_k[l] > 0.0f && meta->clip_k[l] <= 1.0f) || !(meta->clip_v[l] > 0.0f && meta->clip_v[l] <= 1.0f))
             OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "rotation file: clip ratio of layer %u (%g, %g) not in (0, 1]", l,
                        (double)meta->clip_k[l], (double)meta->clip_v[l]);
+    if (meta->refit_rounds && (!res->metric_k || (meta->group_size && meta->group_size != d)))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "rotation file: refit_rounds %u needs the keys' metric (%s) and one group per row "
+                   "(group size %u, head_dim %u)", meta->refit_rounds, res->metric_k ? "given" : "missing",
+                   meta->group_size, d);
     char fp[17];
     snprintf(fp, sizeof fp, "%016" PRIx64, meta->fingerprint);
 
@@ -61,6 +65,7 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
     OSCAR_TRY(oscar_gguf_writer_set_bool(w, "oscar.clip_fitted", meta->clip_fitted != 0));
     OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.sink_tokens", meta->sink_tokens));
     OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.recent_tokens", meta->recent_tokens));
+    if (meta->refit_rounds) OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.refit_rounds", meta->refit_rounds));
     OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.model.architecture", meta->architecture ? meta->architecture : ""));
     OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.model.block_count", meta->n_layer));
     OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.model.head_count_kv", meta->n_kv_head));
@@ -100,6 +105,11 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
             snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
             OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
                                                        res->feedback_k + (size_t)l * n_rot * dd));
+        }
+        if (meta->refit_rounds) {
+            snprintf(name, sizeof name, "blk.%u.attn_k_metric", l);
+            OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
+                                                       res->metric_k + (size_t)l * n_rot * dd));
         }
         if (!with_eig) continue;
         for (int which = 0; which < 2; which++) {

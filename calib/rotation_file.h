@@ -28,6 +28,9 @@ typedef struct oscar_rotation_file_meta {
     int write_eigenvalues;        /* 1: also write blk.<l>.attn_{k,v}_eig */
     const float *mean_k, *mean_v; /* NULL, or [n_layer][n_kv_head][d]: pre-RoPE key and value means,
                                    * written as blk.<l>.attn_{k,v}_mean (both or neither) */
+    uint32_t refit_rounds;        /* > 0: oscar.refit_rounds and blk.<l>.attn_k_metric (from the
+                                   * result's metric_k, needed then; one group per row) written;
+                                   * 0: neither */
 } oscar_rotation_file_meta;
 
 /* The objective names of docs/rotationzoo.md for a rotation kind and value target. */
@@ -37,8 +40,8 @@ const char *oscar_rotation_objective_v(oscar_rotation_kind kind, oscar_calib_tar
 /* Writes res (rotations [n_layer][n_rot][d][d], y = x·R, stored row-major exactly as in memory:
  * element (i, j) at float offset i*d + j) and meta to `path`, through `path`.tmp renamed on
  * success: a failure leaves no file. Checks that res matches meta (layers, head_dim, n_rot vs
- * grouping) and that every clip ratio is in (0, 1]: INVALID_ARGUMENT otherwise; IO when the
- * file cannot be written. */
+ * grouping), that every clip ratio is in (0, 1] and that a refit has its metric and one group
+ * per row: INVALID_ARGUMENT otherwise; IO when the file cannot be written. */
 oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_result *res,
                                        const oscar_rotation_file_meta *meta);
 

@@ -8,8 +8,12 @@
  *    diag(R C_K Rᵀ) is not, so a transposed file would fail;
  *  - bad input: a missing or non-GGUF model, a missing, empty or too short text, an unwritable
  *    output, a bad group size or sequence length: the right status, and no file left behind;
+ *  - the least-squares refit: its metric (blk.N.attn_k_metric, symmetric, mean diagonal 1, the
+ *    core's oscar_key_metric_matrix of the spread C_K) and oscar.refit_rounds written by default
+ *    when the group is head_dim, neither with refit 0 or a smaller group;
  *  - the binary (OSCAR_CALIB_BIN, else ../oscar-calib from the tests folder): --help, bad flag
- *    values (exit 2), a failing run (exit 1, one line on stderr, no file), a good run (exit 0).
+ *    values (exit 2), a failing run (exit 1, one line on stderr, no file), a good run (exit 0),
+ *    the refit's tensors and key present by default and absent with --refit 0.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -33,6 +37,7 @@
 
 static char dir[256];                       /* scratch folder */
 static char model_path[300], text_path[300], empty_path[300], out_path[300];
+static char model64_path[300];              /* head_dim 64, for a group smaller than head_dim */
 
 static int exists(const char *path)
 {
@@ -101,7 +106,41 @@ typedef struct expect {
     const float *clip_k, *clip_v; /* [n_layer] */
     int centered;                 /* blk.<l>.attn_{k,v}_mean present */
     int feedback;                 /* blk.<l>.attn_k_feedback present */
+    uint32_t refit;               /* oscar.refit_rounds and blk.<l>.attn_k_metric present (> 0) or not */
 } expect;
+
+/* The refit's keys and tensors in an open file: oscar.refit_rounds = refit and every layer's
+ * blk.<l>.attn_k_metric (F32, the feedback's shape: [d, d] per layer, [d, d, n_rot] per head,
+ * each matrix finite, symmetric, mean diagonal 1) when refit > 0; neither when 0. */
+static void check_refit(const oscar_gguf *g, uint32_t n_layer, uint32_t d, uint32_t n_rot, uint32_t refit)
+{
+    uint32_t v = 0;
+    oscar_status st = oscar_gguf_get_u32(g, "oscar.refit_rounds", &v);
+    CHECK_MSG(refit ? st == OSCAR_OK && v == refit : st != OSCAR_OK, "oscar.refit_rounds: status %d value %u, want %u",
+              (int)st, v, refit);
+    for (uint32_t l = 0; l < n_layer; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%u.attn_k_metric", l);
+        const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+        CHECK_MSG((t != NULL) == (refit > 0), "%s %s", name, t ? "present" : "missing");
+        if (!t) continue;
+        CHECK_MSG(t->type == OSCAR_GGML_TYPE_F32 && t->n_dims == (n_rot == 1 ? 2u : 3u) && t->ne[0] == d &&
+                  t->ne[1] == d && t->ne[2] == n_rot, "%s: type %u, %u dims [%llu, %llu, %llu]", name, t->type,
+                  t->n_dims, (unsigned long long)t->ne[0], (unsigned long long)t->ne[1], (unsigned long long)t->ne[2]);
+        if (t->n_dims != (n_rot == 1 ? 2u : 3u) || t->ne[2] != n_rot) continue;
+        for (uint32_t r = 0; r < n_rot; r++) {
+            const float *m = (const float *)t->data + (size_t)r * d * d;
+            double diag = 0.0;
+            int ok = 1;
+            for (uint32_t i = 0; i < d; i++) {
+                diag += m[(size_t)i * d + i];
+                for (uint32_t j = 0; j < d; j++) ok &= isfinite(m[(size_t)i * d + j]) && m[(size_t)i * d + j] == m[(size_t)j * d + i];
+            }
+            CHECK_MSG(ok && fabs(diag / d - 1.0) < 1e-5, "%s[%u]: not finite and symmetric (%d) or mean diagonal %.8f", name,
+                      r, ok, diag / d);
+        }
+    }
+}
 
 /* Checks every key and tensor of docs/rotationzoo.md; returns the file (caller closes) or NULL. */
 static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, const expect *e)
@@ -146,7 +185,8 @@ static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, co
     CHECK(tokens == e->tokens);
     check_u32(g, "oscar.calib.sequence_length", e->seq_len);
     check_str(g, "oscar.calib.text_source", e->text_source);
-    CHECK(g->n_tensors == (uint64_t)hp->n_layer * (4 + (e->centered ? 2 : 0) + (e->feedback ? 1 : 0)));
+    CHECK(g->n_tensors == (uint64_t)hp->n_layer * (4 + (e->centered ? 2 : 0) + (e->feedback ? 1 : 0) + (e->refit ? 1 : 0)));
+    check_refit(g, hp->n_layer, d, n_rot, e->refit);
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         char name[64];
         snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
@@ -358,6 +398,16 @@ static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar
         CHECK_MSG(dev_right < 1e-4, "diag(RᵀCR) deviates %g from tr/d", dev_right);
         CHECK_MSG(dev_wrong > 0.05, "diag(RCRᵀ) deviates only %g: transpose undetectable", dev_wrong);
     }
+    /* the refit's metric: the core's, from C_K spread by RoPE over the model's context */
+    t = oscar_gguf_find_tensor(g, "blk.0.attn_k_metric");
+    CHECK(t != NULL);
+    if (t) {
+        float *M = malloc((size_t)d * d * sizeof *M);
+        oscar_rope_spread_covariance(d, hp->n_rot, hp->rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, hp->n_ctx_train, C);
+        CHECK_OK(oscar_key_metric_matrix(d, C, R, 0.01, M));
+        CHECK_MSG(memcmp(t->data, M, (size_t)d * d * sizeof *M) == 0, "blk.0.attn_k_metric differs from the core's metric");
+        free(M);
+    }
     /* the means: pre-RoPE keys and values of the positions past the 64-token sink */
     CHECK(ctx.n_mean > 0);
     for (int which = 0; which < 2 && ctx.n_mean; which++) {
@@ -405,7 +455,8 @@ static void test_runs(const oscar_model_desc *desc)
     p.center = 1;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
-    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1};
+    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1, 3};
+    CHECK(rep.refit_rounds == 3); /* the default with one group per row (G = head_dim 16) */
     oscar_gguf *g = check_file(out_path, desc, &e);
     if (g) check_pipeline_orientation(desc, g, 600, 128);
     oscar_gguf_close(g);
@@ -420,11 +471,26 @@ static void test_runs(const oscar_model_desc *desc)
     p.center = 0;
     p.key_feedback = 0;
     CHECK_OK(oscar_calib_run(&p, &rep));
-    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0};
+    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, 0};
+    CHECK(rep.refit_rounds == 0); /* the default with G < head_dim: off */
     g = check_file(out_path, desc, &e2);
     oscar_gguf_close(g);
     if (rep.clip_k_fit) CHECK(rep.clip_k_fit[0] >= 0.8f && rep.clip_k_fit[0] <= 1.0f);
     oscar_calib_run_report_free(&rep);
+
+    /* per head with one group per row: the refit on by default (its metric per head), off with
+     * 0, or 1 round */
+    p.group_size = 0;
+    for (uint32_t refit = 0; refit < 3; refit++) {
+        p.refit_rounds = refit == 0 ? OSCAR_CALIB_RUN_REFIT_AUTO : refit - 1;
+        uint32_t want = refit == 0 ? 3 : refit - 1;
+        CHECK_OK(oscar_calib_run(&p, &rep));
+        CHECK(rep.refit_rounds == want);
+        expect e3 = {"head", "attention_output", text_path, 16, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, want};
+        g = check_file(out_path, desc, &e3);
+        oscar_gguf_close(g);
+        oscar_calib_run_report_free(&rep);
+    }
     CHECK(remove(out_path) == 0);
 }
 
@@ -475,6 +541,16 @@ static void test_bad_input(void)
     p.group_size = 5;
     CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(no_output(out_path));
+    p.group_size = 8; /* the refit needs one group per row */
+    p.refit_rounds = 2;
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(oscar_last_error(), "refit") != NULL, "%s", oscar_last_error());
+    CHECK(no_output(out_path));
+    p.group_size = 0;
+    p.refit_rounds = OSCAR_CALIB_MAX_REFIT_ROUNDS + 1;
+    CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(no_output(out_path));
+    p.refit_rounds = OSCAR_CALIB_RUN_REFIT_AUTO;
     p.group_size = 0;
     p.seq_len = 1024; /* above the model's context of 512 */
     CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
@@ -535,7 +611,8 @@ static void test_binary(void)
     CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
     static const char *const bad[] = {"--grouping foo", "--values x", "--clip maybe", "--tokens 12abc",
                                       "--tokens -5", "--seq-len 1", "--rotation quarot", "--bogus 1", "--tokens",
-                                      "--group-size 48", "--group-size 16"};
+                                      "--group-size 48", "--group-size 16", "--refit 9", "--refit x", "--refit -1",
+                                      "--refit"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s -m %s --text %s -o %s %s", bin, model_path, text_path, out_path, bad[i]);
         int rc = run_cmd(cmd, &lines);
@@ -543,17 +620,37 @@ static void test_binary(void)
     }
     snprintf(cmd, sizeof cmd, "%s -m %s -o %s", bin, model_path, out_path);
     CHECK(run_cmd(cmd, &lines) == 2 && lines == 1);
+    /* an explicit refit with a group smaller than head_dim 64: a usage error naming --refit */
+    snprintf(cmd, sizeof cmd, "%s -m %s --text %s -o %s --group-size 32 --refit 2", bin, model64_path, text_path, out_path);
+    int rc = run_cmd(cmd, &lines);
+    CHECK_MSG(rc == 2 && lines == 1, "--group-size 32 --refit 2 at head_dim 64: exit %d, %d stderr lines", rc, lines);
+    char errp[400], line[400] = {0};
+    snprintf(errp, sizeof errp, "%s/stderr.txt", dir);
+    FILE *ef = fopen(errp, "rb");
+    if (ef) {
+        if (!fgets(line, sizeof line, ef)) line[0] = '\0';
+        fclose(ef);
+    }
+    CHECK_MSG(strstr(line, "--refit") != NULL, "stderr: %s", line);
+    CHECK(no_output(out_path));
     snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s/missing.txt -o %s", bin, model_path, dir, out_path);
     CHECK(run_cmd(cmd, &lines) == 1 && lines == 1);
     CHECK(no_output(out_path));
     snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 100000 -o %s", bin, model_path, text_path, out_path);
     CHECK(run_cmd(cmd, &lines) == 1 && lines == 1);
     CHECK(no_output(out_path));
-    snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 300 --seq-len 100 --grouping head -o %s", bin,
-             model_path, text_path, out_path);
-    CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
-    CHECK(exists(out_path));
-    remove(out_path);
+    /* the default writes the refit's key and metric per head; --refit 0 neither */
+    for (int refit_off = 0; refit_off < 2; refit_off++) {
+        snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 300 --seq-len 100 --grouping head%s -o %s", bin,
+                 model_path, text_path, refit_off ? " --refit 0" : "", out_path);
+        CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
+        CHECK(exists(out_path));
+        oscar_gguf *g = NULL;
+        CHECK_OK(oscar_gguf_open(out_path, &g));
+        if (g) check_refit(g, 2, 16, 2, refit_off ? 0 : 3); /* the generated model: 2 layers, d 16, 2 KV heads */
+        oscar_gguf_close(g);
+        remove(out_path);
+    }
 }
 
 int main(void)
@@ -570,6 +667,12 @@ int main(void)
     snprintf(out_path, sizeof out_path, "%s/out.rot.gguf", dir);
     oscar_model_gen_params gp = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA); /* d 16, 4 heads / 2 KV */
     CHECK_OK(oscar_model_gen_write(&gp, model_path));
+    snprintf(model64_path, sizeof model64_path, "%s/model64.gguf", dir);
+    gp.n_layer = 1;
+    gp.head_dim = 64;
+    gp.n_embd = 256;
+    gp.write_head_dim = 1;
+    CHECK_OK(oscar_model_gen_write(&gp, model64_path));
     write_text(text_path);
     write_file(empty_path, "");
     CHECK_OK(oscar_model_desc_load(model_path, &desc));
