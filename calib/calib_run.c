@@ -1,4 +1,5 @@
 /* The whole calibration run (see calib_run.h). */
+#include <cblas.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -367,7 +368,13 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                 }
     }
     t0 = now_s();
-    OSCAR_TRY(oscar_calib_solve(cal, p->kind, p->values, means ? means + 2 * all : NULL, means ? means + all : NULL, &res));
+    /* the solve's BLAS calls are head_dim-sized: one OpenBLAS thread, so that its idle threads
+     * do not spin beside the clip fit's own workers */
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
+    st = oscar_calib_solve(cal, p->kind, p->values, means ? means + 2 * all : NULL, means ? means + all : NULL, &res);
+    openblas_set_num_threads(blas_threads);
+    if (st != OSCAR_OK) goto fail;
     rep.t_solve = now_s() - t0;
     rep.refit_rounds = oscar_calib_get_params(cal)->refit_rounds;
     size_t nl = hp->n_layer;

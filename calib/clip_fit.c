@@ -3,7 +3,9 @@
  * will (error feedback for keys, the least-squares refit with refit_rounds). */
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "int2_quant.h"
@@ -31,6 +33,62 @@ static void stored_rows(const float *x, uint32_t n, size_t stride, uint32_t d, c
     for (uint32_t t = 0; t < n; t++) qsort(ys + (size_t)t * d, d, sizeof(float), cmp_float_asc);
 }
 
+/* One head's rows under a part of the clip grid: ratios first, first + stride, ... of the
+ * grid, each quantized as the runtime stores it and scored (values: proxy-weighted squared
+ * error; keys: eᵀMe) into acc[ratio]. Workers share only read-only inputs. */
+typedef struct ratio_work {
+    const float *y, *ys;      /* [n][d] rotated rows; |y| of each sorted ascending */
+    const double *w, *M;      /* values: [n] weights; keys: [d][d] Rᵀ C_Q R */
+    const float *F, *MR;      /* keys' feedback and refit metric, or NULL */
+    const float *ratios;      /* [n_ratios] */
+    uint32_t n, d, G, rounds, n_ratios, first, stride;
+    int values;
+    double *acc;              /* [n_ratios], this worker's ratios written */
+    double *E;                /* [n][d] scratch: quantization error */
+    float *yq;                /* [d] scratch */
+} ratio_work;
+
+static void *ratio_errors(void *arg)
+{
+    ratio_work *k = arg;
+    uint32_t d = k->d;
+    for (uint32_t ri = k->first; ri < k->n_ratios; ri += k->stride) {
+        double acc = 0.0;
+        for (uint32_t t = 0; t < k->n; t++) {
+            const float *yt = k->y + (size_t)t * d;
+            double *e = k->E + (size_t)t * d;
+            float tau = oscar_int2_clip_threshold_sorted(k->ys + (size_t)t * d, d, k->ratios[ri]);
+            if (k->rounds) oscar_int2_fake_quantize_refit(yt, d, tau, k->F, k->MR, k->rounds, k->yq); /* G = d */
+            else if (k->F) oscar_int2_fake_quantize_feedback(yt, d, k->G, tau, k->F, k->yq);
+            else oscar_int2_fake_quantize_tau(yt, d, k->G, tau, k->yq);
+            for (uint32_t j = 0; j < d; j++) e[j] = (double)k->yq[j] - (double)yt[j];
+            double s = 0.0;
+            if (k->values) {
+                for (uint32_t j = 0; j < d; j++) s += e[j] * e[j];
+                acc += k->w[t] * s;
+            } else {
+                for (uint32_t i = 0; i < d; i++) {
+                    double me = 0.0;
+                    for (uint32_t j = 0; j < d; j++) me += k->M[(size_t)i * d + j] * e[j];
+                    s += e[i] * me;
+                }
+                acc += s;
+            }
+        }
+        k->acc[ri] = acc;
+    }
+    return NULL;
+}
+
+/* Workers for the clip curves: the machine's processors, at most CLIP_WORKERS. */
+#define CLIP_WORKERS 8
+static uint32_t clip_workers(uint32_t n_ratios)
+{
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t n = c < 1 ? 1 : c > CLIP_WORKERS ? CLIP_WORKERS : (uint32_t)c;
+    return n < n_ratios ? n : n_ratios;
+}
+
 oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
                                     const float *feedback, const float *metric, const float *center, const float *ratios,
                                     uint32_t n_ratios, double *err_sum, uint64_t *rows)
@@ -45,8 +103,10 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     double *EM = NULL;  /* [n][d] E·M */
     double *w = NULL;   /* [n] proxy weights, mean 1 */
     float *ys = NULL;   /* [n][d] |y| of each row, sorted ascending */
-    float *yq = NULL;   /* [d] */
     float *xc = NULL;   /* [n][d] centered reservoir rows */
+    double *scratch = NULL; /* [workers][n][d] each worker's quantization errors */
+    float *yqs = NULL;      /* [workers][d] */
+    double *acc = NULL;     /* [n_ratios] one head's error per ratio */
     const oscar_calib_params *p = oscar_calib_get_params(cal);
     if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: NULL argument or no ratios");
@@ -65,9 +125,12 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     EM = malloc((size_t)cap * d * sizeof *EM);
     w = malloc((size_t)cap * sizeof *w);
     ys = malloc((size_t)cap * d * sizeof *ys);
-    yq = malloc(d * sizeof *yq);
     xc = center ? malloc((size_t)cap * d * sizeof *xc) : NULL;
-    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !ys || !yq || (center && !xc))
+    uint32_t nw = clip_workers(n_ratios);
+    scratch = malloc((size_t)nw * cap * d * sizeof *scratch);
+    yqs = malloc((size_t)nw * d * sizeof *yqs);
+    acc = malloc(n_ratios * sizeof *acc);
+    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !ys || (center && !xc) || !scratch || !yqs || !acc)
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve: %u rows", cap);
     for (size_t i = 0; i < dd; i++) Rd[i] = R[i];
 
@@ -102,29 +165,22 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
             cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0, Rd, (int)d, T, (int)d,
                         0.0, M, (int)d);
         }
-        for (uint32_t ri = 0; ri < n_ratios; ri++) {
-            for (uint32_t t = 0; t < n; t++) {
-                const float *yt = y + (size_t)t * d;
-                float tau = oscar_int2_clip_threshold_sorted(ys + (size_t)t * d, d, ratios[ri]);
-                if (rounds) oscar_int2_fake_quantize_refit(yt, d, tau, F, MR, rounds, yq); /* G = d */
-                else if (F) oscar_int2_fake_quantize_feedback(yt, d, G, tau, F, yq);
-                else oscar_int2_fake_quantize_tau(yt, d, G, tau, yq);
-                for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = (double)yq[j] - (double)yt[j];
-            }
-            double acc = 0.0;
-            if (values) {
-                for (uint32_t t = 0; t < n; t++) {
-                    double s = 0.0;
-                    for (uint32_t j = 0; j < d; j++) s += E[(size_t)t * d + j] * E[(size_t)t * d + j];
-                    acc += w[t] * s;
-                }
-            } else {
-                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)d, (int)d, 1.0, E, (int)d, M,
-                            (int)d, 0.0, EM, (int)d);
-                for (size_t x = 0; x < (size_t)n * d; x++) acc += EM[x] * E[x];
-            }
-            err_sum[ri] += acc;
+        /* the grid's ratios over the workers (the calling thread is worker 0), each ratio's
+         * error summed by one worker in row order */
+        ratio_work work[CLIP_WORKERS];
+        pthread_t tid[CLIP_WORKERS];
+        int started[CLIP_WORKERS] = { 0 };
+        for (uint32_t k = 0; k < nw; k++) {
+            work[k] = (ratio_work){ y, ys, w, M, F, MR, ratios, n, d, G, rounds, n_ratios, k, nw, values, acc,
+                                    scratch + (size_t)k * cap * d, yqs + (size_t)k * d };
+            if (k > 0) started[k] = pthread_create(&tid[k], NULL, ratio_errors, &work[k]) == 0;
         }
+        ratio_errors(&work[0]);
+        for (uint32_t k = 1; k < nw; k++) {
+            if (started[k]) pthread_join(tid[k], NULL);
+            else ratio_errors(&work[k]); /* no thread: its share here */
+        }
+        for (uint32_t ri = 0; ri < n_ratios; ri++) err_sum[ri] += acc[ri];
         *rows += n;
     }
 fail:
@@ -137,8 +193,10 @@ fail:
     free(EM);
     free(w);
     free(ys);
-    free(yq);
     free(xc);
+    free(scratch);
+    free(yqs);
+    free(acc);
     return st;
 }
 

@@ -152,24 +152,29 @@ void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const floa
                           uint16_t *scale_h, uint16_t *min_h)
 {
     uint8_t cur[OSCAR_INT2_MAX_ROW];
-    float x[OSCAR_INT2_MAX_ROW];
+    float x[OSCAR_INT2_MAX_ROW], mcs[OSCAR_INT2_MAX_ROW], m1s[OSCAR_INT2_MAX_ROW]; /* (M c)_j, (M 1)_j */
     uint16_t cur_s = *scale_h, cur_m = *min_h;
     float best = -INFINITY;
     for (uint32_t i = 0; i < n; i++) cur[i] = codes[i];
     for (uint32_t r = 0; r < rounds; r++) {
+        /* each (M c)_j and (M 1)_j summed over i ascending, as written in int2_quant.h; i outer so
+         * that the n sums advance side by side, M read by rows (M[j][i] = M[i][j]; M 1 does not
+         * change: once) */
+        for (uint32_t j = 0; j < n; j++) {
+            mcs[j] = M ? 0.0f : (float)cur[j];
+            if (r == 0) m1s[j] = M ? 0.0f : 1.0f;
+        }
+        for (uint32_t i = 0; M && i < n; i++) {
+            float ci = (float)cur[i];
+            for (uint32_t j = 0; j < n; j++) {
+                float p = M[(size_t)i * n + j] * ci;
+                mcs[j] = mcs[j] + p;
+            }
+            for (uint32_t j = 0; r == 0 && j < n; j++) m1s[j] = m1s[j] + M[(size_t)i * n + j];
+        }
         float m11 = 0.0f, m12 = 0.0f, m22 = 0.0f, r1 = 0.0f, r2 = 0.0f;
         for (uint32_t j = 0; j < n; j++) {
-            float mc = 0.0f, m1 = 0.0f;
-            if (M) {
-                for (uint32_t i = 0; i < n; i++) {
-                    float p = M[(size_t)j * n + i] * (float)cur[i];
-                    mc = mc + p;
-                    m1 = m1 + M[(size_t)j * n + i];
-                }
-            } else {
-                mc = (float)cur[j];
-                m1 = 1.0f;
-            }
+            float mc = mcs[j], m1 = m1s[j];
             float t22 = mc * (float)cur[j], t1 = m1 * y[j], t2 = mc * y[j];
             m11 = m11 + m1;
             m12 = m12 + mc;

@@ -69,7 +69,7 @@ void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t 
  *     score(a, b) = 2(a·r1 + b·r2) − a·a·m11 − 2a·b·m12 − b·b·m22   (= yᵀMy − error: larger is better)
  * Candidates: the current grid and the solve's (both as fp16), with the current codes; a solve
  * with b ≤ 0 ends the rounds. All sums left to right in j, fp32 as written (kv_flush.comp
- * matches it bit for bit). M: [n][n] row-major, NULL for the identity (values); F: NULL for
+ * matches it bit for bit). M: [n][n] row-major and symmetric, NULL for the identity (values); F: NULL for
  * nearest codes. x: the clipped row with its min–max grid's codes already chosen (codes,
  * *scale_h, *min_h from oscar_int2_quantize_group / oscar_int2_feedback_codes); y: the row
  * before clipping. Replaces codes, *scale_h and *min_h by the best. n <= OSCAR_INT2_MAX_ROW. */

@@ -303,10 +303,12 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     if (p.refit_rounds > 8 || (p.refit_rounds && p.group_size != d) || (p.key_metric && !p.refit_rounds))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: refit_rounds %u must be at most 8, needs group_size %u equal "
                            "to head_dim %u, and key_metric needs it", p.refit_rounds, p.group_size, d);
-    for (size_t i = 0; p.key_metric && i < (size_t)L * n_rot * d * d; i++)
-        if (!isfinite(p.key_metric[i]))
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_metric of layer %zu (head %zu): element (%zu, %zu) is not finite",
-                               i / ((size_t)d * d) / n_rot, i / ((size_t)d * d) % n_rot, i / d % d, i % d);
+    for (size_t i = 0; p.key_metric && i < (size_t)L * n_rot * d * d; i++) {
+        size_t m = i / ((size_t)d * d), r = i / d % d, c = i % d;
+        if (!isfinite(p.key_metric[i]) || p.key_metric[i] != p.key_metric[(m * d + c) * d + r])
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_metric of layer %zu (head %zu): element (%zu, %zu) is %s",
+                               m / n_rot, m % n_rot, r, c, isfinite(p.key_metric[i]) ? "not its transpose's" : "not finite");
+    }
     if ((p.mean_k || p.mean_v) && p.mode != OSCAR_KV_INT2_ROTATED)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mean_k / mean_v need mode oscar, not %s",
                            oscar_kv_mode_name(p.mode));

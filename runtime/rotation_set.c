@@ -230,8 +230,9 @@ static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what,
 
 /* Optional per-rotation matrix blk.<l>.<what> (F32, ne [d, d] or [d, d, n_rot]) into dst
  * [n_layer][n_rot][d][d], allocated at the first layer; present in every layer or in none;
- * finite, and with `upper` 0 on and below the diagonal. attn_k_feedback: the key codes' error
- * feedback (oscar_kv_params.key_feedback, upper); attn_k_metric: the keys' refit metric. */
+ * finite, and with `upper` 0 on and below the diagonal, else symmetric. attn_k_feedback: the key
+ * codes' error feedback (oscar_kv_params.key_feedback, upper); attn_k_metric: the keys' refit
+ * metric (symmetric). */
 static oscar_status read_matrix(const oscar_gguf *g, uint32_t l, const char *what, int upper, uint32_t d, uint32_t n_rot,
                                 int *present, float **dst, uint32_t n_layer)
 {
@@ -247,9 +248,11 @@ static oscar_status read_matrix(const oscar_gguf *g, uint32_t l, const char *wha
     const float *f = t->data;
     for (size_t i = 0; i < (size_t)n_rot * d * d; i++) {
         size_t row = i / d % d, col = i % d;
-        if (!isfinite(f[i]) || (upper && col <= row && f[i] != 0.0f))
+        size_t mirror = (i / ((size_t)d * d) * d + col) * d + row;
+        if (!isfinite(f[i]) || (upper && col <= row && f[i] != 0.0f) || (!upper && f[i] != f[mirror]))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: element (%zu, %zu) of head %zu is %s", g->path, name, row, col,
-                               i / ((size_t)d * d), isfinite(f[i]) ? "not 0 on or below the diagonal" : "not finite");
+                               i / ((size_t)d * d), !isfinite(f[i]) ? "not finite" : upper ? "not 0 on or below the diagonal"
+                                                                                            : "not its transpose's");
     }
     if (!*dst) {
         *dst = malloc((size_t)n_layer * n_rot * d * d * sizeof(float));

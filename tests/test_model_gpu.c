@@ -610,7 +610,8 @@ typedef struct zoo_spec {
                                 * layer 1's; 3 layer 1's nonzero on its diagonal; 4 layer 0's only;
                                 * 5 layer 1's with one matrix too many */
     int refit;                 /* 0 none; 1 oscar.refit_rounds 2 and blk.N.attn_k_metric (zoo_metric); 2 NaN
-                                * in layer 1's metric; 3 the metric without oscar.refit_rounds; 4 rounds 9 */
+                                * in layer 1's metric; 3 the metric without oscar.refit_rounds; 4 rounds 9;
+                                * 5 layer 1's metric not symmetric */
 } zoo_spec;
 
 /* The refit metric write_zoo stores: element i of [n_layer][n_rot][d][d], symmetric and
@@ -677,6 +678,7 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
             float *f = malloc(per * sizeof *f);
             for (size_t i = 0; f && i < per; i++) f[i] = zoo_metric(l * per + i, d);
             if (f && l == 1 && z->refit == 2) f[d + 5] = NAN;
+            if (f && l == 1 && z->refit == 5) f[1] += 0.5f;
             snprintf(name, sizeof name, "blk.%u.attn_k_metric", l);
             if (!st) st = f ? oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
             free(f);
@@ -782,6 +784,7 @@ static void check_rotation_files(void)
         { 0, 2, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_metric: element (1, 5) of head 0 is not finite" },
         { 0, 3, OSCAR_ERROR_BAD_FORMAT, "has attn_k_metric but no oscar.refit_rounds" },
         { 0, 4, OSCAR_ERROR_BAD_FORMAT, "oscar.refit_rounds 9" },
+        { 0, 5, OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_metric: element (0, 1) of head 0 is not its transpose's" },
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         z.feedback = bad[i].feedback, z.refit = bad[i].refit;

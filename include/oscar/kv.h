@@ -81,7 +81,8 @@ typedef struct oscar_kv_params {
     uint32_t refit_rounds;
     /* With refit_rounds: float32 [n_layer][n_rot][head_dim][head_dim], symmetric positive
      * definite, the metric of a key row's error in the rotated basis (oscar-calib writes the
-     * queries' covariance Rᵀ C_Q R, scaled to mean diagonal 1). Copied at creation; finite. */
+     * queries' covariance Rᵀ C_Q R, scaled to mean diagonal 1). Copied at creation; finite and
+     * exactly symmetric. */
     const float *key_metric;
 } oscar_kv_params;
 
