@@ -36,7 +36,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.clip_v_output = 1;
     p.center = 0;
     p.key_feedback = 1;
-    p.refit_rounds = OSCAR_CALIB_RUN_REFIT_AUTO;
+    p.refit_rounds = 0;
     p.sink_tokens = 64;
     p.recent_tokens = 256;
     p.seed = 1;
@@ -242,7 +242,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "grouping must be layer or head");
     if ((unsigned)p->kind > OSCAR_ROTATION_OSCAR_NO_PERM)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "unknown rotation kind %d", (int)p->kind);
-    if (p->refit_rounds != OSCAR_CALIB_RUN_REFIT_AUTO && p->refit_rounds > OSCAR_CALIB_MAX_REFIT_ROUNDS)
+    if (p->refit_rounds > OSCAR_CALIB_MAX_REFIT_ROUNDS)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "refit rounds %u out of range (0..%u)", p->refit_rounds,
                    OSCAR_CALIB_MAX_REFIT_ROUNDS);
 
@@ -301,11 +301,10 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "group size %u does not divide head_dim %u", p->group_size,
                    hp->head_dim);
     uint32_t group = p->group_size ? p->group_size : (hp->head_dim < 128 ? hp->head_dim : 128); /* oscar_calib_create's */
-    if (p->refit_rounds == OSCAR_CALIB_RUN_REFIT_AUTO) cp.refit_rounds = group == hp->head_dim ? OSCAR_CALIB_RUN_REFIT_DEFAULT : 0;
-    else if (p->refit_rounds && group < hp->head_dim)
+    if (p->refit_rounds && group < hp->head_dim)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "refit needs one group per row: group size %u is below head_dim %u", group,
                    hp->head_dim);
-    else cp.refit_rounds = p->refit_rounds;
+    cp.refit_rounds = p->refit_rounds;
     if ((st = oscar_calib_create(&cp, &cal)) != OSCAR_OK)
         OSCAR_FAIL(st == OSCAR_ERROR_INVALID_ARGUMENT ? OSCAR_ERROR_UNSUPPORTED : st,
                    "model %s cannot be calibrated: %s", p->model_path, oscar_last_error());

@@ -15,8 +15,6 @@
 #include "oscar/oscar.h"
 #include "oscar_calib.h"
 
-#define OSCAR_CALIB_RUN_REFIT_AUTO UINT32_MAX /* oscar_calib_run_params.refit_rounds: by group size */
-#define OSCAR_CALIB_RUN_REFIT_DEFAULT 3u        /* the rounds AUTO picks with one group per row */
 
 typedef struct oscar_calib_run_params {
     const char *model_path;      /* GGUF model */
@@ -41,10 +39,9 @@ typedef struct oscar_calib_run_params {
                                   * 0 (default): the model's context_length */
     uint32_t group_size;         /* quantization group G; 0: min(head_dim, 128) */
     uint32_t refit_rounds;       /* least-squares refit rounds of each row's min and scale (keys under
-                                  * their metric, blk.N.attn_k_metric written), 0..8, or
-                                  * OSCAR_CALIB_RUN_REFIT_AUTO (default): 3 when the group is the whole
-                                  * head (G = head_dim), else 0; an explicit N > 0 with G < head_dim is
-                                  * INVALID_ARGUMENT */
+                                  * their metric, blk.N.attn_k_metric written), 0..8; default 0 (it
+                                  * measured worse on SmolLM2, docs/quality.md); N > 0 needs
+                                  * G = head_dim, else INVALID_ARGUMENT */
     uint32_t sink_tokens, recent_tokens; /* metadata; default 64 and 256 */
     uint64_t seed;               /* reservoir sampling; default 1 */
     /* Progress: stage "capture" (done/total tokens) and "solve" (done/total layers). */

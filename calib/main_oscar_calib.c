@@ -47,7 +47,7 @@ static void usage(FILE *f)
         "                          reads (default min(head_dim, 128)); sessions in mode oscar use it\n"
         "      --refit N           each row's min and scale refitted by least squares N times (0..8), keys\n"
         "                          under the queries' metric (written as blk.N.attn_k_metric); 0: the\n"
-        "                          reference's min-max grid (default 3 when the group is head_dim, else 0)\n"
+        "                          reference's min-max grid (default; the refit measured worse on SmolLM2)\n"
         "      --rotation R        oscar (default), oscar-noperm, hadamard, identity\n"
         "      --sink N            fp16 sink tokens recorded in the file (default 64)\n"
         "      --recent N          fp16 recent tokens recorded in the file (default 256)\n"

@@ -109,7 +109,7 @@ typedef struct oscar_calib_params {
                                    * (oscar_int2_fake_quantize_refit) the clip fit quantizes with:
                                    * keys under their metric (oscar_key_metric_matrix, damped with
                                    * feedback_damp), values under the identity; 0: the min–max grid.
-                                   * Default 3; at most OSCAR_CALIB_MAX_REFIT_ROUNDS; needs one group
+                                   * Default 0; at most OSCAR_CALIB_MAX_REFIT_ROUNDS; needs one group
                                    * per row, so it resolves to 0 when group_size < head_dim */
     uint64_t seed;                /* reservoir sampling */
     oscar_calib_progress_fn progress; /* may be NULL */

@@ -9,13 +9,12 @@
 #                                               at most 48 MiB, so that each fits one device carry
 #   eval.txt                                    evaluation text (gnu-standards, scripts/make_calib_text.sh)
 #   rot/layer.fitted.rot.gguf  rot/head.fitted.rot.gguf  rot/layer.fixed.rot.gguf  rot/layer.scores.rot.gguf
-#   rot/head.centered.rot.gguf  rot/head.minmax.rot.gguf  rot/head.nearest.rot.gguf
+#   rot/head.centered.rot.gguf  rot/head.refit.rot.gguf  rot/head.nearest.rot.gguf
 #                                               oscar-calib on calib.txt (debian-handbook), 20K tokens;
 #                                               none centered (the default) but head.centered, all with
 #                                               the key codes' error feedback (the default) but
-#                                               head.nearest, all with 3 rounds of least-squares refit
-#                                               (the default) but head.minmax and head.nearest (the
-#                                               reference's quantizer)
+#                                               head.nearest, none with the least-squares refit (the
+#                                               default) but head.refit (3 rounds)
 #                                               (and each run's log, rot/NAME.calib.log)
 # To carry OUTDIR to the GPU machine (64 MiB per call): first model.part-00 with rot/layer.*,
 # then model.part-01, model.sha256, eval.txt and rot/head.* with the binaries.
@@ -63,9 +62,9 @@ prepare() {
     local tokens=${CALIB_TOKENS:-20000} threads=${CALIB_THREADS:-$(nproc)}
     local src="debian-handbook: /usr/share/doc/debian-handbook/html/en-US/*.html"
     # name grouping clip values center key-rounding refit-rounds
-    local variants=("layer.fitted layer fitted proxy no feedback 3" "head.fitted head fitted proxy no feedback 3"
-                    "layer.fixed layer fixed proxy no feedback 3" "layer.scores layer fitted scores no feedback 3"
-                    "head.centered head fitted proxy yes feedback 3" "head.minmax head fitted proxy no feedback 0"
+    local variants=("layer.fitted layer fitted proxy no feedback 0" "head.fitted head fitted proxy no feedback 0"
+                    "layer.fixed layer fixed proxy no feedback 0" "layer.scores layer fitted scores no feedback 0"
+                    "head.centered head fitted proxy yes feedback 0" "head.refit head fitted proxy no feedback 3"
                     "head.nearest head fitted proxy no nearest 0")
     local v name g c vals ctr kr rf
     for v in "${variants[@]}"; do
@@ -94,7 +93,7 @@ run() {
         (cd "$out" && sha256sum -c --quiet model.sha256) || { rm -f "$model"; fail "model.gguf: sha256 mismatch"; }
     fi
     local r
-    for r in layer.fitted head.fitted layer.fixed layer.scores head.centered head.minmax head.nearest; do
+    for r in layer.fitted head.fitted layer.fixed layer.scores head.centered head.refit head.nearest; do
         [ -f "$out/rot/$r.rot.gguf" ] || fail "$out/rot/$r.rot.gguf missing (prepare first)"
     done
     local report="$out/quality.md" args=()
@@ -107,7 +106,7 @@ run() {
         --mode fp16=fp16 --mode int2=int2 --mode hadamard=int2-hadamard \
         --mode oscar-layer=oscar:rot/layer.fitted.rot.gguf --mode oscar-head=oscar:rot/head.fitted.rot.gguf \
         --mode oscar-head-centered=oscar:rot/head.centered.rot.gguf \
-        --mode oscar-head-minmax=oscar:rot/head.minmax.rot.gguf \
+        --mode oscar-head-refit=oscar:rot/head.refit.rot.gguf \
         --mode oscar-head-nearest=oscar:rot/head.nearest.rot.gguf \
         --mode oscar-layer-fixedclip=oscar:rot/layer.fixed.rot.gguf \
         --mode oscar-layer-scores=oscar:rot/layer.scores.rot.gguf \

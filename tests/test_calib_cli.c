@@ -9,11 +9,11 @@
  *  - bad input: a missing or non-GGUF model, a missing, empty or too short text, an unwritable
  *    output, a bad group size or sequence length: the right status, and no file left behind;
  *  - the least-squares refit: its metric (blk.N.attn_k_metric, symmetric, mean diagonal 1, the
- *    core's oscar_key_metric_matrix of the spread C_K) and oscar.refit_rounds written by default
- *    when the group is head_dim, neither with refit 0 or a smaller group;
+ *    core's oscar_key_metric_matrix of the spread C_K) and oscar.refit_rounds written when asked
+ *    for (one group per row), neither by default;
  *  - the binary (OSCAR_CALIB_BIN, else ../oscar-calib from the tests folder): --help, bad flag
  *    values (exit 2), a failing run (exit 1, one line on stderr, no file), a good run (exit 0),
- *    the refit's tensors and key present by default and absent with --refit 0.
+ *    the refit's tensors and key present with --refit 3 and absent by default.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -453,10 +453,11 @@ static void test_runs(const oscar_model_desc *desc)
     oscar_calib_run_params p = base_params();
     oscar_calib_run_report rep;
     p.center = 1;
+    p.refit_rounds = 3;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
     expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1, 3};
-    CHECK(rep.refit_rounds == 3); /* the default with one group per row (G = head_dim 16) */
+    CHECK(rep.refit_rounds == 3); /* asked for, with one group per row (G = head_dim 16) */
     oscar_gguf *g = check_file(out_path, desc, &e);
     if (g) check_pipeline_orientation(desc, g, 600, 128);
     oscar_gguf_close(g);
@@ -470,20 +471,20 @@ static void test_runs(const oscar_model_desc *desc)
     p.text_source = NULL;
     p.center = 0;
     p.key_feedback = 0;
+    p.refit_rounds = 0;
     CHECK_OK(oscar_calib_run(&p, &rep));
     expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, 0};
-    CHECK(rep.refit_rounds == 0); /* the default with G < head_dim: off */
+    CHECK(rep.refit_rounds == 0); /* the default */
     g = check_file(out_path, desc, &e2);
     oscar_gguf_close(g);
     if (rep.clip_k_fit) CHECK(rep.clip_k_fit[0] >= 0.8f && rep.clip_k_fit[0] <= 1.0f);
     oscar_calib_run_report_free(&rep);
 
-    /* per head with one group per row: the refit on by default (its metric per head), off with
-     * 0, or 1 round */
+    /* per head with one group per row: 3 rounds (the metric per head), none, or 1 round */
     p.group_size = 0;
     for (uint32_t refit = 0; refit < 3; refit++) {
-        p.refit_rounds = refit == 0 ? OSCAR_CALIB_RUN_REFIT_AUTO : refit - 1;
-        uint32_t want = refit == 0 ? 3 : refit - 1;
+        p.refit_rounds = refit == 0 ? 3 : refit - 1;
+        uint32_t want = p.refit_rounds;
         CHECK_OK(oscar_calib_run(&p, &rep));
         CHECK(rep.refit_rounds == want);
         expect e3 = {"head", "attention_output", text_path, 16, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, want};
@@ -550,7 +551,7 @@ static void test_bad_input(void)
     p.refit_rounds = OSCAR_CALIB_MAX_REFIT_ROUNDS + 1;
     CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(no_output(out_path));
-    p.refit_rounds = OSCAR_CALIB_RUN_REFIT_AUTO;
+    p.refit_rounds = 0;
     p.group_size = 0;
     p.seq_len = 1024; /* above the model's context of 512 */
     CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
@@ -639,10 +640,10 @@ static void test_binary(void)
     snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 100000 -o %s", bin, model_path, text_path, out_path);
     CHECK(run_cmd(cmd, &lines) == 1 && lines == 1);
     CHECK(no_output(out_path));
-    /* the default writes the refit's key and metric per head; --refit 0 neither */
+    /* --refit 3 writes the refit's key and metric per head; the default neither */
     for (int refit_off = 0; refit_off < 2; refit_off++) {
         snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 300 --seq-len 100 --grouping head%s -o %s", bin,
-                 model_path, text_path, refit_off ? " --refit 0" : "", out_path);
+                 model_path, text_path, refit_off ? "" : " --refit 3", out_path);
         CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
         CHECK(exists(out_path));
         oscar_gguf *g = NULL;
