@@ -165,7 +165,7 @@ int main(int argc, char **argv)
     oscar_calib_run_params p = oscar_calib_run_params_default();
     progress_state ps = {0};
     uint64_t threads = 0, v = 0;
-    int print_fp = 0, refit_set = 0;
+    int print_fp = 0;
     static const char *const groupings[] = {"layer", "head", NULL};
     static const char *const values[] = {"proxy", "scores", NULL};
     static const char *const clips[] = {"fixed", "fitted", NULL};
@@ -220,7 +220,6 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--refit")) {
             if (!parse_u64(a, val, 0, OSCAR_CALIB_MAX_REFIT_ROUNDS, &v)) return 2;
             p.refit_rounds = (uint32_t)v;
-            refit_set = 1;
         } else if (!strcmp(a, "--feedback-span")) {
             if (!parse_u64(a, val, 1, 1u << 24, &v)) return 2;
             p.feedback_span = (uint32_t)v;
@@ -279,7 +278,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "oscar-calib: -m MODEL, --text FILE and -o OUTPUT are required (see --help)\n");
         return 2;
     }
-    if (refit_set && p.refit_rounds > 0) {
+    if (p.refit_rounds > 0) {
         /* the refit fits one group per row: a usage error, told before the run, when the group is
          * smaller than the model's head_dim (a model that does not load fails in the run) */
         oscar_model_desc *desc = NULL;
