@@ -298,6 +298,28 @@ static void bad_input(oscar_context *ctx)
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "mean_v of layer 0, KV head 1, element 7 is not finite") != NULL);
     free(mean);
+    /* the refit: only in mode oscar, at most 8 rounds, its metric symmetric, finite and with it */
+    float *met = calloc(64 * 64, sizeof(float)); /* [n_layer 1][n_rot 1][d 64][d 64] */
+    for (int i = 0; i < 64; i++) met[i * 64 + i] = 1.0f;
+    q = p, q.mode = OSCAR_KV_INT2_HADAMARD, q.refit_rounds = 3;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "refit_rounds / key_metric need mode oscar") != NULL);
+    q = p, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, q.refit_rounds = 3, q.key_metric = met;
+    CHECK_OK(oscar_kv_cache_create(ctx, &q, &c));
+    oscar_kv_cache_destroy(c);
+    q.refit_rounds = 9;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    q.refit_rounds = 0;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    q.refit_rounds = 3;
+    met[1] = 0.5f; /* (0, 1) without its (1, 0) */
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "key_metric of layer 0 (head 0): element (0, 1) is not its transpose's") != NULL);
+    met[64] = 0.5f;
+    met[70] = NAN;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "element (1, 6) is not finite") != NULL);
+    free(met);
     free(rot);
     float bad_clip[1] = { 1.5f };
     q = p, q.clip_k = bad_clip;
