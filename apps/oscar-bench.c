@@ -54,6 +54,7 @@
 
 #include "common/app_common.h"
 #include "gguf.h"
+#include "int2_quant.h"
 #include "kv_cache.h"
 #include "model_api.h"
 #include "model_gen.h"
@@ -1007,7 +1008,7 @@ static uint64_t floor_cache_bytes(const oscar_model_gen_params *p, oscar_kv_mode
     oscar_kv_params kp = oscar_kv_params_default();
     uint64_t row = (uint64_t)p->n_head_kv * p->head_dim, f16 = context;
     if (mode != OSCAR_KV_FP16 && f16 > kp.sink_tokens + kp.recent_tokens) f16 = kp.sink_tokens + kp.recent_tokens;
-    uint32_t g = kp.group_size ? kp.group_size : (p->head_dim < 128 ? p->head_dim : 128);
+    uint32_t g = kp.group_size ? kp.group_size : oscar_int2_default_group(p->head_dim);
     uint64_t int2_row = (row / g) * (g / 4 + 4); /* codes, scale, min per group */
     return 2 * (f16 * row * 2 + (context - f16) * int2_row);
 }

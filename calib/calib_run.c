@@ -12,6 +12,7 @@
 #include "calib_run.h"
 #include "capture.h"
 #include "error.h"
+#include "int2_quant.h"
 #include "model_desc.h"
 #include "model_ref.h"
 #include "rotation_file.h"
@@ -300,7 +301,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     if (p->group_size && (p->group_size > hp->head_dim || hp->head_dim % p->group_size != 0))
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "group size %u does not divide head_dim %u", p->group_size,
                    hp->head_dim);
-    uint32_t group = p->group_size ? p->group_size : (hp->head_dim < 128 ? hp->head_dim : 128); /* oscar_calib_create's */
+    uint32_t group = p->group_size ? p->group_size : oscar_int2_default_group(hp->head_dim); /* oscar_calib_create's */
     if (p->refit_rounds && group < hp->head_dim)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "refit needs one group per row: group size %u is below head_dim %u", group,
                    hp->head_dim);

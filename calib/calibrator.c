@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "int2_quant.h"
 #include "oscar_calib.h"
 
 typedef struct calib_head { /* one (layer, KV head) */
@@ -237,7 +238,7 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
                    "oscar_calib_create: head_dim %u is not a power of two in 1..%u (the Walsh-Hadamard "
                    "matrix needs d = 2^k)", d, OSCAR_CALIB_MAX_HEAD_DIM);
-    if (p.group_size == 0) p.group_size = d < 128 ? d : 128; /* the runtime's default (oscar_kv_params) */
+    if (p.group_size == 0) p.group_size = oscar_int2_default_group(d); /* the runtime's default (oscar_kv_params) */
     if (p.group_size > d || d % p.group_size != 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: group_size %u does not divide head_dim %u",
                    p.group_size, d);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "calib_run.h"
+#include "int2_quant.h"
 #include "model_desc.h"
 
 static void usage(FILE *f)
@@ -283,7 +284,7 @@ int main(int argc, char **argv)
          * smaller than the model's head_dim (a model that does not load fails in the run) */
         oscar_model_desc *desc = NULL;
         if (oscar_model_desc_load(p.model_path, &desc) == OSCAR_OK) {
-            uint32_t hd = desc->hp.head_dim, g = p.group_size ? p.group_size : (hd < 128 ? hd : 128);
+            uint32_t hd = desc->hp.head_dim, g = p.group_size ? p.group_size : oscar_int2_default_group(hd);
             oscar_model_desc_destroy(desc);
             if (g < hd) {
                 fprintf(stderr, "oscar-calib: --refit %u: needs one group per row, but the group size %u is below "

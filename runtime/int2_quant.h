@@ -27,6 +27,10 @@
 #define OSCAR_INT2_MAX_GROUP 256u
 #define OSCAR_INT2_MAX_ROW 256u /* longest row oscar_int2_fake_quantize_feedback takes (head_dim) */
 
+/* The quantization group when none is given (oscar_kv_params.group_size 0): one group per row up
+ * to 128 elements, else 128. Every default of the runtime and the calibrator comes from here. */
+static inline uint32_t oscar_int2_default_group(uint32_t head_dim) { return head_dim < 128 ? head_dim : 128; }
+
 /* Returns the clip threshold tau of x[0..n) at ratio r (see above); +inf when r >= 1 or n == 0.
  * `scratch` must hold n floats. */
 float oscar_int2_clip_threshold(const float *x, uint32_t n, float r, float *scratch);

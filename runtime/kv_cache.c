@@ -129,7 +129,7 @@ static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 /* Fills defaults and checks the shape; names the first bad field. */
 static oscar_status check_params(oscar_kv_params *p)
 {
-    if (p->group_size == 0) p->group_size = p->head_dim < 128 ? p->head_dim : 128;
+    if (p->group_size == 0) p->group_size = oscar_int2_default_group(p->head_dim);
     if (p->attn_scale == 0) p->attn_scale = 1.0f / sqrtf((float)p->head_dim);
     if ((unsigned)p->mode > OSCAR_KV_INT2_ROTATED) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: unknown mode %d", (int)p->mode);
     if (!is_pow2(p->head_dim) || p->head_dim < 64 || p->head_dim > KV_MAX_HEAD_DIM)

@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "gguf.h"
+#include "int2_quant.h"
 #include "model_api.h"
 
 #define ORTHO_TOLERANCE 1e-3
@@ -332,7 +333,7 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     uint32_t refit = 0;
     if (oscar_gguf_find_key(g, "oscar.refit_rounds")) {
         OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.refit_rounds", &refit));
-        uint32_t G = group ? group : (d < 128 ? d : 128);
+        uint32_t G = group ? group : oscar_int2_default_group(d);
         if (refit > 8 || (refit && G != d))
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.refit_rounds %u: at most 8, and only with one group per row (group %u, "
                        "head_dim %u)", path, refit, G, d);
