@@ -40,6 +40,14 @@ void oscar_int2_clip(const float *x, uint32_t n, float tau, float *out)
     }
 }
 
+/* Codes of x[0..n) on the grid (min_h, scale_h): the nearest level, ties up; 0 when the scale is 0. */
+static void nearest_codes(const float *x, uint32_t n, uint16_t scale_h, uint16_t min_h, uint8_t *codes)
+{
+    float mn = oscar_f16_to_f32(min_h), sc = oscar_f16_to_f32(scale_h);
+    float t0 = mn + 0.5f * sc, t1 = mn + 1.5f * sc, t2 = mn + 2.5f * sc;
+    for (uint32_t i = 0; i < n; i++) codes[i] = sc == 0.0f ? 0 : (uint8_t)((x[i] >= t0) + (x[i] >= t1) + (x[i] >= t2));
+}
+
 void oscar_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint16_t *scale_h, uint16_t *min_h)
 {
     float lo = x[0], hi = x[0];
@@ -51,10 +59,7 @@ void oscar_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint1
     float mn = oscar_f16_to_f32(*min_h);
     float range = hi - mn;
     *scale_h = oscar_f32_to_f16(range * (1.0f / 3.0f));
-    float sc = oscar_f16_to_f32(*scale_h);
-    float t0 = mn + 0.5f * sc, t1 = mn + 1.5f * sc, t2 = mn + 2.5f * sc;
-    for (uint32_t i = 0; i < G; i++)
-        codes[i] = sc == 0.0f ? 0 : (uint8_t)((x[i] >= t0) + (x[i] >= t1) + (x[i] >= t2));
+    nearest_codes(x, G, *scale_h, *min_h, codes);
 }
 
 void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *scale_h, const uint16_t *min_h,
@@ -133,9 +138,7 @@ static void grid_codes(const float *y, uint32_t n, uint16_t scale_h, uint16_t mi
         oscar_int2_feedback_codes(x, n, n, &scale_h, &min_h, F, codes);
         return;
     }
-    float mn = oscar_f16_to_f32(min_h), sc = oscar_f16_to_f32(scale_h);
-    float t0 = mn + 0.5f * sc, t1 = mn + 1.5f * sc, t2 = mn + 2.5f * sc;
-    for (uint32_t i = 0; i < n; i++) codes[i] = sc == 0.0f ? 0 : (uint8_t)((y[i] >= t0) + (y[i] >= t1) + (y[i] >= t2));
+    nearest_codes(y, n, scale_h, min_h, codes);
 }
 
 /* score(a, b) of int2_quant.h */

@@ -52,7 +52,7 @@ void feedback_codes(uint F)
                 uint i = b0 + a;
                 vec4 t = q_thr[i / GROUP];
                 float x = q_x[i];
-                uint c = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+                uint c = int2_code(x, t);
                 q_code[i] = c;
                 float mn = f16_bits_to_f32(q_param[i / GROUP] >> 16);
                 precise float step = float(c) * t.w;
@@ -131,7 +131,7 @@ void set_grid(uint param)
 // oscar_int2_refit_row (runtime/int2_quant.c) bit for bit, for one group per row: q_code holds
 // the clipped row's codes on the grid in q_param[0], q_y the row before clipping. Each round,
 // every thread forms (M c)_j and (M 1)_j of its elements (M: the metric at word M, or the
-// identity), one thread sums, scores, solves and keeps the best; the new grid's codes follow
+// identity; (M 1)_j in the first round only), one thread sums, scores, solves and keeps the best; the new grid's codes follow
 // (by feedback at word F when fb). Ends with the best codes in q_code and grid in q_param[0].
 void refit_row(uint rounds, bool use_metric, uint M, bool fb, uint F)
 {
@@ -148,13 +148,13 @@ void refit_row(uint rounds, bool use_metric, uint M, bool fb, uint F)
                     float m = metric[M + j * n + i];
                     precise float p = m * float(q_code[i]);
                     mc = mc + p;
-                    m1 = m1 + m;
+                    if (r == 0u) m1 = m1 + m;
                 }
                 q_mc[j] = mc;
-                q_m1[j] = m1;
+                if (r == 0u) q_m1[j] = m1; // M 1 does not change with the codes
             } else {
                 q_mc[j] = float(q_code[j]);
-                q_m1[j] = 1.0;
+                if (r == 0u) q_m1[j] = 1.0;
             }
         }
         barrier();
@@ -207,7 +207,7 @@ void refit_row(uint rounds, bool use_metric, uint M, bool fb, uint F)
             vec4 t = q_thr[0];
             for (uint j = tid; j < n; j += WG) {
                 float x = q_y[j];
-                q_code[j] = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+                q_code[j] = int2_code(x, t);
             }
             barrier();
         }
@@ -247,7 +247,7 @@ void main()
                 vec4 t = q_thr[0];
                 for (uint j = tid; j < HEAD_DIM; j += WG) {
                     float x = q_x[j];
-                    q_code[j] = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+                    q_code[j] = int2_code(x, t);
                 }
                 barrier();
             }

@@ -134,6 +134,13 @@ void int2_quantize_row(float r)
     barrier();
 }
 
+// Code of x on a group's grid t = (t0, t1, t2, scale) of q_thr: the nearest level, ties up;
+// 0 when the scale is 0.
+uint int2_code(float x, vec4 t)
+{
+    return t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+}
+
 // Word w of the row's packed codes: element 16w + k at bits 2k..2k+1 (kv_layout.h).
 uint int2_code_word(uint w)
 {
@@ -142,7 +149,7 @@ uint int2_code_word(uint w)
         uint e = 16u * w + k;
         vec4 t = q_thr[e / GROUP];
         float x = q_x[e];
-        uint c = t.w == 0.0 ? 0u : (x >= t.x ? 1u : 0u) + (x >= t.y ? 1u : 0u) + (x >= t.z ? 1u : 0u);
+        uint c = int2_code(x, t);
         word |= c << (2u * k);
     }
     return word;
