@@ -44,7 +44,7 @@ typedef struct ratio_work {
     uint32_t n, d, G, rounds, n_ratios, first, stride;
     int values;
     double *acc;              /* [n_ratios], this worker's ratios written */
-    double *E;                /* [n][d] scratch: quantization error */
+    double *e;                /* [d] scratch: a row's quantization error */
     float *yq;                /* [d] scratch */
 } ratio_work;
 
@@ -56,7 +56,7 @@ static void *ratio_errors(void *arg)
         double acc = 0.0;
         for (uint32_t t = 0; t < k->n; t++) {
             const float *yt = k->y + (size_t)t * d;
-            double *e = k->E + (size_t)t * d;
+            double *e = k->e;
             float tau = oscar_int2_clip_threshold_sorted(k->ys + (size_t)t * d, d, k->ratios[ri]);
             if (k->rounds) oscar_int2_fake_quantize_refit(yt, d, tau, k->F, k->MR, k->rounds, k->yq); /* G = d */
             else if (k->F) oscar_int2_fake_quantize_feedback(yt, d, k->G, tau, k->F, k->yq);
@@ -99,12 +99,12 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     double *T = NULL;   /* [d][d] C_Q·R */
     double *M = NULL;   /* [d][d] Rᵀ C_Q R: logit-error weight in the rotated basis */
     float *y = NULL;    /* [n][d] rotated reservoir rows */
-    double *E = NULL;   /* [n][d] quantization error y_hat − y */
-    double *EM = NULL;  /* [n][d] E·M */
+    double *E = NULL;   /* [n][d] the head's key rows in float64 (the values' weights) */
+    double *EM = NULL;  /* [n][d] E·C_Q */
     double *w = NULL;   /* [n] proxy weights, mean 1 */
     float *ys = NULL;   /* [n][d] |y| of each row, sorted ascending */
     float *xc = NULL;   /* [n][d] centered reservoir rows */
-    double *scratch = NULL; /* [workers][n][d] each worker's quantization errors */
+    double *scratch = NULL; /* [workers][d] each worker's row error */
     float *yqs = NULL;      /* [workers][d] */
     double *acc = NULL;     /* [n_ratios] one head's error per ratio */
     const oscar_calib_params *p = oscar_calib_get_params(cal);
@@ -127,7 +127,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     ys = malloc((size_t)cap * d * sizeof *ys);
     xc = center ? malloc((size_t)cap * d * sizeof *xc) : NULL;
     uint32_t nw = clip_workers(n_ratios);
-    scratch = malloc((size_t)nw * cap * d * sizeof *scratch);
+    scratch = malloc((size_t)nw * d * sizeof *scratch);
     yqs = malloc((size_t)nw * d * sizeof *yqs);
     acc = malloc(n_ratios * sizeof *acc);
     if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !ys || (center && !xc) || !scratch || !yqs || !acc)
@@ -172,7 +172,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         int started[CLIP_WORKERS] = { 0 };
         for (uint32_t k = 0; k < nw; k++) {
             work[k] = (ratio_work){ y, ys, w, M, F, MR, ratios, n, d, G, rounds, n_ratios, k, nw, values, acc,
-                                    scratch + (size_t)k * cap * d, yqs + (size_t)k * d };
+                                    scratch + (size_t)k * d, yqs + (size_t)k * d };
             if (k > 0) started[k] = pthread_create(&tid[k], NULL, ratio_errors, &work[k]) == 0;
         }
         ratio_errors(&work[0]);

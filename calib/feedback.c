@@ -9,14 +9,21 @@
 #include "error.h"
 #include "oscar_calib.h"
 
-/* M = Rᵀ C R + damp · tr(Rᵀ C R)/d · I (float64 [d][d], written into M; T [d][d] is scratch):
- * the keys' logit-error weight in the rotated basis, damped, which the feedback and the refit's
- * metric are both built from. `who` names the caller in the error messages. */
-static oscar_status damped_metric(uint32_t d, const double *C, const float *R, double damp, double *T, double *M,
+/* *out = M = Rᵀ C R + damp · tr(Rᵀ C R)/d · I, float64 [d][d] allocated here (the caller frees
+ * it, also on failure): the keys' logit-error weight in the rotated basis, damped, which the
+ * feedback and the refit's metric are both built from. Checks the arguments; `who` names the
+ * caller in the error messages. */
+static oscar_status damped_metric(uint32_t d, const double *C, const float *R, double damp, const void *dst, double **out,
                                   const char *who)
 {
     oscar_status st = OSCAR_OK;
-    memset(T, 0, (size_t)d * d * sizeof *T);
+    double *T = NULL; /* [d][d] C·R */
+    *out = NULL;
+    if (d == 0 || d > 4096 || !C || !R || !dst || !(damp > 0.0))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "%s: d = %u, damping %g or a NULL pointer", who, d, damp);
+    T = calloc((size_t)d * d, sizeof *T);
+    double *M = *out = malloc((size_t)d * d * sizeof *M);
+    if (!T || !M) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "%s: %u x %u", who, d, d);
     for (uint32_t i = 0; i < d; i++)
         for (uint32_t k = 0; k < d; k++) {
             double c = C[(size_t)i * d + k];
@@ -34,20 +41,15 @@ static oscar_status damped_metric(uint32_t d, const double *C, const float *R, d
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "%s: the query covariance has trace %g", who, trace);
     for (uint32_t i = 0; i < d; i++) M[(size_t)i * d + i] += damp * trace / d;
 fail:
+    free(T);
     return st;
 }
 
 oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F)
 {
-    oscar_status st = OSCAR_OK;
-    double *T = NULL; /* [d][d] C·R */
     double *M = NULL; /* [d][d] Rᵀ C R + damping, then its inverse, then that inverse's upper Cholesky factor */
-    if (d == 0 || d > 4096 || !C || !R || !F || !(damp > 0.0))
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_key_feedback_matrix: d = %u, damping %g or a NULL pointer", d, damp);
-    T = malloc((size_t)d * d * sizeof *T);
-    M = malloc((size_t)d * d * sizeof *M);
-    if (!T || !M) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_key_feedback_matrix: %u x %u", d, d);
-    OSCAR_TRY(damped_metric(d, C, R, damp, T, M, "oscar_key_feedback_matrix"));
+    oscar_status st = damped_metric(d, C, R, damp, F, &M, "oscar_key_feedback_matrix");
+    if (st != OSCAR_OK) goto fail;
     lapack_int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, M, (lapack_int)d);
     if (info == 0) info = LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, M, (lapack_int)d);
     for (uint32_t i = 0; info == 0 && i < d; i++) /* dpotri leaves the upper triangle: mirror it */
@@ -59,22 +61,15 @@ oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float 
         for (uint32_t j = 0; j < d; j++)
             F[(size_t)i * d + j] = j > i ? (float)(M[(size_t)i * d + j] / M[(size_t)i * d + i]) : 0.0f;
 fail:
-    free(T);
     free(M);
     return st;
 }
 
 oscar_status oscar_key_metric_matrix(uint32_t d, const double *C, const float *R, double damp, float *metric)
 {
-    oscar_status st = OSCAR_OK;
-    double *T = NULL; /* [d][d] C·R */
     double *M = NULL; /* [d][d] Rᵀ C R + damping */
-    if (d == 0 || d > 4096 || !C || !R || !metric || !(damp > 0.0))
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_key_metric_matrix: d = %u, damping %g or a NULL pointer", d, damp);
-    T = malloc((size_t)d * d * sizeof *T);
-    M = malloc((size_t)d * d * sizeof *M);
-    if (!T || !M) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_key_metric_matrix: %u x %u", d, d);
-    OSCAR_TRY(damped_metric(d, C, R, damp, T, M, "oscar_key_metric_matrix"));
+    oscar_status st = damped_metric(d, C, R, damp, metric, &M, "oscar_key_metric_matrix");
+    if (st != OSCAR_OK) goto fail;
     double diag = 0.0;
     for (uint32_t i = 0; i < d; i++) diag += M[(size_t)i * d + i];
     double scale = (double)d / diag; /* mean diagonal 1: the refit's fp32 sums stay near the row's own scale */
@@ -86,7 +81,6 @@ oscar_status oscar_key_metric_matrix(uint32_t d, const double *C, const float *R
             metric[(size_t)i * d + j] = fabs(x) < 1e-30 ? 0.0f : (float)x;
         }
 fail:
-    free(T);
     free(M);
     return st;
 }
