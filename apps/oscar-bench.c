@@ -33,7 +33,11 @@
  *   --keep                                keep the generated GGUF (and reuse it when present)
  *   --contexts A,B,...                    contexts (default 4096,8192,...,131072)
  *   --batch A,B,...                       sequences decoded together (default 1,32)
- *   --kv fp16,int2,...                    KV modes (default fp16,int2)
+ *   --kv fp16,int2,...                    KV modes (default fp16,int2); oscar needs --rot
+ *   --rot FILE|synthetic                  mode oscar's rotations: a RotationZoo file for -m's model,
+ *                                         or (synthetic) random orthogonal rotations per KV head with
+ *                                         a key-feedback matrix, the shape of oscar-calib's default
+ *                                         file, for the speed of the mode as shipped at any shape
  *   --prompt N                            prefill tokens timed (default 2048)
  *   --steps N                             decode steps timed per point (default 16)
  *   --ubatch N                            tokens per prefill step (default 512)
@@ -46,6 +50,7 @@
  *   --bw-mib N                            read-bandwidth buffer (default 2048; capped at the binding limit)
  *   --json FILE --device NAME|INDEX
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -364,7 +369,7 @@ static int bench_attention(int argc, char **argv)
 /* ==== decode: a whole model ==================================================================== */
 
 typedef struct decode_args {
-    const char *model, *gen, *tmp, *json, *device;
+    const char *model, *gen, *tmp, *json, *device, *rot;
     int keep;
     uint32_t contexts[APP_MAX_LIST], n_contexts;
     uint32_t batches[APP_MAX_LIST], n_batches;
@@ -373,6 +378,45 @@ typedef struct decode_args {
     uint32_t prompt, steps, ubatch, bw_mib, layers;
     int synthetic;  /* --fill synthetic */
 } decode_args;
+
+/* A rotation set of oscar-calib's default shape for any model, without calibrating: per KV
+ * head R = diag(±1)·H (H the normalised Walsh–Hadamard matrix, signs seeded per layer and
+ * head: orthogonal) for keys and values, the reference's fixed clips, and a key-feedback
+ * matrix in every (layer, head) with seeded values above its diagonal, so that a session
+ * stores its keys through the feedback flush as with a calibrated file. Speed only: the
+ * rotations know nothing of the model. */
+static oscar_status synthetic_rotations(const oscar_model *model, const oscar_model_info *info, oscar_rotation_set **out)
+{
+    uint32_t nl = info->n_layer, nkv = info->n_head_kv, d = info->head_dim;
+    size_t dd = (size_t)d * d, n = (size_t)nl * nkv * dd;
+    float *rk = malloc(n * sizeof *rk), *rv = malloc(n * sizeof *rv), *fb = calloc(n, sizeof *fb);
+    oscar_status st = OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+    *out = NULL;
+    if ((d & (d - 1)) != 0) {
+        st = OSCAR_ERROR_UNSUPPORTED; /* the Hadamard matrix needs a power of two */
+        goto done;
+    }
+    if (!rk || !rv || !fb) goto done;
+    uint32_t rng = 12345;
+    float h = 1.0f / sqrtf((float)d);
+    for (size_t m = 0; m < (size_t)nl * nkv; m++)
+        for (uint32_t i = 0; i < d; i++) {
+            rng = rng * 1664525u + 1013904223u;
+            float sk = (rng >> 31) ? h : -h, sv = (rng >> 30) & 1 ? h : -h;
+            for (uint32_t j = 0; j < d; j++) {
+                float hij = __builtin_popcount(i & j) & 1 ? -1.0f : 1.0f; /* H[i][j] = (−1)^popcount(i & j) */
+                rk[m * dd + (size_t)i * d + j] = sk * hij;
+                rv[m * dd + (size_t)i * d + j] = sv * hij;
+                if (j > i) fb[m * dd + (size_t)i * d + j] = (float)((int)((rng >> 8) % 201) - 100) / 2000.0f;
+                rng = rng * 1664525u + 1013904223u;
+            }
+        }
+    st = oscar_rotation_set_create(model, nl, nkv, rk, rv, NULL, NULL, out);
+    if (st == OSCAR_OK) (*out)->key_feedback = fb, fb = NULL; /* the set frees it */
+done:
+    free(rk), free(rv), free(fb);
+    return st;
+}
 
 /* Generator shapes: the real models' hyperparameters with seeded random weights. */
 static int gen_preset(const char *name, oscar_model_gen_params *p)
@@ -425,7 +469,8 @@ typedef struct decode_point {
 /* One KV mode: time a prefill of a.prompt tokens, then fill a base sequence to each context
  * in turn (prefill in ubatch steps) and at each context fork it into `batch` sequences and
  * time a.steps decode steps (after one warm-up step) for every batch size. */
-static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, double bw, uint64_t step_bytes, FILE *json)
+static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, const oscar_rotation_set *rotations, double bw,
+                       uint64_t step_bytes, FILE *json)
 {
     uint32_t max_ctx = 0, max_b = 0;
     for (uint32_t i = 0; i < a->n_contexts; i++) max_ctx = a->contexts[i] > max_ctx ? a->contexts[i] : max_ctx;
@@ -437,6 +482,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, d
     sp.n_seq_max = max_b + 1;
     sp.n_batch = a->ubatch;
     sp.kv_memory_budget = 0; /* the cache sizes its pools for n_seq_max sequences of n_ctx tokens */
+    sp.rotations = mode == OSCAR_KV_INT2_ROTATED ? rotations : NULL;
     oscar_session *s = NULL;
     oscar_status st = oscar_session_create(m->model, &sp, &s);
     if (st != OSCAR_OK) {
@@ -556,6 +602,7 @@ static int bench_decode(int argc, char **argv)
         else if (!strcmp(f, "--tmp")) a.tmp = v;
         else if (!strcmp(f, "--json")) a.json = v;
         else if (!strcmp(f, "--device")) a.device = v;
+        else if (!strcmp(f, "--rot")) a.rot = v;
         else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, a.contexts, &a.n_contexts);
         else if (!strcmp(f, "--batch")) ok = app_parse_u32_list(prog, f, v, 1024, a.batches, &a.n_batches);
         else if (!strcmp(f, "--kv")) ok = app_parse_kv_modes(prog, f, v, a.modes, &a.n_modes);
@@ -577,11 +624,13 @@ static int bench_decode(int argc, char **argv)
         if (!ok) return 2;
         i++;
     }
-    for (uint32_t i = 0; i < a.n_modes; i++)
-        if (a.modes[i] == OSCAR_KV_INT2_ROTATED) {
-            fprintf(stderr, "%s: --kv oscar needs a rotation file; use int2-hadamard for the rotated kernel's speed\n", prog);
-            return 2;
-        }
+    int want_rot = 0;
+    for (uint32_t i = 0; i < a.n_modes; i++) want_rot |= a.modes[i] == OSCAR_KV_INT2_ROTATED;
+    if (want_rot != (a.rot != NULL)) {
+        fprintf(stderr, want_rot ? "%s: --kv oscar needs --rot FILE or --rot synthetic\n" : "%s: --rot goes with --kv oscar\n",
+                prog);
+        return 2;
+    }
     for (uint32_t i = 1; i < a.n_contexts; i++)
         if (a.contexts[i] <= a.contexts[i - 1]) {
             fprintf(stderr, "%s: --contexts must increase\n", prog);
@@ -623,7 +672,13 @@ static int bench_decode(int argc, char **argv)
     int rc = 1;
     app_model m;
     FILE *json = NULL;
+    oscar_rotation_set *rotations = NULL;
     if (!app_model_open(prog, a.model, a.device, &m)) goto out_file;
+    if (a.rot && strcmp(a.rot, "synthetic") && !app_rotation_load(prog, a.rot, m.model, &rotations)) goto out;
+    if (a.rot && !strcmp(a.rot, "synthetic") && synthetic_rotations(m.model, &m.info, &rotations) != OSCAR_OK) {
+        fprintf(stderr, "%s: --rot synthetic: %s\n", prog, oscar_last_error());
+        goto out;
+    }
     oscar_device_info info;
     double bw = 0;
     oscar_context_device_info(m.ctx, &info);
@@ -656,7 +711,7 @@ static int bench_decode(int argc, char **argv)
     }
     rc = 0;
     for (uint32_t i = 0; i < a.n_modes; i++)
-        if (!decode_mode(&a, &m, a.modes[i], bw, step_bytes, json)) rc = 1;
+        if (!decode_mode(&a, &m, a.modes[i], rotations, bw, step_bytes, json)) rc = 1;
     if (json) {
         fprintf(json, "\n]}\n");
         if (fclose(json) != 0) {
@@ -665,6 +720,7 @@ static int bench_decode(int argc, char **argv)
         }
     }
 out:
+    oscar_rotation_set_destroy(rotations);
     app_model_close(&m);
 out_file:
     if (generated) unlink(gen_path);

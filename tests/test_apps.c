@@ -10,7 +10,8 @@
  *     than one perplexity chunk: a non-zero exit and exactly one line on stderr.
  *  4. oscar-perplexity: a finite ppl on the machine-readable last line, fp16 and int2 (a
  *     context longer than the fp16 windows, so INT2 pages are used).
- *  5. oscar-bench decode --gen tiny: exit 0 and a JSON file with decode points; oscar-bench ops
+ *  5. oscar-bench decode --gen tiny: exit 0 and a JSON file with decode points (mode oscar with
+ *     synthetic rotations through the feedback flush, and its two usage errors); oscar-bench ops
  *     and floor: a timing per type / phase, floor's bytes per phase as computed here.
  *  6. With OSCAR_SMOLLM2_GGUF naming SmolLM2-135M-Instruct: the greedy answer to "What is the
  *     capital of France?" contains "Paris" with the KV cache in fp16 and in int2 (fp16 windows
@@ -271,6 +272,22 @@ int main(void)
             CHECK_MSG(access(test_tmp_path("oscar-bench-tiny.gguf"), F_OK) != 0, "the generated model was not removed");
         }
         test_run_free(&r);
+        /* mode oscar with synthetic rotations, past the fp16 windows (64 + 256) so that tokens go
+         * through the key-feedback flush */
+        const char *ro[] = { "decode", "--gen", "tiny", "--tmp", tmp_dir, "--contexts", "400", "--batch", "1", "--kv",
+                             "int2,oscar", "--rot", "synthetic", "--fill", "synthetic", "--prompt", "64", "--steps", "2",
+                             "--bw-mib", "16", "--json", json, NULL };
+        r = run_app("oscar-bench", ro, NULL, 240);
+        if (expect_success("bench decode --kv oscar --rot synthetic", &r)) {
+            char *j = test_slurp(json);
+            CHECK_MSG(strstr(j, "\"kv\": \"oscar\", \"batch\": 1, \"context\": 400") != NULL, "no oscar point in %s", j);
+            free(j);
+        }
+        test_run_free(&r);
+        const char *n1[] = { "decode", "--gen", "tiny", "--kv", "oscar", NULL };
+        expect_one_line_error("bench decode oscar without --rot", "oscar-bench", n1, "--rot");
+        const char *n2[] = { "decode", "--gen", "tiny", "--rot", "synthetic", NULL };
+        expect_one_line_error("bench decode --rot without oscar", "oscar-bench", n2, "--kv oscar");
     }
 
     printf("oscar-bench ops:\n");
