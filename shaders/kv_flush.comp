@@ -38,9 +38,14 @@ shared float q_err[FB];              // [FB] the block's rounding errors
 // runtime/int2_quant.c, bit for bit): element i is rounded by its group's thresholds once all
 // earlier errors were taken out of it, then its error leaves the later elements. In blocks of
 // FB elements: one thread rounds the block's elements in order, updating the rest of the block
-// (F's block staged in shared memory), then every thread takes the block's errors, in the
-// same order, out of its own later elements; each x_j so sees its updates in the order of the
-// reference: 3 barriers a block instead of one an element. F: word offset of the head's [d][d].
+// (F's block staged in shared memory, the block's x in registers), then every thread takes the
+// block's errors, in the same order, out of its own later elements; each x_j so sees its
+// updates in the order of the reference: 3 barriers a block instead of one an element. The
+// one thread's loops have constant bounds (an update of an element at or before the one just
+// rounded is dropped by a select) so that they unroll and xb stays in registers: with the
+// inner loop starting at a + 1 the H200 kept xb in local memory and the flush took 3.3x as
+// long; with registers it takes 0.54x as long as with x in shared memory (docs/benchmarks.md,
+// session 14). F: word offset of the head's [d][d].
 void feedback_codes(uint F)
 {
     const uint n = HEAD_DIM, tid = gl_LocalInvocationID.x;
@@ -48,10 +53,14 @@ void feedback_codes(uint F)
         for (uint k = tid; k < FB * FB; k += WG) q_fb[k] = feedback[F + (b0 + k / FB) * n + b0 + k % FB];
         barrier();
         if (tid == 0u) {
+            // the block's x in registers (constant indices once the loops are unrolled): each
+            // element's rounding then waits on the one before through registers, not shared memory
+            float xb[FB];
+            for (uint b = 0u; b < FB; b++) xb[b] = q_x[b0 + b];
             for (uint a = 0u; a < FB; a++) {
                 uint i = b0 + a;
                 vec4 t = q_thr[i / GROUP];
-                float x = q_x[i];
+                float x = xb[a];
                 uint c = int2_code(x, t);
                 q_code[i] = c;
                 float mn = f16_bits_to_f32(q_param[i / GROUP] >> 16);
@@ -59,12 +68,13 @@ void feedback_codes(uint F)
                 precise float q = mn + step;
                 precise float e = x - q;
                 q_err[a] = e;
-                for (uint b = a + 1u; b < FB; b++) {
+                for (uint b = 0u; b < FB; b++) { // constant bounds: unrolled, xb stays in registers
                     precise float u = e * q_fb[a * FB + b];
-                    precise float y = q_x[b0 + b] - u;
-                    q_x[b0 + b] = y;
+                    precise float y = xb[b] - u;
+                    xb[b] = b > a ? y : xb[b];
                 }
             }
+            for (uint b = 0u; b < FB; b++) q_x[b0 + b] = xb[b]; // the targets, as the reference leaves x
         }
         barrier();
         for (uint j = b0 + FB + tid; j < n; j += WG) {
