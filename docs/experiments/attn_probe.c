@@ -22,20 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "capture.h"
-#include "int2_quant.h"
 #include "model_api.h"
-#include "model_desc.h"
-#include "tokenizer.h"
+#include "probe_capture.h" /* CHECK, the capture and INT2 headers */
 
-#define CHECK(x)                                                                    \
-    do {                                                                            \
-        oscar_status s_ = (x);                                                      \
-        if (s_ != OSCAR_OK) {                                                       \
-            fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, oscar_last_error()); \
-            exit(1);                                                                \
-        }                                                                           \
-    } while (0)
 
 #define SINK 64
 #define RECENT 256
@@ -77,6 +66,33 @@ static void rot(const float *x, const float *R, uint32_t d, float *y)
 }
 
 
+/* o = Σ_j softmax(sc)_j v_j over j <= t (m: at least the largest sc), normalised */
+static void weighted_output(const double *sc, double m, uint32_t t, const float *v, uint32_t d, double *o)
+{
+    double z = 0;
+    for (uint32_t i = 0; i < d; i++) o[i] = 0;
+    for (uint32_t j = 0; j <= t; j++) {
+        double p = exp(sc[j] - m);
+        z += p;
+        for (uint32_t i = 0; i < d; i++) o[i] += p * v[(size_t)j * d + i];
+    }
+    for (uint32_t i = 0; i < d; i++) o[i] /= z;
+}
+
+/* exact scores s[0..t] of query qr over the rows kr, and the output o over vr; returns max s */
+static double exact_attention(const float *qr, const float *kr, const float *vr, uint32_t t, uint32_t d, double *s,
+                              double *o)
+{
+    double mx = -INFINITY;
+    for (uint32_t j = 0; j <= t; j++) {
+        double x = 0;
+        for (uint32_t i = 0; i < d; i++) x += (double)qr[i] * kr[(size_t)j * d + i];
+        s[j] = x / sqrt((double)d), mx = fmax(mx, s[j]);
+    }
+    weighted_output(s, mx, t, vr, d, o);
+    return mx;
+}
+
 /* PROBE_KCLIP mode: for each layer, the keys-only output error (values exact) and the mean
  * squared logit error of the INT2 tokens at each key clip ratio of a grid, the file's
  * feedback kept; prints the file's ratio, the grid's best for each measure, and the errors. */
@@ -110,21 +126,11 @@ static void kclip_sweep(const capture_all *C, const oscar_rotation_set *rs, uint
             for (uint32_t g = 0; g < grp; g++)
                 for (uint32_t t = 512; t < L; t += stride) {
                     rot(C->q + (((size_t)l * L + t) * nh + h * grp + g) * d, RK, d, qr);
-                    double mx = -INFINITY, o[256] = {0}, z = 0;
-                    for (uint32_t j = 0; j <= t; j++) {
-                        double x = 0;
-                        for (uint32_t i = 0; i < d; i++) x += (double)qr[i] * kr[(size_t)j * d + i];
-                        s[j] = x / sqrt((double)d), mx = fmax(mx, s[j]);
-                    }
-                    for (uint32_t j = 0; j <= t; j++) {
-                        double p = exp(s[j] - mx);
-                        z += p;
-                        for (uint32_t i = 0; i < d; i++) o[i] += p * vr[(size_t)j * d + i];
-                    }
-                    for (uint32_t i = 0; i < d; i++) o[i] /= z, norm += o[i] * o[i];
+                    double o[256], oq[256], mx = exact_attention(qr, kr, vr, t, d, s, o);
+                    for (uint32_t i = 0; i < d; i++) norm += o[i] * o[i];
                     for (int r = 0; r <= NR; r++) {
                         const float *K = kq + (size_t)r * L * d;
-                        double m = mx, oq[256] = {0}, zq = 0;
+                        double m = mx;
                         for (uint32_t j = 0; j <= t; j++) {
                             sq[j] = s[j];
                             if (j < SINK || j + RECENT > t) continue;
@@ -133,12 +139,8 @@ static void kclip_sweep(const capture_all *C, const oscar_rotation_set *rs, uint
                             sq[j] = y / sqrt((double)d), m = fmax(m, sq[j]);
                             lerr[r] += (sq[j] - s[j]) * (sq[j] - s[j]);
                         }
-                        for (uint32_t j = 0; j <= t; j++) {
-                            double p = exp(sq[j] - m);
-                            zq += p;
-                            for (uint32_t i = 0; i < d; i++) oq[i] += p * vr[(size_t)j * d + i];
-                        }
-                        for (uint32_t i = 0; i < d; i++) err[r] += (oq[i] / zq - o[i]) * (oq[i] / zq - o[i]);
+                        weighted_output(sq, m, t, vr, d, oq);
+                        for (uint32_t i = 0; i < d; i++) err[r] += (oq[i] - o[i]) * (oq[i] - o[i]);
                     }
                 }
         }
@@ -195,22 +197,12 @@ static void keys_variants(const capture_all *C, const oscar_rotation_set *rs, ui
             for (uint32_t g = 0; g < grp; g++)
                 for (uint32_t t = 512; t < L; t += stride) {
                     rot(C->q + (((size_t)l * L + t) * nh + h * grp + g) * d, RK, d, qr);
-                    double mx = -INFINITY, o[256] = {0}, z = 0;
-                    for (uint32_t j = 0; j <= t; j++) {
-                        double x = 0;
-                        for (uint32_t i = 0; i < d; i++) x += (double)qr[i] * kr[(size_t)j * d + i];
-                        s[j] = x / sqrt((double)d), mx = fmax(mx, s[j]);
-                    }
-                    for (uint32_t j = 0; j <= t; j++) {
-                        double p = exp(s[j] - mx);
-                        z += p;
-                        for (uint32_t i = 0; i < d; i++) o[i] += p * vr[(size_t)j * d + i];
-                    }
-                    for (uint32_t i = 0; i < d; i++) o[i] /= z, norm += o[i] * o[i];
+                    double o[256], oq[256], mx = exact_attention(qr, kr, vr, t, d, s, o);
+                    for (uint32_t i = 0; i < d; i++) norm += o[i] * o[i];
                     for (int v = 0; v < NV; v++) {
                         const float *K = kq + (v == 1 ? (size_t)L * d : 0);
                         uint32_t sink = v == 5 ? 128 : SINK;
-                        double m = mx, oq[256] = {0}, zq = 0;
+                        double m = mx;
                         for (uint32_t j = 0; j <= t; j++) {
                             sq[j] = s[j];
                             if (j < sink || j + RECENT > t || ke[j] >= thr[v]) continue;
@@ -218,12 +210,8 @@ static void keys_variants(const capture_all *C, const oscar_rotation_set *rs, ui
                             for (uint32_t i = 0; i < d; i++) y += (double)qr[i] * K[(size_t)j * d + i];
                             sq[j] = y / sqrt((double)d), m = fmax(m, sq[j]);
                         }
-                        for (uint32_t j = 0; j <= t; j++) {
-                            double p = exp(sq[j] - m);
-                            zq += p;
-                            for (uint32_t i = 0; i < d; i++) oq[i] += p * vr[(size_t)j * d + i];
-                        }
-                        for (uint32_t i = 0; i < d; i++) err[v] += (oq[i] / zq - o[i]) * (oq[i] / zq - o[i]);
+                        weighted_output(sq, m, t, vr, d, oq);
+                        for (uint32_t i = 0; i < d; i++) err[v] += (oq[i] - o[i]) * (oq[i] - o[i]);
                     }
                 }
         }
@@ -243,19 +231,9 @@ int main(int argc, char **argv)
     }
     uint32_t L = (uint32_t)atoi(argv[3]), stride = (uint32_t)atoi(argv[4]);
     oscar_model_desc *desc;
-    CHECK(oscar_model_desc_load(argv[1], &desc));
+    size_t need;
+    int32_t *toks = probe_tokens(argv[1], argv[2], &desc, &need);
     const oscar_model_hparams *hp = &desc->hp;
-    oscar_tokenizer *tok;
-    CHECK(oscar_model_tokenizer_create(desc->gguf, &tok));
-    FILE *f = fopen(argv[2], "rb");
-    if (!f) return 1;
-    char *text = malloc(400000);
-    size_t len = fread(text, 1, 400000, f);
-    fclose(f);
-    size_t need = 0;
-    CHECK(oscar_tokenizer_encode(tok, text, len, 0, 0, NULL, 0, &need));
-    int32_t *toks = malloc(need * sizeof *toks);
-    CHECK(oscar_tokenizer_encode(tok, text, len, 0, 0, toks, need, &need));
     if (need < L) return fprintf(stderr, "text too short\n"), 1;
 
     capture_all C = {hp->n_layer, hp->n_head, hp->n_head_kv, hp->head_dim, L, NULL, NULL, NULL};

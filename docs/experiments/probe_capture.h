@@ -32,7 +32,7 @@ typedef struct sample_set {
     uint32_t *pos;                      /* [n_layer][cap] */
 } sample_set;
 
-static oscar_status hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
+static inline oscar_status hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
                          const float *v)
 {
     sample_set *S = user;
@@ -47,7 +47,7 @@ static oscar_status hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, 
     return oscar_calib_add(S->cal, layer, n, q, k, v);
 }
 
-static int cmpf(const void *a, const void *b)
+static inline int cmpf(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return (x > y) - (x < y);
@@ -55,7 +55,7 @@ static int cmpf(const void *a, const void *b)
 
 
 /* fake-quantizes row y (d) at ratio r into yq */
-static void fq(const float *y, uint32_t d, float r, float *yq)
+static inline void fq(const float *y, uint32_t d, float r, float *yq)
 {
     float s[256];
     for (uint32_t j = 0; j < d; j++) s[j] = fabsf(y[j]);
@@ -64,7 +64,7 @@ static void fq(const float *y, uint32_t d, float r, float *yq)
 }
 
 /* weighted error of e under M (keys) or plain (values) */
-static double werr(const double *M, const float *y, const float *yq, uint32_t d)
+static inline double werr(const double *M, const float *y, const float *yq, uint32_t d)
 {
     double e[256], s = 0.0;
     for (uint32_t j = 0; j < d; j++) e[j] = (double)yq[j] - y[j];
@@ -80,10 +80,34 @@ static double werr(const double *M, const float *y, const float *yq, uint32_t d)
     return s;
 }
 
+/* The model's description (*desc) and the tokens of the first 600000 bytes of the text file
+ * (*n of them; exits 1 when the file cannot be read). */
+static inline int32_t *probe_tokens(const char *model, const char *path, oscar_model_desc **desc, size_t *n)
+{
+    CHECK(oscar_model_desc_load(model, desc));
+    oscar_tokenizer *tok;
+    CHECK(oscar_model_tokenizer_create((*desc)->gguf, &tok));
+    FILE *f = fopen(path, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0) exit(1);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    len = len > 600000 ? 600000 : len;
+    char *text = malloc((size_t)len);
+    if (fread(text, 1, (size_t)len, f) != (size_t)len) exit(1);
+    fclose(f);
+    *n = 0;
+    CHECK(oscar_tokenizer_encode(tok, text, (size_t)len, 0, 0, NULL, 0, n));
+    int32_t *toks = malloc(*n * sizeof *toks);
+    CHECK(oscar_tokenizer_encode(tok, text, (size_t)len, 0, 0, toks, *n, n));
+    free(text);
+    oscar_tokenizer_destroy(tok);
+    return toks;
+}
+
 /* The probes' command line, MODEL.gguf TEXT [TOKENS (20000)] [SEQ (8192)]: runs the model over
  * the first TOKENS tokens (at most) of TEXT in sequences of SEQ, feeding a per-head calibrator
  * (returned) and the sample set S. Exits 2 on a short command line. */
-static oscar_calib *probe_capture(int argc, char **argv, sample_set *out_S)
+static inline oscar_calib *probe_capture(int argc, char **argv, sample_set *out_S)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL.gguf TEXT [TOKENS] [SEQ]\n", argv[0]);
@@ -92,22 +116,9 @@ static oscar_calib *probe_capture(int argc, char **argv, sample_set *out_S)
     uint64_t want = argc > 3 ? strtoull(argv[3], NULL, 10) : 20000;
     uint32_t seq = argc > 4 ? (uint32_t)atoi(argv[4]) : 8192;
     oscar_model_desc *desc;
-    CHECK(oscar_model_desc_load(argv[1], &desc));
+    size_t need;
+    int32_t *toks = probe_tokens(argv[1], argv[2], &desc, &need);
     const oscar_model_hparams *hp = &desc->hp;
-    oscar_tokenizer *tok;
-    CHECK(oscar_model_tokenizer_create(desc->gguf, &tok));
-    FILE *f = fopen(argv[2], "rb");
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    len = len > 600000 ? 600000 : len;
-    char *text = malloc((size_t)len);
-    if (fread(text, 1, (size_t)len, f) != (size_t)len) exit(1);
-    fclose(f);
-    size_t need = 0;
-    CHECK(oscar_tokenizer_encode(tok, text, (size_t)len, 0, 0, NULL, 0, &need));
-    int32_t *toks = malloc(need * sizeof *toks);
-    CHECK(oscar_tokenizer_encode(tok, text, (size_t)len, 0, 0, toks, need, &need));
     if (need < want) want = need;
 
     oscar_calib_params cp = oscar_calib_params_default();
