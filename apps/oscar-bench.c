@@ -35,9 +35,9 @@
  *   --batch A,B,...                       sequences decoded together (default 1,32)
  *   --kv fp16,int2,...                    KV modes (default fp16,int2); oscar needs --rot
  *   --rot FILE|synthetic                  mode oscar's rotations: a RotationZoo file for -m's model,
- *                                         or (synthetic) random orthogonal rotations per KV head with
- *                                         a key-feedback matrix, the shape of oscar-calib's default
- *                                         file, for the speed of the mode as shipped at any shape
+ *                                         or (synthetic) Hadamard rotations with random signs per KV
+ *                                         head and a key-feedback matrix, the shape of oscar-calib's
+ *                                         default file, for the speed of the mode as shipped at any shape
  *   --prompt N                            prefill tokens timed (default 2048)
  *   --steps N                             decode steps timed per point (default 16)
  *   --ubatch N                            tokens per prefill step (default 512)
@@ -384,19 +384,23 @@ typedef struct decode_args {
  * head: orthogonal) for keys and values, the reference's fixed clips, and a key-feedback
  * matrix in every (layer, head) with seeded values above its diagonal, so that a session
  * stores its keys through the feedback flush as with a calibrated file. Speed only: the
- * rotations know nothing of the model. */
-static oscar_status synthetic_rotations(const oscar_model *model, const oscar_model_info *info, oscar_rotation_set **out)
+ * rotations know nothing of the model. Prints one line and returns 0 on failure. */
+static int synthetic_rotations(const char *prog, const oscar_model *model, const oscar_model_info *info,
+                               oscar_rotation_set **out)
 {
     uint32_t nl = info->n_layer, nkv = info->n_head_kv, d = info->head_dim;
     size_t dd = (size_t)d * d, n = (size_t)nl * nkv * dd;
-    float *rk = malloc(n * sizeof *rk), *rv = malloc(n * sizeof *rv), *fb = calloc(n, sizeof *fb);
-    oscar_status st = OSCAR_ERROR_OUT_OF_HOST_MEMORY;
     *out = NULL;
-    if ((d & (d - 1)) != 0) {
-        st = OSCAR_ERROR_UNSUPPORTED; /* the Hadamard matrix needs a power of two */
-        goto done;
+    if ((d & (d - 1)) != 0) { /* the Hadamard matrix needs a power of two */
+        fprintf(stderr, "%s: --rot synthetic: head_dim %u is not a power of two\n", prog, d);
+        return 0;
     }
-    if (!rk || !rv || !fb) goto done;
+    float *rk = malloc(n * sizeof *rk), *rv = malloc(n * sizeof *rv), *fb = calloc(n, sizeof *fb);
+    if (!rk || !rv || !fb) {
+        fprintf(stderr, "%s: --rot synthetic: out of host memory\n", prog);
+        free(rk), free(rv), free(fb);
+        return 0;
+    }
     uint32_t rng = 12345;
     float h = 1.0f / sqrtf((float)d);
     for (size_t m = 0; m < (size_t)nl * nkv; m++)
@@ -411,11 +415,11 @@ static oscar_status synthetic_rotations(const oscar_model *model, const oscar_mo
                 rng = rng * 1664525u + 1013904223u;
             }
         }
-    st = oscar_rotation_set_create(model, nl, nkv, rk, rv, NULL, NULL, out);
+    oscar_status st = oscar_rotation_set_create(model, nl, nkv, rk, rv, NULL, NULL, out);
     if (st == OSCAR_OK) (*out)->key_feedback = fb, fb = NULL; /* the set frees it */
-done:
+    else fprintf(stderr, "%s: --rot synthetic: %s\n", prog, oscar_last_error());
     free(rk), free(rv), free(fb);
-    return st;
+    return st == OSCAR_OK;
 }
 
 /* Generator shapes: the real models' hyperparameters with seeded random weights. */
@@ -675,10 +679,7 @@ static int bench_decode(int argc, char **argv)
     oscar_rotation_set *rotations = NULL;
     if (!app_model_open(prog, a.model, a.device, &m)) goto out_file;
     if (a.rot && strcmp(a.rot, "synthetic") && !app_rotation_load(prog, a.rot, m.model, &rotations)) goto out;
-    if (a.rot && !strcmp(a.rot, "synthetic") && synthetic_rotations(m.model, &m.info, &rotations) != OSCAR_OK) {
-        fprintf(stderr, "%s: --rot synthetic: %s\n", prog, oscar_last_error());
-        goto out;
-    }
+    if (a.rot && !strcmp(a.rot, "synthetic") && !synthetic_rotations(prog, m.model, &m.info, &rotations)) goto out;
     oscar_device_info info;
     double bw = 0;
     oscar_context_device_info(m.ctx, &info);
