@@ -1,6 +1,7 @@
-/* Shared by the session-7 and session-9 probes (center_probe.c, sigma_probe.c; not part of
- * the build): the capture of oscar-calib (per-head calibrator, sequences of `seq` tokens) with
- * every 4th token's K and V rows kept with their position, and the INT2 helpers they score with. */
+/* Shared by the probes (center_probe.c, sigma_probe.c, rounding_probe.c, attn_probe.c; not part
+ * of the build): the capture of oscar-calib (per-head calibrator, sequences of `seq` tokens) with
+ * every 4th token's K and V rows kept with their position, the INT2 helpers they score with, and
+ * the model and text loading (probe_tokens). Functions are static inline: each probe uses some. */
 #ifndef PROBE_CAPTURE_H
 #define PROBE_CAPTURE_H
 
@@ -32,8 +33,8 @@ typedef struct sample_set {
     uint32_t *pos;                      /* [n_layer][cap] */
 } sample_set;
 
-static inline oscar_status hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
-                         const float *v)
+static inline oscar_status hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
+                                const float *k, const float *v)
 {
     sample_set *S = user;
     size_t row = (size_t)S->n_kv * S->d;
