@@ -50,7 +50,6 @@
  *   --bw-mib N                            read-bandwidth buffer (default 2048; capped at the binding limit)
  *   --json FILE --device NAME|INDEX
  */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -380,8 +379,8 @@ typedef struct decode_args {
 } decode_args;
 
 /* A rotation set of oscar-calib's default shape for any model, without calibrating: per KV
- * head R = diag(±1)·H (H the normalised Walsh–Hadamard matrix, signs seeded per layer and
- * head: orthogonal) for keys and values, the reference's fixed clips, and a key-feedback
+ * head R = diag(±1)·H (H the Hadamard matrix of mode int2-hadamard, oscar_kv_hadamard; signs
+ * seeded per layer and head: orthogonal) for keys and values, the reference's fixed clips, and a key-feedback
  * matrix in every (layer, head) with seeded values above its diagonal, so that a session
  * stores its keys through the feedback flush as with a calibrated file. Speed only: the
  * rotations know nothing of the model. Prints one line and returns 0 on failure. */
@@ -396,21 +395,21 @@ static int synthetic_rotations(const char *prog, const oscar_model *model, const
         return 0;
     }
     float *rk = malloc(n * sizeof *rk), *rv = malloc(n * sizeof *rv), *fb = calloc(n, sizeof *fb);
-    if (!rk || !rv || !fb) {
+    float *H = malloc(dd * sizeof *H); /* [d][d] */
+    if (!rk || !rv || !fb || !H) {
         fprintf(stderr, "%s: --rot synthetic: out of host memory\n", prog);
-        free(rk), free(rv), free(fb);
+        free(rk), free(rv), free(fb), free(H);
         return 0;
     }
+    oscar_kv_hadamard(d, H);
     uint32_t rng = 12345;
-    float h = 1.0f / sqrtf((float)d);
     for (size_t m = 0; m < (size_t)nl * nkv; m++)
         for (uint32_t i = 0; i < d; i++) {
             rng = rng * 1664525u + 1013904223u;
-            float sk = (rng >> 31) ? h : -h, sv = (rng >> 30) & 1 ? h : -h;
+            float sk = (rng >> 31) ? 1.0f : -1.0f, sv = (rng >> 30) & 1 ? 1.0f : -1.0f;
             for (uint32_t j = 0; j < d; j++) {
-                float hij = __builtin_popcount(i & j) & 1 ? -1.0f : 1.0f; /* H[i][j] = (−1)^popcount(i & j) */
-                rk[m * dd + (size_t)i * d + j] = sk * hij;
-                rv[m * dd + (size_t)i * d + j] = sv * hij;
+                rk[m * dd + (size_t)i * d + j] = sk * H[(size_t)i * d + j];
+                rv[m * dd + (size_t)i * d + j] = sv * H[(size_t)i * d + j];
                 if (j > i) fb[m * dd + (size_t)i * d + j] = (float)((int)((rng >> 8) % 201) - 100) / 2000.0f;
                 rng = rng * 1664525u + 1013904223u;
             }
@@ -418,7 +417,7 @@ static int synthetic_rotations(const char *prog, const oscar_model *model, const
     oscar_status st = oscar_rotation_set_create(model, nl, nkv, rk, rv, NULL, NULL, out);
     if (st == OSCAR_OK) (*out)->key_feedback = fb, fb = NULL; /* the set frees it */
     else fprintf(stderr, "%s: --rot synthetic: %s\n", prog, oscar_last_error());
-    free(rk), free(rv), free(fb);
+    free(rk), free(rv), free(fb), free(H);
     return st == OSCAR_OK;
 }
 

@@ -175,8 +175,7 @@ static oscar_status check_rotations(const float *r, uint32_t n, uint32_t d, cons
     return OSCAR_OK;
 }
 
-/* Normalised Walsh-Hadamard matrix (Sylvester order): H[i][j] = (-1)^popcount(i & j) / sqrt(d). */
-static void hadamard(uint32_t d, float *H)
+void oscar_kv_hadamard(uint32_t d, float *H)
 {
     float s = 1.0f / sqrtf((float)d);
     for (uint32_t i = 0; i < d; i++)
@@ -365,7 +364,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_v, 0, p.rot_v, rot_floats * 4));
     } else {
         for (uint32_t m = 0; m < L * n_rot; m++) {
-            if (p.mode == OSCAR_KV_INT2_HADAMARD) hadamard(d, rot + (size_t)m * d * d);
+            if (p.mode == OSCAR_KV_INT2_HADAMARD) oscar_kv_hadamard(d, rot + (size_t)m * d * d);
             else for (uint32_t i = 0; i < d * d; i++) rot[(size_t)m * d * d + i] = (i / d == i % d) ? 1.0f : 0.0f;
         }
         OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_k, 0, rot, rot_floats * 4));

@@ -44,6 +44,10 @@ void oscar_kv_commit_step(oscar_kv_cache *c);
  * and every sequence is as before the step. */
 void oscar_kv_cancel_step(oscar_kv_cache *c);
 
+/* The rotation mode int2-hadamard applies: the normalised Walsh-Hadamard matrix [d][d]
+ * (Sylvester order), H[i][j] = (-1)^popcount(i & j) / sqrt(d); d a power of two. */
+void oscar_kv_hadamard(uint32_t d, float *H);
+
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t oscar_kv_step_tokens(const oscar_kv_cache *c);
 
