@@ -15,7 +15,6 @@
 #include "oscar/oscar.h"
 #include "oscar_calib.h"
 
-
 typedef struct oscar_calib_run_params {
     const char *model_path;      /* GGUF model */
     const char *text_path;       /* plain UTF-8 text */

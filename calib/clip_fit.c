@@ -99,8 +99,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     double *T = NULL;   /* [d][d] C_Q·R */
     double *M = NULL;   /* [d][d] Rᵀ C_Q R: logit-error weight in the rotated basis */
     float *y = NULL;    /* [n][d] rotated reservoir rows */
-    double *E = NULL;   /* [n][d] the head's key rows in float64 (the values' weights) */
-    double *EM = NULL;  /* [n][d] E·C_Q */
+    double *K = NULL;   /* values only: [n][d] the head's key rows in float64, for the weights */
+    double *KC = NULL;  /* values only: [n][d] K·C_Q */
     double *w = NULL;   /* [n] proxy weights, mean 1 */
     float *ys = NULL;   /* [n][d] |y| of each row, sorted ascending */
     float *xc = NULL;   /* [n][d] centered reservoir rows */
@@ -121,8 +121,8 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     T = malloc(dd * sizeof *T);
     M = malloc(dd * sizeof *M);
     y = malloc((size_t)cap * d * sizeof *y);
-    E = malloc((size_t)cap * d * sizeof *E);
-    EM = malloc((size_t)cap * d * sizeof *EM);
+    K = values ? malloc((size_t)cap * d * sizeof *K) : NULL;
+    KC = values ? malloc((size_t)cap * d * sizeof *KC) : NULL;
     w = malloc((size_t)cap * sizeof *w);
     ys = malloc((size_t)cap * d * sizeof *ys);
     xc = center ? malloc((size_t)cap * d * sizeof *xc) : NULL;
@@ -130,7 +130,7 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     scratch = malloc((size_t)nw * d * sizeof *scratch);
     yqs = malloc((size_t)nw * d * sizeof *yqs);
     acc = malloc(n_ratios * sizeof *acc);
-    if (!CQ || !Rd || !T || !M || !y || !E || !EM || !w || !ys || (center && !xc) || !scratch || !yqs || !acc)
+    if (!CQ || !Rd || !T || !M || !y || (values && (!K || !KC)) || !w || !ys || (center && !xc) || !scratch || !yqs || !acc)
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve: %u rows", cap);
     for (size_t i = 0; i < dd; i++) Rd[i] = R[i];
 
@@ -146,14 +146,12 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         if (values) {
             /* w_t = k_t C_Q k_tᵀ, normalised to mean 1 over this head's rows */
             double mean = 0.0;
-            for (uint32_t t = 0; t < n; t++) {
-                for (uint32_t j = 0; j < d; j++) E[(size_t)t * d + j] = rk[(size_t)t * d + j];
-            }
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)d, (int)d, 1.0, E, (int)d, CQ, (int)d,
-                        0.0, EM, (int)d);
+            for (size_t x = 0; x < (size_t)n * d; x++) K[x] = rk[x];
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)d, (int)d, 1.0, K, (int)d, CQ, (int)d,
+                        0.0, KC, (int)d);
             for (uint32_t t = 0; t < n; t++) {
                 double s = 0.0;
-                for (uint32_t j = 0; j < d; j++) s += EM[(size_t)t * d + j] * E[(size_t)t * d + j];
+                for (uint32_t j = 0; j < d; j++) s += KC[(size_t)t * d + j] * K[(size_t)t * d + j];
                 w[t] = s > 0.0 ? s : 0.0;
                 mean += w[t];
             }
@@ -189,8 +187,8 @@ fail:
     free(T);
     free(M);
     free(y);
-    free(E);
-    free(EM);
+    free(K);
+    free(KC);
     free(w);
     free(ys);
     free(xc);
