@@ -37,6 +37,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.clip_v_output = 1;
     p.center = 0;
     p.key_feedback = 1;
+    p.key_spread = 1;
     p.refit_rounds = 0;
     p.sink_tokens = 64;
     p.recent_tokens = 256;
@@ -290,6 +291,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     cp.rope_n_rot = hp->n_rot;
     cp.rope_neox = hp->rope_type == OSCAR_ROPE_NEOX;
     cp.feedback_span = p->feedback_span ? p->feedback_span : hp->n_ctx_train;
+    cp.key_spread = p->key_spread;
     cp.score_objective = p->values == OSCAR_CALIB_VALUES_SCORES;
     cp.max_seq_len = p->seq_len;
     cp.vfit_sequences = p->clip_v_output ? RUN_VFIT_SEQUENCES : 0;
@@ -420,6 +422,12 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.mean_k = means;
     meta.mean_v = means ? means + all : NULL;
     meta.refit_rounds = rep.refit_rounds;
+    {
+        const oscar_calib_params *cpp = oscar_calib_get_params(cal);
+        int spread = cpp->key_spread && cpp->rope_theta && cpp->feedback_span >= 2 && cpp->rope_n_rot >= 2 &&
+                     (p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM);
+        meta.key_rope_span = spread ? cpp->feedback_span : 0;
+    }
     OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));
     rep.t_write = now_s() - t0;
 

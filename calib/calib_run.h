@@ -36,6 +36,9 @@ typedef struct oscar_calib_run_params {
                                   * written, the key clip fitted with it); 0: nearest rounding */
     uint32_t feedback_span;      /* positions the feedback's query covariance is spread over (RoPE);
                                   * 0 (default): the model's context_length */
+    int key_spread;              /* 1 (default): the key rotation's target C_K spread by RoPE over the
+                                  * same positions (written as oscar.calib.key_rope_span); 0: C_K of the
+                                  * calibration positions, as the reference */
     uint32_t group_size;         /* quantization group G; 0: min(head_dim, 128) */
     uint32_t refit_rounds;       /* least-squares refit rounds of each row's min and scale (keys under
                                   * their metric, blk.N.attn_k_metric written), 0..8; default 0 (it

@@ -315,7 +315,7 @@ oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t hea
         C = malloc(dd * sizeof *C);
         metric = malloc(dd * sizeof *metric);
         if (!C || !metric) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
-        OSCAR_TRY(oscar_calib_feedback_covariance(cal, layer, head, C));
+        OSCAR_TRY(oscar_calib_spread_key_covariance(cal, layer, head, C));
         OSCAR_TRY(oscar_key_metric_matrix(p->head_dim, C, R, p->feedback_damp, metric));
     }
     uint32_t n = oscar_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);

@@ -85,7 +85,7 @@ fail:
     return st;
 }
 
-oscar_status oscar_calib_feedback_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C)
+oscar_status oscar_calib_spread_key_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C)
 {
     const oscar_calib_params *p = oscar_calib_get_params(cal);
     oscar_status st = oscar_calib_covariance(cal, layer, head, OSCAR_CALIB_KEYS, C);

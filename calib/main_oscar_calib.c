@@ -44,6 +44,9 @@ static void usage(FILE *f)
         "                          nearest: the reference's rounding\n"
         "      --feedback-span N   positions the feedback's query covariance is spread over by RoPE\n"
         "                          (default: the model's context_length)\n"
+        "      --key-spread yes|no yes (default): the key rotation fitted to that spread covariance too,\n"
+        "                          i.e. to queries anywhere in the context; no: to the calibration\n"
+        "                          positions' queries, as the reference\n"
         "      --group-size G      quantization group size: 32, 64 or 128 dividing head_dim, as the runtime\n"
         "                          reads (default min(head_dim, 128)); sessions in mode oscar use it\n"
         "      --refit N           each row's min and scale refitted by least squares N times (0..8), keys\n"
@@ -249,6 +252,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--key-rounding")) {
             if ((c = parse_choice(a, val, roundings)) < 0) return 2;
             p.key_feedback = c;
+        } else if (!strcmp(a, "--key-spread")) {
+            if ((c = parse_choice(a, val, yes_no)) < 0) return 2;
+            p.key_spread = c;
         } else if (!strcmp(a, "--center")) {
             if ((c = parse_choice(a, val, yes_no)) < 0) return 2;
             p.center = c;

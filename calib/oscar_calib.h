@@ -105,6 +105,10 @@ typedef struct oscar_calib_params {
     int rope_neox;                /* 1: pairs (i, i + n_rot/2); 0: (2i, 2i + 1) */
     uint32_t feedback_span;       /* positions the query covariance is spread over for the feedback
                                    * (oscar_rope_spread_covariance); 0: not spread */
+    int key_spread;               /* 1: the key rotation's target C_K is spread the same way (over
+                                   * feedback_span positions, when rope_theta is set), so R_K fits
+                                   * the queries of a whole context, not those of the calibration
+                                   * sequences' positions; default 0 */
     uint32_t refit_rounds;        /* rounds of the least-squares refit of each row's min and scale
                                    * (oscar_int2_fake_quantize_refit) the clip fit quantizes with:
                                    * keys under their metric (oscar_key_metric_matrix, damped with
@@ -220,7 +224,7 @@ uint32_t oscar_calib_clip_grid(const oscar_calib_params *p, float *ratios, uint3
 /* Picks the clip ratio of the params grid with the smallest error for (layer, head) and R;
  * writes it and its mean error (err may be NULL). Ties go to the larger ratio. Key codes by
  * nearest rounding; with refit_rounds > 0 the keys are refitted under their metric
- * (oscar_calib_feedback_covariance, then oscar_key_metric_matrix), as oscar_calib_solve does. */
+ * (oscar_calib_spread_key_covariance, then oscar_key_metric_matrix), as oscar_calib_solve does. */
 oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values,
                                   const float *R, const float *center, float *ratio, double *err);
 
@@ -242,7 +246,7 @@ typedef struct oscar_calib_result {
  * centered by center_k / center_v (NULL, or float32 [n_layer][n_kv_head][d]: what the runtime
  * will subtract), and reports progress after each layer. With key_feedback and refit_rounds > 0
  * it also builds each key rotation's feedback and refit metric from the spread C_K
- * (oscar_calib_feedback_covariance), and the clip fit quantizes with them. Fills *out (free
+ * (oscar_calib_spread_key_covariance), and the clip fit quantizes with them. Fills *out (free
  * with oscar_calib_result_free); on failure *out is empty. */
 oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar_calib_target v_target,
                                const float *center_k, const float *center_v, oscar_calib_result *out);
@@ -297,9 +301,10 @@ oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float 
 oscar_status oscar_key_metric_matrix(uint32_t d, const double *C, const float *R, double damp, float *metric);
 
 /* The covariance the key feedback and the refit's metric are built from for (layer, head)
- * (head as in oscar_calib_covariance): C_K, spread by RoPE over feedback_span positions
- * (oscar_rope_spread_covariance) when params.rope_theta is set. float64 [d][d] into C. */
-oscar_status oscar_calib_feedback_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C);
+ * (head as in oscar_calib_covariance), and with params.key_spread the key rotation's target:
+ * C_K, spread by RoPE over feedback_span positions (oscar_rope_spread_covariance) when
+ * params.rope_theta is set. float64 [d][d] into C. */
+oscar_status oscar_calib_spread_key_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C);
 
 /* Averages the covariance C (float64 [d][d], in place) of post-RoPE rows over RoPE shifts by
  * every position 0..span−1: C ← (1/span) Σ_p Rot(p) C Rot(p)ᵀ, Rot(p) turning pair i by p·θ_i

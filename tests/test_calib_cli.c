@@ -13,7 +13,9 @@
  *    for (one group per row), neither by default;
  *  - the binary (OSCAR_CALIB_BIN, else ../oscar-calib from the tests folder): --help, bad flag
  *    values (exit 2), a failing run (exit 1, one line on stderr, no file), a good run (exit 0),
- *    the refit's tensors and key present with --refit 3 and absent by default.
+ *    the refit's tensors and key present with --refit 3 and absent by default;
+ *  - the key rotation spread by RoPE over the model's context (oscar.calib.key_rope_span, R_K
+ *    the core's rotation of the spread C_K) by default, and not with --key-spread no.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -107,6 +109,7 @@ typedef struct expect {
     int centered;                 /* blk.<l>.attn_{k,v}_mean present */
     int feedback;                 /* blk.<l>.attn_k_feedback present */
     uint32_t refit;               /* oscar.refit_rounds and blk.<l>.attn_k_metric present (> 0) or not */
+    uint32_t key_rope_span;       /* oscar.calib.key_rope_span (> 0) or absent (0) */
 } expect;
 
 /* The refit's keys and tensors in an open file: oscar.refit_rounds = refit and every layer's
@@ -185,6 +188,10 @@ static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, co
     CHECK(tokens == e->tokens);
     check_u32(g, "oscar.calib.sequence_length", e->seq_len);
     check_str(g, "oscar.calib.text_source", e->text_source);
+    uint32_t span = 0;
+    oscar_status sst = oscar_gguf_get_u32(g, "oscar.calib.key_rope_span", &span);
+    CHECK_MSG(e->key_rope_span ? sst == OSCAR_OK && span == e->key_rope_span : sst != OSCAR_OK,
+              "oscar.calib.key_rope_span: status %d value %u, want %u", (int)sst, span, e->key_rope_span);
     CHECK(g->n_tensors == (uint64_t)hp->n_layer * (4 + (e->centered ? 2 : 0) + (e->feedback ? 1 : 0) + (e->refit ? 1 : 0)));
     check_refit(g, hp->n_layer, d, n_rot, e->refit);
     for (uint32_t l = 0; l < hp->n_layer; l++) {
@@ -325,10 +332,11 @@ static oscar_status to_calib(void *user, uint32_t layer, uint32_t pos0, uint32_t
     return oscar_calib_add(c->cal, layer, n, q, k, v);
 }
 
-/* Recomputes C_K of layer 0 from the same text and checks the file's R_K is the core's
- * rotation of it, and that diag(Rᵀ C R) is flat while diag(R C Rᵀ) is not. */
+/* Recomputes C_K of layer 0 from the same text (spread by RoPE over the model's context when
+ * `spread`, as oscar-calib's default --key-spread yes does) and checks the file's R_K is the
+ * core's rotation of it, and that diag(Rᵀ C R) is flat while diag(R C Rᵀ) is not. */
 static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar_gguf *g, uint64_t tokens,
-                                       uint32_t seq_len)
+                                       uint32_t seq_len, int spread)
 {
     const oscar_model_hparams *hp = &desc->hp;
     uint32_t d = hp->head_dim;
@@ -372,6 +380,7 @@ static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar
         CHECK_OK(oscar_capture_eval(cap, ids + at, m, 0, NULL));
     }
     CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
+    if (spread) oscar_rope_spread_covariance(d, hp->n_rot, hp->rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, hp->n_ctx_train, C);
     CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
     const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, "blk.0.attn_k_rot.weight");
     if (t) {
@@ -403,7 +412,7 @@ static void check_pipeline_orientation(const oscar_model_desc *desc, const oscar
     CHECK(t != NULL);
     if (t) {
         float *M = malloc((size_t)d * d * sizeof *M);
-        oscar_rope_spread_covariance(d, hp->n_rot, hp->rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, hp->n_ctx_train, C);
+        if (!spread) oscar_rope_spread_covariance(d, hp->n_rot, hp->rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, hp->n_ctx_train, C);
         CHECK_OK(oscar_key_metric_matrix(d, C, R, 0.01, M));
         CHECK_MSG(memcmp(t->data, M, (size_t)d * d * sizeof *M) == 0, "blk.0.attn_k_metric differs from the core's metric");
         free(M);
@@ -456,12 +465,23 @@ static void test_runs(const oscar_model_desc *desc)
     p.refit_rounds = 3;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
-    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1, 3};
+    uint32_t ctx = desc->hp.n_ctx_train; /* the key rotation's span (default --key-spread yes) */
+    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1, 3, ctx};
     CHECK(rep.refit_rounds == 3); /* asked for, with one group per row (G = head_dim 16) */
     oscar_gguf *g = check_file(out_path, desc, &e);
-    if (g) check_pipeline_orientation(desc, g, 600, 128);
+    if (g) check_pipeline_orientation(desc, g, 600, 128, 1);
     oscar_gguf_close(g);
     oscar_calib_run_report_free(&rep);
+
+    /* the same with the key rotation fitted to the calibration positions' queries only */
+    p.key_spread = 0;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.key_rope_span = 0;
+    g = check_file(out_path, desc, &e);
+    if (g) check_pipeline_orientation(desc, g, 600, 128, 0);
+    oscar_gguf_close(g);
+    oscar_calib_run_report_free(&rep);
+    p.key_spread = 1;
 
     /* per head, score values, fixed clip, G = 8, no centering, nearest key rounding */
     p.grouping = OSCAR_CALIB_PER_HEAD;
@@ -473,7 +493,7 @@ static void test_runs(const oscar_model_desc *desc)
     p.key_feedback = 0;
     p.refit_rounds = 0;
     CHECK_OK(oscar_calib_run(&p, &rep));
-    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, 0};
+    expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, 0, ctx};
     CHECK(rep.refit_rounds == 0); /* the default */
     g = check_file(out_path, desc, &e2);
     oscar_gguf_close(g);
@@ -487,7 +507,7 @@ static void test_runs(const oscar_model_desc *desc)
         uint32_t want = p.refit_rounds;
         CHECK_OK(oscar_calib_run(&p, &rep));
         CHECK(rep.refit_rounds == want);
-        expect e3 = {"head", "attention_output", text_path, 16, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, want};
+        expect e3 = {"head", "attention_output", text_path, 16, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, want, ctx};
         g = check_file(out_path, desc, &e3);
         oscar_gguf_close(g);
         oscar_calib_run_report_free(&rep);
@@ -613,7 +633,7 @@ static void test_binary(void)
     static const char *const bad[] = {"--grouping foo", "--values x", "--clip maybe", "--tokens 12abc",
                                       "--tokens -5", "--seq-len 1", "--rotation quarot", "--bogus 1", "--tokens",
                                       "--group-size 48", "--group-size 16", "--refit 9", "--refit x", "--refit -1",
-                                      "--refit"};
+                                      "--refit", "--key-spread maybe", "--key-spread"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s -m %s --text %s -o %s %s", bin, model_path, text_path, out_path, bad[i]);
         int rc = run_cmd(cmd, &lines);
@@ -640,15 +660,22 @@ static void test_binary(void)
     snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 100000 -o %s", bin, model_path, text_path, out_path);
     CHECK(run_cmd(cmd, &lines) == 1 && lines == 1);
     CHECK(no_output(out_path));
-    /* --refit 3 writes the refit's key and metric per head; the default neither */
+    /* --refit 3 writes the refit's key and metric per head; the default neither. The key
+     * rotation's span is written by default (the model's context), not with --key-spread no */
     for (int refit_off = 0; refit_off < 2; refit_off++) {
         snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 300 --seq-len 100 --grouping head%s -o %s", bin,
-                 model_path, text_path, refit_off ? "" : " --refit 3", out_path);
+                 model_path, text_path, refit_off ? " --key-spread no" : " --refit 3", out_path);
         CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
         CHECK(exists(out_path));
         oscar_gguf *g = NULL;
         CHECK_OK(oscar_gguf_open(out_path, &g));
-        if (g) check_refit(g, 2, 16, 2, refit_off ? 0 : 3); /* the generated model: 2 layers, d 16, 2 KV heads */
+        if (g) {
+            check_refit(g, 2, 16, 2, refit_off ? 0 : 3); /* the generated model: 2 layers, d 16, 2 KV heads */
+            uint32_t span = 0;
+            oscar_status sst = oscar_gguf_get_u32(g, "oscar.calib.key_rope_span", &span);
+            CHECK_MSG(refit_off ? sst != OSCAR_OK : sst == OSCAR_OK && span > 0, "key_rope_span: status %d value %u",
+                      (int)sst, span);
+        }
         oscar_gguf_close(g);
         remove(out_path);
     }
