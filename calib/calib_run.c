@@ -418,16 +418,12 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.calib_tokens = rep.tokens;
     meta.sequence_length = p->seq_len;
     meta.text_source = p->text_source ? p->text_source : p->text_path;
-    meta.write_eigenvalues = p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM;
+    int from_covariance = p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM; /* R = U·H(·P) */
+    meta.write_eigenvalues = from_covariance;
     meta.mean_k = means;
     meta.mean_v = means ? means + all : NULL;
     meta.refit_rounds = rep.refit_rounds;
-    {
-        const oscar_calib_params *cpp = oscar_calib_get_params(cal);
-        int spread = cpp->key_spread && cpp->rope_theta && cpp->feedback_span >= 2 && cpp->rope_n_rot >= 2 &&
-                     (p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM);
-        meta.key_rope_span = spread ? cpp->feedback_span : 0;
-    }
+    if (p->key_spread && from_covariance) meta.key_rope_span = oscar_calib_key_rope_span(oscar_calib_get_params(cal));
     OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));
     rep.t_write = now_s() - t0;
 

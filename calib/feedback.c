@@ -85,12 +85,18 @@ fail:
     return st;
 }
 
+uint32_t oscar_calib_key_rope_span(const oscar_calib_params *p)
+{
+    return p && p->rope_theta && p->rope_n_rot >= 2 && p->feedback_span >= 2 ? p->feedback_span : 0;
+}
+
 oscar_status oscar_calib_spread_key_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C)
 {
     const oscar_calib_params *p = oscar_calib_get_params(cal);
     oscar_status st = oscar_calib_covariance(cal, layer, head, OSCAR_CALIB_KEYS, C);
-    if (st == OSCAR_OK && p->rope_theta)
-        oscar_rope_spread_covariance(p->head_dim, p->rope_n_rot, p->rope_neox, p->rope_theta, p->feedback_span, C);
+    uint32_t span = oscar_calib_key_rope_span(p);
+    if (st == OSCAR_OK && span)
+        oscar_rope_spread_covariance(p->head_dim, p->rope_n_rot, p->rope_neox, p->rope_theta, span, C);
     return st;
 }
 

@@ -306,6 +306,11 @@ oscar_status oscar_key_metric_matrix(uint32_t d, const double *C, const float *R
  * params.rope_theta is set. float64 [d][d] into C. */
 oscar_status oscar_calib_spread_key_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C);
 
+/* The positions C_K is spread over by oscar_calib_spread_key_covariance under params p: their
+ * feedback_span when the model has RoPE (rope_theta set, rope_n_rot >= 2) and the span is at
+ * least 2; 0 when it leaves C_K as calibrated. */
+uint32_t oscar_calib_key_rope_span(const oscar_calib_params *p);
+
 /* Averages the covariance C (float64 [d][d], in place) of post-RoPE rows over RoPE shifts by
  * every position 0..span−1: C ← (1/span) Σ_p Rot(p) C Rot(p)ᵀ, Rot(p) turning pair i by p·θ_i
  * (pairs (2i, 2i+1), or (i, i + n_rot/2) with neox; dims from n_rot on unrotated). Calibration
