@@ -107,7 +107,8 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
             for (int which = 0; which < 2; which++) {
                 float *R = (which ? res.rot_v : res.rot_k) + at * dd;
                 double *eig = (which ? res.eig_v : res.eig_k) + at * d;
-                if (need_c && which == 0 && p->key_spread) OSCAR_TRY(oscar_calib_spread_key_covariance(cal, l, head, C));
+                int c_spread_k = need_c && which == 0 && p->key_spread; /* C holds the spread C_K */
+                if (c_spread_k) OSCAR_TRY(oscar_calib_spread_key_covariance(cal, l, head, C));
                 else if (need_c) OSCAR_TRY(oscar_calib_covariance(cal, l, head, which ? v_target : OSCAR_CALIB_KEYS, C));
                 OSCAR_TRY(oscar_rotation_build(kind, d, need_c ? C : NULL, R, eig));
                 double dev;
@@ -116,7 +117,7 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
                     OSCAR_FAIL(st, "oscar_calib_solve: layer %u group %u %s rotation failed its check (%.3g)", l, g,
                                which ? "value" : "key", dev);
                 if (which == 0 && (res.feedback_k || res.metric_k)) { /* from the spread C_K, whatever the rotation kind */
-                    OSCAR_TRY(oscar_calib_spread_key_covariance(cal, l, head, C));
+                    if (!c_spread_k) OSCAR_TRY(oscar_calib_spread_key_covariance(cal, l, head, C)); /* R's build left C as it was */
                     if (res.feedback_k) OSCAR_TRY(oscar_key_feedback_matrix(d, C, R, p->feedback_damp, res.feedback_k + at * dd));
                     if (res.metric_k) OSCAR_TRY(oscar_key_metric_matrix(d, C, R, p->feedback_damp, res.metric_k + at * dd));
                 }
