@@ -247,6 +247,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     if (p->refit_rounds > OSCAR_CALIB_MAX_REFIT_ROUNDS)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "refit rounds %u out of range (0..%u)", p->refit_rounds,
                    OSCAR_CALIB_MAX_REFIT_ROUNDS);
+    if (p->center > OSCAR_CALIB_CENTER_BOTH)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "center %u: not a set of OSCAR_CALIB_CENTER_* bits", p->center);
 
     /* cheap checks first: output writable, model loads, text readable */
     OSCAR_TRY(check_writable(p->out_path));
@@ -374,7 +376,9 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
      * do not spin beside the clip fit's own workers */
     int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
-    st = oscar_calib_solve(cal, p->kind, p->values, means ? means + 2 * all : NULL, means ? means + all : NULL, &res);
+    const float *center_k = p->center & OSCAR_CALIB_CENTER_KEYS ? means + 2 * all : NULL;
+    const float *center_v = p->center & OSCAR_CALIB_CENTER_VALUES ? means + all : NULL;
+    st = oscar_calib_solve(cal, p->kind, p->values, center_k, center_v, &res);
     openblas_set_num_threads(blas_threads);
     if (st != OSCAR_OK) goto fail;
     rep.t_solve = now_s() - t0;
@@ -420,8 +424,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.text_source = p->text_source ? p->text_source : p->text_path;
     int from_covariance = p->kind == OSCAR_ROTATION_OSCAR || p->kind == OSCAR_ROTATION_OSCAR_NO_PERM; /* R = U·H(·P) */
     meta.write_eigenvalues = from_covariance;
-    meta.mean_k = means;
-    meta.mean_v = means ? means + all : NULL;
+    meta.mean_k = p->center & OSCAR_CALIB_CENTER_KEYS ? means : NULL;
+    meta.mean_v = p->center & OSCAR_CALIB_CENTER_VALUES ? means + all : NULL;
     meta.refit_rounds = rep.refit_rounds;
     if (p->key_spread && from_covariance) meta.key_rope_span = oscar_calib_key_rope_span(oscar_calib_get_params(cal));
     OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));

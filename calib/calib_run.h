@@ -15,6 +15,11 @@
 #include "oscar/oscar.h"
 #include "oscar_calib.h"
 
+/* oscar_calib_run_params.center: which sides are centered (--center no|keys|values|yes = 0..3) */
+#define OSCAR_CALIB_CENTER_KEYS 1u
+#define OSCAR_CALIB_CENTER_VALUES 2u
+#define OSCAR_CALIB_CENTER_BOTH 3u
+
 typedef struct oscar_calib_run_params {
     const char *model_path;      /* GGUF model */
     const char *text_path;       /* plain UTF-8 text */
@@ -29,9 +34,10 @@ typedef struct oscar_calib_run_params {
     int clip_fitted;             /* 1 (default): fitted ratios; 0: the fixed 0.96 / 0.92 */
     int clip_v_output;           /* 1 (default): the value clip is fitted on attention outputs over the
                                   * first 4 calibration sequences; 0: on the reservoir's rows */
-    int center;                  /* 1: key and value means (positions >= sink_tokens) written and
-                                  * subtracted before the clip fit; 0 (default since session 12, where
-                                  * with the key feedback it measured better): none, as the reference */
+    unsigned center;             /* OSCAR_CALIB_CENTER_* bits: the means (positions >= sink_tokens) of
+                                  * those sides written and subtracted before the clip fit; 0 (default
+                                  * since session 12, where with the key feedback it measured better):
+                                  * none, as the reference */
     int key_feedback;            /* 1 (default): key codes by error feedback (blk.N.attn_k_feedback
                                   * written, the key clip fitted with it); 0: nearest rounding */
     uint32_t feedback_span;      /* positions the feedback's query covariance is spread over (RoPE);

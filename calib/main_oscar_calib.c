@@ -36,8 +36,9 @@ static void usage(FILE *f)
         "      --clip-v-fit F      what the fitted value clip minimises: output (the attention\n"
         "                          outputs' error over the first 4 sequences, default) or rows\n"
         "                          (each sampled value row's own error)\n"
-        "      --center yes|no     store key and value means so the runtime subtracts them before\n"
-        "                          quantizing (default no, the reference's method)\n"
+        "      --center C          no (default, the reference's method), keys, values or yes (both):\n"
+        "                          store those sides' means so the runtime subtracts them before\n"
+        "                          quantizing\n"
         "      --key-rounding K    feedback (default): key codes chosen element by element, each\n"
         "                          rounding error moved to where the layer's queries look least\n"
         "                          (written as blk.N.attn_k_feedback; the key clip is fitted with it);\n"
@@ -175,6 +176,7 @@ int main(int argc, char **argv)
     static const char *const clips[] = {"fixed", "fitted", NULL};
     static const char *const vfits[] = {"rows", "output", NULL};
     static const char *const yes_no[] = {"no", "yes", NULL};
+    static const char *const centers[] = {"no", "keys", "values", "yes", NULL};
     static const char *const roundings[] = {"nearest", "feedback", NULL};
     static const char *const rotations[] = {"identity", "hadamard", "oscar", "oscar-noperm", NULL};
 
@@ -256,8 +258,8 @@ int main(int argc, char **argv)
             if ((c = parse_choice(a, val, yes_no)) < 0) return 2;
             p.key_spread = c;
         } else if (!strcmp(a, "--center")) {
-            if ((c = parse_choice(a, val, yes_no)) < 0) return 2;
-            p.center = c;
+            if ((c = parse_choice(a, val, centers)) < 0) return 2;
+            p.center = (unsigned)c; /* the index is the OSCAR_CALIB_CENTER_* bits */
         } else if (!strcmp(a, "--rotation")) {
             if ((c = parse_choice(a, val, rotations)) < 0) return 2;
             p.kind = (oscar_rotation_kind)c;

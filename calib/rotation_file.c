@@ -94,11 +94,13 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
         snprintf(name, sizeof name, "blk.%u.attn_v_rot.weight", l);
         OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
                                                    res->rot_v + (size_t)l * n_rot * dd));
-        if (meta->mean_k && meta->mean_v) {
-            size_t per = (size_t)meta->n_kv_head * d;
-            uint64_t ne_mean[2] = {d, meta->n_kv_head};
+        size_t per = (size_t)meta->n_kv_head * d;
+        uint64_t ne_mean[2] = {d, meta->n_kv_head};
+        if (meta->mean_k) {
             snprintf(name, sizeof name, "blk.%u.attn_k_mean", l);
             OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, 2, ne_mean, meta->mean_k + l * per));
+        }
+        if (meta->mean_v) {
             snprintf(name, sizeof name, "blk.%u.attn_v_mean", l);
             OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, 2, ne_mean, meta->mean_v + l * per));
         }

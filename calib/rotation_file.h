@@ -27,7 +27,7 @@ typedef struct oscar_rotation_file_meta {
     const char *text_source;
     int write_eigenvalues;        /* 1: also write blk.<l>.attn_{k,v}_eig */
     const float *mean_k, *mean_v; /* NULL, or [n_layer][n_kv_head][d]: pre-RoPE key and value means,
-                                   * written as blk.<l>.attn_{k,v}_mean (both or neither) */
+                                   * written as blk.<l>.attn_{k,v}_mean (each side on its own) */
     uint32_t key_rope_span;       /* > 0: oscar.calib.key_rope_span written (the key rotation's target
                                    * was spread by RoPE over that many positions); 0: not written */
     uint32_t refit_rounds;        /* > 0: oscar.refit_rounds and blk.<l>.attn_k_metric (from the

@@ -240,6 +240,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
             kp.key_metric = rs->key_metric;
             kp.refit_rounds = rs->refit_rounds;
         }
+        if (p.kv_mode == OSCAR_KV_INT2_ROTATED) kp.mean_v = rs->mean_v;
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
             uint32_t d = hp->head_dim, rows = hp->n_layer * hp->n_head_kv;
             center_k = malloc((size_t)rows * d * sizeof *center_k);
@@ -247,7 +248,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
             for (uint32_t r = 0; r < rows; r++)
                 oscar_rope_average(rs->mean_k + (size_t)r * d, d, hp->n_rot, hp->rope_type, model->desc->rope_theta,
                                    p.sink_tokens, p.n_ctx, center_k + (size_t)r * d);
-            kp.mean_k = center_k, kp.mean_v = rs->mean_v;
+            kp.mean_k = center_k;
         }
         kp.clip_k = rs->clip_k, kp.clip_v = rs->clip_v;
     }

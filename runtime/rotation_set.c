@@ -109,23 +109,19 @@ OSCAR_API void oscar_rotation_set_destroy(oscar_rotation_set *s)
 static oscar_status set_means(oscar_rotation_set *s, const float *mean_k, const float *mean_v, oscar_status status)
 {
     if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_set_means: NULL set");
-    if (!mean_k != !mean_v)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_set_means: give both mean_k and mean_v, or neither");
     size_t per = (size_t)s->n_kv * s->head_dim, n = (size_t)s->n_layer * per;
-    for (size_t i = 0; mean_k && i < n; i++)
-        if (!isfinite(mean_k[i]) || !isfinite(mean_v[i]))
+    for (size_t i = 0; i < n; i++)
+        if ((mean_k && !isfinite(mean_k[i])) || (mean_v && !isfinite(mean_v[i])))
             OSCAR_RETURN_ERROR(status, "rotation set: %s of layer %zu, KV head %zu, element %zu is not finite",
-                               isfinite(mean_k[i]) ? "mean_v" : "mean_k", i / per, i % per / s->head_dim, i % s->head_dim);
-    float *k = NULL, *v = NULL;
-    if (mean_k) {
-        k = malloc(n * sizeof *k), v = malloc(n * sizeof *v);
-        if (!k || !v) {
-            free(k), free(v);
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        }
-        memcpy(k, mean_k, n * sizeof *k);
-        memcpy(v, mean_v, n * sizeof *v);
+                               mean_k && !isfinite(mean_k[i]) ? "mean_k" : "mean_v", i / per, i % per / s->head_dim,
+                               i % s->head_dim);
+    float *k = mean_k ? malloc(n * sizeof *k) : NULL, *v = mean_v ? malloc(n * sizeof *v) : NULL;
+    if ((mean_k && !k) || (mean_v && !v)) {
+        free(k), free(v);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
+    if (k) memcpy(k, mean_k, n * sizeof *k);
+    if (v) memcpy(v, mean_v, n * sizeof *v);
     free(s->mean_k), free(s->mean_v);
     s->mean_k = k, s->mean_v = v;
     return OSCAR_OK;
@@ -317,9 +313,6 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         OSCAR_TRY(read_mean(g, l, "attn_k_mean", d, hp->n_head_kv, &has_mk, &mean_k, hp->n_layer));
         OSCAR_TRY(read_mean(g, l, "attn_v_mean", d, hp->n_head_kv, &has_mv, &mean_v, hp->n_layer));
     }
-    if (has_mk != has_mv)
-        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: the file has %s but not %s", path, has_mk ? "attn_k_mean" : "attn_v_mean",
-                   has_mk ? "attn_v_mean" : "attn_k_mean");
     if (nk != nv)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: attn_k_rot holds %u rotations per layer, attn_v_rot %u", path, nk, nv);
     if (grouping && nk != (strcmp(grouping, "head") ? 1u : hp->n_head_kv))

@@ -15,7 +15,9 @@
  *    values (exit 2), a failing run (exit 1, one line on stderr, no file), a good run (exit 0),
  *    the refit's tensors and key present with --refit 3 and absent by default;
  *  - the key rotation spread by RoPE over the model's context (oscar.calib.key_rope_span, R_K
- *    the core's rotation of the spread C_K) by default, and not with --key-spread no.
+ *    the core's rotation of the spread C_K) by default, and not with --key-spread no;
+ *  - centering of both sides, or of the keys only (--center keys: the same key means and key
+ *    clips as with both, no value means).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -106,7 +108,7 @@ typedef struct expect {
     uint64_t tokens;
     int clip_fitted;
     const float *clip_k, *clip_v; /* [n_layer] */
-    int centered;                 /* blk.<l>.attn_{k,v}_mean present */
+    unsigned centered;            /* OSCAR_CALIB_CENTER_* bits: blk.<l>.attn_k_mean / attn_v_mean present */
     int feedback;                 /* blk.<l>.attn_k_feedback present */
     uint32_t refit;               /* oscar.refit_rounds and blk.<l>.attn_k_metric present (> 0) or not */
     uint32_t key_rope_span;       /* oscar.calib.key_rope_span (> 0) or absent (0) */
@@ -192,7 +194,8 @@ static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, co
     oscar_status sst = oscar_gguf_get_u32(g, "oscar.calib.key_rope_span", &span);
     CHECK_MSG(e->key_rope_span ? sst == OSCAR_OK && span == e->key_rope_span : sst != OSCAR_OK,
               "oscar.calib.key_rope_span: status %d value %u, want %u", (int)sst, span, e->key_rope_span);
-    CHECK(g->n_tensors == (uint64_t)hp->n_layer * (4 + (e->centered ? 2 : 0) + (e->feedback ? 1 : 0) + (e->refit ? 1 : 0)));
+    uint32_t n_means = (e->centered & OSCAR_CALIB_CENTER_KEYS ? 1 : 0) + (e->centered & OSCAR_CALIB_CENTER_VALUES ? 1 : 0);
+    CHECK(g->n_tensors == (uint64_t)hp->n_layer * (4 + n_means + (e->feedback ? 1 : 0) + (e->refit ? 1 : 0)));
     check_refit(g, hp->n_layer, d, n_rot, e->refit);
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         char name[64];
@@ -213,7 +216,8 @@ static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, co
         for (int which = 0; which < 2; which++) {
             snprintf(name, sizeof name, "blk.%u.attn_%c_mean", l, which ? 'v' : 'k');
             const oscar_gguf_tensor *tm = oscar_gguf_find_tensor(g, name);
-            CHECK_MSG((tm != NULL) == e->centered, "%s %s", name, tm ? "present" : "missing");
+            int want_mean = (e->centered & (which ? OSCAR_CALIB_CENTER_VALUES : OSCAR_CALIB_CENTER_KEYS)) != 0;
+            CHECK_MSG((tm != NULL) == want_mean, "%s %s", name, tm ? "present" : "missing");
             if (tm) {
                 CHECK(tm->type == OSCAR_GGML_TYPE_F32 && tm->n_dims == 2 && tm->ne[0] == d && tm->ne[1] == hp->n_head_kv);
                 for (uint32_t i = 0; i < d * hp->n_head_kv; i++) CHECK(isfinite(((const float *)tm->data)[i]));
@@ -461,17 +465,45 @@ static void test_runs(const oscar_model_desc *desc)
     /* per layer, proxy values, fitted clip, centering (and the default key feedback) */
     oscar_calib_run_params p = base_params();
     oscar_calib_run_report rep;
-    p.center = 1;
+    p.center = OSCAR_CALIB_CENTER_BOTH;
     p.refit_rounds = 3;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
     uint32_t ctx = desc->hp.n_ctx_train; /* the key rotation's span (default --key-spread yes) */
-    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v, 1, 1, 3, ctx};
+    expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v,
+                OSCAR_CALIB_CENTER_BOTH, 1, 3, ctx};
     CHECK(rep.refit_rounds == 3); /* asked for, with one group per row (G = head_dim 16) */
     oscar_gguf *g = check_file(out_path, desc, &e);
     if (g) check_pipeline_orientation(desc, g, 600, 128, 1);
+    uint32_t nl = desc->hp.n_layer, nm = desc->hp.n_head_kv * desc->hp.head_dim;
+    float *mean_k = calloc((size_t)nl * nm, sizeof *mean_k), *clip_k = calloc(nl, sizeof *clip_k); /* the centered keys' side */
+    for (uint32_t l = 0; g && l < nl; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%u.attn_k_mean", l);
+        const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+        if (t) memcpy(mean_k + (size_t)l * nm, t->data, nm * sizeof *mean_k);
+    }
+    memcpy(clip_k, rep.clip_k, nl * sizeof *clip_k);
     oscar_gguf_close(g);
     oscar_calib_run_report_free(&rep);
+
+    /* keys centered only (--center keys): the same key means and key clips, no value means */
+    p.center = OSCAR_CALIB_CENTER_KEYS;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.centered = OSCAR_CALIB_CENTER_KEYS;
+    g = check_file(out_path, desc, &e);
+    CHECK(!memcmp(rep.clip_k, clip_k, nl * sizeof *clip_k));
+    for (uint32_t l = 0; g && l < nl; l++) {
+        char name[64];
+        snprintf(name, sizeof name, "blk.%u.attn_k_mean", l);
+        const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+        CHECK_MSG(t && !memcmp(t->data, mean_k + (size_t)l * nm, nm * sizeof *mean_k), "%s differs from --center yes's", name);
+    }
+    oscar_gguf_close(g);
+    oscar_calib_run_report_free(&rep);
+    free(mean_k), free(clip_k);
+    p.center = OSCAR_CALIB_CENTER_BOTH;
+    e.centered = OSCAR_CALIB_CENTER_BOTH;
 
     /* the same with the key rotation fitted to the calibration positions' queries only */
     p.key_spread = 0;
@@ -542,7 +574,7 @@ static void test_bad_input(void)
     CHECK(no_output(out_path));
 
     p = base_params();
-    p.center = 1;
+    p.center = OSCAR_CALIB_CENTER_BOTH;
     p.seq_len = 64; /* no position past the 64-token sink to take the means from */
     CHECK_STATUS(oscar_calib_run(&p, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "centering needs sequences longer than the sink") != NULL);
@@ -633,7 +665,7 @@ static void test_binary(void)
     static const char *const bad[] = {"--grouping foo", "--values x", "--clip maybe", "--tokens 12abc",
                                       "--tokens -5", "--seq-len 1", "--rotation quarot", "--bogus 1", "--tokens",
                                       "--group-size 48", "--group-size 16", "--refit 9", "--refit x", "--refit -1",
-                                      "--refit", "--key-spread maybe", "--key-spread"};
+                                      "--refit", "--key-spread maybe", "--key-spread", "--center maybe", "--center"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s -m %s --text %s -o %s %s", bin, model_path, text_path, out_path, bad[i]);
         int rc = run_cmd(cmd, &lines);
@@ -661,10 +693,11 @@ static void test_binary(void)
     CHECK(run_cmd(cmd, &lines) == 1 && lines == 1);
     CHECK(no_output(out_path));
     /* --refit 3 writes the refit's key and metric per head; the default neither. The key
-     * rotation's span is written by default (the model's context), not with --key-spread no */
+     * rotation's span is written by default (the model's context), not with --key-spread no.
+     * --center keys writes the key means only; the default no means */
     for (int refit_off = 0; refit_off < 2; refit_off++) {
         snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 300 --seq-len 100 --grouping head%s -o %s", bin,
-                 model_path, text_path, refit_off ? " --key-spread no" : " --refit 3", out_path);
+                 model_path, text_path, refit_off ? " --key-spread no --center keys" : " --refit 3", out_path);
         CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
         CHECK(exists(out_path));
         oscar_gguf *g = NULL;
@@ -675,6 +708,8 @@ static void test_binary(void)
             oscar_status sst = oscar_gguf_get_u32(g, "oscar.calib.key_rope_span", &span);
             CHECK_MSG(refit_off ? sst != OSCAR_OK : sst == OSCAR_OK && span > 0, "key_rope_span: status %d value %u",
                       (int)sst, span);
+            CHECK((oscar_gguf_find_tensor(g, "blk.1.attn_k_mean") != NULL) == refit_off);
+            CHECK(oscar_gguf_find_tensor(g, "blk.1.attn_v_mean") == NULL);
         }
         oscar_gguf_close(g);
         remove(out_path);

@@ -554,7 +554,8 @@ static void check_kv_modes(void)
     means[nm + 5] = NAN;
     CHECK_STATUS(oscar_rotation_set_set_means(centered, means, means + nm), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "mean_v of layer 0, KV head 0, element 5 is not finite") != NULL);
-    CHECK_STATUS(oscar_rotation_set_set_means(centered, means, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(oscar_rotation_set_set_means(centered, means, NULL)); /* keys only (oscar-calib --center keys) */
+    double e_kcent = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 0);
     oscar_rotation_set_destroy(centered);
     free(means);
     double e_fake = fake_int2_nse(&p, toks);
@@ -571,6 +572,7 @@ static void check_kv_modes(void)
     CHECK_MSG(e_osc > e_fp16 && e_osc <= bound, "oscar (per layer) NSE %.3g (bound %.3g)", e_osc, bound);
     CHECK_MSG(e_osch > e_fp16 && e_osch <= bound, "oscar (per head) NSE %.3g (bound %.3g)", e_osch, bound);
     CHECK_MSG(e_cent > e_fp16 && e_cent <= bound, "oscar (per head, centered) NSE %.3g (bound %.3g)", e_cent, bound);
+    CHECK_MSG(e_kcent > e_fp16 && e_kcent <= bound, "oscar (per head, keys centered) NSE %.3g (bound %.3g)", e_kcent, bound);
 
     /* bad: oscar without a set; a non-orthogonal R; wrong count */
     oscar_session_params sp = oscar_session_params_default();
@@ -604,7 +606,8 @@ typedef struct zoo_spec {
     float scale;               /* multiply R_K of layer 1 by this (1: none) */
     int nan;                   /* put a NaN into R_V of layer 0 */
     int means;                 /* 0: none; 1: attn_k_mean and attn_v_mean; 2: attn_k_mean only;
-                                * 3: both, NaN in layer 1's value mean; 4: both, layer 1's V shape wrong */
+                                * 3: both, NaN in layer 1's value mean; 4: both, layer 1's V shape wrong;
+                                * 5: attn_v_mean only; 6: attn_k_mean in layer 0 only */
     uint32_t group;            /* oscar.group_size; 0: d */
     int feedback;              /* blk.N.attn_k_feedback: 0 none; 1 in every layer (zoo_feedback); 2 NaN in
                                 * layer 1's; 3 layer 1's nonzero on its diagonal; 4 layer 0's only;
@@ -690,7 +693,8 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
             if (z->means == 3 && which && l == 1) m[3] = NAN;
             uint64_t nem[2] = { d, z->means == 4 && which && l == 1 ? in->n_head_kv + 1 : in->n_head_kv };
             snprintf(name, sizeof name, "blk.%u.attn_%c_mean", l, which ? 'v' : 'k');
-            if (!st && !(z->means == 2 && which)) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, nem, m);
+            int skip = (z->means == 2 && which) || (z->means == 5 && !which) || (z->means == 6 && (which || l > 0));
+            if (!st && !skip) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, nem, m);
         }
     }
     if (!st) st = oscar_gguf_writer_write_file(w, path);
@@ -725,9 +729,12 @@ static void check_rotation_files(void)
     }
     CHECK(rk[1] != rk[d]); /* non-symmetric, so a transpose would show */
     zoo_spec z = { NULL, 0, 0, 0, 1, 0, 0 };
-    for (int per_head = 0; per_head < 2; per_head++) {
+    /* per layer (nothing else); per head with both means, the key feedback and the refit; per
+     * head with the key mean only (oscar-calib --center keys); per head with the value mean only */
+    for (int variant = 0; variant < 4; variant++) {
+        int per_head = variant > 0;
         z.per_head = per_head;
-        z.means = per_head; /* the per-head file also carries the centering means and the key feedback */
+        z.means = variant == 0 ? 0 : variant == 1 ? 1 : variant == 2 ? 2 : 5;
         z.feedback = per_head;
         z.refit = per_head; /* and the refit with its metric */
         const char *path = test_tmp_path(per_head ? "zoo_head.gguf" : "zoo_layer.gguf");
@@ -743,9 +750,9 @@ static void check_rotation_files(void)
             same &= !memcmp(s->rot_k + l * per, rk + l * per, per * 4) && !memcmp(s->rot_v + l * per, rv + l * per, per * 4);
         CHECK_MSG(same, "rotation file: R read back differs (transposed?)");
         CHECK(s->clip_k[0] == 0.95f && s->clip_v[1] == 0.9f);
-        CHECK((s->mean_k != NULL) == per_head && (s->mean_v != NULL) == per_head);
-        for (size_t i = 0; s->mean_k && i < (size_t)in.n_layer * in.n_head_kv * d; i++)
-            same &= s->mean_k[i] == zoo_mean(i, 0) && s->mean_v[i] == zoo_mean(i, 1);
+        CHECK((s->mean_k != NULL) == (z.means == 1 || z.means == 2) && (s->mean_v != NULL) == (z.means == 1 || z.means == 5));
+        for (size_t i = 0; i < (size_t)in.n_layer * in.n_head_kv * d; i++)
+            same &= (!s->mean_k || s->mean_k[i] == zoo_mean(i, 0)) && (!s->mean_v || s->mean_v[i] == zoo_mean(i, 1));
         CHECK_MSG(same, "rotation file: means read back differ");
         CHECK((s->key_feedback != NULL) == per_head);
         for (size_t i = 0; s->key_feedback && i < (size_t)in.n_layer * per; i++) same &= s->key_feedback[i] == zoo_feedback(i, d);
@@ -814,9 +821,9 @@ static void check_rotation_files(void)
     CHECK_OK(write_zoo(test_tmp_path("zoo_nan.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_nan.gguf"), OSCAR_ERROR_BAD_FORMAT, "not finite");
     z.nan = 0;
-    z.means = 2;
+    z.means = 6;
     CHECK_OK(write_zoo(test_tmp_path("zoo_mk.gguf"), &in, rk, rv, &z));
-    expect_zoo_error(m, test_tmp_path("zoo_mk.gguf"), OSCAR_ERROR_BAD_FORMAT, "has attn_k_mean but not attn_v_mean");
+    expect_zoo_error(m, test_tmp_path("zoo_mk.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.attn_k_mean is missing, unlike layer 0's");
     z.means = 3;
     CHECK_OK(write_zoo(test_tmp_path("zoo_mnan.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_mnan.gguf"), OSCAR_ERROR_BAD_FORMAT, "mean_v of layer 1, KV head 0, element 3 is not finite");

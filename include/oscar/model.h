@@ -160,9 +160,9 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
 OSCAR_API oscar_status oscar_rotation_set_create(const oscar_model *model, uint32_t n_layer, uint32_t n_rot,
                                                  const float *rot_k, const float *rot_v, const float *clip_k,
                                                  const float *clip_v, oscar_rotation_set **out);
-/* Adds centering to a set (both or neither; NULL, NULL removes it): mean_k, the mean of the
- * keys BEFORE RoPE, and mean_v, the mean of the values, float32 [n_layer][n_kv_head][head_dim],
- * finite, copied. A session in mode oscar then stores (k − c_K)·R_K and (v − μ_V)·R_V, where c_K
+/* Sets a set's centering (either may be NULL: that side is not centered; NULL, NULL removes it):
+ * mean_k, the mean of the keys BEFORE RoPE, and mean_v, the mean of the values, float32
+ * [n_layer][n_kv_head][head_dim], finite, copied. A session in mode oscar then stores (k − c_K)·R_K and (v − μ_V)·R_V, where c_K
  * is RoPE(mean_k) averaged over the positions sink .. n_ctx-1 of the session (the constant
  * nearest to the rotated mean over the context: oscar_kv_params.mean_k); attention adds μ_V back
  * and is unchanged by c_K. RotationZoo files carry them as blk.<l>.attn_k_mean / attn_v_mean.
