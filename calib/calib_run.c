@@ -35,7 +35,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.kind = OSCAR_ROTATION_OSCAR;
     p.clip_fitted = 1;
     p.clip_v_output = 1;
-    p.center = 0;
+    p.center = OSCAR_CALIB_CENTER_KEYS;
     p.key_feedback = 1;
     p.key_spread = 1;
     p.refit_rounds = 0;
@@ -355,8 +355,12 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
 
     size_t per_layer = (size_t)hp->n_head_kv * hp->head_dim, all = hp->n_layer * per_layer;
     if (p->center) {
-        /* the clip fit's rows are positions 0..seq_len-1: center them as the runtime would a
-         * context of seq_len (oscar_rope_average over sink..seq_len-1) */
+        /* the clip fit's rows are positions 0..seq_len-1: center the keys as the runtime would a
+         * context of key_center_span positions (oscar_rope_average over sink..span-1): with the
+         * key spread the model's context, whose late keys keep more of their offset (the center
+         * averaged over it is smaller), else seq_len */
+        rep.key_center_span = p->key_spread ? oscar_calib_key_rope_span(oscar_calib_get_params(cal)) : 0;
+        if (rep.key_center_span <= p->sink_tokens) rep.key_center_span = p->seq_len;
         double mean[OSCAR_CALIB_MAX_HEAD_DIM];
         means = malloc(3 * all * sizeof *means);
         if (!means) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
@@ -368,7 +372,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                     for (uint32_t j = 0; j < hp->head_dim; j++) m[j] = (float)mean[j];
                     if (!which)
                         oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
-                                           p->seq_len, m + 2 * all);
+                                           rep.key_center_span, m + 2 * all);
                 }
     }
     t0 = now_s();

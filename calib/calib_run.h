@@ -35,9 +35,10 @@ typedef struct oscar_calib_run_params {
     int clip_v_output;           /* 1 (default): the value clip is fitted on attention outputs over the
                                   * first 4 calibration sequences; 0: on the reservoir's rows */
     unsigned center;             /* OSCAR_CALIB_CENTER_* bits: the means (positions >= sink_tokens) of
-                                  * those sides written and subtracted before the clip fit; 0 (default
-                                  * since session 12, where with the key feedback it measured better):
-                                  * none, as the reference */
+                                  * those sides written and subtracted before the clip fit; default
+                                  * OSCAR_CALIB_CENTER_KEYS (session 16: the keys' mean, RoPE-averaged
+                                  * over the key spread's context in the clip fit; values centered
+                                  * measured worse in session 13); 0: none, as the reference */
     int key_feedback;            /* 1 (default): key codes by error feedback (blk.N.attn_k_feedback
                                   * written, the key clip fitted with it); 0: nearest rounding */
     uint32_t feedback_span;      /* positions the feedback's query covariance is spread over (RoPE);
@@ -65,6 +66,8 @@ typedef struct oscar_calib_run_report {
     uint32_t sequences;          /* calibration sequences */
     uint32_t n_layer;
     uint32_t refit_rounds;       /* refit rounds used (AUTO resolved) */
+    uint32_t key_center_span;    /* with key centering: the context (positions) whose RoPE-averaged key
+                                  * mean centered the clip fit's keys; 0 without */
     uint64_t fingerprint;        /* the model's */
     float *clip_k_fit, *clip_v_fit; /* [n_layer] fitted ratios (also when not written) */
     float *clip_k, *clip_v;      /* [n_layer] ratios written */

@@ -473,6 +473,7 @@ static void test_runs(const oscar_model_desc *desc)
     expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v,
                 OSCAR_CALIB_CENTER_BOTH, 1, 3, ctx};
     CHECK(rep.refit_rounds == 3); /* asked for, with one group per row (G = head_dim 16) */
+    CHECK(rep.key_center_span == ctx); /* the key center of the clip fit: the spread's context */
     oscar_gguf *g = check_file(out_path, desc, &e);
     if (g) check_pipeline_orientation(desc, g, 600, 128, 1);
     uint32_t nl = desc->hp.n_layer, nm = desc->hp.n_head_kv * desc->hp.head_dim;
@@ -508,6 +509,7 @@ static void test_runs(const oscar_model_desc *desc)
     /* the same with the key rotation fitted to the calibration positions' queries only */
     p.key_spread = 0;
     CHECK_OK(oscar_calib_run(&p, &rep));
+    CHECK(rep.key_center_span == 128); /* the calibration sequences' */
     e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.key_rope_span = 0;
     g = check_file(out_path, desc, &e);
     if (g) check_pipeline_orientation(desc, g, 600, 128, 0);
@@ -525,6 +527,7 @@ static void test_runs(const oscar_model_desc *desc)
     p.key_feedback = 0;
     p.refit_rounds = 0;
     CHECK_OK(oscar_calib_run(&p, &rep));
+    CHECK(rep.key_center_span == 0);
     expect e2 = {"head", "attention_output", text_path, 8, 128, 600, 0, rep.clip_k, rep.clip_v, 0, 0, 0, ctx};
     CHECK(rep.refit_rounds == 0); /* the default */
     g = check_file(out_path, desc, &e2);
@@ -694,10 +697,10 @@ static void test_binary(void)
     CHECK(no_output(out_path));
     /* --refit 3 writes the refit's key and metric per head; the default neither. The key
      * rotation's span is written by default (the model's context), not with --key-spread no.
-     * --center keys writes the key means only; the default no means */
+     * The default centering (keys) writes the key means only; --center no neither */
     for (int refit_off = 0; refit_off < 2; refit_off++) {
         snprintf(cmd, sizeof cmd, "%s -q -m %s --text %s --tokens 300 --seq-len 100 --grouping head%s -o %s", bin,
-                 model_path, text_path, refit_off ? " --key-spread no --center keys" : " --refit 3", out_path);
+                 model_path, text_path, refit_off ? " --key-spread no --center no" : " --refit 3", out_path);
         CHECK(run_cmd(cmd, &lines) == 0 && lines == 0);
         CHECK(exists(out_path));
         oscar_gguf *g = NULL;
@@ -708,7 +711,7 @@ static void test_binary(void)
             oscar_status sst = oscar_gguf_get_u32(g, "oscar.calib.key_rope_span", &span);
             CHECK_MSG(refit_off ? sst != OSCAR_OK : sst == OSCAR_OK && span > 0, "key_rope_span: status %d value %u",
                       (int)sst, span);
-            CHECK((oscar_gguf_find_tensor(g, "blk.1.attn_k_mean") != NULL) == refit_off);
+            CHECK((oscar_gguf_find_tensor(g, "blk.1.attn_k_mean") != NULL) == !refit_off);
             CHECK(oscar_gguf_find_tensor(g, "blk.1.attn_v_mean") == NULL);
         }
         oscar_gguf_close(g);
