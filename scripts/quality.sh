@@ -9,14 +9,14 @@
 #                                               at most 48 MiB, so that each fits one device carry
 #   eval.txt                                    evaluation text (gnu-standards, scripts/make_calib_text.sh)
 #   rot/layer.fitted.rot.gguf  rot/head.fitted.rot.gguf  rot/layer.fixed.rot.gguf  rot/layer.scores.rot.gguf
-#   rot/head.centered.rot.gguf  rot/head.refit.rot.gguf  rot/head.nearest.rot.gguf  rot/head.nospread.rot.gguf
+#   rot/head.centered.rot.gguf  rot/head.refit.rot.gguf  rot/head.nearest.rot.gguf  rot/head.uncentered.rot.gguf
 #                                               oscar-calib on calib.txt (debian-handbook), 20K tokens;
-#                                               none centered (the default) but head.centered, all with
+#                                               the keys centered (the default) but head.centered (keys
+#                                               and values) and head.uncentered (neither), all with
 #                                               the key codes' error feedback (the default) but
 #                                               head.nearest, none with the least-squares refit (the
 #                                               default) but head.refit (3 rounds), all with the key
-#                                               rotation spread over the context (the default) but
-#                                               head.nospread
+#                                               rotation spread over the context (the default)
 #                                               (and each run's log, rot/NAME.calib.log)
 # To carry OUTDIR to the GPU machine (64 MiB per call): first model.part-00 with rot/layer.*,
 # then model.part-01, model.sha256, eval.txt and rot/head.* with the binaries.
@@ -64,10 +64,10 @@ prepare() {
     local tokens=${CALIB_TOKENS:-20000} threads=${CALIB_THREADS:-$(nproc)}
     local src="debian-handbook: /usr/share/doc/debian-handbook/html/en-US/*.html"
     # name grouping clip values center key-rounding refit-rounds key-spread
-    local variants=("layer.fitted layer fitted proxy no feedback 0 yes" "head.fitted head fitted proxy no feedback 0 yes"
-                    "layer.fixed layer fixed proxy no feedback 0 yes" "layer.scores layer fitted scores no feedback 0 yes"
-                    "head.centered head fitted proxy yes feedback 0 yes" "head.refit head fitted proxy no feedback 3 yes"
-                    "head.nearest head fitted proxy no nearest 0 yes" "head.nospread head fitted proxy no feedback 0 no")
+    local variants=("layer.fitted layer fitted proxy keys feedback 0 yes" "head.fitted head fitted proxy keys feedback 0 yes"
+                    "layer.fixed layer fixed proxy keys feedback 0 yes" "layer.scores layer fitted scores keys feedback 0 yes"
+                    "head.centered head fitted proxy yes feedback 0 yes" "head.refit head fitted proxy keys feedback 3 yes"
+                    "head.nearest head fitted proxy keys nearest 0 yes" "head.uncentered head fitted proxy no feedback 0 yes")
     local v name g c vals ctr kr rf ks
     for v in "${variants[@]}"; do
         read -r name g c vals ctr kr rf ks <<< "$v"
@@ -95,7 +95,7 @@ run() {
         (cd "$out" && sha256sum -c --quiet model.sha256) || { rm -f "$model"; fail "model.gguf: sha256 mismatch"; }
     fi
     local r
-    for r in layer.fitted head.fitted layer.fixed layer.scores head.centered head.refit head.nearest head.nospread; do
+    for r in layer.fitted head.fitted layer.fixed layer.scores head.centered head.refit head.nearest head.uncentered; do
         [ -f "$out/rot/$r.rot.gguf" ] || fail "$out/rot/$r.rot.gguf missing (prepare first)"
     done
     local report="$out/quality.md" args=()
@@ -110,7 +110,7 @@ run() {
         --mode oscar-head-centered=oscar:rot/head.centered.rot.gguf \
         --mode oscar-head-refit=oscar:rot/head.refit.rot.gguf \
         --mode oscar-head-nearest=oscar:rot/head.nearest.rot.gguf \
-        --mode oscar-head-nospread=oscar:rot/head.nospread.rot.gguf \
+        --mode oscar-head-uncentered=oscar:rot/head.uncentered.rot.gguf \
         --mode oscar-layer-fixedclip=oscar:rot/layer.fixed.rot.gguf \
         --mode oscar-layer-scores=oscar:rot/layer.scores.rot.gguf \
         --ctx "${QUALITY_CTX:-512,2048,8192}" --max-chunks "${QUALITY_MAX_CHUNKS:-16}" \
