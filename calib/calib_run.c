@@ -359,8 +359,9 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
          * context of key_center_span positions (oscar_rope_average over sink..span-1): with the
          * key spread the model's context, whose late keys keep more of their offset (the center
          * averaged over it is smaller), else seq_len */
-        rep.key_center_span = p->key_spread ? oscar_calib_key_rope_span(oscar_calib_get_params(cal)) : 0;
-        if (rep.key_center_span <= p->sink_tokens) rep.key_center_span = p->seq_len;
+        uint32_t span = p->key_spread ? oscar_calib_key_rope_span(oscar_calib_get_params(cal)) : 0;
+        if (span <= p->sink_tokens) span = p->seq_len;
+        if (p->center & OSCAR_CALIB_CENTER_KEYS) rep.key_center_span = span;
         double mean[OSCAR_CALIB_MAX_HEAD_DIM];
         means = malloc(3 * all * sizeof *means);
         if (!means) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
@@ -372,7 +373,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                     for (uint32_t j = 0; j < hp->head_dim; j++) m[j] = (float)mean[j];
                     if (!which)
                         oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
-                                           rep.key_center_span, m + 2 * all);
+                                           span, m + 2 * all);
                 }
     }
     t0 = now_s();

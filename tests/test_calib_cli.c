@@ -16,8 +16,9 @@
  *    the refit's tensors and key present with --refit 3 and absent by default;
  *  - the key rotation spread by RoPE over the model's context (oscar.calib.key_rope_span, R_K
  *    the core's rotation of the spread C_K) by default, and not with --key-spread no;
- *  - centering of both sides, or of the keys only (--center keys: the same key means and key
- *    clips as with both, no value means).
+ *  - centering of both sides, of the keys only (--center keys, the default: the same key means
+ *    and key clips as with both, no value means) or of the values only; the clip fit's key
+ *    center averaged over the key spread's context (the calibration sequence's without it).
  */
 #include <inttypes.h>
 #include <math.h>
@@ -503,6 +504,14 @@ static void test_runs(const oscar_model_desc *desc)
     oscar_gguf_close(g);
     oscar_calib_run_report_free(&rep);
     free(mean_k), free(clip_k);
+
+    /* values centered only: the value means, no key means, no key center in the clip fit */
+    p.center = OSCAR_CALIB_CENTER_VALUES;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    CHECK(rep.key_center_span == 0);
+    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.centered = OSCAR_CALIB_CENTER_VALUES;
+    oscar_gguf_close(check_file(out_path, desc, &e));
+    oscar_calib_run_report_free(&rep);
     p.center = OSCAR_CALIB_CENTER_BOTH;
     e.centered = OSCAR_CALIB_CENTER_BOTH;
 

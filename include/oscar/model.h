@@ -162,10 +162,11 @@ OSCAR_API oscar_status oscar_rotation_set_create(const oscar_model *model, uint3
                                                  const float *clip_v, oscar_rotation_set **out);
 /* Sets a set's centering (either may be NULL: that side is not centered; NULL, NULL removes it):
  * mean_k, the mean of the keys BEFORE RoPE, and mean_v, the mean of the values, float32
- * [n_layer][n_kv_head][head_dim], finite, copied. A session in mode oscar then stores (k − c_K)·R_K and (v − μ_V)·R_V, where c_K
- * is RoPE(mean_k) averaged over the positions sink .. n_ctx-1 of the session (the constant
- * nearest to the rotated mean over the context: oscar_kv_params.mean_k); attention adds μ_V back
- * and is unchanged by c_K. RotationZoo files carry them as blk.<l>.attn_k_mean / attn_v_mean.
+ * [n_layer][n_kv_head][head_dim], finite, copied. A session in mode oscar then stores
+ * (k − c_K)·R_K and (v − μ_V)·R_V, where c_K is RoPE(mean_k) averaged over the positions
+ * sink .. n_ctx-1 of the session (the constant nearest to the rotated mean over the context:
+ * oscar_kv_params.mean_k); attention adds μ_V back and is unchanged by c_K. RotationZoo files
+ * carry them as blk.<l>.attn_k_mean / attn_v_mean.
  * INVALID_ARGUMENT for a non-finite value (naming it). */
 OSCAR_API oscar_status oscar_rotation_set_set_means(oscar_rotation_set *set, const float *mean_k, const float *mean_v);
 /* NULL is a no-op. */
