@@ -354,13 +354,14 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     cap = NULL;
 
     size_t per_layer = (size_t)hp->n_head_kv * hp->head_dim, all = hp->n_layer * per_layer;
+    /* positions the key statistics are spread over (the rotation's C_K, the clip fit's key center) */
+    uint32_t key_span = p->key_spread ? oscar_calib_key_rope_span(oscar_calib_get_params(cal)) : 0;
     if (p->center) {
         /* the clip fit's rows are positions 0..seq_len-1: center the keys as the runtime would a
          * context of key_center_span positions (oscar_rope_average over sink..span-1): with the
          * key spread the model's context, whose late keys keep more of their offset (the center
          * averaged over it is smaller), else seq_len */
-        uint32_t span = p->key_spread ? oscar_calib_key_rope_span(oscar_calib_get_params(cal)) : 0;
-        if (span <= p->sink_tokens) span = p->seq_len;
+        uint32_t span = key_span > p->sink_tokens ? key_span : p->seq_len;
         if (p->center & OSCAR_CALIB_CENTER_KEYS) rep.key_center_span = span;
         double mean[OSCAR_CALIB_MAX_HEAD_DIM];
         means = malloc(3 * all * sizeof *means);
@@ -432,7 +433,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.mean_k = p->center & OSCAR_CALIB_CENTER_KEYS ? means : NULL;
     meta.mean_v = p->center & OSCAR_CALIB_CENTER_VALUES ? means + all : NULL;
     meta.refit_rounds = rep.refit_rounds;
-    if (p->key_spread && from_covariance) meta.key_rope_span = oscar_calib_key_rope_span(oscar_calib_get_params(cal));
+    /* recorded where the span was used: R_K built from the spread C_K, or the clip fit's key center */
+    if (from_covariance || (key_span && rep.key_center_span == key_span)) meta.key_rope_span = key_span;
     OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));
     rep.t_write = now_s() - t0;
 

@@ -239,8 +239,8 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
             kp.key_feedback = rs->key_feedback;
             kp.key_metric = rs->key_metric;
             kp.refit_rounds = rs->refit_rounds;
+            kp.mean_v = rs->mean_v;
         }
-        if (p.kv_mode == OSCAR_KV_INT2_ROTATED) kp.mean_v = rs->mean_v;
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
             uint32_t d = hp->head_dim, rows = hp->n_layer * hp->n_head_kv;
             center_k = malloc((size_t)rows * d * sizeof *center_k);

@@ -556,6 +556,25 @@ static void test_runs(const oscar_model_desc *desc)
         oscar_gguf_close(g);
         oscar_calib_run_report_free(&rep);
     }
+
+    /* a Hadamard rotation: no C_K behind R_K, so oscar.calib.key_rope_span is written only when the
+     * centered keys' clip fit used the span (the default keys centering), not without centering */
+    p.kind = OSCAR_ROTATION_HADAMARD;
+    p.refit_rounds = 0;
+    for (unsigned center = 0; center < 2; center++) {
+        p.center = center ? OSCAR_CALIB_CENTER_KEYS : 0;
+        CHECK_OK(oscar_calib_run(&p, &rep));
+        CHECK(rep.key_center_span == (center ? ctx : 0));
+        g = NULL;
+        CHECK_OK(oscar_gguf_open(out_path, &g));
+        uint32_t span = 0;
+        oscar_status sst = g ? oscar_gguf_get_u32(g, "oscar.calib.key_rope_span", &span) : OSCAR_ERROR_IO;
+        CHECK_MSG(center ? sst == OSCAR_OK && span == ctx : sst != OSCAR_OK, "hadamard, center %u: key_rope_span status %d value %u",
+                  center, (int)sst, span);
+        oscar_gguf_close(g);
+        oscar_calib_run_report_free(&rep);
+    }
+    p.kind = OSCAR_ROTATION_OSCAR;
     CHECK(remove(out_path) == 0);
 }
 
