@@ -53,6 +53,11 @@ oscar_status attn_ref_read_kv(const attn_ref_cache *c, uint32_t seq, uint32_t po
         f16_row(base + row * (d / 2), d, k);
         f16_row(base + (size_t)nkv * P * (d / 2) + row * (d / 2), d, v);
     }
+    if (c->key_centers) { /* the center kv_append took out of every key */
+        float ctr[KV_MAX_HEAD_DIM];
+        f16_row(c->key_centers + ((size_t)(pos / c->center_block) * nkv + kvh) * (d / 2), d, ctr);
+        for (uint32_t e = 0; e < d; e++) k[e] += ctr[e];
+    }
     return OSCAR_OK;
 }
 

@@ -30,9 +30,16 @@ typedef struct attn_ref_cache {
     uint32_t n_seq;
     const uint32_t *sink;        /* [n_seq] positions: INT2 region starts here */
     const uint32_t *flushed_end; /* [n_seq] positions: INT2 region ends here (exclusive) */
+    /* Key-center table (NULL: none): [n_blocks][n_kv][d/2] fp16 pairs, the rotated center of
+     * positions [b·center_block, (b+1)·center_block) that the stored keys lack and attention
+     * adds back (kv_write.h). */
+    const uint32_t *key_centers;
+    uint32_t center_block;
+    const uint32_t *means;       /* owner of key_centers in a snapshot (freed with it), else NULL */
 } attn_ref_cache;
 
-/* Reads the K and V rows (d floats each, dequantized, rotated basis) of position `pos` of
+/* Reads the K and V rows (d floats each, dequantized, rotated basis, K with its key center
+ * added back) of position `pos` of
  * sequence `seq`, KV head `kvh`. Fails with OSCAR_ERROR_INVALID_ARGUMENT when a table entry
  * is missing (-1) or out of range. */
 oscar_status attn_ref_read_kv(const attn_ref_cache *c, uint32_t seq, uint32_t pos, uint32_t kvh, float *k, float *v);

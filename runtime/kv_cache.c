@@ -9,6 +9,7 @@
 #include "attn_tiles.h"
 #include "common/attn_push.h"
 #include "common/kv_write.h"
+#include "half.h"
 #include "int2_quant.h"
 #include "kv_cache.h"
 
@@ -59,7 +60,11 @@ struct oscar_kv_cache {
     oscar_buffer *int2_pool;    /* [n_layer] each [n_int2_pages][KV_INT2_PAGE_WORDS] words */
     oscar_buffer *f16_pool;     /* [n_layer] each [n_f16_pages][KV_F16_PAGE_WORDS] words */
     oscar_buffer rot_k, rot_v;  /* [n_layer][n_rot][d][d] fp32, y = x·R */
-    oscar_buffer means;         /* [n_layer][K,V][n_kv][d] fp32 centering vectors (zeros unless given) */
+    oscar_buffer means;         /* [n_layer][means_words] words: [K,V][n_kv][d] fp32 centering vectors (zeros
+                                 * unless given), then [n_center_blocks][n_kv][d/2] fp16 pairs of rotated key
+                                 * centers (kv_write.h, KV_CENTER_TABLE_OFF) */
+    uint32_t means_words;       /* a layer's part of `means`, padded to 256 bytes */
+    uint32_t center_block;      /* KV_SPEC_CENTER_BLOCK: positions per key-center block, 0: none */
     oscar_buffer feedback;      /* [n_layer][n_rot][d][d] fp32 key error feedback; 16 bytes unread when none */
     uint32_t key_feedback;      /* kv_flush_push.key_feedback: 0 none, 1 per layer, 2 per KV head */
     oscar_buffer metric;        /* [n_layer][n_rot][d][d] fp32 keys' refit metric; 16 bytes unread when none */
@@ -184,7 +189,7 @@ void oscar_kv_hadamard(uint32_t d, float *H)
 
 /* ---- creation ------------------------------------------------------------------------------ */
 /* A pipeline description with the cache's shape in the shared specialization constants
- * (kv_layout.h, kv_write.h); callers add their own ids (n_spec covers up to 16). */
+ * (kv_layout.h, kv_write.h); callers add their own ids (n_spec covers up to 18). */
 static oscar_pipeline_desc cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                       uint32_t wg, uint32_t n_spec)
 {
@@ -197,6 +202,8 @@ static oscar_pipeline_desc cache_desc(const oscar_kv_cache *c, const char *shade
     d.spec[KV_SPEC_GQA] = c->gqa;
     d.spec[KV_SPEC_MODE] = c->mode;
     d.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+    d.spec[KV_SPEC_CENTER_BLOCK] = c->center_block;
+    d.spec[KV_SPEC_SINK] = c->p.sink_tokens;
     return d;
 }
 
@@ -316,6 +323,15 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: %s of layer %zu, KV head %zu, element %zu is not finite",
                                p.mean_k && !isfinite(p.mean_k[i]) ? "mean_k" : "mean_v", i / ((size_t)p.n_kv_head * d),
                                i / d % p.n_kv_head, i % d);
+    uint32_t n_blocks = p.key_centers ? (p.max_context + p.key_center_block - 1) / p.key_center_block : 0;
+    if (p.key_centers && (p.mode != OSCAR_KV_INT2_ROTATED || p.key_center_block < ATTN_MIN_CENTER_BLOCK))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers need mode oscar (not %s) and key_center_block "
+                           ">= %u (not %u)", oscar_kv_mode_name(p.mode), ATTN_MIN_CENTER_BLOCK, p.key_center_block);
+    for (size_t i = 0; i < (size_t)L * n_blocks * p.n_kv_head * d; i++)
+        if (!isfinite(p.key_centers[i]))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers of layer %zu, block %zu, KV head %zu, element %zu "
+                               "is not finite", i / ((size_t)n_blocks * p.n_kv_head * d), i / ((size_t)p.n_kv_head * d) % n_blocks,
+                               i / d % p.n_kv_head, i % d);
     for (uint32_t l = 0; l < L; l++)
         if ((p.clip_k && !(p.clip_k[l] > 0 && p.clip_k[l] <= 1)) || (p.clip_v && !(p.clip_v[l] > 0 && p.clip_v[l] <= 1)))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: clip ratio of layer %u is not in (0, 1]", l);
@@ -377,16 +393,33 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         c->clip_k[l] = p.clip_k ? p.clip_k[l] : OSCAR_CLIP_RATIO_K;
         c->clip_v[l] = p.clip_v ? p.clip_v[l] : OSCAR_CLIP_RATIO_V;
     }
-    {   /* centering vectors: per layer K then V, zeros where none are given */
-        size_t per = (size_t)p.n_kv_head * d, floats = (size_t)L * 2 * per;
-        float *m = calloc(floats, sizeof *m);
+    {   /* centering vectors: per layer K then V, zeros where none are given; then the rotated key
+         * centers, c_b·R_K of each block and KV head, rounded to fp16 (kv_append subtracts and the
+         * attention adds back these same values) */
+        size_t per = (size_t)p.n_kv_head * d;
+        c->center_block = p.key_centers ? p.key_center_block : 0;
+        c->means_words = (uint32_t)((2 * per + n_blocks * per / 2 + 63) / 64 * 64);
+        size_t words = (size_t)L * c->means_words;
+        uint32_t *m = calloc(words, sizeof *m);
         if (!m) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         for (uint32_t l = 0; l < L; l++) {
-            if (p.mean_k) memcpy(m + (size_t)l * 2 * per, p.mean_k + (size_t)l * per, per * sizeof *m);
-            if (p.mean_v) memcpy(m + ((size_t)l * 2 + 1) * per, p.mean_v + (size_t)l * per, per * sizeof *m);
+            uint32_t *ml = m + (size_t)l * c->means_words;
+            if (p.mean_k) memcpy(ml, p.mean_k + (size_t)l * per, per * sizeof *m);
+            if (p.mean_v) memcpy(ml + per, p.mean_v + (size_t)l * per, per * sizeof *m);
+            for (size_t b = 0; b < n_blocks; b++)
+                for (uint32_t h = 0; h < p.n_kv_head; h++) {
+                    const float *x = p.key_centers + (((size_t)l * n_blocks + b) * p.n_kv_head + h) * d;
+                    const float *R = p.rot_k + ((size_t)l * n_rot + (n_rot > 1 ? h : 0)) * d * d;
+                    uint32_t *dst = ml + 2 * per + (b * p.n_kv_head + h) * d / 2; /* KV_CENTER_TABLE_OFF */
+                    for (uint32_t j = 0; j < d; j++) {
+                        double y = 0.0;
+                        for (uint32_t i = 0; i < d; i++) y += (double)x[i] * R[(size_t)i * d + j];
+                        dst[j / 2] |= (uint32_t)oscar_f32_to_f16((float)y) << (j % 2 * 16);
+                    }
+                }
         }
-        st = oscar_buffer_create(ctx, floats * 4, OSCAR_BUFFER_DEVICE, &c->means);
-        if (st == OSCAR_OK) st = oscar_buffer_upload(ctx, &c->means, 0, m, floats * 4);
+        st = oscar_buffer_create(ctx, words * 4, OSCAR_BUFFER_DEVICE, &c->means);
+        if (st == OSCAR_OK) st = oscar_buffer_upload(ctx, &c->means, 0, m, words * 4);
         free(m);
         if (st != OSCAR_OK) goto fail;
     }
@@ -407,7 +440,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     c->p.rot_k = c->p.rot_v = NULL;
     c->p.key_feedback = c->p.key_metric = NULL;
     c->p.clip_k = c->p.clip_v = NULL;
-    c->p.mean_k = c->p.mean_v = NULL;
+    c->p.mean_k = c->p.mean_v = c->p.key_centers = NULL;
 
     /* tables and per-step buffers */
     uint64_t table_bytes = (uint64_t)p.max_sequences * c->book.max_pages * 4;
@@ -708,10 +741,11 @@ static uint32_t rope_spec(const oscar_kv_rope *rope)
     return rope->type == OSCAR_ROPE_NEOX ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
 }
 
-/* The layer's centering vectors, [K,V][n_kv][d] fp32 (kv_append, attn_decode, attn_prefill). */
+/* The layer's centering vectors, [K,V][n_kv][d] fp32, and key-center table (kv_append,
+ * attn_decode, attn_prefill). */
 static oscar_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
 {
-    uint64_t bytes = 2ull * c->p.n_kv_head * c->p.head_dim * 4;
+    uint64_t bytes = 4ull * c->means_words;
     oscar_binding b = { &c->means, layer * bytes, bytes };
     return b;
 }
@@ -1037,10 +1071,12 @@ oscar_status oscar_kv_snapshot(oscar_kv_cache *c, uint32_t layer, attn_ref_cache
     uint32_t S = c->p.max_sequences;
     uint32_t *int2 = malloc(c->int2_pool[layer].size), *f16 = malloc(c->f16_pool[layer].size);
     int32_t *t_int2 = malloc((size_t)S * b->max_pages * 4), *t_f16 = malloc((size_t)S * b->max_pages * 4);
-    uint32_t *sink = malloc(S * 4), *fe = malloc(S * 4);
+    uint32_t *sink = malloc(S * 4), *fe = malloc(S * 4), *means = malloc(4ull * c->means_words);
     out->int2_pool = int2, out->f16_pool = f16, out->int2_table = t_int2, out->f16_table = t_f16;
-    out->sink = sink, out->flushed_end = fe;
-    if (!int2 || !f16 || !t_int2 || !t_f16 || !sink || !fe) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    out->sink = sink, out->flushed_end = fe, out->means = means;
+    if (!int2 || !f16 || !t_int2 || !t_f16 || !sink || !fe || !means) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->means, 4ull * layer * c->means_words, means, 4ull * c->means_words));
+    if (c->center_block) out->key_centers = means + 2 * c->p.n_kv_head * c->p.head_dim, out->center_block = c->center_block;
     OSCAR_TRY(oscar_buffer_download(c->ctx, &c->int2_pool[layer], 0, int2, c->int2_pool[layer].size));
     OSCAR_TRY(oscar_buffer_download(c->ctx, &c->f16_pool[layer], 0, f16, c->f16_pool[layer].size));
     OSCAR_TRY(oscar_buffer_download(c->ctx, &c->int2_table, 0, t_int2, (size_t)S * b->max_pages * 4));
@@ -1067,7 +1103,7 @@ fail:
 void oscar_kv_snapshot_free(attn_ref_cache *s)
 {
     free((void *)s->int2_pool), free((void *)s->f16_pool), free((void *)s->int2_table), free((void *)s->f16_table);
-    free((void *)s->sink), free((void *)s->flushed_end);
+    free((void *)s->sink), free((void *)s->flushed_end), free((void *)s->means);
     memset(s, 0, sizeof *s);
 }
 

@@ -289,7 +289,7 @@ oscar_status kv_book_step_plan(kv_book *b, uint32_t n_seqs, const int32_t *seqs,
                 OSCAR_FAIL(OSCAR_ERROR_OUT_OF_PAGES, "sequence %d: no free fp16 page for position %u (%u pages, all in use)",
                            (int)seqs[i], p, b->f16.n_pages);
             uint32_t row = pl->n_tokens++;
-            pl->append[row] = (struct kv_token_slot){ row, 0, (uint32_t)s->f16_pages[k], p % P };
+            pl->append[row] = (struct kv_token_slot){ row, p, (uint32_t)s->f16_pages[k], p % P };
             pl->row_seq[row] = (uint32_t)seqs[i];
             pl->row_pos[row] = p;
         }

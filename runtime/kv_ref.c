@@ -52,7 +52,8 @@ static float input_elem(const void *in, uint32_t input_f16, uint32_t d, uint64_t
 
 void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, uint32_t input_f16,
                    const void *k, const void *v, const float *r_k, const float *r_v, const float *mean_k,
-                   const float *mean_v, const struct kv_token_slot *slots, uint32_t n_slots, uint32_t *f16_pool)
+                   const float *mean_v, const uint32_t *key_centers, uint32_t center_block,
+                   const struct kv_token_slot *slots, uint32_t n_slots, uint32_t *f16_pool)
 {
     const uint32_t d = s->head_dim;
     const int rotate = mode >= KV_MODE_HADAMARD;
@@ -81,6 +82,10 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
                             acc = acc + p;
                         }
                         y[j] = acc;
+                    }
+                    if (mode == KV_MODE_ROTATED && kind == 0 && key_centers) { /* less the block's rotated center */
+                        const uint32_t *cw = key_centers + ((uint64_t)(slots[t].src_slot / center_block) * s->n_kv + h) * (d / 2);
+                        for (uint32_t j = 0; j < d; j++) y[j] = y[j] - oscar_f16_to_f32((uint16_t)(cw[j / 2] >> (16 * (j % 2))));
                     }
                 } else {
                     memcpy(y, x, d * sizeof(float));

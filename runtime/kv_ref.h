@@ -35,13 +35,17 @@ typedef struct kv_ref_shape {
  *   r_k, r_v    rotations (ignored, may be NULL, when not rotating)
  *   mean_k, mean_v  ROTATED mode only (else ignored), NULL for none: [NKV][d] centering
  *               vectors subtracted (fp32) before the rotation, x_i − μ_i
+ *   key_centers ROTATED mode only (else ignored), NULL for none: [n_blocks][NKV][d/2] fp16 pairs,
+ *               the key-center table (kv_write.h); K rows get y_j − c_j (fp32) after the
+ *               rotation, c the entry of block s.src_slot / center_block (src_slot: position)
  * Rotation: y_j = ((0 + x_0 R[0][j]) + x_1 R[1][j]) + ... in fp32, each product and sum
  * rounded (no fma), then rounded to fp16 to nearest even (half.h). Without rotation fp32 input
  * is rounded to fp16 and fp16 input words are copied verbatim. Words of f16_pool that no
  * slot addresses are not touched. */
 void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, uint32_t input_f16,
                    const void *k, const void *v, const float *r_k, const float *r_v, const float *mean_k,
-                   const float *mean_v, const struct kv_token_slot *slots, uint32_t n_slots, uint32_t *f16_pool);
+                   const float *mean_v, const uint32_t *key_centers, uint32_t center_block,
+                   const struct kv_token_slot *slots, uint32_t n_slots, uint32_t *f16_pool);
 
 /* kv_flush.comp: for each of the n_slots entries s and every KV head, reads the K row and the
  * V row at fp16 page s.src_row, slot s.src_slot of f16_pool, clips each at ratio clip_k /

@@ -42,7 +42,7 @@ typedef struct oscar_buffer {
 
 /* ---- pipelines ---------------------------------------------------------------------------- */
 #define OSCAR_MAX_BINDINGS 12
-#define OSCAR_MAX_SPEC 16
+#define OSCAR_MAX_SPEC 20
 #define OSCAR_MAX_PUSH 128
 
 /* What a compute pipeline is made from. Every shader binds storage buffers at set 0,

@@ -8,7 +8,9 @@
 // recent window; where a position lives is kv_layout.h's rule) and each range in chunks of up
 // to CHUNK tokens. Per chunk, with four barriers:
 //   load:    the chunk's K and V rows of this KV head, read from the pools ONCE and dequantized
-//            to fp32 in shared memory (INT2: x = min + code * scale, as int2_quant.h)
+//            to fp32 in shared memory (INT2: x = min + code * scale, as int2_quant.h); with a
+//            key-center table (CENTER_BLOCK = B > 0) each K row gets its block's center c_b·R_K
+//            back, which kv_append took out
 //   scores:  s[pair][token] = q_pair . k_token for every pair (q scaled by pc.scale, in shared)
 //   softmax: one thread per pair: tokens at or past the pair's causal limit are masked; the
 //            running max m moves to include the chunk, alpha = exp(m_old - m_new) rescales what
@@ -39,6 +41,8 @@ layout(constant_id = KV_SPEC_MODE) const uint MODE = KV_MODE_ROTATED;
 layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
 layout(constant_id = KV_SPEC_PF_ROWS) const uint ROWS = 16;
 layout(constant_id = KV_SPEC_PF_CHUNK) const uint CHUNK = 16;
+layout(constant_id = KV_SPEC_CENTER_BLOCK) const uint CENTER_BLOCK = 0; // 0: no key-center table
+const bool CENTERED = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u;
 
 const uint WG = gl_WorkGroupSize.x;
 const uint D = HEAD_DIM;
@@ -68,7 +72,8 @@ layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // 
 layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
 layout(std430, binding = 7) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
 layout(std430, binding = 8) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
-layout(std430, binding = 9) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer
+layout(std430, binding = 9) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer,
+layout(std430, binding = 9) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
 
 layout(push_constant) uniform Push { attn_prefill_push pc; };
 
@@ -91,9 +96,16 @@ vec4 dequant4(uint w, uint e0, vec2 sm)
     return vec4(sm.y) + vec4(c) * sm.x;
 }
 
-// Loads tokens [0, n) of a chunk into sh_k / sh_v. INT2: indices j0 + tok; fp16: positions
-// p0 + tok.
-void load_int2(uint seq, uint j0, uint n, uint kvh)
+// Elements 4i .. 4i + 3 of the rotated key center of position p's block (KV head kvh).
+vec4 key_center4(uint p, uint kvh, uint i)
+{
+    uint cb = KV_CENTER_TABLE_OFF(N_KV, D) + (p / max(CENTER_BLOCK, 1u) * N_KV + kvh) * (D / 2) + 2u * i;
+    return vec4(unpackHalf2x16(means_w[cb]), unpackHalf2x16(means_w[cb + 1u]));
+}
+
+// Loads tokens [0, n) of a chunk (positions p0 + tok) into sh_k / sh_v. INT2: indices j0 + tok;
+// fp16: positions p0 + tok.
+void load_int2(uint seq, uint p0, uint j0, uint n, uint kvh)
 {
     uint t = gl_LocalInvocationID.x;
     for (uint i = t; i < n * CW; i += WG) {
@@ -106,7 +118,8 @@ void load_int2(uint seq, uint j0, uint n, uint kvh)
         uint vw = int2_pool[base + V_CODE_OFF + row * CW + w];
         vec2 vsm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row * PWD + g]);
         [[unroll]] for (uint k = 0; k < 4; k++) {
-            sh_k[tok * KS + 4 * w + k] = dequant4(kw, 4 * k, ksm);
+            vec4 kc = CENTERED ? key_center4(p0 + tok, kvh, 4 * w + k) : vec4(0.0);
+            sh_k[tok * KS + 4 * w + k] = dequant4(kw, 4 * k, ksm) + kc;
             sh_v[tok * D4 + 4 * w + k] = dequant4(vw, 4 * k, vsm);
         }
     }
@@ -120,8 +133,10 @@ void load_f16(uint seq, uint p0, uint n, uint kvh)
         uint krow = uint(f16_table[seq * pc.max_f16_pages + p / PAGE]) * F16_PAGE_VEC4 + (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;
         uvec4 kw = f16_pool4[krow + c];
         uvec4 vw = f16_pool4[krow + F16_PAGE_VEC4 / 2 + c];
-        sh_k[tok * KS + 2 * c] = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y));
-        sh_k[tok * KS + 2 * c + 1] = vec4(unpackHalf2x16(kw.z), unpackHalf2x16(kw.w));
+        vec4 k0 = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y)), k1 = vec4(unpackHalf2x16(kw.z), unpackHalf2x16(kw.w));
+        if (CENTERED) k0 += key_center4(p, kvh, 2 * c), k1 += key_center4(p, kvh, 2 * c + 1);
+        sh_k[tok * KS + 2 * c] = k0;
+        sh_k[tok * KS + 2 * c + 1] = k1;
         sh_v[tok * D4 + 2 * c] = vec4(unpackHalf2x16(vw.x), unpackHalf2x16(vw.y));
         sh_v[tok * D4 + 2 * c + 1] = vec4(unpackHalf2x16(vw.z), unpackHalf2x16(vw.w));
     }
@@ -133,7 +148,7 @@ void chunk(uint seq, bool is_int2, uint p0, uint j0, uint n, uint kvh, inout vec
 {
     uint t = gl_LocalInvocationID.x;
     barrier(); // the previous chunk's readers of sh_k, sh_v, sh_s are done
-    if (is_int2) load_int2(seq, j0, n, kvh);
+    if (is_int2) load_int2(seq, p0, j0, n, kvh);
     else load_f16(seq, p0, n, kvh);
     barrier();
     // scores

@@ -279,6 +279,7 @@ static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
 typedef struct append_case {
     uint32_t d, G, P, nkv, wg, mode, per_head, input_f16;
     uint32_t gx_max;
+    uint32_t center_block; /* OSCAR mode: a key-center table of blocks of this many positions, 0: none */
 } append_case;
 
 /* ---- RoPE on load (kv_append's K rows, rotate_rows' q) ---------------------------------------- */
@@ -405,21 +406,29 @@ static void test_append(oscar_context *ctx, const append_case *c)
             random_orthogonal(rot[k], n_rot, d);
     }
     /* centering vectors [K,V][NKV][d]: random in OSCAR mode (subtracted before the rotation),
-     * ignored by the other modes (non-zero there too, so reading them would show) */
-    float *means = malloc(sizeof(float) * 2 * c->nkv * d);
+     * ignored by the other modes (non-zero there too, so reading them would show); then the
+     * key-center table [n_blocks][NKV][d/2] fp16 pairs (kv_write.h), random, read with
+     * center_block only. Positions (the append slots' src_slot) span 4 blocks. */
+    const uint32_t n_blocks = 4, cb = c->center_block ? c->center_block : 16;
+    const size_t mean_words = 2 * (size_t)c->nkv * d + (size_t)n_blocks * c->nkv * d / 2;
+    float *means = malloc(sizeof(float) * mean_words);
+    uint32_t *centers = (uint32_t *)(means + 2 * (size_t)c->nkv * d);
     for (uint32_t i = 0; i < 2 * c->nkv * d; i++) means[i] = 3.0f * test_rng_normal();
+    for (size_t i = 0; i < (size_t)n_blocks * c->nkv * d / 2; i++)
+        centers[i] = (uint32_t)oscar_f32_to_f16(2.0f * test_rng_normal()) | (uint32_t)oscar_f32_to_f16(2.0f * test_rng_normal()) << 16;
     distinct_positions(n_rows, n_pages, c->P, page, slot);
     for (uint32_t t = 0; t < n_rows; t++) {
-        slots[t] = (struct kv_token_slot){ .src_row = (t * 7) % n_rows, .src_slot = 0, .dst_page = page[t], .dst_slot = slot[t] };
+        uint32_t pos = (t * 37) % (n_blocks * cb);
+        slots[t] = (struct kv_token_slot){ .src_row = (t * 7) % n_rows, .src_slot = pos, .dst_page = page[t], .dst_slot = slot[t] };
         fslots[t] = (struct kv_token_slot){ .src_row = page[t], .src_slot = slot[t], .dst_page = page[t], .dst_slot = slot[t] };
     }
     for (size_t i = 0; i < pool_words; i++) want[i] = SENTINEL_F16;
     kv_ref_append(&s, c->mode, c->per_head, c->input_f16, kv_in[0], kv_in[1], rot[0], rot[1], means,
-                  means + (size_t)c->nkv * d, slots, n_rows, want);
+                  means + (size_t)c->nkv * d, c->center_block ? centers : NULL, c->center_block, slots, n_rows, want);
 
     oscar_buffer b_k = { 0 }, b_v = { 0 }, b_rk = { 0 }, b_rv = { 0 }, b_slots = { 0 }, b_pool = { 0 };
     oscar_buffer b_fslots = { 0 }, b_int2 = { 0 }, b_means = { 0 };
-    CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof(float) * 2 * c->nkv * d, &b_means));
+    CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof(float) * mean_words, &b_means));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[0], in_words * 4, &b_k));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[1], in_words * 4, &b_v));
     if (rotate) {
@@ -432,6 +441,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                        /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ c->mode,
                                        /* ROT_PER_HEAD */ c->per_head, /* INPUT_F16 */ c->input_f16, /* TRANSPOSE */ 0 };
+    spec[KV_SPEC_CENTER_BLOCK] = c->center_block;
     oscar_pipeline *p = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
     if (!p) goto done;
     struct kv_append_push push = { .n_tokens = n_rows };
@@ -475,6 +485,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
                     const float *x = kv_f32[kind] + ((size_t)slots[t].src_row * c->nkv + h) * d;
                     const float *r = rot[kind] + (size_t)(c->per_head ? h : 0) * d * d;
                     const float *mu = means + ((size_t)kind * c->nkv + h) * d;
+                    const uint32_t *ctr = centers + ((size_t)(slots[t].src_slot / cb) * c->nkv + h) * (d / 2);
                     const uint32_t *y = got + kv_ref_f16_row(&s, slots[t].dst_page, kind, h, slots[t].dst_slot);
                     if (slots[t].src_row == 0) continue; /* the overflow row */
                     for (uint32_t j = 0; j < d; j++) {
@@ -482,6 +493,10 @@ static void test_append(oscar_context *ctx, const append_case *c)
                         for (uint32_t i = 0; i < d; i++) {
                             xr += ((double)x[i] - mu[i]) * r[(size_t)i * d + j];
                             xrt += ((double)x[i] - mu[i]) * r[(size_t)j * d + i];
+                        }
+                        if (kind == 0 && c->center_block) { /* less the block's rotated center */
+                            double cj = oscar_f16_to_f32((uint16_t)(ctr[j / 2] >> (16 * (j % 2))));
+                            xr -= cj, xrt -= cj;
                         }
                         double g = oscar_f16_to_f32((uint16_t)(y[j / 2] >> (16 * (j % 2))));
                         e_r += (g - xr) * (g - xr);
@@ -491,7 +506,8 @@ static void test_append(oscar_context *ctx, const append_case *c)
                 }
             }
         }
-        CHECK_MSG(e_r / ss < 1e-6, "kv_append d=%u: stored rows are not (x − μ)·R (nse %.3g)", d, e_r / ss);
+        CHECK_MSG(e_r / ss < 1e-6, "kv_append d=%u: stored rows are not (x − μ)·R%s (nse %.3g)", d,
+                  c->center_block ? " − c_b·R" : "", e_r / ss);
         CHECK_MSG(e_rt / ss > 0.1, "kv_append d=%u: R is symmetric enough that x·Rᵀ matches (nse %.3g)", d, e_rt / ss);
     }
 
@@ -717,7 +733,8 @@ int main(void)
     for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
         for (uint32_t mode = 0; mode < 4; mode++, k++) {
             append_case c = { dims[i][0], dims[i][1], k % 2 ? 16 : 64, nkvs[k % 3], workgroups[k % N_WORKGROUPS], mode,
-                              (uint32_t)(i % 2), (k / 3) % 2, k % 5 == 0 ? 2 : 65535 };
+                              (uint32_t)(i % 2), (k / 3) % 2, k % 5 == 0 ? 2 : 65535,
+                              mode == KV_MODE_ROTATED && i % 4 != 3 ? 16u << (i % 3) : 0 };
             test_append(ctx, &c);
         }
     }

@@ -66,6 +66,17 @@ typedef struct oscar_kv_params {
      * adds μ_V back to its output and is unchanged by μ_K (a constant key offset moves all of a
      * query's logits alike). Copied at creation; must be finite. */
     const float *mean_k, *mean_v;
+    /* OSCAR_KV_INT2_ROTATED only (NULL: none): key centers that follow the position, float32
+     * [n_layer][n_blocks][n_kv_head][head_dim] in the unrotated basis, n_blocks =
+     * ceil(max_context / key_center_block); block b serves positions [b·B, (b+1)·B), B =
+     * key_center_block (at least 16). A key at position p is stored as (k − μ_K − c_b)·R_K with
+     * b = p / B, and attention adds q·c_b back to that key's logit, so attention is unchanged
+     * except for the quantization error. RoPE turns a key mean with the position, so a center
+     * per block of positions follows it where one constant cannot (docs/kv-cache.md,
+     * "Centering"). The cache keeps c_b·R_K rounded to fp16 (kv_append subtracts and attention
+     * adds back the same values). Copied at creation; must be finite. */
+    const float *key_centers;
+    uint32_t key_center_block;
     /* OSCAR_KV_INT2_ROTATED only (NULL: nearest rounding): error feedback of the key codes,
      * float32 [n_layer][n_rot][head_dim][head_dim] (n_rot as rot_k), strictly upper triangular:
      * a key row (rotated, clipped, its groups' scale and min set as usual) is rounded element by

@@ -10,6 +10,9 @@
 //            for every head against q in shared memory; scores go to sh_p [token][GQA] and
 //            each thread keeps its own maxima.
 //            INT2: s_h = sum_g mn_g * qsum_hg + sc_g * sum_{e in g} q_h[e] * c_e.
+//            With a key-center table (CENTER_BLOCK = B > 0) every key was stored less its
+//            block's center c_b·R_K, so each score gets q_h·(c_b·R_K) back, computed once per
+//            (block, head) of the chunk at its start (sh_bias).
 //   softmax: the maxima are reduced; the running max m moves to include them (what was summed
 //            so far is rescaled by exp(m_old - m)); p = exp(s - m) replaces s in sh_p; each
 //            thread sums its p into l. INT2 chunks with one V group a row (PRE_W) store the
@@ -85,6 +88,9 @@ const uint LANES_M = WG / D4;                   // merge: item lanes (WG % (d/4)
 const uint P_FLOATS = ATTN_P_FLOATS(ITEM_TOKENS, GQA, WG, D);
 const uint MAX_PAGES = ATTN_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item can touch
 layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
+layout(constant_id = KV_SPEC_CENTER_BLOCK) const uint CENTER_BLOCK = 0; // B >= 16, or 0: no key-center table
+layout(constant_id = KV_SPEC_SINK) const uint SINK = 64;               // INT2 index j is position SINK + j
+const bool CENTERED = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u;
 // One V group per row (G = head_dim, the default for head_dim <= 128): the softmax phase then
 // turns each INT2 token's p into its value weights once (see values_int2), not each thread of
 // the value phase; with several groups a row the value phase does it from p.
@@ -106,7 +112,8 @@ layout(std430, binding = 7) coherent buffer Partials4 { vec4 partials4[]; }; // 
 layout(std430, binding = 8) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
 layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
 layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
-layout(std430, binding = 11) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer
+layout(std430, binding = 11) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer,
+layout(std430, binding = 11) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 
@@ -118,6 +125,7 @@ shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the
 shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
 shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
 shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
+shared float sh_bias[ATTN_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the chunk][GQA] q_h·(c_b·R_K) (CENTERED)
 shared bool sh_last;                // this workgroup completes its (row, KV head)
 
 const float NEG_INF = -1.0 / 0.0;
@@ -177,20 +185,38 @@ uint f16_row(uint begin, uint p, uint kvh)
 }
 
 // ---- scores: sh_p[k][h] = q_h . k_k for the item's tokens k < n; m[h] = this thread's max ----
-// The scores of this thread's U tokens k0, k0 + WG, ... (those below n) into sh_p and m.
-void store_scores(uint k0, uint n, float s[U][GQA], inout float m[GQA])
+// The scores of this thread's U tokens k0, k0 + WG, ... (those below n) into sh_p and m;
+// pos0: the position of the chunk's first token (its key-center blocks, CENTERED).
+void store_scores(uint k0, uint n, uint pos0, float s[U][GQA], inout float m[GQA])
 {
     for (uint u = 0; u < U; u++) {
         uint k = k0 + u * WG;
         if (k < n)
             for (uint h = 0; h < GQA; h++) {
-                sh_p[k * GQA + h] = s[u][h];
-                m[h] = max(m[h], s[u][h]);
+                float v = s[u][h];
+                if (CENTERED) v += sh_bias[((pos0 + k) / max(CENTER_BLOCK, 1u) - pos0 / max(CENTER_BLOCK, 1u)) * GQA + h];
+                sh_p[k * GQA + h] = v;
+                m[h] = max(m[h], v);
             }
     }
 }
 
-void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
+// sh_bias for the blocks of positions pos0 .. pos0 + n - 1: q_h·(c_b·R_K) of the chunk's
+// heads (sh_q, scaled). No barrier.
+void center_logits(uint pos0, uint n, uint kvh)
+{
+    uint cbk = max(CENTER_BLOCK, 1u), b0 = pos0 / cbk, nb = (pos0 + n - 1u) / cbk - b0 + 1u;
+    for (uint i = gl_LocalInvocationID.x; i < nb * GQA; i += WG) {
+        uint bi = i / GQA, h = i % GQA;
+        uint cb = KV_CENTER_TABLE_OFF(N_KV, D) + ((b0 + bi) * N_KV + kvh) * (D / 2);
+        float s = 0.0;
+        for (uint w = 0; w < D / 4; w++)
+            s += dot(sh_q[h * (D / 4) + w], vec4(unpackHalf2x16(means_w[cb + 2 * w]), unpackHalf2x16(means_w[cb + 2 * w + 1])));
+        sh_bias[i] = s;
+    }
+}
+
+void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
     for (uint k0 = t; k0 < n; k0 += U * WG) {
@@ -230,11 +256,11 @@ void scores_int2(uint begin, uint n, uint kvh, inout float m[GQA])
                 }
             }
         }
-        store_scores(k0, n, s, m);
+        store_scores(k0, n, pos0, s, m);
     }
 }
 
-void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
+void scores_f16(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
     for (uint k0 = t; k0 < n; k0 += U * WG) {
@@ -255,7 +281,7 @@ void scores_f16(uint begin, uint n, uint kvh, inout float m[GQA])
                 for (uint u = 0; u < U; u++) s[u][h] += dot(qa, ka[u]) + dot(qb, kb[u]);
             }
         }
-        store_scores(k0, n, s, m);
+        store_scores(k0, n, pos0, s, m);
     }
 }
 
@@ -495,12 +521,14 @@ void main()
             uint pg = c0 / PAGE + i;
             sh_page[i] = uint(is_int2 ? int2_table[seq * pc.max_int2_pages + pg] : f16_table[seq * pc.max_f16_pages + pg]);
         }
+        uint pos0 = c0 + (is_int2 ? SINK : 0u); // position of the chunk's first token
+        if (CENTERED) center_logits(pos0, n, kvh);
         barrier();
 
         float m[GQA];
         [[unroll]] for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
-        if (is_int2) scores_int2(c0, n, kvh, m);
-        else scores_f16(c0, n, kvh, m);
+        if (is_int2) scores_int2(c0, n, pos0, kvh, m);
+        else scores_f16(c0, n, pos0, kvh, m);
         reduce_heads(m, true); // its first barrier also publishes the scores
 
         [[unroll]] for (uint h = 0; h < GQA; h++) {

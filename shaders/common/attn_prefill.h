@@ -15,7 +15,7 @@
  * and attn_decode's 10). */
 #define KV_SPEC_PF_ROWS 11  /* ROWS: query rows per tile (1..32) */
 #define KV_SPEC_PF_CHUNK 12 /* CHUNK: tokens loaded into shared memory at once */
-#define ATTN_PF_N_SPEC 13   /* n_spec covering every id attn_prefill reads */
+#define ATTN_PF_N_SPEC 18   /* n_spec covering every id attn_prefill reads */
 
 /* attn_prefill's shared memory in floats for `rows` rows per tile, `chunk` tokens per chunk,
  * gqa query heads per KV head and head_dim d: q (then the output o) [rows*gqa][d], K

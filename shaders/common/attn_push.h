@@ -14,19 +14,22 @@
  * (VU); registers grow with both (ids 11, 12 are attn_prefill's) */
 #define KV_SPEC_ATTN_U 13
 #define KV_SPEC_ATTN_VU 14
-#define ATTN_N_SPEC 16 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
+#define ATTN_N_SPEC 18 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
 
 /* attn_decode's shared memory in floats, for items of up to `item` tokens, GQA heads per
  * workgroup, `wg` threads, head_dim d, group G and page P: q [gqa][d], group sums of q
  * [gqa][d/G], scores/p [item][gqa] (also the [wg/(d/8)][d] lane sums and the merge's
  * [gqa][d] output), per-thread reduction values [gqa][wg], first-level results [gqa][16], the
- * item's page ids and a flag. */
+ * item's page ids, a flag, and the key-center logits of the blocks an item's chunk touches
+ * [item/16 + 2][gqa] (blocks are at least 16 positions). */
 #define ATTN_MAX2(a, b) ((a) > (b) ? (a) : (b))
 #define ATTN_ITEM_PAGES(item, P) ((item) / (P) + 2)
 #define ATTN_P_FLOATS(item, gqa, wg, d) ATTN_MAX2(ATTN_MAX2((item) * (gqa), 8 * (wg)), (gqa) * (d))
 #define ATTN_SHARED_FLOATS(item, gqa, wg, d, G, P) \
     ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_P_FLOATS(item, gqa, wg, d) + (gqa) * (wg) + (gqa) * 16 + \
-     ATTN_ITEM_PAGES(item, P) + 1)
+     ATTN_ITEM_PAGES(item, P) + 1 + ATTN_BIAS_FLOATS(item, gqa))
+#define ATTN_MIN_CENTER_BLOCK 16
+#define ATTN_BIAS_FLOATS(item, gqa) (((item) / ATTN_MIN_CENTER_BLOCK + 2) * (gqa))
 
 /* attn_decode: one workgroup per (work item, KV head). 16 bytes. */
 struct attn_decode_push {

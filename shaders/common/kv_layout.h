@@ -68,7 +68,7 @@
  * page (flush). 16 bytes. */
 struct kv_token_slot {
     KV_U32 src_row;   /* append: row of the K/V input [n_rows][NKV][d]; flush: fp16 page id */
-    KV_U32 src_slot;  /* flush: slot in that fp16 page; append: unused (0) */
+    KV_U32 src_slot;  /* flush: slot in that fp16 page; append: the token's position */
     KV_U32 dst_page;  /* append: fp16 page id; flush: INT2 page id */
     KV_U32 dst_slot;  /* slot in dst_page, < P */
 };

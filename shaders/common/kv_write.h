@@ -14,7 +14,20 @@
 #define KV_SPEC_TRANSPOSE 9    /* rotate_rows: 0 = y = x·R, 1 = y = x·Rᵀ, 2 = y = x (RoPE only) */
 #define KV_SPEC_ROPE 15        /* kv_append (K rows) and rotate_rows: RoPE on load, KV_ROPE_* below
                                   (ids 10..14 are the attention kernels', common/attn_push.h) */
-#define KV_WRITE_N_SPEC 16     /* n_spec that covers every id above */
+#define KV_SPEC_CENTER_BLOCK 16 /* kv_append, attn_decode, attn_prefill: B > 0, keys centered per block
+                                  of B positions (the layer's key-center table, KV_CENTER_* below);
+                                  0: no table */
+#define KV_SPEC_SINK 17        /* attn_decode with a key-center table: sink tokens (INT2 index j is
+                                  position sink + j) */
+#define KV_WRITE_N_SPEC 18     /* n_spec that covers every id above */
+
+/* The layer's centering buffer (binding "Means" of kv_append, attn_decode, attn_prefill), in
+ * 32-bit words: [K,V][NKV][d] fp32 centering vectors (zeros unless given), then, with
+ * KV_SPEC_CENTER_BLOCK = B > 0, the key-center table [n_blocks][NKV][d/2] fp16 pairs: block b
+ * holds c_b·R_K of every KV head, the rotated key center of positions [bB, (b+1)B). kv_append
+ * subtracts the token's block center after rotating a K row; attention adds it back to every
+ * key it reads (prefill) or adds q·(c_b·R_K) to the block's logits (decode). */
+#define KV_CENTER_TABLE_OFF(nkv, d) (2u * (nkv) * (d))
 
 #define KV_ROPE_NONE 0
 #define KV_ROPE_NORMAL 1       /* pairs (2i, 2i + 1): llama */
