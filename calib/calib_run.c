@@ -23,6 +23,7 @@
 #define RUN_FIXED_CLIP_K 0.96f          /* the reference's ratios (DESIGN.md §1) */
 #define RUN_FIXED_CLIP_V 0.92f
 #define RUN_VFIT_SEQUENCES 4u           /* sequences whose attention outputs fit the value clip */
+#define RUN_KEY_CENTER_BLOCK 128u       /* positions per key-center block (oscar_calib_run_params) */
 
 oscar_calib_run_params oscar_calib_run_params_default(void)
 {
@@ -36,6 +37,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     p.clip_fitted = 1;
     p.clip_v_output = 1;
     p.center = OSCAR_CALIB_CENTER_KEYS;
+    p.key_center_block = RUN_KEY_CENTER_BLOCK;
     p.key_feedback = 1;
     p.key_spread = 1;
     p.refit_rounds = 0;
@@ -249,6 +251,11 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                    OSCAR_CALIB_MAX_REFIT_ROUNDS);
     if (p->center > OSCAR_CALIB_CENTER_BOTH)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "center %u: not a set of OSCAR_CALIB_CENTER_* bits", p->center);
+    if (p->key_center_block && p->key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "key center block %u is below %u positions", p->key_center_block,
+                   OSCAR_KEY_CENTER_BLOCK_MIN);
+    if (p->key_clip_blocks && !p->key_center_block)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a key clip fitted with block centers needs a key center block");
 
     /* cheap checks first: output writable, model loads, text readable */
     OSCAR_TRY(check_writable(p->out_path));
@@ -294,6 +301,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     cp.rope_neox = hp->rope_type == OSCAR_ROPE_NEOX;
     cp.feedback_span = p->feedback_span ? p->feedback_span : hp->n_ctx_train;
     cp.key_spread = p->key_spread;
+    cp.key_center_block = (p->center & OSCAR_CALIB_CENTER_KEYS) && p->key_clip_blocks ? p->key_center_block : 0;
     cp.score_objective = p->values == OSCAR_CALIB_VALUES_SCORES;
     cp.max_seq_len = p->seq_len;
     cp.vfit_sequences = p->clip_v_output ? RUN_VFIT_SEQUENCES : 0;
@@ -362,7 +370,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
          * key spread the model's context, whose late keys keep more of their offset (the center
          * averaged over it is smaller), else seq_len */
         uint32_t span = key_span > p->sink_tokens ? key_span : p->seq_len;
-        if (p->center & OSCAR_CALIB_CENTER_KEYS) rep.key_center_span = span;
+        int blocks = oscar_calib_get_params(cal)->key_center_block != 0; /* the fit centers each key by its block */
+        if ((p->center & OSCAR_CALIB_CENTER_KEYS) && !blocks) rep.key_center_span = span;
         double mean[OSCAR_CALIB_MAX_HEAD_DIM];
         means = malloc(3 * all * sizeof *means);
         if (!means) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
@@ -372,7 +381,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                     float *m = means + which * all + l * per_layer + (size_t)h * hp->head_dim;
                     OSCAR_TRY(oscar_calib_mean(cal, l, h, which, mean));
                     for (uint32_t j = 0; j < hp->head_dim; j++) m[j] = (float)mean[j];
-                    if (!which)
+                    if (!which && blocks) memcpy(m + 2 * all, m, hp->head_dim * sizeof *m); /* the pre-RoPE mean */
+                    else if (!which)
                         oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
                                            span, m + 2 * all);
                 }
@@ -433,6 +443,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.mean_k = p->center & OSCAR_CALIB_CENTER_KEYS ? means : NULL;
     meta.mean_v = p->center & OSCAR_CALIB_CENTER_VALUES ? means + all : NULL;
     meta.refit_rounds = rep.refit_rounds;
+    meta.key_center_block = p->center & OSCAR_CALIB_CENTER_KEYS ? p->key_center_block : 0;
     /* recorded where the span was used: R_K built from the spread C_K, or the clip fit's key center */
     if (from_covariance || (key_span && rep.key_center_span == key_span)) meta.key_rope_span = key_span;
     OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));

@@ -39,6 +39,14 @@ typedef struct oscar_calib_run_params {
                                   * OSCAR_CALIB_CENTER_KEYS (session 16: the keys' mean, RoPE-averaged
                                   * over the key spread's context in the clip fit; values centered
                                   * measured worse in session 13); 0: none, as the reference */
+    uint32_t key_center_block;   /* with key centering: > 0 (default 128), the runtime centers keys
+                                  * per block of that many positions (written as
+                                  * oscar.key_center_block); 0: one center for the context, as
+                                  * session 16 (nothing written) */
+    int key_clip_blocks;         /* 1: the key clip fit centers each sampled key by its block's center
+                                  * too; 0 (default): by the context's (key_center_span), which
+                                  * measured better with block centers at run time (docs/quality.md,
+                                  * session 17) */
     int key_feedback;            /* 1 (default): key codes by error feedback (blk.N.attn_k_feedback
                                   * written, the key clip fitted with it); 0: nearest rounding */
     uint32_t feedback_span;      /* positions the feedback's query covariance is spread over (RoPE);
@@ -66,8 +74,8 @@ typedef struct oscar_calib_run_report {
     uint32_t sequences;          /* calibration sequences */
     uint32_t n_layer;
     uint32_t refit_rounds;       /* refit rounds used (AUTO resolved) */
-    uint32_t key_center_span;    /* with key centering: the context (positions) whose RoPE-averaged key
-                                  * mean centered the clip fit's keys; 0 without */
+    uint32_t key_center_span;    /* with key centering and key_center_block 0: the context (positions)
+                                  * whose RoPE-averaged key mean centered the clip fit's keys; 0 else */
     uint64_t fingerprint;        /* the model's */
     float *clip_k_fit, *clip_v_fit; /* [n_layer] fitted ratios (also when not written) */
     float *clip_k, *clip_v;      /* [n_layer] ratios written */

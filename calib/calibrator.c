@@ -19,6 +19,7 @@ typedef struct calib_head { /* one (layer, KV head) */
     uint64_t n_s;     /* o rows summed into s_s */
     float *res_k;     /* [reservoir_rows][d] sampled key rows */
     float *res_v;     /* [reservoir_rows][d] value rows of the same tokens */
+    uint32_t *res_pos; /* [reservoir_rows] their positions in their sequences */
     uint32_t res_n;   /* rows held */
     uint64_t res_seen; /* rows offered so far (Algorithm R) */
     double *m_k;      /* [d] Σ of the pre-RoPE key rows given to oscar_calib_add_means */
@@ -35,7 +36,8 @@ typedef struct calib_layer {
     int buf_flushed;    /* 1: the proxy path streams with the running C_Q */
     float *hist_k;      /* [max_seq_len][n_kv_head][d] keys of the current sequence (b) */
     float *hist_v;      /* [max_seq_len][n_kv_head][d] values of the current sequence (b) */
-    uint32_t hist_n;    /* tokens of the current sequence */
+    uint32_t hist_n;    /* tokens of the current sequence (C_S) */
+    uint32_t seq_pos;   /* tokens of the current sequence added so far (the next row's position) */
     float *vf_k;        /* [vfit_sequences][max_seq_len][n_kv_head][d] keys of the kept sequences */
     float *vf_v;        /* [vfit_sequences][max_seq_len][n_kv_head][d] their values */
     uint32_t *vf_n;     /* [vfit_sequences] tokens kept of each */
@@ -137,7 +139,7 @@ fail:
 }
 
 /* Algorithm R: offers one (k, v) row to the reservoir of a head. */
-static void reservoir_offer(oscar_calib *cal, calib_head *hd, const float *k, const float *v)
+static void reservoir_offer(oscar_calib *cal, calib_head *hd, const float *k, const float *v, uint32_t pos)
 {
     uint32_t cap = cal->p.reservoir_rows, d = cal->d;
     uint64_t slot;
@@ -149,6 +151,7 @@ static void reservoir_offer(oscar_calib *cal, calib_head *hd, const float *k, co
     }
     memcpy(hd->res_k + slot * d, k, d * sizeof(float));
     memcpy(hd->res_v + slot * d, v, d * sizeof(float));
+    hd->res_pos[slot] = pos;
 }
 
 /* Finds the first non-finite value of a [n][heads][d] tensor; returns 1 and its place. */
@@ -200,6 +203,7 @@ void oscar_calib_destroy(oscar_calib *cal)
                     free(hd->s_s);
                     free(hd->res_k);
                     free(hd->res_v);
+                    free(hd->res_pos);
                     free(hd->m_k);
                     free(hd->m_v);
                 }
@@ -256,6 +260,8 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: feedback_damp %g must be > 0", p.feedback_damp);
     if (p.reservoir_rows == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: reservoir_rows must be > 0");
+    if (p.key_center_block && !p.rope_theta)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: key_center_block %u needs rope_theta", p.key_center_block);
     if (p.score_objective && p.max_seq_len == 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with score_objective");
     if (p.min_tokens == 0) p.min_tokens = d;
@@ -285,9 +291,10 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
             hd->s_s = p.score_objective ? calloc(dd, sizeof *hd->s_s) : NULL;
             hd->res_k = malloc((size_t)p.reservoir_rows * d * sizeof *hd->res_k);
             hd->res_v = malloc((size_t)p.reservoir_rows * d * sizeof *hd->res_v);
+            hd->res_pos = malloc((size_t)p.reservoir_rows * sizeof *hd->res_pos);
             hd->m_k = calloc(d, sizeof *hd->m_k);
             hd->m_v = calloc(d, sizeof *hd->m_v);
-            if (!hd->s_q || !hd->s_vp || (p.score_objective && !hd->s_s) || !hd->res_k || !hd->res_v || !hd->m_k ||
+            if (!hd->s_q || !hd->s_vp || (p.score_objective && !hd->s_s) || !hd->res_k || !hd->res_v || !hd->res_pos || !hd->m_k ||
                 !hd->m_v)
                 OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: layer %u head %u", l, h);
         }
@@ -329,7 +336,7 @@ fail:
 oscar_status oscar_calib_begin_sequence(oscar_calib *cal)
 {
     if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_begin_sequence: NULL calibrator");
-    for (uint32_t l = 0; l < cal->p.n_layer; l++) cal->layers[l].hist_n = 0;
+    for (uint32_t l = 0; l < cal->p.n_layer; l++) cal->layers[l].hist_n = cal->layers[l].seq_pos = 0;
     cal->seq++;
     return OSCAR_OK;
 }
@@ -486,8 +493,10 @@ oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens
     /* reservoirs */
     for (uint32_t h = 0; h < nkv; h++)
         for (uint32_t t = 0; t < n_tokens; t++)
-            reservoir_offer(cal, &L->heads[h], k + (size_t)t * kv_row + (size_t)h * d, v + (size_t)t * kv_row + (size_t)h * d);
+            reservoir_offer(cal, &L->heads[h], k + (size_t)t * kv_row + (size_t)h * d, v + (size_t)t * kv_row + (size_t)h * d,
+                            L->seq_pos + t);
     L->n_tokens += n_tokens;
+    L->seq_pos += n_tokens;
 fail:
     free(tmp);
     free(tmp2);
@@ -589,4 +598,10 @@ oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint3
     *v = hd->res_v;
     *n = hd->res_n;
     return OSCAR_OK;
+}
+
+const uint32_t *oscar_calib_reservoir_positions(const oscar_calib *cal, uint32_t layer, uint32_t head)
+{
+    if (!cal || layer >= cal->p.n_layer || head >= cal->p.n_kv_head) return NULL;
+    return cal->layers[layer].heads[head].res_pos;
 }

@@ -9,6 +9,7 @@
 
 #include "error.h"
 #include "int2_quant.h"
+#include "model_ref.h" /* oscar_rope_average */
 #include "oscar_calib.h"
 
 static int cmp_float_asc(const void *a, const void *b)
@@ -126,6 +127,9 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     w = malloc((size_t)cap * sizeof *w);
     ys = malloc((size_t)cap * d * sizeof *ys);
     xc = center ? malloc((size_t)cap * d * sizeof *xc) : NULL;
+    int block_centers = !values && center && p->key_center_block; /* center: pre-RoPE key means */
+    if (block_centers && !p->rope_theta)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: key_center_block needs rope_theta");
     uint32_t nw = clip_workers(n_ratios);
     scratch = malloc((size_t)nw * d * sizeof *scratch);
     yqs = malloc((size_t)nw * d * sizeof *yqs);
@@ -142,7 +146,19 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
         OSCAR_TRY(oscar_calib_covariance(cal, layer, h, OSCAR_CALIB_KEYS, CQ));
         OSCAR_TRY(oscar_calib_reservoir(cal, layer, h, &rk, &rv, &n));
         if (n == 0) continue;
-        stored_rows(values ? rv : rk, n, d, d, center ? center + (size_t)h * d : NULL, R, xc, y, ys);
+        const float *x = values ? rv : rk, *c = center ? center + (size_t)h * d : NULL;
+        if (block_centers) { /* each row less RoPE(mean) averaged over its block of positions */
+            const uint32_t *pos = oscar_calib_reservoir_positions(cal, layer, h);
+            uint32_t B = p->key_center_block;
+            float cb[OSCAR_CALIB_MAX_HEAD_DIM];
+            for (uint32_t t = 0; t < n; t++) {
+                oscar_rope_average(c, d, p->rope_n_rot, p->rope_neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, p->rope_theta,
+                                   pos[t] / B * B, (pos[t] / B + 1) * B, cb);
+                for (uint32_t j = 0; j < d; j++) xc[(size_t)t * d + j] = x[(size_t)t * d + j] - cb[j];
+            }
+            x = xc, c = NULL;
+        }
+        stored_rows(x, n, d, d, c, R, xc, y, ys);
         if (values) {
             /* w_t = k_t C_Q k_tᵀ, normalised to mean 1 over this head's rows */
             double mean = 0.0;

@@ -39,6 +39,12 @@ static void usage(FILE *f)
         "      --center C          keys (default), no (the reference's method), values or yes\n"
         "                          (both): store those sides' means so the runtime subtracts them\n"
         "                          before quantizing\n"
+        "      --key-block N       with centered keys: the runtime centers keys per block of N positions\n"
+        "                          (>= 16, default 128; written as oscar.key_center_block), or\n"
+        "                          'context': one center for the whole context (session 16's method)\n"
+        "      --key-clip-center C context (default): the key clip is fitted on keys centered as a whole\n"
+        "                          context would center them; block: by their block's center (needs\n"
+        "                          --key-block N; it fits lower ratios that measured worse on SmolLM2)\n"
         "      --key-rounding K    feedback (default): key codes chosen element by element, each\n"
         "                          rounding error moved to where the layer's queries look least\n"
         "                          (written as blk.N.attn_k_feedback; the key clip is fitted with it);\n"
@@ -178,6 +184,7 @@ int main(int argc, char **argv)
     static const char *const vfits[] = {"rows", "output", NULL};
     static const char *const yes_no[] = {"no", "yes", NULL};
     static const char *const centers[] = {"no", "keys", "values", "yes", NULL};
+    static const char *const clip_centers[] = {"context", "block", NULL};
     static const char *const roundings[] = {"nearest", "feedback", NULL};
     static const char *const rotations[] = {"identity", "hadamard", "oscar", "oscar-noperm", NULL};
 
@@ -227,6 +234,13 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--refit")) {
             if (!parse_u64(a, val, 0, OSCAR_CALIB_MAX_REFIT_ROUNDS, &v)) return 2;
             p.refit_rounds = (uint32_t)v;
+        } else if (!strcmp(a, "--key-block")) {
+            if (val && !strcmp(val, "context")) p.key_center_block = 0;
+            else if (!parse_u64(a, val, 16, 1u << 24, &v)) return 2;
+            else p.key_center_block = (uint32_t)v;
+        } else if (!strcmp(a, "--key-clip-center")) {
+            if ((c = parse_choice(a, val, clip_centers)) < 0) return 2;
+            p.key_clip_blocks = c;
         } else if (!strcmp(a, "--feedback-span")) {
             if (!parse_u64(a, val, 1, 1u << 24, &v)) return 2;
             p.feedback_span = (uint32_t)v;

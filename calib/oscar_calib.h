@@ -109,6 +109,12 @@ typedef struct oscar_calib_params {
                                    * feedback_span positions, when rope_theta is set), so R_K fits
                                    * the queries of a whole context, not those of the calibration
                                    * sequences' positions; default 0 */
+    uint32_t key_center_block;    /* > 0: the key centers given to the clip fit (oscar_calib_solve's
+                                   * center_k, oscar_calib_clip_curve's center) are pre-RoPE key means,
+                                   * and a sampled key at position p is centered by RoPE(mean) averaged
+                                   * over positions [bB, (b+1)B), b = p / B, B = this (needs
+                                   * rope_theta), as the runtime's key-center table does
+                                   * (oscar_kv_params.key_centers); 0 (default): centers are constant */
     uint32_t refit_rounds;        /* rounds of the least-squares refit of each row's min and scale
                                    * (oscar_int2_fake_quantize_refit) the clip fit quantizes with:
                                    * keys under their metric (oscar_key_metric_matrix, damped with
@@ -174,10 +180,14 @@ const oscar_calib_params *oscar_calib_get_params(const oscar_calib *cal);
  * owned by the calibrator and valid until the next oscar_calib_add() or destroy. */
 oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint32_t head, const float **k,
                                    const float **v, uint32_t *n);
+/* The positions of those rows in their sequences, [n] (same lifetime); NULL for a bad layer / head. */
+const uint32_t *oscar_calib_reservoir_positions(const oscar_calib *cal, uint32_t layer, uint32_t head);
 
 /* Attention-weighted INT2 error of the reservoir rows of (layer, head) (head as above),
  * centered (center: NULL, or float32 [n_kv_head][d], row of KV head h minus center[h], as the
- * runtime stores x − μ), rotated by R (float32 [d][d]) and fake-quantized with group G at each
+ * runtime stores x − μ; keys with params.key_center_block: center[h] is the pre-RoPE key mean
+ * and a row at position p is centered by its block's RoPE average of it, see there), rotated by
+ * R (float32 [d][d]) and fake-quantized with group G at each
  * clip ratio:
  *   keys   (values = 0): (y − ŷ)ᵀ (Rᵀ C_Q,h R) (y − ŷ) = E_q[(q·(k − k̂))²] per row,
  *   values (values = 1): w_t ‖y − ŷ‖² with w_t = k_t C_Q,h k_tᵀ normalised to mean 1 per head.

@@ -76,6 +76,7 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
     OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.calib.sequence_length", meta->sequence_length));
     OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.calib.text_source", meta->text_source ? meta->text_source : ""));
     if (meta->key_rope_span) OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.calib.key_rope_span", meta->key_rope_span));
+    if (meta->key_center_block) OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.key_center_block", meta->key_center_block));
 
     /* GGUF ne: [d, d] per layer, [d, d, n_kv_head] per head; ne0 = column index j. */
     size_t dd = (size_t)d * d;

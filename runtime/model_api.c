@@ -194,6 +194,9 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     if (p.n_ctx == 0) p.n_ctx = hp->n_ctx_train && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (p.n_seq_max == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: n_seq_max must be positive");
     if (p.n_batch == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: n_batch must be positive");
+    if (p.key_center_block && p.key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: key_center_block %u is below %u", p.key_center_block,
+                           OSCAR_KEY_CENTER_BLOCK_MIN);
     if (p.kv_mode == OSCAR_KV_INT2_ROTATED && !rs)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: kv_mode oscar needs a rotation set (params.rotations)");
     if (rs && (rs->n_layer != hp->n_layer || rs->head_dim != hp->head_dim || rs->fingerprint != model->info.fingerprint))
@@ -231,7 +234,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     kp.max_context = p.n_ctx;
     kp.max_step_tokens = step_tokens;
     kp.memory_budget = p.kv_memory_budget;
-    float *center_k = NULL; /* [n_layer][n_kv][d] the key means, RoPE-averaged over this context */
+    float *center_k = NULL; /* the key centers: per block of positions, or RoPE-averaged over this context */
     if (rs) {
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED) {
             kp.rot_k = rs->rot_k, kp.rot_v = rs->rot_v;
@@ -241,7 +244,22 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
             kp.refit_rounds = rs->refit_rounds;
             kp.mean_v = rs->mean_v;
         }
-        if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
+        uint32_t B = p.key_center_block ? p.key_center_block : rs->key_center_block;
+        if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k && B && B != OSCAR_KEY_CENTER_CONTEXT) {
+            /* a center per block of B positions: [n_layer][n_blocks][n_kv][d] */
+            uint32_t d = hp->head_dim, nkv = hp->n_head_kv, n_blocks = (p.n_ctx + B - 1) / B;
+            center_k = malloc((size_t)hp->n_layer * n_blocks * nkv * d * sizeof *center_k);
+            if (!center_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+            for (uint32_t l = 0; l < hp->n_layer; l++)
+                for (uint32_t b = 0; b < n_blocks; b++)
+                    for (uint32_t h = 0; h < nkv; h++)
+                        oscar_rope_average(rs->mean_k + ((size_t)l * nkv + h) * d, d, hp->n_rot, hp->rope_type,
+                                           model->desc->rope_theta, b * B, (b + 1) * B,
+                                           center_k + (((size_t)l * n_blocks + b) * nkv + h) * d);
+            kp.key_centers = center_k;
+            kp.key_center_block = B;
+        } else if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
+            /* one center for the context: RoPE(mean_k) averaged over sink .. n_ctx-1 */
             uint32_t d = hp->head_dim, rows = hp->n_layer * hp->n_head_kv;
             center_k = malloc((size_t)rows * d * sizeof *center_k);
             if (!center_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");

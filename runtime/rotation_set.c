@@ -333,6 +333,14 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     }
     if (has_metric && !refit)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: the file has attn_k_metric but no oscar.refit_rounds", path);
+    uint32_t center_block = 0;
+    if (oscar_gguf_find_key(g, "oscar.key_center_block")) {
+        OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.key_center_block", &center_block));
+        if (center_block < OSCAR_KEY_CENTER_BLOCK_MIN)
+            OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.key_center_block %u is below %u", path, center_block,
+                       OSCAR_KEY_CENTER_BLOCK_MIN);
+        if (!has_mk) OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.key_center_block without attn_k_mean", path);
+    }
     OSCAR_TRY(read_clips(g, "oscar.clip_k", hp->n_layer, &clip_k));
     OSCAR_TRY(read_clips(g, "oscar.clip_v", hp->n_layer, &clip_v));
     st = build(model, hp->n_layer, nk, rot_k, rot_v, clip_k, clip_v, OSCAR_ERROR_BAD_FORMAT, out);
@@ -341,6 +349,7 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         (*out)->key_feedback = feedback;
         (*out)->key_metric = metric;
         (*out)->refit_rounds = refit;
+        (*out)->key_center_block = center_block;
         feedback = metric = NULL;
     }
     if (st == OSCAR_OK && (st = set_means(*out, mean_k, mean_v, OSCAR_ERROR_BAD_FORMAT)) != OSCAR_OK) {

@@ -1,13 +1,15 @@
 /* The calibrator's accumulators against naive float64 references on a small random layer:
  * C_K (GQA pooling), C_V (a) (exact while the stream fits the proxy buffer, close after it
  * streams), C_S (b) (chunked feeding equals one-shot feeding; oscar_attention_causal against a
- * naive causal softmax), the reservoir, and the value clip's attention-output curve (against a
- * naive float64 sum over the kept sequences' queries). */
+ * naive causal softmax), the reservoir (rows and positions), the value clip's attention-output
+ * curve (against a naive float64 sum over the kept sequences' queries), and the key clip curve
+ * with key centers per block of positions. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "int2_quant.h"
+#include "model_ref.h" /* oscar_rope_average */
 #include "oscar_calib.h"
 #include "test_util.h"
 
@@ -152,6 +154,43 @@ static void check_output_curve(const float *q, const float *k, const float *v, u
     }
 }
 
+/* The key clip curve with params.key_center_block = B (center: a pre-RoPE mean): each reservoir
+ * key at position p is centered by RoPE(mean) averaged over its block. With B >= T every position
+ * is in block 0, so the curve equals the constant-center curve with c = that average over
+ * [0, B), to the bit; with B = 16 the centers differ by block and so does the curve. */
+static void check_block_centers(const float *q, const float *k, const float *v)
+{
+    float theta[D / 2], mean[NKV * D], c0[NKV * D], R[D * D] = {0};
+    for (uint32_t i = 0; i < D / 2; i++) theta[i] = powf(100.0f, -2.0f * i / D);
+    for (uint32_t i = 0; i < NKV * D; i++) mean[i] = 3.0f * test_rng_normal();
+    for (uint32_t i = 0; i < D; i++) R[i * D + i] = 1.0f;
+    static const float ratios[3] = {0.8f, 0.9f, 1.0f};
+    double sums[3][3] = {{0}}; /* [constant, B = 128, B = 16][ratio] */
+    for (int run = 0; run < 3; run++) {
+        oscar_calib_params p = test_params(1, 64);
+        p.rope_theta = theta, p.rope_n_rot = D, p.key_center_block = run == 0 ? 0 : run == 1 ? 128 : 16;
+        oscar_calib *cal;
+        CHECK_OK(oscar_calib_create(&p, &cal));
+        for (uint32_t s = 0; s < NSEQ; s++) {
+            CHECK_OK(oscar_calib_begin_sequence(cal));
+            CHECK_OK(oscar_calib_add(cal, 0, T, q + (size_t)s * T * NH * D, k + (size_t)s * T * NKV * D, v + (size_t)s * T * NKV * D));
+        }
+        for (uint32_t h = 0; h < NKV; h++) {
+            oscar_rope_average(mean + h * D, D, D, OSCAR_ROPE_NORMAL, theta, 0, 128, c0 + h * D);
+            uint64_t rows = 0;
+            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, R, NULL, NULL, run ? mean : c0, ratios, 3, sums[run], &rows));
+            CHECK(rows == 64);
+        }
+        oscar_calib_destroy(cal);
+        if (run == 2) { /* without RoPE angles the block centers cannot be computed */
+            p.rope_theta = NULL;
+            CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+        }
+    }
+    CHECK_MSG(!memcmp(sums[0], sums[1], sizeof sums[0]), "blocks of 128 >= T: %.9g vs constant %.9g", sums[1][1], sums[0][1]);
+    CHECK_MSG(fabs(sums[2][1] - sums[1][1]) > 1e-6 * sums[1][1], "blocks of 16 gave the curve of one block (%.9g)", sums[2][1]);
+}
+
 int main(void)
 {
     test_rng_seed(42);
@@ -232,12 +271,15 @@ int main(void)
         uint32_t n = 0;
         CHECK_OK(oscar_calib_reservoir(cal, 1, 1, &rk, &rv, &n));
         CHECK(n == 50);
+        const uint32_t *rpos = oscar_calib_reservoir_positions(cal, 1, 1);
+        CHECK(rpos && !oscar_calib_reservoir_positions(cal, 2, 0));
         int found_all = 1;
-        for (uint32_t r = 0; r < n; r++) {
+        for (uint32_t r = 0; r < n && rpos; r++) {
             int found = 0;
             for (uint32_t t = 0; t < NSEQ * T && !found; t++)
                 found = memcmp(rk + (size_t)r * D, k + ((size_t)t * NKV + 1) * D, D * sizeof(float)) == 0 &&
-                        memcmp(rv + (size_t)r * D, v + ((size_t)t * NKV + 1) * D, D * sizeof(float)) == 0;
+                        memcmp(rv + (size_t)r * D, v + ((size_t)t * NKV + 1) * D, D * sizeof(float)) == 0 &&
+                        rpos[r] == t % T; /* its position in its sequence */
             found_all &= found;
         }
         CHECK(found_all);
@@ -245,6 +287,7 @@ int main(void)
     }
     check_output_curve(q, k, v, 0);
     check_output_curve(q, k, v, 3); /* the default refit with G = D */
+    check_block_centers(q, k, v);
     free(q);
     free(k);
     free(v);

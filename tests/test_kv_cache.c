@@ -185,7 +185,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     p.n_layer = r.n_layer, p.n_kv_head = s->n_kv, p.n_head = s->n_kv * s->gqa, p.head_dim = s->d, p.group_size = s->G;
     p.page_tokens = s->page, p.sink_tokens = s->sink, p.recent_tokens = s->recent, p.flush_tokens = s->flush;
     p.max_sequences = MAX_SEQ, p.max_context = MAX_CTX, p.max_step_tokens = 64;
-    float *rot = NULL, *means = NULL;
+    float *rot = NULL, *means = NULL, *centers = NULL;
     float clip_k[2] = { 0.96f, 0.9f }, clip_v[2] = { 0.92f, 1.0f };
     if (mode == OSCAR_KV_INT2_ROTATED) {
         uint32_t n = r.n_layer * (per_head ? s->n_kv : 1);
@@ -201,10 +201,18 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
         for (size_t i = 0; i < 2 * nm; i++) means[i] = 4.0f * test_rng_normal();
         p.mean_k = means, p.mean_v = means + nm;
         r.mean_v = means + nm;
+        if (per_head) { /* and key centers per block of 16 positions, as large: they cancel too */
+            uint32_t n_blocks = (MAX_CTX + 15) / 16;
+            size_t nc = (size_t)r.n_layer * n_blocks * s->n_kv * s->d;
+            centers = malloc(sizeof(float) * nc);
+            for (size_t i = 0; i < nc; i++) centers[i] = 4.0f * test_rng_normal();
+            p.key_centers = centers, p.key_center_block = 16;
+        }
     }
     oscar_status st = oscar_kv_cache_create(ctx, &p, &r.cache);
     CHECK_OK(st);
     free(rot);
+    free(centers);
     if (st != OSCAR_OK) return;
     for (uint32_t l = 0; l < r.n_layer; l++) {
         r.h[l].k = calloc((size_t)MAX_SEQ * MAX_CTX * s->n_kv * s->d, 4);
@@ -244,8 +252,9 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     CHECK_OK(oscar_kv_get_stats(r.cache, &stats));
     CHECK(stats.int2_tokens + stats.f16_tokens == la + lc);
     if (mode != OSCAR_KV_FP16) CHECK(stats.int2_tokens > 0);
-    printf("d=%u G=%u kv=%u gqa=%u page=%u %-13s%s: worst NSE vs reference %.2e, vs exact (fp16 only) %.2e over %d calls, "
+    printf("d=%u G=%u kv=%u gqa=%u page=%u %-13s%s%s: worst NSE vs reference %.2e, vs exact (fp16 only) %.2e over %d calls, "
            "%.3f bits/elem\n", s->d, s->G, s->n_kv, s->gqa, s->page, oscar_kv_mode_name(mode), per_head ? " per-head" : "",
+           p.key_centers ? " key-centers" : "",
            r.worst_ref, r.worst_exact_f16, r.checked_exact, stats.bits_per_element);
     CHECK(r.checked_exact > 0);
     oscar_kv_cache_destroy(r.cache);
@@ -298,6 +307,21 @@ static void bad_input(oscar_context *ctx)
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "mean_v of layer 0, KV head 1, element 7 is not finite") != NULL);
     free(mean);
+    /* key centers: mode oscar, blocks of at least 16 positions, finite */
+    float *ctr = calloc(256 / 32 * 2 * 64, sizeof(float)); /* [n_layer 1][256 / 32 blocks][n_kv 2][d 64] */
+    q = p, q.mode = OSCAR_KV_INT2_HADAMARD, q.key_centers = ctr, q.key_center_block = 32;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "key_centers need mode oscar (not int2-hadamard)") != NULL);
+    q = p, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, q.key_centers = ctr, q.key_center_block = 8;
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "key_center_block >= 16 (not 8)") != NULL);
+    q.key_center_block = 32;
+    CHECK_OK(oscar_kv_cache_create(ctx, &q, &c));
+    oscar_kv_cache_destroy(c);
+    ctr[(7 * 2 + 1) * 64 + 3] = NAN; /* block 7 (the last), KV head 1, element 3 */
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "key_centers of layer 0, block 7, KV head 1, element 3 is not finite") != NULL);
+    free(ctr);
     /* the refit: only in mode oscar, at most 8 rounds, its metric symmetric, finite and with it */
     float *met = calloc(64 * 64, sizeof(float)); /* [n_layer 1][n_rot 1][d 64][d 64] */
     for (int i = 0; i < 64; i++) met[i * 64 + i] = 1.0f;

@@ -188,7 +188,17 @@ typedef struct oscar_session_params {
     uint32_t sink_tokens;         /* first tokens kept in fp16 (default 64; 0: none) */
     uint32_t recent_tokens;       /* most recent tokens kept in fp16 (default 256; 0: none) */
     uint32_t flush_tokens;        /* tokens quantized together (default 8; 0: 8) */
+    /* Mode oscar with a key mean: the key center follows the position in blocks of this many
+     * positions (oscar_kv_params.key_centers: block b's center is RoPE(mean_k) averaged over
+     * positions [b·B, (b+1)·B)). 0 (default): the rotation set's (a RotationZoo file's
+     * oscar.key_center_block, which oscar-calib fits its key clip for); a set without one
+     * gets one center for the whole context (sink .. n_ctx-1), as OSCAR_KEY_CENTER_CONTEXT
+     * asks explicitly. Else at least OSCAR_KEY_CENTER_BLOCK_MIN. */
+    uint32_t key_center_block;
 } oscar_session_params;
+
+#define OSCAR_KEY_CENTER_BLOCK_MIN 16u
+#define OSCAR_KEY_CENTER_CONTEXT 0xFFFFFFFFu /* key_center_block: one key center for the whole context */
 
 OSCAR_API oscar_session_params oscar_session_params_default(void);
 
