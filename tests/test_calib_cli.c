@@ -113,6 +113,7 @@ typedef struct expect {
     int feedback;                 /* blk.<l>.attn_k_feedback present */
     uint32_t refit;               /* oscar.refit_rounds and blk.<l>.attn_k_metric present (> 0) or not */
     uint32_t key_rope_span;       /* oscar.calib.key_rope_span (> 0) or absent (0) */
+    uint32_t key_center_block;    /* oscar.key_center_block (> 0) or absent (0) */
 } expect;
 
 /* The refit's keys and tensors in an open file: oscar.refit_rounds = refit and every layer's
@@ -195,6 +196,10 @@ static oscar_gguf *check_file(const char *path, const oscar_model_desc *desc, co
     oscar_status sst = oscar_gguf_get_u32(g, "oscar.calib.key_rope_span", &span);
     CHECK_MSG(e->key_rope_span ? sst == OSCAR_OK && span == e->key_rope_span : sst != OSCAR_OK,
               "oscar.calib.key_rope_span: status %d value %u, want %u", (int)sst, span, e->key_rope_span);
+    uint32_t block = 0;
+    sst = oscar_gguf_get_u32(g, "oscar.key_center_block", &block);
+    CHECK_MSG(e->key_center_block ? sst == OSCAR_OK && block == e->key_center_block : sst != OSCAR_OK,
+              "oscar.key_center_block: status %d value %u, want %u", (int)sst, block, e->key_center_block);
     uint32_t n_means = (e->centered & OSCAR_CALIB_CENTER_KEYS ? 1 : 0) + (e->centered & OSCAR_CALIB_CENTER_VALUES ? 1 : 0);
     CHECK(g->n_tensors == (uint64_t)hp->n_layer * (4 + n_means + (e->feedback ? 1 : 0) + (e->refit ? 1 : 0)));
     check_refit(g, hp->n_layer, d, n_rot, e->refit);
@@ -472,7 +477,7 @@ static void test_runs(const oscar_model_desc *desc)
     CHECK(rep.tokens == 600 && rep.sequences == 5 && rep.n_layer == desc->hp.n_layer);
     uint32_t ctx = desc->hp.n_ctx_train; /* the key rotation's span (default --key-spread yes) */
     expect e = {"layer", "proxy_score_weighted", "test: generated sentences", 16, 128, 600, 1, rep.clip_k, rep.clip_v,
-                OSCAR_CALIB_CENTER_BOTH, 1, 3, ctx};
+                OSCAR_CALIB_CENTER_BOTH, 1, 3, ctx, 128}; /* the default key center block */
     CHECK(rep.refit_rounds == 3); /* asked for, with one group per row (G = head_dim 16) */
     CHECK(rep.key_center_span == ctx); /* the key center of the clip fit: the spread's context */
     oscar_gguf *g = check_file(out_path, desc, &e);
@@ -505,15 +510,56 @@ static void test_runs(const oscar_model_desc *desc)
     oscar_calib_run_report_free(&rep);
     free(mean_k), free(clip_k);
 
-    /* values centered only: the value means, no key means, no key center in the clip fit */
+    /* values centered only: the value means, no key means, no key center in the clip fit, no key
+     * center block */
     p.center = OSCAR_CALIB_CENTER_VALUES;
     CHECK_OK(oscar_calib_run(&p, &rep));
     CHECK(rep.key_center_span == 0);
-    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.centered = OSCAR_CALIB_CENTER_VALUES;
+    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.centered = OSCAR_CALIB_CENTER_VALUES, e.key_center_block = 0;
     oscar_gguf_close(check_file(out_path, desc, &e));
     oscar_calib_run_report_free(&rep);
     p.center = OSCAR_CALIB_CENTER_BOTH;
-    e.centered = OSCAR_CALIB_CENTER_BOTH;
+    e.centered = OSCAR_CALIB_CENTER_BOTH, e.key_center_block = 128;
+
+    /* --key-block context: one center for the context, the same clip fit, no oscar.key_center_block;
+     * --key-block 32: that block in the file, the same fit again; --key-clip-center block: the fit
+     * centers each key by its block's center (blocks of 32 in sequences of 128: another curve) */
+    float *clip_ctx = malloc(nl * sizeof *clip_ctx);
+    double *err_ctx = malloc(nl * sizeof *err_ctx);
+    p.key_center_block = 0;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    CHECK(rep.key_center_span == ctx);
+    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.key_center_block = 0;
+    oscar_gguf_close(check_file(out_path, desc, &e));
+    memcpy(clip_ctx, rep.clip_k, nl * sizeof *clip_ctx);
+    memcpy(err_ctx, rep.err_k, nl * sizeof *err_ctx);
+    oscar_calib_run_report_free(&rep);
+    p.key_center_block = 32;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    CHECK(rep.key_center_span == ctx && !memcmp(rep.clip_k, clip_ctx, nl * sizeof *clip_ctx));
+    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v, e.key_center_block = 32;
+    oscar_gguf_close(check_file(out_path, desc, &e));
+    oscar_calib_run_report_free(&rep);
+    p.key_clip_blocks = 1;
+    CHECK_OK(oscar_calib_run(&p, &rep));
+    CHECK(rep.key_center_span == 0);
+    int differs = 0;
+    for (uint32_t l = 0; l < nl; l++) differs |= rep.err_k[l] != err_ctx[l];
+    CHECK_MSG(differs, "the key clip fit with block centers gave the context center's errors");
+    e.clip_k = rep.clip_k, e.clip_v = rep.clip_v;
+    oscar_gguf_close(check_file(out_path, desc, &e));
+    oscar_calib_run_report_free(&rep);
+    p.key_center_block = 0; /* block centers in the fit without a block */
+    CHECK_STATUS(oscar_calib_run(&p, &rep), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "needs a key center block") != NULL);
+    oscar_calib_run_report_free(&rep);
+    p.key_center_block = 8;
+    CHECK_STATUS(oscar_calib_run(&p, &rep), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "key center block 8 is below 16") != NULL);
+    oscar_calib_run_report_free(&rep);
+    p.key_center_block = 128, p.key_clip_blocks = 0;
+    e.key_center_block = 128;
+    free(clip_ctx), free(err_ctx);
 
     /* the same with the key rotation fitted to the calibration positions' queries only */
     p.key_spread = 0;
@@ -696,7 +742,8 @@ static void test_binary(void)
     static const char *const bad[] = {"--grouping foo", "--values x", "--clip maybe", "--tokens 12abc",
                                       "--tokens -5", "--seq-len 1", "--rotation quarot", "--bogus 1", "--tokens",
                                       "--group-size 48", "--group-size 16", "--refit 9", "--refit x", "--refit -1",
-                                      "--refit", "--key-spread maybe", "--key-spread", "--center maybe", "--center"};
+                                      "--refit", "--key-spread maybe", "--key-spread", "--center maybe", "--center",
+                                      "--key-block 8", "--key-block", "--key-block blocks", "--key-clip-center x", "--key-clip-center"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         snprintf(cmd, sizeof cmd, "%s -m %s --text %s -o %s %s", bin, model_path, text_path, out_path, bad[i]);
         int rc = run_cmd(cmd, &lines);

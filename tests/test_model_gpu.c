@@ -548,6 +548,10 @@ static void check_kv_modes(void)
     CHECK_OK(oscar_rotation_set_set_means(centered, means, means + nm));
     double e_cwide = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 64);
     CHECK_MSG(e_cwide <= 1e-4, "oscar with means, windows covering every token: NSE %.3g", e_cwide);
+    centered->key_center_block = 16; /* key centers per block of 16 positions: they cancel as well */
+    double e_bwide = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 64);
+    CHECK_MSG(e_bwide <= 1e-4, "oscar with key centers per block, windows covering every token: NSE %.3g", e_bwide);
+    centered->key_center_block = 0;
     data_means(&p, toks, 64, means);
     CHECK_OK(oscar_rotation_set_set_means(centered, means, means + nm));
     double e_cent = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 0);
@@ -556,6 +560,8 @@ static void check_kv_modes(void)
     CHECK(strstr(oscar_last_error(), "mean_v of layer 0, KV head 0, element 5 is not finite") != NULL);
     CHECK_OK(oscar_rotation_set_set_means(centered, means, NULL)); /* keys only (oscar-calib --center keys) */
     double e_kcent = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 0);
+    centered->key_center_block = 16; /* and per block of 16 positions (oscar-calib --key-block) */
+    double e_kbcent = run_mode(&p, OSCAR_KV_INT2_ROTATED, centered, toks, 0);
     oscar_rotation_set_destroy(centered);
     free(means);
     double e_fake = fake_int2_nse(&p, toks);
@@ -573,6 +579,8 @@ static void check_kv_modes(void)
     CHECK_MSG(e_osch > e_fp16 && e_osch <= bound, "oscar (per head) NSE %.3g (bound %.3g)", e_osch, bound);
     CHECK_MSG(e_cent > e_fp16 && e_cent <= bound, "oscar (per head, centered) NSE %.3g (bound %.3g)", e_cent, bound);
     CHECK_MSG(e_kcent > e_fp16 && e_kcent <= bound, "oscar (per head, keys centered) NSE %.3g (bound %.3g)", e_kcent, bound);
+    CHECK_MSG(e_kbcent > e_fp16 && e_kbcent <= bound, "oscar (per head, keys centered per block) NSE %.3g (bound %.3g)",
+              e_kbcent, bound);
 
     /* bad: oscar without a set; a non-orthogonal R; wrong count */
     oscar_session_params sp = oscar_session_params_default();
@@ -612,6 +620,7 @@ typedef struct zoo_spec {
     int feedback;              /* blk.N.attn_k_feedback: 0 none; 1 in every layer (zoo_feedback); 2 NaN in
                                 * layer 1's; 3 layer 1's nonzero on its diagonal; 4 layer 0's only;
                                 * 5 layer 1's with one matrix too many */
+    uint32_t key_block;        /* oscar.key_center_block (0: not written) */
     int refit;                 /* 0 none; 1 oscar.refit_rounds 2 and blk.N.attn_k_metric (zoo_metric); 2 NaN
                                 * in layer 1's metric; 3 the metric without oscar.refit_rounds; 4 rounds 9;
                                 * 5 layer 1's metric not symmetric */
@@ -644,6 +653,7 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
     oscar_gguf_writer_set_str(w, "oscar.grouping", z->per_head ? "head" : "layer");
     oscar_gguf_writer_set_u32(w, "oscar.group_size", z->group ? z->group : d);
     if (z->refit && z->refit != 3) oscar_gguf_writer_set_u32(w, "oscar.refit_rounds", z->refit == 4 ? 9 : 2);
+    if (z->key_block) oscar_gguf_writer_set_u32(w, "oscar.key_center_block", z->key_block);
     oscar_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
     oscar_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
     oscar_gguf_writer_set_str(w, "oscar.model.architecture", in->arch);
@@ -830,7 +840,36 @@ static void check_rotation_files(void)
     z.means = 4;
     CHECK_OK(write_zoo(test_tmp_path("zoo_mshape.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_mshape.gguf"), OSCAR_ERROR_MISMATCH, "blk.1.attn_v_mean: shape");
-    z.means = 0;
+    /* oscar.key_center_block: at least 16, only with key means; sessions follow it unless told */
+    z.means = 2, z.key_block = 8;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_kb8.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_kb8.gguf"), OSCAR_ERROR_BAD_FORMAT, "oscar.key_center_block 8 is below 16");
+    z.means = 5, z.key_block = 32;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_kbv.gguf"), &in, rk, rv, &z));
+    expect_zoo_error(m, test_tmp_path("zoo_kbv.gguf"), OSCAR_ERROR_BAD_FORMAT, "oscar.key_center_block without attn_k_mean");
+    z.means = 2;
+    CHECK_OK(write_zoo(test_tmp_path("zoo_kb.gguf"), &in, rk, rv, &z));
+    {
+        oscar_rotation_set *s = NULL;
+        CHECK_OK(oscar_rotation_set_load(test_tmp_path("zoo_kb.gguf"), m, &s));
+        CHECK(s && s->key_center_block == 32 && s->mean_k && !s->mean_v);
+        oscar_session_params sp = oscar_session_params_default();
+        sp.kv_mode = OSCAR_KV_INT2_ROTATED;
+        sp.n_ctx = 100, sp.rotations = s; /* 4 blocks, the last partial */
+        oscar_session *ss = NULL;
+        CHECK_OK(oscar_session_create(m, &sp, &ss));
+        oscar_session_destroy(ss);
+        ss = NULL;
+        sp.key_center_block = OSCAR_KEY_CENTER_CONTEXT; /* one center for the context instead */
+        CHECK_OK(oscar_session_create(m, &sp, &ss));
+        oscar_session_destroy(ss);
+        ss = NULL;
+        sp.key_center_block = 8;
+        CHECK_STATUS(oscar_session_create(m, &sp, &ss), OSCAR_ERROR_INVALID_ARGUMENT);
+        CHECK(ss == NULL && strstr(oscar_last_error(), "key_center_block 8 is below 16"));
+        oscar_rotation_set_destroy(s);
+    }
+    z.means = 0, z.key_block = 0;
     z.group = 24;
     CHECK_OK(write_zoo(test_tmp_path("zoo_g24.gguf"), &in, rk, rv, &z));
     expect_zoo_error(m, test_tmp_path("zoo_g24.gguf"), OSCAR_ERROR_BAD_FORMAT, "oscar.group_size 24");
