@@ -46,13 +46,7 @@ int main(int argc, char **argv)
         for (uint32_t h = 0; h < nkv; h++) {
             CHECK(oscar_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
             CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CQ, R, NULL));
-            for (uint32_t i = 0; i < d; i++)
-                for (uint32_t j = 0; j < d; j++) {
-                    double s = 0.0;
-                    for (uint32_t a = 0; a < d; a++)
-                        for (uint32_t b = 0; b < d; b++) s += R[a * d + i] * CQ[a * d + b] * R[b * d + j];
-                    M[i * d + j] = s;
-                }
+            rotated_metric(CQ, R, d, M);
             double mu[256] = {0}; /* pre-RoPE mean of the even samples */
             uint32_t n = 0;
             for (uint32_t t = 0; t < S.n[l]; t += 2) {
@@ -73,8 +67,7 @@ int main(int argc, char **argv)
             for (uint32_t t = 1; t < S.n[l]; t += 2) {
                 size_t at = (size_t)l * S.cap + t;
                 uint32_t p = S.pos[at];
-                int b = 0;
-                while (b < NB && !(p >= edge[b] && p < edge[b + 1])) b++;
+                int b = bucket_of(p, edge, NB);
                 if (b == NB) continue;
                 const float *x = S.k + (at * nkv + h) * d;
                 for (int m = 0; m < NM; m++) {

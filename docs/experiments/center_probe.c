@@ -35,13 +35,7 @@ int main(int argc, char **argv)
                 const float *rows = kv ? S.v : S.k;
                 CHECK(oscar_calib_covariance(cal, l, h, kv ? OSCAR_CALIB_VALUES_PROXY : OSCAR_CALIB_KEYS, C));
                 CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
-                for (uint32_t i = 0; i < d; i++)
-                    for (uint32_t j = 0; j < d; j++) {
-                        double s = 0.0;
-                        for (uint32_t a = 0; a < d; a++)
-                            for (uint32_t b = 0; b < d; b++) s += R[a * d + i] * CQ[a * d + b] * R[b * d + j];
-                        M[i * d + j] = s;
-                    }
+                rotated_metric(CQ, R, d, M);
                 /* means from even samples (unrotated), then rotated */
                 double mu[NM][256] = {{0}};
                 uint32_t cnt[NM] = {0};
@@ -95,9 +89,7 @@ int main(int argc, char **argv)
                     }
                 for (uint32_t t = 1; t < S.n[l]; t += 2) {
                     size_t at = (size_t)l * S.cap + t;
-                    uint32_t p = S.pos[at];
-                    int b = 0;
-                    while (b < NB && !(p >= edge[b] && p < edge[b + 1])) b++;
+                    int b = bucket_of(S.pos[at], edge, NB);
                     if (b == NB) continue;
                     const float *x = rows + (at * nkv + h) * d;
                     const float *xk = S.k + (at * nkv + h) * d;

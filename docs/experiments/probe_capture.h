@@ -64,6 +64,26 @@ static inline void fq(const float *y, uint32_t d, float r, float *yq)
     oscar_int2_fake_quantize_tau(y, d, d, oscar_int2_clip_threshold_sorted(s, d, r), yq);
 }
 
+/* The bucket b of position p, edge[b] <= p < edge[b + 1] (edge [nb + 1] ascending); nb if none. */
+static inline int bucket_of(uint32_t p, const uint32_t *edge, int nb)
+{
+    int b = 0;
+    while (b < nb && !(p >= edge[b] && p < edge[b + 1])) b++;
+    return b;
+}
+
+/* M = Rᵀ C R [d][d]: the logit-error weight of a key error in the rotated basis (C: C_Q) */
+static inline void rotated_metric(const double *C, const float *R, uint32_t d, double *M)
+{
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) {
+            double s = 0.0;
+            for (uint32_t a = 0; a < d; a++)
+                for (uint32_t b = 0; b < d; b++) s += R[a * d + i] * C[a * d + b] * R[b * d + j];
+            M[i * d + j] = s;
+        }
+}
+
 /* weighted error of e under M (keys) or plain (values) */
 static inline double werr(const double *M, const float *y, const float *yq, uint32_t d)
 {

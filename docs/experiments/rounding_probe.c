@@ -94,13 +94,7 @@ int main(int argc, char **argv)
             CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
             oscar_rope_spread_covariance(d, desc->hp.n_rot, desc->hp.rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, 8192, C);
             CHECK(oscar_key_feedback_matrix(d, C, R, 0.01, F));
-            for (uint32_t i = 0; i < d; i++)
-                for (uint32_t j = 0; j < d; j++) {
-                    double s = 0.0;
-                    for (uint32_t a = 0; a < d; a++)
-                        for (uint32_t b = 0; b < d; b++) s += R[a * d + i] * C[a * d + b] * R[b * d + j];
-                    M[i * d + j] = s;
-                }
+            rotated_metric(C, R, d, M);
             double kerr[NK][NR] = {{0}}, krow = 0.0, verr[NV][NR] = {{0}};
             float y[256], yc[256], yq[256];
             int c[256];
