@@ -11,8 +11,9 @@
 #   rot/layer.fitted.rot.gguf  rot/head.fitted.rot.gguf  rot/layer.fixed.rot.gguf  rot/layer.scores.rot.gguf
 #   rot/head.centered.rot.gguf  rot/head.refit.rot.gguf  rot/head.nearest.rot.gguf  rot/head.uncentered.rot.gguf
 #                                               oscar-calib on calib.txt (debian-handbook), 20K tokens;
-#                                               the keys centered (the default) but head.centered (keys
-#                                               and values) and head.uncentered (neither), all with
+#                                               the keys centered per block of 128 positions (the
+#                                               default) but head.centered (keys, and values) and
+#                                               head.uncentered (neither), all with
 #                                               the key codes' error feedback (the default) but
 #                                               head.nearest, none with the least-squares refit (the
 #                                               default) but head.refit (3 rounds), all with the key
