@@ -30,9 +30,9 @@ typedef struct oscar_rotation_file_meta {
                                    * written as blk.<l>.attn_{k,v}_mean (each side on its own) */
     uint32_t key_rope_span;       /* > 0: oscar.calib.key_rope_span written (the key rotation's target
                                    * was spread by RoPE over that many positions); 0: not written */
-    uint32_t key_center_block;    /* > 0: oscar.key_center_block written (the key clip was fitted with
-                                   * a key center per block of that many positions, which the runtime
-                                   * then uses); 0: not written (one center for the context) */
+    uint32_t key_center_block;    /* > 0: oscar.key_center_block written (sessions center keys per
+                                   * block of that many positions); 0: not written (one center for
+                                   * the context) */
     uint32_t refit_rounds;        /* > 0: oscar.refit_rounds and blk.<l>.attn_k_metric (from the
                                    * result's metric_k, needed then; one group per row) written;
                                    * 0: neither */

@@ -323,10 +323,10 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: %s of layer %zu, KV head %zu, element %zu is not finite",
                                p.mean_k && !isfinite(p.mean_k[i]) ? "mean_k" : "mean_v", i / ((size_t)p.n_kv_head * d),
                                i / d % p.n_kv_head, i % d);
-    uint32_t n_blocks = p.key_centers ? (p.max_context + p.key_center_block - 1) / p.key_center_block : 0;
     if (p.key_centers && (p.mode != OSCAR_KV_INT2_ROTATED || p.key_center_block < ATTN_MIN_CENTER_BLOCK))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers need mode oscar (not %s) and key_center_block "
                            ">= %u (not %u)", oscar_kv_mode_name(p.mode), ATTN_MIN_CENTER_BLOCK, p.key_center_block);
+    uint32_t n_blocks = p.key_centers ? (uint32_t)(((uint64_t)p.max_context + p.key_center_block - 1) / p.key_center_block) : 0;
     for (size_t i = 0; i < (size_t)L * n_blocks * p.n_kv_head * d; i++)
         if (!isfinite(p.key_centers[i]))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers of layer %zu, block %zu, KV head %zu, element %zu "

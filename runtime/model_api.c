@@ -247,7 +247,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
         uint32_t B = p.key_center_block ? p.key_center_block : rs->key_center_block;
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k && B && B != OSCAR_KEY_CENTER_CONTEXT) {
             /* a center per block of B positions: [n_layer][n_blocks][n_kv][d] */
-            uint32_t d = hp->head_dim, nkv = hp->n_head_kv, n_blocks = (p.n_ctx + B - 1) / B;
+            uint32_t d = hp->head_dim, nkv = hp->n_head_kv, n_blocks = (uint32_t)(((uint64_t)p.n_ctx + B - 1) / B);
             center_k = malloc((size_t)hp->n_layer * n_blocks * nkv * d * sizeof *center_k);
             if (!center_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
             for (uint32_t l = 0; l < hp->n_layer; l++)

@@ -31,8 +31,8 @@ struct oscar_rotation_set {
     uint32_t refit_rounds;         /* oscar_kv_params.refit_rounds (oscar.refit_rounds; 0: none) */
     uint32_t n_kv;                 /* the model's KV heads */
     uint32_t group_size;           /* INT2 group the set was calibrated for (oscar.group_size); 0: not stated */
-    uint32_t key_center_block;     /* positions per key-center block the key clip was fitted for
-                                    * (oscar.key_center_block); 0: one center for the context */
+    uint32_t key_center_block;     /* positions per key-center block sessions use (the file's
+                                    * oscar.key_center_block); 0: one center for the context */
     uint64_t fingerprint;          /* of the model it was checked against */
 };
 

@@ -315,6 +315,9 @@ static void bad_input(oscar_context *ctx)
     q = p, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, q.key_centers = ctr, q.key_center_block = 8;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "key_center_block >= 16 (not 8)") != NULL);
+    q.key_center_block = 0; /* no block at all: refused, not divided by */
+    CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "key_center_block >= 16 (not 0)") != NULL);
     q.key_center_block = 32;
     CHECK_OK(oscar_kv_cache_create(ctx, &q, &c));
     oscar_kv_cache_destroy(c);

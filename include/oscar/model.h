@@ -191,7 +191,7 @@ typedef struct oscar_session_params {
     /* Mode oscar with a key mean: the key center follows the position in blocks of this many
      * positions (oscar_kv_params.key_centers: block b's center is RoPE(mean_k) averaged over
      * positions [b·B, (b+1)·B)). 0 (default): the rotation set's (a RotationZoo file's
-     * oscar.key_center_block, which oscar-calib fits its key clip for); a set without one
+     * oscar.key_center_block, which oscar-calib writes: 128 by default); a set without one
      * gets one center for the whole context (sink .. n_ctx-1), as OSCAR_KEY_CENTER_CONTEXT
      * asks explicitly. Else at least OSCAR_KEY_CENTER_BLOCK_MIN. */
     uint32_t key_center_block;
