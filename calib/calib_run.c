@@ -381,8 +381,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                     float *m = means + which * all + l * per_layer + (size_t)h * hp->head_dim;
                     OSCAR_TRY(oscar_calib_mean(cal, l, h, which, mean));
                     for (uint32_t j = 0; j < hp->head_dim; j++) m[j] = (float)mean[j];
-                    if (!which && blocks) memcpy(m + 2 * all, m, hp->head_dim * sizeof *m); /* the pre-RoPE mean */
-                    else if (!which)
+                    if (!which && !blocks) /* with blocks the fit takes the pre-RoPE mean itself */
                         oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
                                            span, m + 2 * all);
                 }
@@ -392,7 +391,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
      * do not spin beside the clip fit's own workers */
     int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
-    const float *center_k = p->center & OSCAR_CALIB_CENTER_KEYS ? means + 2 * all : NULL;
+    const float *center_k = NULL; /* the clip fit's key centers: pre-RoPE means with blocks, else RoPE-averaged */
+    if (p->center & OSCAR_CALIB_CENTER_KEYS) center_k = oscar_calib_get_params(cal)->key_center_block ? means : means + 2 * all;
     const float *center_v = p->center & OSCAR_CALIB_CENTER_VALUES ? means + all : NULL;
     st = oscar_calib_solve(cal, p->kind, p->values, center_k, center_v, &res);
     openblas_set_num_threads(blas_threads);

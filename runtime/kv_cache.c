@@ -1,5 +1,6 @@
 /* The paged KV cache: creation and checks, the kernels of a step (append, attention, flush),
  * fork copies, and memory accounting. Bookkeeping is kv_pages.c; layout is kv_layout.h. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,8 @@
 #ifndef OSCAR_ATTN_USE_F16
 #define OSCAR_ATTN_USE_F16 1
 #endif
+/* attn_decode's sh_bias holds a chunk's key-center blocks for blocks no shorter than this */
+static_assert(ATTN_MIN_CENTER_BLOCK == OSCAR_KEY_CENTER_BLOCK_MIN, "the shaders' shortest key-center block is the API's");
 /* attn_decode's shared memory is kept within this (and the device's limit) */
 #define ATTN_SHARED_BUDGET 32768u
 
@@ -323,9 +326,9 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: %s of layer %zu, KV head %zu, element %zu is not finite",
                                p.mean_k && !isfinite(p.mean_k[i]) ? "mean_k" : "mean_v", i / ((size_t)p.n_kv_head * d),
                                i / d % p.n_kv_head, i % d);
-    if (p.key_centers && (p.mode != OSCAR_KV_INT2_ROTATED || p.key_center_block < ATTN_MIN_CENTER_BLOCK))
+    if (p.key_centers && (p.mode != OSCAR_KV_INT2_ROTATED || p.key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers need mode oscar (not %s) and key_center_block "
-                           ">= %u (not %u)", oscar_kv_mode_name(p.mode), ATTN_MIN_CENTER_BLOCK, p.key_center_block);
+                           ">= %u (not %u)", oscar_kv_mode_name(p.mode), OSCAR_KEY_CENTER_BLOCK_MIN, p.key_center_block);
     uint32_t n_blocks = p.key_centers ? (uint32_t)(((uint64_t)p.max_context + p.key_center_block - 1) / p.key_center_block) : 0;
     for (size_t i = 0; i < (size_t)L * n_blocks * p.n_kv_head * d; i++)
         if (!isfinite(p.key_centers[i]))
@@ -411,11 +414,10 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
                     const float *x = p.key_centers + (((size_t)l * n_blocks + b) * p.n_kv_head + h) * d;
                     const float *R = p.rot_k + ((size_t)l * n_rot + (n_rot > 1 ? h : 0)) * d * d;
                     uint32_t *dst = ml + 2 * per + (b * p.n_kv_head + h) * d / 2; /* KV_CENTER_TABLE_OFF */
-                    for (uint32_t j = 0; j < d; j++) {
-                        double y = 0.0;
-                        for (uint32_t i = 0; i < d; i++) y += (double)x[i] * R[(size_t)i * d + j];
-                        dst[j / 2] |= (uint32_t)oscar_f32_to_f16((float)y) << (j % 2 * 16);
-                    }
+                    double y[KV_MAX_HEAD_DIM] = { 0 }; /* x·R, R read row by row */
+                    for (uint32_t i = 0; i < d; i++)
+                        for (uint32_t j = 0; j < d; j++) y[j] += (double)x[i] * R[(size_t)i * d + j];
+                    for (uint32_t j = 0; j < d; j++) dst[j / 2] |= (uint32_t)oscar_f32_to_f16((float)y[j]) << (j % 2 * 16);
                 }
         }
         st = oscar_buffer_create(ctx, words * 4, OSCAR_BUFFER_DEVICE, &c->means);

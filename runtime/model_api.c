@@ -244,29 +244,23 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
             kp.refit_rounds = rs->refit_rounds;
             kp.mean_v = rs->mean_v;
         }
-        uint32_t B = p.key_center_block ? p.key_center_block : rs->key_center_block;
-        if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k && B && B != OSCAR_KEY_CENTER_CONTEXT) {
-            /* a center per block of B positions: [n_layer][n_blocks][n_kv][d] */
-            uint32_t d = hp->head_dim, nkv = hp->n_head_kv, n_blocks = (uint32_t)(((uint64_t)p.n_ctx + B - 1) / B);
+        if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
+            /* RoPE(mean_k) averaged per block of B positions (kp.key_centers), or over the
+             * context's positions sink .. n_ctx-1 as one center (kp.mean_k, one "block"):
+             * [n_layer][n_blocks][n_kv][d] */
+            uint32_t B = p.key_center_block ? p.key_center_block : rs->key_center_block;
+            int blocks = B && B != OSCAR_KEY_CENTER_CONTEXT;
+            uint32_t d = hp->head_dim, nkv = hp->n_head_kv, n_blocks = blocks ? (uint32_t)(((uint64_t)p.n_ctx + B - 1) / B) : 1;
             center_k = malloc((size_t)hp->n_layer * n_blocks * nkv * d * sizeof *center_k);
             if (!center_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
             for (uint32_t l = 0; l < hp->n_layer; l++)
                 for (uint32_t b = 0; b < n_blocks; b++)
                     for (uint32_t h = 0; h < nkv; h++)
                         oscar_rope_average(rs->mean_k + ((size_t)l * nkv + h) * d, d, hp->n_rot, hp->rope_type,
-                                           model->desc->rope_theta, b * B, (b + 1) * B,
-                                           center_k + (((size_t)l * n_blocks + b) * nkv + h) * d);
-            kp.key_centers = center_k;
-            kp.key_center_block = B;
-        } else if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
-            /* one center for the context: RoPE(mean_k) averaged over sink .. n_ctx-1 */
-            uint32_t d = hp->head_dim, rows = hp->n_layer * hp->n_head_kv;
-            center_k = malloc((size_t)rows * d * sizeof *center_k);
-            if (!center_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-            for (uint32_t r = 0; r < rows; r++)
-                oscar_rope_average(rs->mean_k + (size_t)r * d, d, hp->n_rot, hp->rope_type, model->desc->rope_theta,
-                                   p.sink_tokens, p.n_ctx, center_k + (size_t)r * d);
-            kp.mean_k = center_k;
+                                           model->desc->rope_theta, blocks ? b * B : p.sink_tokens,
+                                           blocks ? (b + 1) * B : p.n_ctx, center_k + (((size_t)l * n_blocks + b) * nkv + h) * d);
+            if (blocks) kp.key_centers = center_k, kp.key_center_block = B;
+            else kp.mean_k = center_k;
         }
         kp.clip_k = rs->clip_k, kp.clip_v = rs->clip_v;
     }

@@ -76,7 +76,7 @@ typedef struct oscar_kv_params {
      * "Centering"). The cache keeps c_b·R_K rounded to fp16 (kv_append subtracts and attention
      * adds back the same values). Copied at creation; must be finite. */
     const float *key_centers;
-    uint32_t key_center_block;
+    uint32_t key_center_block;  /* at least OSCAR_KEY_CENTER_BLOCK_MIN */
     /* OSCAR_KV_INT2_ROTATED only (NULL: nearest rounding): error feedback of the key codes,
      * float32 [n_layer][n_rot][head_dim][head_dim] (n_rot as rot_k), strictly upper triangular:
      * a key row (rotated, clipped, its groups' scale and min set as usual) is rounded element by
@@ -96,6 +96,10 @@ typedef struct oscar_kv_params {
      * exactly symmetric. */
     const float *key_metric;
 } oscar_kv_params;
+
+/* The shortest block of positions key_centers may use (attention keeps a chunk's blocks in
+ * shared memory, sized for blocks at least this long). */
+#define OSCAR_KEY_CENTER_BLOCK_MIN 16u
 
 OSCAR_API oscar_kv_params oscar_kv_params_default(void);
 

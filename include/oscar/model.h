@@ -197,7 +197,6 @@ typedef struct oscar_session_params {
     uint32_t key_center_block;
 } oscar_session_params;
 
-#define OSCAR_KEY_CENTER_BLOCK_MIN 16u
 #define OSCAR_KEY_CENTER_CONTEXT 0xFFFFFFFFu /* key_center_block: one key center for the whole context */
 
 OSCAR_API oscar_session_params oscar_session_params_default(void);
