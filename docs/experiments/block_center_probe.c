@@ -13,6 +13,7 @@
  *      -Iinclude build/liboscar_calib.a build/liboscar.a -llapacke -lopenblas -lm -ldl -lpthread
  *   /tmp/block_center_probe MODEL.gguf eval.txt 16384 8192
  */
+#include "model_ref.h" /* oscar_rope_average */
 #include "probe_capture.h"
 
 enum { NB = 4, NM = 6, NR = 3 };
@@ -20,16 +21,14 @@ static const uint32_t edge[NB + 1] = {64, 512, 2048, 4096, 8192};
 static const uint32_t block[NM] = {0, 0, 256, 64, 16, 1}; /* mode 0: none, 1: the 8K constant */
 static const float ratio[NR] = {0.90f, 0.95f, 0.98f};
 
-/* RoPE (adjacent pairs, base theta) of pre-RoPE vector m, averaged over positions p0..p1-1 */
-static void rope_avg(const double *m, uint32_t d, double theta, uint32_t p0, uint32_t p1, double *out)
+/* RoPE (adjacent pairs, angles theta [d/2]) of pre-RoPE vector m, averaged over positions
+ * p0..p1-1: the runtime's oscar_rope_average */
+static void rope_avg(const double *m, uint32_t d, const float *theta, uint32_t p0, uint32_t p1, double *out)
 {
-    for (uint32_t i = 0; i < d / 2; i++) {
-        double w = pow(theta, -2.0 * i / d), c = 0.0, s = 0.0;
-        for (uint32_t p = p0; p < p1; p++) c += cos(p * w), s += sin(p * w);
-        c /= (p1 - p0), s /= (p1 - p0);
-        out[2 * i] = m[2 * i] * c - m[2 * i + 1] * s;
-        out[2 * i + 1] = m[2 * i] * s + m[2 * i + 1] * c;
-    }
+    float mf[256] = {0}, of[256];
+    for (uint32_t j = 0; j < d; j++) mf[j] = (float)m[j];
+    oscar_rope_average(mf, d, d, OSCAR_ROPE_NORMAL, theta, p0, p1, of);
+    for (uint32_t j = 0; j < d; j++) out[j] = of[j];
 }
 
 int main(int argc, char **argv)
@@ -38,6 +37,8 @@ int main(int argc, char **argv)
     oscar_calib *cal = probe_capture(argc, argv, &S);
     uint32_t d = S.d, nkv = S.n_kv, nl = S.n_layer;
     const double theta = 100000.0;
+    float angles[128]; /* radians per position of each pair */
+    for (uint32_t i = 0; i < d / 2; i++) angles[i] = (float)pow(theta, -2.0 * i / d);
     size_t dd = (size_t)d * d;
     double *CQ = malloc(dd * sizeof *CQ), *M = malloc(dd * sizeof *M);
     float *R = malloc(dd * sizeof *R);
@@ -63,7 +64,7 @@ int main(int argc, char **argv)
             }
             for (uint32_t j = 0; j < d; j++) mu[j] /= n;
             double c8k[256];
-            rope_avg(mu, d, theta, 64, 8192, c8k);
+            rope_avg(mu, d, angles, 64, 8192, c8k);
             for (uint32_t t = 1; t < S.n[l]; t += 2) {
                 size_t at = (size_t)l * S.cap + t;
                 uint32_t p = S.pos[at];
@@ -75,7 +76,7 @@ int main(int argc, char **argv)
                     if (m == 1) memcpy(c, c8k, d * sizeof *c);
                     if (m >= 2) {
                         uint32_t p0 = p / block[m] * block[m];
-                        rope_avg(mu, d, theta, p0, p0 + block[m], c);
+                        rope_avg(mu, d, angles, p0, p0 + block[m], c);
                     }
                     float y[256], yq[256];
                     for (uint32_t j = 0; j < d; j++) {
