@@ -157,30 +157,30 @@ static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, cons
                                  uint32_t d, uint32_t iters, double *us)
 {
     oscar_status st = OSCAR_OK;
-    oscar_buffer bq = { 0 }, bo = { 0 };
-    oscar_cmd cmd = { 0 };
+    ovk_buffer bq = { 0 }, bo = { 0 };
+    ovk_cmd cmd = { 0 };
     size_t bytes = (size_t)n_rows * heads * d * sizeof(float);
-    OSCAR_TRY(oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bq));
-    OSCAR_TRY(oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bo));
-    OSCAR_TRY(oscar_buffer_upload(ctx, &bq, 0, q, bytes));
-    OSCAR_TRY(oscar_cmd_init(ctx, &cmd));
-    oscar_binding q_in = { &bq, 0, bytes }, out = { &bo, 0, bytes };
+    OSCAR_TRY(ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bq));
+    OSCAR_TRY(ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bo));
+    OSCAR_TRY(ovk_buffer_upload(ctx, &bq, 0, q, bytes));
+    OSCAR_TRY(ovk_cmd_init(ctx, &cmd));
+    ovk_binding q_in = { &bq, 0, bytes }, out = { &bo, 0, bytes };
     for (int pass = 0; pass < 2; pass++) { /* pass 0 warms up */
-        OSCAR_TRY(oscar_cmd_begin(ctx, &cmd));
-        int t0 = oscar_cmd_timestamp(ctx, &cmd);
-        for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++) st = oscar_kv_record_attention(cache, &cmd, 0, &q_in, &out);
-        int t1 = oscar_cmd_timestamp(ctx, &cmd);
-        oscar_status st2 = oscar_cmd_submit_wait(ctx, &cmd);
+        OSCAR_TRY(ovk_cmd_begin(ctx, &cmd));
+        int t0 = ovk_cmd_timestamp(ctx, &cmd);
+        for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++) st = ovk_kv_record_attention(cache, &cmd, 0, &q_in, &out);
+        int t1 = ovk_cmd_timestamp(ctx, &cmd);
+        oscar_status st2 = ovk_cmd_submit_wait(ctx, &cmd);
         if (st == OSCAR_OK) st = st2;
         if (st != OSCAR_OK) goto fail;
         double ns;
-        OSCAR_TRY(oscar_cmd_elapsed_ns(ctx, &cmd, t0, t1, &ns));
+        OSCAR_TRY(ovk_cmd_elapsed_ns(ctx, &cmd, t0, t1, &ns));
         *us = ns * 1e-3 / iters;
     }
 fail:
-    oscar_cmd_release(ctx, &cmd);
-    oscar_buffer_destroy(ctx, &bq);
-    oscar_buffer_destroy(ctx, &bo);
+    ovk_cmd_release(ctx, &cmd);
+    ovk_buffer_destroy(ctx, &bq);
+    ovk_buffer_destroy(ctx, &bo);
     return st;
 }
 
@@ -379,7 +379,7 @@ typedef struct decode_args {
 } decode_args;
 
 /* A rotation set of oscar-calib's default shape for any model, without calibrating: per KV
- * head R = diag(±1)·H (H the Hadamard matrix of mode int2-hadamard, oscar_kv_hadamard; signs
+ * head R = diag(±1)·H (H the Hadamard matrix of mode int2-hadamard, ovk_kv_hadamard; signs
  * seeded per layer and head: orthogonal) for keys and values, the reference's fixed clips, and a key-feedback
  * matrix in every (layer, head) with seeded values above its diagonal, so that a session
  * stores its keys through the feedback flush as with a calibrated file. Speed only: the
@@ -401,7 +401,7 @@ static int synthetic_rotations(const char *prog, const oscar_model *model, const
         free(rk), free(rv), free(fb), free(H);
         return 0;
     }
-    oscar_kv_hadamard(d, H);
+    ovk_kv_hadamard(d, H);
     uint32_t rng = 12345;
     for (size_t m = 0; m < (size_t)nl * nkv; m++)
         for (uint32_t i = 0; i < d; i++) {
@@ -422,10 +422,10 @@ static int synthetic_rotations(const char *prog, const oscar_model *model, const
 }
 
 /* Generator shapes: the real models' hyperparameters with seeded random weights. */
-static int gen_preset(const char *name, oscar_model_gen_params *p)
+static int gen_preset(const char *name, ovk_model_gen_params *p)
 {
     if (!strcmp(name, "tiny")) {
-        *p = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+        *p = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
         p->n_embd = 128, p->n_head = 2, p->n_head_kv = 1, p->head_dim = 64, p->n_ff = 256;
         p->weight_type = p->embd_type = OSCAR_GGML_TYPE_Q4_0;
         p->n_ctx_train = 8192;
@@ -433,13 +433,13 @@ static int gen_preset(const char *name, oscar_model_gen_params *p)
         /* Llama-3-8B: 32 layers, 4096, 32/8 heads of 128, ffn 14336, vocab 128256; llama.cpp's
          * Q4_0 keeps the output matrix in Q6_K (the generator uses one type for both
          * token_embd and output: Q6_K, about 4.8 GB in all) */
-        *p = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+        *p = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
         p->n_layer = 32, p->n_embd = 4096, p->n_head = 32, p->n_head_kv = 8, p->head_dim = 128, p->n_ff = 14336;
         p->n_vocab = 128256, p->n_ctx_train = 131072, p->rope_freq_base = 500000.0f;
         p->weight_type = OSCAR_GGML_TYPE_Q4_0, p->embd_type = OSCAR_GGML_TYPE_Q6_K;
     } else if (!strcmp(name, "qwen3-4b-q4_0") || !strcmp(name, "qwen3-4b")) {
         /* Qwen3-4B: 36 layers, 2560, 32/8 heads of 128, ffn 9728, vocab 151936, tied */
-        *p = oscar_model_gen_params_default(OSCAR_ARCH_QWEN3);
+        *p = ovk_model_gen_params_default(OSCAR_ARCH_QWEN3);
         p->n_layer = 36, p->n_embd = 2560, p->n_head = 32, p->n_head_kv = 8, p->head_dim = 128, p->n_ff = 9728;
         p->n_vocab = 151936, p->n_ctx_train = 131072, p->rope_freq_base = 1000000.0f, p->tied_embeddings = 1;
         p->weight_type = OSCAR_GGML_TYPE_Q4_0, p->embd_type = OSCAR_GGML_TYPE_Q6_K;
@@ -455,11 +455,11 @@ static int gen_preset(const char *name, oscar_model_gen_params *p)
 static uint64_t step_weight_bytes(const char *path, const oscar_model_info *info)
 {
     uint64_t bytes = info->weight_bytes;
-    oscar_gguf *g = NULL;
-    if (info->tied_embeddings || oscar_gguf_open(path, &g) != OSCAR_OK) return bytes;
-    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, "token_embd.weight");
+    ovk_gguf *g = NULL;
+    if (info->tied_embeddings || ovk_gguf_open(path, &g) != OSCAR_OK) return bytes;
+    const ovk_gguf_tensor *t = ovk_gguf_find_tensor(g, "token_embd.weight");
     if (t && t->n_bytes < bytes) bytes -= t->n_bytes - t->n_bytes / (t->ne[1] ? t->ne[1] : 1);
-    oscar_gguf_close(g);
+    ovk_gguf_close(g);
     return bytes;
 }
 
@@ -529,7 +529,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
         uint32_t target = a->contexts[ci];
         double t0 = app_now();
         if (target > len) {
-            if (a->synthetic) st = oscar_session_fill_synthetic(s, seqs[0], target - len);
+            if (a->synthetic) st = ovk_session_fill_synthetic(s, seqs[0], target - len);
             else st = oscar_session_prefill(s, seqs[0], tokens + len, target - len, NULL);
             ok = st == OSCAR_OK;
             len = target;
@@ -650,7 +650,7 @@ static int bench_decode(int argc, char **argv)
     char gen_path[4096];
     int generated = 0;
     if (a.gen) {
-        oscar_model_gen_params gp;
+        ovk_model_gen_params gp;
         if (!gen_preset(a.gen, &gp)) {
             fprintf(stderr, "%s: unknown --gen '%s' (tiny, llama3-8b-q4_0, qwen3-4b-q4_0)\n", prog, a.gen);
             return 2;
@@ -661,7 +661,7 @@ static int bench_decode(int argc, char **argv)
             printf("model: reusing %s\n", gen_path);
         } else {
             double t0 = app_now();
-            oscar_status st = oscar_model_gen_write(&gp, gen_path);
+            oscar_status st = ovk_model_gen_write(&gp, gen_path);
             if (st != OSCAR_OK) {
                 fprintf(stderr, "%s: cannot write %s (%s): %s\n", prog, gen_path, oscar_status_string(st), oscar_last_error());
                 unlink(gen_path);
@@ -759,13 +759,13 @@ static int open_device(const char *prog, const char *device, oscar_context **ctx
 
 /* Ends a recording timed from timestamp t0: submits it, waits, and sets *ns. Returns st if it
  * is a failure already, else the first failure of these steps. */
-static oscar_status end_timed(oscar_context *ctx, oscar_cmd *cmd, int t0, oscar_status st, double *ns)
+static oscar_status end_timed(oscar_context *ctx, ovk_cmd *cmd, int t0, oscar_status st, double *ns)
 {
     if (!cmd->recording) return st;
-    int t1 = oscar_cmd_timestamp(ctx, cmd);
-    oscar_status st2 = oscar_cmd_submit_wait(ctx, cmd);
+    int t1 = ovk_cmd_timestamp(ctx, cmd);
+    oscar_status st2 = ovk_cmd_submit_wait(ctx, cmd);
     if (st == OSCAR_OK) st = st2;
-    if (st == OSCAR_OK) st = oscar_cmd_elapsed_ns(ctx, cmd, t0, t1, ns);
+    if (st == OSCAR_OK) st = ovk_cmd_elapsed_ns(ctx, cmd, t0, t1, ns);
     return st;
 }
 
@@ -847,8 +847,8 @@ static int bench_ops(int argc, char **argv)
            iters, barriers ? "a barrier between them" : "no barriers");
     if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens), then the tiled matmul\n", tokens,
                            OSCAR_MATVEC_BATCH_MAX);
-    oscar_ops ops;
-    oscar_ops_init(&ops, ctx);
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
     ops.matvec_rows = per_group; /* 0: the per-type default */
     ops.matvec_shader = mv_shader;
     ops.matvec_workgroup = mv_wg;
@@ -857,53 +857,53 @@ static int bench_ops(int argc, char **argv)
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
-    oscar_cmd cmd;
-    oscar_buffer x = { 0 }, y = { 0 }, xq = { 0 };
-    if (oscar_cmd_init(ctx, &cmd) != OSCAR_OK || oscar_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
-        oscar_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols), OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
-        oscar_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
-        oscar_buffer_fill(ctx, &x, 0, (uint64_t)tokens * cols * 4, 0x3F800000u) != OSCAR_OK) {
+    ovk_cmd cmd;
+    ovk_buffer x = { 0 }, y = { 0 }, xq = { 0 };
+    if (ovk_cmd_init(ctx, &cmd) != OSCAR_OK || ovk_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
+        ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols), OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
+        ovk_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
+        ovk_buffer_fill(ctx, &x, 0, (uint64_t)tokens * cols * 4, 0x3F800000u) != OSCAR_OK) {
         fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
         oscar_context_destroy(ctx);
         return 1;
     }
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
         uint32_t type = all_types[ti];
-        if (only && !name_in_list(oscar_ggml_type_name(type), only)) continue;
+        if (only && !name_in_list(ovk_ggml_type_name(type), only)) continue;
         uint64_t row_bytes = 0;
-        oscar_ggml_row_size(type, cols, &row_bytes);
+        ovk_ggml_row_size(type, cols, &row_bytes);
         uint64_t mat = ((row_bytes * rows) + 255) & ~255ull; /* 256-byte aligned copies */
         uint32_t copies = (uint32_t)((512ull << 20) / mat + 1); /* > 512 MiB in all: beyond any cache */
         if (copies > 64) copies = 64;
         while (copies > 1 && (uint64_t)copies * mat > info.max_storage_buffer_range) copies--;
-        oscar_buffer w = { 0 };
-        oscar_status st = oscar_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
-        if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
+        ovk_buffer w = { 0 };
+        oscar_status st = ovk_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
+        if (st == OSCAR_OK) st = ovk_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
         /* one token: the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16
          * one on x prepared once, as a forward pass shares it between the products of one input;
          * --tokens > 1: the default product of the batch, then the tiled matmul */
         for (int var = 0; var < 2 && st == OSCAR_OK; var++) {
             int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1;
-            if (f16 && !oscar_op_mul_mat_vec_f16_supported(&ops, type)) break;
+            if (f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) break;
             double ns = 0;
-            st = oscar_cmd_begin(ctx, &cmd);
+            st = ovk_cmd_begin(ctx, &cmd);
             if (f16 && st == OSCAR_OK) {
-                st = oscar_op_x_f16_blocks(&ops, &cmd, (oscar_binding){ &x, 0, 0 }, (oscar_binding){ &xq, 0, 0 }, cols, 1);
-                oscar_cmd_barrier(ctx, &cmd);
+                st = ovk_op_x_f16_blocks(&ops, &cmd, (ovk_binding){ &x, 0, 0 }, (ovk_binding){ &xq, 0, 0 }, cols, 1);
+                ovk_cmd_barrier(ctx, &cmd);
             }
-            int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+            int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
             for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-                oscar_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
-                oscar_binding bq = { &xq, 0, 0 };
-                st = f16     ? oscar_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
-                     : tiled ? oscar_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
-                             : oscar_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
-                if (barriers) oscar_cmd_barrier(ctx, &cmd);
+                ovk_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
+                ovk_binding bq = { &xq, 0, 0 };
+                st = f16     ? ovk_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
+                     : tiled ? ovk_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
+                             : ovk_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
+                if (barriers) ovk_cmd_barrier(ctx, &cmd);
             }
             st = end_timed(ctx, &cmd, t0, st, &ns);
             if (st != OSCAR_OK) break;
             double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
-            printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", oscar_ggml_type_name(type),
+            printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", ovk_ggml_type_name(type),
                    f16 ? " f16" : tiled ? " tiled" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
@@ -911,23 +911,23 @@ static int bench_ops(int argc, char **argv)
         if (st == OSCAR_OK) { /* the bound at this size: the bandwidth probe over the same bytes, chained alike */
             uint64_t bytes = (row_bytes * rows + 15) & ~15ull; /* inside the 256-byte-aligned copy */
             double ns = 0;
-            st = oscar_cmd_begin(ctx, &cmd);
-            int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+            st = ovk_cmd_begin(ctx, &cmd);
+            int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
             for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-                st = oscar_op_read_stream(&ops, &cmd, (oscar_binding){ &w, (it % copies) * mat, bytes }, bytes, 0,
-                                          (oscar_binding){ &y, 0, 0 });
-                if (barriers) oscar_cmd_barrier(ctx, &cmd);
+                st = ovk_op_read_stream(&ops, &cmd, (ovk_binding){ &w, (it % copies) * mat, bytes }, bytes, 0,
+                                          (ovk_binding){ &y, 0, 0 });
+                if (barriers) ovk_cmd_barrier(ctx, &cmd);
             }
             st = end_timed(ctx, &cmd, t0, st, &ns);
             if (st == OSCAR_OK) {
                 double us = ns * 1e-3 / iters, gbps = (double)bytes / (us * 1e3);
                 printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw  (the bandwidth probe over the "
-                       "same bytes)\n", oscar_ggml_type_name(type), " read", bytes / 1e6, us, gbps, 100.0 * gbps / bw);
+                       "same bytes)\n", ovk_ggml_type_name(type), " read", bytes / 1e6, us, gbps, 100.0 * gbps / bw);
             }
         }
-        oscar_buffer_destroy(ctx, &w);
+        ovk_buffer_destroy(ctx, &w);
         if (st != OSCAR_OK) {
-            fprintf(stderr, "%s: %s: %s\n", prog, oscar_ggml_type_name(type), oscar_last_error());
+            fprintf(stderr, "%s: %s: %s\n", prog, ovk_ggml_type_name(type), oscar_last_error());
             rc = 1;
         }
     }
@@ -936,12 +936,12 @@ static int bench_ops(int argc, char **argv)
        * barriers between them */
         for (int with_barrier = 1; with_barrier >= 0; with_barrier--) {
             double ns = 0;
-            oscar_binding v = { &x, 0, (uint64_t)cols * 4 };
-            oscar_status st = oscar_cmd_begin(ctx, &cmd);
-            int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+            ovk_binding v = { &x, 0, (uint64_t)cols * 4 };
+            oscar_status st = ovk_cmd_begin(ctx, &cmd);
+            int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
             for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-                st = oscar_op_rms_norm(&ops, &cmd, v, v, v, cols, 1, 1e-5f);
-                if (with_barrier) oscar_cmd_barrier(ctx, &cmd);
+                st = ovk_op_rms_norm(&ops, &cmd, v, v, v, cols, 1, 1e-5f);
+                if (with_barrier) ovk_cmd_barrier(ctx, &cmd);
             }
             st = end_timed(ctx, &cmd, t0, st, &ns);
             if (st == OSCAR_OK) {
@@ -955,20 +955,20 @@ static int bench_ops(int argc, char **argv)
     }
     if (info.float16_arithmetic) { /* the preparation of x for the packed-fp16 kernel */
         double ns = 0;
-        oscar_status st = oscar_cmd_begin(ctx, &cmd);
-        int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, &cmd) : -1;
+        oscar_status st = ovk_cmd_begin(ctx, &cmd);
+        int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
         for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-            st = oscar_op_x_f16_blocks(&ops, &cmd, (oscar_binding){ &x, 0, 0 }, (oscar_binding){ &xq, 0, 0 }, cols, 1);
-            oscar_cmd_barrier(ctx, &cmd);
+            st = ovk_op_x_f16_blocks(&ops, &cmd, (ovk_binding){ &x, 0, 0 }, (ovk_binding){ &xq, 0, 0 }, cols, 1);
+            ovk_cmd_barrier(ctx, &cmd);
         }
         st = end_timed(ctx, &cmd, t0, st, &ns);
         if (st == OSCAR_OK) printf("x_f16_blocks of %u columns: %.1f us\n", cols, ns * 1e-3 / iters);
         else rc = 1;
     }
-    oscar_buffer_destroy(ctx, &x);
-    oscar_buffer_destroy(ctx, &y);
-    oscar_buffer_destroy(ctx, &xq);
-    oscar_cmd_release(ctx, &cmd);
+    ovk_buffer_destroy(ctx, &x);
+    ovk_buffer_destroy(ctx, &y);
+    ovk_buffer_destroy(ctx, &xq);
+    ovk_cmd_release(ctx, &cmd);
     oscar_context_destroy(ctx);
     return rc;
 }
@@ -996,37 +996,37 @@ static const uint32_t floor_spreads[FLOOR_SPREADS] = { 1, 2, 4, 8, 16, 32 }; /* 
 
 typedef struct floor_step {
     uint32_t n_layer;
-    oscar_buffer *layer;        /* [n_layer]: the layer's weights (phases 256-byte aligned), then its cache */
-    oscar_buffer head;          /* the LM head's weights */
+    ovk_buffer *layer;        /* [n_layer]: the layer's weights (phases 256-byte aligned), then its cache */
+    ovk_buffer head;          /* the LM head's weights */
     uint64_t bytes[N_PHASES];   /* bytes a phase reads (PH_ATTN: set per mode and context) */
     uint64_t offset[N_PHASES];  /* where a phase's bytes start in a layer's buffer */
     uint32_t spread[N_PHASES];  /* loads a thread of the fastest probe for the phase */
-    oscar_buffer sink;
+    ovk_buffer sink;
 } floor_step;
 
 /* Records phase p of layer l (p < PH_HEAD; l ignored for the head) and a barrier when asked. */
-static oscar_status floor_phase(oscar_context *ctx, const oscar_ops *ops, oscar_cmd *cmd, const floor_step *f, int p,
+static oscar_status floor_phase(oscar_context *ctx, const ovk_ops *ops, ovk_cmd *cmd, const floor_step *f, int p,
                                 uint32_t l, uint32_t spread, int barrier)
 {
-    const oscar_buffer *b = p == PH_HEAD ? &f->head : &f->layer[l];
+    const ovk_buffer *b = p == PH_HEAD ? &f->head : &f->layer[l];
     uint64_t off = p == PH_HEAD ? 0 : f->offset[p];
-    oscar_status st = oscar_op_read_stream(ops, cmd, (oscar_binding){ b, off, f->bytes[p] }, f->bytes[p], spread,
-                                           (oscar_binding){ &f->sink, 0, 0 });
-    if (barrier) oscar_cmd_barrier(ctx, cmd);
+    oscar_status st = ovk_op_read_stream(ops, cmd, (ovk_binding){ b, off, f->bytes[p] }, f->bytes[p], spread,
+                                           (ovk_binding){ &f->sink, 0, 0 });
+    if (barrier) ovk_cmd_barrier(ctx, cmd);
     return st;
 }
 
 /* GPU time of one phase, `iters` times over successive layers with a barrier after each, at
  * each spread of the probe: sets f->spread[p] to the fastest and *us to its time. */
-static oscar_status floor_time_phase(oscar_context *ctx, const oscar_ops *ops, oscar_cmd *cmd, floor_step *f, int p,
+static oscar_status floor_time_phase(oscar_context *ctx, const ovk_ops *ops, ovk_cmd *cmd, floor_step *f, int p,
                                      uint32_t iters, double *us)
 {
     oscar_status st = OSCAR_OK;
     *us = 0;
     for (int i = 0; i < FLOOR_SPREADS && st == OSCAR_OK; i++) {
         double ns = 0;
-        st = oscar_cmd_begin(ctx, cmd);
-        int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, cmd) : -1;
+        st = ovk_cmd_begin(ctx, cmd);
+        int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, cmd) : -1;
         for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++)
             st = floor_phase(ctx, ops, cmd, f, p, it % f->n_layer, floor_spreads[i], 1);
         st = end_timed(ctx, cmd, t0, st, &ns);
@@ -1040,12 +1040,12 @@ static oscar_status floor_time_phase(oscar_context *ctx, const oscar_ops *ops, o
 
 /* GPU time of `iters` whole steps (every layer's phases, then the head), with or without a
  * barrier after each phase, each phase at its fastest spread. */
-static oscar_status floor_time_step(oscar_context *ctx, const oscar_ops *ops, oscar_cmd *cmd, const floor_step *f,
+static oscar_status floor_time_step(oscar_context *ctx, const ovk_ops *ops, ovk_cmd *cmd, const floor_step *f,
                                     uint32_t iters, int barriers, double *ms)
 {
     double ns = 0;
-    oscar_status st = oscar_cmd_begin(ctx, cmd);
-    int t0 = st == OSCAR_OK ? oscar_cmd_timestamp(ctx, cmd) : -1;
+    oscar_status st = ovk_cmd_begin(ctx, cmd);
+    int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, cmd) : -1;
     for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
         for (uint32_t l = 0; l < f->n_layer && st == OSCAR_OK; l++)
             for (int p = 0; p < PH_HEAD && st == OSCAR_OK; p++) st = floor_phase(ctx, ops, cmd, f, p, l, f->spread[p], barriers);
@@ -1059,12 +1059,12 @@ static oscar_status floor_time_step(oscar_context *ctx, const oscar_ops *ops, os
 /* Bytes one layer's attention reads at batch 1 and this context: every cached K and V, fp16
  * in the sink and recent windows, INT2 codes + fp16 scale and min per group past them (the
  * library's default windows and group; the rotations' matrices left out). */
-static uint64_t floor_cache_bytes(const oscar_model_gen_params *p, oscar_kv_mode mode, uint32_t context)
+static uint64_t floor_cache_bytes(const ovk_model_gen_params *p, oscar_kv_mode mode, uint32_t context)
 {
     oscar_kv_params kp = oscar_kv_params_default();
     uint64_t row = (uint64_t)p->n_head_kv * p->head_dim, f16 = context;
     if (mode != OSCAR_KV_FP16 && f16 > kp.sink_tokens + kp.recent_tokens) f16 = kp.sink_tokens + kp.recent_tokens;
-    uint32_t g = kp.group_size ? kp.group_size : oscar_int2_default_group(p->head_dim);
+    uint32_t g = kp.group_size ? kp.group_size : ovk_int2_default_group(p->head_dim);
     uint64_t int2_row = (row / g) * (g / 4 + 4); /* codes, scale, min per group */
     return 2 * (f16 * row * 2 + (context - f16) * int2_row);
 }
@@ -1097,17 +1097,17 @@ static int bench_floor(int argc, char **argv)
         if (!ok) return 2;
         i++;
     }
-    oscar_model_gen_params gp;
+    ovk_model_gen_params gp;
     if (!gen_preset(gen, &gp)) {
         fprintf(stderr, "%s: unknown --gen '%s' (tiny, llama3-8b-q4_0, qwen3-4b-q4_0)\n", prog, gen);
         return 2;
     }
     uint32_t D = gp.n_embd, qd = gp.n_head * gp.head_dim, kvd = gp.n_head_kv * gp.head_dim, F = gp.n_ff;
     uint64_t row_d = 0, row_q = 0, row_f = 0, row_e = 0;
-    oscar_ggml_row_size(gp.weight_type, D, &row_d);
-    oscar_ggml_row_size(gp.weight_type, qd, &row_q);
-    oscar_ggml_row_size(gp.weight_type, F, &row_f);
-    oscar_ggml_row_size(gp.embd_type, D, &row_e);
+    ovk_ggml_row_size(gp.weight_type, D, &row_d);
+    ovk_ggml_row_size(gp.weight_type, qd, &row_q);
+    ovk_ggml_row_size(gp.weight_type, F, &row_f);
+    ovk_ggml_row_size(gp.embd_type, D, &row_e);
     floor_step f = { .n_layer = gp.n_layer };
     f.bytes[PH_QKV] = row_d * (qd + 2ull * kvd);
     f.bytes[PH_O] = row_q * D;
@@ -1133,10 +1133,10 @@ static int bench_floor(int argc, char **argv)
     oscar_device_info info;
     if (!open_device(prog, device, &ctx, &info)) return 1;
     int rc = 1;
-    oscar_ops ops;
-    oscar_ops_init(&ops, ctx);
-    oscar_cmd cmd;
-    oscar_status st = oscar_cmd_init(ctx, &cmd);
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
+    ovk_cmd cmd;
+    oscar_status st = ovk_cmd_init(ctx, &cmd);
     f.layer = calloc(gp.n_layer, sizeof *f.layer);
     if (!f.layer) st = OSCAR_ERROR_OUT_OF_HOST_MEMORY;
     uint64_t bw_bytes = info.max_storage_buffer_range < (2ull << 30) ? info.max_storage_buffer_range / 2 : (2ull << 30);
@@ -1149,12 +1149,12 @@ static int bench_floor(int argc, char **argv)
     }
     /* distinct memory for every layer, so that no phase finds its bytes in the last-level cache */
     for (uint32_t l = 0; l < gp.n_layer && st == OSCAR_OK; l++) {
-        st = oscar_buffer_create(ctx, layer_bytes, OSCAR_BUFFER_DEVICE, &f.layer[l]);
-        if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &f.layer[l], 0, layer_bytes, 0x3C003C00u);
+        st = ovk_buffer_create(ctx, layer_bytes, OSCAR_BUFFER_DEVICE, &f.layer[l]);
+        if (st == OSCAR_OK) st = ovk_buffer_fill(ctx, &f.layer[l], 0, layer_bytes, 0x3C003C00u);
     }
-    if (st == OSCAR_OK) st = oscar_buffer_create(ctx, f.bytes[PH_HEAD], OSCAR_BUFFER_DEVICE, &f.head);
-    if (st == OSCAR_OK) st = oscar_buffer_fill(ctx, &f.head, 0, f.bytes[PH_HEAD], 0x3C003C00u);
-    if (st == OSCAR_OK) st = oscar_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &f.sink);
+    if (st == OSCAR_OK) st = ovk_buffer_create(ctx, f.bytes[PH_HEAD], OSCAR_BUFFER_DEVICE, &f.head);
+    if (st == OSCAR_OK) st = ovk_buffer_fill(ctx, &f.head, 0, f.bytes[PH_HEAD], 0x3C003C00u);
+    if (st == OSCAR_OK) st = ovk_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &f.sink);
     if (st != OSCAR_OK) {
         fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
         goto done;
@@ -1189,11 +1189,11 @@ static int bench_floor(int argc, char **argv)
     if (st != OSCAR_OK) fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
     else rc = 0;
 done:
-    for (uint32_t l = 0; f.layer && l < gp.n_layer; l++) oscar_buffer_destroy(ctx, &f.layer[l]);
+    for (uint32_t l = 0; f.layer && l < gp.n_layer; l++) ovk_buffer_destroy(ctx, &f.layer[l]);
     free(f.layer);
-    oscar_buffer_destroy(ctx, &f.head);
-    oscar_buffer_destroy(ctx, &f.sink);
-    oscar_cmd_release(ctx, &cmd);
+    ovk_buffer_destroy(ctx, &f.head);
+    ovk_buffer_destroy(ctx, &f.sink);
+    ovk_cmd_release(ctx, &cmd);
     oscar_context_destroy(ctx);
     return rc;
 }

@@ -24,7 +24,7 @@ static void usage(void)
 static int parse_type(const char *s, uint32_t *out)
 {
     for (uint32_t t = 0; t < 40; t++)
-        if (oscar_model_type_supported(t) && !strcmp(oscar_ggml_type_name(t), s)) {
+        if (ovk_model_type_supported(t) && !strcmp(ovk_ggml_type_name(t), s)) {
             *out = t;
             return 1;
         }
@@ -34,7 +34,7 @@ static int parse_type(const char *s, uint32_t *out)
 int main(int argc, char **argv)
 {
     const char *out = NULL, *arch_s = "llama";
-    oscar_arch arch = OSCAR_ARCH_LLAMA;
+    ovk_arch arch = OSCAR_ARCH_LLAMA;
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch_s = argv[++i];
     if (!strcmp(arch_s, "qwen2")) arch = OSCAR_ARCH_QWEN2;
@@ -43,7 +43,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "oscar-gen-model: unknown --arch %s\n", arch_s);
         return 2;
     }
-    oscar_model_gen_params p = oscar_model_gen_params_default(arch);
+    ovk_model_gen_params p = ovk_model_gen_params_default(arch);
     int embd_type_set = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -73,24 +73,24 @@ int main(int argc, char **argv)
     }
     if (!embd_type_set) p.embd_type = p.weight_type;
     if (!out) { usage(); return 2; }
-    oscar_status st = oscar_model_gen_write(&p, out);
+    oscar_status st = ovk_model_gen_write(&p, out);
     if (st != OSCAR_OK) {
         fprintf(stderr, "oscar-gen-model: %s: %s\n", oscar_status_string(st), oscar_last_error());
         return 1;
     }
-    oscar_model_desc *m = NULL;
-    st = oscar_model_desc_load(out, &m);
+    ovk_model_desc *m = NULL;
+    st = ovk_model_desc_load(out, &m);
     if (st != OSCAR_OK) {
         fprintf(stderr, "oscar-gen-model: wrote %s but cannot read it back: %s: %s\n", out, oscar_status_string(st),
                 oscar_last_error());
         return 1;
     }
-    const oscar_model_hparams *hp = &m->hp;
+    const ovk_model_hparams *hp = &m->hp;
     printf("%s: %s, %u layers, n_embd %u, %u heads (%u KV) x %u, n_ff %u, vocab %u, %s%s\n"
            "fingerprint %016llx\n",
-           out, oscar_arch_name(hp->arch), hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim,
-           hp->n_ff, hp->n_vocab, oscar_ggml_type_name(p.weight_type), hp->tied_embeddings ? ", tied" : "",
+           out, ovk_arch_name(hp->arch), hp->n_layer, hp->n_embd, hp->n_head, hp->n_head_kv, hp->head_dim,
+           hp->n_ff, hp->n_vocab, ovk_ggml_type_name(p.weight_type), hp->tied_embeddings ? ", tied" : "",
            (unsigned long long)m->fingerprint);
-    oscar_model_desc_destroy(m);
+    ovk_model_desc_destroy(m);
     return 0;
 }

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
 #define ATTN_BLOCK 64u /* query rows per score block */
 
-void oscar_softmax_causal_row(float *row, uint32_t seen, uint32_t n)
+void ovk_softmax_causal_row(float *row, uint32_t seen, uint32_t n)
 {
     float mx = row[0];
     for (uint32_t j = 1; j < seen; j++) mx = row[j] > mx ? row[j] : mx;
@@ -22,7 +22,7 @@ void oscar_softmax_causal_row(float *row, uint32_t seen, uint32_t n)
     for (uint32_t j = seen; j < n; j++) row[j] = 0.0f;
 }
 
-oscar_status oscar_attention_causal(const float *q, size_t q_stride, uint32_t n_new, const float *k,
+oscar_status ovk_attention_causal(const float *q, size_t q_stride, uint32_t n_new, const float *k,
                                     const float *v, size_t kv_stride, uint32_t n_past, uint32_t d,
                                     float *out)
 {
@@ -31,9 +31,9 @@ oscar_status oscar_attention_causal(const float *q, size_t q_stride, uint32_t n_
     uint64_t t_all = (uint64_t)n_past + n_new;
     if (n_new == 0) return OSCAR_OK;
     if (!q || !k || !v || !out || d == 0 || t_all > INT32_MAX)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_attention_causal: NULL pointer or bad shape");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_attention_causal: NULL pointer or bad shape");
     s = malloc((size_t)ATTN_BLOCK * t_all * sizeof *s);
-    if (!s) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_attention_causal: %u x %llu scores",
+    if (!s) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_attention_causal: %u x %llu scores",
                        ATTN_BLOCK, (unsigned long long)t_all);
     float scale = 1.0f / sqrtf((float)d);
     for (uint32_t a0 = 0; a0 < n_new; a0 += ATTN_BLOCK) {
@@ -43,7 +43,7 @@ oscar_status oscar_attention_causal(const float *q, size_t q_stride, uint32_t n_
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)nb, (int)tk, (int)d, scale,
                     q + (size_t)a0 * q_stride, (int)q_stride, k, (int)kv_stride, 0.0f, s, (int)tk);
         for (uint32_t a = 0; a < nb; a++) /* causal: keys 0..pos */
-            oscar_softmax_causal_row(s + (size_t)a * tk, n_past + a0 + a + 1, tk);
+            ovk_softmax_causal_row(s + (size_t)a * tk, n_past + a0 + a + 1, tk);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)nb, (int)d, (int)tk, 1.0f, s, (int)tk,
                     v, (int)kv_stride, 0.0f, out + (size_t)a0 * d, (int)d);
     }

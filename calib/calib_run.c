@@ -23,11 +23,11 @@
 #define RUN_FIXED_CLIP_K 0.96f          /* the reference's ratios (DESIGN.md §1) */
 #define RUN_FIXED_CLIP_V 0.92f
 #define RUN_VFIT_SEQUENCES 4u           /* sequences whose attention outputs fit the value clip */
-#define RUN_KEY_CENTER_BLOCK 128u       /* positions per key-center block (oscar_calib_run_params) */
+#define RUN_KEY_CENTER_BLOCK 128u       /* positions per key-center block (ovk_calib_run_params) */
 
-oscar_calib_run_params oscar_calib_run_params_default(void)
+ovk_calib_run_params ovk_calib_run_params_default(void)
 {
-    oscar_calib_run_params p;
+    ovk_calib_run_params p;
     memset(&p, 0, sizeof p);
     p.tokens = 20000;
     p.seq_len = 512;
@@ -47,7 +47,7 @@ oscar_calib_run_params oscar_calib_run_params_default(void)
     return p;
 }
 
-void oscar_calib_run_report_free(oscar_calib_run_report *report)
+void ovk_calib_run_report_free(ovk_calib_run_report *report)
 {
     if (!report) return;
     free(report->clip_k_fit);
@@ -128,7 +128,7 @@ fail:
 
 /* Tokenizes text into at least `want` tokens (or all of it), piece by piece so a large file
  * costs only what is needed: *toks [*n] (the caller frees). */
-static oscar_status tokenize_text(const oscar_tokenizer *tok, const char *text, size_t len, uint64_t want,
+static oscar_status tokenize_text(const ovk_tokenizer *tok, const char *text, size_t len, uint64_t want,
                                   int32_t **toks, uint64_t *n)
 {
     oscar_status st = OSCAR_OK;
@@ -144,7 +144,7 @@ static oscar_status tokenize_text(const oscar_tokenizer *tok, const char *text, 
             if (cut > at) end = cut;
         }
         size_t need = 0;
-        OSCAR_TRY(oscar_tokenizer_encode(tok, text + at, end - at, 0, 0, NULL, 0, &need));
+        OSCAR_TRY(ovk_tokenizer_encode(tok, text + at, end - at, 0, 0, NULL, 0, &need));
         if (used + need > cap) {
             size_t nc = cap ? cap : 4096;
             while (nc < used + need) nc *= 2;
@@ -154,7 +154,7 @@ static oscar_status tokenize_text(const oscar_tokenizer *tok, const char *text, 
             cap = nc;
         }
         size_t got = 0;
-        OSCAR_TRY(oscar_tokenizer_encode(tok, text + at, end - at, 0, 0, buf + used, cap - used, &got));
+        OSCAR_TRY(ovk_tokenizer_encode(tok, text + at, end - at, 0, 0, buf + used, cap - used, &got));
         used += got;
         at = end;
     }
@@ -169,9 +169,9 @@ fail:
 /* ---- capture ------------------------------------------------------------------------------- */
 
 typedef struct run_ctx {
-    oscar_calib *cal;
-    const oscar_calib_run_params *p;
-    const oscar_model_desc *desc;
+    ovk_calib *cal;
+    const ovk_calib_run_params *p;
+    const ovk_model_desc *desc;
     uint32_t n_layer;
     uint64_t done, total; /* tokens captured, tokens to capture */
     float *k_pre;         /* [chunk][n_kv][d] keys with RoPE undone (p->center), else NULL */
@@ -182,16 +182,16 @@ typedef struct run_ctx {
  * the positions of any context: the chunk's rows at positions >= sink, RoPE undone. */
 static oscar_status add_means(run_ctx *ctx, uint32_t layer, uint32_t pos0, uint32_t n, const float *k, const float *v)
 {
-    const oscar_model_hparams *hp = &ctx->desc->hp;
+    const ovk_model_hparams *hp = &ctx->desc->hp;
     uint32_t skip = pos0 >= ctx->p->sink_tokens ? 0 : ctx->p->sink_tokens - pos0, row = hp->n_head_kv * hp->head_dim;
     if (skip >= n) return OSCAR_OK;
     for (uint32_t t = skip; t < n; t++)
         for (uint32_t h = 0; h < hp->n_head_kv; h++) {
             float *x = ctx->k_pre + (size_t)(t - skip) * row + (size_t)h * hp->head_dim;
             memcpy(x, k + (size_t)t * row + (size_t)h * hp->head_dim, hp->head_dim * sizeof *x);
-            oscar_rope_apply(x, hp->head_dim, hp->n_rot, hp->rope_type, ctx->unrope, pos0 + t);
+            ovk_rope_apply(x, hp->head_dim, hp->n_rot, hp->rope_type, ctx->unrope, pos0 + t);
         }
-    return oscar_calib_add_means(ctx->cal, layer, n - skip, ctx->k_pre, v + (size_t)skip * row);
+    return ovk_calib_add_means(ctx->cal, layer, n - skip, ctx->k_pre, v + (size_t)skip * row);
 }
 
 /* Capture hook: streams one layer's chunk into the calibrator; reports progress after the last layer. */
@@ -199,7 +199,7 @@ static oscar_status capture_hook(void *user, uint32_t layer, uint32_t pos0, uint
                                  const float *k, const float *v)
 {
     run_ctx *ctx = user;
-    oscar_status st = oscar_calib_add(ctx->cal, layer, n, q, k, v);
+    oscar_status st = ovk_calib_add(ctx->cal, layer, n, q, k, v);
     if (st == OSCAR_OK && ctx->k_pre) st = add_means(ctx, layer, pos0, n, k, v);
     if (st != OSCAR_OK) return st;
     if (layer + 1 == ctx->n_layer) {
@@ -211,13 +211,13 @@ static oscar_status capture_hook(void *user, uint32_t layer, uint32_t pos0, uint
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
-oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_run_report *report)
+oscar_status ovk_calib_run(const ovk_calib_run_params *params, ovk_calib_run_report *report)
 {
     oscar_status st = OSCAR_OK;
-    oscar_model_desc *desc = NULL;
-    oscar_tokenizer *tok = NULL;
-    oscar_capture *cap = NULL;
-    oscar_calib *cal = NULL;
+    ovk_model_desc *desc = NULL;
+    ovk_tokenizer *tok = NULL;
+    ovk_capture *cap = NULL;
+    ovk_calib *cal = NULL;
     char *text = NULL;     /* [text_len + 1] the text file */
     size_t text_len = 0;
     int32_t *toks = NULL;  /* [n_toks] the tokenized text */
@@ -227,14 +227,14 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     memset(&ctx, 0, sizeof ctx);
     float *means = NULL;   /* [3][n_layer][n_kv][d]: pre-RoPE key means, value means (also the
                             * values' center in the clip fit), the keys' center (RoPE-averaged) */
-    oscar_calib_result res;
+    ovk_calib_result res;
     memset(&res, 0, sizeof res);
-    oscar_calib_run_report rep;
+    ovk_calib_run_report rep;
     memset(&rep, 0, sizeof rep);
     if (report) memset(report, 0, sizeof *report);
     if (!params || !params->model_path || !params->text_path || !params->out_path)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "calibration: model, text and output paths are required");
-    const oscar_calib_run_params *p = params;
+    const ovk_calib_run_params *p = params;
     if (p->seq_len < 2 || p->seq_len > 65536)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "sequence length %u out of range (2..65536)", p->seq_len);
     if (p->tokens == 0 || p->tokens > (1ull << 32))
@@ -260,8 +260,8 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     /* cheap checks first: output writable, model loads, text readable */
     OSCAR_TRY(check_writable(p->out_path));
     double t0 = now_s();
-    OSCAR_TRY(oscar_model_desc_load(p->model_path, &desc));
-    const oscar_model_hparams *hp = &desc->hp;
+    OSCAR_TRY(ovk_model_desc_load(p->model_path, &desc));
+    const ovk_model_hparams *hp = &desc->hp;
     rep.n_layer = hp->n_layer;
     rep.fingerprint = desc->fingerprint;
     if (hp->head_dim_v != hp->head_dim)
@@ -270,13 +270,13 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     if (hp->n_ctx_train && p->seq_len > hp->n_ctx_train)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "sequence length %u exceeds the model's context %u", p->seq_len,
                    hp->n_ctx_train);
-    OSCAR_TRY(oscar_model_tokenizer_create(desc->gguf, &tok));
+    OSCAR_TRY(ovk_model_tokenizer_create(desc->gguf, &tok));
     OSCAR_TRY(read_text(p->text_path, &text, &text_len));
     rep.t_load = now_s() - t0;
 
     /* tokens: each sequence is [BOS] + text tokens, seq_len positions (the last may be shorter) */
     t0 = now_s();
-    int bos = oscar_tokenizer_adds_bos(tok);
+    int bos = ovk_tokenizer_adds_bos(tok);
     uint32_t n_seq = (uint32_t)((p->tokens + p->seq_len - 1) / p->seq_len);
     uint64_t want_text = p->tokens - (bos ? n_seq : 0u);
     OSCAR_TRY(tokenize_text(tok, text, text_len, want_text, &toks, &n_toks));
@@ -288,7 +288,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
                    (unsigned long long)p->tokens);
 
     /* calibrator and capture */
-    oscar_calib_params cp = oscar_calib_params_default();
+    ovk_calib_params cp = ovk_calib_params_default();
     cp.n_layer = hp->n_layer;
     cp.n_head = hp->n_head;
     cp.n_kv_head = hp->n_head_kv;
@@ -313,19 +313,19 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     if (p->group_size && (p->group_size > hp->head_dim || hp->head_dim % p->group_size != 0))
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "group size %u does not divide head_dim %u", p->group_size,
                    hp->head_dim);
-    uint32_t group = p->group_size ? p->group_size : oscar_int2_default_group(hp->head_dim); /* oscar_calib_create's */
+    uint32_t group = p->group_size ? p->group_size : ovk_int2_default_group(hp->head_dim); /* ovk_calib_create's */
     if (p->refit_rounds && group < hp->head_dim)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "refit needs one group per row: group size %u is below head_dim %u", group,
                    hp->head_dim);
     cp.refit_rounds = p->refit_rounds;
-    if ((st = oscar_calib_create(&cp, &cal)) != OSCAR_OK)
+    if ((st = ovk_calib_create(&cp, &cal)) != OSCAR_OK)
         OSCAR_FAIL(st == OSCAR_ERROR_INVALID_ARGUMENT ? OSCAR_ERROR_UNSUPPORTED : st,
                    "model %s cannot be calibrated: %s", p->model_path, oscar_last_error());
-    if (p->tokens < oscar_calib_get_params(cal)->min_tokens)
+    if (p->tokens < ovk_calib_get_params(cal)->min_tokens)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "--tokens %llu is below the minimum of %u (head_dim)",
-                   (unsigned long long)p->tokens, oscar_calib_get_params(cal)->min_tokens);
+                   (unsigned long long)p->tokens, ovk_calib_get_params(cal)->min_tokens);
     ctx.cal = cal, ctx.p = p, ctx.desc = desc, ctx.n_layer = hp->n_layer, ctx.total = p->tokens;
-    oscar_capture_params kp = oscar_capture_params_default();
+    ovk_capture_params kp = ovk_capture_params_default();
     kp.max_seq_len = p->seq_len;
     kp.chunk = p->chunk ? p->chunk : (p->seq_len < 256 ? p->seq_len : 256);
     if (p->center) {
@@ -339,7 +339,7 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     }
     kp.hook = capture_hook;
     kp.hook_user = &ctx;
-    OSCAR_TRY(oscar_capture_create(desc, &kp, &cap));
+    OSCAR_TRY(ovk_capture_create(desc, &kp, &cap));
     seq = malloc((size_t)p->seq_len * sizeof *seq);
     if (!seq) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
 
@@ -349,28 +349,28 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
         uint64_t left = p->tokens - (uint64_t)s * p->seq_len;
         uint32_t len = left < p->seq_len ? (uint32_t)left : p->seq_len;
         uint32_t at = 0;
-        if (bos) seq[at++] = oscar_tokenizer_bos(tok);
+        if (bos) seq[at++] = ovk_tokenizer_bos(tok);
         memcpy(seq + at, toks + used_text, (size_t)(len - at) * sizeof *seq);
         used_text += len - at;
-        OSCAR_TRY(oscar_calib_begin_sequence(cal));
-        OSCAR_TRY(oscar_capture_eval(cap, seq, len, 0, NULL));
+        OSCAR_TRY(ovk_calib_begin_sequence(cal));
+        OSCAR_TRY(ovk_capture_eval(cap, seq, len, 0, NULL));
     }
     rep.tokens = ctx.done;
     rep.sequences = n_seq;
     rep.t_capture = now_s() - t0;
-    oscar_capture_destroy(cap); /* frees the float weights before solving */
+    ovk_capture_destroy(cap); /* frees the float weights before solving */
     cap = NULL;
 
     size_t per_layer = (size_t)hp->n_head_kv * hp->head_dim, all = hp->n_layer * per_layer;
     /* positions the key statistics are spread over (the rotation's C_K, the clip fit's key center) */
-    uint32_t key_span = p->key_spread ? oscar_calib_key_rope_span(oscar_calib_get_params(cal)) : 0;
+    uint32_t key_span = p->key_spread ? ovk_calib_key_rope_span(ovk_calib_get_params(cal)) : 0;
     if (p->center) {
         /* the clip fit's rows are positions 0..seq_len-1: center the keys as the runtime would a
-         * context of key_center_span positions (oscar_rope_average over sink..span-1): with the
+         * context of key_center_span positions (ovk_rope_average over sink..span-1): with the
          * key spread the model's context, whose late keys keep more of their offset (the center
          * averaged over it is smaller), else seq_len */
         uint32_t span = key_span > p->sink_tokens ? key_span : p->seq_len;
-        int blocks = oscar_calib_get_params(cal)->key_center_block != 0; /* the fit centers each key by its block */
+        int blocks = ovk_calib_get_params(cal)->key_center_block != 0; /* the fit centers each key by its block */
         if ((p->center & OSCAR_CALIB_CENTER_KEYS) && !blocks) rep.key_center_span = span;
         double mean[OSCAR_CALIB_MAX_HEAD_DIM];
         means = malloc(3 * all * sizeof *means);
@@ -379,10 +379,10 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
             for (uint32_t h = 0; h < hp->n_head_kv; h++)
                 for (int which = 0; which < 2; which++) {
                     float *m = means + which * all + l * per_layer + (size_t)h * hp->head_dim;
-                    OSCAR_TRY(oscar_calib_mean(cal, l, h, which, mean));
+                    OSCAR_TRY(ovk_calib_mean(cal, l, h, which, mean));
                     for (uint32_t j = 0; j < hp->head_dim; j++) m[j] = (float)mean[j];
                     if (!which && !blocks) /* with blocks the fit takes the pre-RoPE mean itself */
-                        oscar_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
+                        ovk_rope_average(m, hp->head_dim, hp->n_rot, hp->rope_type, desc->rope_theta, p->sink_tokens,
                                            span, m + 2 * all);
                 }
     }
@@ -392,13 +392,13 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     int blas_threads = openblas_get_num_threads();
     openblas_set_num_threads(1);
     const float *center_k = NULL; /* the clip fit's key centers: pre-RoPE means with blocks, else RoPE-averaged */
-    if (p->center & OSCAR_CALIB_CENTER_KEYS) center_k = oscar_calib_get_params(cal)->key_center_block ? means : means + 2 * all;
+    if (p->center & OSCAR_CALIB_CENTER_KEYS) center_k = ovk_calib_get_params(cal)->key_center_block ? means : means + 2 * all;
     const float *center_v = p->center & OSCAR_CALIB_CENTER_VALUES ? means + all : NULL;
-    st = oscar_calib_solve(cal, p->kind, p->values, center_k, center_v, &res);
+    st = ovk_calib_solve(cal, p->kind, p->values, center_k, center_v, &res);
     openblas_set_num_threads(blas_threads);
     if (st != OSCAR_OK) goto fail;
     rep.t_solve = now_s() - t0;
-    rep.refit_rounds = oscar_calib_get_params(cal)->refit_rounds;
+    rep.refit_rounds = ovk_calib_get_params(cal)->refit_rounds;
     size_t nl = hp->n_layer;
     rep.clip_k_fit = malloc(nl * sizeof(float));
     rep.clip_v_fit = malloc(nl * sizeof(float));
@@ -418,18 +418,18 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     }
 
     t0 = now_s();
-    oscar_rotation_file_meta meta;
+    ovk_rotation_file_meta meta;
     memset(&meta, 0, sizeof meta);
-    meta.objective_k = oscar_rotation_objective_k(p->kind);
-    meta.objective_v = oscar_rotation_objective_v(p->kind, p->values);
+    meta.objective_k = ovk_rotation_objective_k(p->kind);
+    meta.objective_v = ovk_rotation_objective_v(p->kind, p->values);
     meta.grouping = p->grouping;
-    meta.group_size = oscar_calib_get_params(cal)->group_size;
+    meta.group_size = ovk_calib_get_params(cal)->group_size;
     meta.clip_k = rep.clip_k;
     meta.clip_v = rep.clip_v;
     meta.clip_fitted = p->clip_fitted;
     meta.sink_tokens = p->sink_tokens;
     meta.recent_tokens = p->recent_tokens;
-    meta.architecture = oscar_arch_name(hp->arch);
+    meta.architecture = ovk_arch_name(hp->arch);
     meta.n_layer = hp->n_layer;
     meta.n_head = hp->n_head;
     meta.n_kv_head = hp->n_head_kv;
@@ -446,22 +446,22 @@ oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_r
     meta.key_center_block = p->center & OSCAR_CALIB_CENTER_KEYS ? p->key_center_block : 0;
     /* recorded where the span was used: R_K built from the spread C_K, or the clip fit's key center */
     if (from_covariance || (key_span && rep.key_center_span == key_span)) meta.key_rope_span = key_span;
-    OSCAR_TRY(oscar_rotation_file_write(p->out_path, &res, &meta));
+    OSCAR_TRY(ovk_rotation_file_write(p->out_path, &res, &meta));
     rep.t_write = now_s() - t0;
 
 fail:
     if (report) *report = rep;
-    else oscar_calib_run_report_free(&rep);
-    oscar_calib_result_free(&res);
+    else ovk_calib_run_report_free(&rep);
+    ovk_calib_result_free(&res);
     free(seq);
     free(means);
     free(ctx.k_pre);
     free(ctx.unrope);
     free(toks);
     free(text);
-    oscar_capture_destroy(cap);
-    oscar_calib_destroy(cal);
-    oscar_tokenizer_destroy(tok);
-    oscar_model_desc_destroy(desc);
+    ovk_capture_destroy(cap);
+    ovk_calib_destroy(cal);
+    ovk_tokenizer_destroy(tok);
+    ovk_model_desc_destroy(desc);
     return st;
 }

@@ -1,6 +1,6 @@
 /* The whole calibration, as the oscar-calib program runs it (calib/main_oscar_calib.c):
  * load the model, tokenize the text, run the batched prefill (capture.h) over sequences of
- * seq_len tokens streaming post-RoPE Q/K/V into the calibrator (oscar_calib.h), solve every
+ * seq_len tokens streaming post-RoPE Q/K/V into the calibrator (calib.h), solve every
  * layer, write the RotationZoo GGUF (rotation_file.h).
  *
  * Every input is checked before the expensive part starts (model loads, text readable and
@@ -13,14 +13,14 @@
 #include <stdint.h>
 
 #include "oscar/oscar.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
-/* oscar_calib_run_params.center: which sides are centered (--center no|keys|values|yes = 0..3) */
+/* ovk_calib_run_params.center: which sides are centered (--center no|keys|values|yes = 0..3) */
 #define OSCAR_CALIB_CENTER_KEYS 1u
 #define OSCAR_CALIB_CENTER_VALUES 2u
 #define OSCAR_CALIB_CENTER_BOTH 3u
 
-typedef struct oscar_calib_run_params {
+typedef struct ovk_calib_run_params {
     const char *model_path;      /* GGUF model */
     const char *text_path;       /* plain UTF-8 text */
     const char *out_path;        /* RotationZoo GGUF to write */
@@ -28,9 +28,9 @@ typedef struct oscar_calib_run_params {
     uint64_t tokens;             /* calibration tokens (positions, BOS included); default 20000 */
     uint32_t seq_len;            /* tokens per sequence (positions 0..seq_len-1); default 512 */
     uint32_t chunk;              /* prefill batch; 0: min(seq_len, 256) */
-    oscar_calib_grouping grouping;   /* default per layer */
-    oscar_calib_target values;       /* VALUES_PROXY (default) or VALUES_SCORES */
-    oscar_rotation_kind kind;        /* default OSCAR */
+    ovk_calib_grouping grouping;   /* default per layer */
+    ovk_calib_target values;       /* VALUES_PROXY (default) or VALUES_SCORES */
+    ovk_rotation_kind kind;        /* default OSCAR */
     int clip_fitted;             /* 1 (default): fitted ratios; 0: the fixed 0.96 / 0.92 */
     int clip_v_output;           /* 1 (default): the value clip is fitted on attention outputs over the
                                   * first 4 calibration sequences; 0: on the reservoir's rows */
@@ -62,13 +62,13 @@ typedef struct oscar_calib_run_params {
     uint32_t sink_tokens, recent_tokens; /* metadata; default 64 and 256 */
     uint64_t seed;               /* reservoir sampling; default 1 */
     /* Progress: stage "capture" (done/total tokens) and "solve" (done/total layers). */
-    oscar_calib_progress_fn progress;
+    ovk_calib_progress_fn progress;
     void *progress_user;
-} oscar_calib_run_params;
+} ovk_calib_run_params;
 
-oscar_calib_run_params oscar_calib_run_params_default(void);
+ovk_calib_run_params ovk_calib_run_params_default(void);
 
-typedef struct oscar_calib_run_report {
+typedef struct ovk_calib_run_report {
     uint64_t tokens;             /* tokens captured */
     uint64_t text_tokens;        /* tokens the text was tokenized into (at least `tokens`) */
     uint32_t sequences;          /* calibration sequences */
@@ -81,14 +81,14 @@ typedef struct oscar_calib_run_report {
     float *clip_k, *clip_v;      /* [n_layer] ratios written */
     double *err_k, *err_v;       /* [n_layer] fitted objective at the fitted ratio */
     double t_load, t_tokenize, t_capture, t_solve, t_write; /* seconds */
-} oscar_calib_run_report;
+} ovk_calib_run_report;
 
-/* Runs everything; fills *report when non-NULL (free with oscar_calib_run_report_free, also
+/* Runs everything; fills *report when non-NULL (free with ovk_calib_run_report_free, also
  * after a failure). Statuses: INVALID_ARGUMENT (a bad parameter, text shorter than `tokens`),
  * IO (a file that cannot be read or written), BAD_FORMAT / UNSUPPORTED_FORMAT (the model),
  * UNSUPPORTED (a model shape the calibrator cannot handle), OUT_OF_HOST_MEMORY. */
-oscar_status oscar_calib_run(const oscar_calib_run_params *params, oscar_calib_run_report *report);
+oscar_status ovk_calib_run(const ovk_calib_run_params *params, ovk_calib_run_report *report);
 
-void oscar_calib_run_report_free(oscar_calib_run_report *report);
+void ovk_calib_run_report_free(ovk_calib_run_report *report);
 
 #endif

@@ -1,5 +1,5 @@
 /* The calibrator object: float64 accumulators fed with batches of post-RoPE Q/K/V rows
- * (what is accumulated and why is documented in oscar_calib.h). */
+ * (what is accumulated and why is documented in calib.h). */
 #include <cblas.h>
 #include <inttypes.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 
 #include "error.h"
 #include "int2_quant.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
 typedef struct calib_head { /* one (layer, KV head) */
     double *s_q;      /* [d][d] upper triangle: Σ q qᵀ over the query heads sharing this KV head */
@@ -22,7 +22,7 @@ typedef struct calib_head { /* one (layer, KV head) */
     uint32_t *res_pos; /* [reservoir_rows] their positions in their sequences */
     uint32_t res_n;   /* rows held */
     uint64_t res_seen; /* rows offered so far (Algorithm R) */
-    double *m_k;      /* [d] Σ of the pre-RoPE key rows given to oscar_calib_add_means */
+    double *m_k;      /* [d] Σ of the pre-RoPE key rows given to ovk_calib_add_means */
     double *m_v;      /* [d] Σ of their value rows */
     uint64_t n_m;     /* rows in m_k, m_v */
 } calib_head;
@@ -46,8 +46,8 @@ typedef struct calib_layer {
     uint32_t *vf_nq;    /* [vfit_sequences] query rows kept of each */
 } calib_layer;
 
-struct oscar_calib {
-    oscar_calib_params p; /* resolved: group_size != 0 */
+struct ovk_calib {
+    ovk_calib_params p; /* resolved: group_size != 0 */
     uint32_t d;           /* head_dim */
     uint32_t group;       /* query heads per KV head */
     calib_layer *layers;  /* [n_layer] */
@@ -112,7 +112,7 @@ static void proxy_accumulate(calib_head *hd, const float *k, const float *v, uin
 }
 
 /* Weights the buffered tokens of a layer with the C_Q accumulated so far and frees the buffer. */
-static oscar_status flush_proxy(oscar_calib *cal, calib_layer *L)
+static oscar_status flush_proxy(ovk_calib *cal, calib_layer *L)
 {
     oscar_status st = OSCAR_OK;
     uint32_t d = cal->d, nkv = cal->p.n_kv_head, n = L->buf_n;
@@ -139,7 +139,7 @@ fail:
 }
 
 /* Algorithm R: offers one (k, v) row to the reservoir of a head. */
-static void reservoir_offer(oscar_calib *cal, calib_head *hd, const float *k, const float *v, uint32_t pos)
+static void reservoir_offer(ovk_calib *cal, calib_head *hd, const float *k, const float *v, uint32_t pos)
 {
     uint32_t cap = cal->p.reservoir_rows, d = cal->d;
     uint64_t slot;
@@ -171,9 +171,9 @@ static int find_non_finite(const float *x, uint32_t n, uint32_t heads, uint32_t 
 
 /* ---- lifecycle ---------------------------------------------------------------------------- */
 
-oscar_calib_params oscar_calib_params_default(void)
+ovk_calib_params ovk_calib_params_default(void)
 {
-    oscar_calib_params p;
+    ovk_calib_params p;
     memset(&p, 0, sizeof p);
     p.grouping = OSCAR_CALIB_PER_LAYER;
     p.score_objective = 1;
@@ -189,7 +189,7 @@ oscar_calib_params oscar_calib_params_default(void)
     return p;
 }
 
-void oscar_calib_destroy(oscar_calib *cal)
+void ovk_calib_destroy(ovk_calib *cal)
 {
     if (!cal) return;
     if (cal->layers) {
@@ -224,66 +224,66 @@ void oscar_calib_destroy(oscar_calib *cal)
     free(cal);
 }
 
-oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **out)
+oscar_status ovk_calib_create(const ovk_calib_params *params, ovk_calib **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_calib *cal = NULL;
+    ovk_calib *cal = NULL;
     if (out) *out = NULL;
-    if (!params || !out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: NULL params or out");
-    oscar_calib_params p = *params;
+    if (!params || !out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: NULL params or out");
+    ovk_calib_params p = *params;
     uint32_t d = p.head_dim;
     if (p.n_layer == 0 || p.n_head == 0 || p.n_kv_head == 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: n_layer %u, n_head %u, n_kv_head %u must be > 0",
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: n_layer %u, n_head %u, n_kv_head %u must be > 0",
                    p.n_layer, p.n_head, p.n_kv_head);
     if (p.n_head % p.n_kv_head != 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: n_head %u is not a multiple of n_kv_head %u",
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: n_head %u is not a multiple of n_kv_head %u",
                    p.n_head, p.n_kv_head);
     if (d == 0 || (d & (d - 1)) != 0 || d > OSCAR_CALIB_MAX_HEAD_DIM)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
-                   "oscar_calib_create: head_dim %u is not a power of two in 1..%u (the Walsh-Hadamard "
+                   "ovk_calib_create: head_dim %u is not a power of two in 1..%u (the Walsh-Hadamard "
                    "matrix needs d = 2^k)", d, OSCAR_CALIB_MAX_HEAD_DIM);
-    if (p.group_size == 0) p.group_size = oscar_int2_default_group(d); /* the runtime's default (oscar_kv_params) */
+    if (p.group_size == 0) p.group_size = ovk_int2_default_group(d); /* the runtime's default (oscar_kv_params) */
     if (p.group_size > d || d % p.group_size != 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: group_size %u does not divide head_dim %u",
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: group_size %u does not divide head_dim %u",
                    p.group_size, d);
     if (p.grouping != OSCAR_CALIB_PER_LAYER && p.grouping != OSCAR_CALIB_PER_HEAD)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: unknown grouping %d", (int)p.grouping);
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: unknown grouping %d", (int)p.grouping);
     if (!(p.clip_min > 0.0f) || !(p.clip_max <= 1.0f) || !(p.clip_min <= p.clip_max) || !(p.clip_step > 0.0f))
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
-                   "oscar_calib_create: clip grid %g..%g step %g must satisfy 0 < min <= max <= 1, step > 0",
+                   "ovk_calib_create: clip grid %g..%g step %g must satisfy 0 < min <= max <= 1, step > 0",
                    (double)p.clip_min, (double)p.clip_max, (double)p.clip_step);
     if (p.refit_rounds > OSCAR_CALIB_MAX_REFIT_ROUNDS)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: refit_rounds %u above %u", p.refit_rounds,
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: refit_rounds %u above %u", p.refit_rounds,
                    OSCAR_CALIB_MAX_REFIT_ROUNDS);
     if (p.group_size < d) p.refit_rounds = 0; /* the refit fits one group per row */
     if ((p.key_feedback || p.refit_rounds) && !(p.feedback_damp > 0.0))
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: feedback_damp %g must be > 0", p.feedback_damp);
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: feedback_damp %g must be > 0", p.feedback_damp);
     if (p.reservoir_rows == 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: reservoir_rows must be > 0");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: reservoir_rows must be > 0");
     if (p.key_center_block && !p.rope_theta)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: key_center_block %u needs rope_theta", p.key_center_block);
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: key_center_block %u needs rope_theta", p.key_center_block);
     if (p.score_objective && p.max_seq_len == 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with score_objective");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: max_seq_len must be > 0 with score_objective");
     if (p.min_tokens == 0) p.min_tokens = d;
     if (p.vfit_query_stride == 0) /* about 128 queries a sequence, every 4th position at most */
         p.vfit_query_stride = p.max_seq_len / 128 > 4 ? p.max_seq_len / 128 : 4;
     if (p.vfit_sequences && p.max_seq_len == 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_create: max_seq_len must be > 0 with vfit_sequences");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_create: max_seq_len must be > 0 with vfit_sequences");
 
     cal = calloc(1, sizeof *cal);
-    if (!cal) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create");
+    if (!cal) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_create");
     cal->p = p;
     cal->d = d;
     cal->group = p.n_head / p.n_kv_head;
     cal->rng = p.seed ? p.seed : 0x9E3779B97F4A7C15ULL;
     cal->seq = -1;
     cal->layers = calloc(p.n_layer, sizeof *cal->layers);
-    if (!cal->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: %u layers", p.n_layer);
+    if (!cal->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_create: %u layers", p.n_layer);
     size_t dd = (size_t)d * d, kv_row = (size_t)p.n_kv_head * d;
     for (uint32_t l = 0; l < p.n_layer; l++) {
         calib_layer *L = &cal->layers[l];
         L->heads = calloc(p.n_kv_head, sizeof *L->heads);
-        if (!L->heads) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: layer %u", l);
+        if (!L->heads) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_create: layer %u", l);
         for (uint32_t h = 0; h < p.n_kv_head; h++) {
             calib_head *hd = &L->heads[h];
             hd->s_q = calloc(dd, sizeof *hd->s_q);
@@ -296,13 +296,13 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
             hd->m_v = calloc(d, sizeof *hd->m_v);
             if (!hd->s_q || !hd->s_vp || (p.score_objective && !hd->s_s) || !hd->res_k || !hd->res_v || !hd->res_pos || !hd->m_k ||
                 !hd->m_v)
-                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: layer %u head %u", l, h);
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_create: layer %u head %u", l, h);
         }
         if (p.proxy_buffer_tokens) {
             L->buf_k = malloc(p.proxy_buffer_tokens * kv_row * sizeof *L->buf_k);
             L->buf_v = malloc(p.proxy_buffer_tokens * kv_row * sizeof *L->buf_v);
             if (!L->buf_k || !L->buf_v)
-                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: proxy buffer of %u tokens",
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_create: proxy buffer of %u tokens",
                            p.proxy_buffer_tokens);
         } else {
             L->buf_flushed = 1;
@@ -316,51 +316,51 @@ oscar_status oscar_calib_create(const oscar_calib_params *params, oscar_calib **
             L->vf_qpos = malloc(nq * sizeof *L->vf_qpos);
             L->vf_nq = calloc(p.vfit_sequences, sizeof *L->vf_nq);
             if (!L->vf_k || !L->vf_v || !L->vf_n || !L->vf_q || !L->vf_qpos || !L->vf_nq)
-                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: %u kept sequences of %u tokens",
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_create: %u kept sequences of %u tokens",
                            p.vfit_sequences, p.max_seq_len);
         }
         if (p.score_objective) {
             L->hist_k = malloc(p.max_seq_len * kv_row * sizeof *L->hist_k);
             L->hist_v = malloc(p.max_seq_len * kv_row * sizeof *L->hist_v);
             if (!L->hist_k || !L->hist_v)
-                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_create: history of %u tokens", p.max_seq_len);
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_create: history of %u tokens", p.max_seq_len);
         }
     }
     *out = cal;
     return OSCAR_OK;
 fail:
-    oscar_calib_destroy(cal);
+    ovk_calib_destroy(cal);
     return st;
 }
 
-oscar_status oscar_calib_begin_sequence(oscar_calib *cal)
+oscar_status ovk_calib_begin_sequence(ovk_calib *cal)
 {
-    if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_begin_sequence: NULL calibrator");
+    if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_begin_sequence: NULL calibrator");
     for (uint32_t l = 0; l < cal->p.n_layer; l++) cal->layers[l].hist_n = cal->layers[l].seq_pos = 0;
     cal->seq++;
     return OSCAR_OK;
 }
 
-uint64_t oscar_calib_tokens(const oscar_calib *cal, uint32_t layer)
+uint64_t ovk_calib_tokens(const ovk_calib *cal, uint32_t layer)
 {
     return cal && layer < cal->p.n_layer ? cal->layers[layer].n_tokens : 0;
 }
 
-const oscar_calib_params *oscar_calib_get_params(const oscar_calib *cal) { return cal ? &cal->p : NULL; }
+const ovk_calib_params *ovk_calib_get_params(const ovk_calib *cal) { return cal ? &cal->p : NULL; }
 
 /* ---- adding a batch ------------------------------------------------------------------------- */
 
-oscar_status oscar_calib_add_means(oscar_calib *cal, uint32_t layer, uint32_t n_tokens, const float *k_pre,
+oscar_status ovk_calib_add_means(ovk_calib *cal, uint32_t layer, uint32_t n_tokens, const float *k_pre,
                                    const float *v)
 {
     if (!cal || (n_tokens && (!k_pre || !v)))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add_means: NULL argument");
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_add_means: NULL argument");
     if (layer >= cal->p.n_layer)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add_means: layer %u of %u", layer, cal->p.n_layer);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_add_means: layer %u of %u", layer, cal->p.n_layer);
     uint32_t d = cal->d, nkv = cal->p.n_kv_head, t, h, j;
     if (find_non_finite(k_pre, n_tokens, nkv, d, &t, &h, &j) || find_non_finite(v, n_tokens, nkv, d, &t, &h, &j))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT,
-                           "oscar_calib_add_means: layer %u: non-finite value at token %u, KV head %u, dim %u", layer, t,
+                           "ovk_calib_add_means: layer %u: non-finite value at token %u, KV head %u, dim %u", layer, t,
                            h, j);
     for (t = 0; t < n_tokens; t++)
         for (h = 0; h < nkv; h++) {
@@ -372,29 +372,29 @@ oscar_status oscar_calib_add_means(oscar_calib *cal, uint32_t layer, uint32_t n_
     return OSCAR_OK;
 }
 
-oscar_status oscar_calib_mean(const oscar_calib *cal, uint32_t layer, uint32_t head, int values, double *out)
+oscar_status ovk_calib_mean(const ovk_calib *cal, uint32_t layer, uint32_t head, int values, double *out)
 {
-    if (!cal || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_mean: NULL argument");
+    if (!cal || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_mean: NULL argument");
     if (layer >= cal->p.n_layer || head >= cal->p.n_kv_head)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_mean: layer %u head %u out of range", layer, head);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_mean: layer %u head %u out of range", layer, head);
     const calib_head *hd = &cal->layers[layer].heads[head];
     if (hd->n_m == 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "oscar_calib_mean: layer %u head %u has no rows for its mean", layer,
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "ovk_calib_mean: layer %u head %u has no rows for its mean", layer,
                            head);
     for (uint32_t j = 0; j < cal->d; j++) out[j] = (values ? hd->m_v[j] : hd->m_k[j]) / (double)hd->n_m;
     return OSCAR_OK;
 }
 
-oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens, const float *q, const float *k,
+oscar_status ovk_calib_add(ovk_calib *cal, uint32_t layer, uint32_t n_tokens, const float *q, const float *k,
                              const float *v)
 {
     oscar_status st = OSCAR_OK;
     double *tmp = NULL, *tmp2 = NULL, *tmp3 = NULL; /* [n_tokens * group][d] float64 scratch */
     double *CQ = NULL;                              /* [d][d] running C_Q of one head */
     float *o = NULL;                                /* [n_tokens][d] attention output of one query head */
-    if (!cal || !q || !k || !v) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: NULL argument");
+    if (!cal || !q || !k || !v) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_add: NULL argument");
     if (layer >= cal->p.n_layer)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: layer %u out of range (n_layer %u)", layer,
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_add: layer %u out of range (n_layer %u)", layer,
                    cal->p.n_layer);
     if (n_tokens == 0) return OSCAR_OK;
     const uint32_t d = cal->d, nh = cal->p.n_head, nkv = cal->p.n_kv_head, grp = cal->group;
@@ -402,19 +402,19 @@ oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens
     {
         uint32_t t, h, j;
         if (find_non_finite(q, n_tokens, nh, d, &t, &h, &j))
-            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: non-finite Q value %g (layer %u, token %u, head %u, dim %u)",
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_add: non-finite Q value %g (layer %u, token %u, head %u, dim %u)",
                        (double)q[((size_t)t * nh + h) * d + j], layer, t, h, j);
         if (find_non_finite(k, n_tokens, nkv, d, &t, &h, &j))
-            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: non-finite K value %g (layer %u, token %u, kv head %u, dim %u)",
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_add: non-finite K value %g (layer %u, token %u, kv head %u, dim %u)",
                        (double)k[((size_t)t * nkv + h) * d + j], layer, t, h, j);
         if (find_non_finite(v, n_tokens, nkv, d, &t, &h, &j))
-            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_add: non-finite V value %g (layer %u, token %u, kv head %u, dim %u)",
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_add: non-finite V value %g (layer %u, token %u, kv head %u, dim %u)",
                        (double)v[((size_t)t * nkv + h) * d + j], layer, t, h, j);
     }
     if (cal->p.score_objective && (uint64_t)L->hist_n + n_tokens > cal->p.max_seq_len)
         OSCAR_FAIL(OSCAR_ERROR_CONTEXT_FULL,
-                   "oscar_calib_add: layer %u sequence would reach %" PRIu64 " tokens, more than max_seq_len %u; "
-                   "call oscar_calib_begin_sequence() between calibration sequences",
+                   "ovk_calib_add: layer %u sequence would reach %" PRIu64 " tokens, more than max_seq_len %u; "
+                   "call ovk_calib_begin_sequence() between calibration sequences",
                    layer, (uint64_t)L->hist_n + n_tokens, cal->p.max_seq_len);
 
     size_t rows = (size_t)n_tokens * grp;
@@ -424,7 +424,7 @@ oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens
     CQ = malloc((size_t)d * d * sizeof *CQ);
     o = malloc((size_t)n_tokens * d * sizeof *o);
     if (!tmp || !tmp2 || !tmp3 || !CQ || !o)
-        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_add: scratch for %u tokens", n_tokens);
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_add: scratch for %u tokens", n_tokens);
 
     /* C_Q: rows of every query head of the group */
     for (uint32_t h = 0; h < nkv; h++) {
@@ -461,7 +461,7 @@ oscar_status oscar_calib_add(oscar_calib *cal, uint32_t layer, uint32_t n_tokens
         for (uint32_t h = 0; h < nkv; h++) {
             calib_head *hd = &L->heads[h];
             for (uint32_t i = h * grp; i < (h + 1) * grp; i++) {
-                OSCAR_TRY(oscar_attention_causal(q + (size_t)i * d, (size_t)nh * d, n_tokens, L->hist_k + (size_t)h * d,
+                OSCAR_TRY(ovk_attention_causal(q + (size_t)i * d, (size_t)nh * d, n_tokens, L->hist_k + (size_t)h * d,
                                                  L->hist_v + (size_t)h * d, kv_row, L->hist_n, d, o));
                 for (size_t x = 0; x < (size_t)n_tokens * d; x++) tmp[x] = o[x];
                 syrk_add(hd->s_s, tmp, n_tokens, d);
@@ -508,7 +508,7 @@ fail:
 
 /* ---- reading results ------------------------------------------------------------------------- */
 
-int oscar_calib_has_output_fit(const oscar_calib *cal)
+int ovk_calib_has_output_fit(const ovk_calib *cal)
 {
     if (!cal || !cal->p.vfit_sequences) return 0;
     for (uint32_t l = 0; l < cal->p.n_layer; l++)
@@ -517,12 +517,12 @@ int oscar_calib_has_output_fit(const oscar_calib *cal)
     return 0;
 }
 
-oscar_status oscar_calib_kept_sequence(const oscar_calib *cal, uint32_t layer, uint32_t s, const float **k,
+oscar_status ovk_calib_kept_sequence(const ovk_calib *cal, uint32_t layer, uint32_t s, const float **k,
                                        const float **v, uint32_t *n, const float **q, const uint32_t **qpos,
                                        uint32_t *nq)
 {
     if (!cal || layer >= cal->p.n_layer || s >= cal->p.vfit_sequences)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_kept_sequence: layer %u sequence %u out of range", layer, s);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_kept_sequence: layer %u sequence %u out of range", layer, s);
     const calib_layer *L = &cal->layers[layer];
     uint32_t T = cal->p.max_seq_len, q_cap = T / cal->p.vfit_query_stride + 1;
     size_t kv_row = (size_t)cal->p.n_kv_head * cal->d;
@@ -536,7 +536,7 @@ oscar_status oscar_calib_kept_sequence(const oscar_calib *cal, uint32_t layer, u
 }
 
 /* Checks layer/head and that the layer has enough tokens. */
-static oscar_status check_ready(const oscar_calib *cal, uint32_t layer, uint32_t head, const char *fn)
+static oscar_status check_ready(const ovk_calib *cal, uint32_t layer, uint32_t head, const char *fn)
 {
     if (!cal) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: NULL calibrator", fn);
     if (layer >= cal->p.n_layer)
@@ -551,22 +551,22 @@ static oscar_status check_ready(const oscar_calib *cal, uint32_t layer, uint32_t
     return OSCAR_OK;
 }
 
-oscar_status oscar_calib_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, oscar_calib_target target,
+oscar_status ovk_calib_covariance(ovk_calib *cal, uint32_t layer, uint32_t head, ovk_calib_target target,
                                     double *out)
 {
-    oscar_status st = check_ready(cal, layer, head, "oscar_calib_covariance");
+    oscar_status st = check_ready(cal, layer, head, "ovk_calib_covariance");
     double *one = NULL; /* [d][d] one head's matrix */
     if (st != OSCAR_OK) return st;
-    if (!out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_covariance: out is NULL");
+    if (!out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_covariance: out is NULL");
     if (target == OSCAR_CALIB_VALUES_SCORES && !cal->p.score_objective)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_covariance: C_S was not accumulated (params.score_objective = 0)");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "ovk_calib_covariance: C_S was not accumulated (params.score_objective = 0)");
     if (target != OSCAR_CALIB_KEYS && target != OSCAR_CALIB_VALUES_PROXY && target != OSCAR_CALIB_VALUES_SCORES)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_covariance: unknown target %d", (int)target);
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_covariance: unknown target %d", (int)target);
     uint32_t d = cal->d;
     calib_layer *L = &cal->layers[layer];
     if (target == OSCAR_CALIB_VALUES_PROXY && !L->buf_flushed) OSCAR_TRY(flush_proxy(cal, L));
     one = malloc((size_t)d * d * sizeof *one);
-    if (!one) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_covariance");
+    if (!one) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_covariance");
     uint32_t h0 = head == OSCAR_CALIB_ALL_HEADS ? 0 : head;
     uint32_t h1 = head == OSCAR_CALIB_ALL_HEADS ? cal->p.n_kv_head : head + 1;
     memset(out, 0, (size_t)d * d * sizeof *out);
@@ -577,7 +577,7 @@ oscar_status oscar_calib_covariance(oscar_calib *cal, uint32_t layer, uint32_t h
         else {
             if (!(hd->w_sum > 0.0))
                 OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE,
-                           "oscar_calib_covariance: layer %u KV head %u: every proxy weight k C_Q k^T is zero", layer, h);
+                           "ovk_calib_covariance: layer %u KV head %u: every proxy weight k C_Q k^T is zero", layer, h);
             sym_full(hd->s_vp, d, 1.0 / hd->w_sum, one);
         }
         for (size_t i = 0; i < (size_t)d * d; i++) out[i] += one[i] / (double)(h1 - h0);
@@ -587,11 +587,11 @@ fail:
     return st;
 }
 
-oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint32_t head, const float **k,
+oscar_status ovk_calib_reservoir(const ovk_calib *cal, uint32_t layer, uint32_t head, const float **k,
                                    const float **v, uint32_t *n)
 {
     if (!cal || layer >= cal->p.n_layer || head >= cal->p.n_kv_head || !k || !v || !n)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_reservoir: bad layer %u / head %u or NULL output",
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_reservoir: bad layer %u / head %u or NULL output",
                            layer, head);
     const calib_head *hd = &cal->layers[layer].heads[head];
     *k = hd->res_k;
@@ -600,7 +600,7 @@ oscar_status oscar_calib_reservoir(const oscar_calib *cal, uint32_t layer, uint3
     return OSCAR_OK;
 }
 
-const uint32_t *oscar_calib_reservoir_positions(const oscar_calib *cal, uint32_t layer, uint32_t head)
+const uint32_t *ovk_calib_reservoir_positions(const ovk_calib *cal, uint32_t layer, uint32_t head)
 {
     if (!cal || layer >= cal->p.n_layer || head >= cal->p.n_kv_head) return NULL;
     return cal->layers[layer].heads[head].res_pos;

@@ -7,7 +7,7 @@
 #include "capture.h"
 #include "error.h"
 #include "model_ref.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
 /* A weight matrix dequantized once: W [n_out][n_in] float, y = W x. */
 typedef struct cap_matrix {
@@ -23,9 +23,9 @@ typedef struct cap_layer {
     float *k_cache, *v_cache;    /* [max_seq_len][n_head_kv][head_dim] */
 } cap_layer;
 
-struct oscar_capture {
-    const oscar_model_desc *desc;
-    oscar_capture_params p;
+struct ovk_capture {
+    const ovk_model_desc *desc;
+    ovk_capture_params p;
     uint32_t n_past;             /* positions of the current sequence evaluated */
     uint32_t q_dim, k_dim;       /* n_head*head_dim, n_head_kv*head_dim */
     cap_layer *layers;           /* [n_layer] */
@@ -41,9 +41,9 @@ struct oscar_capture {
     float *gate, *up;            /* [C][n_ff] */
 };
 
-oscar_capture_params oscar_capture_params_default(void)
+ovk_capture_params ovk_capture_params_default(void)
 {
-    oscar_capture_params p;
+    ovk_capture_params p;
     memset(&p, 0, sizeof p);
     p.max_seq_len = 2048;
     p.chunk = 256;
@@ -53,13 +53,13 @@ oscar_capture_params oscar_capture_params_default(void)
 /* ---- creation ------------------------------------------------------------------------------ */
 
 /* Dequantizes a whole tensor of n elements into a new float array (NULL tensor: *out = NULL). */
-static oscar_status load_vector(const oscar_gguf_tensor *t, uint64_t n, float **out)
+static oscar_status load_vector(const ovk_gguf_tensor *t, uint64_t n, float **out)
 {
     *out = NULL;
     if (!t) return OSCAR_OK;
     float *v = malloc(n * sizeof *v); /* [n] */
     if (!v) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "capture: out of memory for %s", t->name);
-    oscar_status st = oscar_ggml_dequantize_row(t->type, t->data, v, n);
+    oscar_status st = ovk_ggml_dequantize_row(t->type, t->data, v, n);
     if (st != OSCAR_OK) {
         free(v);
         return st;
@@ -69,41 +69,41 @@ static oscar_status load_vector(const oscar_gguf_tensor *t, uint64_t n, float **
 }
 
 /* Dequantizes matrix t ([n_in, n_out] in GGUF order) into m->w [n_out][n_in]. */
-static oscar_status load_matrix(const oscar_gguf_tensor *t, cap_matrix *m)
+static oscar_status load_matrix(const ovk_gguf_tensor *t, cap_matrix *m)
 {
     oscar_status st = OSCAR_OK;
     uint64_t row_bytes = 0;
     m->n_in = (uint32_t)t->ne[0];
     m->n_out = (uint32_t)t->ne[1];
-    if ((st = oscar_ggml_row_size(t->type, m->n_in, &row_bytes)) != OSCAR_OK) return st;
+    if ((st = ovk_ggml_row_size(t->type, m->n_in, &row_bytes)) != OSCAR_OK) return st;
     m->w = malloc((size_t)m->n_in * m->n_out * sizeof *m->w);
     if (!m->w)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "capture: out of memory for %s (%u x %u floats)", t->name,
                            m->n_out, m->n_in);
     for (uint32_t o = 0; o < m->n_out; o++) {
-        st = oscar_ggml_dequantize_row(t->type, (const uint8_t *)t->data + (size_t)o * row_bytes,
+        st = ovk_ggml_dequantize_row(t->type, (const uint8_t *)t->data + (size_t)o * row_bytes,
                                        m->w + (size_t)o * m->n_in, m->n_in);
         if (st != OSCAR_OK) return st;
     }
     return OSCAR_OK;
 }
 
-oscar_status oscar_capture_create(const oscar_model_desc *desc, const oscar_capture_params *params,
-                                  oscar_capture **out)
+oscar_status ovk_capture_create(const ovk_model_desc *desc, const ovk_capture_params *params,
+                                  ovk_capture **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_capture *c = NULL;
-    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_capture_create: out is NULL");
+    ovk_capture *c = NULL;
+    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_capture_create: out is NULL");
     *out = NULL;
-    if (!desc) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_capture_create: desc is NULL");
-    const oscar_model_hparams *hp = &desc->hp;
+    if (!desc) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_capture_create: desc is NULL");
+    const ovk_model_hparams *hp = &desc->hp;
     if (hp->head_dim_v != hp->head_dim)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "capture: head_dim_v %u differs from head_dim %u", hp->head_dim_v,
                            hp->head_dim);
     c = calloc(1, sizeof *c);
     if (!c) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "capture: out of memory");
     c->desc = desc;
-    c->p = params ? *params : oscar_capture_params_default();
+    c->p = params ? *params : ovk_capture_params_default();
     if (!c->p.max_seq_len) c->p.max_seq_len = 2048;
     if (!c->p.chunk) c->p.chunk = 256;
     if (c->p.max_seq_len > (1u << 20) || c->p.chunk > 8192)
@@ -111,13 +111,13 @@ oscar_status oscar_capture_create(const oscar_model_desc *desc, const oscar_capt
                    c->p.chunk);
     c->q_dim = hp->n_head * hp->head_dim;
     c->k_dim = hp->n_head_kv * hp->head_dim;
-    OSCAR_TRY(oscar_ggml_row_size(desc->token_embd->type, hp->n_embd, &c->embd_row_bytes));
+    OSCAR_TRY(ovk_ggml_row_size(desc->token_embd->type, hp->n_embd, &c->embd_row_bytes));
     OSCAR_TRY(load_vector(desc->output_norm, hp->n_embd, &c->output_norm));
     if (c->p.want_logits) OSCAR_TRY(load_matrix(desc->output, &c->output));
     c->layers = calloc(hp->n_layer, sizeof *c->layers);
     if (!c->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "capture: out of memory");
     for (uint32_t il = 0; il < hp->n_layer; il++) {
-        const oscar_model_layer *D = &desc->layers[il];
+        const ovk_model_layer *D = &desc->layers[il];
         cap_layer *L = &c->layers[il];
         OSCAR_TRY(load_vector(D->attn_norm, hp->n_embd, &L->attn_norm));
         OSCAR_TRY(load_vector(D->ffn_norm, hp->n_embd, &L->ffn_norm));
@@ -155,11 +155,11 @@ oscar_status oscar_capture_create(const oscar_model_desc *desc, const oscar_capt
     *out = c;
     return OSCAR_OK;
 fail:
-    oscar_capture_destroy(c);
+    ovk_capture_destroy(c);
     return st;
 }
 
-void oscar_capture_destroy(oscar_capture *c)
+void ovk_capture_destroy(ovk_capture *c)
 {
     if (!c) return;
     if (c->layers) {
@@ -192,15 +192,15 @@ static void matmul(const cap_matrix *m, const float *x, float *y, uint32_t n)
 }
 
 /* One attention block for n tokens at pos0.. (c->x in, updated). */
-static oscar_status attention_block(oscar_capture *c, uint32_t il, uint32_t n, uint32_t pos0)
+static oscar_status attention_block(ovk_capture *c, uint32_t il, uint32_t n, uint32_t pos0)
 {
     oscar_status st = OSCAR_OK;
-    const oscar_model_hparams *hp = &c->desc->hp;
+    const ovk_model_hparams *hp = &c->desc->hp;
     cap_layer *L = &c->layers[il];
     uint32_t hd = hp->head_dim, group = hp->n_head / hp->n_head_kv;
 
     for (uint32_t t = 0; t < n; t++)
-        oscar_rmsnorm(c->xb + (size_t)t * hp->n_embd, c->x + (size_t)t * hp->n_embd, L->attn_norm, hp->n_embd,
+        ovk_rmsnorm(c->xb + (size_t)t * hp->n_embd, c->x + (size_t)t * hp->n_embd, L->attn_norm, hp->n_embd,
                       hp->norm_eps);
     matmul(&L->wq, c->xb, c->q, n);
     matmul(&L->wk, c->xb, c->k, n);
@@ -214,12 +214,12 @@ static oscar_status attention_block(oscar_capture *c, uint32_t il, uint32_t n, u
         if (L->bk) for (uint32_t i = 0; i < c->k_dim; i++) k[i] += L->bk[i];
         if (L->bv) for (uint32_t i = 0; i < c->k_dim; i++) v[i] += L->bv[i];
         for (uint32_t h = 0; h < hp->n_head; h++) {
-            if (L->q_norm) oscar_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, hp->norm_eps);
-            oscar_rope_apply(q + h * hd, hd, hp->n_rot, hp->rope_type, c->desc->rope_theta, pos);
+            if (L->q_norm) ovk_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, hp->norm_eps);
+            ovk_rope_apply(q + h * hd, hd, hp->n_rot, hp->rope_type, c->desc->rope_theta, pos);
         }
         for (uint32_t h = 0; h < hp->n_head_kv; h++) {
-            if (L->k_norm) oscar_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, hp->norm_eps);
-            oscar_rope_apply(k + h * hd, hd, hp->n_rot, hp->rope_type, c->desc->rope_theta, pos);
+            if (L->k_norm) ovk_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, hp->norm_eps);
+            ovk_rope_apply(k + h * hd, hd, hp->n_rot, hp->rope_type, c->desc->rope_theta, pos);
         }
     }
     if (c->p.hook) OSCAR_TRY(c->p.hook(c->p.hook_user, il, pos0, n, c->q, c->k, c->v));
@@ -227,7 +227,7 @@ static oscar_status attention_block(oscar_capture *c, uint32_t il, uint32_t n, u
     memcpy(L->v_cache + (size_t)pos0 * c->k_dim, c->v, (size_t)n * c->k_dim * sizeof(float));
     for (uint32_t h = 0; h < hp->n_head; h++) {
         uint32_t g = h / group;
-        OSCAR_TRY(oscar_attention_causal(c->q + h * hd, c->q_dim, n, L->k_cache + g * hd, L->v_cache + g * hd,
+        OSCAR_TRY(ovk_attention_causal(c->q + h * hd, c->q_dim, n, L->k_cache + g * hd, L->v_cache + g * hd,
                                          c->k_dim, pos0, hd, c->head_out));
         for (uint32_t t = 0; t < n; t++)
             memcpy(c->att + (size_t)t * c->q_dim + h * hd, c->head_out + (size_t)t * hd, hd * sizeof(float));
@@ -239,12 +239,12 @@ fail:
 }
 
 /* One feed-forward block for n tokens (c->x in, updated). */
-static void ffn_block(oscar_capture *c, uint32_t il, uint32_t n)
+static void ffn_block(ovk_capture *c, uint32_t il, uint32_t n)
 {
-    const oscar_model_hparams *hp = &c->desc->hp;
+    const ovk_model_hparams *hp = &c->desc->hp;
     cap_layer *L = &c->layers[il];
     for (uint32_t t = 0; t < n; t++)
-        oscar_rmsnorm(c->xb + (size_t)t * hp->n_embd, c->x + (size_t)t * hp->n_embd, L->ffn_norm, hp->n_embd,
+        ovk_rmsnorm(c->xb + (size_t)t * hp->n_embd, c->x + (size_t)t * hp->n_embd, L->ffn_norm, hp->n_embd,
                       hp->norm_eps);
     matmul(&L->w_gate, c->xb, c->gate, n);
     matmul(&L->w_up, c->xb, c->up, n);
@@ -253,30 +253,30 @@ static void ffn_block(oscar_capture *c, uint32_t il, uint32_t n)
     for (size_t i = 0; i < (size_t)n * hp->n_embd; i++) c->x[i] += c->proj[i];
 }
 
-oscar_status oscar_capture_eval(oscar_capture *c, const int32_t *tokens, uint32_t n, uint32_t pos0, float *logits)
+oscar_status ovk_capture_eval(ovk_capture *c, const int32_t *tokens, uint32_t n, uint32_t pos0, float *logits)
 {
     oscar_status st = OSCAR_OK;
     if (!c || !tokens || n == 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_capture_eval: NULL capture/tokens or n = 0");
-    const oscar_model_hparams *hp = &c->desc->hp;
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_capture_eval: NULL capture/tokens or n = 0");
+    const ovk_model_hparams *hp = &c->desc->hp;
     if (pos0 > c->n_past)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_capture_eval: pos0 %u is past the %u positions "
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_capture_eval: pos0 %u is past the %u positions "
                            "evaluated", pos0, c->n_past);
     if ((uint64_t)pos0 + n > c->p.max_seq_len)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_CONTEXT_FULL, "oscar_capture_eval: positions %u..%u exceed max_seq_len %u",
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_CONTEXT_FULL, "ovk_capture_eval: positions %u..%u exceed max_seq_len %u",
                            pos0, pos0 + n - 1, c->p.max_seq_len);
     if (logits && !c->p.want_logits)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_capture_eval: logits asked without want_logits");
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_capture_eval: logits asked without want_logits");
     for (uint32_t t = 0; t < n; t++)
         if (tokens[t] < 0 || (uint32_t)tokens[t] >= hp->n_vocab)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_capture_eval: token %d at %u out of range "
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_capture_eval: token %d at %u out of range "
                                "(n_vocab %u)", tokens[t], t, hp->n_vocab);
-    const oscar_gguf_tensor *te = c->desc->token_embd;
+    const ovk_gguf_tensor *te = c->desc->token_embd;
     for (uint32_t c0 = 0; c0 < n; c0 += c->p.chunk) {
         uint32_t nb = n - c0 < c->p.chunk ? n - c0 : c->p.chunk;
         uint32_t p0 = pos0 + c0;
         for (uint32_t t = 0; t < nb; t++)
-            OSCAR_TRY(oscar_ggml_dequantize_row(te->type,
+            OSCAR_TRY(ovk_ggml_dequantize_row(te->type,
                                                 (const uint8_t *)te->data + (size_t)tokens[c0 + t] * c->embd_row_bytes,
                                                 c->x + (size_t)t * hp->n_embd, hp->n_embd));
         c->n_past = p0; /* positions from p0 on are being overwritten */
@@ -287,7 +287,7 @@ oscar_status oscar_capture_eval(oscar_capture *c, const int32_t *tokens, uint32_
         c->n_past = p0 + nb;
         if (!logits) continue;
         for (uint32_t t = 0; t < nb; t++)
-            oscar_rmsnorm(c->xb + (size_t)t * hp->n_embd, c->x + (size_t)t * hp->n_embd, c->output_norm, hp->n_embd,
+            ovk_rmsnorm(c->xb + (size_t)t * hp->n_embd, c->x + (size_t)t * hp->n_embd, c->output_norm, hp->n_embd,
                           hp->norm_eps);
         matmul(&c->output, c->xb, logits + (size_t)c0 * hp->n_vocab, nb);
     }

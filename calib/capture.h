@@ -5,13 +5,13 @@
  * consecutive tokens goes through each block with cblas_sgemm (y[n][out] = x[n][in] · Wᵀ),
  * so the weights are read once per chunk instead of once per token and OpenBLAS may use
  * several threads (openblas_set_num_threads, or OPENBLAS_NUM_THREADS). Attention of a chunk
- * is causal over the sequence so far (oscar_attention_causal, calib/attention.c).
+ * is causal over the sequence so far (ovk_attention_causal, calib/attention.c).
  *
  * Differences from model_ref, on purpose:
  *  - Summation order differs (BLAS kernels), so results match model_ref to float32 rounding
  *    only, not bit for bit (tests/test_calib_capture.c states the tolerance).
  *  - The hook receives a whole chunk of one layer at once: q [n][n_head][head_dim],
- *    k and v [n][n_head_kv][head_dim], post-RoPE, exactly the layout oscar_calib_add() takes,
+ *    k and v [n][n_head_kv][head_dim], post-RoPE, exactly the layout ovk_calib_add() takes,
  *    and may fail (its status stops the evaluation).
  *  - The token embedding is dequantized row by row as tokens are looked up; the LM head is
  *    dequantized only when want_logits is set (SmolLM2: 113 MB saved).
@@ -29,34 +29,34 @@
  * q [n][n_head][head_dim], k and v [n][n_head_kv][head_dim], float32, valid during the call.
  * Called for layer 0, 1, ... of each chunk in order. A status other than OSCAR_OK stops the
  * evaluation, which returns it. */
-typedef oscar_status (*oscar_capture_hook)(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
+typedef oscar_status (*ovk_capture_hook)(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
                                            const float *k, const float *v);
 
-typedef struct oscar_capture_params {
+typedef struct ovk_capture_params {
     uint32_t max_seq_len;    /* positions the per-layer KV buffer holds; default 2048 */
     uint32_t chunk;          /* tokens per matmul batch inside eval; default 256 */
     int want_logits;         /* 1: dequantize the LM head so eval can return logits; default 0 */
-    oscar_capture_hook hook; /* NULL: none */
+    ovk_capture_hook hook; /* NULL: none */
     void *hook_user;
-} oscar_capture_params;
+} ovk_capture_params;
 
-oscar_capture_params oscar_capture_params_default(void);
+ovk_capture_params ovk_capture_params_default(void);
 
-typedef struct oscar_capture oscar_capture;
+typedef struct ovk_capture ovk_capture;
 
 /* Dequantizes the block weights of `desc` (borrowed: it must outlive the object) and allocates
  * the KV buffer and scratch. INVALID_ARGUMENT for bad params, UNSUPPORTED for head_dim_v !=
  * head_dim, OUT_OF_HOST_MEMORY. *out is NULL on failure. */
-oscar_status oscar_capture_create(const oscar_model_desc *desc, const oscar_capture_params *params,
-                                  oscar_capture **out);
+oscar_status ovk_capture_create(const ovk_model_desc *desc, const ovk_capture_params *params,
+                                  ovk_capture **out);
 /* Frees everything; NULL is a no-op. */
-void oscar_capture_destroy(oscar_capture *c);
+void ovk_capture_destroy(ovk_capture *c);
 
 /* Runs tokens[0..n) at positions pos0.. of the current sequence (pos0 <= the positions
  * already evaluated; pos0 = 0 starts a new sequence), calling the hook per layer per chunk.
  * logits: NULL, or [n][n_vocab] (needs want_logits). INVALID_ARGUMENT for a token out of
  * range, n = 0, pos0 past the sequence or logits without want_logits; CONTEXT_FULL when
  * pos0 + n > max_seq_len; the hook's status when it fails. */
-oscar_status oscar_capture_eval(oscar_capture *c, const int32_t *tokens, uint32_t n, uint32_t pos0, float *logits);
+oscar_status ovk_capture_eval(ovk_capture *c, const int32_t *tokens, uint32_t n, uint32_t pos0, float *logits);
 
 #endif

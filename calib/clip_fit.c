@@ -9,8 +9,8 @@
 
 #include "error.h"
 #include "int2_quant.h"
-#include "model_ref.h" /* oscar_rope_average */
-#include "oscar_calib.h"
+#include "model_ref.h" /* ovk_rope_average */
+#include "calib.h"
 
 static int cmp_float_asc(const void *a, const void *b)
 {
@@ -29,7 +29,7 @@ static void stored_rows(const float *x, uint32_t n, size_t stride, uint32_t d, c
             for (uint32_t j = 0; j < d; j++) xc[(size_t)t * d + j] = x[(size_t)t * stride + j] - c[j];
         x = xc, stride = d;
     }
-    oscar_rotate_rows(x, n, stride, d, R, 0, y);
+    ovk_rotate_rows(x, n, stride, d, R, 0, y);
     for (size_t i = 0; i < (size_t)n * d; i++) ys[i] = fabsf(y[i]);
     for (uint32_t t = 0; t < n; t++) qsort(ys + (size_t)t * d, d, sizeof(float), cmp_float_asc);
 }
@@ -58,10 +58,10 @@ static void *ratio_errors(void *arg)
         for (uint32_t t = 0; t < k->n; t++) {
             const float *yt = k->y + (size_t)t * d;
             double *e = k->e;
-            float tau = oscar_int2_clip_threshold_sorted(k->ys + (size_t)t * d, d, k->ratios[ri]);
-            if (k->rounds) oscar_int2_fake_quantize_refit(yt, d, tau, k->F, k->MR, k->rounds, k->yq); /* G = d */
-            else if (k->F) oscar_int2_fake_quantize_feedback(yt, d, k->G, tau, k->F, k->yq);
-            else oscar_int2_fake_quantize_tau(yt, d, k->G, tau, k->yq);
+            float tau = ovk_int2_clip_threshold_sorted(k->ys + (size_t)t * d, d, k->ratios[ri]);
+            if (k->rounds) ovk_int2_fake_quantize_refit(yt, d, tau, k->F, k->MR, k->rounds, k->yq); /* G = d */
+            else if (k->F) ovk_int2_fake_quantize_feedback(yt, d, k->G, tau, k->F, k->yq);
+            else ovk_int2_fake_quantize_tau(yt, d, k->G, tau, k->yq);
             for (uint32_t j = 0; j < d; j++) e[j] = (double)k->yq[j] - (double)yt[j];
             double s = 0.0;
             if (k->values) {
@@ -90,7 +90,7 @@ static uint32_t clip_workers(uint32_t n_ratios)
     return n < n_ratios ? n : n_ratios;
 }
 
-oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
+oscar_status ovk_calib_clip_curve(ovk_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
                                     const float *feedback, const float *metric, const float *center, const float *ratios,
                                     uint32_t n_ratios, double *err_sum, uint64_t *rows)
 {
@@ -108,12 +108,12 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     double *scratch = NULL; /* [workers][d] each worker's row error */
     float *yqs = NULL;      /* [workers][d] */
     double *acc = NULL;     /* [n_ratios] one head's error per ratio */
-    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    const ovk_calib_params *p = ovk_calib_get_params(cal);
     if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: NULL argument or no ratios");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_clip_curve: NULL argument or no ratios");
     for (uint32_t i = 0; i < n_ratios; i++)
         if (!(ratios[i] > 0.0f && ratios[i] <= 1.0f))
-            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: clip ratio %g outside (0, 1]", (double)ratios[i]);
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_clip_curve: clip ratio %g outside (0, 1]", (double)ratios[i]);
     uint32_t d = p->head_dim, G = p->group_size, cap = p->reservoir_rows, rounds = p->refit_rounds;
     const float *F = values ? NULL : feedback, *MR = values ? NULL : metric; /* the refit's metric; NULL: identity */
     size_t dd = (size_t)d * d;
@@ -129,13 +129,13 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     xc = center ? malloc((size_t)cap * d * sizeof *xc) : NULL;
     int block_centers = !values && center && p->key_center_block; /* center: pre-RoPE key means */
     if (block_centers && !p->rope_theta)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve: key_center_block needs rope_theta");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_clip_curve: key_center_block needs rope_theta");
     uint32_t nw = clip_workers(n_ratios);
     scratch = malloc((size_t)nw * d * sizeof *scratch);
     yqs = malloc((size_t)nw * d * sizeof *yqs);
     acc = malloc(n_ratios * sizeof *acc);
     if (!CQ || !Rd || !T || !M || !y || (values && (!K || !KC)) || !w || !ys || (center && !xc) || !scratch || !yqs || !acc)
-        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve: %u rows", cap);
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_clip_curve: %u rows", cap);
     for (size_t i = 0; i < dd; i++) Rd[i] = R[i];
 
     uint32_t h0 = head == OSCAR_CALIB_ALL_HEADS ? 0 : head;
@@ -143,16 +143,16 @@ oscar_status oscar_calib_clip_curve(oscar_calib *cal, uint32_t layer, uint32_t h
     for (uint32_t h = h0; h < h1; h++) {
         const float *rk, *rv;
         uint32_t n;
-        OSCAR_TRY(oscar_calib_covariance(cal, layer, h, OSCAR_CALIB_KEYS, CQ));
-        OSCAR_TRY(oscar_calib_reservoir(cal, layer, h, &rk, &rv, &n));
+        OSCAR_TRY(ovk_calib_covariance(cal, layer, h, OSCAR_CALIB_KEYS, CQ));
+        OSCAR_TRY(ovk_calib_reservoir(cal, layer, h, &rk, &rv, &n));
         if (n == 0) continue;
         const float *x = values ? rv : rk, *c = center ? center + (size_t)h * d : NULL;
         if (block_centers) { /* each row less RoPE(mean) averaged over its block of positions */
-            const uint32_t *pos = oscar_calib_reservoir_positions(cal, layer, h);
+            const uint32_t *pos = ovk_calib_reservoir_positions(cal, layer, h);
             uint32_t B = p->key_center_block;
             float cb[OSCAR_CALIB_MAX_HEAD_DIM];
             for (uint32_t t = 0; t < n; t++) {
-                oscar_rope_average(c, d, p->rope_n_rot, p->rope_neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, p->rope_theta,
+                ovk_rope_average(c, d, p->rope_n_rot, p->rope_neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, p->rope_theta,
                                    pos[t] / B * B, (pos[t] / B + 1) * B, cb);
                 for (uint32_t j = 0; j < d; j++) xc[(size_t)t * d + j] = x[(size_t)t * d + j] - cb[j];
             }
@@ -214,12 +214,12 @@ fail:
     return st;
 }
 
-oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uint32_t head, const float *R,
+oscar_status ovk_calib_clip_curve_output(ovk_calib *cal, uint32_t layer, uint32_t head, const float *R,
                                            const float *center, const float *ratios, uint32_t n_ratios,
                                            double *err_sum, uint64_t *rows)
 {
     oscar_status st = OSCAR_OK;
-    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    const ovk_calib_params *p = ovk_calib_get_params(cal);
     float *xc = NULL; /* [T][d] centered values of one head */
     float *y = NULL;  /* [T][d] rotated */
     float *ys = NULL; /* [T][d] |y| of each row, sorted ascending */
@@ -227,9 +227,9 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
     float *P = NULL;  /* [group heads][kept queries][T] softmax weights over the INT2 tokens */
     float *O = NULL;  /* [group heads][kept queries][d] P·E */
     if (!p || !R || !ratios || !err_sum || !rows || n_ratios == 0)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_clip_curve_output: NULL argument or no ratios");
-    if (!oscar_calib_has_output_fit(cal))
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_clip_curve_output: no sequence was kept (vfit_sequences)");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_clip_curve_output: NULL argument or no ratios");
+    if (!ovk_calib_has_output_fit(cal))
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "ovk_calib_clip_curve_output: no sequence was kept (vfit_sequences)");
     uint32_t d = p->head_dim, G = p->group_size, T = p->max_seq_len, nkv = p->n_kv_head, nh = p->n_head;
     uint32_t grp = nh / nkv, q_cap = T / p->vfit_query_stride + 1;
     xc = malloc((size_t)T * d * sizeof *xc);
@@ -238,7 +238,7 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
     E = malloc((size_t)T * d * sizeof *E);
     P = malloc((size_t)grp * q_cap * T * sizeof *P);
     O = malloc((size_t)grp * q_cap * d * sizeof *O);
-    if (!xc || !y || !ys || !E || !P || !O) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_clip_curve_output");
+    if (!xc || !y || !ys || !E || !P || !O) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_clip_curve_output");
     const float scale = 1.0f / sqrtf((float)d);
     uint32_t h0 = head == OSCAR_CALIB_ALL_HEADS ? 0 : head;
     uint32_t h1 = head == OSCAR_CALIB_ALL_HEADS ? nkv : head + 1;
@@ -246,7 +246,7 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
         const float *k, *v, *q;
         const uint32_t *qpos;
         uint32_t n, nq;
-        OSCAR_TRY(oscar_calib_kept_sequence(cal, layer, s, &k, &v, &n, &q, &qpos, &nq));
+        OSCAR_TRY(ovk_calib_kept_sequence(cal, layer, s, &k, &v, &n, &q, &qpos, &nq));
         if (n == 0 || nq == 0) continue;
         for (uint32_t h = h0; h < h1; h++) {
             /* P: the exact causal softmax of each kept query of the group's heads over the real
@@ -259,7 +259,7 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
                             q + (size_t)(h * grp + g) * d, (int)(nh * d), k + (size_t)h * d, (int)(nkv * d), 0.0f, Pg, (int)n);
                 for (uint32_t a = 0; a < nq; a++) {
                     float *row = Pg + (size_t)a * n;
-                    oscar_softmax_causal_row(row, qpos[a] + 1 < n ? qpos[a] + 1 : n, n);
+                    ovk_softmax_causal_row(row, qpos[a] + 1 < n ? qpos[a] + 1 : n, n);
                     uint32_t int2_end = qpos[a] > p->vfit_recent ? qpos[a] - p->vfit_recent : 0; /* INT2: sink .. int2_end - 1 */
                     m += int2_end > p->vfit_sink;
                     for (uint32_t j = 0; j < n; j++)
@@ -277,9 +277,9 @@ oscar_status oscar_calib_clip_curve_output(oscar_calib *cal, uint32_t layer, uin
                         for (uint32_t e = 0; e < d; e++) ej[e] = 0.0f;
                         continue;
                     }
-                    float tau = oscar_int2_clip_threshold_sorted(ys + (size_t)j * d, d, ratios[ri]);
-                    if (p->refit_rounds) oscar_int2_fake_quantize_refit(yj, d, tau, NULL, NULL, p->refit_rounds, ej); /* G = d */
-                    else oscar_int2_fake_quantize_tau(yj, d, G, tau, ej);
+                    float tau = ovk_int2_clip_threshold_sorted(ys + (size_t)j * d, d, ratios[ri]);
+                    if (p->refit_rounds) ovk_int2_fake_quantize_refit(yj, d, tau, NULL, NULL, p->refit_rounds, ej); /* G = d */
+                    else ovk_int2_fake_quantize_tau(yj, d, G, tau, ej);
                     for (uint32_t e = 0; e < d; e++) ej[e] -= yj[e];
                 }
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)(grp * nq), (int)d, (int)n, 1.0f, P, (int)n, E,
@@ -301,7 +301,7 @@ fail:
     return st;
 }
 
-uint32_t oscar_calib_clip_grid(const oscar_calib_params *p, float *ratios, uint32_t cap)
+uint32_t ovk_calib_clip_grid(const ovk_calib_params *p, float *ratios, uint32_t cap)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; n < cap; i++) {
@@ -313,7 +313,7 @@ uint32_t oscar_calib_clip_grid(const oscar_calib_params *p, float *ratios, uint3
     return n;
 }
 
-oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
+oscar_status ovk_calib_fit_clip(ovk_calib *cal, uint32_t layer, uint32_t head, int values, const float *R,
                                   const float *center, float *ratio, double *err)
 {
     oscar_status st = OSCAR_OK;
@@ -321,23 +321,23 @@ oscar_status oscar_calib_fit_clip(oscar_calib *cal, uint32_t layer, uint32_t hea
     double *sums = NULL;  /* [OSCAR_CALIB_CLIP_GRID_MAX] */
     double *C = NULL;     /* [d][d] spread C_K, for the keys' refit metric */
     float *metric = NULL; /* [d][d] the keys' refit metric (refit_rounds > 0), else NULL */
-    const oscar_calib_params *p = oscar_calib_get_params(cal);
-    if (!p || !ratio || !R) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_fit_clip: NULL argument");
+    const ovk_calib_params *p = ovk_calib_get_params(cal);
+    if (!p || !ratio || !R) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_fit_clip: NULL argument");
     ratios = malloc(OSCAR_CALIB_CLIP_GRID_MAX * sizeof *ratios);
     sums = calloc(OSCAR_CALIB_CLIP_GRID_MAX, sizeof *sums);
-    if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
+    if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_fit_clip");
     if (!values && p->refit_rounds) {
         size_t dd = (size_t)p->head_dim * p->head_dim;
         C = malloc(dd * sizeof *C);
         metric = malloc(dd * sizeof *metric);
-        if (!C || !metric) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_fit_clip");
-        OSCAR_TRY(oscar_calib_spread_key_covariance(cal, layer, head, C));
-        OSCAR_TRY(oscar_key_metric_matrix(p->head_dim, C, R, p->feedback_damp, metric));
+        if (!C || !metric) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_fit_clip");
+        OSCAR_TRY(ovk_calib_spread_key_covariance(cal, layer, head, C));
+        OSCAR_TRY(ovk_key_metric_matrix(p->head_dim, C, R, p->feedback_damp, metric));
     }
-    uint32_t n = oscar_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
+    uint32_t n = ovk_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
     uint64_t rows = 0;
-    OSCAR_TRY(oscar_calib_clip_curve(cal, layer, head, values, R, NULL, metric, center, ratios, n, sums, &rows));
-    if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_fit_clip: layer %u has no sample rows", layer);
+    OSCAR_TRY(ovk_calib_clip_curve(cal, layer, head, values, R, NULL, metric, center, ratios, n, sums, &rows));
+    if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "ovk_calib_fit_clip: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
         if (sums[i] <= sums[best]) best = i;

@@ -5,22 +5,22 @@
 #include <string.h>
 
 #include "error.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
-oscar_status oscar_eigh_descending(uint32_t d, const double *C, double *U, double *lambda)
+oscar_status ovk_eigh_descending(uint32_t d, const double *C, double *U, double *lambda)
 {
     oscar_status st = OSCAR_OK;
     double *a = NULL; /* [d][d] LAPACK work copy; eigenvectors in columns on return, ascending */
     double *w = NULL; /* [d] eigenvalues, ascending */
     if (d == 0 || d > 4096 || !C || !U || !lambda)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_eigh_descending: d = %u or a NULL pointer", d);
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_eigh_descending: d = %u or a NULL pointer", d);
     for (size_t i = 0; i < (size_t)d * d; i++)
         if (!isfinite(C[i]))
-            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_eigh_descending: C[%zu][%zu] is not finite",
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_eigh_descending: C[%zu][%zu] is not finite",
                        i / d, i % d);
     a = malloc((size_t)d * d * sizeof *a);
     w = malloc((size_t)d * sizeof *w);
-    if (!a || !w) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_eigh_descending: %u x %u", d, d);
+    if (!a || !w) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_eigh_descending: %u x %u", d, d);
     memcpy(a, C, (size_t)d * d * sizeof *a);
     lapack_int info = LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', (lapack_int)d, a, (lapack_int)d, w);
     if (info != 0)

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "error.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
 /* *out = M = Rᵀ C R + damp · tr(Rᵀ C R)/d · I, float64 [d][d] allocated here (the caller frees
  * it, also on failure): the keys' logit-error weight in the rotated basis, damped, which the
@@ -45,10 +45,10 @@ fail:
     return st;
 }
 
-oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F)
+oscar_status ovk_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F)
 {
     double *M = NULL; /* [d][d] Rᵀ C R + damping, then its inverse, then that inverse's upper Cholesky factor */
-    oscar_status st = damped_metric(d, C, R, damp, F, &M, "oscar_key_feedback_matrix");
+    oscar_status st = damped_metric(d, C, R, damp, F, &M, "ovk_key_feedback_matrix");
     if (st != OSCAR_OK) goto fail;
     lapack_int info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, M, (lapack_int)d);
     if (info == 0) info = LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, M, (lapack_int)d);
@@ -56,7 +56,7 @@ oscar_status oscar_key_feedback_matrix(uint32_t d, const double *C, const float 
         for (uint32_t j = 0; j < i; j++) M[(size_t)i * d + j] = M[(size_t)j * d + i];
     if (info == 0) info = LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'U', (lapack_int)d, M, (lapack_int)d);
     if (info != 0)
-        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "oscar_key_feedback_matrix: LAPACK Cholesky failed (info %d)", (int)info);
+        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "ovk_key_feedback_matrix: LAPACK Cholesky failed (info %d)", (int)info);
     for (uint32_t i = 0; i < d; i++)
         for (uint32_t j = 0; j < d; j++)
             F[(size_t)i * d + j] = j > i ? (float)(M[(size_t)i * d + j] / M[(size_t)i * d + i]) : 0.0f;
@@ -65,10 +65,10 @@ fail:
     return st;
 }
 
-oscar_status oscar_key_metric_matrix(uint32_t d, const double *C, const float *R, double damp, float *metric)
+oscar_status ovk_key_metric_matrix(uint32_t d, const double *C, const float *R, double damp, float *metric)
 {
     double *M = NULL; /* [d][d] Rᵀ C R + damping */
-    oscar_status st = damped_metric(d, C, R, damp, metric, &M, "oscar_key_metric_matrix");
+    oscar_status st = damped_metric(d, C, R, damp, metric, &M, "ovk_key_metric_matrix");
     if (st != OSCAR_OK) goto fail;
     double diag = 0.0;
     for (uint32_t i = 0; i < d; i++) diag += M[(size_t)i * d + i];
@@ -85,18 +85,18 @@ fail:
     return st;
 }
 
-uint32_t oscar_calib_key_rope_span(const oscar_calib_params *p)
+uint32_t ovk_calib_key_rope_span(const ovk_calib_params *p)
 {
     return p && p->rope_theta && p->rope_n_rot >= 2 && p->feedback_span >= 2 ? p->feedback_span : 0;
 }
 
-oscar_status oscar_calib_spread_key_covariance(oscar_calib *cal, uint32_t layer, uint32_t head, double *C)
+oscar_status ovk_calib_spread_key_covariance(ovk_calib *cal, uint32_t layer, uint32_t head, double *C)
 {
-    const oscar_calib_params *p = oscar_calib_get_params(cal);
-    oscar_status st = oscar_calib_covariance(cal, layer, head, OSCAR_CALIB_KEYS, C);
-    uint32_t span = oscar_calib_key_rope_span(p);
+    const ovk_calib_params *p = ovk_calib_get_params(cal);
+    oscar_status st = ovk_calib_covariance(cal, layer, head, OSCAR_CALIB_KEYS, C);
+    uint32_t span = ovk_calib_key_rope_span(p);
     if (st == OSCAR_OK && span)
-        oscar_rope_spread_covariance(p->head_dim, p->rope_n_rot, p->rope_neox, p->rope_theta, span, C);
+        ovk_rope_spread_covariance(p->head_dim, p->rope_n_rot, p->rope_neox, p->rope_theta, span, C);
     return st;
 }
 
@@ -108,7 +108,7 @@ static void mean_rotation(double w, uint32_t n, double *c, double *s)
     *s = amp * sin(mid);
 }
 
-void oscar_rope_spread_covariance(uint32_t d, uint32_t n_rot, int neox, const float *theta, uint32_t span, double *C)
+void ovk_rope_spread_covariance(uint32_t d, uint32_t n_rot, int neox, const float *theta, uint32_t span, double *C)
 {
     if (span < 2 || n_rot < 2) return;
     uint32_t half = n_rot / 2;

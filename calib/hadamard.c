@@ -1,8 +1,8 @@
-/* Walsh–Hadamard matrix and the bit-reversal permutation of R = U·H·P (oscar_calib.h). */
+/* Walsh–Hadamard matrix and the bit-reversal permutation of R = U·H·P (calib.h). */
 #include <math.h>
 
 #include "error.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
 /* Largest d the dense matrix helpers accept (16 MiB of float64 at 1024; 4096 is generous). */
 #define HADAMARD_MAX_D 4096u
@@ -32,11 +32,11 @@ static oscar_status check_dim(uint32_t d, const char *what)
     return OSCAR_OK;
 }
 
-oscar_status oscar_hadamard_matrix(uint32_t d, double *H)
+oscar_status ovk_hadamard_matrix(uint32_t d, double *H)
 {
-    oscar_status st = check_dim(d, "oscar_hadamard_matrix");
+    oscar_status st = check_dim(d, "ovk_hadamard_matrix");
     if (st != OSCAR_OK) return st;
-    if (!H) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_hadamard_matrix: H is NULL");
+    if (!H) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_hadamard_matrix: H is NULL");
     double s = 1.0 / sqrt((double)d);
     for (uint32_t i = 0; i < d; i++)
         for (uint32_t j = 0; j < d; j++)
@@ -44,11 +44,11 @@ oscar_status oscar_hadamard_matrix(uint32_t d, double *H)
     return OSCAR_OK;
 }
 
-oscar_status oscar_bit_reversal_permutation(uint32_t d, uint32_t *perm)
+oscar_status ovk_bit_reversal_permutation(uint32_t d, uint32_t *perm)
 {
-    oscar_status st = check_dim(d, "oscar_bit_reversal_permutation");
+    oscar_status st = check_dim(d, "ovk_bit_reversal_permutation");
     if (st != OSCAR_OK) return st;
-    if (!perm) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_bit_reversal_permutation: perm is NULL");
+    if (!perm) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_bit_reversal_permutation: perm is NULL");
     uint32_t bits = log2_u32(d);
     for (uint32_t p = 0; p < d; p++) {
         uint32_t r = 0;

@@ -174,7 +174,7 @@ static int parse_choice(const char *flag, const char *s, const char *const *choi
 int main(int argc, char **argv)
 {
     choose_openblas_kernels(argv);
-    oscar_calib_run_params p = oscar_calib_run_params_default();
+    ovk_calib_run_params p = ovk_calib_run_params_default();
     progress_state ps = {0};
     uint64_t threads = 0, v = 0;
     int print_fp = 0;
@@ -277,25 +277,25 @@ int main(int argc, char **argv)
             p.center = (unsigned)c; /* the index is the OSCAR_CALIB_CENTER_* bits */
         } else if (!strcmp(a, "--rotation")) {
             if ((c = parse_choice(a, val, rotations)) < 0) return 2;
-            p.kind = (oscar_rotation_kind)c;
+            p.kind = (ovk_rotation_kind)c;
         } else {
             fprintf(stderr, "oscar-calib: unknown option '%s' (see --help)\n", a);
             return 2;
         }
     }
     if (print_fp) {
-        oscar_model_desc *desc = NULL;
+        ovk_model_desc *desc = NULL;
         if (!p.model_path) {
             fprintf(stderr, "oscar-calib: --print-fingerprint needs -m MODEL\n");
             return 2;
         }
-        oscar_status st = oscar_model_desc_load(p.model_path, &desc);
+        oscar_status st = ovk_model_desc_load(p.model_path, &desc);
         if (st != OSCAR_OK) {
             fprintf(stderr, "oscar-calib: %s [%s]\n", oscar_last_error(), oscar_status_string(st));
             return 1;
         }
         printf("%016" PRIx64 "\n", desc->fingerprint);
-        oscar_model_desc_destroy(desc);
+        ovk_model_desc_destroy(desc);
         return 0;
     }
     if (!p.model_path || !p.text_path || !p.out_path) {
@@ -305,10 +305,10 @@ int main(int argc, char **argv)
     if (p.refit_rounds > 0) {
         /* the refit fits one group per row: a usage error, told before the run, when the group is
          * smaller than the model's head_dim (a model that does not load fails in the run) */
-        oscar_model_desc *desc = NULL;
-        if (oscar_model_desc_load(p.model_path, &desc) == OSCAR_OK) {
-            uint32_t hd = desc->hp.head_dim, g = p.group_size ? p.group_size : oscar_int2_default_group(hd);
-            oscar_model_desc_destroy(desc);
+        ovk_model_desc *desc = NULL;
+        if (ovk_model_desc_load(p.model_path, &desc) == OSCAR_OK) {
+            uint32_t hd = desc->hp.head_dim, g = p.group_size ? p.group_size : ovk_int2_default_group(hd);
+            ovk_model_desc_destroy(desc);
             if (g < hd) {
                 fprintf(stderr, "oscar-calib: --refit %u: needs one group per row, but the group size %u is below "
                         "head_dim %u (use --refit 0)\n", p.refit_rounds, g, hd);
@@ -320,12 +320,12 @@ int main(int argc, char **argv)
     p.progress = progress;
     p.progress_user = &ps;
 
-    oscar_calib_run_report rep;
-    oscar_status st = oscar_calib_run(&p, &rep);
+    ovk_calib_run_report rep;
+    oscar_status st = ovk_calib_run(&p, &rep);
     if (st != OSCAR_OK) {
         if (!ps.quiet && ps.stage) fputc('\n', stderr);
         fprintf(stderr, "oscar-calib: %s [%s]\n", oscar_last_error(), oscar_status_string(st));
-        oscar_calib_run_report_free(&rep);
+        ovk_calib_run_report_free(&rep);
         return 1;
     }
     if (!ps.quiet) {
@@ -341,6 +341,6 @@ int main(int argc, char **argv)
                    rep.err_v[l]);
         fprintf(stderr, "oscar-calib: wrote %s (model fingerprint %016" PRIx64 ")\n", p.out_path, rep.fingerprint);
     }
-    oscar_calib_run_report_free(&rep);
+    ovk_calib_run_report_free(&rep);
     return 0;
 }

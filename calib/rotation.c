@@ -5,9 +5,9 @@
 #include <string.h>
 
 #include "error.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
-/* R = U·B·H (= U·H·B for Sylvester H and bit-reversal B, see oscar_calib.h): position p
+/* R = U·B·H (= U·H·B for Sylvester H and bit-reversal B, see calib.h): position p
  * before the Hadamard holds the eigenvector of rank perm[p]; with no_perm, rank p. */
 static oscar_status build_oscar(uint32_t d, const double *C, int no_perm, float *R, double *lambda)
 {
@@ -19,7 +19,7 @@ static oscar_status build_oscar(uint32_t d, const double *C, int no_perm, float 
     double *out = NULL;  /* [d][d] UB·H */
     uint32_t *perm = NULL; /* [d] */
     size_t dd = (size_t)d * d;
-    if (!C) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_build: OSCAR needs a target covariance C");
+    if (!C) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_build: OSCAR needs a target covariance C");
     U = malloc(dd * sizeof *U);
     lam = malloc(d * sizeof *lam);
     H = malloc(dd * sizeof *H);
@@ -27,10 +27,10 @@ static oscar_status build_oscar(uint32_t d, const double *C, int no_perm, float 
     out = malloc(dd * sizeof *out);
     perm = malloc(d * sizeof *perm);
     if (!U || !lam || !H || !UB || !out || !perm)
-        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_rotation_build: d = %u", d);
-    OSCAR_TRY(oscar_hadamard_matrix(d, H));
-    OSCAR_TRY(oscar_bit_reversal_permutation(d, perm));
-    OSCAR_TRY(oscar_eigh_descending(d, C, U, lam));
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_rotation_build: d = %u", d);
+    OSCAR_TRY(ovk_hadamard_matrix(d, H));
+    OSCAR_TRY(ovk_bit_reversal_permutation(d, perm));
+    OSCAR_TRY(ovk_eigh_descending(d, C, U, lam));
     for (uint32_t r = 0; r < d; r++)
         for (uint32_t p = 0; p < d; p++)
             UB[(size_t)r * d + p] = U[(size_t)r * d + (no_perm ? p : perm[p])];
@@ -48,15 +48,15 @@ fail:
     return st;
 }
 
-oscar_status oscar_rotation_build(oscar_rotation_kind kind, uint32_t d, const double *C, float *R,
+oscar_status ovk_rotation_build(ovk_rotation_kind kind, uint32_t d, const double *C, float *R,
                                   double *lambda)
 {
     oscar_status st = OSCAR_OK;
     double *H = NULL; /* [d][d] */
-    if (!R) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_build: R is NULL");
+    if (!R) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_build: R is NULL");
     if (d == 0 || d > OSCAR_CALIB_MAX_HEAD_DIM || (d & (d - 1)) != 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
-                   "oscar_rotation_build: head_dim %u is not a power of two in 1..%u", d, OSCAR_CALIB_MAX_HEAD_DIM);
+                   "ovk_rotation_build: head_dim %u is not a power of two in 1..%u", d, OSCAR_CALIB_MAX_HEAD_DIM);
     if (lambda) memset(lambda, 0, d * sizeof *lambda);
     switch (kind) {
     case OSCAR_ROTATION_IDENTITY:
@@ -65,8 +65,8 @@ oscar_status oscar_rotation_build(oscar_rotation_kind kind, uint32_t d, const do
         break;
     case OSCAR_ROTATION_HADAMARD:
         H = malloc((size_t)d * d * sizeof *H);
-        if (!H) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_rotation_build: d = %u", d);
-        OSCAR_TRY(oscar_hadamard_matrix(d, H));
+        if (!H) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_rotation_build: d = %u", d);
+        OSCAR_TRY(ovk_hadamard_matrix(d, H));
         for (size_t i = 0; i < (size_t)d * d; i++) R[i] = (float)H[i];
         break;
     case OSCAR_ROTATION_OSCAR:
@@ -74,18 +74,18 @@ oscar_status oscar_rotation_build(oscar_rotation_kind kind, uint32_t d, const do
         OSCAR_TRY(build_oscar(d, C, kind == OSCAR_ROTATION_OSCAR_NO_PERM, R, lambda));
         break;
     default:
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_build: unknown rotation kind %d", (int)kind);
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_build: unknown rotation kind %d", (int)kind);
     }
 fail:
     free(H);
     return st;
 }
 
-oscar_status oscar_rotation_check(const float *R, uint32_t d, double tol, double *max_dev)
+oscar_status ovk_rotation_check(const float *R, uint32_t d, double tol, double *max_dev)
 {
     if (max_dev) *max_dev = INFINITY;
     if (!R || d == 0 || d > 4096)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_check: R is NULL or d = %u", d);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_check: R is NULL or d = %u", d);
     for (size_t i = 0; i < (size_t)d * d; i++)
         if (!isfinite(R[i]))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "rotation entry R[%zu][%zu] is not finite (%g)",
@@ -107,7 +107,7 @@ oscar_status oscar_rotation_check(const float *R, uint32_t d, double tol, double
     return OSCAR_OK;
 }
 
-void oscar_rotate_rows(const float *x, uint32_t n, size_t x_stride, uint32_t d, const float *R,
+void ovk_rotate_rows(const float *x, uint32_t n, size_t x_stride, uint32_t d, const float *R,
                        int transpose, float *y)
 {
     if (n == 0) return;

@@ -10,7 +10,7 @@
 #include "ggml_types.h"
 #include "rotation_file.h"
 
-const char *oscar_rotation_objective_k(oscar_rotation_kind kind)
+const char *ovk_rotation_objective_k(ovk_rotation_kind kind)
 {
     switch (kind) {
     case OSCAR_ROTATION_IDENTITY: return "identity";
@@ -19,7 +19,7 @@ const char *oscar_rotation_objective_k(oscar_rotation_kind kind)
     }
 }
 
-const char *oscar_rotation_objective_v(oscar_rotation_kind kind, oscar_calib_target v_target)
+const char *ovk_rotation_objective_v(ovk_rotation_kind kind, ovk_calib_target v_target)
 {
     switch (kind) {
     case OSCAR_ROTATION_IDENTITY: return "identity";
@@ -28,11 +28,11 @@ const char *oscar_rotation_objective_v(oscar_rotation_kind kind, oscar_calib_tar
     }
 }
 
-oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_result *res,
-                                       const oscar_rotation_file_meta *meta)
+oscar_status ovk_rotation_file_write(const char *path, const ovk_calib_result *res,
+                                       const ovk_rotation_file_meta *meta)
 {
     oscar_status st = OSCAR_OK;
-    oscar_gguf_writer *w = NULL;
+    ovk_gguf_writer *w = NULL;
     float *eig = NULL; /* [n_rot][d] float copy of one layer's eigenvalues */
     if (!path || !res || !meta || !res->rot_k || !res->rot_v || !meta->clip_k || !meta->clip_v)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "rotation file: NULL argument");
@@ -54,29 +54,29 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
     char fp[17];
     snprintf(fp, sizeof fp, "%016" PRIx64, meta->fingerprint);
 
-    OSCAR_TRY(oscar_gguf_writer_create(&w));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.format_version", OSCAR_ROTATIONZOO_FORMAT_VERSION));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.objective_k", meta->objective_k));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.objective_v", meta->objective_v));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.grouping", meta->grouping == OSCAR_CALIB_PER_HEAD ? "head" : "layer"));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.group_size", meta->group_size ? meta->group_size : d));
-    OSCAR_TRY(oscar_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, meta->clip_k, nl));
-    OSCAR_TRY(oscar_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, meta->clip_v, nl));
-    OSCAR_TRY(oscar_gguf_writer_set_bool(w, "oscar.clip_fitted", meta->clip_fitted != 0));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.sink_tokens", meta->sink_tokens));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.recent_tokens", meta->recent_tokens));
-    if (meta->refit_rounds) OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.refit_rounds", meta->refit_rounds));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.model.architecture", meta->architecture ? meta->architecture : ""));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.model.block_count", meta->n_layer));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.model.head_count_kv", meta->n_kv_head));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.model.head_count", meta->n_head));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.model.head_dim", meta->head_dim));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.model.fingerprint", fp));
-    OSCAR_TRY(oscar_gguf_writer_set_u64(w, "oscar.calib.tokens", meta->calib_tokens));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.calib.sequence_length", meta->sequence_length));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "oscar.calib.text_source", meta->text_source ? meta->text_source : ""));
-    if (meta->key_rope_span) OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.calib.key_rope_span", meta->key_rope_span));
-    if (meta->key_center_block) OSCAR_TRY(oscar_gguf_writer_set_u32(w, "oscar.key_center_block", meta->key_center_block));
+    OSCAR_TRY(ovk_gguf_writer_create(&w));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.format_version", OSCAR_ROTATIONZOO_FORMAT_VERSION));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "oscar.objective_k", meta->objective_k));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "oscar.objective_v", meta->objective_v));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "oscar.grouping", meta->grouping == OSCAR_CALIB_PER_HEAD ? "head" : "layer"));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.group_size", meta->group_size ? meta->group_size : d));
+    OSCAR_TRY(ovk_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, meta->clip_k, nl));
+    OSCAR_TRY(ovk_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, meta->clip_v, nl));
+    OSCAR_TRY(ovk_gguf_writer_set_bool(w, "oscar.clip_fitted", meta->clip_fitted != 0));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.sink_tokens", meta->sink_tokens));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.recent_tokens", meta->recent_tokens));
+    if (meta->refit_rounds) OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.refit_rounds", meta->refit_rounds));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "oscar.model.architecture", meta->architecture ? meta->architecture : ""));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.model.block_count", meta->n_layer));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.model.head_count_kv", meta->n_kv_head));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.model.head_count", meta->n_head));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.model.head_dim", meta->head_dim));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "oscar.model.fingerprint", fp));
+    OSCAR_TRY(ovk_gguf_writer_set_u64(w, "oscar.calib.tokens", meta->calib_tokens));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.calib.sequence_length", meta->sequence_length));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "oscar.calib.text_source", meta->text_source ? meta->text_source : ""));
+    if (meta->key_rope_span) OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.calib.key_rope_span", meta->key_rope_span));
+    if (meta->key_center_block) OSCAR_TRY(ovk_gguf_writer_set_u32(w, "oscar.key_center_block", meta->key_center_block));
 
     /* GGUF ne: [d, d] per layer, [d, d, n_kv_head] per head; ne0 = column index j. */
     size_t dd = (size_t)d * d;
@@ -90,29 +90,29 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
     for (uint32_t l = 0; l < nl; l++) {
         char name[96];
         snprintf(name, sizeof name, "blk.%u.attn_k_rot.weight", l);
-        OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
+        OSCAR_TRY(ovk_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
                                                    res->rot_k + (size_t)l * n_rot * dd));
         snprintf(name, sizeof name, "blk.%u.attn_v_rot.weight", l);
-        OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
+        OSCAR_TRY(ovk_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
                                                    res->rot_v + (size_t)l * n_rot * dd));
         size_t per = (size_t)meta->n_kv_head * d;
         uint64_t ne_mean[2] = {d, meta->n_kv_head};
         if (meta->mean_k) {
             snprintf(name, sizeof name, "blk.%u.attn_k_mean", l);
-            OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, 2, ne_mean, meta->mean_k + l * per));
+            OSCAR_TRY(ovk_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, 2, ne_mean, meta->mean_k + l * per));
         }
         if (meta->mean_v) {
             snprintf(name, sizeof name, "blk.%u.attn_v_mean", l);
-            OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, 2, ne_mean, meta->mean_v + l * per));
+            OSCAR_TRY(ovk_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, 2, ne_mean, meta->mean_v + l * per));
         }
         if (res->feedback_k) {
             snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
-            OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
+            OSCAR_TRY(ovk_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
                                                        res->feedback_k + (size_t)l * n_rot * dd));
         }
         if (meta->refit_rounds) {
             snprintf(name, sizeof name, "blk.%u.attn_k_metric", l);
-            OSCAR_TRY(oscar_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
+            OSCAR_TRY(ovk_gguf_writer_add_tensor_ref(w, name, OSCAR_GGML_TYPE_F32, dims_rot, ne_rot,
                                                        res->metric_k + (size_t)l * n_rot * dd));
         }
         if (!with_eig) continue;
@@ -120,12 +120,12 @@ oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_resul
             const double *src = (which ? res->eig_v : res->eig_k) + (size_t)l * n_rot * d;
             for (size_t i = 0; i < (size_t)n_rot * d; i++) eig[i] = (float)src[i];
             snprintf(name, sizeof name, "blk.%u.attn_%c_eig", l, which ? 'v' : 'k');
-            OSCAR_TRY(oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, dims_eig, ne_eig, eig));
+            OSCAR_TRY(ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, dims_eig, ne_eig, eig));
         }
     }
-    OSCAR_TRY(oscar_gguf_writer_write_file(w, path));
+    OSCAR_TRY(ovk_gguf_writer_write_file(w, path));
 fail:
     free(eig);
-    oscar_gguf_writer_destroy(w);
+    ovk_gguf_writer_destroy(w);
     return st;
 }

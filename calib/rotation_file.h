@@ -6,15 +6,15 @@
 #include <stdint.h>
 
 #include "oscar/oscar.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
 #define OSCAR_ROTATIONZOO_FORMAT_VERSION 1u
 
 /* Everything the file says besides the tensors (docs/rotationzoo.md, "Metadata"). */
-typedef struct oscar_rotation_file_meta {
+typedef struct ovk_rotation_file_meta {
     const char *objective_k;      /* "query_covariance", "hadamard", "identity" */
     const char *objective_v;      /* "proxy_score_weighted", "attention_output", "hadamard", "identity" */
-    oscar_calib_grouping grouping;
+    ovk_calib_grouping grouping;
     uint32_t group_size;          /* G */
     const float *clip_k, *clip_v; /* [n_layer] ratios in (0, 1] */
     int clip_fitted;              /* 1: fitted on calibration data, 0: the fixed 0.96 / 0.92 */
@@ -36,18 +36,18 @@ typedef struct oscar_rotation_file_meta {
     uint32_t refit_rounds;        /* > 0: oscar.refit_rounds and blk.<l>.attn_k_metric (from the
                                    * result's metric_k, needed then; one group per row) written;
                                    * 0: neither */
-} oscar_rotation_file_meta;
+} ovk_rotation_file_meta;
 
 /* The objective names of docs/rotationzoo.md for a rotation kind and value target. */
-const char *oscar_rotation_objective_k(oscar_rotation_kind kind);
-const char *oscar_rotation_objective_v(oscar_rotation_kind kind, oscar_calib_target v_target);
+const char *ovk_rotation_objective_k(ovk_rotation_kind kind);
+const char *ovk_rotation_objective_v(ovk_rotation_kind kind, ovk_calib_target v_target);
 
 /* Writes res (rotations [n_layer][n_rot][d][d], y = x·R, stored row-major exactly as in memory:
  * element (i, j) at float offset i*d + j) and meta to `path`, through `path`.tmp renamed on
  * success: a failure leaves no file. Checks that res matches meta (layers, head_dim, n_rot vs
  * grouping), that every clip ratio is in (0, 1] and that a refit has its metric and one group
  * per row: INVALID_ARGUMENT otherwise; IO when the file cannot be written. */
-oscar_status oscar_rotation_file_write(const char *path, const oscar_calib_result *res,
-                                       const oscar_rotation_file_meta *meta);
+oscar_status ovk_rotation_file_write(const char *path, const ovk_calib_result *res,
+                                       const ovk_rotation_file_meta *meta);
 
 #endif

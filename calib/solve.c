@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "error.h"
-#include "oscar_calib.h"
+#include "calib.h"
 
-void oscar_calib_result_free(oscar_calib_result *res)
+void ovk_calib_result_free(ovk_calib_result *res)
 {
     if (!res) return;
     free(res->rot_k);
@@ -27,29 +27,29 @@ void oscar_calib_result_free(oscar_calib_result *res)
  * use the attention-output curve when the calibrator kept sequences for it, else (and keys
  * always) the per-row curve of the reservoir; keys with their error feedback and refit metric
  * when given (feedback, metric: [n_rot][d][d], else NULL). */
-static oscar_status fit_layer_clip(oscar_calib *cal, uint32_t layer, int values, const float *rots, const float *feedback,
+static oscar_status fit_layer_clip(ovk_calib *cal, uint32_t layer, int values, const float *rots, const float *feedback,
                                    const float *metric, uint32_t n_rot, const float *center, float *ratio, double *err)
 {
     oscar_status st = OSCAR_OK;
-    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    const ovk_calib_params *p = ovk_calib_get_params(cal);
     size_t dd = (size_t)p->head_dim * p->head_dim;
     float *ratios = malloc(OSCAR_CALIB_CLIP_GRID_MAX * sizeof *ratios); /* [OSCAR_CALIB_CLIP_GRID_MAX] */
     double *sums = calloc(OSCAR_CALIB_CLIP_GRID_MAX, sizeof *sums);     /* [OSCAR_CALIB_CLIP_GRID_MAX] */
-    if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: clip grid");
-    uint32_t n = oscar_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
+    if (!ratios || !sums) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_solve: clip grid");
+    uint32_t n = ovk_calib_clip_grid(p, ratios, OSCAR_CALIB_CLIP_GRID_MAX);
     uint64_t rows = 0;
-    if (values && oscar_calib_has_output_fit(cal))
+    if (values && ovk_calib_has_output_fit(cal))
         for (uint32_t h = 0; h < n_rot; h++)
-            OSCAR_TRY(oscar_calib_clip_curve_output(cal, layer, n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h, rots + h * dd, center,
+            OSCAR_TRY(ovk_calib_clip_curve_output(cal, layer, n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h, rots + h * dd, center,
                                                     ratios, n, sums, &rows));
     /* keys; or values when no kept query sees an INT2 token (sequences no longer than the
      * sink and the recent window): each sampled row's own error */
     int per_row = rows == 0;
     for (uint32_t h = 0; h < n_rot && per_row; h++)
-        OSCAR_TRY(oscar_calib_clip_curve(cal, layer, n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h, values, rots + h * dd,
+        OSCAR_TRY(ovk_calib_clip_curve(cal, layer, n_rot == 1 ? OSCAR_CALIB_ALL_HEADS : h, values, rots + h * dd,
                                          feedback ? feedback + h * dd : NULL, metric ? metric + h * dd : NULL, center,
                                          ratios, n, sums, &rows));
-    if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "oscar_calib_solve: layer %u has no sample rows", layer);
+    if (rows == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "ovk_calib_solve: layer %u has no sample rows", layer);
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
         if (sums[i] <= sums[best]) best = i;
@@ -61,18 +61,18 @@ fail:
     return st;
 }
 
-oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar_calib_target v_target,
-                               const float *center_k, const float *center_v, oscar_calib_result *out)
+oscar_status ovk_calib_solve(ovk_calib *cal, ovk_rotation_kind kind, ovk_calib_target v_target,
+                               const float *center_k, const float *center_v, ovk_calib_result *out)
 {
     oscar_status st = OSCAR_OK;
     double *C = NULL; /* [d][d] target covariance */
-    oscar_calib_result res;
+    ovk_calib_result res;
     memset(&res, 0, sizeof res);
-    const oscar_calib_params *p = oscar_calib_get_params(cal);
+    const ovk_calib_params *p = ovk_calib_get_params(cal);
     if (out) memset(out, 0, sizeof *out);
-    if (!p || !out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_solve: NULL argument");
+    if (!p || !out) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_solve: NULL argument");
     if (v_target != OSCAR_CALIB_VALUES_PROXY && v_target != OSCAR_CALIB_VALUES_SCORES)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_calib_solve: v_target must be VALUES_PROXY or VALUES_SCORES");
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_calib_solve: v_target must be VALUES_PROXY or VALUES_SCORES");
     uint32_t d = p->head_dim, nl = p->n_layer;
     uint32_t n_rot = p->grouping == OSCAR_CALIB_PER_HEAD ? p->n_kv_head : 1;
     size_t dd = (size_t)d * d, per_layer = (size_t)n_rot * dd;
@@ -90,15 +90,15 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
     C = malloc(dd * sizeof *C);
     if (p->key_feedback) {
         res.feedback_k = malloc(nl * per_layer * sizeof *res.feedback_k);
-        if (!res.feedback_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: feedback for %u layers", nl);
+        if (!res.feedback_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_solve: feedback for %u layers", nl);
     }
     if (p->refit_rounds) {
         res.metric_k = malloc(nl * per_layer * sizeof *res.metric_k);
-        if (!res.metric_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: refit metric for %u layers", nl);
+        if (!res.metric_k) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_solve: refit metric for %u layers", nl);
     }
     if (!res.rot_k || !res.rot_v || !res.eig_k || !res.eig_v || !res.clip_k || !res.clip_v || !res.err_k ||
         !res.err_v || !C)
-        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "oscar_calib_solve: results for %u layers", nl);
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_calib_solve: results for %u layers", nl);
     int need_c = kind == OSCAR_ROTATION_OSCAR || kind == OSCAR_ROTATION_OSCAR_NO_PERM;
     for (uint32_t l = 0; l < nl; l++) {
         for (uint32_t g = 0; g < n_rot; g++) {
@@ -108,18 +108,18 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
                 float *R = (which ? res.rot_v : res.rot_k) + at * dd;
                 double *eig = (which ? res.eig_v : res.eig_k) + at * d;
                 int c_spread_k = need_c && which == 0 && p->key_spread; /* C holds the spread C_K */
-                if (c_spread_k) OSCAR_TRY(oscar_calib_spread_key_covariance(cal, l, head, C));
-                else if (need_c) OSCAR_TRY(oscar_calib_covariance(cal, l, head, which ? v_target : OSCAR_CALIB_KEYS, C));
-                OSCAR_TRY(oscar_rotation_build(kind, d, need_c ? C : NULL, R, eig));
+                if (c_spread_k) OSCAR_TRY(ovk_calib_spread_key_covariance(cal, l, head, C));
+                else if (need_c) OSCAR_TRY(ovk_calib_covariance(cal, l, head, which ? v_target : OSCAR_CALIB_KEYS, C));
+                OSCAR_TRY(ovk_rotation_build(kind, d, need_c ? C : NULL, R, eig));
                 double dev;
-                st = oscar_rotation_check(R, d, 1e-4, &dev);
+                st = ovk_rotation_check(R, d, 1e-4, &dev);
                 if (st != OSCAR_OK)
-                    OSCAR_FAIL(st, "oscar_calib_solve: layer %u group %u %s rotation failed its check (%.3g)", l, g,
+                    OSCAR_FAIL(st, "ovk_calib_solve: layer %u group %u %s rotation failed its check (%.3g)", l, g,
                                which ? "value" : "key", dev);
                 if (which == 0 && (res.feedback_k || res.metric_k)) { /* from the spread C_K, whatever the rotation kind */
-                    if (!c_spread_k) OSCAR_TRY(oscar_calib_spread_key_covariance(cal, l, head, C)); /* R's build left C as it was */
-                    if (res.feedback_k) OSCAR_TRY(oscar_key_feedback_matrix(d, C, R, p->feedback_damp, res.feedback_k + at * dd));
-                    if (res.metric_k) OSCAR_TRY(oscar_key_metric_matrix(d, C, R, p->feedback_damp, res.metric_k + at * dd));
+                    if (!c_spread_k) OSCAR_TRY(ovk_calib_spread_key_covariance(cal, l, head, C)); /* R's build left C as it was */
+                    if (res.feedback_k) OSCAR_TRY(ovk_key_feedback_matrix(d, C, R, p->feedback_damp, res.feedback_k + at * dd));
+                    if (res.metric_k) OSCAR_TRY(ovk_key_metric_matrix(d, C, R, p->feedback_damp, res.metric_k + at * dd));
                 }
             }
         }
@@ -135,7 +135,7 @@ oscar_status oscar_calib_solve(oscar_calib *cal, oscar_rotation_kind kind, oscar
     *out = res;
     memset(&res, 0, sizeof res);
 fail:
-    oscar_calib_result_free(&res);
+    ovk_calib_result_free(&res);
     free(C);
     return st;
 }

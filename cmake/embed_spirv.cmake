@@ -12,5 +12,5 @@ string(REGEX REPLACE "([0-9a-f][0-9a-f])([0-9a-f][0-9a-f])([0-9a-f][0-9a-f])([0-
 string(REGEX REPLACE "((0x[0-9a-f]+u,){8})" "\\1\n    " words "${words}")
 math(EXPR nbytes "${n} / 2")
 file(WRITE ${OUT} "/* Generated from ${NAME}.comp by cmake/embed_spirv.cmake. */\n#include <stddef.h>\n#include <stdint.h>\n"
-  "const uint32_t oscar_spv_${NAME}[] = {\n    ${words}\n};\n"
-  "const size_t oscar_spv_${NAME}_size = ${nbytes};\n")
+  "const uint32_t ovk_spv_${NAME}[] = {\n    ${words}\n};\n"
+  "const size_t ovk_spv_${NAME}_size = ${nbytes};\n")

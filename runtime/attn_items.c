@@ -19,7 +19,7 @@ static void add_range(uint32_t row, uint32_t kind, uint32_t begin, uint32_t end,
     }
 }
 
-oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
+oscar_status ovk_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
                                     const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t split,
                                     struct kv_attn_row *rows_out, struct kv_attn_item *items_out,
                                     uint32_t max_items, uint32_t *n_items)
@@ -49,7 +49,7 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
     return OSCAR_OK;
 }
 
-uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
+uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
 {
     uint32_t best = 0;
     for (uint64_t item = 64; item <= OSCAR_ATTN_MAX_ITEM_TOKENS; item += 64)

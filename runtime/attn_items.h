@@ -38,7 +38,7 @@
  * items_out [max_items]: filled in row order; NULL counts only.
  * *n_items: number of items (needed count when items_out is NULL).
  * Returns OSCAR_ERROR_INVALID_ARGUMENT for split = 0, a missing array, or items_out too small. */
-oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
+oscar_status ovk_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
                                     const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t split,
                                     struct kv_attn_row *rows_out, struct kv_attn_item *items_out,
                                     uint32_t max_items, uint32_t *n_items);
@@ -49,11 +49,11 @@ oscar_status oscar_attn_build_items(const uint32_t *row_seq, const uint32_t *row
  * the device). The pipeline takes it as its KV_SPEC_ITEM_TOKENS constant; longer items are
  * processed in chunks of it. */
 #define OSCAR_ATTN_MAX_ITEM_TOKENS 1024u
-uint32_t oscar_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
+uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
 
 /* Grid covering n workgroups in x (at most OSCAR_ATTN_MAX_GROUPS_X) and z, with y as given:
  * the shaders compute their index as x + z * num_groups_x and skip indices >= n. */
-static inline void oscar_attn_grid(uint32_t n, uint32_t y, uint32_t groups[3])
+static inline void ovk_attn_grid(uint32_t n, uint32_t y, uint32_t groups[3])
 {
     uint32_t x = n < OSCAR_ATTN_MAX_GROUPS_X ? n : OSCAR_ATTN_MAX_GROUPS_X;
     if (x == 0) x = 1;

@@ -12,7 +12,7 @@ static void dequant_row(const uint32_t *codes, const uint32_t *params, uint32_t 
     for (uint32_t e = 0; e < d; e++) {
         uint32_t code = (codes[e / 16] >> (2 * (e % 16))) & 3u;
         uint32_t p = params[e / G];
-        float sc = oscar_f16_to_f32((uint16_t)(p & 0xFFFFu)), mn = oscar_f16_to_f32((uint16_t)(p >> 16));
+        float sc = ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)), mn = ovk_f16_to_f32((uint16_t)(p >> 16));
         float step = (float)code * sc;
         out[e] = mn + step;
     }
@@ -20,7 +20,7 @@ static void dequant_row(const uint32_t *codes, const uint32_t *params, uint32_t 
 
 static void f16_row(const uint32_t *words, uint32_t d, float *out)
 {
-    for (uint32_t e = 0; e < d; e++) out[e] = oscar_f16_to_f32((uint16_t)(words[e / 2] >> (16 * (e % 2))));
+    for (uint32_t e = 0; e < d; e++) out[e] = ovk_f16_to_f32((uint16_t)(words[e / 2] >> (16 * (e % 2))));
 }
 
 oscar_status attn_ref_read_kv(const attn_ref_cache *c, uint32_t seq, uint32_t pos, uint32_t kvh, float *k, float *v)

@@ -7,7 +7,7 @@
 static_assert(sizeof(struct attn_prefill_push) == 16, "attn_prefill_push must match the GLSL push block");
 static_assert(sizeof(struct kv_attn_tile) == 32, "kv_attn_tile must match the GLSL struct");
 
-uint32_t oscar_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, uint32_t *rows,
+uint32_t ovk_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, uint32_t *rows,
                                   uint32_t *chunk)
 {
     *rows = *chunk = 0;
@@ -24,7 +24,7 @@ uint32_t oscar_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_
     return 0;
 }
 
-oscar_status oscar_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
+oscar_status ovk_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
                                     const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t rows,
                                     struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles)
 {

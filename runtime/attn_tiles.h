@@ -24,14 +24,14 @@
  * longest chunk (64, 32, ..., 4) that fits with them; the value accumulators
  * (rows * gqa * d / wg floats per thread) stay at most 64. Returns 0 (and *rows = *chunk = 0)
  * when nothing fits or wg is not a multiple of d/4; the cache then keeps attn_decode. */
-uint32_t oscar_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, uint32_t *rows,
+uint32_t ovk_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, uint32_t *rows,
                                   uint32_t *chunk);
 
 /* Builds the tiles of one call: runs of rows with the same sequence, at most `rows` long.
  * row_seq, row_n_visible [n_rows]; seq_sink, seq_flushed_end [n_seq] (indexed by row_seq; pass
  * zeros in fp16 mode). tiles_out [max_tiles] may be NULL to count. *n_tiles: tiles needed.
  * Returns OSCAR_ERROR_INVALID_ARGUMENT for rows = 0, a missing array or tiles_out too small. */
-oscar_status oscar_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
+oscar_status ovk_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
                                     const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t rows,
                                     struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles);
 

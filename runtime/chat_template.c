@@ -5,9 +5,9 @@
 #include "chat_template.h"
 #include "error.h"
 
-oscar_chat_params oscar_chat_params_default(void)
+ovk_chat_params ovk_chat_params_default(void)
 {
-    oscar_chat_params p;
+    ovk_chat_params p;
     p.template_src = NULL;
     p.system_prompt = NULL;
     p.add_generation_prompt = 1;
@@ -15,10 +15,10 @@ oscar_chat_params oscar_chat_params_default(void)
     return p;
 }
 
-oscar_chat_format oscar_chat_detect(const char *template_src, int *recognized)
+ovk_chat_format ovk_chat_detect(const char *template_src, int *recognized)
 {
     int known = 0;
-    oscar_chat_format f = OSCAR_CHAT_CHATML;
+    ovk_chat_format f = OSCAR_CHAT_CHATML;
     if (template_src) {
         if (strstr(template_src, "<|start_header_id|>") && strstr(template_src, "<|end_header_id|>")) {
             f = OSCAR_CHAT_LLAMA3;
@@ -89,7 +89,7 @@ static void emit_unescaped(out_buf *o, const char *s, size_t span)
     }
 }
 
-size_t oscar_chat_template_default_system(const char *template_src, char *buf, size_t capacity)
+size_t ovk_chat_template_default_system(const char *template_src, char *buf, size_t capacity)
 {
     const char *s;
     size_t span;
@@ -112,7 +112,7 @@ static void emit_trimmed(out_buf *o, const char *s)
     emit_n(o, s + a, b - a);
 }
 
-static void emit_message(out_buf *o, oscar_chat_format f, const char *role, const char *content)
+static void emit_message(out_buf *o, ovk_chat_format f, const char *role, const char *content)
 {
     if (f == OSCAR_CHAT_LLAMA3) {
         emit(o, "<|start_header_id|>");
@@ -129,16 +129,16 @@ static void emit_message(out_buf *o, oscar_chat_format f, const char *role, cons
     }
 }
 
-oscar_status oscar_chat_apply(const oscar_chat_params *params, const oscar_chat_message *messages,
+oscar_status ovk_chat_apply(const ovk_chat_params *params, const oscar_chat_message *messages,
                               size_t n, char *buf, size_t capacity, size_t *len)
 {
     if (!len || (n > 0 && !messages)) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "chat_apply: NULL argument");
     *len = 0;
-    oscar_chat_params p = params ? *params : oscar_chat_params_default();
+    ovk_chat_params p = params ? *params : ovk_chat_params_default();
     for (size_t i = 0; i < n; i++)
         if (!messages[i].role || !messages[i].content)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "chat_apply: message %zu has a NULL role or content", i);
-    oscar_chat_format f = oscar_chat_detect(p.template_src, NULL);
+    ovk_chat_format f = ovk_chat_detect(p.template_src, NULL);
     out_buf o = {buf, capacity, 0};
 
     if (f == OSCAR_CHAT_LLAMA3 && p.add_bos_text) emit(&o, "<|begin_of_text|>");

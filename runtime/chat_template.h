@@ -10,7 +10,7 @@
  *                                   generation prompt: <|start_header_id|>assistant
  *                                   <|end_header_id|>\n\n
  * A template with neither marker (or none at all) is formatted as ChatML, and
- * oscar_chat_detect reports it as unrecognised so the caller can say so.
+ * ovk_chat_detect reports it as unrecognised so the caller can say so.
  *
  * System prompt: when the first message is not "system", a system message is put first when
  * one is known: params.system_prompt if set, else the default the template itself embeds as a
@@ -30,39 +30,39 @@
 
 #include "oscar/oscar.h"
 
-typedef enum oscar_chat_format {
+typedef enum ovk_chat_format {
     OSCAR_CHAT_CHATML = 0,
     OSCAR_CHAT_LLAMA3 = 1,
-} oscar_chat_format;
+} ovk_chat_format;
 
 /* oscar_chat_message {role, content} is public: include/oscar/model.h (via oscar/oscar.h). */
 
-typedef struct oscar_chat_params {
+typedef struct ovk_chat_params {
     const char *template_src;   /* tokenizer.chat_template, or NULL (ChatML) */
     const char *system_prompt;  /* used when messages[0] is not a system message; NULL: the
                                  * template's embedded default, if any; "": none */
     int add_generation_prompt;  /* 1: end with the assistant header, ready to generate */
     int add_bos_text;           /* Llama 3: begin with "<|begin_of_text|>" */
-} oscar_chat_params;
+} ovk_chat_params;
 
 /* template_src NULL, system_prompt NULL, add_generation_prompt 1, add_bos_text 1. */
-oscar_chat_params oscar_chat_params_default(void);
+ovk_chat_params ovk_chat_params_default(void);
 
 /* The format a template is written in. *recognized (may be NULL) is 1 when a marker was
  * found, 0 when ChatML is a guess (NULL or unknown template). */
-oscar_chat_format oscar_chat_detect(const char *template_src, int *recognized);
+ovk_chat_format ovk_chat_detect(const char *template_src, int *recognized);
 
 /* Copies the default system prompt embedded in a ChatML template (the literal text between
  * "<|im_start|>system\n" and "<|im_end|>", with "\n" escapes resolved) to buf (NUL-terminated,
  * truncated to capacity) and returns its length, or 0 when the template has none (the system
  * text there is an expression such as message['content']). */
-size_t oscar_chat_template_default_system(const char *template_src, char *buf, size_t capacity);
+size_t ovk_chat_template_default_system(const char *template_src, char *buf, size_t capacity);
 
 /* Writes the prompt for n messages (n may be 0) to buf, up to capacity bytes plus a NUL when
  * there is room, and sets *len to the full length (without the NUL). buf may be NULL to
  * measure. Returns OK when it fit (len < capacity), INVALID_ARGUMENT for a NULL role or
  * content or too small a buffer. */
-oscar_status oscar_chat_apply(const oscar_chat_params *params, const oscar_chat_message *messages,
+oscar_status ovk_chat_apply(const ovk_chat_params *params, const oscar_chat_message *messages,
                               size_t n, char *buf, size_t capacity, size_t *len);
 
 #endif

@@ -7,7 +7,7 @@
 
 static _Thread_local char last_error[1024];
 
-oscar_status oscar_error_set(oscar_status status, const char *file, int line, const char *fmt, ...)
+oscar_status ovk_error_set(oscar_status status, const char *file, int line, const char *fmt, ...)
 {
     const char *base = strrchr(file, '/');
     base = base ? base + 1 : file;
@@ -20,7 +20,7 @@ oscar_status oscar_error_set(oscar_status status, const char *file, int line, co
     return status;
 }
 
-void oscar_error_clear(void) { last_error[0] = '\0'; }
+void ovk_error_clear(void) { last_error[0] = '\0'; }
 
 OSCAR_API const char *oscar_last_error(void) { return last_error; }
 

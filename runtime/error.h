@@ -12,18 +12,18 @@
 #endif
 
 /* Records "file:line: message" as this thread's last error and returns `status`. */
-oscar_status oscar_error_set(oscar_status status, const char *file, int line, const char *fmt, ...)
+oscar_status ovk_error_set(oscar_status status, const char *file, int line, const char *fmt, ...)
     OSCAR_PRINTF(4, 5);
 /* Clears this thread's last error. */
-void oscar_error_clear(void);
+void ovk_error_clear(void);
 
 /* Sets the error and returns from the current function. */
-#define OSCAR_RETURN_ERROR(status, ...) return oscar_error_set((status), __FILE__, __LINE__, __VA_ARGS__)
+#define OSCAR_RETURN_ERROR(status, ...) return ovk_error_set((status), __FILE__, __LINE__, __VA_ARGS__)
 
 /* Sets the error, stores the status in the local `st` and jumps to `fail`. */
 #define OSCAR_FAIL(status, ...)                                              \
     do {                                                                     \
-        st = oscar_error_set((status), __FILE__, __LINE__, __VA_ARGS__);    \
+        st = ovk_error_set((status), __FILE__, __LINE__, __VA_ARGS__);    \
         goto fail;                                                           \
     } while (0)
 

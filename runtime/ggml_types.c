@@ -10,7 +10,7 @@
 /* ---- type table ------------------------------------------------------------------------- */
 
 #define T(id, nm, bs, ts, dq, q) [id] = { nm, bs, ts, dq, q }
-static const oscar_ggml_type_info type_table[] = {
+static const ovk_ggml_type_info type_table[] = {
     T(OSCAR_GGML_TYPE_F32, "F32", 1, 4, 1, 1),
     T(OSCAR_GGML_TYPE_F16, "F16", 1, 2, 1, 1),
     T(OSCAR_GGML_TYPE_Q4_0, "Q4_0", 32, 18, 1, 1),
@@ -34,22 +34,22 @@ static const oscar_ggml_type_info type_table[] = {
 };
 #undef T
 
-const oscar_ggml_type_info *oscar_ggml_type_get(uint32_t type)
+const ovk_ggml_type_info *ovk_ggml_type_get(uint32_t type)
 {
     if (type >= sizeof type_table / sizeof type_table[0]) return NULL;
-    const oscar_ggml_type_info *t = &type_table[type];
+    const ovk_ggml_type_info *t = &type_table[type];
     return t->name ? t : NULL;
 }
 
-const char *oscar_ggml_type_name(uint32_t type)
+const char *ovk_ggml_type_name(uint32_t type)
 {
-    const oscar_ggml_type_info *t = oscar_ggml_type_get(type);
+    const ovk_ggml_type_info *t = ovk_ggml_type_get(type);
     return t ? t->name : "unknown";
 }
 
-oscar_status oscar_ggml_row_size(uint32_t type, uint64_t n, uint64_t *bytes)
+oscar_status ovk_ggml_row_size(uint32_t type, uint64_t n, uint64_t *bytes)
 {
-    const oscar_ggml_type_info *t = oscar_ggml_type_get(type);
+    const ovk_ggml_type_info *t = ovk_ggml_type_get(type);
     if (!t) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ggml type %u is unknown", type);
     if (n % t->block_size != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "row of %llu elements is not a multiple of %s's block size %u",
@@ -66,12 +66,12 @@ oscar_status oscar_ggml_row_size(uint32_t type, uint64_t n, uint64_t *bytes)
 
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | (uint16_t)p[1] << 8); }
 static void wr16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8); }
-static float rdf16(const uint8_t *p) { return oscar_f16_to_f32(rd16(p)); }
+static float rdf16(const uint8_t *p) { return ovk_f16_to_f32(rd16(p)); }
 
 /* fp32 -> bf16 bits, round to nearest even; NaN stays a (quiet) NaN. */
 static uint16_t f32_to_bf16(float f)
 {
-    uint32_t u = oscar_f32_bits(f);
+    uint32_t u = ovk_f32_bits(f);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return (uint16_t)((u >> 16) | 0x40u);
     u += 0x7FFFu + ((u >> 16) & 1u);
     return (uint16_t)(u >> 16);
@@ -80,16 +80,16 @@ static uint16_t f32_to_bf16(float f)
 /* Smallest fp16 value >= v, for v >= 0 (a scale rounded outward). +inf bits when too large. */
 static uint16_t f16_ceil_pos(float v)
 {
-    uint16_t h = oscar_f32_to_f16(v);
-    if (h < 0x7C00u && oscar_f16_to_f32(h) < v) h++;
+    uint16_t h = ovk_f32_to_f16(v);
+    if (h < 0x7C00u && ovk_f16_to_f32(h) < v) h++;
     return h;
 }
 
 /* Largest fp16 value <= v (a minimum rounded outward). */
 static uint16_t f16_floor(float v)
 {
-    uint16_t h = oscar_f32_to_f16(v);
-    if (oscar_f16_to_f32(h) > v) {
+    uint16_t h = ovk_f32_to_f16(v);
+    if (ovk_f16_to_f32(h) > v) {
         if (h == 0x0000u) h = 0x8001u;            /* +0 -> smallest negative subnormal */
         else if (h & 0x8000u) h++;                /* negative: grow the magnitude */
         else h--;                                 /* positive: shrink it */
@@ -234,7 +234,7 @@ static void q_sym_0(const float *x, uint8_t *b, int bits)
     /* d = vmax / -half, magnitude rounded up so no element needs more than +-half steps */
     uint16_t dh = f16_ceil_pos(amax / (float)half);
     if (vmax > 0.0f) dh |= 0x8000u;
-    float d = oscar_f16_to_f32(dh);
+    float d = ovk_f16_to_f32(dh);
     int q[32];
     for (int j = 0; j < 32; j++) q[j] = qround(x[j], d, -half, half - 1) + half;
     wr16(b, dh);
@@ -255,10 +255,10 @@ static void q_affine_1(const float *x, uint8_t *b, int bits)
     float mn = x[0], mx = x[0];
     for (int j = 1; j < 32; j++) { mn = fminf(mn, x[j]); mx = fmaxf(mx, x[j]); }
     uint16_t mh = f16_floor(mn);
-    float m = oscar_f16_to_f32(mh);
+    float m = ovk_f16_to_f32(mh);
     uint16_t dh = f16_ceil_pos((mx - m) / (float)nmax);
-    while (dh < 0x7C00u && oscar_f16_to_f32(dh) * (float)nmax + m < mx) dh++;
-    float d = oscar_f16_to_f32(dh);
+    while (dh < 0x7C00u && ovk_f16_to_f32(dh) * (float)nmax + m < mx) dh++;
+    float d = ovk_f16_to_f32(dh);
     int q[32];
     for (int j = 0; j < 32; j++) q[j] = qround(x[j] - m, d, 0, nmax);
     wr16(b, dh);
@@ -278,8 +278,8 @@ static void q_q8_0(const float *x, uint8_t *b)
     float amax = 0.0f;
     for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[j]));
     uint16_t dh = f16_ceil_pos(amax / 127.0f);
-    while (dh < 0x7C00u && oscar_f16_to_f32(dh) * 127.0f < amax) dh++;
-    float d = oscar_f16_to_f32(dh);
+    while (dh < 0x7C00u && ovk_f16_to_f32(dh) * 127.0f < amax) dh++;
+    float d = ovk_f16_to_f32(dh);
     wr16(b, dh);
     for (int j = 0; j < 32; j++) b[2 + j] = (uint8_t)(int8_t)qround(x[j], d, -127, 127);
 }
@@ -300,8 +300,8 @@ static void q_q45_k(const float *x, uint8_t *b, int bits)
         negmax = fmaxf(negmax, neg[s]);
     }
     uint16_t dminh = f16_ceil_pos(negmax / 63.0f);
-    while (dminh < 0x7C00u && oscar_f16_to_f32(dminh) * 63.0f < negmax) dminh++;
-    float dmin = oscar_f16_to_f32(dminh);
+    while (dminh < 0x7C00u && ovk_f16_to_f32(dminh) * 63.0f < negmax) dminh++;
+    float dmin = ovk_f16_to_f32(dminh);
     int m[8], sc[8];
     float lo[8], need[8], needmax = 0.0f;
     for (int s = 0; s < 8; s++) {
@@ -312,8 +312,8 @@ static void q_q45_k(const float *x, uint8_t *b, int bits)
         needmax = fmaxf(needmax, need[s]);
     }
     uint16_t dh = f16_ceil_pos(needmax / 63.0f);
-    while (dh < 0x7C00u && oscar_f16_to_f32(dh) * 63.0f < needmax) dh++;
-    float d = oscar_f16_to_f32(dh);
+    while (dh < 0x7C00u && ovk_f16_to_f32(dh) * 63.0f < needmax) dh++;
+    float d = ovk_f16_to_f32(dh);
     for (int s = 0; s < 8; s++) {
         sc[s] = d > 0.0f ? clampi((int)ceilf(need[s] / d), 0, 63) : 0;
         while (sc[s] < 63 && (d * (float)sc[s]) * (float)nmax - lo[s] < top[s]) sc[s]++;
@@ -355,8 +355,8 @@ static void q_q6_k(const float *x, uint8_t *b)
         needmax = fmaxf(needmax, need[s]);
     }
     uint16_t dh = f16_ceil_pos(needmax / 127.0f);
-    while (dh < 0x7C00u && oscar_f16_to_f32(dh) * 127.0f < needmax) dh++;
-    float d = oscar_f16_to_f32(dh);
+    while (dh < 0x7C00u && ovk_f16_to_f32(dh) * 127.0f < needmax) dh++;
+    float d = ovk_f16_to_f32(dh);
     int sc[16], q[256];
     for (int s = 0; s < 16; s++) {
         sc[s] = d > 0.0f ? clampi((int)ceilf(need[s] / d), 0, 127) : 0;
@@ -396,11 +396,11 @@ static dq_fn block_dequantizer(uint32_t type)
     }
 }
 
-oscar_status oscar_ggml_dequantize_row(uint32_t type, const void *src, float *y, uint64_t n)
+oscar_status ovk_ggml_dequantize_row(uint32_t type, const void *src, float *y, uint64_t n)
 {
-    const oscar_ggml_type_info *t = oscar_ggml_type_get(type);
+    const ovk_ggml_type_info *t = ovk_ggml_type_get(type);
     if (!t || !t->has_dequantize)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "no dequantizer for ggml type %u (%s)", type, oscar_ggml_type_name(type));
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "no dequantizer for ggml type %u (%s)", type, ovk_ggml_type_name(type));
     if (n % t->block_size != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "row of %llu elements is not a multiple of %s's block size %u",
                            (unsigned long long)n, t->name, t->block_size);
@@ -410,10 +410,10 @@ oscar_status oscar_ggml_dequantize_row(uint32_t type, const void *src, float *y,
         memcpy(y, p, (size_t)n * 4);
         return OSCAR_OK;
     case OSCAR_GGML_TYPE_F16:
-        for (uint64_t i = 0; i < n; i++) y[i] = oscar_f16_to_f32(rd16(p + 2 * i));
+        for (uint64_t i = 0; i < n; i++) y[i] = ovk_f16_to_f32(rd16(p + 2 * i));
         return OSCAR_OK;
     case OSCAR_GGML_TYPE_BF16:
-        for (uint64_t i = 0; i < n; i++) y[i] = oscar_bits_f32((uint32_t)rd16(p + 2 * i) << 16);
+        for (uint64_t i = 0; i < n; i++) y[i] = ovk_bits_f32((uint32_t)rd16(p + 2 * i) << 16);
         return OSCAR_OK;
     default: break;
     }
@@ -422,11 +422,11 @@ oscar_status oscar_ggml_dequantize_row(uint32_t type, const void *src, float *y,
     return OSCAR_OK;
 }
 
-oscar_status oscar_ggml_quantize_row(uint32_t type, const float *x, void *dst, uint64_t n)
+oscar_status ovk_ggml_quantize_row(uint32_t type, const float *x, void *dst, uint64_t n)
 {
-    const oscar_ggml_type_info *t = oscar_ggml_type_get(type);
+    const ovk_ggml_type_info *t = ovk_ggml_type_get(type);
     if (!t || !t->has_quantize)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "no quantizer for ggml type %u (%s)", type, oscar_ggml_type_name(type));
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "no quantizer for ggml type %u (%s)", type, ovk_ggml_type_name(type));
     if (n % t->block_size != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "row of %llu elements is not a multiple of %s's block size %u",
                            (unsigned long long)n, t->name, t->block_size);
@@ -436,7 +436,7 @@ oscar_status oscar_ggml_quantize_row(uint32_t type, const float *x, void *dst, u
         memcpy(p, x, (size_t)n * 4);
         return OSCAR_OK;
     case OSCAR_GGML_TYPE_F16:
-        for (uint64_t i = 0; i < n; i++) wr16(p + 2 * i, oscar_f32_to_f16(x[i]));
+        for (uint64_t i = 0; i < n; i++) wr16(p + 2 * i, ovk_f32_to_f16(x[i]));
         return OSCAR_OK;
     case OSCAR_GGML_TYPE_BF16:
         for (uint64_t i = 0; i < n; i++) wr16(p + 2 * i, f32_to_bf16(x[i]));

@@ -53,7 +53,7 @@
 #include "oscar/oscar.h"
 
 /* GGML type ids as stored in GGUF tensor infos (ggml.h's enum ggml_type). */
-typedef enum oscar_ggml_type {
+typedef enum ovk_ggml_type {
     OSCAR_GGML_TYPE_F32 = 0,
     OSCAR_GGML_TYPE_F16 = 1,
     OSCAR_GGML_TYPE_Q4_0 = 2,
@@ -76,39 +76,39 @@ typedef enum oscar_ggml_type {
     OSCAR_GGML_TYPE_I64 = 27,
     OSCAR_GGML_TYPE_F64 = 28,
     OSCAR_GGML_TYPE_BF16 = 30,
-} oscar_ggml_type;
+} ovk_ggml_type;
 
 /* Elements per super-block of the K-quants. */
 #define OSCAR_QK_K 256u
 
-typedef struct oscar_ggml_type_info {
+typedef struct ovk_ggml_type_info {
     const char *name;        /* "Q4_K" */
     uint32_t block_size;     /* elements per block (1 for plain types) */
     uint32_t type_size;      /* bytes per block */
-    int has_dequantize;      /* 1: oscar_ggml_dequantize_row handles it */
-    int has_quantize;        /* 1: oscar_ggml_quantize_row handles it */
-} oscar_ggml_type_info;
+    int has_dequantize;      /* 1: ovk_ggml_dequantize_row handles it */
+    int has_quantize;        /* 1: ovk_ggml_quantize_row handles it */
+} ovk_ggml_type_info;
 
 /* Returns the table entry of a type id, or NULL for an id this table does not know (the
  * reader then reports OSCAR_ERROR_UNSUPPORTED_FORMAT). */
-const oscar_ggml_type_info *oscar_ggml_type_get(uint32_t type);
+const ovk_ggml_type_info *ovk_ggml_type_get(uint32_t type);
 
 /* Returns the type's name, or "unknown" for an id not in the table. */
-const char *oscar_ggml_type_name(uint32_t type);
+const char *ovk_ggml_type_name(uint32_t type);
 
 /* Byte size of a row of n elements: sets *bytes and returns OSCAR_OK, or returns
  * OSCAR_ERROR_INVALID_ARGUMENT when the type is unknown, n is not a multiple of the block
  * size, or the size overflows uint64. */
-oscar_status oscar_ggml_row_size(uint32_t type, uint64_t n, uint64_t *bytes);
+oscar_status ovk_ggml_row_size(uint32_t type, uint64_t n, uint64_t *bytes);
 
 /* Dequantizes a row of n elements (n a multiple of the block size) from `src` (n / block
  * row bytes, any alignment) to y[0..n). Returns INVALID_ARGUMENT for a type without a
  * dequantizer or a bad n. */
-oscar_status oscar_ggml_dequantize_row(uint32_t type, const void *src, float *y, uint64_t n);
+oscar_status ovk_ggml_dequantize_row(uint32_t type, const void *src, float *y, uint64_t n);
 
 /* Quantizes x[0..n) (n a multiple of the block size, values finite) into `dst`, which must
- * hold oscar_ggml_row_size(type, n) bytes. Returns INVALID_ARGUMENT for a type without a
+ * hold ovk_ggml_row_size(type, n) bytes. Returns INVALID_ARGUMENT for a type without a
  * quantizer, a bad n, or a non-finite input. */
-oscar_status oscar_ggml_quantize_row(uint32_t type, const float *x, void *dst, uint64_t n);
+oscar_status ovk_ggml_quantize_row(uint32_t type, const float *x, void *dst, uint64_t n);
 
 #endif

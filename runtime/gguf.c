@@ -19,14 +19,14 @@
 
 /* ---- value types ---------------------------------------------------------------------------- */
 
-const char *oscar_gguf_type_name(uint32_t type)
+const char *ovk_gguf_type_name(uint32_t type)
 {
     static const char *const names[] = { "uint8", "int8", "uint16", "int16", "uint32", "int32", "float32",
                                          "bool", "string", "array", "uint64", "int64", "float64" };
     return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
 }
 
-size_t oscar_gguf_type_size(uint32_t type)
+size_t ovk_gguf_type_size(uint32_t type)
 {
     switch (type) {
     case OSCAR_GGUF_TYPE_UINT8: case OSCAR_GGUF_TYPE_INT8: case OSCAR_GGUF_TYPE_BOOL: return 1;
@@ -45,9 +45,9 @@ static uint64_t le(const uint8_t *p, size_t n)
 }
 
 /* Decodes one fixed-size element at p into the value's numeric field. */
-static void decode_scalar(oscar_gguf_type type, const uint8_t *p, oscar_gguf_value *v)
+static void decode_scalar(ovk_gguf_type type, const uint8_t *p, ovk_gguf_value *v)
 {
-    size_t n = oscar_gguf_type_size(type);
+    size_t n = ovk_gguf_type_size(type);
     uint64_t raw = le(p, n);
     switch (type) {
     case OSCAR_GGUF_TYPE_INT8: v->i64 = (int8_t)raw; break;
@@ -75,7 +75,7 @@ static int is_signed_type(uint32_t t)
 
 /* ---- hash index over names (keys, tensor names) ------------------------------------------- */
 
-struct oscar_gguf_index {
+struct ovk_gguf_index {
     uint64_t mask;                 /* slots - 1 (slots a power of two >= 2 * n) */
     uint64_t *slot;                /* [slots] entry index + 1, 0 = empty */
 };
@@ -87,16 +87,16 @@ static uint64_t hash_name(const char *s)
     return h;
 }
 
-static void index_free(oscar_gguf_index *ix)
+static void index_free(ovk_gguf_index *ix)
 {
     if (!ix) return;
     free(ix->slot);
     free(ix);
 }
 
-static oscar_gguf_index *index_new(uint64_t n)
+static ovk_gguf_index *index_new(uint64_t n)
 {
-    oscar_gguf_index *ix = calloc(1, sizeof *ix);
+    ovk_gguf_index *ix = calloc(1, sizeof *ix);
     if (!ix) return NULL;
     uint64_t slots = 16;
     while (slots / 2 < n && slots < (1ull << 60)) slots *= 2; /* n is bounded by the file size */
@@ -108,7 +108,7 @@ static oscar_gguf_index *index_new(uint64_t n)
 
 /* Looks a name up; names(ctx, i) gives entry i's name. Returns the entry index or UINT64_MAX;
  * with insert_at != UINT64_MAX, inserts that entry when absent. */
-static uint64_t index_lookup(oscar_gguf_index *ix, const char *name, const char *(*names)(const void *, uint64_t),
+static uint64_t index_lookup(ovk_gguf_index *ix, const char *name, const char *(*names)(const void *, uint64_t),
                              const void *ctx, uint64_t insert_at)
 {
     for (uint64_t h = hash_name(name) & ix->mask;; h = (h + 1) & ix->mask) {
@@ -120,13 +120,13 @@ static uint64_t index_lookup(oscar_gguf_index *ix, const char *name, const char 
     }
 }
 
-static const char *kv_name(const void *g, uint64_t i) { return ((const oscar_gguf *)g)->kv[i].key; }
-static const char *tensor_name(const void *g, uint64_t i) { return ((const oscar_gguf *)g)->tensors[i].name; }
+static const char *kv_name(const void *g, uint64_t i) { return ((const ovk_gguf *)g)->kv[i].key; }
+static const char *tensor_name(const void *g, uint64_t i) { return ((const ovk_gguf *)g)->tensors[i].name; }
 
 /* ---- bounds-checked cursor ------------------------------------------------------------------ */
 
 typedef struct cursor {
-    const oscar_gguf *g;
+    const ovk_gguf *g;
     uint64_t pos;                  /* bytes from the file start */
     char where[320];               /* the item being read, e.g. "metadata 'general.name'" */
 } cursor;
@@ -146,7 +146,7 @@ static oscar_status cur_fail(const cursor *c, oscar_status st, const char *file,
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return oscar_error_set(st, file, line, "%s: %s: %s", c->g->path, c->where, msg);
+    return ovk_error_set(st, file, line, "%s: %s: %s", c->g->path, c->where, msg);
 }
 
 /* Makes sure n more bytes exist; `field` names what is being read. */
@@ -177,7 +177,7 @@ static oscar_status rd_u64(cursor *c, uint64_t *v, const char *field)
 }
 
 /* Reads a string (u64 length + bytes) as a view into the mapping. */
-static oscar_status rd_str(cursor *c, oscar_gguf_str *s, const char *field)
+static oscar_status rd_str(cursor *c, ovk_gguf_str *s, const char *field)
 {
     uint64_t len;
     oscar_status st = rd_u64(c, &len, field);
@@ -192,7 +192,7 @@ static oscar_status rd_str(cursor *c, oscar_gguf_str *s, const char *field)
 }
 
 /* NUL-terminated copy of a string view (NULL when out of memory). */
-static char *str_dup(oscar_gguf_str s)
+static char *str_dup(ovk_gguf_str s)
 {
     char *p = malloc((size_t)s.len + 1);
     if (!p) return NULL;
@@ -211,7 +211,7 @@ static void printable(char *dst, size_t cap, const char *src, uint64_t len)
 
 /* ---- metadata --------------------------------------------------------------------------------- */
 
-static void array_free(oscar_gguf_array *a)
+static void array_free(ovk_gguf_array *a)
 {
     if (a->arrays)
         for (uint64_t i = 0; i < a->count; i++) array_free(&a->arrays[i]);
@@ -223,7 +223,7 @@ static void array_free(oscar_gguf_array *a)
 
 /* Reads an array body: u32 element type, u64 count, the elements. `depth` counts enclosing
  * arrays (1 for a top-level array). */
-static oscar_status rd_array(cursor *c, oscar_gguf_array *a, int depth)
+static oscar_status rd_array(cursor *c, ovk_gguf_array *a, int depth)
 {
     oscar_status st;
     uint32_t type;
@@ -232,12 +232,12 @@ static oscar_status rd_array(cursor *c, oscar_gguf_array *a, int depth)
     if (type > OSCAR_GGUF_TYPE_FLOAT64)
         return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "unknown array element type %u", type);
     if ((st = rd_u64(c, &count, "array count"))) return st;
-    a->type = (oscar_gguf_type)type;
-    size_t esize = oscar_gguf_type_size(type);
+    a->type = (ovk_gguf_type)type;
+    size_t esize = ovk_gguf_type_size(type);
     if (esize) {
         if (count > left(c) / esize)
             return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "array count %llu of %s exceeds the %llu bytes left in the file",
-                            (unsigned long long)count, oscar_gguf_type_name(type), (unsigned long long)left(c));
+                            (unsigned long long)count, ovk_gguf_type_name(type), (unsigned long long)left(c));
         a->count = count;
         a->data = c->g->base + c->pos;
         c->pos += count * esize;
@@ -269,13 +269,13 @@ static oscar_status rd_array(cursor *c, oscar_gguf_array *a, int depth)
 }
 
 /* Reads a value of a known type. */
-static oscar_status rd_value(cursor *c, uint32_t type, oscar_gguf_value *v)
+static oscar_status rd_value(cursor *c, uint32_t type, ovk_gguf_value *v)
 {
     oscar_status st;
     if (type > OSCAR_GGUF_TYPE_FLOAT64)
         return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "unknown value type %u", type);
-    v->type = (oscar_gguf_type)type;
-    size_t esize = oscar_gguf_type_size(type);
+    v->type = (ovk_gguf_type)type;
+    size_t esize = ovk_gguf_type_size(type);
     if (esize) {
         if ((st = need(c, esize, "value"))) return st;
         decode_scalar(v->type, c->g->base + c->pos, v);
@@ -293,7 +293,7 @@ static oscar_status rd_value(cursor *c, uint32_t type, oscar_gguf_value *v)
 
 /* ---- the parser -------------------------------------------------------------------------------- */
 
-static int has_nul(oscar_gguf_str s) { return memchr(s.ptr, 0, (size_t)s.len) != NULL; }
+static int has_nul(ovk_gguf_str s) { return memchr(s.ptr, 0, (size_t)s.len) != NULL; }
 
 static uint64_t align_up(uint64_t x, uint64_t a, int *overflow)
 {
@@ -303,7 +303,7 @@ static uint64_t align_up(uint64_t x, uint64_t a, int *overflow)
     return x + (a - r);
 }
 
-static oscar_status parse_header(cursor *c, oscar_gguf *g, uint64_t *n_tensors, uint64_t *n_kv)
+static oscar_status parse_header(cursor *c, ovk_gguf *g, uint64_t *n_tensors, uint64_t *n_kv)
 {
     oscar_status st;
     snprintf(c->where, sizeof c->where, "header");
@@ -331,15 +331,15 @@ static oscar_status parse_header(cursor *c, oscar_gguf *g, uint64_t *n_tensors, 
     return OSCAR_OK;
 }
 
-static oscar_status parse_metadata(cursor *c, oscar_gguf *g, uint64_t n_kv)
+static oscar_status parse_metadata(cursor *c, ovk_gguf *g, uint64_t n_kv)
 {
     oscar_status st;
     g->kv = calloc(n_kv ? (size_t)n_kv : 1, sizeof *g->kv);
     g->key_index = index_new(n_kv);
     if (!g->kv || !g->key_index) return CUR_FAIL(c, OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for %llu keys", (unsigned long long)n_kv);
     for (uint64_t i = 0; i < n_kv; i++) {
-        oscar_gguf_kv *kv = &g->kv[i];
-        oscar_gguf_str key;
+        ovk_gguf_kv *kv = &g->kv[i];
+        ovk_gguf_str key;
         snprintf(c->where, sizeof c->where, "metadata #%llu", (unsigned long long)i);
         if ((st = rd_str(c, &key, "key"))) return st;
         if (has_nul(key)) return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "key contains a NUL byte");
@@ -356,11 +356,11 @@ static oscar_status parse_metadata(cursor *c, oscar_gguf *g, uint64_t n_kv)
             return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "duplicate key");
     }
     g->alignment = OSCAR_GGUF_DEFAULT_ALIGNMENT;
-    const oscar_gguf_kv *al = oscar_gguf_find_key(g, "general.alignment");
+    const ovk_gguf_kv *al = ovk_gguf_find_key(g, "general.alignment");
     if (al) {
         snprintf(c->where, sizeof c->where, "key 'general.alignment'");
         if (al->value.type != OSCAR_GGUF_TYPE_UINT32)
-            return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "has type %s, expected uint32", oscar_gguf_type_name(al->value.type));
+            return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "has type %s, expected uint32", ovk_gguf_type_name(al->value.type));
         uint64_t a = al->value.u64;
         if (a == 0 || (a & (a - 1)) != 0)
             return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "alignment %llu is not a power of two", (unsigned long long)a);
@@ -369,11 +369,11 @@ static oscar_status parse_metadata(cursor *c, oscar_gguf *g, uint64_t n_kv)
     return OSCAR_OK;
 }
 
-static oscar_status parse_tensor_info(cursor *c, oscar_gguf *g, uint64_t i)
+static oscar_status parse_tensor_info(cursor *c, ovk_gguf *g, uint64_t i)
 {
     oscar_status st;
-    oscar_gguf_tensor *t = &g->tensors[i];
-    oscar_gguf_str name;
+    ovk_gguf_tensor *t = &g->tensors[i];
+    ovk_gguf_str name;
     snprintf(c->where, sizeof c->where, "tensor #%llu", (unsigned long long)i);
     if ((st = rd_str(c, &name, "name"))) return st;
     if (has_nul(name)) return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "name contains a NUL byte");
@@ -404,7 +404,7 @@ static oscar_status parse_tensor_info(cursor *c, oscar_gguf *g, uint64_t i)
                         (unsigned long long)t->ne[3]);
     t->n_elements = n_el;
     if ((st = rd_u32(c, &t->type, "type"))) return st;
-    const oscar_ggml_type_info *ti = oscar_ggml_type_get(t->type);
+    const ovk_ggml_type_info *ti = ovk_ggml_type_get(t->type);
     if (!ti) return CUR_FAIL(c, OSCAR_ERROR_UNSUPPORTED_FORMAT, "unknown tensor type %u", t->type);
     if (t->ne[0] % ti->block_size != 0)
         return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "row length %llu is not a multiple of %s's block size %u",
@@ -423,7 +423,7 @@ static oscar_status parse_tensor_info(cursor *c, oscar_gguf *g, uint64_t i)
     return OSCAR_OK;
 }
 
-static oscar_status parse(oscar_gguf *g)
+static oscar_status parse(ovk_gguf *g)
 {
     oscar_status st;
     cursor c = { g, 0, "" };
@@ -439,7 +439,7 @@ static oscar_status parse(oscar_gguf *g)
     int overflow = 0;
     g->data_offset = align_up(c.pos, g->alignment, &overflow);
     for (uint64_t i = 0; i < n_tensors; i++) {
-        oscar_gguf_tensor *t = &g->tensors[i];
+        ovk_gguf_tensor *t = &g->tensors[i];
         snprintf(c.where, sizeof c.where, "tensor '%.200s'", t->name);
         uint64_t start = g->data_offset + t->offset;
         if (overflow || start < t->offset || start + t->n_bytes < start || start + t->n_bytes > g->size)
@@ -453,9 +453,9 @@ static oscar_status parse(oscar_gguf *g)
 
 /* ---- open / close ------------------------------------------------------------------------------ */
 
-static oscar_status gguf_new(const char *name, oscar_gguf **out)
+static oscar_status gguf_new(const char *name, ovk_gguf **out)
 {
-    oscar_gguf *g = calloc(1, sizeof *g);
+    ovk_gguf *g = calloc(1, sizeof *g);
     if (!g) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "%s: no memory", name);
     size_t n = strlen(name);
     g->path = malloc(n + 1);
@@ -465,13 +465,13 @@ static oscar_status gguf_new(const char *name, oscar_gguf **out)
     return OSCAR_OK;
 }
 
-oscar_status oscar_gguf_open_memory(const void *data, size_t size, const char *name, oscar_gguf **out)
+oscar_status ovk_gguf_open_memory(const void *data, size_t size, const char *name, ovk_gguf **out)
 {
     oscar_status st;
-    oscar_gguf *g = NULL;
-    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gguf_open_memory: out is NULL");
+    ovk_gguf *g = NULL;
+    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gguf_open_memory: out is NULL");
     *out = NULL;
-    if (!data && size) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gguf_open_memory: data is NULL");
+    if (!data && size) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gguf_open_memory: data is NULL");
     OSCAR_TRY(gguf_new(name ? name : "memory", &g));
     g->base = data ? data : (const uint8_t *)"";
     g->size = size;
@@ -479,16 +479,16 @@ oscar_status oscar_gguf_open_memory(const void *data, size_t size, const char *n
     *out = g;
     return OSCAR_OK;
 fail:
-    oscar_gguf_close(g);
+    ovk_gguf_close(g);
     return st;
 }
 
-oscar_status oscar_gguf_open(const char *path, oscar_gguf **out)
+oscar_status ovk_gguf_open(const char *path, ovk_gguf **out)
 {
     oscar_status st;
-    oscar_gguf *g = NULL;
+    ovk_gguf *g = NULL;
     int fd = -1;
-    if (!out || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gguf_open: NULL argument");
+    if (!out || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gguf_open: NULL argument");
     *out = NULL;
     OSCAR_TRY(gguf_new(path, &g));
     fd = open(path, O_RDONLY);
@@ -513,11 +513,11 @@ oscar_status oscar_gguf_open(const char *path, oscar_gguf **out)
     return OSCAR_OK;
 fail:
     if (fd >= 0) close(fd);
-    oscar_gguf_close(g);
+    ovk_gguf_close(g);
     return st;
 }
 
-void oscar_gguf_close(oscar_gguf *g)
+void ovk_gguf_close(ovk_gguf *g)
 {
     if (!g) return;
     if (g->kv) {
@@ -541,14 +541,14 @@ void oscar_gguf_close(oscar_gguf *g)
 
 /* ---- lookups ------------------------------------------------------------------------------------ */
 
-const oscar_gguf_kv *oscar_gguf_find_key(const oscar_gguf *g, const char *key)
+const ovk_gguf_kv *ovk_gguf_find_key(const ovk_gguf *g, const char *key)
 {
     if (!g || !key || !g->key_index) return NULL;
     uint64_t i = index_lookup(g->key_index, key, kv_name, g, UINT64_MAX);
     return i == UINT64_MAX ? NULL : &g->kv[i];
 }
 
-const oscar_gguf_tensor *oscar_gguf_find_tensor(const oscar_gguf *g, const char *name)
+const ovk_gguf_tensor *ovk_gguf_find_tensor(const ovk_gguf *g, const char *name)
 {
     if (!g || !name || !g->tensor_index) return NULL;
     uint64_t i = index_lookup(g->tensor_index, name, tensor_name, g, UINT64_MAX);
@@ -556,25 +556,25 @@ const oscar_gguf_tensor *oscar_gguf_find_tensor(const oscar_gguf *g, const char 
 }
 
 /* Finds a key for a getter; a missing key is BAD_FORMAT naming it. */
-static oscar_status get_kv(const oscar_gguf *g, const char *key, const oscar_gguf_kv **kv)
+static oscar_status get_kv(const ovk_gguf *g, const char *key, const ovk_gguf_kv **kv)
 {
     if (!g || !key) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF getter: NULL argument");
-    *kv = oscar_gguf_find_key(g, key);
+    *kv = ovk_gguf_find_key(g, key);
     if (!*kv) OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: missing key '%s'", g->path, key);
     return OSCAR_OK;
 }
 
 /* An integer value as a signed/unsigned pair within [lo, hi] (hi as uint64). */
-static oscar_status get_int(const oscar_gguf *g, const char *key, const char *want, int64_t lo, uint64_t hi,
+static oscar_status get_int(const ovk_gguf *g, const char *key, const char *want, int64_t lo, uint64_t hi,
                             int *neg, uint64_t *mag)
 {
-    const oscar_gguf_kv *kv;
+    const ovk_gguf_kv *kv;
     oscar_status st = get_kv(g, key, &kv);
     if (st) return st;
     uint32_t t = kv->value.type;
     if (!is_int_type(t))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected %s", g->path, key,
-                           oscar_gguf_type_name(t), want);
+                           ovk_gguf_type_name(t), want);
     if (is_signed_type(t) && kv->value.i64 < 0) {
         if (kv->value.i64 < lo)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' value %lld out of range for %s", g->path, key,
@@ -592,7 +592,7 @@ static oscar_status get_int(const oscar_gguf *g, const char *key, const char *wa
     return OSCAR_OK;
 }
 
-oscar_status oscar_gguf_get_u32(const oscar_gguf *g, const char *key, uint32_t *out)
+oscar_status ovk_gguf_get_u32(const ovk_gguf *g, const char *key, uint32_t *out)
 {
     int neg;
     uint64_t v;
@@ -601,7 +601,7 @@ oscar_status oscar_gguf_get_u32(const oscar_gguf *g, const char *key, uint32_t *
     return st;
 }
 
-oscar_status oscar_gguf_get_i32(const oscar_gguf *g, const char *key, int32_t *out)
+oscar_status ovk_gguf_get_i32(const ovk_gguf *g, const char *key, int32_t *out)
 {
     int neg;
     uint64_t v;
@@ -610,7 +610,7 @@ oscar_status oscar_gguf_get_i32(const oscar_gguf *g, const char *key, int32_t *o
     return st;
 }
 
-oscar_status oscar_gguf_get_u64(const oscar_gguf *g, const char *key, uint64_t *out)
+oscar_status ovk_gguf_get_u64(const ovk_gguf *g, const char *key, uint64_t *out)
 {
     int neg;
     uint64_t v;
@@ -619,63 +619,63 @@ oscar_status oscar_gguf_get_u64(const oscar_gguf *g, const char *key, uint64_t *
     return st;
 }
 
-oscar_status oscar_gguf_get_f32(const oscar_gguf *g, const char *key, float *out)
+oscar_status ovk_gguf_get_f32(const ovk_gguf *g, const char *key, float *out)
 {
-    const oscar_gguf_kv *kv;
+    const ovk_gguf_kv *kv;
     oscar_status st = get_kv(g, key, &kv);
     if (st) return st;
     uint32_t t = kv->value.type;
     if (t != OSCAR_GGUF_TYPE_FLOAT32 && t != OSCAR_GGUF_TYPE_FLOAT64)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected float32", g->path, key,
-                           oscar_gguf_type_name(t));
+                           ovk_gguf_type_name(t));
     *out = (float)kv->value.f64;
     return OSCAR_OK;
 }
 
-oscar_status oscar_gguf_get_bool(const oscar_gguf *g, const char *key, int *out)
+oscar_status ovk_gguf_get_bool(const ovk_gguf *g, const char *key, int *out)
 {
-    const oscar_gguf_kv *kv;
+    const ovk_gguf_kv *kv;
     oscar_status st = get_kv(g, key, &kv);
     if (st) return st;
     if (kv->value.type != OSCAR_GGUF_TYPE_BOOL)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected bool", g->path, key,
-                           oscar_gguf_type_name(kv->value.type));
+                           ovk_gguf_type_name(kv->value.type));
     *out = kv->value.u64 != 0;
     return OSCAR_OK;
 }
 
-oscar_status oscar_gguf_get_str(const oscar_gguf *g, const char *key, const char **out)
+oscar_status ovk_gguf_get_str(const ovk_gguf *g, const char *key, const char **out)
 {
-    const oscar_gguf_kv *kv;
+    const ovk_gguf_kv *kv;
     oscar_status st = get_kv(g, key, &kv);
     if (st) return st;
     if (kv->value.type != OSCAR_GGUF_TYPE_STRING)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected string", g->path, key,
-                           oscar_gguf_type_name(kv->value.type));
+                           ovk_gguf_type_name(kv->value.type));
     *out = kv->value.cstr;
     return OSCAR_OK;
 }
 
-oscar_status oscar_gguf_get_array(const oscar_gguf *g, const char *key, int elem_type, const oscar_gguf_array **out)
+oscar_status ovk_gguf_get_array(const ovk_gguf *g, const char *key, int elem_type, const ovk_gguf_array **out)
 {
-    const oscar_gguf_kv *kv;
+    const ovk_gguf_kv *kv;
     oscar_status st = get_kv(g, key, &kv);
     if (st) return st;
     if (kv->value.type != OSCAR_GGUF_TYPE_ARRAY)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected array", g->path, key,
-                           oscar_gguf_type_name(kv->value.type));
-    if (elem_type >= 0 && kv->value.arr.type != (oscar_gguf_type)elem_type)
+                           ovk_gguf_type_name(kv->value.type));
+    if (elem_type >= 0 && kv->value.arr.type != (ovk_gguf_type)elem_type)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' is an array of %s, expected an array of %s", g->path,
-                           key, oscar_gguf_type_name(kv->value.arr.type), oscar_gguf_type_name((uint32_t)elem_type));
+                           key, ovk_gguf_type_name(kv->value.arr.type), ovk_gguf_type_name((uint32_t)elem_type));
     *out = &kv->value.arr;
     return OSCAR_OK;
 }
 
-int64_t oscar_gguf_array_int(const oscar_gguf_array *a, uint64_t i)
+int64_t ovk_gguf_array_int(const ovk_gguf_array *a, uint64_t i)
 {
-    size_t n = oscar_gguf_type_size(a->type);
+    size_t n = ovk_gguf_type_size(a->type);
     if (!n || i >= a->count) return 0;
-    oscar_gguf_value v;
+    ovk_gguf_value v;
     decode_scalar(a->type, a->data + i * n, &v);
     switch (a->type) {
     case OSCAR_GGUF_TYPE_INT8: case OSCAR_GGUF_TYPE_INT16: case OSCAR_GGUF_TYPE_INT32: case OSCAR_GGUF_TYPE_INT64:
@@ -688,11 +688,11 @@ int64_t oscar_gguf_array_int(const oscar_gguf_array *a, uint64_t i)
     }
 }
 
-double oscar_gguf_array_number(const oscar_gguf_array *a, uint64_t i)
+double ovk_gguf_array_number(const ovk_gguf_array *a, uint64_t i)
 {
-    size_t n = oscar_gguf_type_size(a->type);
+    size_t n = ovk_gguf_type_size(a->type);
     if (!n || i >= a->count) return 0.0;
-    oscar_gguf_value v;
+    ovk_gguf_value v;
     decode_scalar(a->type, a->data + i * n, &v);
     if (a->type == OSCAR_GGUF_TYPE_FLOAT32 || a->type == OSCAR_GGUF_TYPE_FLOAT64) return v.f64;
     if (is_signed_type(a->type)) return (double)v.i64;

@@ -63,7 +63,7 @@ typedef struct wkv {
 
 typedef struct wtensor {
     char *name;                    /* NUL-terminated */
-    uint32_t type;                 /* oscar_ggml_type */
+    uint32_t type;                 /* ovk_ggml_type */
     uint32_t n_dims;               /* 1..4 */
     uint64_t ne[OSCAR_GGUF_MAX_DIMS]; /* elements per dimension, ne[0] contiguous */
     uint64_t n_bytes;              /* data bytes */
@@ -72,7 +72,7 @@ typedef struct wtensor {
     void *owned;                   /* our copy, or NULL */
 } wtensor;
 
-struct oscar_gguf_writer {
+struct ovk_gguf_writer {
     uint32_t alignment;            /* bytes, power of two */
     wkv *kv;                       /* [n_kv] in insertion order */
     size_t n_kv, cap_kv;
@@ -85,16 +85,16 @@ struct oscar_gguf_writer {
     uint64_t stream_pos;           /* bytes written into the data section */
 };
 
-oscar_status oscar_gguf_writer_create(oscar_gguf_writer **out)
+oscar_status ovk_gguf_writer_create(ovk_gguf_writer **out)
 {
-    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gguf_writer_create: out is NULL");
+    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gguf_writer_create: out is NULL");
     *out = calloc(1, sizeof **out);
     if (!*out) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for a GGUF writer");
     (*out)->alignment = OSCAR_GGUF_DEFAULT_ALIGNMENT;
     return OSCAR_OK;
 }
 
-static void stream_abort(oscar_gguf_writer *w)
+static void stream_abort(ovk_gguf_writer *w)
 {
     if (w->stream) {
         fclose(w->stream);
@@ -106,7 +106,7 @@ static void stream_abort(oscar_gguf_writer *w)
     w->stream_path = w->stream_tmp = NULL;
 }
 
-void oscar_gguf_writer_destroy(oscar_gguf_writer *w)
+void ovk_gguf_writer_destroy(ovk_gguf_writer *w)
 {
     if (!w) return;
     stream_abort(w);
@@ -134,7 +134,7 @@ static char *dup_cstr(const char *s)
 /* Stores a serialized value under `key` (replacing an earlier value); takes ownership of v.
  * general.alignment, however it is set (set_u32, copy_kv), must be a uint32 power of two and
  * becomes the padding the writer uses, so the key and the layout always agree. */
-static oscar_status set_value(oscar_gguf_writer *w, const char *key, buf *v)
+static oscar_status set_value(ovk_gguf_writer *w, const char *key, buf *v)
 {
     if (v->oom) {
         free(v->p);
@@ -171,7 +171,7 @@ static oscar_status set_value(oscar_gguf_writer *w, const char *key, buf *v)
     return OSCAR_OK;
 }
 
-static oscar_status check_kv_args(const oscar_gguf_writer *w, const char *key)
+static oscar_status check_kv_args(const ovk_gguf_writer *w, const char *key)
 {
     if (!w || !key) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL writer or key");
     if (w->stream) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "GGUF writer: key '%s' set while streaming", key);
@@ -179,41 +179,41 @@ static oscar_status check_kv_args(const oscar_gguf_writer *w, const char *key)
 }
 
 /* Serializes and stores one fixed-size scalar given as raw little-endian bits. */
-static oscar_status set_scalar(oscar_gguf_writer *w, const char *key, oscar_gguf_type type, uint64_t bits)
+static oscar_status set_scalar(ovk_gguf_writer *w, const char *key, ovk_gguf_type type, uint64_t bits)
 {
     oscar_status st = check_kv_args(w, key);
     if (st) return st;
     buf v = { 0 };
     put_le(&v, type, 4);
-    put_le(&v, bits, oscar_gguf_type_size(type));
+    put_le(&v, bits, ovk_gguf_type_size(type));
     return set_value(w, key, &v);
 }
 
-oscar_status oscar_gguf_writer_set_u8(oscar_gguf_writer *w, const char *key, uint8_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT8, v); }
-oscar_status oscar_gguf_writer_set_i8(oscar_gguf_writer *w, const char *key, int8_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT8, (uint8_t)v); }
-oscar_status oscar_gguf_writer_set_u16(oscar_gguf_writer *w, const char *key, uint16_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT16, v); }
-oscar_status oscar_gguf_writer_set_i16(oscar_gguf_writer *w, const char *key, int16_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT16, (uint16_t)v); }
-oscar_status oscar_gguf_writer_set_u32(oscar_gguf_writer *w, const char *key, uint32_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT32, v); }
-oscar_status oscar_gguf_writer_set_i32(oscar_gguf_writer *w, const char *key, int32_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT32, (uint32_t)v); }
-oscar_status oscar_gguf_writer_set_u64(oscar_gguf_writer *w, const char *key, uint64_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT64, v); }
-oscar_status oscar_gguf_writer_set_i64(oscar_gguf_writer *w, const char *key, int64_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT64, (uint64_t)v); }
-oscar_status oscar_gguf_writer_set_bool(oscar_gguf_writer *w, const char *key, int v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_BOOL, v != 0); }
+oscar_status ovk_gguf_writer_set_u8(ovk_gguf_writer *w, const char *key, uint8_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT8, v); }
+oscar_status ovk_gguf_writer_set_i8(ovk_gguf_writer *w, const char *key, int8_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT8, (uint8_t)v); }
+oscar_status ovk_gguf_writer_set_u16(ovk_gguf_writer *w, const char *key, uint16_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT16, v); }
+oscar_status ovk_gguf_writer_set_i16(ovk_gguf_writer *w, const char *key, int16_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT16, (uint16_t)v); }
+oscar_status ovk_gguf_writer_set_u32(ovk_gguf_writer *w, const char *key, uint32_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT32, v); }
+oscar_status ovk_gguf_writer_set_i32(ovk_gguf_writer *w, const char *key, int32_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT32, (uint32_t)v); }
+oscar_status ovk_gguf_writer_set_u64(ovk_gguf_writer *w, const char *key, uint64_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_UINT64, v); }
+oscar_status ovk_gguf_writer_set_i64(ovk_gguf_writer *w, const char *key, int64_t v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_INT64, (uint64_t)v); }
+oscar_status ovk_gguf_writer_set_bool(ovk_gguf_writer *w, const char *key, int v) { return set_scalar(w, key, OSCAR_GGUF_TYPE_BOOL, v != 0); }
 
-oscar_status oscar_gguf_writer_set_f32(oscar_gguf_writer *w, const char *key, float v)
+oscar_status ovk_gguf_writer_set_f32(ovk_gguf_writer *w, const char *key, float v)
 {
     uint32_t u;
     memcpy(&u, &v, 4);
     return set_scalar(w, key, OSCAR_GGUF_TYPE_FLOAT32, u);
 }
 
-oscar_status oscar_gguf_writer_set_f64(oscar_gguf_writer *w, const char *key, double v)
+oscar_status ovk_gguf_writer_set_f64(ovk_gguf_writer *w, const char *key, double v)
 {
     uint64_t u;
     memcpy(&u, &v, 8);
     return set_scalar(w, key, OSCAR_GGUF_TYPE_FLOAT64, u);
 }
 
-oscar_status oscar_gguf_writer_set_str(oscar_gguf_writer *w, const char *key, const char *s)
+oscar_status ovk_gguf_writer_set_str(ovk_gguf_writer *w, const char *key, const char *s)
 {
     oscar_status st = check_kv_args(w, key);
     if (st) return st;
@@ -225,10 +225,10 @@ oscar_status oscar_gguf_writer_set_str(oscar_gguf_writer *w, const char *key, co
 }
 
 /* Serializes a host array of a fixed-size type as little-endian elements. */
-static void put_host_elems(buf *b, oscar_gguf_type type, const void *elems, uint64_t count)
+static void put_host_elems(buf *b, ovk_gguf_type type, const void *elems, uint64_t count)
 {
     const uint8_t *p = elems;
-    size_t n = oscar_gguf_type_size(type);
+    size_t n = ovk_gguf_type_size(type);
     for (uint64_t i = 0; i < count; i++) {
         uint64_t bits = 0;
         switch (n) {
@@ -242,7 +242,7 @@ static void put_host_elems(buf *b, oscar_gguf_type type, const void *elems, uint
     }
 }
 
-oscar_status oscar_gguf_writer_set_array(oscar_gguf_writer *w, const char *key, oscar_gguf_type elem_type,
+oscar_status ovk_gguf_writer_set_array(ovk_gguf_writer *w, const char *key, ovk_gguf_type elem_type,
                                          const void *elems, uint64_t count)
 {
     oscar_status st = check_kv_args(w, key);
@@ -266,7 +266,7 @@ oscar_status oscar_gguf_writer_set_array(oscar_gguf_writer *w, const char *key, 
     return set_value(w, key, &v);
 }
 
-oscar_status oscar_gguf_writer_set_str_array_array(oscar_gguf_writer *w, const char *key,
+oscar_status ovk_gguf_writer_set_str_array_array(ovk_gguf_writer *w, const char *key,
                                                    const char *const *const *lists, const uint64_t *counts, uint64_t n)
 {
     oscar_status st = check_kv_args(w, key);
@@ -292,11 +292,11 @@ oscar_status oscar_gguf_writer_set_str_array_array(oscar_gguf_writer *w, const c
 }
 
 /* Serializes an array read by the reader (recursively): element type, count, elements. */
-static void put_read_array(buf *b, const oscar_gguf_array *a)
+static void put_read_array(buf *b, const ovk_gguf_array *a)
 {
     put_le(b, a->type, 4);
     put_le(b, a->count, 8);
-    size_t n = oscar_gguf_type_size(a->type);
+    size_t n = ovk_gguf_type_size(a->type);
     if (n) put(b, a->data, (size_t)(a->count * n)); /* already little-endian */
     else if (a->type == OSCAR_GGUF_TYPE_STRING)
         for (uint64_t i = 0; i < a->count; i++) put_str(b, a->strs[i].ptr, a->strs[i].len);
@@ -304,12 +304,12 @@ static void put_read_array(buf *b, const oscar_gguf_array *a)
         for (uint64_t i = 0; i < a->count; i++) put_read_array(b, &a->arrays[i]);
 }
 
-oscar_status oscar_gguf_writer_copy_kv(oscar_gguf_writer *w, const oscar_gguf_kv *kv)
+oscar_status ovk_gguf_writer_copy_kv(ovk_gguf_writer *w, const ovk_gguf_kv *kv)
 {
     if (!kv) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL key/value");
     oscar_status st = check_kv_args(w, kv->key);
     if (st) return st;
-    const oscar_gguf_value *val = &kv->value;
+    const ovk_gguf_value *val = &kv->value;
     buf v = { 0 };
     put_le(&v, val->type, 4);
     switch (val->type) {
@@ -327,30 +327,30 @@ oscar_status oscar_gguf_writer_copy_kv(oscar_gguf_writer *w, const oscar_gguf_kv
         put_le(&v, u, 8);
     } break;
     default: /* integers and bool: the low bytes of u64 (== i64 bits) */
-        put_le(&v, val->u64, oscar_gguf_type_size(val->type));
+        put_le(&v, val->u64, ovk_gguf_type_size(val->type));
         break;
     }
     return set_value(w, kv->key, &v);
 }
 
-oscar_status oscar_gguf_writer_set_alignment(oscar_gguf_writer *w, uint32_t alignment)
+oscar_status ovk_gguf_writer_set_alignment(ovk_gguf_writer *w, uint32_t alignment)
 {
     if (!w) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL writer");
     if (alignment == 0 || (alignment & (alignment - 1)) != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: alignment %u is not a power of two", alignment);
-    return oscar_gguf_writer_set_u32(w, "general.alignment", alignment); /* set_value adopts it */
+    return ovk_gguf_writer_set_u32(w, "general.alignment", alignment); /* set_value adopts it */
 }
 
 /* ---- tensors ---------------------------------------------------------------------------------- */
 
-static oscar_status add_tensor(oscar_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+static oscar_status add_tensor(ovk_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                const uint64_t *ne, const void *data, int copy)
 {
     if (!w || !name || !ne) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL writer, name or shape");
     if (w->stream) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "GGUF writer: tensor '%s' added while streaming", name);
     if (n_dims < 1 || n_dims > OSCAR_GGUF_MAX_DIMS)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: tensor '%s': n_dims %u not in 1..4", name, n_dims);
-    const oscar_ggml_type_info *ti = oscar_ggml_type_get(type);
+    const ovk_ggml_type_info *ti = ovk_ggml_type_get(type);
     if (!ti) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: tensor '%s': unknown type %u", name, type);
     uint64_t rows = 1, row_bytes, n_bytes;
     for (uint32_t d = 1; d < n_dims; d++) {
@@ -358,7 +358,7 @@ static oscar_status add_tensor(oscar_gguf_writer *w, const char *name, uint32_t 
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: tensor '%s': shape overflows", name);
         rows *= ne[d];
     }
-    if (ne[0] > (uint64_t)INT64_MAX || oscar_ggml_row_size(type, ne[0], &row_bytes) != OSCAR_OK)
+    if (ne[0] > (uint64_t)INT64_MAX || ovk_ggml_row_size(type, ne[0], &row_bytes) != OSCAR_OK)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: tensor '%s': row length %llu invalid for %s", name,
                            (unsigned long long)ne[0], ti->name);
     if (row_bytes && rows > UINT64_MAX / row_bytes)
@@ -394,13 +394,13 @@ static oscar_status add_tensor(oscar_gguf_writer *w, const char *name, uint32_t 
     return OSCAR_OK;
 }
 
-oscar_status oscar_gguf_writer_add_tensor(oscar_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+oscar_status ovk_gguf_writer_add_tensor(ovk_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                           const uint64_t *ne, const void *data)
 {
     return add_tensor(w, name, type, n_dims, ne, data, 1);
 }
 
-oscar_status oscar_gguf_writer_add_tensor_ref(oscar_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
+oscar_status ovk_gguf_writer_add_tensor_ref(ovk_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                               const uint64_t *ne, const void *data)
 {
     return add_tensor(w, name, type, n_dims, ne, data, 0);
@@ -412,7 +412,7 @@ static uint64_t pad_to(uint64_t x, uint64_t a) { return (a - x % a) % a; }
 
 /* Assigns each tensor's offset and serializes header, keys and tensor infos plus the padding
  * that starts the data section into `b`. Returns the data section size in *data_bytes. */
-static oscar_status emit_head(oscar_gguf_writer *w, buf *b, uint64_t *data_bytes)
+static oscar_status emit_head(ovk_gguf_writer *w, buf *b, uint64_t *data_bytes)
 {
     uint64_t off = 0;
     for (size_t i = 0; i < w->n_tensors; i++) {
@@ -460,7 +460,7 @@ static oscar_status fwrite_pad(FILE *f, uint64_t n, const char *path)
     return OSCAR_OK;
 }
 
-static oscar_status check_all_data(const oscar_gguf_writer *w)
+static oscar_status check_all_data(const ovk_gguf_writer *w)
 {
     for (size_t i = 0; i < w->n_tensors; i++)
         if (!w->tensors[i].data)
@@ -469,7 +469,7 @@ static oscar_status check_all_data(const oscar_gguf_writer *w)
     return OSCAR_OK;
 }
 
-oscar_status oscar_gguf_writer_write_memory(oscar_gguf_writer *w, void **out, size_t *size)
+oscar_status ovk_gguf_writer_write_memory(ovk_gguf_writer *w, void **out, size_t *size)
 {
     oscar_status st;
     buf b = { 0 };
@@ -492,7 +492,7 @@ fail:
 }
 
 /* Opens `path`.tmp for writing and writes the head; fills w->stream*. */
-static oscar_status open_stream(oscar_gguf_writer *w, const char *path)
+static oscar_status open_stream(ovk_gguf_writer *w, const char *path)
 {
     oscar_status st;
     buf b = { 0 };
@@ -518,13 +518,13 @@ fail:
     return st;
 }
 
-oscar_status oscar_gguf_writer_stream_begin(oscar_gguf_writer *w, const char *path)
+oscar_status ovk_gguf_writer_stream_begin(ovk_gguf_writer *w, const char *path)
 {
     if (!w || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL argument");
     return open_stream(w, path);
 }
 
-oscar_status oscar_gguf_writer_stream_tensor(oscar_gguf_writer *w, const void *data, uint64_t n_bytes)
+oscar_status ovk_gguf_writer_stream_tensor(ovk_gguf_writer *w, const void *data, uint64_t n_bytes)
 {
     oscar_status st;
     if (!w) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL writer");
@@ -545,7 +545,7 @@ fail:
     return st;
 }
 
-oscar_status oscar_gguf_writer_stream_end(oscar_gguf_writer *w)
+oscar_status ovk_gguf_writer_stream_end(ovk_gguf_writer *w)
 {
     oscar_status st;
     if (!w) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL writer");
@@ -570,13 +570,13 @@ fail:
     return st;
 }
 
-oscar_status oscar_gguf_writer_write_file(oscar_gguf_writer *w, const char *path)
+oscar_status ovk_gguf_writer_write_file(ovk_gguf_writer *w, const char *path)
 {
     oscar_status st;
     if (!w || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "GGUF writer: NULL argument");
     if ((st = check_all_data(w))) return st;
     if ((st = open_stream(w, path))) return st;
     for (size_t i = 0; i < w->n_tensors; i++)
-        if ((st = oscar_gguf_writer_stream_tensor(w, w->tensors[i].data, w->tensors[i].n_bytes))) return st;
-    return oscar_gguf_writer_stream_end(w);
+        if ((st = ovk_gguf_writer_stream_tensor(w, w->tensors[i].data, w->tensors[i].n_bytes))) return st;
+    return ovk_gguf_writer_stream_end(w);
 }

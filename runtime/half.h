@@ -8,13 +8,13 @@
 #include <stdint.h>
 #include <string.h>
 
-static inline uint32_t oscar_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline float oscar_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t ovk_f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline float ovk_bits_f32(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
 
 /* fp32 -> fp16 bits, round to nearest even; overflow -> inf, NaN -> quiet NaN. */
-static inline uint16_t oscar_f32_to_f16(float f)
+static inline uint16_t ovk_f32_to_f16(float f)
 {
-    uint32_t x = oscar_f32_bits(f);
+    uint32_t x = ovk_f32_bits(f);
     uint32_t sign = (x >> 16) & 0x8000u;
     uint32_t abs = x & 0x7FFFFFFFu;
     if (abs >= 0x7F800000u) /* inf or NaN */
@@ -37,7 +37,7 @@ static inline uint16_t oscar_f32_to_f16(float f)
 }
 
 /* fp16 bits -> fp32 (exact). */
-static inline float oscar_f16_to_f32(uint16_t h)
+static inline float ovk_f16_to_f32(uint16_t h)
 {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1Fu, mant = h & 0x3FFu;
@@ -46,17 +46,17 @@ static inline float oscar_f16_to_f32(uint16_t h)
         if (mant == 0) x = sign;
         else { /* subnormal: value = mant * 2^-24 */
             float v = (float)mant * (1.0f / 16777216.0f);
-            x = oscar_f32_bits(v) | sign;
+            x = ovk_f32_bits(v) | sign;
         }
     } else if (exp == 31) {
         x = sign | 0x7F800000u | (mant << 13);
     } else {
         x = sign | ((exp + 112u) << 23) | (mant << 13);
     }
-    return oscar_bits_f32(x);
+    return ovk_bits_f32(x);
 }
 
 /* Rounds a float to the nearest fp16 value and back. */
-static inline float oscar_round_f16(float f) { return oscar_f16_to_f32(oscar_f32_to_f16(f)); }
+static inline float ovk_round_f16(float f) { return ovk_f16_to_f32(ovk_f32_to_f16(f)); }
 
 #endif

@@ -11,7 +11,7 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-float oscar_int2_clip_threshold_sorted(const float *a, uint32_t n, float r)
+float ovk_int2_clip_threshold_sorted(const float *a, uint32_t n, float r)
 {
     if (n == 0 || !(r < 1.0f)) return INFINITY;
     float pos = r * (float)(n - 1);
@@ -24,15 +24,15 @@ float oscar_int2_clip_threshold_sorted(const float *a, uint32_t n, float r)
     return a[lo] + step;
 }
 
-float oscar_int2_clip_threshold(const float *x, uint32_t n, float r, float *scratch)
+float ovk_int2_clip_threshold(const float *x, uint32_t n, float r, float *scratch)
 {
     if (n == 0 || !(r < 1.0f)) return INFINITY;
     for (uint32_t i = 0; i < n; i++) scratch[i] = fabsf(x[i]);
     qsort(scratch, n, sizeof(float), cmp_float);
-    return oscar_int2_clip_threshold_sorted(scratch, n, r);
+    return ovk_int2_clip_threshold_sorted(scratch, n, r);
 }
 
-void oscar_int2_clip(const float *x, uint32_t n, float tau, float *out)
+void ovk_int2_clip(const float *x, uint32_t n, float tau, float *out)
 {
     for (uint32_t i = 0; i < n; i++) {
         float v = x[i];
@@ -43,30 +43,30 @@ void oscar_int2_clip(const float *x, uint32_t n, float tau, float *out)
 /* Codes of x[0..n) on the grid (min_h, scale_h): the nearest level, ties up; 0 when the scale is 0. */
 static void nearest_codes(const float *x, uint32_t n, uint16_t scale_h, uint16_t min_h, uint8_t *codes)
 {
-    float mn = oscar_f16_to_f32(min_h), sc = oscar_f16_to_f32(scale_h);
+    float mn = ovk_f16_to_f32(min_h), sc = ovk_f16_to_f32(scale_h);
     float t0 = mn + 0.5f * sc, t1 = mn + 1.5f * sc, t2 = mn + 2.5f * sc;
     for (uint32_t i = 0; i < n; i++) codes[i] = sc == 0.0f ? 0 : (uint8_t)((x[i] >= t0) + (x[i] >= t1) + (x[i] >= t2));
 }
 
-void oscar_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint16_t *scale_h, uint16_t *min_h)
+void ovk_int2_quantize_group(const float *x, uint32_t G, uint8_t *codes, uint16_t *scale_h, uint16_t *min_h)
 {
     float lo = x[0], hi = x[0];
     for (uint32_t i = 1; i < G; i++) {
         lo = x[i] < lo ? x[i] : lo;
         hi = x[i] > hi ? x[i] : hi;
     }
-    *min_h = oscar_f32_to_f16(lo);
-    float mn = oscar_f16_to_f32(*min_h);
+    *min_h = ovk_f32_to_f16(lo);
+    float mn = ovk_f16_to_f32(*min_h);
     float range = hi - mn;
-    *scale_h = oscar_f32_to_f16(range * (1.0f / 3.0f));
+    *scale_h = ovk_f32_to_f16(range * (1.0f / 3.0f));
     nearest_codes(x, G, *scale_h, *min_h, codes);
 }
 
-void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *scale_h, const uint16_t *min_h,
+void ovk_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *scale_h, const uint16_t *min_h,
                                const float *F, uint8_t *codes)
 {
     for (uint32_t i = 0; i < n; i++) {
-        float mn = oscar_f16_to_f32(min_h[i / G]), sc = oscar_f16_to_f32(scale_h[i / G]);
+        float mn = ovk_f16_to_f32(min_h[i / G]), sc = ovk_f16_to_f32(scale_h[i / G]);
         float t0 = mn + 0.5f * sc, t1 = mn + 1.5f * sc, t2 = mn + 2.5f * sc;
         uint8_t c = sc == 0.0f ? 0 : (uint8_t)((x[i] >= t0) + (x[i] >= t1) + (x[i] >= t2));
         codes[i] = c;
@@ -80,42 +80,42 @@ void oscar_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t 
     }
 }
 
-void oscar_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scale_h, uint16_t min_h, float *out)
+void ovk_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scale_h, uint16_t min_h, float *out)
 {
-    float mn = oscar_f16_to_f32(min_h), sc = oscar_f16_to_f32(scale_h);
+    float mn = ovk_f16_to_f32(min_h), sc = ovk_f16_to_f32(scale_h);
     for (uint32_t i = 0; i < G; i++) {
         float step = (float)codes[i] * sc;
         out[i] = mn + step;
     }
 }
 
-void oscar_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out)
+void ovk_int2_fake_quantize_tau(const float *x, uint32_t n, uint32_t G, float tau, float *out)
 {
     uint8_t codes[OSCAR_INT2_MAX_GROUP];
-    oscar_int2_clip(x, n, tau, out);
+    ovk_int2_clip(x, n, tau, out);
     for (uint32_t g = 0; g + G <= n; g += G) {
         uint16_t s, m;
-        oscar_int2_quantize_group(out + g, G, codes, &s, &m);
-        oscar_int2_dequantize_group(codes, G, s, m, out + g);
+        ovk_int2_quantize_group(out + g, G, codes, &s, &m);
+        ovk_int2_dequantize_group(codes, G, s, m, out + g);
     }
 }
 
-void oscar_int2_fake_quantize_feedback(const float *x, uint32_t n, uint32_t G, float tau, const float *F, float *out)
+void ovk_int2_fake_quantize_feedback(const float *x, uint32_t n, uint32_t G, float tau, const float *F, float *out)
 {
     uint8_t codes[OSCAR_INT2_MAX_ROW];
     uint16_t s[OSCAR_INT2_MAX_ROW] = { 0 }, m[OSCAR_INT2_MAX_ROW] = { 0 };
-    oscar_int2_clip(x, n, tau, out);
-    for (uint32_t g = 0; g + G <= n; g += G) oscar_int2_quantize_group(out + g, G, codes + g, &s[g / G], &m[g / G]);
-    oscar_int2_feedback_codes(out, n, G, s, m, F, codes);
-    for (uint32_t g = 0; g + G <= n; g += G) oscar_int2_dequantize_group(codes + g, G, s[g / G], m[g / G], out + g);
+    ovk_int2_clip(x, n, tau, out);
+    for (uint32_t g = 0; g + G <= n; g += G) ovk_int2_quantize_group(out + g, G, codes + g, &s[g / G], &m[g / G]);
+    ovk_int2_feedback_codes(out, n, G, s, m, F, codes);
+    for (uint32_t g = 0; g + G <= n; g += G) ovk_int2_dequantize_group(codes + g, G, s[g / G], m[g / G], out + g);
 }
 
-void oscar_int2_fake_quantize_row(const float *x, uint32_t n, uint32_t G, float r, float *out, float *scratch)
+void ovk_int2_fake_quantize_row(const float *x, uint32_t n, uint32_t G, float r, float *out, float *scratch)
 {
-    oscar_int2_fake_quantize_tau(x, n, G, oscar_int2_clip_threshold(x, n, r, scratch), out);
+    ovk_int2_fake_quantize_tau(x, n, G, ovk_int2_clip_threshold(x, n, r, scratch), out);
 }
 
-float oscar_int2_recip(float d)
+float ovk_int2_recip(float d)
 {
     union { float f; uint32_t u; } v = { d };
     v.u = 0x7EF311C3u - v.u;
@@ -135,7 +135,7 @@ static void grid_codes(const float *y, uint32_t n, uint16_t scale_h, uint16_t mi
 {
     if (F) {
         for (uint32_t i = 0; i < n; i++) x[i] = y[i];
-        oscar_int2_feedback_codes(x, n, n, &scale_h, &min_h, F, codes);
+        ovk_int2_feedback_codes(x, n, n, &scale_h, &min_h, F, codes);
         return;
     }
     nearest_codes(y, n, scale_h, min_h, codes);
@@ -186,21 +186,21 @@ void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const floa
             r2 = r2 + t2;
         }
         /* the current grid as a candidate */
-        float s = refit_score(oscar_f16_to_f32(cur_m), oscar_f16_to_f32(cur_s), m11, m12, m22, r1, r2);
+        float s = refit_score(ovk_f16_to_f32(cur_m), ovk_f16_to_f32(cur_s), m11, m12, m22, r1, r2);
         if (s > best) {
             best = s, *scale_h = cur_s, *min_h = cur_m;
             for (uint32_t i = 0; i < n; i++) codes[i] = cur[i];
         }
         float p11 = m11 * m22, p12 = m12 * m12, det = p11 - p12;
         if (!(det > p11 * 0x1p-20f)) break;
-        float inv = oscar_int2_recip(det);
+        float inv = ovk_int2_recip(det);
         float u1 = r1 * m22, u2 = r2 * m12, u3 = m11 * r2, u4 = m12 * r1;
         float na = u1 - u2, nb = u3 - u4;
         float a = na * inv, b = nb * inv;
-        uint16_t new_m = oscar_f32_to_f16(a), new_s = oscar_f32_to_f16(b);
-        float bs = oscar_f16_to_f32(new_s);
+        uint16_t new_m = ovk_f32_to_f16(a), new_s = ovk_f32_to_f16(b);
+        float bs = ovk_f16_to_f32(new_s);
         if (!(bs > 0.0f)) break;
-        s = refit_score(oscar_f16_to_f32(new_m), bs, m11, m12, m22, r1, r2);
+        s = refit_score(ovk_f16_to_f32(new_m), bs, m11, m12, m22, r1, r2);
         if (s > best) {
             best = s, *scale_h = new_s, *min_h = new_m;
             for (uint32_t i = 0; i < n; i++) codes[i] = cur[i];
@@ -210,14 +210,14 @@ void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const floa
     }
 }
 
-void oscar_int2_fake_quantize_refit(const float *x, uint32_t n, float tau, const float *F, const float *M,
+void ovk_int2_fake_quantize_refit(const float *x, uint32_t n, float tau, const float *F, const float *M,
                                     uint32_t rounds, float *out)
 {
     uint8_t codes[OSCAR_INT2_MAX_ROW];
     uint16_t s, m;
-    oscar_int2_clip(x, n, tau, out);
-    oscar_int2_quantize_group(out, n, codes, &s, &m);
-    if (F) oscar_int2_feedback_codes(out, n, n, &s, &m, F, codes);
+    ovk_int2_clip(x, n, tau, out);
+    ovk_int2_quantize_group(out, n, codes, &s, &m);
+    if (F) ovk_int2_feedback_codes(out, n, n, &s, &m, F, codes);
     oscar_int2_refit_row(x, n, M, F, rounds, codes, &s, &m);
-    oscar_int2_dequantize_group(codes, n, s, m, out);
+    ovk_int2_dequantize_group(codes, n, s, m, out);
 }

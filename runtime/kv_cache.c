@@ -60,50 +60,50 @@ struct oscar_kv_cache {
     uint32_t gqa, n_rot;
     kv_book book;
     uint64_t int2_page_bytes, f16_page_bytes;  /* one layer */
-    oscar_buffer *int2_pool;    /* [n_layer] each [n_int2_pages][KV_INT2_PAGE_WORDS] words */
-    oscar_buffer *f16_pool;     /* [n_layer] each [n_f16_pages][KV_F16_PAGE_WORDS] words */
-    oscar_buffer rot_k, rot_v;  /* [n_layer][n_rot][d][d] fp32, y = x·R */
-    oscar_buffer means;         /* [n_layer][means_words] words: [K,V][n_kv][d] fp32 centering vectors (zeros
+    ovk_buffer *int2_pool;    /* [n_layer] each [n_int2_pages][KV_INT2_PAGE_WORDS] words */
+    ovk_buffer *f16_pool;     /* [n_layer] each [n_f16_pages][KV_F16_PAGE_WORDS] words */
+    ovk_buffer rot_k, rot_v;  /* [n_layer][n_rot][d][d] fp32, y = x·R */
+    ovk_buffer means;         /* [n_layer][means_words] words: [K,V][n_kv][d] fp32 centering vectors (zeros
                                  * unless given), then [n_center_blocks][n_kv][d/2] fp16 pairs of rotated key
                                  * centers (kv_write.h, KV_CENTER_TABLE_OFF) */
     uint32_t means_words;       /* a layer's part of `means`, padded to 256 bytes */
     uint32_t center_block;      /* KV_SPEC_CENTER_BLOCK: positions per key-center block, 0: none */
-    oscar_buffer feedback;      /* [n_layer][n_rot][d][d] fp32 key error feedback; 16 bytes unread when none */
+    ovk_buffer feedback;      /* [n_layer][n_rot][d][d] fp32 key error feedback; 16 bytes unread when none */
     uint32_t key_feedback;      /* kv_flush_push.key_feedback: 0 none, 1 per layer, 2 per KV head */
-    oscar_buffer metric;        /* [n_layer][n_rot][d][d] fp32 keys' refit metric; 16 bytes unread when none */
+    ovk_buffer metric;        /* [n_layer][n_rot][d][d] fp32 keys' refit metric; 16 bytes unread when none */
     uint32_t key_metric;        /* kv_flush_push.key_metric: 0 identity, 1 per layer, 2 per KV head */
     float *clip_k, *clip_v;     /* [n_layer] */
-    oscar_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
-    oscar_buffer slots;         /* [max_step_tokens] append slots, then flush slots */
+    ovk_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
+    ovk_buffer slots;         /* [max_step_tokens] append slots, then flush slots */
     uint32_t flush_offset;      /* index of the first flush slot in `slots` */
-    oscar_buffer rows, items;   /* kv_attn_row [max_step_tokens], kv_attn_item [items_cap] */
+    ovk_buffer rows, items;   /* kv_attn_row [max_step_tokens], kv_attn_item [items_cap] */
     uint32_t items_cap, n_items;
     uint32_t item_tokens;       /* attn_decode's largest item (its KV_SPEC_ITEM_TOKENS) */
     uint32_t target_groups;     /* workgroups an attention call aims for */
     uint32_t min_split;         /* tokens an attention item holds at least (a multiple of ATTN_MIN_SPLIT) */
-    oscar_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
-    oscar_buffer q_rot;         /* [max_step_tokens][n_head][d] fp32 scratch */
-    oscar_buffer counters;      /* [max_step_tokens][n_kv_head] uint32: attn_decode's merge counters, 0 between calls */
-    oscar_buffer q_dev;         /* [max_step_tokens][n_head][d] fp32: the public API's q, device-local */
-    oscar_buffer io_k, io_v, io_q, io_out; /* host-visible staging of the public API */
+    ovk_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
+    ovk_buffer q_rot;         /* [max_step_tokens][n_head][d] fp32 scratch */
+    ovk_buffer counters;      /* [max_step_tokens][n_kv_head] uint32: attn_decode's merge counters, 0 between calls */
+    ovk_buffer q_dev;         /* [max_step_tokens][n_head][d] fp32: the public API's q, device-local */
+    ovk_buffer io_k, io_v, io_q, io_out; /* host-visible staging of the public API */
     struct kv_attn_row *h_rows;   /* [max_step_tokens] host copies */
     struct kv_attn_item *h_items; /* [items_cap] */
     uint32_t *h_seq_sink, *h_seq_fe, *h_row_vis; /* scratch for planning */
     /* Per-step uploads: staged here by step_begin, copied into the device buffers at the start
      * of the step's first recorded command (so a step costs no extra submission). */
-    oscar_buffer staging;       /* host-visible: [tables | slots | rows | items] */
+    ovk_buffer staging;       /* host-visible: [tables | slots | rows | items] */
     VkBufferCopy *copies;       /* [n_copies] regions of the pending upload */
-    const oscar_buffer **copy_dst; /* [n_copies] */
+    const ovk_buffer **copy_dst; /* [n_copies] */
     uint32_t n_copies, max_copies;
-    oscar_cmd cmd;
-    oscar_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
-    oscar_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
-    oscar_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
+    ovk_cmd cmd;
+    ovk_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
+    ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
+    ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
     /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up
      * to pf_rows rows of one sequence instead of attn_decode over items. */
-    oscar_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
+    ovk_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
     uint32_t pf_rows, pf_chunk;  /* its KV_SPEC_PF_ROWS and KV_SPEC_PF_CHUNK */
-    oscar_buffer tiles;          /* kv_attn_tile [max_step_tokens] */
+    ovk_buffer tiles;          /* kv_attn_tile [max_step_tokens] */
     struct kv_attn_tile *h_tiles; /* [max_step_tokens] host copy */
     uint32_t n_tiles;            /* tiles of this step; 0: a decode step (items) */
     double last_gpu_ms;
@@ -137,7 +137,7 @@ static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 /* Fills defaults and checks the shape; names the first bad field. */
 static oscar_status check_params(oscar_kv_params *p)
 {
-    if (p->group_size == 0) p->group_size = oscar_int2_default_group(p->head_dim);
+    if (p->group_size == 0) p->group_size = ovk_int2_default_group(p->head_dim);
     if (p->attn_scale == 0) p->attn_scale = 1.0f / sqrtf((float)p->head_dim);
     if ((unsigned)p->mode > OSCAR_KV_INT2_ROTATED) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: unknown mode %d", (int)p->mode);
     if (!is_pow2(p->head_dim) || p->head_dim < 64 || p->head_dim > KV_MAX_HEAD_DIM)
@@ -183,7 +183,7 @@ static oscar_status check_rotations(const float *r, uint32_t n, uint32_t d, cons
     return OSCAR_OK;
 }
 
-void oscar_kv_hadamard(uint32_t d, float *H)
+void ovk_kv_hadamard(uint32_t d, float *H)
 {
     float s = 1.0f / sqrtf((float)d);
     for (uint32_t i = 0; i < d; i++)
@@ -193,10 +193,10 @@ void oscar_kv_hadamard(uint32_t d, float *H)
 /* ---- creation ------------------------------------------------------------------------------ */
 /* A pipeline description with the cache's shape in the shared specialization constants
  * (kv_layout.h, kv_write.h); callers add their own ids (n_spec covers up to 18). */
-static oscar_pipeline_desc cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+static ovk_pipeline_desc cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                       uint32_t wg, uint32_t n_spec)
 {
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = n_spec };
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = n_spec };
     d.spec[KV_SPEC_WORKGROUP] = wg;
     d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
     d.spec[KV_SPEC_GROUP] = c->p.group_size;
@@ -211,11 +211,11 @@ static oscar_pipeline_desc cache_desc(const oscar_kv_cache *c, const char *shade
 }
 
 static oscar_status get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
-                                 uint32_t wg, uint32_t extra_id, uint32_t extra_value, oscar_pipeline **out)
+                                 uint32_t wg, uint32_t extra_id, uint32_t extra_value, ovk_pipeline **out)
 {
-    oscar_pipeline_desc d = cache_desc(c, shader, n_buffers, push_size, wg, ATTN_N_SPEC);
+    ovk_pipeline_desc d = cache_desc(c, shader, n_buffers, push_size, wg, ATTN_N_SPEC);
     if (extra_id) d.spec[extra_id] = extra_value;
-    return oscar_pipeline_get(c->ctx, &d, out);
+    return ovk_pipeline_get(c->ctx, &d, out);
 }
 
 /* attn_prefill's pipeline and tile buffers, with the largest tile shape that fits the shared
@@ -229,16 +229,16 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     const char *env = getenv("OSCAR_ATTN_PREFILL");
     if (env && atoi(env) == 0) return OSCAR_OK;
     uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
-    if (!oscar_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2)
+    if (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2)
         return OSCAR_OK;
     uint32_t T = c->p.max_step_tokens;
-    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
+    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
     c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
     if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    oscar_pipeline_desc d = cache_desc(c, "attn_prefill", 10, sizeof(struct attn_prefill_push), WG_ATTN, ATTN_PF_N_SPEC);
+    ovk_pipeline_desc d = cache_desc(c, "attn_prefill", 10, sizeof(struct attn_prefill_push), WG_ATTN, ATTN_PF_N_SPEC);
     d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
     d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
-    OSCAR_TRY(oscar_pipeline_get(ctx, &d, &c->pl_prefill));
+    OSCAR_TRY(ovk_pipeline_get(ctx, &d, &c->pl_prefill));
 fail:
     return st;
 }
@@ -368,26 +368,26 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     c->f16_pool = calloc(L, sizeof *c->f16_pool);
     if (!c->int2_pool || !c->f16_pool) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t l = 0; l < L; l++) {
-        OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)cfg.n_int2_pages * c->int2_page_bytes, OSCAR_BUFFER_DEVICE, &c->int2_pool[l]));
-        OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)cfg.n_f16_pages * c->f16_page_bytes, OSCAR_BUFFER_DEVICE, &c->f16_pool[l]));
+        OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)cfg.n_int2_pages * c->int2_page_bytes, OSCAR_BUFFER_DEVICE, &c->int2_pool[l]));
+        OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)cfg.n_f16_pages * c->f16_page_bytes, OSCAR_BUFFER_DEVICE, &c->f16_pool[l]));
     }
 
     /* rotations: the given set, or Hadamard for every layer, or identity (unused) */
     size_t rot_floats = (size_t)L * n_rot * d * d;
     rot = malloc(rot_floats * sizeof *rot);
     if (!rot) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    OSCAR_TRY(oscar_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_k));
-    OSCAR_TRY(oscar_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_v));
+    OSCAR_TRY(ovk_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_k));
+    OSCAR_TRY(ovk_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_v));
     if (p.mode == OSCAR_KV_INT2_ROTATED) {
-        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_k, 0, p.rot_k, rot_floats * 4));
-        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_v, 0, p.rot_v, rot_floats * 4));
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_k, 0, p.rot_k, rot_floats * 4));
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_v, 0, p.rot_v, rot_floats * 4));
     } else {
         for (uint32_t m = 0; m < L * n_rot; m++) {
-            if (p.mode == OSCAR_KV_INT2_HADAMARD) oscar_kv_hadamard(d, rot + (size_t)m * d * d);
+            if (p.mode == OSCAR_KV_INT2_HADAMARD) ovk_kv_hadamard(d, rot + (size_t)m * d * d);
             else for (uint32_t i = 0; i < d * d; i++) rot[(size_t)m * d * d + i] = (i / d == i % d) ? 1.0f : 0.0f;
         }
-        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_k, 0, rot, rot_floats * 4));
-        OSCAR_TRY(oscar_buffer_upload(ctx, &c->rot_v, 0, rot, rot_floats * 4));
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_k, 0, rot, rot_floats * 4));
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_v, 0, rot, rot_floats * 4));
     }
     c->clip_k = malloc(L * sizeof *c->clip_k);
     c->clip_v = malloc(L * sizeof *c->clip_v);
@@ -417,25 +417,25 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
                     double y[KV_MAX_HEAD_DIM] = { 0 }; /* x·R, R read row by row */
                     for (uint32_t i = 0; i < d; i++)
                         for (uint32_t j = 0; j < d; j++) y[j] += (double)x[i] * R[(size_t)i * d + j];
-                    for (uint32_t j = 0; j < d; j++) dst[j / 2] |= (uint32_t)oscar_f32_to_f16((float)y[j]) << (j % 2 * 16);
+                    for (uint32_t j = 0; j < d; j++) dst[j / 2] |= (uint32_t)ovk_f32_to_f16((float)y[j]) << (j % 2 * 16);
                 }
         }
-        st = oscar_buffer_create(ctx, words * 4, OSCAR_BUFFER_DEVICE, &c->means);
-        if (st == OSCAR_OK) st = oscar_buffer_upload(ctx, &c->means, 0, m, words * 4);
+        st = ovk_buffer_create(ctx, words * 4, OSCAR_BUFFER_DEVICE, &c->means);
+        if (st == OSCAR_OK) st = ovk_buffer_upload(ctx, &c->means, 0, m, words * 4);
         free(m);
         if (st != OSCAR_OK) goto fail;
     }
     {   /* key error feedback (a 16-byte buffer the flush never reads when there is none) */
         uint64_t bytes = p.key_feedback ? (uint64_t)L * n_rot * d * d * 4 : 16;
-        st = oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->feedback);
-        if (st == OSCAR_OK && p.key_feedback) st = oscar_buffer_upload(ctx, &c->feedback, 0, p.key_feedback, bytes);
+        st = ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->feedback);
+        if (st == OSCAR_OK && p.key_feedback) st = ovk_buffer_upload(ctx, &c->feedback, 0, p.key_feedback, bytes);
         if (st != OSCAR_OK) goto fail;
         c->key_feedback = p.key_feedback ? (n_rot > 1 ? 2 : 1) : 0;
     }
     {   /* keys' refit metric (likewise) */
         uint64_t bytes = p.key_metric ? (uint64_t)L * n_rot * d * d * 4 : 16;
-        st = oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->metric);
-        if (st == OSCAR_OK && p.key_metric) st = oscar_buffer_upload(ctx, &c->metric, 0, p.key_metric, bytes);
+        st = ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->metric);
+        if (st == OSCAR_OK && p.key_metric) st = ovk_buffer_upload(ctx, &c->metric, 0, p.key_metric, bytes);
         if (st != OSCAR_OK) goto fail;
         c->key_metric = p.key_metric ? (n_rot > 1 ? 2 : 1) : 0;
     }
@@ -446,30 +446,30 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
 
     /* tables and per-step buffers */
     uint64_t table_bytes = (uint64_t)p.max_sequences * c->book.max_pages * 4;
-    OSCAR_TRY(oscar_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->int2_table));
-    OSCAR_TRY(oscar_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->f16_table));
+    OSCAR_TRY(ovk_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->int2_table));
+    OSCAR_TRY(ovk_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->f16_table));
     uint32_t T = p.max_step_tokens;
     c->flush_offset = T;
     uint64_t max_flush = (uint64_t)T + (uint64_t)p.max_sequences * (p.recent_tokens + p.flush_tokens);
-    OSCAR_TRY(oscar_buffer_create(ctx, (T + max_flush) * sizeof(struct kv_token_slot), OSCAR_BUFFER_DEVICE, &c->slots));
-    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_row), OSCAR_BUFFER_DEVICE, &c->rows));
+    OSCAR_TRY(ovk_buffer_create(ctx, (T + max_flush) * sizeof(struct kv_token_slot), OSCAR_BUFFER_DEVICE, &c->slots));
+    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_row), OSCAR_BUFFER_DEVICE, &c->rows));
     uint64_t row_bytes = (uint64_t)T * p.n_head * d * 4;
-    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_rot));
-    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)T * p.n_kv_head * 4, OSCAR_BUFFER_DEVICE, &c->counters));
-    OSCAR_TRY(oscar_buffer_fill(ctx, &c->counters, 0, (uint64_t)T * p.n_kv_head * 4, 0));
-    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_dev));
-    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_STAGING, &c->io_q));
-    OSCAR_TRY(oscar_buffer_create(ctx, row_bytes, OSCAR_BUFFER_READBACK, &c->io_out));
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_rot));
+    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * p.n_kv_head * 4, OSCAR_BUFFER_DEVICE, &c->counters));
+    OSCAR_TRY(ovk_buffer_fill(ctx, &c->counters, 0, (uint64_t)T * p.n_kv_head * 4, 0));
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_dev));
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_STAGING, &c->io_q));
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_READBACK, &c->io_out));
     uint64_t kv_bytes = (uint64_t)T * p.n_kv_head * d * 4;
-    OSCAR_TRY(oscar_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_k));
-    OSCAR_TRY(oscar_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_v));
+    OSCAR_TRY(ovk_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_k));
+    OSCAR_TRY(ovk_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_v));
     c->h_rows = malloc(T * sizeof *c->h_rows);
     c->h_row_vis = malloc(T * sizeof *c->h_row_vis);
     c->h_seq_sink = malloc(p.max_sequences * sizeof *c->h_seq_sink);
     c->h_seq_fe = malloc(p.max_sequences * sizeof *c->h_seq_fe);
     if (!c->h_rows || !c->h_row_vis || !c->h_seq_sink || !c->h_seq_fe) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
 
-    OSCAR_TRY(oscar_cmd_init(ctx, &c->cmd));
+    OSCAR_TRY(ovk_cmd_init(ctx, &c->cmd));
     OSCAR_TRY(get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(get_pipeline(c, "kv_flush", 5, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
@@ -483,7 +483,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
         if (WG_ATTN % (d / 4)) /* then wg_dec (WG_ATTN, 256 or a checked multiple of d/4) passes too */
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
-        c->item_tokens = oscar_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, budget);
+        c->item_tokens = ovk_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, budget);
         if (c->item_tokens == 0)
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
                        "memory attention may use on this device", c->gqa, budget);
@@ -502,12 +502,12 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16), OSCAR_ATTN_WG above */
         const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
         long u = u_env ? strtol(u_env, NULL, 10) : ATTN_DECODE_U, vu = vu_env ? strtol(vu_env, NULL, 10) : ATTN_DECODE_VU;
-        oscar_pipeline_desc pd = cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 12,
+        ovk_pipeline_desc pd = cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 12,
                                             sizeof(struct attn_decode_push), wg_dec, ATTN_N_SPEC);
         pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
         pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : ATTN_DECODE_U;
         pd.spec[KV_SPEC_ATTN_VU] = vu >= 1 && vu <= 16 ? (uint32_t)vu : ATTN_DECODE_VU;
-        OSCAR_TRY(oscar_pipeline_get(ctx, &pd, &c->pl_decode));
+        OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
     }
     OSCAR_TRY(create_prefill(c));
     free(rot);
@@ -523,15 +523,15 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
 {
     if (!c) return;
     oscar_context *ctx = c->ctx;
-    oscar_cmd_release(ctx, &c->cmd);
-    for (uint32_t l = 0; c->int2_pool && l < c->p.n_layer; l++) oscar_buffer_destroy(ctx, &c->int2_pool[l]);
-    for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) oscar_buffer_destroy(ctx, &c->f16_pool[l]);
+    ovk_cmd_release(ctx, &c->cmd);
+    for (uint32_t l = 0; c->int2_pool && l < c->p.n_layer; l++) ovk_buffer_destroy(ctx, &c->int2_pool[l]);
+    for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) ovk_buffer_destroy(ctx, &c->f16_pool[l]);
     free(c->int2_pool);
     free(c->f16_pool);
-    oscar_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->feedback, &c->metric, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
+    ovk_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->feedback, &c->metric, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
                              &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out,
                              &c->tiles };
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(c->clip_k), free(c->clip_v);
     free(c->copies), free(c->copy_dst);
     free(c->h_rows), free(c->h_items), free(c->h_row_vis), free(c->h_seq_sink), free(c->h_seq_fe);
@@ -569,23 +569,23 @@ OSCAR_API oscar_status oscar_kv_seq_fork(oscar_kv_cache *c, int32_t src, int32_t
     if (c->book.plan.active) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "cannot fork inside a step");
     OSCAR_TRY(kv_book_seq_fork(&c->book, src, dst));
     if (c->book.n_copies == 0) return OSCAR_OK;
-    OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
+    OSCAR_TRY(ovk_cmd_begin(c->ctx, &c->cmd));
     for (uint32_t i = 0; i < c->book.n_copies; i++) {
         const kv_page_copy *pc = &c->book.copies[i];
         uint64_t bytes = pc->kind == KV_ITEM_INT2 ? c->int2_page_bytes : c->f16_page_bytes;
         for (uint32_t l = 0; l < c->p.n_layer; l++) {
-            const oscar_buffer *pool = pc->kind == KV_ITEM_INT2 ? &c->int2_pool[l] : &c->f16_pool[l];
-            oscar_cmd_copy(c->ctx, &c->cmd, pool, pc->src * bytes, pool, pc->dst * bytes, bytes);
+            const ovk_buffer *pool = pc->kind == KV_ITEM_INT2 ? &c->int2_pool[l] : &c->f16_pool[l];
+            ovk_cmd_copy(c->ctx, &c->cmd, pool, pc->src * bytes, pool, pc->dst * bytes, bytes);
         }
     }
-    st = oscar_cmd_submit_wait(c->ctx, &c->cmd);
+    st = ovk_cmd_submit_wait(c->ctx, &c->cmd);
     if (st != OSCAR_OK) kv_book_seq_free(&c->book, *dst);
 fail:
     return st;
 }
 
 /* ---- steps --------------------------------------------------------------------------------- */
-uint32_t oscar_kv_step_tokens(const oscar_kv_cache *c) { return c->book.plan.active ? c->book.plan.n_tokens : 0; }
+uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c) { return c->book.plan.active ? c->book.plan.n_tokens : 0; }
 
 /* A prefill step (some sequence has more than one new row) with attn_prefill available: its
  * rows (sequence, causal limit; no items) and tiles, *done = 1. Otherwise n_tiles = 0 and
@@ -600,7 +600,7 @@ static oscar_status plan_prefill(oscar_kv_cache *c, int *done)
     for (uint32_t r = 1; r < pl->n_tokens && !prefill; r++) prefill = pl->row_seq[r] == pl->row_seq[r - 1];
     if (!c->pl_prefill || !prefill) return OSCAR_OK;
     for (uint32_t r = 0; r < pl->n_tokens; r++) c->h_rows[r] = (struct kv_attn_row){ pl->row_seq[r], c->h_row_vis[r], 0, 0 };
-    OSCAR_TRY(oscar_attn_build_tiles(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, c->pf_rows,
+    OSCAR_TRY(ovk_attn_build_tiles(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, c->pf_rows,
                                      c->h_tiles, c->p.max_step_tokens, &c->n_tiles));
     c->n_items = 0;
     *done = 1;
@@ -635,22 +635,22 @@ static oscar_status plan_attention(oscar_kv_cache *c)
     if (split < c->min_split) split = c->min_split;
     if (split > UINT32_MAX / 2) split = UINT32_MAX / 2;
     uint32_t n_items = 0;
-    OSCAR_TRY(oscar_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
+    OSCAR_TRY(ovk_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
                                      NULL, NULL, 0, &n_items));
     if (n_items > c->items_cap) { /* grow (rarely: the split keeps the count near the target) */
         uint32_t cap = n_items + n_items / 2;
-        oscar_buffer_destroy(c->ctx, &c->items);
-        oscar_buffer_destroy(c->ctx, &c->partials);
+        ovk_buffer_destroy(c->ctx, &c->items);
+        ovk_buffer_destroy(c->ctx, &c->partials);
         free(c->h_items);
         c->items_cap = 0;
         c->h_items = malloc((size_t)cap * sizeof *c->h_items);
         if (!c->h_items) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-        OSCAR_TRY(oscar_buffer_create(c->ctx, (uint64_t)cap * sizeof *c->h_items, OSCAR_BUFFER_DEVICE, &c->items));
-        OSCAR_TRY(oscar_buffer_create(c->ctx, (uint64_t)cap * c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4,
+        OSCAR_TRY(ovk_buffer_create(c->ctx, (uint64_t)cap * sizeof *c->h_items, OSCAR_BUFFER_DEVICE, &c->items));
+        OSCAR_TRY(ovk_buffer_create(c->ctx, (uint64_t)cap * c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4,
                                       OSCAR_BUFFER_DEVICE, &c->partials));
         c->items_cap = cap;
     }
-    OSCAR_TRY(oscar_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
+    OSCAR_TRY(ovk_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
                                      c->h_rows, c->h_items, c->items_cap, &c->n_items));
 fail:
     return st;
@@ -664,7 +664,7 @@ static uint64_t staging_bytes(const oscar_kv_cache *c)
 }
 
 /* Queues `bytes` from `src` to dst+offset through the staging buffer at *at. */
-static void stage(oscar_kv_cache *c, uint64_t *at, const oscar_buffer *dst, uint64_t offset, const void *src, uint64_t bytes)
+static void stage(oscar_kv_cache *c, uint64_t *at, const ovk_buffer *dst, uint64_t offset, const void *src, uint64_t bytes)
 {
     if (bytes == 0) return;
     memcpy((char *)c->staging.mapped + *at, src, bytes);
@@ -673,15 +673,15 @@ static void stage(oscar_kv_cache *c, uint64_t *at, const oscar_buffer *dst, uint
     *at += (bytes + 15) & ~15ull;
 }
 
-oscar_status oscar_kv_upload_step(oscar_kv_cache *c)
+oscar_status ovk_kv_upload_step(oscar_kv_cache *c)
 {
     oscar_status st = OSCAR_OK;
     kv_book *b = &c->book;
     const kv_step_plan *pl = &b->plan;
     uint32_t need = 2 * c->p.max_sequences + 5;
     if (c->staging.size < staging_bytes(c) + 16 * need) {
-        oscar_buffer_destroy(c->ctx, &c->staging);
-        OSCAR_TRY(oscar_buffer_create(c->ctx, staging_bytes(c) + 16 * need, OSCAR_BUFFER_STAGING, &c->staging));
+        ovk_buffer_destroy(c->ctx, &c->staging);
+        OSCAR_TRY(ovk_buffer_create(c->ctx, staging_bytes(c) + 16 * need, OSCAR_BUFFER_STAGING, &c->staging));
     }
     if (c->max_copies < need) {
         free(c->copies), free(c->copy_dst);
@@ -711,7 +711,7 @@ fail:
 }
 
 /* Records the staged uploads of the step (once) ahead of the first kernel that reads them. */
-static void record_uploads(oscar_kv_cache *c, oscar_cmd *cmd)
+static void record_uploads(oscar_kv_cache *c, ovk_cmd *cmd)
 {
     if (c->n_copies == 0) return;
     for (uint32_t i = 0; i < c->n_copies; i++)
@@ -724,7 +724,7 @@ OSCAR_API oscar_status oscar_kv_step_begin(oscar_kv_cache *c, uint32_t n_seqs, c
     oscar_status st = OSCAR_OK;
     if (!c || !seqs || !n_new) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_step_begin: NULL argument");
     OSCAR_TRY(kv_book_step_plan(&c->book, n_seqs, seqs, n_new));
-    if ((st = plan_attention(c)) != OSCAR_OK || (st = oscar_kv_upload_step(c)) != OSCAR_OK) oscar_kv_cancel_step(c);
+    if ((st = plan_attention(c)) != OSCAR_OK || (st = ovk_kv_upload_step(c)) != OSCAR_OK) ovk_kv_cancel_step(c);
 fail:
     return st;
 }
@@ -737,7 +737,7 @@ static oscar_status check_step(const oscar_kv_cache *c, uint32_t layer, const ch
 }
 
 /* KV_SPEC_ROPE of a RoPE description (NULL: none). */
-static uint32_t rope_spec(const oscar_kv_rope *rope)
+static uint32_t rope_spec(const ovk_kv_rope *rope)
 {
     if (!rope) return KV_ROPE_NONE;
     return rope->type == OSCAR_ROPE_NEOX ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
@@ -745,24 +745,24 @@ static uint32_t rope_spec(const oscar_kv_rope *rope)
 
 /* The layer's centering vectors, [K,V][n_kv][d] fp32, and key-center table (kv_append,
  * attn_decode, attn_prefill). */
-static oscar_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
+static ovk_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
 {
     uint64_t bytes = 4ull * c->means_words;
-    oscar_binding b = { &c->means, layer * bytes, bytes };
+    ovk_binding b = { &c->means, layer * bytes, bytes };
     return b;
 }
 
 /* The append dispatch (no barrier): K rows get RoPE on load when rope is given (fp32 rows only). */
-static oscar_status dispatch_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
-                                    const oscar_binding *v, int input_f16, const oscar_kv_rope *rope)
+static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *k,
+                                    const ovk_binding *v, int input_f16, const ovk_kv_rope *rope)
 {
-    oscar_pipeline *p = c->pl_append;
+    ovk_pipeline *p = c->pl_append;
     if (input_f16 && rope) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: RoPE on load needs fp32 rows");
     if (input_f16) {
         oscar_status st = get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 1, &p);
         if (st != OSCAR_OK) return st;
     } else if (rope) {
-        oscar_pipeline **slot = &c->pl_append_rope[rope_spec(rope)];
+        ovk_pipeline **slot = &c->pl_append_rope[rope_spec(rope)];
         if (!*slot) {
             oscar_status st = get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_ROPE,
                                            rope_spec(rope), slot);
@@ -771,149 +771,149 @@ static oscar_status dispatch_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t 
         p = *slot;
     }
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
-    oscar_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
-    oscar_binding b[9] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
+    ovk_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
+    ovk_binding b[9] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
                            slots, { &c->f16_pool[layer], 0, 0 }, mean_binding(c, layer),
                            rope ? rope->pos : slots, rope ? rope->inv_freq : slots }; /* unread without RoPE */
     struct kv_append_push push = { c->book.plan.n_tokens, rope ? rope->n_rot : 0 };
     uint32_t n = push.n_tokens;
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
-    return oscar_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
+    return ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
 }
 
-oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
-                                    const oscar_binding *v, int input_f16)
+oscar_status ovk_kv_record_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *k,
+                                    const ovk_binding *v, int input_f16)
 {
     oscar_status st = check_step(c, layer, "append");
     if (st != OSCAR_OK) return st;
     record_uploads(c, cmd);
-    oscar_cmd_barrier(c->ctx, cmd);
+    ovk_cmd_barrier(c->ctx, cmd);
     return dispatch_append(c, cmd, layer, k, v, input_f16, NULL);
 }
 
 /* attn_prefill over the step's tiles: one workgroup per (tile, KV head), o·R_Vᵀ (+ μ_V) included. */
-static oscar_status record_prefill(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
-                                   const oscar_binding *out)
+static oscar_status record_prefill(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
+                                   const ovk_binding *out)
 {
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
     struct attn_prefill_push pp = { c->n_tiles, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-    oscar_binding b[10] = { *q, { &c->rows, 0, 0 }, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+    ovk_binding b[10] = { *q, { &c->rows, 0, 0 }, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
                             { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
                             { &c->rot_v, layer * rot_bytes, rot_bytes }, *out, mean_binding(c, layer) };
     uint32_t groups[3];
-    oscar_attn_grid(c->n_tiles, c->p.n_kv_head, groups);
-    return oscar_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups);
+    ovk_attn_grid(c->n_tiles, c->p.n_kv_head, groups);
+    return ovk_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups);
 }
 
 /* q_out = RoPE(q) (when rope is given), times R_K in the rotated modes: rotate_rows, no barrier.
  * *done: 1 when it recorded that (attention then reads q_out), 0 when there was nothing to do
  * (no rotation, no RoPE: attention reads q). */
-static oscar_status dispatch_q_prep(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
-                                    const oscar_kv_rope *rope, const oscar_binding *q_out, int *done)
+static oscar_status dispatch_q_prep(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
+                                    const ovk_kv_rope *rope, const ovk_binding *q_out, int *done)
 {
     uint32_t n_rows = c->book.plan.n_tokens, d = c->p.head_dim, H = c->p.n_head;
     uint64_t rot_bytes = (uint64_t)c->n_rot * d * d * 4;
     int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
     *done = 0;
     if (!rotated && !rope) return OSCAR_OK;
-    oscar_pipeline *p = c->pl_rot;
+    ovk_pipeline *p = c->pl_rot;
     if (rope) {
-        oscar_pipeline **slot = &c->pl_q_prep[rope_spec(rope)];
+        ovk_pipeline **slot = &c->pl_q_prep[rope_spec(rope)];
         if (!*slot) {
-            oscar_pipeline_desc pd = cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, ATTN_N_SPEC);
+            ovk_pipeline_desc pd = cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, ATTN_N_SPEC);
             pd.spec[KV_SPEC_TRANSPOSE] = rotated ? 0 : 2; /* 2: RoPE alone */
             pd.spec[KV_SPEC_ROPE] = rope_spec(rope);
-            oscar_status st = oscar_pipeline_get(c->ctx, &pd, slot);
+            oscar_status st = ovk_pipeline_get(c->ctx, &pd, slot);
             if (st != OSCAR_OK) return st;
         }
         p = *slot;
     }
     /* query head h uses the R of its KV head */
     struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H, rope ? rope->n_rot : 0 };
-    oscar_binding rk = { &c->rot_k, layer * rot_bytes, rot_bytes };
-    oscar_binding b[5] = { *q, rk, *q_out, rope ? rope->pos : rk, rope ? rope->inv_freq : rk }; /* unread without RoPE */
+    ovk_binding rk = { &c->rot_k, layer * rot_bytes, rot_bytes };
+    ovk_binding b[5] = { *q, rk, *q_out, rope ? rope->pos : rk, rope ? rope->inv_freq : rk }; /* unread without RoPE */
     uint32_t groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
     *done = 1;
-    return oscar_cmd_dispatch(c->ctx, cmd, p, b, &rp, groups);
+    return ovk_cmd_dispatch(c->ctx, cmd, p, b, &rp, groups);
 }
 
 /* The attention dispatch over q as attention reads it (RoPE'd, rotated): attn_prefill in a
  * prefill step, else flash-decoding, whose last workgroup of each (row, KV head) merges and
  * applies R_Vᵀ. No barrier. */
-static oscar_status dispatch_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
-                                       const oscar_binding *out)
+static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
+                                       const ovk_binding *out)
 {
     if (c->n_tiles) return record_prefill(c, cmd, layer, q, out);
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
     struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-    oscar_binding b[12] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+    ovk_binding b[12] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
                             { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
                             { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
                             { &c->counters, 0, 0 }, mean_binding(c, layer) };
     uint32_t groups[3];
-    oscar_attn_grid(c->n_items, c->p.n_kv_head, groups);
-    return oscar_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups);
+    ovk_attn_grid(c->n_items, c->p.n_kv_head, groups);
+    return ovk_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups);
 }
 
-oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
-                                       const oscar_binding *out)
+oscar_status ovk_kv_record_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
+                                       const ovk_binding *out)
 {
     oscar_status st = check_step(c, layer, "attention");
     if (st != OSCAR_OK) return st;
-    oscar_binding q_rot = { &c->q_rot, 0, (uint64_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4 };
+    ovk_binding q_rot = { &c->q_rot, 0, (uint64_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4 };
     int prepared = 0;
     record_uploads(c, cmd);
-    oscar_cmd_barrier(c->ctx, cmd);
+    ovk_cmd_barrier(c->ctx, cmd);
     OSCAR_TRY(dispatch_q_prep(c, cmd, layer, q, NULL, &q_rot, &prepared));
-    if (prepared) oscar_cmd_barrier(c->ctx, cmd);
+    if (prepared) ovk_cmd_barrier(c->ctx, cmd);
     st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out);
 fail:
     return st;
 }
 
-oscar_status oscar_kv_record_append_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
-                                              const oscar_binding *k, const oscar_binding *v, const oscar_binding *out,
-                                              const oscar_kv_rope *rope)
+oscar_status ovk_kv_record_append_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
+                                              const ovk_binding *k, const ovk_binding *v, const ovk_binding *out,
+                                              const ovk_kv_rope *rope)
 {
     oscar_status st = check_step(c, layer, "append");
     if (st != OSCAR_OK) return st;
     if (rope && (rope->n_rot % 2 || rope->n_rot > c->p.head_dim))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: RoPE over %u of %u dims (must be even and fit)",
                            rope->n_rot, c->p.head_dim);
-    oscar_binding q_rot = { &c->q_rot, 0, (uint64_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4 };
+    ovk_binding q_rot = { &c->q_rot, 0, (uint64_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4 };
     int prepared = 0;
     record_uploads(c, cmd);
-    oscar_cmd_barrier(c->ctx, cmd);
+    ovk_cmd_barrier(c->ctx, cmd);
     OSCAR_TRY(dispatch_q_prep(c, cmd, layer, q, rope, &q_rot, &prepared));
     OSCAR_TRY(dispatch_append(c, cmd, layer, k, v, 0, rope));
-    oscar_cmd_barrier(c->ctx, cmd);
+    ovk_cmd_barrier(c->ctx, cmd);
     st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out);
 fail:
     return st;
 }
 
-oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer)
+oscar_status ovk_kv_record_flush(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer)
 {
     oscar_status st = check_step(c, layer, "flush");
     if (st != OSCAR_OK || c->book.plan.n_flush == 0) return st;
     uint32_t n = c->book.plan.n_flush;
     uint64_t fb_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
-    oscar_binding fb = c->key_feedback ? (oscar_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (oscar_binding){ &c->feedback, 0, 0 };
-    oscar_binding mb = c->key_metric ? (oscar_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (oscar_binding){ &c->metric, 0, 0 };
-    oscar_binding b[5] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
+    ovk_binding fb = c->key_feedback ? (ovk_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->feedback, 0, 0 };
+    ovk_binding mb = c->key_metric ? (ovk_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->metric, 0, 0 };
+    ovk_binding b[5] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
                            { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb, mb };
     struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback, c->p.refit_rounds, c->key_metric };
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
     record_uploads(c, cmd);
-    oscar_cmd_barrier(c->ctx, cmd);
-    OSCAR_TRY(oscar_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
+    ovk_cmd_barrier(c->ctx, cmd);
+    OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
 fail:
     return st;
 }
 
-void oscar_kv_commit_step(oscar_kv_cache *c) { kv_book_step_commit(&c->book); }
+void ovk_kv_commit_step(oscar_kv_cache *c) { kv_book_step_commit(&c->book); }
 
-void oscar_kv_cancel_step(oscar_kv_cache *c)
+void ovk_kv_cancel_step(oscar_kv_cache *c)
 {
     const kv_step_plan *pl = &c->book.plan;
     if (!pl->active) return;
@@ -924,10 +924,10 @@ void oscar_kv_cancel_step(oscar_kv_cache *c)
 /* ---- public step API: one submission per call, timed ---------------------------------------- */
 static oscar_status submit_timed(oscar_kv_cache *c, int t0)
 {
-    int t1 = oscar_cmd_timestamp(c->ctx, &c->cmd);
-    oscar_status st = oscar_cmd_submit_wait(c->ctx, &c->cmd);
+    int t1 = ovk_cmd_timestamp(c->ctx, &c->cmd);
+    oscar_status st = ovk_cmd_submit_wait(c->ctx, &c->cmd);
     double ns = 0;
-    if (st == OSCAR_OK && t0 >= 0 && t1 >= 0 && oscar_cmd_elapsed_ns(c->ctx, &c->cmd, t0, t1, &ns) == OSCAR_OK)
+    if (st == OSCAR_OK && t0 >= 0 && t1 >= 0 && ovk_cmd_elapsed_ns(c->ctx, &c->cmd, t0, t1, &ns) == OSCAR_OK)
         c->last_gpu_ms = ns * 1e-6;
     return st;
 }
@@ -940,10 +940,10 @@ OSCAR_API oscar_status oscar_kv_append(oscar_kv_cache *c, uint32_t layer, const 
     size_t bytes = (size_t)c->book.plan.n_tokens * c->p.n_kv_head * c->p.head_dim * 4;
     memcpy(c->io_k.mapped, k, bytes);
     memcpy(c->io_v.mapped, v, bytes);
-    OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
-    int t0 = oscar_cmd_timestamp(c->ctx, &c->cmd);
-    oscar_binding bk = { &c->io_k, 0, bytes }, bv = { &c->io_v, 0, bytes };
-    st = oscar_kv_record_append(c, &c->cmd, layer, &bk, &bv, 0);
+    OSCAR_TRY(ovk_cmd_begin(c->ctx, &c->cmd));
+    int t0 = ovk_cmd_timestamp(c->ctx, &c->cmd);
+    ovk_binding bk = { &c->io_k, 0, bytes }, bv = { &c->io_v, 0, bytes };
+    st = ovk_kv_record_append(c, &c->cmd, layer, &bk, &bv, 0);
     oscar_status st2 = submit_timed(c, t0);
     if (st == OSCAR_OK) st = st2;
 fail:
@@ -957,15 +957,15 @@ OSCAR_API oscar_status oscar_kv_attention(oscar_kv_cache *c, uint32_t layer, con
     OSCAR_TRY(check_step(c, layer, "oscar_kv_attention"));
     size_t bytes = (size_t)c->book.plan.n_tokens * c->p.n_head * c->p.head_dim * 4;
     memcpy(c->io_q.mapped, q, bytes);
-    OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
-    oscar_cmd_copy(c->ctx, &c->cmd, &c->io_q, 0, &c->q_dev, 0, bytes);
+    OSCAR_TRY(ovk_cmd_begin(c->ctx, &c->cmd));
+    ovk_cmd_copy(c->ctx, &c->cmd, &c->io_q, 0, &c->q_dev, 0, bytes);
     /* timed: the attention kernels only; q is read from device memory, out written to the
      * host-visible readback buffer (n_rows x n_head x d floats, small) */
-    int t0 = oscar_cmd_timestamp(c->ctx, &c->cmd);
-    oscar_binding bq = { &c->q_dev, 0, bytes }, bo = { &c->io_out, 0, bytes };
-    st = oscar_kv_record_attention(c, &c->cmd, layer, &bq, &bo);
+    int t0 = ovk_cmd_timestamp(c->ctx, &c->cmd);
+    ovk_binding bq = { &c->q_dev, 0, bytes }, bo = { &c->io_out, 0, bytes };
+    st = ovk_kv_record_attention(c, &c->cmd, layer, &bq, &bo);
     oscar_status st2 = OSCAR_OK;
-    if (st == OSCAR_OK) oscar_cmd_host_barrier(c->ctx, &c->cmd);
+    if (st == OSCAR_OK) ovk_cmd_host_barrier(c->ctx, &c->cmd);
     st2 = submit_timed(c, t0);
     if (st == OSCAR_OK) st = st2;
     if (st == OSCAR_OK) {
@@ -985,14 +985,14 @@ OSCAR_API oscar_status oscar_kv_step_end(oscar_kv_cache *c)
     if (!c) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_step_end: NULL cache");
     if (!c->book.plan.active) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "oscar_kv_step_end without oscar_kv_step_begin");
     if (c->book.plan.n_flush) {
-        OSCAR_TRY(oscar_cmd_begin(c->ctx, &c->cmd));
-        int t0 = oscar_cmd_timestamp(c->ctx, &c->cmd);
-        for (uint32_t l = 0; l < c->p.n_layer && st == OSCAR_OK; l++) st = oscar_kv_record_flush(c, &c->cmd, l);
+        OSCAR_TRY(ovk_cmd_begin(c->ctx, &c->cmd));
+        int t0 = ovk_cmd_timestamp(c->ctx, &c->cmd);
+        for (uint32_t l = 0; l < c->p.n_layer && st == OSCAR_OK; l++) st = ovk_kv_record_flush(c, &c->cmd, l);
         oscar_status st2 = submit_timed(c, t0);
         if (st == OSCAR_OK) st = st2;
         if (st != OSCAR_OK) goto fail;
     }
-    oscar_kv_commit_step(c);
+    ovk_kv_commit_step(c);
 fail:
     return st;
 }
@@ -1065,7 +1065,7 @@ fail:
 /* ---- test hooks ---------------------------------------------------------------------------- */
 #include "attn_ref.h"
 
-oscar_status oscar_kv_snapshot(oscar_kv_cache *c, uint32_t layer, attn_ref_cache *out)
+oscar_status ovk_kv_snapshot(oscar_kv_cache *c, uint32_t layer, attn_ref_cache *out)
 {
     oscar_status st = OSCAR_OK;
     memset(out, 0, sizeof *out);
@@ -1077,12 +1077,12 @@ oscar_status oscar_kv_snapshot(oscar_kv_cache *c, uint32_t layer, attn_ref_cache
     out->int2_pool = int2, out->f16_pool = f16, out->int2_table = t_int2, out->f16_table = t_f16;
     out->sink = sink, out->flushed_end = fe, out->means = means;
     if (!int2 || !f16 || !t_int2 || !t_f16 || !sink || !fe || !means) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->means, 4ull * layer * c->means_words, means, 4ull * c->means_words));
+    OSCAR_TRY(ovk_buffer_download(c->ctx, &c->means, 4ull * layer * c->means_words, means, 4ull * c->means_words));
     if (c->center_block) out->key_centers = means + 2 * c->p.n_kv_head * c->p.head_dim, out->center_block = c->center_block;
-    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->int2_pool[layer], 0, int2, c->int2_pool[layer].size));
-    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->f16_pool[layer], 0, f16, c->f16_pool[layer].size));
-    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->int2_table, 0, t_int2, (size_t)S * b->max_pages * 4));
-    OSCAR_TRY(oscar_buffer_download(c->ctx, &c->f16_table, 0, t_f16, (size_t)S * b->max_pages * 4));
+    OSCAR_TRY(ovk_buffer_download(c->ctx, &c->int2_pool[layer], 0, int2, c->int2_pool[layer].size));
+    OSCAR_TRY(ovk_buffer_download(c->ctx, &c->f16_pool[layer], 0, f16, c->f16_pool[layer].size));
+    OSCAR_TRY(ovk_buffer_download(c->ctx, &c->int2_table, 0, t_int2, (size_t)S * b->max_pages * 4));
+    OSCAR_TRY(ovk_buffer_download(c->ctx, &c->f16_table, 0, t_f16, (size_t)S * b->max_pages * 4));
     for (uint32_t s = 0; s < S; s++) {
         sink[s] = b->cfg.sink;
         fe[s] = b->seqs[s].flushed_end;
@@ -1098,23 +1098,23 @@ oscar_status oscar_kv_snapshot(oscar_kv_cache *c, uint32_t layer, attn_ref_cache
     out->n_seq = S;
     return OSCAR_OK;
 fail:
-    oscar_kv_snapshot_free(out);
+    ovk_kv_snapshot_free(out);
     return st;
 }
 
-void oscar_kv_snapshot_free(attn_ref_cache *s)
+void ovk_kv_snapshot_free(attn_ref_cache *s)
 {
     free((void *)s->int2_pool), free((void *)s->f16_pool), free((void *)s->int2_table), free((void *)s->f16_table);
     free((void *)s->sink), free((void *)s->flushed_end), free((void *)s->means);
     memset(s, 0, sizeof *s);
 }
 
-oscar_status oscar_kv_rotations(oscar_kv_cache *c, uint32_t layer, float *rot_k, float *rot_v, uint32_t *n_rot)
+oscar_status ovk_kv_rotations(oscar_kv_cache *c, uint32_t layer, float *rot_k, float *rot_v, uint32_t *n_rot)
 {
     oscar_status st = OSCAR_OK;
     uint64_t bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
-    if (rot_k) OSCAR_TRY(oscar_buffer_download(c->ctx, &c->rot_k, layer * bytes, rot_k, bytes));
-    if (rot_v) OSCAR_TRY(oscar_buffer_download(c->ctx, &c->rot_v, layer * bytes, rot_v, bytes));
+    if (rot_k) OSCAR_TRY(ovk_buffer_download(c->ctx, &c->rot_k, layer * bytes, rot_k, bytes));
+    if (rot_v) OSCAR_TRY(ovk_buffer_download(c->ctx, &c->rot_v, layer * bytes, rot_v, bytes));
     if (n_rot) *n_rot = c->n_rot;
 fail:
     return st;

@@ -5,7 +5,7 @@
 #define OSCAR_KV_CACHE_H
 
 #include "kv_pages.h"
-#include "model_desc.h" /* oscar_rope_type */
+#include "model_desc.h" /* ovk_rope_type */
 #include "oscar/kv.h"
 #include "vk_context.h"
 
@@ -13,51 +13,51 @@
  * rows and items) in a host-visible buffer; the first of the record functions below that runs
  * in the step records the copies into its command stream. Called by oscar_kv_step_begin. The
  * previous step's command buffers must have completed (the staging buffer is reused). */
-oscar_status oscar_kv_upload_step(oscar_kv_cache *c);
+oscar_status ovk_kv_upload_step(oscar_kv_cache *c);
 
 /* k, v: [n_step_tokens][n_kv_head][head_dim], fp32 (input_f16 = 0) or fp16 pairs (1). */
-oscar_status oscar_kv_record_append(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *k,
-                                    const oscar_binding *v, int input_f16);
+oscar_status ovk_kv_record_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *k,
+                                    const ovk_binding *v, int input_f16);
 /* q, out: [n_step_tokens][n_head][head_dim] fp32; out is in the model's (unrotated) basis. */
-oscar_status oscar_kv_record_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
-                                       const oscar_binding *out);
+oscar_status ovk_kv_record_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
+                                       const ovk_binding *out);
 /* RoPE that the cache's kernels apply on load: to the K rows in the append, to q before the
  * attention (the arithmetic of the rope op, bit for bit). */
-typedef struct oscar_kv_rope {
-    oscar_binding pos;      /* [n_step_tokens] int32 positions of the step's rows */
-    oscar_binding inv_freq; /* [n_rot/2] fp32 radians per position (oscar_rope_inv_freq) */
-    oscar_rope_type type;
+typedef struct ovk_kv_rope {
+    ovk_binding pos;      /* [n_step_tokens] int32 positions of the step's rows */
+    ovk_binding inv_freq; /* [n_rot/2] fp32 radians per position (ovk_rope_inv_freq) */
+    ovk_rope_type type;
     uint32_t n_rot;         /* rotated dims of a head, even, <= head_dim */
-} oscar_kv_rope;
+} ovk_kv_rope;
 /* A layer's append and attention in one go, RoPE applied on load (rope may be NULL): q, k, v as
  * the projections left them, out as above. One barrier, then q's preparation (RoPE, and R_K in
  * the rotated modes) and the append side by side, a barrier, the attention: one dispatch and
  * barrier fewer than rope + append + attention, two fewer in the rotated modes. */
-oscar_status oscar_kv_record_append_attention(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer, const oscar_binding *q,
-                                              const oscar_binding *k, const oscar_binding *v, const oscar_binding *out,
-                                              const oscar_kv_rope *rope);
+oscar_status ovk_kv_record_append_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
+                                              const ovk_binding *k, const ovk_binding *v, const ovk_binding *out,
+                                              const ovk_kv_rope *rope);
 /* Quantizes the step's tokens that leave the recent window (no-op when there are none). */
-oscar_status oscar_kv_record_flush(oscar_kv_cache *c, oscar_cmd *cmd, uint32_t layer);
+oscar_status ovk_kv_record_flush(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer);
 /* Commits the planned step's bookkeeping (after its command buffer was submitted). */
-void oscar_kv_commit_step(oscar_kv_cache *c);
+void ovk_kv_commit_step(oscar_kv_cache *c);
 /* Drops the planned step instead (recording or submission failed): pages it reserved go back
  * and every sequence is as before the step. */
-void oscar_kv_cancel_step(oscar_kv_cache *c);
+void ovk_kv_cancel_step(oscar_kv_cache *c);
 
 /* The rotation mode int2-hadamard applies: the normalised Walsh-Hadamard matrix [d][d]
  * (Sylvester order), H[i][j] = (-1)^popcount(i & j) / sqrt(d); d a power of two. */
-void oscar_kv_hadamard(uint32_t d, float *H);
+void ovk_kv_hadamard(uint32_t d, float *H);
 
 /* Rows (new tokens) of the open step, 0 when none is open. */
-uint32_t oscar_kv_step_tokens(const oscar_kv_cache *c);
+uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);
 
 #endif
 
 /* Test hook: copies layer `layer`'s pools and the page tables to host memory and describes
  * them for the C attention reference (attn_ref.h), with each sequence's INT2 boundary as the
- * attention of the open step sees it. Free with oscar_kv_snapshot_free. */
+ * attention of the open step sees it. Free with ovk_kv_snapshot_free. */
 struct attn_ref_cache;
-oscar_status oscar_kv_snapshot(oscar_kv_cache *c, uint32_t layer, struct attn_ref_cache *out);
-void oscar_kv_snapshot_free(struct attn_ref_cache *snap);
+oscar_status ovk_kv_snapshot(oscar_kv_cache *c, uint32_t layer, struct attn_ref_cache *out);
+void ovk_kv_snapshot_free(struct attn_ref_cache *snap);
 /* The rotations of a layer as the cache applies them: [n_rot][d][d] each (NULL allowed). */
-oscar_status oscar_kv_rotations(oscar_kv_cache *c, uint32_t layer, float *rot_k, float *rot_v, uint32_t *n_rot);
+oscar_status ovk_kv_rotations(oscar_kv_cache *c, uint32_t layer, float *rot_k, float *rot_v, uint32_t *n_rot);

@@ -45,7 +45,7 @@ static float input_elem(const void *in, uint32_t input_f16, uint32_t d, uint64_t
 {
     if (input_f16) {
         uint32_t w = ((const uint32_t *)in)[row * (d / 2) + i / 2];
-        return oscar_f16_to_f32((uint16_t)(i & 1 ? w >> 16 : w & 0xFFFFu));
+        return ovk_f16_to_f32((uint16_t)(i & 1 ? w >> 16 : w & 0xFFFFu));
     }
     return ((const float *)in)[row * d + i];
 }
@@ -85,13 +85,13 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
                     }
                     if (mode == KV_MODE_ROTATED && kind == 0 && key_centers) { /* less the block's rotated center */
                         const uint32_t *cw = key_centers + ((uint64_t)(slots[t].src_slot / center_block) * s->n_kv + h) * (d / 2);
-                        for (uint32_t j = 0; j < d; j++) y[j] = y[j] - oscar_f16_to_f32((uint16_t)(cw[j / 2] >> (16 * (j % 2))));
+                        for (uint32_t j = 0; j < d; j++) y[j] = y[j] - ovk_f16_to_f32((uint16_t)(cw[j / 2] >> (16 * (j % 2))));
                     }
                 } else {
                     memcpy(y, x, d * sizeof(float));
                 }
                 for (uint32_t w = 0; w < d / 2; w++)
-                    dst[w] = (uint32_t)oscar_f32_to_f16(y[2 * w]) | (uint32_t)oscar_f32_to_f16(y[2 * w + 1]) << 16;
+                    dst[w] = (uint32_t)ovk_f32_to_f16(y[2 * w]) | (uint32_t)ovk_f32_to_f16(y[2 * w + 1]) << 16;
             }
         }
     }
@@ -113,22 +113,22 @@ void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint
             for (uint32_t h = 0; h < s->n_kv; h++) {
                 const uint32_t *src = f16_pool + kv_ref_f16_row(s, slots[t].src_row, kind, h, slots[t].src_slot);
                 for (uint32_t w = 0; w < d / 2; w++) {
-                    x[2 * w] = oscar_f16_to_f32((uint16_t)(src[w] & 0xFFFFu));
-                    x[2 * w + 1] = oscar_f16_to_f32((uint16_t)(src[w] >> 16));
+                    x[2 * w] = ovk_f16_to_f32((uint16_t)(src[w] & 0xFFFFu));
+                    x[2 * w + 1] = ovk_f16_to_f32((uint16_t)(src[w] >> 16));
                 }
-                float tau = oscar_int2_clip_threshold(x, d, r, scratch);
+                float tau = ovk_int2_clip_threshold(x, d, r, scratch);
                 memcpy(y, x, d * sizeof *y);
-                oscar_int2_clip(x, d, tau, x);
+                ovk_int2_clip(x, d, tau, x);
                 uint32_t *cw = int2_pool + kv_ref_int2_codes(s, slots[t].dst_page, kind, h, slots[t].dst_slot);
                 uint32_t *pw = int2_pool + kv_ref_int2_params(s, slots[t].dst_page, kind, h, slots[t].dst_slot);
                 uint16_t scale_h[KV_MAX_HEAD_DIM], min_h[KV_MAX_HEAD_DIM];
                 for (uint32_t g = 0; g < d / G; g++) {
-                    oscar_int2_quantize_group(x + g * G, G, codes + g * G, &scale_h[g], &min_h[g]);
+                    ovk_int2_quantize_group(x + g * G, G, codes + g * G, &scale_h[g], &min_h[g]);
                     pw[g] = (uint32_t)scale_h[g] | (uint32_t)min_h[g] << 16;
                 }
                 size_t mat = feedback_per_head ? (size_t)h * d * d : 0;
                 const float *F = kind == 0 && key_feedback ? key_feedback + mat : NULL;
-                if (F) oscar_int2_feedback_codes(x, d, G, scale_h, min_h, F, codes);
+                if (F) ovk_int2_feedback_codes(x, d, G, scale_h, min_h, F, codes);
                 if (refit_rounds && G == d) {
                     oscar_int2_refit_row(y, d, kind == 0 && key_metric ? key_metric + mat : NULL, F, refit_rounds, codes,
                                          &scale_h[0], &min_h[0]);
@@ -153,7 +153,7 @@ void kv_ref_dequant_row(const kv_ref_shape *s, const uint32_t *codes, const uint
             uint32_t i = g * G + e;
             c[e] = (uint8_t)(codes[i / 16] >> (2 * (i % 16)) & 3u);
         }
-        oscar_int2_dequantize_group(c, G, (uint16_t)(params[g] & 0xFFFFu), (uint16_t)(params[g] >> 16), out + g * G);
+        ovk_int2_dequantize_group(c, G, (uint16_t)(params[g] & 0xFFFFu), (uint16_t)(params[g] >> 16), out + g * G);
     }
 }
 

@@ -49,11 +49,11 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
 
 /* kv_flush.comp: for each of the n_slots entries s and every KV head, reads the K row and the
  * V row at fp16 page s.src_row, slot s.src_slot of f16_pool, clips each at ratio clip_k /
- * clip_v (oscar_int2_clip_threshold; r >= 1 or NaN: no clip; r < 0 counts as 0), quantizes per
- * group of G (oscar_int2_quantize_group) and writes codes and params to INT2 page s.dst_page,
+ * clip_v (ovk_int2_clip_threshold; r >= 1 or NaN: no clip; r < 0 counts as 0), quantizes per
+ * group of G (ovk_int2_quantize_group) and writes codes and params to INT2 page s.dst_page,
  * slot s.dst_slot of int2_pool. With key_feedback ([n][d][d] of this layer: n = NKV with
  * feedback_per_head, else 1; NULL: none) the K rows' codes are chosen by
- * oscar_int2_feedback_codes with the matrix of their KV head (the params as without it). With
+ * ovk_int2_feedback_codes with the matrix of their KV head (the params as without it). With
  * refit_rounds (and G == d) every row's codes and params then go through oscar_int2_refit_row:
  * K rows under key_metric (laid out as key_feedback; NULL: identity), V rows under the
  * identity. The

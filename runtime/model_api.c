@@ -21,9 +21,9 @@ OSCAR_API oscar_model_params oscar_model_params_default(void)
 
 /* The GPU path's limits beyond model_desc's checks: the KV cache holds heads of 64, 128 or
  * 256 dimensions with equal K and V sizes and at most 16 query heads per KV head. */
-static oscar_status check_gpu_shape(const oscar_model_desc *d)
+static oscar_status check_gpu_shape(const ovk_model_desc *d)
 {
-    const oscar_model_hparams *hp = &d->hp;
+    const ovk_model_hparams *hp = &d->hp;
     const char *path = d->gguf->path;
     if (hp->head_dim != 64 && hp->head_dim != 128 && hp->head_dim != 256)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "%s: head_dim %u is not supported by the KV cache (64, 128 or 256)",
@@ -40,11 +40,11 @@ static oscar_status check_gpu_shape(const oscar_model_desc *d)
 static void fill_info(oscar_model *m)
 {
     oscar_model_info *in = &m->info;
-    const oscar_model_hparams *hp = &m->desc->hp;
-    const oscar_gguf *g = m->desc->gguf;
+    const ovk_model_hparams *hp = &m->desc->hp;
+    const ovk_gguf *g = m->desc->gguf;
     memset(in, 0, sizeof *in);
-    snprintf(in->arch, sizeof in->arch, "%s", oscar_arch_name(hp->arch));
-    const oscar_gguf_kv *name = oscar_gguf_find_key(g, "general.name");
+    snprintf(in->arch, sizeof in->arch, "%s", ovk_arch_name(hp->arch));
+    const ovk_gguf_kv *name = ovk_gguf_find_key(g, "general.name");
     if (name && name->value.type == OSCAR_GGUF_TYPE_STRING) snprintf(in->name, sizeof in->name, "%s", name->value.cstr);
     in->n_layer = hp->n_layer, in->n_embd = hp->n_embd, in->n_ff = hp->n_ff;
     in->n_head = hp->n_head, in->n_head_kv = hp->n_head_kv, in->head_dim = hp->head_dim;
@@ -56,9 +56,9 @@ static void fill_info(oscar_model *m)
     in->fingerprint = m->desc->fingerprint;
     snprintf(in->fingerprint_hex, sizeof in->fingerprint_hex, "%016llx", (unsigned long long)in->fingerprint);
     in->tied_embeddings = hp->tied_embeddings;
-    in->bos = m->tok ? oscar_tokenizer_bos(m->tok) : -1;
-    in->eos = m->tok ? oscar_tokenizer_eos(m->tok) : -1;
-    in->eot = m->tok ? oscar_tokenizer_eot(m->tok) : -1;
+    in->bos = m->tok ? ovk_tokenizer_bos(m->tok) : -1;
+    in->eos = m->tok ? ovk_tokenizer_eos(m->tok) : -1;
+    in->eot = m->tok ? ovk_tokenizer_eot(m->tok) : -1;
 }
 
 OSCAR_API oscar_status oscar_model_load(oscar_context *ctx, const char *path, const oscar_model_params *params,
@@ -72,13 +72,13 @@ OSCAR_API oscar_status oscar_model_load(oscar_context *ctx, const char *path, co
     m = calloc(1, sizeof *m);
     if (!m) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->ctx = ctx;
-    OSCAR_TRY(oscar_model_desc_load(path, &m->desc));
+    OSCAR_TRY(ovk_model_desc_load(path, &m->desc));
     OSCAR_TRY(check_gpu_shape(m->desc));
-    if (oscar_gguf_find_key(m->desc->gguf, "tokenizer.ggml.tokens"))
-        OSCAR_TRY(oscar_model_tokenizer_create(m->desc->gguf, &m->tok));
-    const oscar_gguf_kv *tmpl = oscar_gguf_find_key(m->desc->gguf, "tokenizer.chat_template");
+    if (ovk_gguf_find_key(m->desc->gguf, "tokenizer.ggml.tokens"))
+        OSCAR_TRY(ovk_model_tokenizer_create(m->desc->gguf, &m->tok));
+    const ovk_gguf_kv *tmpl = ovk_gguf_find_key(m->desc->gguf, "tokenizer.chat_template");
     if (tmpl && tmpl->value.type == OSCAR_GGUF_TYPE_STRING) m->chat_template = tmpl->value.cstr;
-    OSCAR_TRY(oscar_model_gpu_create(ctx, m->desc, p.progress, p.progress_user, &m->gpu));
+    OSCAR_TRY(ovk_model_gpu_create(ctx, m->desc, p.progress, p.progress_user, &m->gpu));
     fill_info(m);
     *out = m;
     return OSCAR_OK;
@@ -90,9 +90,9 @@ fail:
 OSCAR_API void oscar_model_destroy(oscar_model *m)
 {
     if (!m) return;
-    oscar_model_gpu_destroy(m->gpu);
-    oscar_tokenizer_destroy(m->tok);
-    oscar_model_desc_destroy(m->desc);
+    ovk_model_gpu_destroy(m->gpu);
+    ovk_tokenizer_destroy(m->tok);
+    ovk_model_desc_destroy(m->desc);
     free(m);
 }
 
@@ -119,7 +119,7 @@ OSCAR_API oscar_status oscar_model_tokenize(const oscar_model *m, const char *te
     oscar_status st = need_tokenizer(m, "oscar_model_tokenize");
     if (st != OSCAR_OK) return st;
     if (!text || !n_tokens) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_tokenize: NULL argument");
-    return oscar_tokenizer_encode(m->tok, text, len, add_bos, parse_special, tokens, capacity, n_tokens);
+    return ovk_tokenizer_encode(m->tok, text, len, add_bos, parse_special, tokens, capacity, n_tokens);
 }
 
 OSCAR_API oscar_status oscar_model_detokenize(const oscar_model *m, const int32_t *tokens, size_t n, int render_special,
@@ -128,7 +128,7 @@ OSCAR_API oscar_status oscar_model_detokenize(const oscar_model *m, const int32_
     oscar_status st = need_tokenizer(m, "oscar_model_detokenize");
     if (st != OSCAR_OK) return st;
     if ((!tokens && n) || !len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_detokenize: NULL argument");
-    return oscar_tokenizer_decode(m->tok, tokens, n, render_special, 1, buf, capacity, len);
+    return ovk_tokenizer_decode(m->tok, tokens, n, render_special, 1, buf, capacity, len);
 }
 
 OSCAR_API oscar_status oscar_model_token_to_piece(const oscar_model *m, int32_t token, int render_special, char *buf,
@@ -137,12 +137,12 @@ OSCAR_API oscar_status oscar_model_token_to_piece(const oscar_model *m, int32_t 
     oscar_status st = need_tokenizer(m, "oscar_model_token_to_piece");
     if (st != OSCAR_OK) return st;
     if (!len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_token_to_piece: NULL len");
-    return oscar_tokenizer_token_to_piece(m->tok, token, render_special, buf, capacity, len);
+    return ovk_tokenizer_token_to_piece(m->tok, token, render_special, buf, capacity, len);
 }
 
 OSCAR_API int oscar_model_is_eog(const oscar_model *m, int32_t token)
 {
-    return m && m->tok ? oscar_tokenizer_is_eog(m->tok, token) : 0;
+    return m && m->tok ? ovk_tokenizer_is_eog(m->tok, token) : 0;
 }
 
 OSCAR_API oscar_status oscar_model_chat_format(const oscar_model *m, const oscar_chat_message *messages, size_t n,
@@ -150,11 +150,11 @@ OSCAR_API oscar_status oscar_model_chat_format(const oscar_model *m, const oscar
                                                size_t capacity, size_t *len)
 {
     if (!m || (!messages && n) || !len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_chat_format: NULL argument");
-    oscar_chat_params cp = oscar_chat_params_default();
+    ovk_chat_params cp = ovk_chat_params_default();
     cp.template_src = m->chat_template;
     cp.system_prompt = system_prompt;
     cp.add_generation_prompt = add_generation_prompt;
-    return oscar_chat_apply(&cp, messages, n, buf, capacity, len);
+    return ovk_chat_apply(&cp, messages, n, buf, capacity, len);
 }
 
 /* ---- sessions ------------------------------------------------------------------------------ */
@@ -163,7 +163,7 @@ struct oscar_session {
     oscar_model *model;            /* borrowed */
     oscar_session_params p;        /* resolved (n_ctx, n_batch set; rotations cleared) */
     oscar_kv_cache *kv;
-    oscar_gpu_state *g;
+    ovk_gpu_state *g;
     int32_t *kv_seq;               /* [n_seq_max] cache sequence of each public id, -1: free */
     int32_t *step_seqs;            /* [n_seq_max] scratch: cache ids of a decode step */
     uint32_t *step_n;              /* [n_seq_max] scratch: 1 each */
@@ -189,7 +189,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     if (!model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_create: NULL argument");
     *out = NULL;
     oscar_session_params p = params ? *params : oscar_session_params_default();
-    const oscar_model_hparams *hp = &model->desc->hp;
+    const ovk_model_hparams *hp = &model->desc->hp;
     const oscar_rotation_set *rs = p.rotations;
     if (p.n_ctx == 0) p.n_ctx = hp->n_ctx_train && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (p.n_seq_max == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: n_seq_max must be positive");
@@ -256,7 +256,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
             for (uint32_t l = 0; l < hp->n_layer; l++)
                 for (uint32_t b = 0; b < n_blocks; b++)
                     for (uint32_t h = 0; h < nkv; h++)
-                        oscar_rope_average(rs->mean_k + ((size_t)l * nkv + h) * d, d, hp->n_rot, hp->rope_type,
+                        ovk_rope_average(rs->mean_k + ((size_t)l * nkv + h) * d, d, hp->n_rot, hp->rope_type,
                                            model->desc->rope_theta, blocks ? b * B : p.sink_tokens,
                                            blocks ? (b + 1) * B : p.n_ctx, center_k + (((size_t)l * n_blocks + b) * nkv + h) * d);
             if (blocks) kp.key_centers = center_k, kp.key_center_block = B;
@@ -267,7 +267,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     st = oscar_kv_cache_create(model->ctx, &kp, &s->kv);
     free(center_k);
     if (st != OSCAR_OK) goto fail;
-    OSCAR_TRY(oscar_gpu_state_create(model->gpu, s->kv, step_tokens, p.n_seq_max, &s->g));
+    OSCAR_TRY(ovk_gpu_state_create(model->gpu, s->kv, step_tokens, p.n_seq_max, &s->g));
     *out = s;
     return OSCAR_OK;
 fail:
@@ -278,7 +278,7 @@ fail:
 OSCAR_API void oscar_session_destroy(oscar_session *s)
 {
     if (!s) return;
-    oscar_gpu_state_destroy(s->g);
+    ovk_gpu_state_destroy(s->g);
     oscar_kv_cache_destroy(s->kv);
     free(s->kv_seq), free(s->step_seqs), free(s->step_n), free(s->last_amax);
     free(s);
@@ -396,7 +396,7 @@ OSCAR_API oscar_status oscar_session_prefill(oscar_session *s, int32_t seq, cons
     for (uint32_t done = 0; done < n;) {
         uint32_t chunk = n - done < s->p.n_batch ? n - done : s->p.n_batch;
         int last = done + chunk == n;
-        OSCAR_TRY(oscar_gpu_step(s->g, 1, &id, &chunk, tokens + done, last, last ? logits : NULL, last ? s->last_amax : NULL));
+        OSCAR_TRY(ovk_gpu_step(s->g, 1, &id, &chunk, tokens + done, last, last ? logits : NULL, last ? s->last_amax : NULL));
         done += chunk;
     }
     s->last_rows = 1;
@@ -404,15 +404,15 @@ fail:
     return st;
 }
 
-oscar_status oscar_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n)
+oscar_status ovk_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n)
 {
     oscar_status st = OSCAR_OK;
     int32_t id = -1;
-    if (!s || n == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_fill_synthetic: NULL session or no token");
+    if (!s || n == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_session_fill_synthetic: NULL session or no token");
     OSCAR_TRY(lookup(s, seq, &id));
     OSCAR_TRY(check_room(s, seq, id, n));
     s->last_rows = 0;
-    OSCAR_TRY(oscar_gpu_fill_synthetic(s->g, id, n, (uint32_t)seq + 1u));
+    OSCAR_TRY(ovk_gpu_fill_synthetic(s->g, id, n, (uint32_t)seq + 1u));
 fail:
     return st;
 }
@@ -432,7 +432,7 @@ OSCAR_API oscar_status oscar_session_decode(oscar_session *s, uint32_t n_seqs, c
         OSCAR_TRY(check_room(s, seqs[i], s->step_seqs[i], 1));
     }
     s->last_rows = 0;
-    OSCAR_TRY(oscar_gpu_step(s->g, n_seqs, s->step_seqs, s->step_n, tokens, 1, logits, s->last_amax));
+    OSCAR_TRY(ovk_gpu_step(s->g, n_seqs, s->step_seqs, s->step_n, tokens, 1, logits, s->last_amax));
     s->last_rows = n_seqs;
 fail:
     return st;

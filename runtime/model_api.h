@@ -11,9 +11,9 @@
 
 struct oscar_model {
     oscar_context *ctx;            /* borrowed */
-    oscar_model_desc *desc;        /* owns the GGUF mapping */
-    oscar_tokenizer *tok;
-    oscar_model_gpu *gpu;          /* device weights */
+    ovk_model_desc *desc;        /* owns the GGUF mapping */
+    ovk_tokenizer *tok;
+    ovk_model_gpu *gpu;          /* device weights */
     const char *chat_template;     /* tokenizer.chat_template in the mapping, or NULL */
     oscar_model_info info;
 };
@@ -37,8 +37,8 @@ struct oscar_rotation_set {
 };
 
 /* Benchmark hook (not in the public API): n tokens of random K and V appended to sequence seq
- * in every layer without running the model (oscar_gpu_fill_synthetic). The sequence is then n
+ * in every layer without running the model (ovk_gpu_fill_synthetic). The sequence is then n
  * tokens longer, as after a prefill, but its content is noise. */
-oscar_status oscar_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n);
+oscar_status ovk_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n);
 
 #endif

@@ -7,7 +7,7 @@
 #include "error.h"
 #include "model_desc.h"
 
-const char *oscar_arch_name(oscar_arch arch)
+const char *ovk_arch_name(ovk_arch arch)
 {
     switch (arch) {
     case OSCAR_ARCH_LLAMA: return "llama";
@@ -17,7 +17,7 @@ const char *oscar_arch_name(oscar_arch arch)
     return "unknown";
 }
 
-int oscar_model_type_supported(uint32_t t)
+int ovk_model_type_supported(uint32_t t)
 {
     switch (t) {
     case OSCAR_GGML_TYPE_F32: case OSCAR_GGML_TYPE_F16: case OSCAR_GGML_TYPE_BF16:
@@ -31,49 +31,49 @@ int oscar_model_type_supported(uint32_t t)
 /* ---- metadata helpers --------------------------------------------------------------------- */
 
 /* Reads an optional u32 key "<arch>.<suffix>": *out keeps `def` when the key is absent. */
-static oscar_status get_u32_opt(const oscar_gguf *g, const char *arch, const char *suffix, uint32_t def,
+static oscar_status get_u32_opt(const ovk_gguf *g, const char *arch, const char *suffix, uint32_t def,
                                 uint32_t *out)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     *out = def;
-    if (!oscar_gguf_find_key(g, key)) return OSCAR_OK;
-    return oscar_gguf_get_u32(g, key, out);
+    if (!ovk_gguf_find_key(g, key)) return OSCAR_OK;
+    return ovk_gguf_get_u32(g, key, out);
 }
 
-static oscar_status get_u32_req(const oscar_gguf *g, const char *arch, const char *suffix, uint32_t *out)
+static oscar_status get_u32_req(const ovk_gguf *g, const char *arch, const char *suffix, uint32_t *out)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
-    return oscar_gguf_get_u32(g, key, out);
+    return ovk_gguf_get_u32(g, key, out);
 }
 
-static oscar_status get_f32_opt(const oscar_gguf *g, const char *arch, const char *suffix, float def, float *out)
+static oscar_status get_f32_opt(const ovk_gguf *g, const char *arch, const char *suffix, float def, float *out)
 {
     char key[128];
     snprintf(key, sizeof key, "%s.%s", arch, suffix);
     *out = def;
-    if (!oscar_gguf_find_key(g, key)) return OSCAR_OK;
-    return oscar_gguf_get_f32(g, key, out);
+    if (!ovk_gguf_find_key(g, key)) return OSCAR_OK;
+    return ovk_gguf_get_f32(g, key, out);
 }
 
 /* ---- tensor checks ------------------------------------------------------------------------ */
 
 /* Finds tensor `name` and checks its type and shape ne[0..n_dims). A missing optional tensor
  * leaves *out NULL. */
-static oscar_status find_tensor(const oscar_gguf *g, const char *name, int required, uint32_t n_dims,
-                                uint64_t ne0, uint64_t ne1, const oscar_gguf_tensor **out)
+static oscar_status find_tensor(const ovk_gguf *g, const char *name, int required, uint32_t n_dims,
+                                uint64_t ne0, uint64_t ne1, const ovk_gguf_tensor **out)
 {
-    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+    const ovk_gguf_tensor *t = ovk_gguf_find_tensor(g, name);
     *out = NULL;
     if (!t) {
         if (!required) return OSCAR_OK;
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: missing", g->path, name);
     }
-    if (!oscar_model_type_supported(t->type))
+    if (!ovk_model_type_supported(t->type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT,
                            "%s: tensor %s: type %s (%u) is not supported (F32, F16, BF16, Q8_0, Q4_0, "
-                           "Q4_1, Q4_K, Q5_K, Q6_K)", g->path, name, oscar_ggml_type_name(t->type), t->type);
+                           "Q4_1, Q4_K, Q5_K, Q6_K)", g->path, name, ovk_ggml_type_name(t->type), t->type);
     uint64_t want[2] = {ne0, ne1};
     /* A trailing dimension of 1 may be stored or omitted. */
     for (uint32_t d = 0; d < OSCAR_GGUF_MAX_DIMS; d++) {
@@ -84,7 +84,7 @@ static oscar_status find_tensor(const oscar_gguf *g, const char *name, int requi
                                g->path, name, d, (unsigned long long)t->ne[d], (unsigned long long)w,
                                (unsigned long long)ne0, (unsigned long long)(n_dims > 1 ? ne1 : 1));
     }
-    const oscar_ggml_type_info *ti = oscar_ggml_type_get(t->type);
+    const ovk_ggml_type_info *ti = ovk_ggml_type_get(t->type);
     if (t->ne[0] % ti->block_size)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: row length %llu is not a multiple of the %s "
                            "block size %u", g->path, name, (unsigned long long)t->ne[0], ti->name, ti->block_size);
@@ -92,8 +92,8 @@ static oscar_status find_tensor(const oscar_gguf *g, const char *name, int requi
     return OSCAR_OK;
 }
 
-static oscar_status layer_tensor(const oscar_gguf *g, uint32_t il, const char *what, int required, uint32_t n_dims,
-                                 uint64_t ne0, uint64_t ne1, const oscar_gguf_tensor **out)
+static oscar_status layer_tensor(const ovk_gguf *g, uint32_t il, const char *what, int required, uint32_t n_dims,
+                                 uint64_t ne0, uint64_t ne1, const ovk_gguf_tensor **out)
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.%s", il, what);
@@ -105,16 +105,16 @@ static oscar_status layer_tensor(const oscar_gguf *g, uint32_t il, const char *w
 /* Fills m->rope_theta[0..n_rot/2): theta_i = base^(-2i/n_rot), then divided by the Llama 3.1
  * factor of pair i (from rope_freqs.weight, or computed from the scaling keys), then scaled by
  * 1/factor for linear scaling. Computed in double, stored as float. */
-static oscar_status compute_rope_theta(oscar_model_desc *m)
+static oscar_status compute_rope_theta(ovk_model_desc *m)
 {
-    const oscar_model_hparams *hp = &m->hp;
+    const ovk_model_hparams *hp = &m->hp;
     uint32_t half = hp->n_rot / 2;
     float *divisors = NULL; /* [half] */
     oscar_status st = OSCAR_OK;
     if (m->rope_freqs) {
         divisors = malloc((size_t)half * sizeof *divisors);
         if (!divisors) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "rope_freqs: out of memory");
-        OSCAR_TRY(oscar_ggml_dequantize_row(m->rope_freqs->type, m->rope_freqs->data, divisors, half));
+        OSCAR_TRY(ovk_ggml_dequantize_row(m->rope_freqs->type, m->rope_freqs->data, divisors, half));
     }
     for (uint32_t i = 0; i < half; i++) {
         double th = pow((double)hp->rope_freq_base, -2.0 * i / (double)hp->n_rot);
@@ -144,11 +144,11 @@ fail:
 
 /* ---- hyperparameters ----------------------------------------------------------------------- */
 
-static oscar_status read_hparams(const oscar_gguf *g, oscar_model_hparams *hp, const char **arch_out)
+static oscar_status read_hparams(const ovk_gguf *g, ovk_model_hparams *hp, const char **arch_out)
 {
     oscar_status st;
     const char *arch;
-    if ((st = oscar_gguf_get_str(g, "general.architecture", &arch)) != OSCAR_OK) return st;
+    if ((st = ovk_gguf_get_str(g, "general.architecture", &arch)) != OSCAR_OK) return st;
     *arch_out = arch;
     if (!strcmp(arch, "llama")) hp->arch = OSCAR_ARCH_LLAMA;
     else if (!strcmp(arch, "qwen2")) hp->arch = OSCAR_ARCH_QWEN2;
@@ -200,7 +200,7 @@ static oscar_status read_hparams(const oscar_gguf *g, oscar_model_hparams *hp, c
     char key[128];
     const char *stype = "none";
     snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-    if (oscar_gguf_find_key(g, key)) TRY_(oscar_gguf_get_str(g, key, &stype));
+    if (ovk_gguf_find_key(g, key)) TRY_(ovk_gguf_get_str(g, key, &stype));
     TRY_(get_f32_opt(g, arch, "rope.scaling.factor", 1.0f, &hp->rope_scale_factor));
     TRY_(get_u32_opt(g, arch, "rope.scaling.original_context_length", 0, &hp->rope_orig_ctx));
     TRY_(get_f32_opt(g, arch, "rope.scaling.low_freq_factor", 1.0f, &hp->rope_low_freq_factor));
@@ -230,29 +230,29 @@ static oscar_status read_hparams(const oscar_gguf *g, oscar_model_hparams *hp, c
 
 /* ---- load ---------------------------------------------------------------------------------- */
 
-oscar_status oscar_model_desc_from_gguf(oscar_gguf *g, int take_ownership, oscar_model_desc **out)
+oscar_status ovk_model_desc_from_gguf(ovk_gguf *g, int take_ownership, ovk_model_desc **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_model_desc *m = NULL;
+    ovk_model_desc *m = NULL;
     const char *arch = NULL;
     if (!out) {
-        if (take_ownership) oscar_gguf_close(g);
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_desc_from_gguf: out is NULL");
+        if (take_ownership) ovk_gguf_close(g);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_desc_from_gguf: out is NULL");
     }
     *out = NULL;
-    if (!g) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_desc_from_gguf: g is NULL");
+    if (!g) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_desc_from_gguf: g is NULL");
     m = calloc(1, sizeof *m);
     if (!m) {
-        if (take_ownership) oscar_gguf_close(g);
+        if (take_ownership) ovk_gguf_close(g);
         OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model desc: out of memory");
     }
     m->gguf = g;
     m->owns_gguf = take_ownership;
-    oscar_model_hparams *hp = &m->hp;
+    ovk_model_hparams *hp = &m->hp;
     OSCAR_TRY(read_hparams(g, hp, &arch));
 
     /* Embedding: n_vocab comes from its second dimension. */
-    const oscar_gguf_tensor *te = oscar_gguf_find_tensor(g, "token_embd.weight");
+    const ovk_gguf_tensor *te = ovk_gguf_find_tensor(g, "token_embd.weight");
     if (!te) OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tensor token_embd.weight: missing", g->path);
     if (te->ne[1] == 0 || te->ne[1] > INT32_MAX)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tensor token_embd.weight: vocabulary size ne[1] = %llu out of range",
@@ -271,7 +271,7 @@ oscar_status oscar_model_desc_from_gguf(oscar_gguf *g, int take_ownership, oscar
     OSCAR_TRY(find_tensor(g, "rope_freqs.weight", 0, 1, hp->n_rot / 2, 1, &m->rope_freqs));
     if (m->rope_freqs && m->rope_freqs->type != OSCAR_GGML_TYPE_F32)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tensor rope_freqs.weight: type %s, expected F32", g->path,
-                   oscar_ggml_type_name(m->rope_freqs->type));
+                   ovk_ggml_type_name(m->rope_freqs->type));
     if (m->rope_freqs && hp->rope_scaling == OSCAR_ROPE_SCALING_NONE) hp->rope_scaling = OSCAR_ROPE_SCALING_LLAMA3;
 
     m->layers = calloc(hp->n_layer, sizeof *m->layers);
@@ -283,7 +283,7 @@ oscar_status oscar_model_desc_from_gguf(oscar_gguf *g, int take_ownership, oscar
     uint64_t v_dim = (uint64_t)hp->n_head_kv * hp->head_dim_v;
     uint64_t o_dim = (uint64_t)hp->n_head * hp->head_dim_v;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
-        oscar_model_layer *L = &m->layers[il];
+        ovk_model_layer *L = &m->layers[il];
         OSCAR_TRY(layer_tensor(g, il, "attn_norm.weight", 1, 1, hp->n_embd, 1, &L->attn_norm));
         OSCAR_TRY(layer_tensor(g, il, "attn_q.weight", 1, 2, hp->n_embd, q_dim, &L->wq));
         OSCAR_TRY(layer_tensor(g, il, "attn_k.weight", 1, 2, hp->n_embd, k_dim, &L->wk));
@@ -312,7 +312,7 @@ oscar_status oscar_model_desc_from_gguf(oscar_gguf *g, int take_ownership, oscar
     {
         char name[96];
         snprintf(name, sizeof name, "blk.%u.attn_norm.weight", hp->n_layer);
-        if (oscar_gguf_find_tensor(g, name))
+        if (ovk_gguf_find_tensor(g, name))
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s exists but %s.block_count is %u", g->path, name, arch,
                        hp->n_layer);
     }
@@ -321,25 +321,25 @@ oscar_status oscar_model_desc_from_gguf(oscar_gguf *g, int take_ownership, oscar
     *out = m;
     return OSCAR_OK;
 fail:
-    oscar_model_desc_destroy(m);
+    ovk_model_desc_destroy(m);
     return st;
 }
 
-oscar_status oscar_model_desc_load(const char *path, oscar_model_desc **out)
+oscar_status ovk_model_desc_load(const char *path, ovk_model_desc **out)
 {
-    oscar_gguf *g = NULL;
-    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_desc_load: out is NULL");
+    ovk_gguf *g = NULL;
+    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_desc_load: out is NULL");
     *out = NULL;
-    if (!path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_desc_load: path is NULL");
-    oscar_status st = oscar_gguf_open(path, &g);
+    if (!path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_desc_load: path is NULL");
+    oscar_status st = ovk_gguf_open(path, &g);
     if (st != OSCAR_OK) return st;
-    return oscar_model_desc_from_gguf(g, 1, out);
+    return ovk_model_desc_from_gguf(g, 1, out);
 }
 
-void oscar_model_desc_destroy(oscar_model_desc *m)
+void ovk_model_desc_destroy(ovk_model_desc *m)
 {
     if (!m) return;
-    if (m->owns_gguf) oscar_gguf_close(m->gguf);
+    if (m->owns_gguf) ovk_gguf_close(m->gguf);
     free(m->layers);
     free(m->rope_theta);
     free(m);
@@ -379,7 +379,7 @@ static uint64_t fnv_f32(uint64_t h, float f)
     return fnv_u32(h, u);
 }
 
-static uint64_t fnv_tensor(uint64_t h, const oscar_gguf_tensor *t)
+static uint64_t fnv_tensor(uint64_t h, const ovk_gguf_tensor *t)
 {
     if (!t) return h;
     h = fnv_bytes(h, t->name, strlen(t->name) + 1);
@@ -398,11 +398,11 @@ static uint64_t fnv_tensor(uint64_t h, const oscar_gguf_tensor *t)
     return h;
 }
 
-uint64_t oscar_model_fingerprint(const oscar_model_desc *m)
+uint64_t oscar_model_fingerprint(const ovk_model_desc *m)
 {
     static const char tag[] = "oscar-model-fp-v1";
-    const oscar_model_hparams *hp = &m->hp;
-    const char *arch = oscar_arch_name(hp->arch);
+    const ovk_model_hparams *hp = &m->hp;
+    const char *arch = ovk_arch_name(hp->arch);
     uint64_t h = FNV_OFFSET;
     h = fnv_bytes(h, tag, sizeof tag);
     h = fnv_bytes(h, arch, strlen(arch) + 1);
@@ -418,8 +418,8 @@ uint64_t oscar_model_fingerprint(const oscar_model_desc *m)
     if (!hp->tied_embeddings) h = fnv_tensor(h, m->output);
     h = fnv_tensor(h, m->rope_freqs);
     for (uint32_t il = 0; il < hp->n_layer; il++) {
-        const oscar_model_layer *L = &m->layers[il];
-        const oscar_gguf_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->bq, L->bk, L->bv, L->q_norm,
+        const ovk_model_layer *L = &m->layers[il];
+        const ovk_gguf_tensor *ts[] = {L->attn_norm, L->wq, L->wk, L->wv, L->bq, L->bk, L->bv, L->q_norm,
                                          L->k_norm, L->wo, L->ffn_norm, L->w_gate, L->w_up, L->w_down};
         for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) h = fnv_tensor(h, ts[i]);
     }
@@ -428,35 +428,35 @@ uint64_t oscar_model_fingerprint(const oscar_model_desc *m)
 
 /* ---- tokenizer from GGUF arrays ----------------------------------------------------------- */
 
-static oscar_status opt_i32(const oscar_gguf *g, const char *key, int32_t *out)
+static oscar_status opt_i32(const ovk_gguf *g, const char *key, int32_t *out)
 {
-    if (!oscar_gguf_find_key(g, key)) return OSCAR_OK;
+    if (!ovk_gguf_find_key(g, key)) return OSCAR_OK;
     uint32_t v;
-    oscar_status st = oscar_gguf_get_u32(g, key, &v);
+    oscar_status st = ovk_gguf_get_u32(g, key, &v);
     if (st == OSCAR_OK && v <= INT32_MAX) *out = (int32_t)v;
     return st;
 }
 
-static oscar_status opt_bool(const oscar_gguf *g, const char *key, int *out)
+static oscar_status opt_bool(const ovk_gguf *g, const char *key, int *out)
 {
-    if (!oscar_gguf_find_key(g, key)) return OSCAR_OK;
-    return oscar_gguf_get_bool(g, key, out);
+    if (!ovk_gguf_find_key(g, key)) return OSCAR_OK;
+    return ovk_gguf_get_bool(g, key, out);
 }
 
-oscar_status oscar_model_tokenizer_create(const oscar_gguf *g, oscar_tokenizer **out)
+oscar_status ovk_model_tokenizer_create(const ovk_gguf *g, ovk_tokenizer **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_tokenizer_desc d = oscar_tokenizer_desc_default();
+    ovk_tokenizer_desc d = ovk_tokenizer_desc_default();
     const char **tokens = NULL, **merges = NULL;  /* [n_tokens], [n_merges] borrowed strings */
     uint32_t *token_lens = NULL, *merge_lens = NULL; /* bytes of each */
     float *scores = NULL;                         /* [n_tokens] */
     int32_t *types = NULL;                        /* [n_tokens] */
-    const oscar_gguf_array *a;
-    if (!out || !g) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_tokenizer_create: NULL argument");
+    const ovk_gguf_array *a;
+    if (!out || !g) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_tokenizer_create: NULL argument");
     *out = NULL;
-    OSCAR_TRY(oscar_gguf_get_str(g, "tokenizer.ggml.model", &d.model));
-    if (oscar_gguf_find_key(g, "tokenizer.ggml.pre")) OSCAR_TRY(oscar_gguf_get_str(g, "tokenizer.ggml.pre", &d.pre));
-    OSCAR_TRY(oscar_gguf_get_array(g, "tokenizer.ggml.tokens", OSCAR_GGUF_TYPE_STRING, &a));
+    OSCAR_TRY(ovk_gguf_get_str(g, "tokenizer.ggml.model", &d.model));
+    if (ovk_gguf_find_key(g, "tokenizer.ggml.pre")) OSCAR_TRY(ovk_gguf_get_str(g, "tokenizer.ggml.pre", &d.pre));
+    OSCAR_TRY(ovk_gguf_get_array(g, "tokenizer.ggml.tokens", OSCAR_GGUF_TYPE_STRING, &a));
     if (a->count == 0 || a->count > INT32_MAX)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.tokens: %llu tokens", g->path,
                    (unsigned long long)a->count);
@@ -471,28 +471,28 @@ oscar_status oscar_model_tokenizer_create(const oscar_gguf *g, oscar_tokenizer *
     }
     d.tokens = tokens;
     d.token_lens = token_lens;
-    if (oscar_gguf_find_key(g, "tokenizer.ggml.scores")) {
-        OSCAR_TRY(oscar_gguf_get_array(g, "tokenizer.ggml.scores", -1, &a));
+    if (ovk_gguf_find_key(g, "tokenizer.ggml.scores")) {
+        OSCAR_TRY(ovk_gguf_get_array(g, "tokenizer.ggml.scores", -1, &a));
         if (a->count != d.n_tokens)
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.scores: %llu entries for %u tokens", g->path,
                        (unsigned long long)a->count, d.n_tokens);
         scores = malloc(d.n_tokens * sizeof *scores);
         if (!scores) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
-        for (uint32_t i = 0; i < d.n_tokens; i++) scores[i] = (float)oscar_gguf_array_number(a, i);
+        for (uint32_t i = 0; i < d.n_tokens; i++) scores[i] = (float)ovk_gguf_array_number(a, i);
         d.scores = scores;
     }
-    if (oscar_gguf_find_key(g, "tokenizer.ggml.token_type")) {
-        OSCAR_TRY(oscar_gguf_get_array(g, "tokenizer.ggml.token_type", -1, &a));
+    if (ovk_gguf_find_key(g, "tokenizer.ggml.token_type")) {
+        OSCAR_TRY(ovk_gguf_get_array(g, "tokenizer.ggml.token_type", -1, &a));
         if (a->count != d.n_tokens)
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.token_type: %llu entries for %u tokens", g->path,
                        (unsigned long long)a->count, d.n_tokens);
         types = malloc(d.n_tokens * sizeof *types);
         if (!types) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
-        for (uint32_t i = 0; i < d.n_tokens; i++) types[i] = (int32_t)oscar_gguf_array_int(a, i);
+        for (uint32_t i = 0; i < d.n_tokens; i++) types[i] = (int32_t)ovk_gguf_array_int(a, i);
         d.token_types = types;
     }
-    if (oscar_gguf_find_key(g, "tokenizer.ggml.merges")) {
-        OSCAR_TRY(oscar_gguf_get_array(g, "tokenizer.ggml.merges", OSCAR_GGUF_TYPE_STRING, &a));
+    if (ovk_gguf_find_key(g, "tokenizer.ggml.merges")) {
+        OSCAR_TRY(ovk_gguf_get_array(g, "tokenizer.ggml.merges", OSCAR_GGUF_TYPE_STRING, &a));
         if (a->count > INT32_MAX) OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.merges too long", g->path);
         d.n_merges = (uint32_t)a->count;
         merges = malloc((d.n_merges + 1) * sizeof *merges);
@@ -517,7 +517,7 @@ oscar_status oscar_model_tokenizer_create(const oscar_gguf *g, oscar_tokenizer *
     if (d.eos_id >= (int32_t)d.n_tokens) d.eos_id = -1;
     if (d.eot_id >= (int32_t)d.n_tokens) d.eot_id = -1;
     if (d.unk_id >= (int32_t)d.n_tokens) d.unk_id = -1;
-    OSCAR_TRY(oscar_tokenizer_create(&d, out));
+    OSCAR_TRY(ovk_tokenizer_create(&d, out));
 fail:
     free(tokens);
     free(token_lens);

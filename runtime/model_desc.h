@@ -23,7 +23,7 @@
  *   blk.N.ffn_gate.weight    [n_embd, n_ff]   blk.N.ffn_up.weight [n_embd, n_ff]
  *   blk.N.ffn_down.weight    [n_ff, n_embd]
  *   rope_freqs.weight        [n_rot / 2] F32, optional (Llama 3.1 frequency divisors)
- * Weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K (oscar_model_type_supported);
+ * Weight types: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q5_K, Q6_K (ovk_model_type_supported);
  * the row length must be a multiple of the type's block size.
  *
  * Errors: an architecture or tensor type we do not run is OSCAR_ERROR_UNSUPPORTED_FORMAT; a
@@ -39,32 +39,32 @@
 #include "oscar/oscar.h"
 #include "tokenizer.h"
 
-typedef enum oscar_arch {
+typedef enum ovk_arch {
     OSCAR_ARCH_LLAMA = 1,
     OSCAR_ARCH_QWEN2 = 2,
     OSCAR_ARCH_QWEN3 = 3,
-} oscar_arch;
+} ovk_arch;
 
-typedef enum oscar_rope_type {
+typedef enum ovk_rope_type {
     OSCAR_ROPE_NORMAL = 0, /* rotate (x[2i], x[2i+1]) */
     OSCAR_ROPE_NEOX = 1,   /* rotate (x[i], x[i + n_rot/2]) */
-} oscar_rope_type;
+} ovk_rope_type;
 
-typedef enum oscar_rope_scaling {
+typedef enum ovk_rope_scaling {
     OSCAR_ROPE_SCALING_NONE = 0,
     OSCAR_ROPE_SCALING_LINEAR = 1, /* position / factor */
     OSCAR_ROPE_SCALING_LLAMA3 = 2, /* Llama 3.1 per-frequency divisors (from rope_freqs.weight,
                                     * or computed from factor, low/high frequency factors and
                                     * the original context length) */
-} oscar_rope_scaling;
+} ovk_rope_scaling;
 
 /* "llama", "qwen2", "qwen3" or "unknown". */
-const char *oscar_arch_name(oscar_arch arch);
+const char *ovk_arch_name(ovk_arch arch);
 /* 1 when the forward passes read weights of this GGML type. */
-int oscar_model_type_supported(uint32_t ggml_type);
+int ovk_model_type_supported(uint32_t ggml_type);
 
-typedef struct oscar_model_hparams {
-    oscar_arch arch;
+typedef struct ovk_model_hparams {
+    ovk_arch arch;
     uint32_t n_layer;          /* <arch>.block_count */
     uint32_t n_embd;           /* <arch>.embedding_length */
     uint32_t n_ff;             /* <arch>.feed_forward_length */
@@ -76,11 +76,11 @@ typedef struct oscar_model_hparams {
     uint32_t n_ctx_train;      /* <arch>.context_length */
     float norm_eps;            /* <arch>.attention.layer_norm_rms_epsilon (default 1e-5) */
     /* RoPE */
-    oscar_rope_type rope_type; /* from the architecture */
+    ovk_rope_type rope_type; /* from the architecture */
     uint32_t n_rot;            /* <arch>.rope.dimension_count (default head_dim): the first
                                 * n_rot dimensions of a head are rotated, the rest pass */
     float rope_freq_base;      /* <arch>.rope.freq_base (default 10000) */
-    oscar_rope_scaling rope_scaling; /* <arch>.rope.scaling.type */
+    ovk_rope_scaling rope_scaling; /* <arch>.rope.scaling.type */
     float rope_scale_factor;   /* <arch>.rope.scaling.factor (1 when none) */
     uint32_t rope_orig_ctx;    /* <arch>.rope.scaling.original_context_length (0 when absent) */
     float rope_low_freq_factor, rope_high_freq_factor; /* llama3 only (defaults 1 and 4) */
@@ -88,42 +88,42 @@ typedef struct oscar_model_hparams {
     int tied_embeddings;       /* 1: no output.weight, the LM head is token_embd.weight */
     int has_qkv_bias;          /* qwen2 */
     int has_qk_norm;           /* qwen3 */
-} oscar_model_hparams;
+} ovk_model_hparams;
 
 /* One block's tensors (pointers into the GGUF; NULL where the architecture has none). */
-typedef struct oscar_model_layer {
-    const oscar_gguf_tensor *attn_norm;
-    const oscar_gguf_tensor *wq, *wk, *wv, *wo;
-    const oscar_gguf_tensor *bq, *bk, *bv;         /* qwen2 */
-    const oscar_gguf_tensor *q_norm, *k_norm;      /* qwen3 */
-    const oscar_gguf_tensor *ffn_norm;
-    const oscar_gguf_tensor *w_gate, *w_up, *w_down;
-} oscar_model_layer;
+typedef struct ovk_model_layer {
+    const ovk_gguf_tensor *attn_norm;
+    const ovk_gguf_tensor *wq, *wk, *wv, *wo;
+    const ovk_gguf_tensor *bq, *bk, *bv;         /* qwen2 */
+    const ovk_gguf_tensor *q_norm, *k_norm;      /* qwen3 */
+    const ovk_gguf_tensor *ffn_norm;
+    const ovk_gguf_tensor *w_gate, *w_up, *w_down;
+} ovk_model_layer;
 
-typedef struct oscar_model_desc {
-    oscar_gguf *gguf;                  /* the file (owned when owns_gguf) */
+typedef struct ovk_model_desc {
+    ovk_gguf *gguf;                  /* the file (owned when owns_gguf) */
     int owns_gguf;
-    oscar_model_hparams hp;
-    const oscar_gguf_tensor *token_embd;
-    const oscar_gguf_tensor *output_norm;
-    const oscar_gguf_tensor *output;   /* == token_embd when tied */
-    const oscar_gguf_tensor *rope_freqs; /* optional [n_rot/2] F32 divisors, else NULL */
-    oscar_model_layer *layers;         /* [n_layer] */
+    ovk_model_hparams hp;
+    const ovk_gguf_tensor *token_embd;
+    const ovk_gguf_tensor *output_norm;
+    const ovk_gguf_tensor *output;   /* == token_embd when tied */
+    const ovk_gguf_tensor *rope_freqs; /* optional [n_rot/2] F32 divisors, else NULL */
+    ovk_model_layer *layers;         /* [n_layer] */
     float *rope_theta;                 /* [n_rot/2] radians per position of pair i, all
                                         * scaling applied: angle(pos, i) = pos * rope_theta[i] */
     uint64_t fingerprint;              /* oscar_model_fingerprint() of this model */
-} oscar_model_desc;
+} ovk_model_desc;
 
 /* Opens `path` and describes it. On failure *out is NULL and the status says why (IO,
  * BAD_FORMAT, UNSUPPORTED_FORMAT, OUT_OF_HOST_MEMORY); oscar_last_error() names the field. */
-oscar_status oscar_model_desc_load(const char *path, oscar_model_desc **out);
+oscar_status ovk_model_desc_load(const char *path, ovk_model_desc **out);
 
 /* Describes an already-open GGUF. With take_ownership = 1 the description closes `g` when it is
  * destroyed (also when this call fails); otherwise `g` must outlive the description. */
-oscar_status oscar_model_desc_from_gguf(oscar_gguf *g, int take_ownership, oscar_model_desc **out);
+oscar_status ovk_model_desc_from_gguf(ovk_gguf *g, int take_ownership, ovk_model_desc **out);
 
 /* Frees the description (and the GGUF when owned). NULL is a no-op. */
-void oscar_model_desc_destroy(oscar_model_desc *m);
+void ovk_model_desc_destroy(ovk_model_desc *m);
 
 /* Model fingerprint, FNV-1a 64 over a canonical byte stream (all integers little-endian,
  * floats as their IEEE bits):
@@ -139,12 +139,12 @@ void oscar_model_desc_destroy(oscar_model_desc *m);
  * Not covered: context_length, the tokenizer and chat template, other metadata, and tensor
  * bytes outside the samples. Two files with equal weights in the same layout get the same
  * fingerprint whatever their metadata order; requantizing a model changes it. */
-uint64_t oscar_model_fingerprint(const oscar_model_desc *m);
+uint64_t oscar_model_fingerprint(const ovk_model_desc *m);
 
 /* Builds a tokenizer from the GGUF's tokenizer.ggml.* keys (model, pre, tokens, token_type,
  * scores, merges, bos/eos/eot/unknown ids, add_bos_token, add_space_prefix). BAD_FORMAT when
  * the tokens array is missing or an array has the wrong length; otherwise as
- * oscar_tokenizer_create. */
-oscar_status oscar_model_tokenizer_create(const oscar_gguf *g, oscar_tokenizer **out);
+ * ovk_tokenizer_create. */
+oscar_status ovk_model_tokenizer_create(const ovk_gguf *g, ovk_tokenizer **out);
 
 #endif

@@ -24,11 +24,11 @@ static const char chatml_template[] =
     "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
     "'<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";
 
-uint32_t oscar_model_gen_min_vocab(void) { return N_SPECIAL + N_BYTES + (uint32_t)N_MERGES; }
+uint32_t ovk_model_gen_min_vocab(void) { return N_SPECIAL + N_BYTES + (uint32_t)N_MERGES; }
 
-oscar_model_gen_params oscar_model_gen_params_default(oscar_arch arch)
+ovk_model_gen_params ovk_model_gen_params_default(ovk_arch arch)
 {
-    oscar_model_gen_params p;
+    ovk_model_gen_params p;
     memset(&p, 0, sizeof p);
     p.arch = arch;
     p.weight_type = OSCAR_GGML_TYPE_F32;
@@ -92,25 +92,25 @@ static double rng_normal(gen_rng *r) /* N(0, 1), Box-Muller */
 
 /* Adds a [n_in, n_out] tensor (n_out = 1 for a vector) of values mean + std * N(0,1),
  * quantized to `type`. */
-static oscar_status add_random(oscar_gguf_writer *w, gen_rng *rng, const char *name, uint32_t type, uint32_t n_in,
+static oscar_status add_random(ovk_gguf_writer *w, gen_rng *rng, const char *name, uint32_t type, uint32_t n_in,
                                uint32_t n_out, double mean, double std)
 {
     oscar_status st = OSCAR_OK;
     float *row = NULL;   /* [n_in] */
     uint8_t *data = NULL; /* [n_out][row_bytes] */
     uint64_t row_bytes;
-    if (oscar_ggml_row_size(type, n_in, &row_bytes) != OSCAR_OK)
+    if (ovk_ggml_row_size(type, n_in, &row_bytes) != OSCAR_OK)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "model_gen: tensor %s: row length %u does not fit type %s",
-                           name, n_in, oscar_ggml_type_name(type));
+                           name, n_in, ovk_ggml_type_name(type));
     row = malloc((size_t)n_in * sizeof *row);
     data = malloc((size_t)row_bytes * n_out);
     if (!row || !data) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_gen: out of memory for %s", name);
     for (uint32_t o = 0; o < n_out; o++) {
         for (uint32_t i = 0; i < n_in; i++) row[i] = (float)(mean + std * rng_normal(rng));
-        OSCAR_TRY(oscar_ggml_quantize_row(type, row, data + (size_t)o * row_bytes, n_in));
+        OSCAR_TRY(ovk_ggml_quantize_row(type, row, data + (size_t)o * row_bytes, n_in));
     }
     uint64_t ne[2] = {n_in, n_out};
-    OSCAR_TRY(oscar_gguf_writer_add_tensor(w, name, type, n_out > 1 ? 2 : 1, ne, data));
+    OSCAR_TRY(ovk_gguf_writer_add_tensor(w, name, type, n_out > 1 ? 2 : 1, ne, data));
 fail:
     free(row);
     free(data);
@@ -143,11 +143,11 @@ static void byte_token(uint32_t b, char out[4])
     }
 }
 
-static oscar_status write_tokenizer(oscar_gguf_writer *w, uint32_t n_vocab)
+static oscar_status write_tokenizer(ovk_gguf_writer *w, uint32_t n_vocab)
 {
     oscar_status st = OSCAR_OK;
     char **tokens = calloc(n_vocab, sizeof *tokens); /* [n_vocab] owned strings */
-    int32_t *types = calloc(n_vocab, sizeof *types); /* [n_vocab] oscar_token_type */
+    int32_t *types = calloc(n_vocab, sizeof *types); /* [n_vocab] ovk_token_type */
     if (!tokens || !types) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_gen: out of memory");
     static const char *const specials[N_SPECIAL] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
     uint32_t id = 0;
@@ -179,18 +179,18 @@ static oscar_status write_tokenizer(oscar_gguf_writer *w, uint32_t n_vocab)
     }
     for (uint32_t i = 0; i < n_vocab; i++)
         if (!tokens[i]) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_gen: out of memory");
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2"));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "tokenizer.ggml.pre", "smollm"));
-    OSCAR_TRY(oscar_gguf_writer_set_array(w, "tokenizer.ggml.tokens", OSCAR_GGUF_TYPE_STRING,
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "tokenizer.ggml.model", "gpt2"));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "tokenizer.ggml.pre", "smollm"));
+    OSCAR_TRY(ovk_gguf_writer_set_array(w, "tokenizer.ggml.tokens", OSCAR_GGUF_TYPE_STRING,
                                           (const char *const *)tokens, n_vocab));
-    OSCAR_TRY(oscar_gguf_writer_set_array(w, "tokenizer.ggml.token_type", OSCAR_GGUF_TYPE_INT32, types, n_vocab));
-    OSCAR_TRY(oscar_gguf_writer_set_array(w, "tokenizer.ggml.merges", OSCAR_GGUF_TYPE_STRING, gen_merges, N_MERGES));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0));
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", 2));
-    OSCAR_TRY(oscar_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 0));
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "tokenizer.chat_template", chatml_template));
+    OSCAR_TRY(ovk_gguf_writer_set_array(w, "tokenizer.ggml.token_type", OSCAR_GGUF_TYPE_INT32, types, n_vocab));
+    OSCAR_TRY(ovk_gguf_writer_set_array(w, "tokenizer.ggml.merges", OSCAR_GGUF_TYPE_STRING, gen_merges, N_MERGES));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "tokenizer.ggml.bos_token_id", 1));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "tokenizer.ggml.eos_token_id", 2));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "tokenizer.ggml.unknown_token_id", 0));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "tokenizer.ggml.padding_token_id", 2));
+    OSCAR_TRY(ovk_gguf_writer_set_bool(w, "tokenizer.ggml.add_bos_token", 0));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "tokenizer.chat_template", chatml_template));
 fail:
     if (tokens)
         for (uint32_t i = 0; i < n_vocab; i++) free(tokens[i]);
@@ -201,7 +201,7 @@ fail:
 
 /* ---- model ------------------------------------------------------------------------------------ */
 
-static oscar_status check_params(const oscar_model_gen_params *p)
+static oscar_status check_params(const ovk_model_gen_params *p)
 {
     if (p->arch != OSCAR_ARCH_LLAMA && p->arch != OSCAR_ARCH_QWEN2 && p->arch != OSCAR_ARCH_QWEN3)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "model_gen: unknown architecture %d", (int)p->arch);
@@ -213,36 +213,36 @@ static oscar_status check_params(const oscar_model_gen_params *p)
     if (p->head_dim % 2 || p->n_rot > p->head_dim || p->n_rot % 2)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "model_gen: head_dim %u / n_rot %u must be even, n_rot <= "
                            "head_dim", p->head_dim, p->n_rot);
-    if (p->tokenizer && p->n_vocab < oscar_model_gen_min_vocab())
+    if (p->tokenizer && p->n_vocab < ovk_model_gen_min_vocab())
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "model_gen: n_vocab %u below the tokenizer's %u", p->n_vocab,
-                           oscar_model_gen_min_vocab());
+                           ovk_model_gen_min_vocab());
     if (!p->n_vocab) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "model_gen: n_vocab is 0");
     return OSCAR_OK;
 }
 
-static oscar_status build(const oscar_model_gen_params *p, oscar_gguf_writer **out)
+static oscar_status build(const ovk_model_gen_params *p, ovk_gguf_writer **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_gguf_writer *w = NULL;
+    ovk_gguf_writer *w = NULL;
     *out = NULL;
     OSCAR_TRY(check_params(p));
-    OSCAR_TRY(oscar_gguf_writer_create(&w));
-    const char *arch = oscar_arch_name(p->arch);
+    OSCAR_TRY(ovk_gguf_writer_create(&w));
+    const char *arch = ovk_arch_name(p->arch);
     char key[128], name[96];
 #define SET_U32(suffix, v)                                                   \
     do {                                                                     \
         snprintf(key, sizeof key, "%s.%s", arch, suffix);                    \
-        OSCAR_TRY(oscar_gguf_writer_set_u32(w, key, (v)));                   \
+        OSCAR_TRY(ovk_gguf_writer_set_u32(w, key, (v)));                   \
     } while (0)
 #define SET_F32(suffix, v)                                                   \
     do {                                                                     \
         snprintf(key, sizeof key, "%s.%s", arch, suffix);                    \
-        OSCAR_TRY(oscar_gguf_writer_set_f32(w, key, (v)));                   \
+        OSCAR_TRY(ovk_gguf_writer_set_f32(w, key, (v)));                   \
     } while (0)
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "general.architecture", arch));
-    snprintf(name, sizeof name, "oscar-gen-%s-%s-seed%llu", arch, oscar_ggml_type_name(p->weight_type),
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "general.architecture", arch));
+    snprintf(name, sizeof name, "oscar-gen-%s-%s-seed%llu", arch, ovk_ggml_type_name(p->weight_type),
              (unsigned long long)p->seed);
-    OSCAR_TRY(oscar_gguf_writer_set_str(w, "general.name", name));
+    OSCAR_TRY(ovk_gguf_writer_set_str(w, "general.name", name));
     SET_U32("block_count", p->n_layer);
     SET_U32("context_length", p->n_ctx_train);
     SET_U32("embedding_length", p->n_embd);
@@ -258,12 +258,12 @@ static oscar_status build(const oscar_model_gen_params *p, oscar_gguf_writer **o
     if (p->n_rot) SET_U32("rope.dimension_count", p->n_rot);
     if (p->rope_scaling) {
         snprintf(key, sizeof key, "%s.rope.scaling.type", arch);
-        OSCAR_TRY(oscar_gguf_writer_set_str(w, key, p->rope_scaling));
+        OSCAR_TRY(ovk_gguf_writer_set_str(w, key, p->rope_scaling));
         SET_F32("rope.scaling.factor", p->rope_scale_factor);
         if (p->rope_orig_ctx) SET_U32("rope.scaling.original_context_length", p->rope_orig_ctx);
     }
     SET_U32("vocab_size", p->n_vocab);
-    OSCAR_TRY(oscar_gguf_writer_set_u32(w, "general.file_type", 0));
+    OSCAR_TRY(ovk_gguf_writer_set_u32(w, "general.file_type", 0));
 #undef SET_U32
 #undef SET_F32
     if (p->tokenizer) OSCAR_TRY(write_tokenizer(w, p->n_vocab));
@@ -306,29 +306,29 @@ static oscar_status build(const oscar_model_gen_params *p, oscar_gguf_writer **o
     *out = w;
     return OSCAR_OK;
 fail:
-    oscar_gguf_writer_destroy(w);
+    ovk_gguf_writer_destroy(w);
     return st;
 }
 
-oscar_status oscar_model_gen_write(const oscar_model_gen_params *p, const char *path)
+oscar_status ovk_model_gen_write(const ovk_model_gen_params *p, const char *path)
 {
-    oscar_gguf_writer *w = NULL;
-    if (!p || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_gen_write: NULL argument");
+    ovk_gguf_writer *w = NULL;
+    if (!p || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_gen_write: NULL argument");
     oscar_status st = build(p, &w);
     if (st != OSCAR_OK) return st;
-    st = oscar_gguf_writer_write_file(w, path);
-    oscar_gguf_writer_destroy(w);
+    st = ovk_gguf_writer_write_file(w, path);
+    ovk_gguf_writer_destroy(w);
     return st;
 }
 
-oscar_status oscar_model_gen_write_memory(const oscar_model_gen_params *p, void **out, size_t *size)
+oscar_status ovk_model_gen_write_memory(const ovk_model_gen_params *p, void **out, size_t *size)
 {
-    oscar_gguf_writer *w = NULL;
+    ovk_gguf_writer *w = NULL;
     if (!p || !out || !size)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_gen_write_memory: NULL argument");
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_gen_write_memory: NULL argument");
     oscar_status st = build(p, &w);
     if (st != OSCAR_OK) return st;
-    st = oscar_gguf_writer_write_memory(w, out, size);
-    oscar_gguf_writer_destroy(w);
+    st = ovk_gguf_writer_write_memory(w, out, size);
+    ovk_gguf_writer_destroy(w);
     return st;
 }

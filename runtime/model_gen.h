@@ -27,8 +27,8 @@
 #include "model_desc.h"
 #include "oscar/oscar.h"
 
-typedef struct oscar_model_gen_params {
-    oscar_arch arch;
+typedef struct ovk_model_gen_params {
+    ovk_arch arch;
     uint32_t weight_type;      /* GGML type of the block matrices (default F32) */
     uint32_t embd_type;        /* GGML type of token_embd and output (default = weight_type) */
     uint32_t n_layer, n_embd, n_head, n_head_kv, head_dim, n_ff, n_vocab;
@@ -47,21 +47,21 @@ typedef struct oscar_model_gen_params {
     int write_head_dim;        /* 1: write attention.key_length/value_length even when equal to
                                 * n_embd / n_head */
     int tokenizer;             /* 1 (default): write the tokenizer and chat template */
-} oscar_model_gen_params;
+} ovk_model_gen_params;
 
 /* Defaults for an architecture: 2 layers, n_embd 64, 4 heads, 2 KV heads, head_dim 16,
  * n_ff 128, n_vocab 320, context 512, F32, untied, seed 1. */
-oscar_model_gen_params oscar_model_gen_params_default(oscar_arch arch);
+ovk_model_gen_params ovk_model_gen_params_default(ovk_arch arch);
 
 /* The smallest vocabulary the generator can spell (3 special + 256 byte + merge tokens). */
-uint32_t oscar_model_gen_min_vocab(void);
+uint32_t ovk_model_gen_min_vocab(void);
 
 /* Writes the model to `path`. INVALID_ARGUMENT for shapes that do not fit (a row length not a
  * multiple of a type's block size, n_head not a multiple of n_head_kv, n_vocab too small);
  * IO on a write failure. */
-oscar_status oscar_model_gen_write(const oscar_model_gen_params *p, const char *path);
+oscar_status ovk_model_gen_write(const ovk_model_gen_params *p, const char *path);
 
 /* Same, into a malloc'ed buffer (*out, *size; the caller frees it). */
-oscar_status oscar_model_gen_write_memory(const oscar_model_gen_params *p, void **out, size_t *size);
+oscar_status ovk_model_gen_write_memory(const ovk_model_gen_params *p, void **out, size_t *size);
 
 #endif

@@ -23,18 +23,18 @@ static void report(upload_progress *pr, uint64_t bytes)
 
 /* Uploads a matrix as stored (raw GGUF blocks). The kernels read the type and need whole
  * blocks per row; checked here so a step never fails on a shape. */
-static oscar_status upload_matrix(oscar_context *ctx, const oscar_gguf_tensor *t, oscar_gpu_weight *w, upload_progress *pr)
+static oscar_status upload_matrix(oscar_context *ctx, const ovk_gguf_tensor *t, ovk_gpu_weight *w, upload_progress *pr)
 {
     oscar_status st = OSCAR_OK;
-    uint32_t block = oscar_op_type_block(t->type);
-    if (!oscar_op_type_supported(t->type) || block == 0)
+    uint32_t block = ovk_op_type_block(t->type);
+    if (!ovk_op_type_supported(t->type) || block == 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "tensor %s: type %s is not read by the GPU kernels", t->name,
-                           oscar_ggml_type_name(t->type));
+                           ovk_ggml_type_name(t->type));
     if (t->ne[0] % block)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "tensor %s: row length %llu is not a multiple of %u (%s on the GPU)",
-                           t->name, (unsigned long long)t->ne[0], block, oscar_ggml_type_name(t->type));
-    OSCAR_TRY(oscar_buffer_create(ctx, (t->n_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, &w->buf));
-    OSCAR_TRY(oscar_buffer_upload(ctx, &w->buf, 0, t->data, t->n_bytes));
+                           t->name, (unsigned long long)t->ne[0], block, ovk_ggml_type_name(t->type));
+    OSCAR_TRY(ovk_buffer_create(ctx, (t->n_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, &w->buf));
+    OSCAR_TRY(ovk_buffer_upload(ctx, &w->buf, 0, t->data, t->n_bytes));
     w->type = t->type;
     report(pr, t->n_bytes);
 fail:
@@ -42,14 +42,14 @@ fail:
 }
 
 /* Uploads a vector (norm weight, bias) as F32, dequantizing it on the host. */
-static oscar_status upload_vector(oscar_context *ctx, const oscar_gguf_tensor *t, oscar_gpu_weight *w, upload_progress *pr)
+static oscar_status upload_vector(oscar_context *ctx, const ovk_gguf_tensor *t, ovk_gpu_weight *w, upload_progress *pr)
 {
     oscar_status st = OSCAR_OK;
     float *f = malloc(t->n_elements * sizeof *f);
     if (!f) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    OSCAR_TRY(oscar_ggml_dequantize_row(t->type, t->data, f, t->n_elements));
-    OSCAR_TRY(oscar_buffer_create(ctx, t->n_elements * 4, OSCAR_BUFFER_DEVICE, &w->buf));
-    OSCAR_TRY(oscar_buffer_upload(ctx, &w->buf, 0, f, t->n_elements * 4));
+    OSCAR_TRY(ovk_ggml_dequantize_row(t->type, t->data, f, t->n_elements));
+    OSCAR_TRY(ovk_buffer_create(ctx, t->n_elements * 4, OSCAR_BUFFER_DEVICE, &w->buf));
+    OSCAR_TRY(ovk_buffer_upload(ctx, &w->buf, 0, f, t->n_elements * 4));
     w->type = OSCAR_GGML_TYPE_F32;
     report(pr, t->n_bytes);
 fail:
@@ -57,14 +57,14 @@ fail:
     return st;
 }
 
-oscar_status oscar_model_gpu_create(oscar_context *ctx, const oscar_model_desc *desc,
-                                    void (*progress)(void *user, float fraction), void *user, oscar_model_gpu **out)
+oscar_status ovk_model_gpu_create(oscar_context *ctx, const ovk_model_desc *desc,
+                                    void (*progress)(void *user, float fraction), void *user, ovk_model_gpu **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_model_gpu *m = NULL;
-    if (!ctx || !desc || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_gpu_create: NULL argument");
+    ovk_model_gpu *m = NULL;
+    if (!ctx || !desc || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_gpu_create: NULL argument");
     *out = NULL;
-    const oscar_model_hparams *hp = &desc->hp;
+    const ovk_model_hparams *hp = &desc->hp;
     m = calloc(1, sizeof *m);
     if (!m) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->ctx = ctx;
@@ -80,8 +80,8 @@ oscar_status oscar_model_gpu_create(oscar_context *ctx, const oscar_model_desc *
     if (!hp->tied_embeddings) OSCAR_TRY(upload_matrix(ctx, desc->output, &m->output, &pr));
     OSCAR_TRY(upload_vector(ctx, desc->output_norm, &m->output_norm, &pr));
     for (uint32_t l = 0; l < hp->n_layer; l++) {
-        const oscar_model_layer *src = &desc->layers[l];
-        oscar_gpu_layer *dst = &m->layers[l];
+        const ovk_model_layer *src = &desc->layers[l];
+        ovk_gpu_layer *dst = &m->layers[l];
         OSCAR_TRY(upload_vector(ctx, src->attn_norm, &dst->attn_norm, &pr));
         OSCAR_TRY(upload_vector(ctx, src->ffn_norm, &dst->ffn_norm, &pr));
         OSCAR_TRY(upload_matrix(ctx, src->wq, &dst->wq, &pr));
@@ -102,30 +102,30 @@ oscar_status oscar_model_gpu_create(oscar_context *ctx, const oscar_model_desc *
         OSCAR_TRY(upload_matrix(ctx, src->w_down, &dst->w_down, &pr));
     }
     uint32_t half = hp->n_rot / 2;
-    OSCAR_TRY(oscar_buffer_create(ctx, (uint64_t)(half ? half : 1) * 4, OSCAR_BUFFER_DEVICE, &m->rope_freq));
-    if (half) OSCAR_TRY(oscar_buffer_upload(ctx, &m->rope_freq, 0, desc->rope_theta, (size_t)half * 4));
+    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)(half ? half : 1) * 4, OSCAR_BUFFER_DEVICE, &m->rope_freq));
+    if (half) OSCAR_TRY(ovk_buffer_upload(ctx, &m->rope_freq, 0, desc->rope_theta, (size_t)half * 4));
     m->weight_bytes = pr.done;
     if (progress) progress(user, 1.0f);
     *out = m;
     return OSCAR_OK;
 fail:
-    oscar_model_gpu_destroy(m);
+    ovk_model_gpu_destroy(m);
     return st;
 }
 
-static void weight_destroy(oscar_context *ctx, oscar_gpu_weight *w) { oscar_buffer_destroy(ctx, &w->buf); }
+static void weight_destroy(oscar_context *ctx, ovk_gpu_weight *w) { ovk_buffer_destroy(ctx, &w->buf); }
 
-void oscar_model_gpu_destroy(oscar_model_gpu *m)
+void ovk_model_gpu_destroy(ovk_model_gpu *m)
 {
     if (!m) return;
     oscar_context *ctx = m->ctx;
     weight_destroy(ctx, &m->token_embd);
     weight_destroy(ctx, &m->output);
     weight_destroy(ctx, &m->output_norm);
-    oscar_buffer_destroy(ctx, &m->rope_freq);
+    ovk_buffer_destroy(ctx, &m->rope_freq);
     for (uint32_t l = 0; m->layers && l < m->desc->hp.n_layer; l++) {
-        oscar_gpu_layer *L = &m->layers[l];
-        oscar_gpu_weight *ws[] = { &L->attn_norm, &L->ffn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk,
+        ovk_gpu_layer *L = &m->layers[l];
+        ovk_gpu_weight *ws[] = { &L->attn_norm, &L->ffn_norm, &L->wq, &L->wk, &L->wv, &L->wo, &L->bq, &L->bk,
                                    &L->bv, &L->q_norm, &L->k_norm, &L->w_gate, &L->w_up, &L->w_down };
         for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) weight_destroy(ctx, ws[i]);
     }
@@ -138,18 +138,18 @@ void oscar_model_gpu_destroy(oscar_model_gpu *m)
 /* Byte offsets of the three arrays inside meta / meta_host, each aligned to 256 bytes (the
  * largest minStorageBufferOffsetAlignment Vulkan allows). */
 static uint64_t meta_stride(uint32_t n) { return ((uint64_t)n * 4 + 255) & ~255ull; }
-static uint64_t meta_pos_offset(const oscar_gpu_state *s) { return meta_stride(s->max_tokens); }
-static uint64_t meta_rows_offset(const oscar_gpu_state *s) { return 2 * meta_stride(s->max_tokens); }
+static uint64_t meta_pos_offset(const ovk_gpu_state *s) { return meta_stride(s->max_tokens); }
+static uint64_t meta_rows_offset(const ovk_gpu_state *s) { return 2 * meta_stride(s->max_tokens); }
 
-oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint32_t max_tokens, uint32_t max_out,
-                                    oscar_gpu_state **out)
+oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t max_tokens, uint32_t max_out,
+                                    ovk_gpu_state **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_gpu_state *s = NULL;
+    ovk_gpu_state *s = NULL;
     if (!m || !kv || !out || max_tokens == 0 || max_out == 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gpu_state_create: NULL argument or zero size");
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gpu_state_create: NULL argument or zero size");
     *out = NULL;
-    const oscar_model_hparams *hp = &m->desc->hp;
+    const ovk_model_hparams *hp = &m->desc->hp;
     oscar_context *ctx = m->ctx;
     s = calloc(1, sizeof *s);
     if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -159,26 +159,26 @@ oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint
     s->max_out = max_out;
     s->q_dim = hp->n_head * hp->head_dim;
     s->kv_dim = hp->n_head_kv * hp->head_dim;
-    oscar_ops_init(&s->ops, ctx);
-    OSCAR_TRY(oscar_cmd_init(ctx, &s->cmd));
+    ovk_ops_init(&s->ops, ctx);
+    OSCAR_TRY(ovk_cmd_init(ctx, &s->cmd));
     uint64_t T = max_tokens, O = max_out;
     uint64_t meta_bytes = 2 * meta_stride(max_tokens) + meta_stride(max_out);
-    OSCAR_TRY(oscar_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_STAGING, &s->meta_host));
-    OSCAR_TRY(oscar_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_DEVICE, &s->meta));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->x));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->xb));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->proj));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * s->q_dim * 4, OSCAR_BUFFER_DEVICE, &s->q));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * s->q_dim * 4, OSCAR_BUFFER_DEVICE, &s->att));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * s->kv_dim * 4, OSCAR_BUFFER_DEVICE, &s->k));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * s->kv_dim * 4, OSCAR_BUFFER_DEVICE, &s->v));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_ff * 4, OSCAR_BUFFER_DEVICE, &s->gate));
-    OSCAR_TRY(oscar_buffer_create(ctx, T * hp->n_ff * 4, OSCAR_BUFFER_DEVICE, &s->up));
-    OSCAR_TRY(oscar_buffer_create(ctx, O * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->xo));
-    OSCAR_TRY(oscar_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_DEVICE, &s->logits));
-    OSCAR_TRY(oscar_buffer_create(ctx, O * 4, OSCAR_BUFFER_DEVICE, &s->amax));
-    OSCAR_TRY(oscar_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_READBACK, &s->rb_logits));
-    OSCAR_TRY(oscar_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
+    OSCAR_TRY(ovk_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_STAGING, &s->meta_host));
+    OSCAR_TRY(ovk_buffer_create(ctx, meta_bytes, OSCAR_BUFFER_DEVICE, &s->meta));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->x));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->xb));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->proj));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * s->q_dim * 4, OSCAR_BUFFER_DEVICE, &s->q));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * s->q_dim * 4, OSCAR_BUFFER_DEVICE, &s->att));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * s->kv_dim * 4, OSCAR_BUFFER_DEVICE, &s->k));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * s->kv_dim * 4, OSCAR_BUFFER_DEVICE, &s->v));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * hp->n_ff * 4, OSCAR_BUFFER_DEVICE, &s->gate));
+    OSCAR_TRY(ovk_buffer_create(ctx, T * hp->n_ff * 4, OSCAR_BUFFER_DEVICE, &s->up));
+    OSCAR_TRY(ovk_buffer_create(ctx, O * hp->n_embd * 4, OSCAR_BUFFER_DEVICE, &s->xo));
+    OSCAR_TRY(ovk_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_DEVICE, &s->logits));
+    OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_DEVICE, &s->amax));
+    OSCAR_TRY(ovk_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_READBACK, &s->rb_logits));
+    OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
     const char *flush_env = getenv("OSCAR_STEP_FLUSH");
     s->flush_growth = flush_env ? (uint32_t)atoi(flush_env) : 4;
     const char *f16_env = getenv("OSCAR_MATVEC_F16");
@@ -186,54 +186,54 @@ oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint
     if (s->matvec_f16) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
-        OSCAR_TRY(oscar_buffer_create(ctx, OSCAR_X_F16_BYTES(1, widest), OSCAR_BUFFER_DEVICE, &s->xq));
+        OSCAR_TRY(ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, widest), OSCAR_BUFFER_DEVICE, &s->xq));
     }
     *out = s;
     return OSCAR_OK;
 fail:
-    oscar_gpu_state_destroy(s);
+    ovk_gpu_state_destroy(s);
     return st;
 }
 
-void oscar_gpu_state_destroy(oscar_gpu_state *s)
+void ovk_gpu_state_destroy(ovk_gpu_state *s)
 {
     if (!s) return;
     oscar_context *ctx = s->m->ctx;
-    oscar_cmd_release(ctx, &s->cmd);
-    oscar_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
+    ovk_cmd_release(ctx, &s->cmd);
+    ovk_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
                              &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq };
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(s);
 }
 
 /* ---- recording ----------------------------------------------------------------------------- */
 
 /* The first `bytes` bytes of a buffer (a whole-weight binding when bytes is 0). */
-static oscar_binding bind(const oscar_buffer *b, uint64_t bytes) { return (oscar_binding){ b, 0, bytes }; }
+static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_binding){ b, 0, bytes }; }
 
 /* The products of one input: y_i = W_i x for the n_w weights, with x [n][cols] (each y_i
  * [n][rows_i]). With s->matvec_f16, a single row whose weights all have the packed-fp16
  * mat-vec (Q4_0, Q8_0) gets x prepared once into s->xq and shared by them (one dispatch and
  * barrier more, Q4_0 products 1.5x faster on the H200); the rest go through
- * oscar_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
+ * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
  * unordered among each other. */
-static oscar_status mul_mats(oscar_gpu_state *s, oscar_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
-                             const oscar_gpu_weight *const *w, const oscar_binding *y, const uint32_t *rows)
+static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
+                             const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
     int f16 = s->matvec_f16 && n == 1 && cols % 32 == 0;
-    for (uint32_t i = 0; i < n_w && f16; i++) f16 = oscar_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
-    oscar_binding xq = { &s->xq, 0, 0 };
-    oscar_cmd_barrier(ctx, &s->cmd);
+    for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
+    ovk_binding xq = { &s->xq, 0, 0 };
+    ovk_cmd_barrier(ctx, &s->cmd);
     if (f16) {
-        OSCAR_TRY(oscar_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
-        oscar_cmd_barrier(ctx, &s->cmd);
+        OSCAR_TRY(ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
+        ovk_cmd_barrier(ctx, &s->cmd);
     }
     for (uint32_t i = 0; i < n_w; i++) {
-        oscar_binding wb = bind(&w[i]->buf, 0);
-        if (f16) OSCAR_TRY(oscar_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
-        else OSCAR_TRY(oscar_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
+        ovk_binding wb = bind(&w[i]->buf, 0);
+        if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
+        else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
     }
 fail:
     return st;
@@ -243,68 +243,68 @@ fail:
  * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
  * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
  * (after the last layer) for record_head to add. */
-static oscar_status record_layer(oscar_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
+static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
-    oscar_cmd *cmd = &s->cmd;
-    const oscar_ops *ops = &s->ops;
-    const oscar_model_hparams *hp = &s->m->desc->hp;
-    const oscar_gpu_layer *L = &s->m->layers[l];
+    ovk_cmd *cmd = &s->cmd;
+    const ovk_ops *ops = &s->ops;
+    const ovk_model_hparams *hp = &s->m->desc->hp;
+    const ovk_gpu_layer *L = &s->m->layers[l];
     uint32_t D = hp->n_embd, hd = hp->head_dim, H = hp->n_head, KV = hp->n_head_kv, F = hp->n_ff;
-    oscar_binding x = bind(&s->x, (uint64_t)n * D * 4), xb = bind(&s->xb, (uint64_t)n * D * 4);
-    oscar_binding proj = bind(&s->proj, (uint64_t)n * D * 4);
-    oscar_binding q = bind(&s->q, (uint64_t)n * s->q_dim * 4), att = bind(&s->att, (uint64_t)n * s->q_dim * 4);
-    oscar_binding k = bind(&s->k, (uint64_t)n * s->kv_dim * 4), v = bind(&s->v, (uint64_t)n * s->kv_dim * 4);
-    oscar_binding gate = bind(&s->gate, (uint64_t)n * F * 4), up = bind(&s->up, (uint64_t)n * F * 4);
-    oscar_binding pos = { &s->meta, meta_pos_offset(s), (uint64_t)n * 4 };
-    oscar_binding freq = bind(&s->m->rope_freq, 0);
+    ovk_binding x = bind(&s->x, (uint64_t)n * D * 4), xb = bind(&s->xb, (uint64_t)n * D * 4);
+    ovk_binding proj = bind(&s->proj, (uint64_t)n * D * 4);
+    ovk_binding q = bind(&s->q, (uint64_t)n * s->q_dim * 4), att = bind(&s->att, (uint64_t)n * s->q_dim * 4);
+    ovk_binding k = bind(&s->k, (uint64_t)n * s->kv_dim * 4), v = bind(&s->v, (uint64_t)n * s->kv_dim * 4);
+    ovk_binding gate = bind(&s->gate, (uint64_t)n * F * 4), up = bind(&s->up, (uint64_t)n * F * 4);
+    ovk_binding pos = { &s->meta, meta_pos_offset(s), (uint64_t)n * 4 };
+    ovk_binding freq = bind(&s->m->rope_freq, 0);
 
     /* attention */
-    oscar_cmd_barrier(ctx, cmd);
-    if (add_pending) OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    else OSCAR_TRY(oscar_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    ovk_cmd_barrier(ctx, cmd);
+    if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
-        const oscar_gpu_weight *w[3] = { &L->wq, &L->wk, &L->wv };
-        oscar_binding y[3] = { q, k, v };
+        const ovk_gpu_weight *w[3] = { &L->wq, &L->wk, &L->wv };
+        ovk_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
         OSCAR_TRY(mul_mats(s, xb, D, n, 3, w, y, rows));
     }
     if (L->bq.buf.buffer) { /* qwen2 */
-        oscar_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(oscar_op_add(ops, cmd, q, bind(&L->bq.buf, 0), q, n * s->q_dim, s->q_dim));
-        OSCAR_TRY(oscar_op_add(ops, cmd, k, bind(&L->bk.buf, 0), k, n * s->kv_dim, s->kv_dim));
-        OSCAR_TRY(oscar_op_add(ops, cmd, v, bind(&L->bv.buf, 0), v, n * s->kv_dim, s->kv_dim));
+        ovk_cmd_barrier(ctx, cmd);
+        OSCAR_TRY(ovk_op_add(ops, cmd, q, bind(&L->bq.buf, 0), q, n * s->q_dim, s->q_dim));
+        OSCAR_TRY(ovk_op_add(ops, cmd, k, bind(&L->bk.buf, 0), k, n * s->kv_dim, s->kv_dim));
+        OSCAR_TRY(ovk_op_add(ops, cmd, v, bind(&L->bv.buf, 0), v, n * s->kv_dim, s->kv_dim));
     }
     if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
-        oscar_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(oscar_op_rms_norm(ops, cmd, q, bind(&L->q_norm.buf, 0), q, hd, n * H, hp->norm_eps));
-        OSCAR_TRY(oscar_op_rms_norm(ops, cmd, k, bind(&L->k_norm.buf, 0), k, hd, n * KV, hp->norm_eps));
+        ovk_cmd_barrier(ctx, cmd);
+        OSCAR_TRY(ovk_op_rms_norm(ops, cmd, q, bind(&L->q_norm.buf, 0), q, hd, n * H, hp->norm_eps));
+        OSCAR_TRY(ovk_op_rms_norm(ops, cmd, k, bind(&L->k_norm.buf, 0), k, hd, n * KV, hp->norm_eps));
     }
     { /* RoPE of q and k happens as the cache loads them */
-        oscar_kv_rope rope = { pos, freq, hp->rope_type, hp->n_rot };
-        OSCAR_TRY(oscar_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, &rope));
+        ovk_kv_rope rope = { pos, freq, hp->rope_type, hp->n_rot };
+        OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, &rope));
     }
-    OSCAR_TRY(oscar_kv_record_flush(s->kv, cmd, l));
+    OSCAR_TRY(ovk_kv_record_flush(s->kv, cmd, l));
     {
-        const oscar_gpu_weight *w[1] = { &L->wo };
+        const ovk_gpu_weight *w[1] = { &L->wo };
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w, &proj, rows));
     }
 
     /* MLP (the attention's residual added by its norm) */
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    ovk_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
-        const oscar_gpu_weight *w[2] = { &L->w_gate, &L->w_up };
-        oscar_binding y[2] = { gate, up };
+        const ovk_gpu_weight *w[2] = { &L->w_gate, &L->w_up };
+        ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
         OSCAR_TRY(mul_mats(s, xb, D, n, 2, w, y, rows));
     }
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_swiglu(ops, cmd, gate, up, gate, n * F));
+    ovk_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     {
-        const oscar_gpu_weight *w[1] = { &L->w_down };
+        const ovk_gpu_weight *w[1] = { &L->w_down };
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, gate, F, n, 1, w, &proj, rows));
     }
@@ -314,40 +314,40 @@ fail:
 
 /* Records the LM head over n_out gathered rows, argmax, and the copies to the readback
  * buffers. */
-static oscar_status record_head(oscar_gpu_state *s, uint32_t n, uint32_t n_out)
+static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
-    oscar_cmd *cmd = &s->cmd;
-    const oscar_model_hparams *hp = &s->m->desc->hp;
-    const oscar_gpu_weight *head = hp->tied_embeddings ? &s->m->token_embd : &s->m->output;
+    ovk_cmd *cmd = &s->cmd;
+    const ovk_model_hparams *hp = &s->m->desc->hp;
+    const ovk_gpu_weight *head = hp->tied_embeddings ? &s->m->token_embd : &s->m->output;
     uint32_t D = hp->n_embd, V = hp->n_vocab;
-    oscar_binding xo = bind(&s->xo, (uint64_t)n_out * D * 4);
-    oscar_binding logits = bind(&s->logits, (uint64_t)n_out * V * 4), amax = bind(&s->amax, (uint64_t)n_out * 4);
-    oscar_binding rows = { &s->meta, meta_rows_offset(s), (uint64_t)n_out * 4 };
-    oscar_cmd_barrier(ctx, cmd);
+    ovk_binding xo = bind(&s->xo, (uint64_t)n_out * D * 4);
+    ovk_binding logits = bind(&s->logits, (uint64_t)n_out * V * 4), amax = bind(&s->amax, (uint64_t)n_out * 4);
+    ovk_binding rows = { &s->meta, meta_rows_offset(s), (uint64_t)n_out * 4 };
+    ovk_cmd_barrier(ctx, cmd);
     /* the last layer's MLP residual (only the logits need x after the last layer) */
-    OSCAR_TRY(oscar_op_add(&s->ops, cmd, bind(&s->x, (uint64_t)n * D * 4), bind(&s->proj, (uint64_t)n * D * 4),
+    OSCAR_TRY(ovk_op_add(&s->ops, cmd, bind(&s->x, (uint64_t)n * D * 4), bind(&s->proj, (uint64_t)n * D * 4),
                            bind(&s->x, (uint64_t)n * D * 4), n * D, n * D));
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_get_rows(&s->ops, cmd, OSCAR_GGML_TYPE_F32, bind(&s->x, (uint64_t)n * D * 4), rows, xo, D, n_out));
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
+    ovk_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(ovk_op_get_rows(&s->ops, cmd, OSCAR_GGML_TYPE_F32, bind(&s->x, (uint64_t)n * D * 4), rows, xo, D, n_out));
+    ovk_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
         OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows));
     }
-    oscar_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(oscar_op_argmax(&s->ops, cmd, logits, amax, V, n_out));
-    oscar_cmd_barrier(ctx, cmd);
-    oscar_cmd_copy(ctx, cmd, &s->logits, 0, &s->rb_logits, 0, (uint64_t)n_out * V * 4);
-    oscar_cmd_copy(ctx, cmd, &s->amax, 0, &s->rb_amax, 0, (uint64_t)n_out * 4);
-    oscar_cmd_host_barrier(ctx, cmd);
+    ovk_cmd_barrier(ctx, cmd);
+    OSCAR_TRY(ovk_op_argmax(&s->ops, cmd, logits, amax, V, n_out));
+    ovk_cmd_barrier(ctx, cmd);
+    ovk_cmd_copy(ctx, cmd, &s->logits, 0, &s->rb_logits, 0, (uint64_t)n_out * V * 4);
+    ovk_cmd_copy(ctx, cmd, &s->amax, 0, &s->rb_amax, 0, (uint64_t)n_out * 4);
+    ovk_cmd_host_barrier(ctx, cmd);
 fail:
     return st;
 }
 
-static void invalidate(oscar_context *ctx, const oscar_buffer *b)
+static void invalidate(oscar_context *ctx, const ovk_buffer *b)
 {
     if (b->host_coherent) return;
     VkMappedMemoryRange r = { .sType = VK_STRUCTURE_TYPE_MAPPED_MEMORY_RANGE, .memory = b->memory, .size = VK_WHOLE_SIZE };
@@ -356,10 +356,10 @@ static void invalidate(oscar_context *ctx, const oscar_buffer *b)
 
 /* A recording or device failure after the cache planned a step: drop the step, so every
  * sequence is as it was before it (the pages it reserved go back). */
-static void drop_step(oscar_gpu_state *s)
+static void drop_step(ovk_gpu_state *s)
 {
-    oscar_cmd_abort(s->m->ctx, &s->cmd);
-    oscar_kv_cancel_step(s->kv);
+    ovk_cmd_abort(s->m->ctx, &s->cmd);
+    ovk_kv_cancel_step(s->kv);
 }
 
 /* Host profile (OSCAR_PROFILE): the time since *t0 under `name`; *t0 moves to now. */
@@ -368,19 +368,19 @@ static void host_phase(oscar_context *ctx, const char *name, struct timespec *t0
     if (!ctx->host_profile) return;
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    oscar_profile_add(ctx->host_profile, name, (double)(t1.tv_sec - t0->tv_sec) * 1e9 + (double)(t1.tv_nsec - t0->tv_nsec));
+    ovk_profile_add(ctx->host_profile, name, (double)(t1.tv_sec - t0->tv_sec) * 1e9 + (double)(t1.tv_nsec - t0->tv_nsec));
     *t0 = t1;
 }
 
-oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
+oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
                             const int32_t *tokens, int want_logits, float *logits, int32_t *argmax)
 {
     oscar_status st = OSCAR_OK;
     int planned = 0;
     if (!s || !seqs || !n_new || !tokens || n_seqs == 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_gpu_step: NULL argument or no sequence");
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gpu_step: NULL argument or no sequence");
     oscar_context *ctx = s->m->ctx;
-    const oscar_model_hparams *hp = &s->m->desc->hp;
+    const ovk_model_hparams *hp = &s->m->desc->hp;
     struct timespec tp;
     if (ctx->host_profile) clock_gettime(CLOCK_MONOTONIC, &tp);
     uint64_t total = 0;
@@ -421,11 +421,11 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     planned = 1;
     host_phase(ctx, "step: plan + upload", &tp);
 
-    OSCAR_TRY(oscar_cmd_begin(ctx, &s->cmd));
-    int t0 = oscar_cmd_timestamp(ctx, &s->cmd);
-    oscar_cmd_copy(ctx, &s->cmd, &s->meta_host, 0, &s->meta, 0, s->meta.size);
-    oscar_cmd_barrier(ctx, &s->cmd);
-    OSCAR_TRY(oscar_op_get_rows(&s->ops, &s->cmd, s->m->token_embd.type, bind(&s->m->token_embd.buf, 0),
+    OSCAR_TRY(ovk_cmd_begin(ctx, &s->cmd));
+    int t0 = ovk_cmd_timestamp(ctx, &s->cmd);
+    ovk_cmd_copy(ctx, &s->cmd, &s->meta_host, 0, &s->meta, 0, s->meta.size);
+    ovk_cmd_barrier(ctx, &s->cmd);
+    OSCAR_TRY(ovk_op_get_rows(&s->ops, &s->cmd, s->m->token_embd.type, bind(&s->m->token_embd.buf, 0),
                                 bind(&s->meta, (uint64_t)n * 4), bind(&s->x, (uint64_t)n * hp->n_embd * 4), hp->n_embd, n));
     /* The step goes to the GPU in parts of growing size: after layer 0, so the GPU starts at
      * once, then after layers 1..g, then g + 1..g^2 + g, ... (g = s->flush_growth). Recording a
@@ -436,19 +436,19 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         OSCAR_TRY(record_layer(s, l, n, l > 0));
         if (s->flush_growth && l + 1 == next_flush && l + 1 < hp->n_layer) {
-            OSCAR_TRY(oscar_cmd_flush(ctx, &s->cmd));
+            OSCAR_TRY(ovk_cmd_flush(ctx, &s->cmd));
             next_flush = next_flush * s->flush_growth + 1;
         }
     }
     if (want_logits) OSCAR_TRY(record_head(s, n, n_seqs));
-    int t1 = oscar_cmd_timestamp(ctx, &s->cmd);
+    int t1 = ovk_cmd_timestamp(ctx, &s->cmd);
     host_phase(ctx, "step: record", &tp);
-    OSCAR_TRY(oscar_cmd_submit_wait(ctx, &s->cmd));
+    OSCAR_TRY(ovk_cmd_submit_wait(ctx, &s->cmd));
     host_phase(ctx, "step: submit + wait", &tp);
     planned = 0;
-    oscar_kv_commit_step(s->kv);
+    ovk_kv_commit_step(s->kv);
     double ns = 0;
-    s->last_gpu_ms = t0 >= 0 && t1 >= 0 && oscar_cmd_elapsed_ns(ctx, &s->cmd, t0, t1, &ns) == OSCAR_OK ? ns * 1e-6 : 0;
+    s->last_gpu_ms = t0 >= 0 && t1 >= 0 && ovk_cmd_elapsed_ns(ctx, &s->cmd, t0, t1, &ns) == OSCAR_OK ? ns * 1e-6 : 0;
 
     s->last_rows = want_logits ? n_seqs : 0;
     if (want_logits) {
@@ -465,7 +465,7 @@ fail:
 }
 
 /* Benchmark hook (model_gpu.h): n tokens of seeded random K and V into every layer's cache. */
-oscar_status oscar_gpu_fill_synthetic(oscar_gpu_state *s, int32_t kv_seq, uint32_t n, uint32_t seed)
+oscar_status ovk_gpu_fill_synthetic(ovk_gpu_state *s, int32_t kv_seq, uint32_t n, uint32_t seed)
 {
     oscar_status st = OSCAR_OK;
     int planned = 0;
@@ -479,21 +479,21 @@ oscar_status oscar_gpu_fill_synthetic(oscar_gpu_state *s, int32_t kv_seq, uint32
             r = r * 1664525u + 1013904223u;
             h[i] = (float)(r >> 8) * (2.0f / 16777216.0f) - 1.0f;
         }
-        OSCAR_TRY(oscar_buffer_upload(ctx, pass ? &s->v : &s->k, 0, h, count * sizeof *h));
+        OSCAR_TRY(ovk_buffer_upload(ctx, pass ? &s->v : &s->k, 0, h, count * sizeof *h));
     }
     for (uint32_t done = 0; done < n;) {
         uint32_t chunk = n - done < s->max_tokens ? n - done : s->max_tokens;
-        oscar_binding k = bind(&s->k, (uint64_t)chunk * s->kv_dim * 4), v = bind(&s->v, (uint64_t)chunk * s->kv_dim * 4);
+        ovk_binding k = bind(&s->k, (uint64_t)chunk * s->kv_dim * 4), v = bind(&s->v, (uint64_t)chunk * s->kv_dim * 4);
         OSCAR_TRY(oscar_kv_step_begin(s->kv, 1, &kv_seq, &chunk));
         planned = 1;
-        OSCAR_TRY(oscar_cmd_begin(ctx, &s->cmd));
+        OSCAR_TRY(ovk_cmd_begin(ctx, &s->cmd));
         for (uint32_t l = 0; l < s->m->desc->hp.n_layer; l++) {
-            OSCAR_TRY(oscar_kv_record_append(s->kv, &s->cmd, l, &k, &v, 0));
-            OSCAR_TRY(oscar_kv_record_flush(s->kv, &s->cmd, l));
+            OSCAR_TRY(ovk_kv_record_append(s->kv, &s->cmd, l, &k, &v, 0));
+            OSCAR_TRY(ovk_kv_record_flush(s->kv, &s->cmd, l));
         }
-        OSCAR_TRY(oscar_cmd_submit_wait(ctx, &s->cmd));
+        OSCAR_TRY(ovk_cmd_submit_wait(ctx, &s->cmd));
         planned = 0;
-        oscar_kv_commit_step(s->kv);
+        ovk_kv_commit_step(s->kv);
         done += chunk;
     }
 fail:

@@ -26,64 +26,64 @@
 #include "vk_context.h"
 
 /* A weight on the device: the tensor's bytes, padded to a multiple of 4. */
-typedef struct oscar_gpu_weight {
-    oscar_buffer buf;          /* raw GGUF blocks of `type` (F32 for norms and biases) */
-    uint32_t type;             /* oscar_ggml_type */
-} oscar_gpu_weight;
+typedef struct ovk_gpu_weight {
+    ovk_buffer buf;          /* raw GGUF blocks of `type` (F32 for norms and biases) */
+    uint32_t type;             /* ovk_ggml_type */
+} ovk_gpu_weight;
 
-typedef struct oscar_gpu_layer {
-    oscar_gpu_weight attn_norm, ffn_norm;        /* [n_embd] F32 */
-    oscar_gpu_weight wq, wk, wv, wo;             /* [q_dim][n_embd], [kv_dim][n_embd] x2, [n_embd][q_dim] */
-    oscar_gpu_weight bq, bk, bv;                 /* [q_dim], [kv_dim] F32 (qwen2; else empty) */
-    oscar_gpu_weight q_norm, k_norm;             /* [head_dim] F32 (qwen3; else empty) */
-    oscar_gpu_weight w_gate, w_up, w_down;       /* [n_ff][n_embd] x2, [n_embd][n_ff] */
-} oscar_gpu_layer;
+typedef struct ovk_gpu_layer {
+    ovk_gpu_weight attn_norm, ffn_norm;        /* [n_embd] F32 */
+    ovk_gpu_weight wq, wk, wv, wo;             /* [q_dim][n_embd], [kv_dim][n_embd] x2, [n_embd][q_dim] */
+    ovk_gpu_weight bq, bk, bv;                 /* [q_dim], [kv_dim] F32 (qwen2; else empty) */
+    ovk_gpu_weight q_norm, k_norm;             /* [head_dim] F32 (qwen3; else empty) */
+    ovk_gpu_weight w_gate, w_up, w_down;       /* [n_ff][n_embd] x2, [n_embd][n_ff] */
+} ovk_gpu_layer;
 
-typedef struct oscar_model_gpu {
+typedef struct ovk_model_gpu {
     oscar_context *ctx;
-    const oscar_model_desc *desc;  /* borrowed */
-    oscar_gpu_weight token_embd;   /* [n_vocab][n_embd] */
-    oscar_gpu_weight output;       /* [n_vocab][n_embd]; unused (empty) when tied */
-    oscar_gpu_weight output_norm;  /* [n_embd] F32 */
-    oscar_buffer rope_freq;        /* [n_rot/2] fp32 radians per position (desc->rope_theta) */
-    oscar_gpu_layer *layers;       /* [n_layer] */
+    const ovk_model_desc *desc;  /* borrowed */
+    ovk_gpu_weight token_embd;   /* [n_vocab][n_embd] */
+    ovk_gpu_weight output;       /* [n_vocab][n_embd]; unused (empty) when tied */
+    ovk_gpu_weight output_norm;  /* [n_embd] F32 */
+    ovk_buffer rope_freq;        /* [n_rot/2] fp32 radians per position (desc->rope_theta) */
+    ovk_gpu_layer *layers;       /* [n_layer] */
     uint64_t weight_bytes;         /* bytes uploaded */
-} oscar_model_gpu;
+} ovk_model_gpu;
 
 /* Uploads every weight of `desc` (borrowed: it must outlive the result). Norm and bias vectors
  * are dequantized to F32 on the host whatever their stored type. progress(user, fraction) is
  * called after each tensor when not NULL. UNSUPPORTED_FORMAT for a matrix type the kernels do
  * not read or a row length that is not a multiple of its block; OUT_OF_DEVICE_MEMORY. */
-oscar_status oscar_model_gpu_create(oscar_context *ctx, const oscar_model_desc *desc,
+oscar_status ovk_model_gpu_create(oscar_context *ctx, const ovk_model_desc *desc,
                                     void (*progress)(void *user, float fraction), void *user,
-                                    oscar_model_gpu **out);
+                                    ovk_model_gpu **out);
 /* Waits for nothing (the caller has finished every step) and frees the buffers. NULL: no-op. */
-void oscar_model_gpu_destroy(oscar_model_gpu *m);
+void ovk_model_gpu_destroy(ovk_model_gpu *m);
 
 /* Per-session state: the activation buffers of a step of up to max_tokens rows and max_out
  * logits rows, its command stream, and the cache it appends to (borrowed). */
-typedef struct oscar_gpu_state {
-    oscar_model_gpu *m;
+typedef struct ovk_gpu_state {
+    ovk_model_gpu *m;
     oscar_kv_cache *kv;
-    oscar_ops ops;
-    oscar_cmd cmd;
+    ovk_ops ops;
+    ovk_cmd cmd;
     uint32_t max_tokens, max_out;
     uint32_t q_dim, kv_dim;        /* n_head * head_dim, n_head_kv * head_dim */
-    oscar_buffer meta_host;        /* STAGING: ids [max_tokens] u32, pos [max_tokens] i32, rows [max_out] u32,
+    ovk_buffer meta_host;        /* STAGING: ids [max_tokens] u32, pos [max_tokens] i32, rows [max_out] u32,
                                     * each array at a 256-byte boundary */
-    oscar_buffer meta;             /* device copy of meta_host, same layout */
-    oscar_buffer x;                /* [max_tokens][n_embd] fp32 residual stream */
-    oscar_buffer xb;               /* [max_tokens][n_embd] fp32 normed input of a sub-block */
-    oscar_buffer proj;             /* [max_tokens][n_embd] fp32 output of Wo / Wdown */
-    oscar_buffer q, att;           /* [max_tokens][n_head][head_dim] fp32: query, attention output */
-    oscar_buffer k, v;             /* [max_tokens][n_head_kv][head_dim] fp32 post-RoPE key, value */
-    oscar_buffer gate, up;         /* [max_tokens][n_ff] fp32 */
-    oscar_buffer xo;               /* [max_out][n_embd] fp32 gathered rows for the LM head */
-    oscar_buffer logits;           /* [max_out][n_vocab] fp32 */
-    oscar_buffer amax;             /* [max_out] u32 argmax of each logits row */
-    oscar_buffer rb_logits;        /* READBACK [max_out][n_vocab] fp32 */
-    oscar_buffer rb_amax;          /* READBACK [max_out] u32 */
-    oscar_buffer xq;               /* one row of x prepared for the packed-fp16 mat-vec (OSCAR_X_F16_BYTES
+    ovk_buffer meta;             /* device copy of meta_host, same layout */
+    ovk_buffer x;                /* [max_tokens][n_embd] fp32 residual stream */
+    ovk_buffer xb;               /* [max_tokens][n_embd] fp32 normed input of a sub-block */
+    ovk_buffer proj;             /* [max_tokens][n_embd] fp32 output of Wo / Wdown */
+    ovk_buffer q, att;           /* [max_tokens][n_head][head_dim] fp32: query, attention output */
+    ovk_buffer k, v;             /* [max_tokens][n_head_kv][head_dim] fp32 post-RoPE key, value */
+    ovk_buffer gate, up;         /* [max_tokens][n_ff] fp32 */
+    ovk_buffer xo;               /* [max_out][n_embd] fp32 gathered rows for the LM head */
+    ovk_buffer logits;           /* [max_out][n_vocab] fp32 */
+    ovk_buffer amax;             /* [max_out] u32 argmax of each logits row */
+    ovk_buffer rb_logits;        /* READBACK [max_out][n_vocab] fp32 */
+    ovk_buffer rb_amax;          /* READBACK [max_out] u32 */
+    ovk_buffer xq;               /* one row of x prepared for the packed-fp16 mat-vec (OSCAR_X_F16_BYTES
                                     * of the widest input); unused (0 bytes) when matvec_f16 is 0 */
     int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
                                     * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
@@ -92,11 +92,11 @@ typedef struct oscar_gpu_state {
                                     * layers 0 | 1-4 | 5-20 | 21-84 ...; 0: one part) */
     uint32_t last_rows;            /* logits rows of the last step */
     double last_gpu_ms;            /* GPU time of the last step (0 without timestamps) */
-} oscar_gpu_state;
+} ovk_gpu_state;
 
-oscar_status oscar_gpu_state_create(oscar_model_gpu *m, oscar_kv_cache *kv, uint32_t max_tokens, uint32_t max_out,
-                                    oscar_gpu_state **out);
-void oscar_gpu_state_destroy(oscar_gpu_state *s);
+oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t max_tokens, uint32_t max_out,
+                                    ovk_gpu_state **out);
+void ovk_gpu_state_destroy(ovk_gpu_state *s);
 
 /* One forward step. seqs[i] (KV cache sequence ids, distinct) gets n_new[i] tokens; tokens holds
  * them all in order (seqs[0]'s, then seqs[1]'s, ...), total <= max_tokens; each id must be
@@ -104,7 +104,7 @@ void oscar_gpu_state_destroy(oscar_gpu_state *s);
  * logits [n_seqs][n_vocab] (NULL: kept on the device only) and argmax [n_seqs] (NULL: not
  * read); n_seqs <= max_out. Positions continue each sequence. CONTEXT_FULL / OUT_OF_PAGES from
  * the cache leave every sequence unchanged. */
-oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
+oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
                             const int32_t *tokens, int want_logits, float *logits, int32_t *argmax);
 
 /* Benchmark hook: appends n tokens of seeded pseudo-random K and V (uniform in (-1, 1), the
@@ -113,6 +113,6 @@ oscar_status oscar_gpu_step(oscar_gpu_state *s, uint32_t n_seqs, const int32_t *
  * prefill stores them. It lets oscar-bench time decode at 128K tokens without a prefill of
  * ~14 minutes; what the model computes after it is meaningless. CONTEXT_FULL / OUT_OF_PAGES
  * from the cache leave the sequence as it was before the failing chunk. */
-oscar_status oscar_gpu_fill_synthetic(oscar_gpu_state *s, int32_t kv_seq, uint32_t n, uint32_t seed);
+oscar_status ovk_gpu_fill_synthetic(ovk_gpu_state *s, int32_t kv_seq, uint32_t n, uint32_t seed);
 
 #endif

@@ -8,7 +8,7 @@
 
 /* A weight matrix [n_out][n_in]: floats when pre-dequantized, else the GGUF rows. */
 typedef struct ref_matrix {
-    const oscar_gguf_tensor *t;
+    const ovk_gguf_tensor *t;
     float *f;                 /* [n_out][n_in] or NULL (dequantize rows on the fly) */
     int shared;               /* 1: f belongs to another ref_matrix (tied embeddings) */
     uint32_t n_in, n_out;
@@ -25,9 +25,9 @@ typedef struct ref_layer {
     float *v_cache;           /* [n_ctx][n_head_kv][head_dim_v] */
 } ref_layer;
 
-struct oscar_model_ref {
-    const oscar_model_desc *desc;
-    oscar_model_ref_params params;
+struct ovk_model_ref {
+    const ovk_model_desc *desc;
+    ovk_model_ref_params params;
     uint32_t n_ctx, n_past, max_batch;
     uint32_t q_dim, k_dim, v_dim, o_dim; /* n_head*head_dim, n_kv*head_dim, n_kv*head_dim_v, n_head*head_dim_v */
     ref_matrix token_embd, output;
@@ -46,9 +46,9 @@ struct oscar_model_ref {
     float *row;               /* [max n_in] one dequantized weight row (on-the-fly mode) */
 };
 
-oscar_model_ref_params oscar_model_ref_params_default(void)
+ovk_model_ref_params ovk_model_ref_params_default(void)
 {
-    oscar_model_ref_params p;
+    ovk_model_ref_params p;
     memset(&p, 0, sizeof p);
     p.predequantize = 1;
     return p;
@@ -71,7 +71,7 @@ static float dot(const float *a, const float *b, uint32_t n)
     return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
-void oscar_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps)
+void ovk_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps)
 {
     float ss = 0.0f;
     for (uint32_t i = 0; i < n; i++) ss += x[i] * x[i];
@@ -79,7 +79,7 @@ void oscar_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float e
     for (uint32_t i = 0; i < n; i++) y[i] = x[i] * inv * w[i];
 }
 
-void oscar_rope_apply(float *x, uint32_t head_dim, uint32_t n_rot, oscar_rope_type type, const float *theta,
+void ovk_rope_apply(float *x, uint32_t head_dim, uint32_t n_rot, ovk_rope_type type, const float *theta,
                       uint32_t pos)
 {
     (void)head_dim;
@@ -95,7 +95,7 @@ void oscar_rope_apply(float *x, uint32_t head_dim, uint32_t n_rot, oscar_rope_ty
     }
 }
 
-void oscar_rope_average(const float *x, uint32_t head_dim, uint32_t n_rot, oscar_rope_type type, const float *theta,
+void ovk_rope_average(const float *x, uint32_t head_dim, uint32_t n_rot, ovk_rope_type type, const float *theta,
                         uint32_t pos_begin, uint32_t pos_end, float *out)
 {
     memmove(out, x, head_dim * sizeof *out);
@@ -115,7 +115,7 @@ void oscar_rope_average(const float *x, uint32_t head_dim, uint32_t n_rot, oscar
     }
 }
 
-uint32_t oscar_argmax(const float *x, uint32_t n)
+uint32_t ovk_argmax(const float *x, uint32_t n)
 {
     uint32_t best = 0;
     for (uint32_t i = 1; i < n; i++)
@@ -134,7 +134,7 @@ static const float *matrix_row(const ref_matrix *m, uint32_t o, float *scratch)
     if (m->f) return m->f + (size_t)o * m->n_in;
     const uint8_t *src = (const uint8_t *)m->t->data + (size_t)o * m->row_bytes;
     /* Cannot fail: type and row length were checked by model_desc. */
-    (void)oscar_ggml_dequantize_row(m->t->type, src, scratch, m->n_in);
+    (void)ovk_ggml_dequantize_row(m->t->type, src, scratch, m->n_in);
     return scratch;
 }
 
@@ -150,13 +150,13 @@ static void matmul(const ref_matrix *m, const float *x, float *y, uint32_t n, fl
 /* ---- creation ------------------------------------------------------------------------------ */
 
 /* Dequantizes a whole (small) tensor into a new float array of n elements. */
-static oscar_status load_vector(const oscar_gguf_tensor *t, uint64_t n, float **out)
+static oscar_status load_vector(const ovk_gguf_tensor *t, uint64_t n, float **out)
 {
     *out = NULL;
     if (!t) return OSCAR_OK;
     float *v = malloc(n * sizeof *v);
     if (!v) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_ref: out of memory for %s", t->name);
-    oscar_status st = oscar_ggml_dequantize_row(t->type, t->data, v, n);
+    oscar_status st = ovk_ggml_dequantize_row(t->type, t->data, v, n);
     if (st != OSCAR_OK) {
         free(v);
         return st;
@@ -165,20 +165,20 @@ static oscar_status load_vector(const oscar_gguf_tensor *t, uint64_t n, float **
     return OSCAR_OK;
 }
 
-static oscar_status load_matrix(const oscar_gguf_tensor *t, int predequantize, ref_matrix *m)
+static oscar_status load_matrix(const ovk_gguf_tensor *t, int predequantize, ref_matrix *m)
 {
     oscar_status st = OSCAR_OK;
     m->t = t;
     m->n_in = (uint32_t)t->ne[0];
     m->n_out = (uint32_t)t->ne[1];
-    if ((st = oscar_ggml_row_size(t->type, m->n_in, &m->row_bytes)) != OSCAR_OK) return st;
+    if ((st = ovk_ggml_row_size(t->type, m->n_in, &m->row_bytes)) != OSCAR_OK) return st;
     if (!predequantize) return OSCAR_OK;
     m->f = malloc((size_t)m->n_in * m->n_out * sizeof *m->f);
     if (!m->f)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_ref: out of memory for %s (%u x %u floats)",
                            t->name, m->n_out, m->n_in);
     for (uint32_t o = 0; o < m->n_out; o++) {
-        st = oscar_ggml_dequantize_row(t->type, (const uint8_t *)t->data + (size_t)o * m->row_bytes,
+        st = ovk_ggml_dequantize_row(t->type, (const uint8_t *)t->data + (size_t)o * m->row_bytes,
                                        m->f + (size_t)o * m->n_in, m->n_in);
         if (st != OSCAR_OK) return st;
     }
@@ -191,19 +191,19 @@ static void free_matrix(ref_matrix *m)
     m->f = NULL;
 }
 
-oscar_status oscar_model_ref_create(const oscar_model_desc *desc, const oscar_model_ref_params *params,
-                                    oscar_model_ref **out)
+oscar_status ovk_model_ref_create(const ovk_model_desc *desc, const ovk_model_ref_params *params,
+                                    ovk_model_ref **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_model_ref *r = NULL;
-    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_ref_create: out is NULL");
+    ovk_model_ref *r = NULL;
+    if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_ref_create: out is NULL");
     *out = NULL;
-    if (!desc) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_ref_create: desc is NULL");
-    const oscar_model_hparams *hp = &desc->hp;
+    if (!desc) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_ref_create: desc is NULL");
+    const ovk_model_hparams *hp = &desc->hp;
     r = calloc(1, sizeof *r);
     if (!r) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_ref: out of memory");
     r->desc = desc;
-    r->params = params ? *params : oscar_model_ref_params_default();
+    r->params = params ? *params : ovk_model_ref_params_default();
     r->n_ctx = r->params.n_ctx;
     if (!r->n_ctx) r->n_ctx = hp->n_ctx_train && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     r->max_batch = r->params.max_batch ? r->params.max_batch : 32;
@@ -229,7 +229,7 @@ oscar_status oscar_model_ref_create(const oscar_model_desc *desc, const oscar_mo
     uint32_t max_in = hp->n_embd > hp->n_ff ? hp->n_embd : hp->n_ff;
     if (r->o_dim > max_in) max_in = r->o_dim;
     for (uint32_t il = 0; il < hp->n_layer; il++) {
-        const oscar_model_layer *D = &desc->layers[il];
+        const ovk_model_layer *D = &desc->layers[il];
         ref_layer *L = &r->layers[il];
         OSCAR_TRY(load_vector(D->attn_norm, hp->n_embd, &L->attn_norm));
         OSCAR_TRY(load_vector(D->ffn_norm, hp->n_embd, &L->ffn_norm));
@@ -269,11 +269,11 @@ oscar_status oscar_model_ref_create(const oscar_model_desc *desc, const oscar_mo
     *out = r;
     return OSCAR_OK;
 fail:
-    oscar_model_ref_destroy(r);
+    ovk_model_ref_destroy(r);
     return st;
 }
 
-void oscar_model_ref_destroy(oscar_model_ref *r)
+void ovk_model_ref_destroy(ovk_model_ref *r)
 {
     if (!r) return;
     free_matrix(&r->token_embd);
@@ -297,11 +297,11 @@ void oscar_model_ref_destroy(oscar_model_ref *r)
     free(r);
 }
 
-void oscar_model_ref_reset(oscar_model_ref *r) { if (r) r->n_past = 0; }
-uint32_t oscar_model_ref_n_past(const oscar_model_ref *r) { return r ? r->n_past : 0; }
-uint32_t oscar_model_ref_n_ctx(const oscar_model_ref *r) { return r ? r->n_ctx : 0; }
+void ovk_model_ref_reset(ovk_model_ref *r) { if (r) r->n_past = 0; }
+uint32_t ovk_model_ref_n_past(const ovk_model_ref *r) { return r ? r->n_past : 0; }
+uint32_t ovk_model_ref_n_ctx(const ovk_model_ref *r) { return r ? r->n_ctx : 0; }
 
-void oscar_model_ref_kv_cache(oscar_model_ref *r, uint32_t layer, float **k, float **v)
+void ovk_model_ref_kv_cache(ovk_model_ref *r, uint32_t layer, float **k, float **v)
 {
     int ok = r && layer < r->desc->hp.n_layer;
     if (k) *k = ok ? r->layers[layer].k_cache : NULL;
@@ -311,15 +311,15 @@ void oscar_model_ref_kv_cache(oscar_model_ref *r, uint32_t layer, float **k, flo
 /* ---- forward ------------------------------------------------------------------------------- */
 
 /* One attention block for n tokens at pos0.. (r->x in, r->x updated). */
-static void attention_block(oscar_model_ref *r, uint32_t il, uint32_t n, uint32_t pos0)
+static void attention_block(ovk_model_ref *r, uint32_t il, uint32_t n, uint32_t pos0)
 {
-    const oscar_model_hparams *hp = &r->desc->hp;
+    const ovk_model_hparams *hp = &r->desc->hp;
     ref_layer *L = &r->layers[il];
     uint32_t hd = hp->head_dim, hdv = hp->head_dim_v, group = hp->n_head / hp->n_head_kv;
     float scale = 1.0f / sqrtf((float)hd);
 
     for (uint32_t t = 0; t < n; t++)
-        oscar_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, L->attn_norm, hp->n_embd,
+        ovk_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, L->attn_norm, hp->n_embd,
                       hp->norm_eps);
     matmul(&L->wq, r->xb, r->q, n, r->row);
     matmul(&L->wk, r->xb, r->k, n, r->row);
@@ -334,12 +334,12 @@ static void attention_block(oscar_model_ref *r, uint32_t il, uint32_t n, uint32_
         if (L->bk) for (uint32_t i = 0; i < r->k_dim; i++) k[i] += L->bk[i];
         if (L->bv) for (uint32_t i = 0; i < r->v_dim; i++) v[i] += L->bv[i];
         for (uint32_t h = 0; h < hp->n_head; h++) {
-            if (L->q_norm) oscar_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, hp->norm_eps);
-            oscar_rope_apply(q + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
+            if (L->q_norm) ovk_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, hp->norm_eps);
+            ovk_rope_apply(q + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
         }
         for (uint32_t h = 0; h < hp->n_head_kv; h++) {
-            if (L->k_norm) oscar_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, hp->norm_eps);
-            oscar_rope_apply(k + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
+            if (L->k_norm) ovk_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, hp->norm_eps);
+            ovk_rope_apply(k + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
         }
         if (r->params.qkv_hook) r->params.qkv_hook(r->params.qkv_hook_user, il, pos, q, k, v);
         if (r->params.kv_transform) r->params.kv_transform(r->params.kv_transform_user, il, pos, k, v);
@@ -377,12 +377,12 @@ static void attention_block(oscar_model_ref *r, uint32_t il, uint32_t n, uint32_
     for (size_t i = 0; i < (size_t)n * hp->n_embd; i++) r->x[i] += r->proj[i];
 }
 
-static void ffn_block(oscar_model_ref *r, uint32_t il, uint32_t n)
+static void ffn_block(ovk_model_ref *r, uint32_t il, uint32_t n)
 {
-    const oscar_model_hparams *hp = &r->desc->hp;
+    const ovk_model_hparams *hp = &r->desc->hp;
     ref_layer *L = &r->layers[il];
     for (uint32_t t = 0; t < n; t++)
-        oscar_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, L->ffn_norm, hp->n_embd,
+        ovk_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, L->ffn_norm, hp->n_embd,
                       hp->norm_eps);
     matmul(&L->w_gate, r->xb, r->gate, n, r->row);
     matmul(&L->w_up, r->xb, r->up, n, r->row);
@@ -391,21 +391,21 @@ static void ffn_block(oscar_model_ref *r, uint32_t il, uint32_t n)
     for (size_t i = 0; i < (size_t)n * hp->n_embd; i++) r->x[i] += r->proj[i];
 }
 
-oscar_status oscar_model_ref_eval(oscar_model_ref *r, const int32_t *tokens, uint32_t n, uint32_t pos0,
+oscar_status ovk_model_ref_eval(ovk_model_ref *r, const int32_t *tokens, uint32_t n, uint32_t pos0,
                                   float *logits, int all_logits)
 {
     if (!r || !tokens || n == 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_ref_eval: NULL model/tokens or n = 0");
-    const oscar_model_hparams *hp = &r->desc->hp;
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_ref_eval: NULL model/tokens or n = 0");
+    const ovk_model_hparams *hp = &r->desc->hp;
     if (pos0 > r->n_past)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_ref_eval: pos0 %u is past n_past %u", pos0,
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_ref_eval: pos0 %u is past n_past %u", pos0,
                            r->n_past);
     if ((uint64_t)pos0 + n > r->n_ctx)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_CONTEXT_FULL, "oscar_model_ref_eval: positions %u..%u exceed n_ctx %u", pos0,
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_CONTEXT_FULL, "ovk_model_ref_eval: positions %u..%u exceed n_ctx %u", pos0,
                            pos0 + n - 1, r->n_ctx);
     for (uint32_t t = 0; t < n; t++)
         if (tokens[t] < 0 || (uint32_t)tokens[t] >= hp->n_vocab)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_ref_eval: token %d at %u out of range "
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_ref_eval: token %d at %u out of range "
                                "(n_vocab %u)", tokens[t], t, hp->n_vocab);
 
     for (uint32_t c0 = 0; c0 < n; c0 += r->max_batch) {
@@ -422,18 +422,18 @@ oscar_status oscar_model_ref_eval(oscar_model_ref *r, const int32_t *tokens, uin
         if (!logits) continue;
         if (all_logits) {
             for (uint32_t t = 0; t < nb; t++)
-                oscar_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, r->output_norm,
+                ovk_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, r->output_norm,
                               hp->n_embd, hp->norm_eps);
             matmul(&r->output, r->xb, logits + (size_t)c0 * hp->n_vocab, nb, r->row);
         } else if (c0 + nb == n) {
-            oscar_rmsnorm(r->xb, r->x + (size_t)(nb - 1) * hp->n_embd, r->output_norm, hp->n_embd, hp->norm_eps);
+            ovk_rmsnorm(r->xb, r->x + (size_t)(nb - 1) * hp->n_embd, r->output_norm, hp->n_embd, hp->norm_eps);
             matmul(&r->output, r->xb, logits, 1, r->row);
         }
     }
     return OSCAR_OK;
 }
 
-oscar_status oscar_model_ref_generate_greedy(oscar_model_ref *r, const int32_t *prompt, uint32_t n_prompt,
+oscar_status ovk_model_ref_generate_greedy(ovk_model_ref *r, const int32_t *prompt, uint32_t n_prompt,
                                              uint32_t n_gen, int (*is_stop)(void *stop_user, int32_t token),
                                              void *stop_user, int32_t *out, uint32_t *n_out)
 {
@@ -441,18 +441,18 @@ oscar_status oscar_model_ref_generate_greedy(oscar_model_ref *r, const int32_t *
     float *logits = NULL; /* [n_vocab] */
     if (n_out) *n_out = 0;
     if (!r || !prompt || !n_prompt || (n_gen && !out))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_model_ref_generate_greedy: bad arguments");
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_ref_generate_greedy: bad arguments");
     uint32_t n_vocab = r->desc->hp.n_vocab;
     logits = malloc((size_t)n_vocab * sizeof *logits);
     if (!logits) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "generate: out of memory");
-    oscar_model_ref_reset(r);
-    OSCAR_TRY(oscar_model_ref_eval(r, prompt, n_prompt, 0, logits, 0));
+    ovk_model_ref_reset(r);
+    OSCAR_TRY(ovk_model_ref_eval(r, prompt, n_prompt, 0, logits, 0));
     for (uint32_t i = 0; i < n_gen; i++) {
-        int32_t tok = (int32_t)oscar_argmax(logits, n_vocab);
+        int32_t tok = (int32_t)ovk_argmax(logits, n_vocab);
         out[i] = tok;
         if (n_out) *n_out = i + 1;
         if (is_stop && is_stop(stop_user, tok)) break;
-        if (i + 1 < n_gen) OSCAR_TRY(oscar_model_ref_eval(r, &tok, 1, r->n_past, logits, 0));
+        if (i + 1 < n_gen) OSCAR_TRY(ovk_model_ref_eval(r, &tok, 1, r->n_past, logits, 0));
     }
 fail:
     free(logits);

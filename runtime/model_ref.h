@@ -33,78 +33,78 @@
 
 /* Receives the post-RoPE query, key and value of one token in one layer (read-only, valid
  * during the call): q [n_head][head_dim], k [n_head_kv][head_dim], v [n_head_kv][head_dim_v]. */
-typedef void (*oscar_ref_qkv_hook)(void *user, uint32_t layer, uint32_t pos, const float *q, const float *k,
+typedef void (*ovk_ref_qkv_hook)(void *user, uint32_t layer, uint32_t pos, const float *q, const float *k,
                                    const float *v);
 
 /* Transforms a token's key and value in place just before they are written to the cache
  * (k [n_head_kv][head_dim], v [n_head_kv][head_dim_v]); the query is not touched. A fake-quant
  * reference quantizes and dequantizes here (rotate, quantize, dequantize, rotate back). */
-typedef void (*oscar_ref_kv_transform)(void *user, uint32_t layer, uint32_t pos, float *k, float *v);
+typedef void (*ovk_ref_kv_transform)(void *user, uint32_t layer, uint32_t pos, float *k, float *v);
 
-typedef struct oscar_model_ref_params {
+typedef struct ovk_model_ref_params {
     uint32_t n_ctx;          /* positions the KV cache holds; 0: min(n_ctx_train, 4096) (or 4096) */
     uint32_t max_batch;      /* tokens run together inside eval (scratch size); 0: 32 */
     int predequantize;       /* 1 (default): dequantize every weight to float once at create
                               * (4 bytes per parameter); 0: dequantize rows on the fly */
-    oscar_ref_qkv_hook qkv_hook;        /* NULL: none */
+    ovk_ref_qkv_hook qkv_hook;        /* NULL: none */
     void *qkv_hook_user;
-    oscar_ref_kv_transform kv_transform; /* NULL: none */
+    ovk_ref_kv_transform kv_transform; /* NULL: none */
     void *kv_transform_user;
-} oscar_model_ref_params;
+} ovk_model_ref_params;
 
-oscar_model_ref_params oscar_model_ref_params_default(void);
+ovk_model_ref_params ovk_model_ref_params_default(void);
 
-typedef struct oscar_model_ref oscar_model_ref;
+typedef struct ovk_model_ref ovk_model_ref;
 
 /* Creates the reference model over `desc` (borrowed: it must outlive the model). On failure
  * *out is NULL (INVALID_ARGUMENT, OUT_OF_HOST_MEMORY). */
-oscar_status oscar_model_ref_create(const oscar_model_desc *desc, const oscar_model_ref_params *params,
-                                    oscar_model_ref **out);
+oscar_status ovk_model_ref_create(const ovk_model_desc *desc, const ovk_model_ref_params *params,
+                                    ovk_model_ref **out);
 /* Frees the model. NULL is a no-op. */
-void oscar_model_ref_destroy(oscar_model_ref *r);
+void ovk_model_ref_destroy(ovk_model_ref *r);
 
 /* Forgets every cached position (n_past = 0). */
-void oscar_model_ref_reset(oscar_model_ref *r);
+void ovk_model_ref_reset(ovk_model_ref *r);
 /* Positions currently cached. */
-uint32_t oscar_model_ref_n_past(const oscar_model_ref *r);
-uint32_t oscar_model_ref_n_ctx(const oscar_model_ref *r);
+uint32_t ovk_model_ref_n_past(const ovk_model_ref *r);
+uint32_t ovk_model_ref_n_ctx(const ovk_model_ref *r);
 
 /* Runs tokens[0..n) at positions pos0..pos0+n-1 and writes logits: with all_logits = 0 the
  * last token's [n_vocab], otherwise [n][n_vocab]. pos0 may rewind (pos0 <= n_past): positions
  * from pos0 on are overwritten and n_past becomes pos0 + n. `logits` may be NULL.
  * INVALID_ARGUMENT for a token id out of range, n = 0, or pos0 > n_past; CONTEXT_FULL when
  * pos0 + n > n_ctx. */
-oscar_status oscar_model_ref_eval(oscar_model_ref *r, const int32_t *tokens, uint32_t n, uint32_t pos0,
+oscar_status ovk_model_ref_eval(ovk_model_ref *r, const int32_t *tokens, uint32_t n, uint32_t pos0,
                                   float *logits, int all_logits);
 
 /* Resets, evaluates the prompt, then appends up to n_gen greedy tokens (argmax, lowest id on
  * ties) to out[0..n_gen), stopping after a token for which is_stop(stop_user, token) returns
  * nonzero (that token is written; is_stop may be NULL). *n_out = tokens written. */
-oscar_status oscar_model_ref_generate_greedy(oscar_model_ref *r, const int32_t *prompt, uint32_t n_prompt,
+oscar_status ovk_model_ref_generate_greedy(ovk_model_ref *r, const int32_t *prompt, uint32_t n_prompt,
                                              uint32_t n_gen, int (*is_stop)(void *stop_user, int32_t token),
                                              void *stop_user, int32_t *out, uint32_t *n_out);
 
 /* This layer's cache: k [n_ctx][n_head_kv][head_dim] and v [n_ctx][n_head_kv][head_dim_v]
  * floats, positions < n_past valid. Writable, so a windowed fake-quant reference can requantize
  * tokens as they leave a window. NULL pointers for a bad layer. */
-void oscar_model_ref_kv_cache(oscar_model_ref *r, uint32_t layer, float **k, float **v);
+void ovk_model_ref_kv_cache(ovk_model_ref *r, uint32_t layer, float **k, float **v);
 
 /* Index of the largest of x[0..n) (lowest index on ties; NaN never wins). */
-uint32_t oscar_argmax(const float *x, uint32_t n);
+uint32_t ovk_argmax(const float *x, uint32_t n);
 
 /* Applies RoPE in place to one head x[0..head_dim) at position `pos`: pairs (2i, 2i+1) for
  * NORMAL, (i, i + n_rot/2) for NEOX, i < n_rot/2, angle pos * theta[i]; dims >= n_rot pass. */
-void oscar_rope_apply(float *x, uint32_t head_dim, uint32_t n_rot, oscar_rope_type type, const float *theta,
+void ovk_rope_apply(float *x, uint32_t head_dim, uint32_t n_rot, ovk_rope_type type, const float *theta,
                       uint32_t pos);
 
 /* The mean over positions pos_begin .. pos_end-1 of RoPE applied to x (one head, as
- * oscar_rope_apply rotates it), in closed form and double precision: pair i is x's pair times
+ * ovk_rope_apply rotates it), in closed form and double precision: pair i is x's pair times
  * (1/n) Σ_p e^{i·p·theta[i]}. out may alias x; pos_end <= pos_begin copies x. Centers keys:
  * the constant that best matches RoPE_p(μ) over a context, for a pre-RoPE key mean μ. */
-void oscar_rope_average(const float *x, uint32_t head_dim, uint32_t n_rot, oscar_rope_type type, const float *theta,
+void ovk_rope_average(const float *x, uint32_t head_dim, uint32_t n_rot, ovk_rope_type type, const float *theta,
                         uint32_t pos_begin, uint32_t pos_end, float *out);
 
 /* y = x / sqrt(mean(x^2) + eps) * w  over n elements (y may alias x). */
-void oscar_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
+void ovk_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
 
 #endif

@@ -15,9 +15,9 @@
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
-int oscar_op_type_supported(uint32_t type) { return oscar_op_type_block(type) != 0; }
+int ovk_op_type_supported(uint32_t type) { return ovk_op_type_block(type) != 0; }
 
-uint32_t oscar_op_type_block(uint32_t type)
+uint32_t ovk_op_type_block(uint32_t type)
 {
     switch (type) {
     case OSCAR_GGML_TYPE_F32:
@@ -33,7 +33,7 @@ uint32_t oscar_op_type_block(uint32_t type)
     }
 }
 
-void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
+void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
 {
     ops->ctx = ctx;
     ops->workgroup = 128;
@@ -46,7 +46,7 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx)
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
-static oscar_status check_binding(const oscar_binding *b, uint64_t bytes, const char *op, const char *what)
+static oscar_status check_binding(const ovk_binding *b, uint64_t bytes, const char *op, const char *what)
 {
     if (!b->buffer || b->buffer->buffer == VK_NULL_HANDLE)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s has no buffer", op, what);
@@ -62,7 +62,7 @@ static oscar_status check_binding(const oscar_binding *b, uint64_t bytes, const 
 }
 
 /* Checks ops->workgroup: a power of two in 32..256 within the device's limit. */
-static oscar_status check_workgroup(const oscar_ops *ops, const char *op)
+static oscar_status check_workgroup(const ovk_ops *ops, const char *op)
 {
     uint32_t wg = ops->workgroup;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0)
@@ -84,33 +84,33 @@ static oscar_status grid_2d(uint64_t count, uint32_t groups[3], const char *op)
 }
 
 /* Gets the pipeline for desc and records one dispatch of it. */
-static oscar_status record(const oscar_ops *ops, oscar_cmd *cmd, const oscar_pipeline_desc *desc,
-                           const oscar_binding *bindings, const void *push, const uint32_t groups[3])
+static oscar_status record(const ovk_ops *ops, ovk_cmd *cmd, const ovk_pipeline_desc *desc,
+                           const ovk_binding *bindings, const void *push, const uint32_t groups[3])
 {
-    oscar_pipeline *p;
-    oscar_status st = oscar_pipeline_get(ops->ctx, desc, &p);
+    ovk_pipeline *p;
+    oscar_status st = ovk_pipeline_get(ops->ctx, desc, &p);
     if (st != OSCAR_OK) return st;
-    return oscar_cmd_dispatch(ops->ctx, cmd, p, bindings, push, groups);
+    return ovk_cmd_dispatch(ops->ctx, cmd, p, bindings, push, groups);
 }
 
 /* Checks the shared arguments of the three matrix products and returns W's row bytes. */
-static oscar_status check_mul_mat(const oscar_ops *ops, const char *op, uint32_t type, const oscar_binding *w,
-                                  const oscar_binding *x, uint64_t x_bytes, const oscar_binding *y, uint32_t rows,
+static oscar_status check_mul_mat(const ovk_ops *ops, const char *op, uint32_t type, const ovk_binding *w,
+                                  const ovk_binding *x, uint64_t x_bytes, const ovk_binding *y, uint32_t rows,
                                   uint32_t cols, uint32_t n, uint64_t *row_bytes)
 {
     oscar_status st = check_workgroup(ops, op);
     if (st != OSCAR_OK) return st;
-    uint32_t block = oscar_op_type_block(type);
+    uint32_t block = ovk_op_type_block(type);
     if (!block)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: weight type %u (%s) has no GPU kernel", op, type, oscar_ggml_type_name(type));
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: weight type %u (%s) has no GPU kernel", op, type, ovk_ggml_type_name(type));
     if (cols == 0 || cols % block != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: cols %u is not a positive multiple of %u (%s)", op, cols, block,
-                           oscar_ggml_type_name(type));
-    st = oscar_ggml_row_size(type, cols, row_bytes);
+                           ovk_ggml_type_name(type));
+    st = ovk_ggml_row_size(type, cols, row_bytes);
     if (st != OSCAR_OK) return st;
     if ((uint64_t)rows * *row_bytes > UINT32_MAX || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * rows > UINT32_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u x %u %s times %u tokens exceeds 32-bit indexing", op, rows, cols,
-                           oscar_ggml_type_name(type), n);
+                           ovk_ggml_type_name(type), n);
     /* the shaders read whole words: the last block's bytes are rounded up to a word */
     if ((st = check_binding(w, ((uint64_t)rows * *row_bytes + 3) & ~3ull, op, "w")) != OSCAR_OK) return st;
     if ((st = check_binding(x, x_bytes, op, "x")) != OSCAR_OK) return st;
@@ -148,8 +148,8 @@ static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 6, 2 };
 
 /* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
  * defaults; `tokens` per workgroup (1 but for the lanes shader). */
-static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const matvec_shader *sh, uint32_t tokens,
-                                  uint32_t type, oscar_binding w, oscar_binding x, oscar_binding y, uint32_t rows,
+static oscar_status record_matvec(const ovk_ops *ops, ovk_cmd *cmd, const matvec_shader *sh, uint32_t tokens,
+                                  uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t rows,
                                   uint32_t cols, uint32_t n)
 {
     oscar_status st;
@@ -163,17 +163,17 @@ static oscar_status record_matvec(const oscar_ops *ops, oscar_cmd *cmd, const ma
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows x %u tokens per workgroup of %u threads", shader, per,
                            tokens, wg);
     if (unroll > 8) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: unroll %u exceeds 8", shader, unroll);
-    uint32_t groups_z = oscar_div_up(n, tokens);
+    uint32_t groups_z = ovk_div_up(n, tokens);
     if (groups_z > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = sh->n_spec,
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = sh->n_spec,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                         /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0,
                                         /* TOKENS */ tokens } };
     uint32_t push[3] = { rows, cols, n }, groups[3];
-    if ((st = grid_2d(oscar_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
+    if ((st = grid_2d(ovk_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
     groups[2] = groups_z;
-    oscar_binding b[3] = { w, x, y };
+    ovk_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);
 }
 
@@ -185,13 +185,13 @@ static int is_float_type(uint32_t type)
 /* Tokens per workgroup of the batched lanes product: ops' tuning, else 4 (at most n). H200,
  * 14336 x 4096 Q4_0 at 4 rows a group: 8 tokens 72 us at 4 a group, 82 at 8; 32 tokens 265 us
  * at 4, 287 at 8, 540 at 16 (docs/benchmarks.md). */
-static uint32_t lanes_tokens(const oscar_ops *ops, uint32_t n)
+static uint32_t lanes_tokens(const ovk_ops *ops, uint32_t n)
 {
     uint32_t t = ops->matvec_tokens ? ops->matvec_tokens : 4;
     return t < n ? t : n;
 }
 
-/* Whether oscar_op_mul_mat takes the batched lanes product for n > 1 tokens: always up to 16
+/* Whether ovk_op_mul_mat takes the batched lanes product for n > 1 tokens: always up to 16
  * tokens (2-8x faster than the tiled matmul on the H200), up to OSCAR_MATVEC_BATCH_MAX for the
  * 32-element block types (K-quants: the tiled matmul is faster at 32 tokens). */
 static int prefers_batch(uint32_t type, uint32_t n)
@@ -200,8 +200,8 @@ static int prefers_batch(uint32_t type, uint32_t n)
     return n <= 16 || type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0;
 }
 
-oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                  ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
@@ -221,36 +221,36 @@ oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t
     case OSCAR_MATVEC_LANES:
         if (is_float)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec: the lanes shader reads block types, not %s",
-                               oscar_ggml_type_name(type));
+                               ovk_ggml_type_name(type));
         return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n);
     default: OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
     }
 }
 
-oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status ovk_op_mul_mat_batch(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_batch", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
     if (is_float_type(type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_batch: the lanes shader reads block types, not %s",
-                           oscar_ggml_type_name(type));
+                           ovk_ggml_type_name(type));
     if (n == 0) return OSCAR_OK;
     return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n);
 }
 
-int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type)
+int ovk_op_mul_mat_vec_f16_supported(const ovk_ops *ops, uint32_t type)
 {
     return ops->ctx->info.float16_arithmetic && (type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q8_0);
 }
 
-oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                      oscar_binding xq, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                      ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
-    if (!oscar_op_mul_mat_vec_f16_supported(ops, type))
+    if (!ovk_op_mul_mat_vec_f16_supported(ops, type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_f16: needs shaderFloat16 and Q4_0 or Q8_0 weights (%s)",
-                           oscar_ggml_type_name(type));
+                           ovk_ggml_type_name(type));
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
                                     &row_bytes);
@@ -258,8 +258,8 @@ oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint
     return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n);
 }
 
-oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
@@ -276,55 +276,55 @@ oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat: %u threads need %u bytes of shared memory, the device has %u",
                            wg, MUL_MAT_SHARED_BYTES(wg), lim->maxComputeSharedMemorySize);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    uint32_t groups[3] = { oscar_div_up(rows, MUL_MAT_BM), oscar_div_up(n, wg / 4), 1 };
+    uint32_t groups[3] = { ovk_div_up(rows, MUL_MAT_BM), ovk_div_up(n, wg / 4), 1 };
     if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: %u rows x %u tokens exceed the grid", rows, n);
-    oscar_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 12, .n_spec = 2,
+    ovk_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 12, .n_spec = 2,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type } };
     uint32_t push[3] = { rows, cols, n };
-    oscar_binding b[3] = { w, x, y };
+    ovk_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);
 }
 
-oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                              oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status ovk_op_mul_mat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                              ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
-    if (n == 1) return oscar_op_mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, n);
-    if (prefers_batch(type, n)) return oscar_op_mul_mat_batch(ops, cmd, type, w, x, y, rows, cols, n);
-    return oscar_op_mul_mat_tiled(ops, cmd, type, w, x, y, rows, cols, n);
+    if (n == 1) return ovk_op_mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, n);
+    if (prefers_batch(type, n)) return ovk_op_mul_mat_batch(ops, cmd, type, w, x, y, rows, cols, n);
+    return ovk_op_mul_mat_tiled(ops, cmd, type, w, x, y, rows, cols, n);
 }
 
 /* ---- small kernels -------------------------------------------------------------------------- */
 
-oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                               oscar_binding ids, oscar_binding out, uint32_t cols, uint32_t n)
+oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                               ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n)
 {
     oscar_status st = check_workgroup(ops, "get_rows");
     if (st != OSCAR_OK) return st;
-    uint32_t block = oscar_op_type_block(type);
+    uint32_t block = ovk_op_type_block(type);
     if (!block)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "get_rows: weight type %u (%s) has no GPU kernel", type, oscar_ggml_type_name(type));
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "get_rows: weight type %u (%s) has no GPU kernel", type, ovk_ggml_type_name(type));
     if (cols == 0 || cols % block != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "get_rows: cols %u is not a positive multiple of %u", cols, block);
     uint64_t row_bytes;
-    if ((st = oscar_ggml_row_size(type, cols, &row_bytes)) != OSCAR_OK) return st;
+    if ((st = ovk_ggml_row_size(type, cols, &row_bytes)) != OSCAR_OK) return st;
     if ((uint64_t)n * cols > UINT32_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "get_rows: %u rows of %u exceed 32-bit indexing", n, cols);
     if ((st = check_binding(&w, (row_bytes + 3) & ~3ull, "get_rows", "w")) != OSCAR_OK) return st;
     if ((st = check_binding(&ids, (uint64_t)n * 4, "get_rows", "ids")) != OSCAR_OK) return st;
     if ((st = check_binding(&out, (uint64_t)n * cols * 4, "get_rows", "out")) != OSCAR_OK) return st;
     if (n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = "get_rows", .n_buffers = 3, .push_size = 8, .n_spec = 2,
+    ovk_pipeline_desc d = { .shader = "get_rows", .n_buffers = 3, .push_size = 8, .n_spec = 2,
                               .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type } };
     uint32_t push[2] = { cols, n }, groups[3];
     if ((st = grid_2d(n, groups, "get_rows")) != OSCAR_OK) return st;
-    oscar_binding b[3] = { w, ids, out };
+    ovk_binding b[3] = { w, ids, out };
     return record(ops, cmd, &d, b, push, groups);
 }
 
 /* rms_norm with an optional residual (res NULL: none). */
-static oscar_status rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, const oscar_binding *res,
-                             oscar_binding w, oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
+static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
+                             ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
     const char *op = res ? "add_rms_norm" : "rms_norm";
     oscar_status st = check_workgroup(ops, op);
@@ -345,28 +345,28 @@ static oscar_status rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding
     uint32_t wg = ops->workgroup, limit = ops->ctx->limits.maxComputeWorkGroupInvocations;
     if (ops->ctx->limits.maxComputeWorkGroupSize[0] < limit) limit = ops->ctx->limits.maxComputeWorkGroupSize[0];
     while (wg < 1024 && 2 * wg <= limit && 8ull * wg < dim) wg *= 2;
-    oscar_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 4, .push_size = 12, .n_spec = 2,
+    ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 4, .push_size = 12, .n_spec = 2,
                               .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL } };
     struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
     uint32_t groups[3];
     if ((st = grid_2d(n_rows, groups, op)) != OSCAR_OK) return st;
-    oscar_binding b[4] = { x, w, y, res ? *res : x }; /* without a residual binding 3 is not read */
+    ovk_binding b[4] = { x, w, y, res ? *res : x }; /* without a residual binding 3 is not read */
     return record(ops, cmd, &d, b, &push, groups);
 }
 
-oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding w,
-                               oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
+oscar_status ovk_op_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding w,
+                               ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
     return rms_norm(ops, cmd, x, NULL, w, y, dim, n_rows, eps);
 }
 
-oscar_status oscar_op_add_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding res,
-                                   oscar_binding w, oscar_binding y, uint32_t dim, uint32_t n_rows, float eps)
+oscar_status ovk_op_add_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
+                                   ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
     return rms_norm(ops, cmd, x, &res, w, y, dim, n_rows, eps);
 }
 
-oscar_status oscar_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,
+oscar_status ovk_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,
                                  const float *factors)
 {
     if (n_rot == 0 || n_rot % 2 != 0 || !(freq_base > 0.0) || !(freq_scale > 0.0))
@@ -383,8 +383,8 @@ oscar_status oscar_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_ba
     return OSCAR_OK;
 }
 
-oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type mode, oscar_binding x,
-                           oscar_binding pos, oscar_binding inv_freq, oscar_binding y, uint32_t head_dim,
+oscar_status ovk_op_rope(const ovk_ops *ops, ovk_cmd *cmd, ovk_rope_type mode, ovk_binding x,
+                           ovk_binding pos, ovk_binding inv_freq, ovk_binding y, uint32_t head_dim,
                            uint32_t n_heads, uint32_t n_tok, uint32_t n_rot)
 {
     oscar_status st = check_workgroup(ops, "rope");
@@ -399,41 +399,41 @@ oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type
     if ((st = check_binding(&inv_freq, (uint64_t)n_rot / 2 * 4, "rope", "inv_freq")) != OSCAR_OK) return st;
     if ((st = check_binding(&y, elems * 4, "rope", "y")) != OSCAR_OK) return st;
     if (elems == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = "rope", .n_buffers = 4, .push_size = 16, .n_spec = 2,
+    ovk_pipeline_desc d = { .shader = "rope", .n_buffers = 4, .push_size = 16, .n_spec = 2,
                               .spec = { /* WORKGROUP */ ops->workgroup, /* MODE */ (uint32_t)mode } };
     uint32_t push[4] = { head_dim, n_heads, n_tok, n_rot }, groups[3];
-    if ((st = grid_2d(oscar_div_up(elems / 2, ops->workgroup), groups, "rope")) != OSCAR_OK) return st;
-    oscar_binding b[4] = { x, pos, inv_freq, y };
+    if ((st = grid_2d(ovk_div_up(elems / 2, ops->workgroup), groups, "rope")) != OSCAR_OK) return st;
+    ovk_binding b[4] = { x, pos, inv_freq, y };
     return record(ops, cmd, &d, b, push, groups);
 }
 
 /* Records a flat elementwise kernel over n elements with 1-word-per-element bindings. */
-static oscar_status elementwise(const oscar_ops *ops, oscar_cmd *cmd, const char *shader, const oscar_binding *b,
+static oscar_status elementwise(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_binding *b,
                                 uint32_t n_buffers, const void *push, uint32_t push_size, uint32_t n)
 {
     oscar_status st = check_workgroup(ops, shader);
     if (st != OSCAR_OK) return st;
     if (n == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = 1,
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = 1,
                               .spec = { /* WORKGROUP */ ops->workgroup } };
     uint32_t groups[3];
-    if ((st = grid_2d(oscar_div_up(n, ops->workgroup), groups, shader)) != OSCAR_OK) return st;
+    if ((st = grid_2d(ovk_div_up(n, ops->workgroup), groups, shader)) != OSCAR_OK) return st;
     return record(ops, cmd, &d, b, push, groups);
 }
 
-oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding gate, oscar_binding up,
-                             oscar_binding y, uint32_t n)
+oscar_status ovk_op_swiglu(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up,
+                             ovk_binding y, uint32_t n)
 {
     oscar_status st;
     if ((st = check_binding(&gate, (uint64_t)n * 4, "swiglu", "gate")) != OSCAR_OK) return st;
     if ((st = check_binding(&up, (uint64_t)n * 4, "swiglu", "up")) != OSCAR_OK) return st;
     if ((st = check_binding(&y, (uint64_t)n * 4, "swiglu", "y")) != OSCAR_OK) return st;
-    oscar_binding b[3] = { gate, up, y };
+    ovk_binding b[3] = { gate, up, y };
     return elementwise(ops, cmd, "swiglu", b, 3, &n, 4, n);
 }
 
-oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding src, uint64_t bytes,
-                                  uint32_t per_thread, oscar_binding sink)
+oscar_status ovk_op_read_stream(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding src, uint64_t bytes,
+                                  uint32_t per_thread, ovk_binding sink)
 {
     oscar_status st;
     if (bytes == 0 || bytes % 16 || bytes / 16 > UINT32_MAX)
@@ -441,7 +441,7 @@ oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_bi
                            "below 64 GiB", (unsigned long long)bytes);
     if ((st = check_binding(&src, bytes, "read_stream", "src")) != OSCAR_OK) return st;
     if ((st = check_binding(&sink, 4, "read_stream", "sink")) != OSCAR_OK) return st;
-    oscar_pipeline_desc d = { .shader = "read_bandwidth", .n_buffers = 2, .push_size = 8, .n_spec = 1,
+    ovk_pipeline_desc d = { .shader = "read_bandwidth", .n_buffers = 2, .push_size = 8, .n_spec = 1,
                               .spec = { /* WORKGROUP */ READ_STREAM_WORKGROUP } };
     uint32_t n_vec4 = (uint32_t)(bytes / 16);
     struct { uint32_t n_vec4, magic; } push = { n_vec4, 0x0BADF00Du };
@@ -451,11 +451,11 @@ oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_bi
     uint32_t groups[3] = { (uint32_t)(((uint64_t)n_vec4 + (uint64_t)READ_STREAM_WORKGROUP * per_thread - 1) /
                                       ((uint64_t)READ_STREAM_WORKGROUP * per_thread)), 1, 1 };
     if (groups[0] > 65535) groups[0] = 65535;
-    oscar_binding b[2] = { src, sink };
+    ovk_binding b[2] = { src, sink };
     return record(ops, cmd, &d, b, &push, groups);
 }
 
-oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding xq,
+oscar_status ovk_op_x_f16_blocks(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq,
                                    uint32_t cols, uint32_t n)
 {
     oscar_status st = check_workgroup(ops, "x_f16_blocks");
@@ -465,12 +465,12 @@ oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_b
     if ((st = check_binding(&x, (uint64_t)n * cols * 4, "x_f16_blocks", "x")) != OSCAR_OK) return st;
     if ((st = check_binding(&xq, OSCAR_X_F16_BYTES(n, cols), "x_f16_blocks", "xq")) != OSCAR_OK) return st;
     uint32_t blocks = n * (cols / 32);
-    oscar_binding b[2] = { x, xq };
+    ovk_binding b[2] = { x, xq };
     return elementwise(ops, cmd, "x_f16_blocks", b, 2, &blocks, 4, blocks);
 }
 
-oscar_status oscar_op_add(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding a, oscar_binding b,
-                          oscar_binding y, uint32_t n, uint32_t nb)
+oscar_status ovk_op_add(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding a, ovk_binding b,
+                          ovk_binding y, uint32_t n, uint32_t nb)
 {
     oscar_status st;
     if (nb == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "add: nb is 0");
@@ -478,22 +478,22 @@ oscar_status oscar_op_add(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding a,
     if ((st = check_binding(&b, (uint64_t)nb * 4, "add", "b")) != OSCAR_OK) return st;
     if ((st = check_binding(&y, (uint64_t)n * 4, "add", "y")) != OSCAR_OK) return st;
     uint32_t push[2] = { n, nb };
-    oscar_binding bb[3] = { a, b, y };
+    ovk_binding bb[3] = { a, b, y };
     return elementwise(ops, cmd, "add", bb, 3, push, 8, n);
 }
 
-oscar_status oscar_op_scale(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding y,
+oscar_status ovk_op_scale(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding y,
                             uint32_t n, float s)
 {
     oscar_status st;
     if ((st = check_binding(&x, (uint64_t)n * 4, "scale", "x")) != OSCAR_OK) return st;
     if ((st = check_binding(&y, (uint64_t)n * 4, "scale", "y")) != OSCAR_OK) return st;
     struct { uint32_t n; float s; } push = { n, s };
-    oscar_binding b[2] = { x, y };
+    ovk_binding b[2] = { x, y };
     return elementwise(ops, cmd, "scale", b, 2, &push, 8, n);
 }
 
-oscar_status oscar_op_argmax(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding logits, oscar_binding out,
+oscar_status ovk_op_argmax(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding logits, ovk_binding out,
                              uint32_t n, uint32_t n_rows)
 {
     oscar_status st = check_workgroup(ops, "argmax");
@@ -503,10 +503,10 @@ oscar_status oscar_op_argmax(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding
     if ((st = check_binding(&logits, (uint64_t)n * n_rows * 4, "argmax", "logits")) != OSCAR_OK) return st;
     if ((st = check_binding(&out, (uint64_t)n_rows * 4, "argmax", "out")) != OSCAR_OK) return st;
     if (n_rows == 0) return OSCAR_OK;
-    oscar_pipeline_desc d = { .shader = "argmax", .n_buffers = 2, .push_size = 8, .n_spec = 1,
+    ovk_pipeline_desc d = { .shader = "argmax", .n_buffers = 2, .push_size = 8, .n_spec = 1,
                               .spec = { /* WORKGROUP */ ops->workgroup } };
     uint32_t push[2] = { n, n_rows }, groups[3];
     if ((st = grid_2d(n_rows, groups, "argmax")) != OSCAR_OK) return st;
-    oscar_binding b[2] = { logits, out };
+    ovk_binding b[2] = { logits, out };
     return record(ops, cmd, &d, b, push, groups);
 }

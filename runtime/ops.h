@@ -1,7 +1,7 @@
 /* Recording the forward-pass kernels other than attention into a command stream: each
- * oscar_op_* checks its shapes and bindings, picks the pipeline (shader + specialization
+ * ovk_op_* checks its shapes and bindings, picks the pipeline (shader + specialization
  * constants) and the dispatch grid, and records one dispatch. Nothing runs until the stream
- * is submitted; the caller puts oscar_cmd_barrier() between dependent ops.
+ * is submitted; the caller puts ovk_cmd_barrier() between dependent ops.
  *
  * Every tensor is fp32 and row-major unless named otherwise; weights stay in their raw GGUF
  * block layout. A binding may point into a larger buffer (offset + range; range 0 means to
@@ -12,17 +12,17 @@
 #ifndef OSCAR_OPS_H
 #define OSCAR_OPS_H
 
-#include "model_desc.h" /* oscar_rope_type */
+#include "model_desc.h" /* ovk_rope_type */
 #include "vk_context.h"
 
 /* Weight types the matmul, mat-vec and get_rows kernels read (shaders/common/dequant.glsl). */
-int oscar_op_type_supported(uint32_t type);
+int ovk_op_type_supported(uint32_t type);
 
 /* Elements per kernel block of a weight type: the ggml block size, or 8 for F32/F16/BF16
  * (which the kernels read 8 at a time). cols must be a multiple of it; 0 for an unsupported type. */
-uint32_t oscar_op_type_block(uint32_t type);
+uint32_t ovk_op_type_block(uint32_t type);
 
-typedef struct oscar_ops {
+typedef struct ovk_ops {
     oscar_context *ctx;
     uint32_t workgroup;    /* threads per workgroup: 32, 64, 128 or 256 */
     uint32_t matvec_rows;  /* rows per mat-vec workgroup, 1..workgroup; 0: chosen per weight type */
@@ -30,12 +30,12 @@ typedef struct oscar_ops {
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
-    uint32_t matvec_tokens;    /* tokens per workgroup of oscar_op_mul_mat_batch; 0: 4 */
+    uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch; 0: 4 */
     uint32_t matmul_workgroup; /* threads of the tiled matmul (tiles of 64 rows x threads/4 tokens), a
                                 * power of two in 32..256; 0: 256 where the device allows, else 128 */
-} oscar_ops;
+} ovk_ops;
 
-/* Which decode mat-vec shader oscar_op_mul_mat_vec records. */
+/* Which decode mat-vec shader ovk_op_mul_mat_vec records. */
 enum {
     OSCAR_MATVEC_AUTO = 0,  /* per weight type: RUN8 for F32/F16/BF16 and Q8_0, LANES for Q4_0 and Q4_1,
                              * UNITS for the K-quants */
@@ -45,7 +45,7 @@ enum {
 };
 
 /* Fills ops with the defaults for ctx (128 threads, mat-vec variant and rows by weight type). */
-void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
+void ovk_ops_init(ovk_ops *ops, oscar_context *ctx);
 
 /* Batches of at most this many tokens may go through the batched lanes product (block types;
  * K-quants up to 16). */
@@ -55,29 +55,29 @@ void oscar_ops_init(oscar_ops *ops, oscar_context *ctx);
  * x [n][cols] fp32, y [n][rows] fp32. n = 1 records the mat-vec kernel (decode); a few tokens
  * of a block type (1 < n <= 16, or <= OSCAR_MATVEC_BATCH_MAX for Q4_0/Q4_1/Q8_0) the batched
  * lanes product (batched decode); else the tiled matmul (prefill). */
-oscar_status oscar_op_mul_mat(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                              oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+oscar_status ovk_op_mul_mat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                              ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* The same product by the mat-vec kernel for any n (W is read once per token). */
-oscar_status oscar_op_mul_mat_vec(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                  oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                  ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* The same product by the lanes mat-vec shader with several tokens per workgroup
  * (ops->matvec_tokens, default 4): each weight word is decoded once per workgroup and applied
  * to its tokens, so W is read n / tokens times. Block types only (else OSCAR_ERROR_UNSUPPORTED). */
-oscar_status oscar_op_mul_mat_batch(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+oscar_status ovk_op_mul_mat_batch(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* The same product by the tiled matmul kernel for any n. */
-oscar_status oscar_op_mul_mat_tiled(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                    oscar_binding x, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* The packed-fp16 decode mat-vec (shaders/mul_mat_vec_f16.comp): Q4_0 and Q8_0 weights on
- * devices with shaderFloat16, x prepared once by oscar_op_x_f16_blocks and shared by every
+ * devices with shaderFloat16, x prepared once by ovk_op_x_f16_blocks and shared by every
  * mat-vec that reads the same x. Error ~1e-7 normalised squared (fp16 products; see the
  * shader), where the fp32 kernels are exact to fp32 summation order. On the H200 it takes a
  * Q4_0 14336 x 4096 product from 27 to ~17 us (docs/benchmarks.md). */
-int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type);
+int ovk_op_mul_mat_vec_f16_supported(const ovk_ops *ops, uint32_t type);
 
 /* Bytes of the prepared x of n rows of cols (a multiple of 32) elements: per 32-element block
  * 16 fp16 pairs, then per block an fp32 scale. */
@@ -85,42 +85,42 @@ int oscar_op_mul_mat_vec_f16_supported(const oscar_ops *ops, uint32_t type);
 
 /* xq [OSCAR_X_F16_BYTES(n, cols)] <- x [n][cols] fp32 (cols a multiple of 32). Needs no
  * shaderFloat16 (packHalf2x16 is core); only its consumer does. */
-oscar_status oscar_op_x_f16_blocks(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding xq,
+oscar_status ovk_op_x_f16_blocks(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq,
                                    uint32_t cols, uint32_t n);
 
 /* y [n][rows] = W [rows][cols] x for the x prepared in xq; type Q4_0 or Q8_0 (see
- * oscar_op_mul_mat_vec_f16_supported), the other settings as oscar_op_mul_mat_vec's UNITS. */
-oscar_status oscar_op_mul_mat_vec_f16(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                                      oscar_binding xq, oscar_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+ * ovk_op_mul_mat_vec_f16_supported), the other settings as ovk_op_mul_mat_vec's UNITS. */
+oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                      ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */
-oscar_status oscar_op_get_rows(const oscar_ops *ops, oscar_cmd *cmd, uint32_t type, oscar_binding w,
-                               oscar_binding ids, oscar_binding out, uint32_t cols, uint32_t n);
+oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                               ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n);
 
 /* RMS norm of n_rows rows of dim: y = (x * rsqrt(mean(x^2) + eps)) * w. x, y [n_rows][dim]
  * (y may alias x), w [dim]. For qwen3's q/k norm pass rows of head_dim. */
-oscar_status oscar_op_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding w,
-                               oscar_binding y, uint32_t dim, uint32_t n_rows, float eps);
+oscar_status ovk_op_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding w,
+                               ovk_binding y, uint32_t dim, uint32_t n_rows, float eps);
 
 /* The residual add and the next norm in one dispatch: x += res, then y = rms_norm(x) * w as
- * oscar_op_rms_norm (x equal bit for bit to oscar_op_add's sum). x, res, y [n_rows][dim]; y must
+ * ovk_op_rms_norm (x equal bit for bit to ovk_op_add's sum). x, res, y [n_rows][dim]; y must
  * not overlap x. */
-oscar_status oscar_op_add_rms_norm(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding res,
-                                   oscar_binding w, oscar_binding y, uint32_t dim, uint32_t n_rows, float eps);
+oscar_status ovk_op_add_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
+                                   ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps);
 
 /* Host side: the rope frequency table inv_freq[i] = freq_scale * freq_base^(-2i/n_rot) / f_i
  * for i < n_rot/2 (f_i = factors[i], or 1 when factors is NULL), computed in double. Upload it
  * once per model; theta_i = pos * inv_freq[i]. Linear scaling: freq_scale = 1 / factor. The
  * model description's rope_theta (model_desc.h) is the same table. */
-oscar_status oscar_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,
+oscar_status ovk_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,
                                  const float *factors);
 
 /* Rotary embedding, pairs by `mode` (OSCAR_ROPE_NORMAL: (2i, 2i+1), llama; OSCAR_ROPE_NEOX:
  * (i, i + n_rot/2), qwen). x, y [n_tok][n_heads][head_dim] (y may alias x), pos [n_tok] int32,
- * inv_freq [n_rot/2] from oscar_rope_inv_freq. head_dim and n_rot even, n_rot <= head_dim. */
-oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type mode, oscar_binding x,
-                           oscar_binding pos, oscar_binding inv_freq, oscar_binding y, uint32_t head_dim,
+ * inv_freq [n_rot/2] from ovk_rope_inv_freq. head_dim and n_rot even, n_rot <= head_dim. */
+oscar_status ovk_op_rope(const ovk_ops *ops, ovk_cmd *cmd, ovk_rope_type mode, ovk_binding x,
+                           ovk_binding pos, ovk_binding inv_freq, ovk_binding y, uint32_t head_dim,
                            uint32_t n_heads, uint32_t n_tok, uint32_t n_rot);
 
 /* The bandwidth probe (shaders/read_bandwidth.comp): reads the first `bytes` (a multiple of 16)
@@ -132,25 +132,25 @@ oscar_status oscar_op_rope(const oscar_ops *ops, oscar_cmd *cmd, oscar_rope_type
  * more of the GPU), at most 65535 workgroups, beyond which the reads go grid-stride. */
 #define READ_STREAM_WORKGROUP 256u
 #define READ_STREAM_PER_THREAD 16u
-oscar_status oscar_op_read_stream(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding src, uint64_t bytes,
-                                  uint32_t per_thread, oscar_binding sink);
+oscar_status ovk_op_read_stream(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding src, uint64_t bytes,
+                                  uint32_t per_thread, ovk_binding sink);
 
 /* y = silu(gate) * up, elementwise over n. y may alias gate or up. */
-oscar_status oscar_op_swiglu(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding gate, oscar_binding up,
-                             oscar_binding y, uint32_t n);
+oscar_status ovk_op_swiglu(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up,
+                             ovk_binding y, uint32_t n);
 
 /* y[i] = a[i] + b[i % nb]: residual (nb = n) or a bias broadcast over rows (nb = row length).
  * a, y [n] (y may alias a), b [nb]. */
-oscar_status oscar_op_add(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding a, oscar_binding b,
-                          oscar_binding y, uint32_t n, uint32_t nb);
+oscar_status ovk_op_add(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding a, ovk_binding b,
+                          ovk_binding y, uint32_t n, uint32_t nb);
 
 /* y = x * s over n elements; y may alias x. */
-oscar_status oscar_op_scale(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding x, oscar_binding y,
+oscar_status ovk_op_scale(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding y,
                             uint32_t n, float s);
 
 /* out[r] = argmax of logits[r][0..n) (uint32, ties to the lowest index, NaNs never chosen, 0
  * for a row of NaNs). logits [n_rows][n], out [n_rows]. */
-oscar_status oscar_op_argmax(const oscar_ops *ops, oscar_cmd *cmd, oscar_binding logits, oscar_binding out,
+oscar_status ovk_op_argmax(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding logits, ovk_binding out,
                              uint32_t n, uint32_t n_rows);
 
 #endif

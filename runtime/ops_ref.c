@@ -6,17 +6,17 @@
 #include "ggml_types.h"
 #include "ops_ref.h"
 
-oscar_status oscar_ref_mul_mat(uint32_t type, const void *w, const float *x, float *y,
+oscar_status ovk_ref_mul_mat(uint32_t type, const void *w, const float *x, float *y,
                                uint32_t rows, uint32_t cols, uint32_t n)
 {
     oscar_status st = OSCAR_OK;
     float *row = NULL;
     uint64_t row_bytes;
-    OSCAR_TRY(oscar_ggml_row_size(type, cols, &row_bytes));
+    OSCAR_TRY(ovk_ggml_row_size(type, cols, &row_bytes));
     row = malloc((size_t)cols * sizeof *row + 1);
     if (!row) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "mul_mat reference: %u floats", cols);
     for (uint32_t r = 0; r < rows; r++) {
-        OSCAR_TRY(oscar_ggml_dequantize_row(type, (const uint8_t *)w + r * row_bytes, row, cols));
+        OSCAR_TRY(ovk_ggml_dequantize_row(type, (const uint8_t *)w + r * row_bytes, row, cols));
         for (uint32_t t = 0; t < n; t++) {
             const float *xt = x + (size_t)t * cols;
             double s = 0.0;
@@ -29,19 +29,19 @@ fail:
     return st;
 }
 
-oscar_status oscar_ref_get_rows(uint32_t type, const void *w, const uint32_t *ids, float *out,
+oscar_status ovk_ref_get_rows(uint32_t type, const void *w, const uint32_t *ids, float *out,
                                 uint32_t cols, uint32_t n)
 {
     oscar_status st = OSCAR_OK;
     uint64_t row_bytes;
-    OSCAR_TRY(oscar_ggml_row_size(type, cols, &row_bytes));
+    OSCAR_TRY(ovk_ggml_row_size(type, cols, &row_bytes));
     for (uint32_t t = 0; t < n; t++)
-        OSCAR_TRY(oscar_ggml_dequantize_row(type, (const uint8_t *)w + ids[t] * row_bytes, out + (size_t)t * cols, cols));
+        OSCAR_TRY(ovk_ggml_dequantize_row(type, (const uint8_t *)w + ids[t] * row_bytes, out + (size_t)t * cols, cols));
 fail:
     return st;
 }
 
-void oscar_ref_rms_norm(const float *x, const float *w, float *y, uint32_t dim, uint32_t n_rows, float eps)
+void ovk_ref_rms_norm(const float *x, const float *w, float *y, uint32_t dim, uint32_t n_rows, float eps)
 {
     for (uint32_t r = 0; r < n_rows; r++) {
         const float *xr = x + (size_t)r * dim;
@@ -52,7 +52,7 @@ void oscar_ref_rms_norm(const float *x, const float *w, float *y, uint32_t dim, 
     }
 }
 
-void oscar_ref_rope(const float *x, const int32_t *pos, float *y, uint32_t head_dim, uint32_t n_heads,
+void ovk_ref_rope(const float *x, const int32_t *pos, float *y, uint32_t head_dim, uint32_t n_heads,
                     uint32_t n_tok, uint32_t n_rot, int neox, double freq_base, double freq_scale,
                     const float *factors)
 {
@@ -72,7 +72,7 @@ void oscar_ref_rope(const float *x, const int32_t *pos, float *y, uint32_t head_
     }
 }
 
-void oscar_ref_swiglu(const float *gate, const float *up, float *y, size_t n)
+void ovk_ref_swiglu(const float *gate, const float *up, float *y, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         double g = gate[i];
@@ -80,17 +80,17 @@ void oscar_ref_swiglu(const float *gate, const float *up, float *y, size_t n)
     }
 }
 
-void oscar_ref_add(const float *a, const float *b, float *y, size_t n, size_t nb)
+void ovk_ref_add(const float *a, const float *b, float *y, size_t n, size_t nb)
 {
     for (size_t i = 0; i < n; i++) y[i] = a[i] + b[i % nb];
 }
 
-void oscar_ref_scale(const float *x, float s, float *y, size_t n)
+void ovk_ref_scale(const float *x, float s, float *y, size_t n)
 {
     for (size_t i = 0; i < n; i++) y[i] = x[i] * s;
 }
 
-uint32_t oscar_ref_argmax(const float *x, size_t n)
+uint32_t ovk_ref_argmax(const float *x, size_t n)
 {
     size_t best = 0;
     int found = 0;

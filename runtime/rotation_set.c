@@ -56,7 +56,7 @@ static oscar_status build(const oscar_model *model, uint32_t n_layer, uint32_t n
     oscar_rotation_set *s = NULL;
     if (!model || !rot_k || !rot_v || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_create: NULL argument");
     *out = NULL;
-    const oscar_model_hparams *hp = &model->desc->hp;
+    const ovk_model_hparams *hp = &model->desc->hp;
     uint32_t d = hp->head_dim;
     if (n_layer != hp->n_layer)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "rotation set: %u layers, the model has %u", n_layer, hp->n_layer);
@@ -135,44 +135,44 @@ OSCAR_API oscar_status oscar_rotation_set_set_means(oscar_rotation_set *s, const
 /* ---- RotationZoo files --------------------------------------------------------------------- */
 
 /* u32 key that must equal `want` (MISMATCH naming the key otherwise). */
-static oscar_status expect_u32(const oscar_gguf *g, const char *key, uint32_t want)
+static oscar_status expect_u32(const ovk_gguf *g, const char *key, uint32_t want)
 {
     uint32_t v;
-    oscar_status st = oscar_gguf_get_u32(g, key, &v);
+    oscar_status st = ovk_gguf_get_u32(g, key, &v);
     if (st != OSCAR_OK) return st;
     if (v != want) OSCAR_RETURN_ERROR(OSCAR_ERROR_MISMATCH, "%s: %s = %u, the model has %u", g->path, key, v, want);
     return OSCAR_OK;
 }
 
 /* Optional f32 array key of n_layer ratios into out (left NULL when absent). */
-static oscar_status read_clips(const oscar_gguf *g, const char *key, uint32_t n_layer, float **out)
+static oscar_status read_clips(const ovk_gguf *g, const char *key, uint32_t n_layer, float **out)
 {
     oscar_status st = OSCAR_OK;
-    const oscar_gguf_array *a;
+    const ovk_gguf_array *a;
     *out = NULL;
-    if (!oscar_gguf_find_key(g, key)) return OSCAR_OK;
-    OSCAR_TRY(oscar_gguf_get_array(g, key, -1, &a));
+    if (!ovk_gguf_find_key(g, key)) return OSCAR_OK;
+    OSCAR_TRY(ovk_gguf_get_array(g, key, -1, &a));
     if (a->count != n_layer || (a->type != OSCAR_GGUF_TYPE_FLOAT32 && a->type != OSCAR_GGUF_TYPE_FLOAT64))
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: %s: %llu values of type %s, expected %u float32 (one per layer)", g->path, key,
-                   (unsigned long long)a->count, oscar_gguf_type_name(a->type), n_layer);
+                   (unsigned long long)a->count, ovk_gguf_type_name(a->type), n_layer);
     *out = malloc(n_layer * sizeof **out);
     if (!*out) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t l = 0; l < n_layer; l++) (*out)[l] = (float)oscar_gguf_array_number(a, l);
+    for (uint32_t l = 0; l < n_layer; l++) (*out)[l] = (float)ovk_gguf_array_number(a, l);
 fail:
     return st;
 }
 
 /* Copies tensor blk.<l>.<what>.weight into dst ([n_rot][d][d]) after checking type and shape;
  * *n_rot is set by layer 0's tensor (0 on entry) and must agree for the others. */
-static oscar_status read_rot(const oscar_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, uint32_t *n_rot,
+static oscar_status read_rot(const ovk_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, uint32_t *n_rot,
                              float **dst, uint32_t n_layer)
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.%s.weight", l, what);
-    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+    const ovk_gguf_tensor *t = ovk_gguf_find_tensor(g, name);
     if (!t) OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is missing", g->path, name);
     if (t->type != OSCAR_GGML_TYPE_F32)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name, oscar_ggml_type_name(t->type));
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name, ovk_ggml_type_name(t->type));
     uint32_t r = t->n_dims == 2 ? 1 : (uint32_t)t->ne[2];
     int ok = t->ne[0] == d && t->ne[1] == d && (t->n_dims == 2 || (t->n_dims == 3 && t->ne[2] == n_kv));
     if (!ok)
@@ -192,26 +192,26 @@ static oscar_status read_rot(const oscar_gguf *g, uint32_t l, const char *what, 
 
 /* Optional F32 tensor `name` of layer l: *t is it or NULL; *present is set by layer 0 and every
  * later layer must agree. */
-static oscar_status find_optional(const oscar_gguf *g, const char *name, uint32_t l, int *present, const oscar_gguf_tensor **t)
+static oscar_status find_optional(const ovk_gguf *g, const char *name, uint32_t l, int *present, const ovk_gguf_tensor **t)
 {
-    *t = oscar_gguf_find_tensor(g, name);
+    *t = ovk_gguf_find_tensor(g, name);
     if (l == 0) *present = *t != NULL;
     if (!*t != !*present)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s is %s, unlike layer 0's", g->path, name, *t ? "present" : "missing");
     if (*t && (*t)->type != OSCAR_GGML_TYPE_F32)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: type %s, expected F32", g->path, name,
-                           oscar_ggml_type_name((*t)->type));
+                           ovk_ggml_type_name((*t)->type));
     return OSCAR_OK;
 }
 
 /* Optional tensor blk.<l>.<what> (F32, ne [d, n_kv]) into dst [n_layer][n_kv][d], allocated at
  * the first layer; *present says whether layer 0 had it, and every later layer must agree. */
-static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, int *present,
+static oscar_status read_mean(const ovk_gguf *g, uint32_t l, const char *what, uint32_t d, uint32_t n_kv, int *present,
                               float **dst, uint32_t n_layer)
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.%s", l, what);
-    const oscar_gguf_tensor *t;
+    const ovk_gguf_tensor *t;
     oscar_status st = find_optional(g, name, l, present, &t);
     if (st != OSCAR_OK || !t) return st;
     if (t->n_dims != 2 || t->ne[0] != d || t->ne[1] != n_kv)
@@ -230,12 +230,12 @@ static oscar_status read_mean(const oscar_gguf *g, uint32_t l, const char *what,
  * finite, and with `upper` 0 on and below the diagonal, else symmetric. attn_k_feedback: the key
  * codes' error feedback (oscar_kv_params.key_feedback, upper); attn_k_metric: the keys' refit
  * metric (symmetric). */
-static oscar_status read_matrix(const oscar_gguf *g, uint32_t l, const char *what, int upper, uint32_t d, uint32_t n_rot,
+static oscar_status read_matrix(const ovk_gguf *g, uint32_t l, const char *what, int upper, uint32_t d, uint32_t n_rot,
                                 int *present, float **dst, uint32_t n_layer)
 {
     char name[96];
     snprintf(name, sizeof name, "blk.%u.%s", l, what);
-    const oscar_gguf_tensor *t;
+    const ovk_gguf_tensor *t;
     oscar_status st = find_optional(g, name, l, present, &t);
     if (st != OSCAR_OK || !t) return st;
     uint32_t r = t->n_dims == 2 ? 1 : (uint32_t)t->ne[2];
@@ -262,30 +262,30 @@ static oscar_status read_matrix(const oscar_gguf *g, uint32_t l, const char *wha
 OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_model *model, oscar_rotation_set **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_gguf *g = NULL;
+    ovk_gguf *g = NULL;
     float *rot_k = NULL, *rot_v = NULL, *clip_k = NULL, *clip_v = NULL;
     float *mean_k = NULL, *mean_v = NULL; /* [n_layer][n_kv][d], optional */
     float *feedback = NULL, *metric = NULL; /* [n_layer][n_rot][d][d], optional */
     if (!path || !model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_load: NULL argument");
     *out = NULL;
-    const oscar_model_hparams *hp = &model->desc->hp;
-    OSCAR_TRY(oscar_gguf_open(path, &g));
+    const ovk_model_hparams *hp = &model->desc->hp;
+    OSCAR_TRY(ovk_gguf_open(path, &g));
 
     uint32_t version;
-    OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.format_version", &version));
+    OSCAR_TRY(ovk_gguf_get_u32(g, "oscar.format_version", &version));
     if (version != 1)
         OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED_FORMAT, "%s: oscar.format_version %u is not supported (1)", path, version);
     const char *arch;
-    OSCAR_TRY(oscar_gguf_get_str(g, "oscar.model.architecture", &arch));
-    if (strcmp(arch, oscar_arch_name(hp->arch)))
+    OSCAR_TRY(ovk_gguf_get_str(g, "oscar.model.architecture", &arch));
+    if (strcmp(arch, ovk_arch_name(hp->arch)))
         OSCAR_FAIL(OSCAR_ERROR_MISMATCH, "%s: oscar.model.architecture = \"%s\", the model is \"%s\"", path, arch,
-                   oscar_arch_name(hp->arch));
+                   ovk_arch_name(hp->arch));
     OSCAR_TRY(expect_u32(g, "oscar.model.block_count", hp->n_layer));
     OSCAR_TRY(expect_u32(g, "oscar.model.head_count_kv", hp->n_head_kv));
     OSCAR_TRY(expect_u32(g, "oscar.model.head_dim", hp->head_dim));
-    if (oscar_gguf_find_key(g, "oscar.model.head_count")) OSCAR_TRY(expect_u32(g, "oscar.model.head_count", hp->n_head));
+    if (ovk_gguf_find_key(g, "oscar.model.head_count")) OSCAR_TRY(expect_u32(g, "oscar.model.head_count", hp->n_head));
     const char *fp;
-    OSCAR_TRY(oscar_gguf_get_str(g, "oscar.model.fingerprint", &fp));
+    OSCAR_TRY(ovk_gguf_get_str(g, "oscar.model.fingerprint", &fp));
     char *end = NULL;
     unsigned long long fpv = strtoull(fp, &end, 16);
     if (strlen(fp) != 16 || !end || *end)
@@ -294,16 +294,16 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         OSCAR_FAIL(OSCAR_ERROR_MISMATCH, "%s: oscar.model.fingerprint %s, the model's is %s (calibrated on another model)", path,
                    fp, model->info.fingerprint_hex);
     const char *grouping = NULL;
-    if (oscar_gguf_find_key(g, "oscar.grouping")) {
-        OSCAR_TRY(oscar_gguf_get_str(g, "oscar.grouping", &grouping));
+    if (ovk_gguf_find_key(g, "oscar.grouping")) {
+        OSCAR_TRY(ovk_gguf_get_str(g, "oscar.grouping", &grouping));
         if (strcmp(grouping, "layer") && strcmp(grouping, "head"))
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.grouping \"%s\" is neither \"layer\" nor \"head\"", path, grouping);
     }
 
     uint32_t nk = 0, nv = 0, d = hp->head_dim, group = 0;
     int has_mk = 0, has_mv = 0;
-    if (oscar_gguf_find_key(g, "oscar.group_size")) {
-        OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.group_size", &group));
+    if (ovk_gguf_find_key(g, "oscar.group_size")) {
+        OSCAR_TRY(ovk_gguf_get_u32(g, "oscar.group_size", &group));
         if (group == 0 || d % group != 0)
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.group_size %u does not divide head_dim %u", path, group, d);
     }
@@ -324,9 +324,9 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         OSCAR_TRY(read_matrix(g, l, "attn_k_metric", 0, d, nk, &has_metric, &metric, hp->n_layer));
     }
     uint32_t refit = 0;
-    if (oscar_gguf_find_key(g, "oscar.refit_rounds")) {
-        OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.refit_rounds", &refit));
-        uint32_t G = group ? group : oscar_int2_default_group(d);
+    if (ovk_gguf_find_key(g, "oscar.refit_rounds")) {
+        OSCAR_TRY(ovk_gguf_get_u32(g, "oscar.refit_rounds", &refit));
+        uint32_t G = group ? group : ovk_int2_default_group(d);
         if (refit > 8 || (refit && G != d))
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.refit_rounds %u: at most 8, and only with one group per row (group %u, "
                        "head_dim %u)", path, refit, G, d);
@@ -334,8 +334,8 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
     if (has_metric && !refit)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: the file has attn_k_metric but no oscar.refit_rounds", path);
     uint32_t center_block = 0;
-    if (oscar_gguf_find_key(g, "oscar.key_center_block")) {
-        OSCAR_TRY(oscar_gguf_get_u32(g, "oscar.key_center_block", &center_block));
+    if (ovk_gguf_find_key(g, "oscar.key_center_block")) {
+        OSCAR_TRY(ovk_gguf_get_u32(g, "oscar.key_center_block", &center_block));
         if (center_block < OSCAR_KEY_CENTER_BLOCK_MIN)
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: oscar.key_center_block %u is below %u", path, center_block,
                        OSCAR_KEY_CENTER_BLOCK_MIN);
@@ -360,10 +360,10 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         /* prefix the file name to the check's message */
         char msg[512];
         snprintf(msg, sizeof msg, "%s", oscar_last_error());
-        oscar_error_set(st, __FILE__, __LINE__, "%s: %s", path, msg);
+        ovk_error_set(st, __FILE__, __LINE__, "%s: %s", path, msg);
     }
 fail:
     free(rot_k), free(rot_v), free(clip_k), free(clip_v), free(mean_k), free(mean_v), free(feedback), free(metric);
-    oscar_gguf_close(g);
+    ovk_gguf_close(g);
     return st;
 }

@@ -8,7 +8,7 @@
 
 /* ---- the generator ----------------------------------------------------------------------- */
 
-void oscar_rng_seed(oscar_rng *rng, uint64_t seed)
+void ovk_rng_seed(ovk_rng *rng, uint64_t seed)
 {
     /* splitmix64 of the seed, so nearby seeds give unrelated streams and 0 is fine */
     uint64_t z = seed + 0x9E3779B97F4A7C15ull;
@@ -18,7 +18,7 @@ void oscar_rng_seed(oscar_rng *rng, uint64_t seed)
     rng->state = z ? z : 0x9E3779B97F4A7C15ull;
 }
 
-uint64_t oscar_rng_next(oscar_rng *rng)
+uint64_t ovk_rng_next(ovk_rng *rng)
 {
     /* xorshift64* */
     uint64_t x = rng->state;
@@ -29,7 +29,7 @@ uint64_t oscar_rng_next(oscar_rng *rng)
     return x * 0x2545F4914F6CDD1Dull;
 }
 
-double oscar_rng_uniform(oscar_rng *rng) { return (double)(oscar_rng_next(rng) >> 11) * 0x1.0p-53; }
+double ovk_rng_uniform(ovk_rng *rng) { return (double)(ovk_rng_next(rng) >> 11) * 0x1.0p-53; }
 
 /* ---- the sampler ------------------------------------------------------------------------- */
 
@@ -41,7 +41,7 @@ typedef struct cand {
 struct oscar_sampler {
     oscar_sampler_params p;
     uint32_t n_vocab;
-    oscar_rng rng;
+    ovk_rng rng;
     cand *cands;        /* [n_vocab] working set, sorted by logit (descending) when filtered */
     double *probs;      /* [n_vocab] probabilities of cands */
     uint8_t *seen;      /* [n_vocab] scratch marks for the penalty */
@@ -89,7 +89,7 @@ oscar_status oscar_sampler_create(const oscar_sampler_params *params, uint32_t n
     s->history = p.repeat_last_n > 0 ? malloc((size_t)p.repeat_last_n * sizeof *s->history) : NULL;
     if (!s->cands || !s->probs || !s->seen || (p.repeat_last_n > 0 && !s->history))
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "sampler: out of memory for %u tokens", n_vocab);
-    oscar_rng_seed(&s->rng, p.seed);
+    ovk_rng_seed(&s->rng, p.seed);
     *out = s;
     return OSCAR_OK;
 fail:
@@ -120,7 +120,7 @@ void oscar_sampler_reset(oscar_sampler *s)
     if (!s) return;
     s->n_history = 0;
     s->history_pos = 0;
-    oscar_rng_seed(&s->rng, s->p.seed);
+    ovk_rng_seed(&s->rng, s->p.seed);
 }
 
 /* Descending logit, then ascending id, so the order (and every draw) is deterministic. */
@@ -254,7 +254,7 @@ oscar_status oscar_sampler_sample(oscar_sampler *s, const float *logits, int32_t
         *token = s->cands[0].id;
         return OSCAR_OK;
     }
-    double u = oscar_rng_uniform(&s->rng), cum = 0.0;
+    double u = ovk_rng_uniform(&s->rng), cum = 0.0;
     size_t pick = n - 1; /* rounding can leave cum a hair below u: the last survivor then */
     for (size_t i = 0; i < n; i++) {
         cum += s->probs[i];
@@ -266,7 +266,7 @@ fail:
     return st;
 }
 
-oscar_status oscar_sampler_distribution(oscar_sampler *s, const float *logits, float *probs)
+oscar_status ovk_sampler_distribution(oscar_sampler *s, const float *logits, float *probs)
 {
     oscar_status st = OSCAR_OK;
     if (!s || !logits || !probs) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "sampler_distribution: NULL argument");

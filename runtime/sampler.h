@@ -41,7 +41,7 @@ oscar_status oscar_sampler_sample(oscar_sampler *s, const float *logits, int32_t
 
 /* The distribution the next draw would use: probs[n_vocab], 0 for tokens the filters removed,
  * summing to 1 (greedy: 1 on the argmax). Does not advance the generator. */
-oscar_status oscar_sampler_distribution(oscar_sampler *s, const float *logits, float *probs);
+oscar_status ovk_sampler_distribution(oscar_sampler *s, const float *logits, float *probs);
 
 /* Records a token in the repetition history (prompt tokens too, if they should count). */
 void oscar_sampler_accept(oscar_sampler *s, int32_t token);
@@ -49,11 +49,11 @@ void oscar_sampler_accept(oscar_sampler *s, int32_t token);
 void oscar_sampler_reset(oscar_sampler *s);
 
 /* The generator on its own, for reproducible randomness elsewhere. */
-typedef struct oscar_rng {
+typedef struct ovk_rng {
     uint64_t state; /* never 0 */
-} oscar_rng;
-void oscar_rng_seed(oscar_rng *rng, uint64_t seed);
-uint64_t oscar_rng_next(oscar_rng *rng);
-double oscar_rng_uniform(oscar_rng *rng); /* [0, 1), 53 random bits */
+} ovk_rng;
+void ovk_rng_seed(ovk_rng *rng, uint64_t seed);
+uint64_t ovk_rng_next(ovk_rng *rng);
+double ovk_rng_uniform(ovk_rng *rng); /* [0, 1), 53 random bits */
 
 #endif

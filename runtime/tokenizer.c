@@ -81,21 +81,21 @@ static int in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n)
     return 0;
 }
 
-int oscar_unicode_is_letter(uint32_t cp)
+int ovk_unicode_is_letter(uint32_t cp)
 {
     if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-    return in_ranges(cp, oscar_unicode_letter_ranges, oscar_unicode_letter_ranges_count);
+    return in_ranges(cp, ovk_unicode_letter_ranges, ovk_unicode_letter_ranges_count);
 }
 
-int oscar_unicode_is_number(uint32_t cp)
+int ovk_unicode_is_number(uint32_t cp)
 {
     if (cp < 0x80) return cp >= '0' && cp <= '9';
-    return in_ranges(cp, oscar_unicode_number_ranges, oscar_unicode_number_ranges_count);
+    return in_ranges(cp, ovk_unicode_number_ranges, ovk_unicode_number_ranges_count);
 }
 
 /* The Unicode White_Space property: what \s matches in the regex engines HF tokenizers and
  * Python's `regex` use. */
-int oscar_unicode_is_space(uint32_t cp)
+int ovk_unicode_is_space(uint32_t cp)
 {
     return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
            (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
@@ -147,9 +147,9 @@ static int cp_text_init(cp_text *t, const char *text, size_t len)
         uint32_t cp;
         size_t l = utf8_decode(s + pos, len - pos, &cp);
         t->cp[n] = cp;
-        t->cls[n] = (uint8_t)((oscar_unicode_is_letter(cp) ? CLS_L : 0) |
-                              (oscar_unicode_is_number(cp) ? CLS_N : 0) |
-                              (oscar_unicode_is_space(cp) ? CLS_S : 0));
+        t->cls[n] = (uint8_t)((ovk_unicode_is_letter(cp) ? CLS_L : 0) |
+                              (ovk_unicode_is_number(cp) ? CLS_N : 0) |
+                              (ovk_unicode_is_space(cp) ? CLS_S : 0));
         t->off[n] = pos;
         pos += l;
         n++;
@@ -241,7 +241,7 @@ static size_t match_llama3(const cp_text *t, size_t i, size_t end, size_t max_di
 
 /* Appends the word ends of t[begin..end) (code point indices) to ends[] as byte offsets;
  * *count runs past capacity to count. */
-static void split_range(oscar_pretokenizer pre, const cp_text *t, size_t begin, size_t end,
+static void split_range(ovk_pretokenizer pre, const cp_text *t, size_t begin, size_t end,
                         size_t *ends, size_t capacity, size_t *count)
 {
     size_t i = begin;
@@ -259,8 +259,8 @@ static void split_range(oscar_pretokenizer pre, const cp_text *t, size_t begin, 
     }
 }
 
-/* Splits a decoded text into words (see oscar_pretokenize). */
-static size_t split_words(oscar_pretokenizer pre, const cp_text *t, size_t *ends, size_t capacity)
+/* Splits a decoded text into words (see ovk_pretokenize). */
+static size_t split_words(ovk_pretokenizer pre, const cp_text *t, size_t *ends, size_t capacity)
 {
     size_t count = 0;
     if (pre == OSCAR_PRE_SMOLLM) {
@@ -280,7 +280,7 @@ static size_t split_words(oscar_pretokenizer pre, const cp_text *t, size_t *ends
     return count;
 }
 
-long oscar_pretokenize(oscar_pretokenizer pre, const char *text, size_t len, size_t *ends,
+long ovk_pretokenize(ovk_pretokenizer pre, const char *text, size_t len, size_t *ends,
                        size_t capacity)
 {
     cp_text t;
@@ -300,16 +300,16 @@ typedef struct merge_slot {
 
 #define MAX_EOG 16
 
-struct oscar_tokenizer {
-    oscar_tokenizer_model model;
-    oscar_pretokenizer pre;
+struct ovk_tokenizer {
+    ovk_tokenizer_model model;
+    ovk_pretokenizer pre;
     int ignore_merges;          /* BPE: a word that is a token is emitted whole (Llama 3) */
     uint32_t n_tokens;
     char *pool;                 /* all token texts, each followed by a NUL */
     size_t *text_off;           /* [n_tokens] byte offset of each text in pool */
     uint32_t *text_len;         /* [n_tokens] bytes of each text (without the NUL) */
     float *scores;              /* [n_tokens] SPM merge priority, higher merges first */
-    uint8_t *types;             /* [n_tokens] oscar_token_type */
+    uint8_t *types;             /* [n_tokens] ovk_token_type */
     uint32_t hash_mask;         /* hash table size - 1 (a power of two minus one) */
     int32_t *hash;              /* [hash_mask + 1] token ids by text hash, -1 empty */
     uint32_t merge_mask;        /* merge table size - 1 */
@@ -337,9 +337,9 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h ^ (h >> 29);
 }
 
-static const char *tok_text(const oscar_tokenizer *tok, int32_t id) { return tok->pool + tok->text_off[id]; }
+static const char *tok_text(const ovk_tokenizer *tok, int32_t id) { return tok->pool + tok->text_off[id]; }
 
-static int32_t lookup(const oscar_tokenizer *tok, const char *s, size_t n)
+static int32_t lookup(const ovk_tokenizer *tok, const char *s, size_t n)
 {
     uint32_t i = (uint32_t)hash_bytes(s, n) & tok->hash_mask;
     for (;;) {
@@ -358,7 +358,7 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-static const merge_slot *find_merge(const oscar_tokenizer *tok, int32_t left, int32_t right)
+static const merge_slot *find_merge(const ovk_tokenizer *tok, int32_t left, int32_t right)
 {
     if (!tok->merges) return NULL;
     uint64_t key = ((uint64_t)(uint32_t)left << 32) | (uint32_t)right;
@@ -380,18 +380,18 @@ static uint32_t table_size_for(uint32_t n)
 
 /* ==== 4. Create / destroy ============================================================== */
 
-oscar_tokenizer_desc oscar_tokenizer_desc_default(void)
+ovk_tokenizer_desc ovk_tokenizer_desc_default(void)
 {
-    oscar_tokenizer_desc d;
+    ovk_tokenizer_desc d;
     memset(&d, 0, sizeof d);
     d.bos_id = d.eos_id = d.eot_id = d.unk_id = -1;
     d.add_bos = d.add_space_prefix = -1;
     return d;
 }
 
-static int parse_pre(const char *name, oscar_pretokenizer *out)
+static int parse_pre(const char *name, ovk_pretokenizer *out)
 {
-    static const struct { const char *name; oscar_pretokenizer pre; } names[] = {
+    static const struct { const char *name; ovk_pretokenizer pre; } names[] = {
         {"default", OSCAR_PRE_GPT2}, {"gpt2", OSCAR_PRE_GPT2}, {"gpt-2", OSCAR_PRE_GPT2},
         {"smollm", OSCAR_PRE_SMOLLM}, {"starcoder", OSCAR_PRE_SMOLLM},
         {"refact", OSCAR_PRE_SMOLLM}, {"codeshell", OSCAR_PRE_SMOLLM},
@@ -417,7 +417,7 @@ static int is_special_type(uint8_t t)
 
 /* Orders the special tokens by first byte, then longest first (insertion sort: the list is
  * short, and this keeps create free of global state, so it is thread-safe). */
-static void sort_specials(oscar_tokenizer *tok)
+static void sort_specials(ovk_tokenizer *tok)
 {
     for (uint32_t i = 1; i < tok->n_specials; i++) {
         int32_t v = tok->specials[i];
@@ -435,7 +435,7 @@ static void sort_specials(oscar_tokenizer *tok)
     }
 }
 
-static void add_eog(oscar_tokenizer *tok, int32_t id)
+static void add_eog(ovk_tokenizer *tok, int32_t id)
 {
     if (id < 0) return;
     for (uint32_t i = 0; i < tok->n_eog; i++)
@@ -443,10 +443,10 @@ static void add_eog(oscar_tokenizer *tok, int32_t id)
     if (tok->n_eog < MAX_EOG) tok->eog[tok->n_eog++] = id;
 }
 
-oscar_status oscar_tokenizer_create(const oscar_tokenizer_desc *desc, oscar_tokenizer **out)
+oscar_status ovk_tokenizer_create(const ovk_tokenizer_desc *desc, ovk_tokenizer **out)
 {
     oscar_status st = OSCAR_OK;
-    oscar_tokenizer *tok = NULL;
+    ovk_tokenizer *tok = NULL;
     if (!out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: out is NULL");
     *out = NULL;
     if (!desc || !desc->model) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "tokenizer: no desc or model name");
@@ -604,11 +604,11 @@ oscar_status oscar_tokenizer_create(const oscar_tokenizer_desc *desc, oscar_toke
     *out = tok;
     return OSCAR_OK;
 fail:
-    oscar_tokenizer_destroy(tok);
+    ovk_tokenizer_destroy(tok);
     return st;
 }
 
-void oscar_tokenizer_destroy(oscar_tokenizer *tok)
+void ovk_tokenizer_destroy(ovk_tokenizer *tok)
 {
     if (!tok) return;
     free(tok->pool);
@@ -718,7 +718,7 @@ static heap_item heap_pop(enc_state *e)
 
 /* -- byte-level BPE --------------------------------------------------------------------- */
 
-static int bpe_try_pair(const oscar_tokenizer *tok, enc_state *e, long left, long right)
+static int bpe_try_pair(const ovk_tokenizer *tok, enc_state *e, long left, long right)
 {
     if (left < 0 || right < 0) return 0;
     const merge_slot *m = find_merge(tok, e->sym_id[left], e->sym_id[right]);
@@ -730,7 +730,7 @@ static int bpe_try_pair(const oscar_tokenizer *tok, enc_state *e, long left, lon
 
 /* Encodes one pre-tokenizer word (raw bytes): bytes -> mapped single-character tokens, then
  * the lowest-rank adjacent pair merges first (leftmost on ties) until no pair has a merge. */
-static int bpe_word(const oscar_tokenizer *tok, enc_state *e, const unsigned char *w, size_t n)
+static int bpe_word(const ovk_tokenizer *tok, enc_state *e, const unsigned char *w, size_t n)
 {
     if (tok->ignore_merges) {
         /* the word as a token, in its mapped form */
@@ -778,7 +778,7 @@ static int bpe_word(const oscar_tokenizer *tok, enc_state *e, const unsigned cha
     return 0;
 }
 
-static int bpe_fragment(const oscar_tokenizer *tok, enc_state *e, const char *text, size_t len)
+static int bpe_fragment(const ovk_tokenizer *tok, enc_state *e, const char *text, size_t len)
 {
     cp_text t;
     if (cp_text_init(&t, text, len) != 0) return -1;
@@ -803,13 +803,13 @@ done:
 
 /* Whether a token may be produced by SPM merging (SentencePiece merges only normal and
  * user-defined pieces; control, unknown, byte and unused pieces are never spelled). */
-static int spm_mergeable(const oscar_tokenizer *tok, int32_t id)
+static int spm_mergeable(const ovk_tokenizer *tok, int32_t id)
 {
     return id >= 0 && (tok->types[id] == OSCAR_TOKEN_NORMAL || tok->types[id] == OSCAR_TOKEN_USER_DEFINED ||
                        tok->types[id] == OSCAR_TOKEN_UNDEFINED);
 }
 
-static int spm_try_pair(const oscar_tokenizer *tok, enc_state *e, long left, long right)
+static int spm_try_pair(const ovk_tokenizer *tok, enc_state *e, long left, long right)
 {
     if (left < 0 || right < 0) return 0;
     int32_t id = lookup(tok, e->buf + e->sym_off[left], e->sym_len[left] + e->sym_len[right]);
@@ -822,7 +822,7 @@ static int spm_try_pair(const oscar_tokenizer *tok, enc_state *e, long left, lon
 /* Encodes one text fragment: spaces -> "▁" (and a leading "▁" when `prefix`), characters as
  * symbols, then the adjacent pair whose concatenation is the highest-scoring token merges
  * first (leftmost on ties); symbols that are not tokens become <0xNN> byte tokens. */
-static int spm_fragment(const oscar_tokenizer *tok, enc_state *e, const char *text, size_t len, int prefix)
+static int spm_fragment(const ovk_tokenizer *tok, enc_state *e, const char *text, size_t len, int prefix)
 {
     static const char sp[3] = {(char)0xE2, (char)0x96, (char)0x81}; /* U+2581 */
     size_t n_spaces = 0;
@@ -882,7 +882,7 @@ static int spm_fragment(const oscar_tokenizer *tok, enc_state *e, const char *te
 /* -- the driver ------------------------------------------------------------------------- */
 
 /* The longest special token at text[pos..len) that may match here, or -1. */
-static int32_t match_special(const oscar_tokenizer *tok, const char *text, size_t pos, size_t len, int parse_special)
+static int32_t match_special(const ovk_tokenizer *tok, const char *text, size_t pos, size_t len, int parse_special)
 {
     unsigned char b = (unsigned char)text[pos];
     for (uint32_t k = tok->special_start[b]; k < tok->special_start[b + 1]; k++) {
@@ -894,14 +894,14 @@ static int32_t match_special(const oscar_tokenizer *tok, const char *text, size_
     return -1;
 }
 
-static int encode_raw(const oscar_tokenizer *tok, enc_state *e, const char *text, size_t len, int prefix)
+static int encode_raw(const ovk_tokenizer *tok, enc_state *e, const char *text, size_t len, int prefix)
 {
     if (len == 0) return 0;
     if (tok->model == OSCAR_TOKENIZER_SPM) return spm_fragment(tok, e, text, len, prefix);
     return bpe_fragment(tok, e, text, len);
 }
 
-oscar_status oscar_tokenizer_encode(const oscar_tokenizer *tok, const char *text, size_t len,
+oscar_status ovk_tokenizer_encode(const ovk_tokenizer *tok, const char *text, size_t len,
                                     int add_bos, int parse_special, int32_t *tokens,
                                     size_t capacity, size_t *n_tokens)
 {
@@ -935,7 +935,7 @@ oscar_status oscar_tokenizer_encode(const oscar_tokenizer *tok, const char *text
     }
     goto done;
 oom:
-    st = oscar_error_set(OSCAR_ERROR_OUT_OF_HOST_MEMORY, __FILE__, __LINE__, "tokenizer_encode: out of memory");
+    st = ovk_error_set(OSCAR_ERROR_OUT_OF_HOST_MEMORY, __FILE__, __LINE__, "tokenizer_encode: out of memory");
     goto done;
 fail:
 done:
@@ -981,8 +981,8 @@ static int hexval(char c)
     return -1;
 }
 
-/* Appends the bytes of one token (see oscar_tokenizer_token_to_piece). */
-static void piece(const oscar_tokenizer *tok, int32_t id, int render_special, sink *o)
+/* Appends the bytes of one token (see ovk_tokenizer_token_to_piece). */
+static void piece(const ovk_tokenizer *tok, int32_t id, int render_special, sink *o)
 {
     const char *s = tok_text(tok, id);
     size_t n = tok->text_len[id];
@@ -1030,7 +1030,7 @@ static void piece(const oscar_tokenizer *tok, int32_t id, int render_special, si
     }
 }
 
-oscar_status oscar_tokenizer_token_to_piece(const oscar_tokenizer *tok, int32_t token,
+oscar_status ovk_tokenizer_token_to_piece(const ovk_tokenizer *tok, int32_t token,
                                             int render_special, char *buf, size_t capacity,
                                             size_t *len)
 {
@@ -1046,7 +1046,7 @@ oscar_status oscar_tokenizer_token_to_piece(const oscar_tokenizer *tok, int32_t 
     return OSCAR_OK;
 }
 
-oscar_status oscar_tokenizer_decode(const oscar_tokenizer *tok, const int32_t *tokens, size_t n,
+oscar_status ovk_tokenizer_decode(const ovk_tokenizer *tok, const int32_t *tokens, size_t n,
                                     int render_special, int skip_prefix_space, char *buf,
                                     size_t capacity, size_t *len)
 {
@@ -1065,33 +1065,33 @@ oscar_status oscar_tokenizer_decode(const oscar_tokenizer *tok, const int32_t *t
     return OSCAR_OK;
 }
 
-const char *oscar_tokenizer_token_text(const oscar_tokenizer *tok, int32_t token)
+const char *ovk_tokenizer_token_text(const ovk_tokenizer *tok, int32_t token)
 {
     if (!tok || token < 0 || (uint32_t)token >= tok->n_tokens) return NULL;
     return tok_text(tok, token);
 }
 
-int32_t oscar_tokenizer_find(const oscar_tokenizer *tok, const char *text, size_t len)
+int32_t ovk_tokenizer_find(const ovk_tokenizer *tok, const char *text, size_t len)
 {
     if (!tok || (!text && len)) return -1;
     return lookup(tok, text, len);
 }
 
-oscar_token_type oscar_tokenizer_token_type(const oscar_tokenizer *tok, int32_t token)
+ovk_token_type ovk_tokenizer_token_type(const ovk_tokenizer *tok, int32_t token)
 {
     if (!tok || token < 0 || (uint32_t)token >= tok->n_tokens) return OSCAR_TOKEN_UNDEFINED;
-    return (oscar_token_type)tok->types[token];
+    return (ovk_token_type)tok->types[token];
 }
 
-uint32_t oscar_tokenizer_vocab_size(const oscar_tokenizer *tok) { return tok ? tok->n_tokens : 0; }
-oscar_tokenizer_model oscar_tokenizer_model_kind(const oscar_tokenizer *tok) { return tok->model; }
-oscar_pretokenizer oscar_tokenizer_pre(const oscar_tokenizer *tok) { return tok->pre; }
-int32_t oscar_tokenizer_bos(const oscar_tokenizer *tok) { return tok ? tok->bos : -1; }
-int32_t oscar_tokenizer_eos(const oscar_tokenizer *tok) { return tok ? tok->eos : -1; }
-int32_t oscar_tokenizer_eot(const oscar_tokenizer *tok) { return tok ? tok->eot : -1; }
-int oscar_tokenizer_adds_bos(const oscar_tokenizer *tok) { return tok && tok->add_bos && tok->bos >= 0; }
+uint32_t ovk_tokenizer_vocab_size(const ovk_tokenizer *tok) { return tok ? tok->n_tokens : 0; }
+ovk_tokenizer_model ovk_tokenizer_model_kind(const ovk_tokenizer *tok) { return tok->model; }
+ovk_pretokenizer ovk_tokenizer_pre(const ovk_tokenizer *tok) { return tok->pre; }
+int32_t ovk_tokenizer_bos(const ovk_tokenizer *tok) { return tok ? tok->bos : -1; }
+int32_t ovk_tokenizer_eos(const ovk_tokenizer *tok) { return tok ? tok->eos : -1; }
+int32_t ovk_tokenizer_eot(const ovk_tokenizer *tok) { return tok ? tok->eot : -1; }
+int ovk_tokenizer_adds_bos(const ovk_tokenizer *tok) { return tok && tok->add_bos && tok->bos >= 0; }
 
-int oscar_tokenizer_is_eog(const oscar_tokenizer *tok, int32_t token)
+int ovk_tokenizer_is_eog(const ovk_tokenizer *tok, int32_t token)
 {
     if (!tok || token < 0) return 0;
     for (uint32_t i = 0; i < tok->n_eog; i++)

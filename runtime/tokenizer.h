@@ -34,7 +34,7 @@
 
 /* Token types, numbered as the GGUF key tokenizer.ggml.token_type (llama.cpp's
  * llama_token_type). */
-typedef enum oscar_token_type {
+typedef enum ovk_token_type {
     OSCAR_TOKEN_UNDEFINED = 0,
     OSCAR_TOKEN_NORMAL = 1,
     OSCAR_TOKEN_UNKNOWN = 2,
@@ -42,15 +42,15 @@ typedef enum oscar_token_type {
     OSCAR_TOKEN_USER_DEFINED = 4,
     OSCAR_TOKEN_UNUSED = 5,
     OSCAR_TOKEN_BYTE = 6,
-} oscar_token_type;
+} ovk_token_type;
 
-typedef enum oscar_tokenizer_model {
+typedef enum ovk_tokenizer_model {
     OSCAR_TOKENIZER_BPE = 1, /* "gpt2": byte-level BPE */
     OSCAR_TOKENIZER_SPM = 2, /* "llama": SentencePiece BPE with byte fallback */
-} oscar_tokenizer_model;
+} ovk_tokenizer_model;
 
 /* Pre-tokenizer (word splitting) of the byte-level BPE, from tokenizer.ggml.pre. */
-typedef enum oscar_pretokenizer {
+typedef enum ovk_pretokenizer {
     OSCAR_PRE_GPT2 = 0,   /* "gpt2", "default": 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+|
                            *  ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
     OSCAR_PRE_SMOLLM = 1, /* "smollm", "starcoder", "refact", "codeshell": every \p{N} on its
@@ -59,18 +59,18 @@ typedef enum oscar_pretokenizer {
                            * 'll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
                            * \s*[\r\n]+|\s+(?!\S)|\s+ */
     OSCAR_PRE_QWEN2 = 3,  /* "qwen2", "deepseek-r1-qwen": as LLAMA3 with \p{N} (single digits) */
-} oscar_pretokenizer;
+} ovk_pretokenizer;
 
 /* What the model loader passes in, straight from the GGUF metadata. Nothing is retained:
  * the tokenizer copies what it needs, so the arrays may point into a mapping that goes away. */
-typedef struct oscar_tokenizer_desc {
+typedef struct ovk_tokenizer_desc {
     const char *model;              /* tokenizer.ggml.model: "gpt2" or "llama" */
     const char *pre;                /* tokenizer.ggml.pre, or NULL for "default" (gpt2 only) */
     uint32_t n_tokens;              /* vocabulary size */
     const char *const *tokens;      /* [n_tokens] token texts, UTF-8 (byte-level form for gpt2) */
     const uint32_t *token_lens;     /* [n_tokens] bytes of each text, or NULL: NUL-terminated */
     const float *scores;            /* [n_tokens] merge scores (SPM); NULL: all 0 */
-    const int32_t *token_types;     /* [n_tokens] oscar_token_type; NULL: all NORMAL */
+    const int32_t *token_types;     /* [n_tokens] ovk_token_type; NULL: all NORMAL */
     uint32_t n_merges;              /* BPE only */
     const char *const *merges;      /* [n_merges] "left right", rank = index (BPE only) */
     const uint32_t *merge_lens;     /* [n_merges] bytes of each merge, or NULL: NUL-terminated */
@@ -82,20 +82,20 @@ typedef struct oscar_tokenizer_desc {
                                      * model's default (SPM 1, BPE 0) */
     int add_space_prefix;           /* tokenizer.ggml.add_space_prefix: 1, 0, or -1 for the
                                      * model's default (SPM 1, BPE 0; BPE ignores it) */
-} oscar_tokenizer_desc;
+} ovk_tokenizer_desc;
 
 /* A desc with every id -1, defaults -1 and no arrays. */
-oscar_tokenizer_desc oscar_tokenizer_desc_default(void);
+ovk_tokenizer_desc ovk_tokenizer_desc_default(void);
 
-typedef struct oscar_tokenizer oscar_tokenizer;
+typedef struct ovk_tokenizer ovk_tokenizer;
 
 /* Builds a tokenizer from the arrays in `desc` (copied). Fails with INVALID_ARGUMENT on a
  * missing array, an id out of range or a merge that does not name two tokens whose
  * concatenation is a token; UNSUPPORTED for an unknown model or pre-tokenizer name;
  * OUT_OF_HOST_MEMORY. On failure *out is NULL. */
-oscar_status oscar_tokenizer_create(const oscar_tokenizer_desc *desc, oscar_tokenizer **out);
+oscar_status ovk_tokenizer_create(const ovk_tokenizer_desc *desc, ovk_tokenizer **out);
 /* Frees the tokenizer. NULL is a no-op. */
-void oscar_tokenizer_destroy(oscar_tokenizer *tok);
+void ovk_tokenizer_destroy(ovk_tokenizer *tok);
 
 /* Encodes `len` bytes of `text` (any bytes; need not be NUL-terminated or valid UTF-8).
  * add_bos: prepend the BOS token when the model asks for it (add_bos_token) and has one.
@@ -105,7 +105,7 @@ void oscar_tokenizer_destroy(oscar_tokenizer *tok);
  * Returns OK when they all fit or when tokens is NULL (a count query); INVALID_ARGUMENT when
  * `capacity` was too small (the first `capacity` ids are written, *n_tokens says how many
  * are needed); OUT_OF_HOST_MEMORY. */
-oscar_status oscar_tokenizer_encode(const oscar_tokenizer *tok, const char *text, size_t len,
+oscar_status ovk_tokenizer_encode(const ovk_tokenizer *tok, const char *text, size_t len,
                                     int add_bos, int parse_special, int32_t *tokens,
                                     size_t capacity, size_t *n_tokens);
 
@@ -115,37 +115,37 @@ oscar_status oscar_tokenizer_encode(const oscar_tokenizer *tok, const char *text
  * character; a streaming caller concatenates pieces and prints whole characters.
  * Writes up to `capacity` bytes (no NUL), sets *len to the full length; returns OK when it
  * fit, INVALID_ARGUMENT for a bad id or too small a buffer. */
-oscar_status oscar_tokenizer_token_to_piece(const oscar_tokenizer *tok, int32_t token,
+oscar_status ovk_tokenizer_token_to_piece(const ovk_tokenizer *tok, int32_t token,
                                             int render_special, char *buf, size_t capacity,
                                             size_t *len);
 
 /* Concatenated pieces of `n` tokens. For llama (SPM) with add_space_prefix, the space the
  * encoder prepended is removed from the first piece (when skip_prefix_space is 1), so
  * decode(encode(x)) == x. Buffer semantics as token_to_piece (buf may be NULL to measure). */
-oscar_status oscar_tokenizer_decode(const oscar_tokenizer *tok, const int32_t *tokens, size_t n,
+oscar_status ovk_tokenizer_decode(const ovk_tokenizer *tok, const int32_t *tokens, size_t n,
                                     int render_special, int skip_prefix_space, char *buf,
                                     size_t capacity, size_t *len);
 
 /* The raw vocabulary text of a token (NUL-terminated, as stored), or NULL for a bad id. */
-const char *oscar_tokenizer_token_text(const oscar_tokenizer *tok, int32_t token);
+const char *ovk_tokenizer_token_text(const ovk_tokenizer *tok, int32_t token);
 /* The token with exactly this vocabulary text, or -1. */
-int32_t oscar_tokenizer_find(const oscar_tokenizer *tok, const char *text, size_t len);
+int32_t ovk_tokenizer_find(const ovk_tokenizer *tok, const char *text, size_t len);
 /* The type of a token (OSCAR_TOKEN_UNDEFINED for a bad id). */
-oscar_token_type oscar_tokenizer_token_type(const oscar_tokenizer *tok, int32_t token);
+ovk_token_type ovk_tokenizer_token_type(const ovk_tokenizer *tok, int32_t token);
 
-uint32_t oscar_tokenizer_vocab_size(const oscar_tokenizer *tok);
-oscar_tokenizer_model oscar_tokenizer_model_kind(const oscar_tokenizer *tok);
-oscar_pretokenizer oscar_tokenizer_pre(const oscar_tokenizer *tok);
-int32_t oscar_tokenizer_bos(const oscar_tokenizer *tok);  /* -1 when none */
-int32_t oscar_tokenizer_eos(const oscar_tokenizer *tok);  /* -1 when none */
+uint32_t ovk_tokenizer_vocab_size(const ovk_tokenizer *tok);
+ovk_tokenizer_model ovk_tokenizer_model_kind(const ovk_tokenizer *tok);
+ovk_pretokenizer ovk_tokenizer_pre(const ovk_tokenizer *tok);
+int32_t ovk_tokenizer_bos(const ovk_tokenizer *tok);  /* -1 when none */
+int32_t ovk_tokenizer_eos(const ovk_tokenizer *tok);  /* -1 when none */
 /* End of turn: eot_id if given, else the first of <|eot_id|>, <|im_end|>, <|end|>,
  * <end_of_turn>, <|endoftext|> in the vocabulary, else eos. */
-int32_t oscar_tokenizer_eot(const oscar_tokenizer *tok);
+int32_t ovk_tokenizer_eot(const ovk_tokenizer *tok);
 /* Whether add_bos=1 in encode prepends BOS (add_bos_token and a BOS id exist). */
-int oscar_tokenizer_adds_bos(const oscar_tokenizer *tok);
+int ovk_tokenizer_adds_bos(const ovk_tokenizer *tok);
 /* End of generation: eos, eot, and any of <|im_end|>, <|eot_id|>, <|eom_id|>,
  * <|endoftext|>, <|end_of_text|>, <|end|>, <end_of_turn> that the vocabulary has. */
-int oscar_tokenizer_is_eog(const oscar_tokenizer *tok, int32_t token);
+int ovk_tokenizer_is_eog(const ovk_tokenizer *tok, int32_t token);
 
 /* ---- internals exposed for tests ------------------------------------------------------- */
 
@@ -153,17 +153,17 @@ int oscar_tokenizer_is_eog(const oscar_tokenizer *tok, int32_t token);
  * handling, no byte mapping). Writes up to `capacity` word end offsets (exclusive, in bytes,
  * increasing, the last = len) to `ends` and returns the number of words (may exceed
  * capacity), or -1 when out of memory. */
-long oscar_pretokenize(oscar_pretokenizer pre, const char *text, size_t len, size_t *ends,
+long ovk_pretokenize(ovk_pretokenizer pre, const char *text, size_t len, size_t *ends,
                        size_t capacity);
 
 /* Unicode classes (generated tables, see scripts/gen_unicode_tables.py). */
-int oscar_unicode_is_letter(uint32_t cp);
-int oscar_unicode_is_number(uint32_t cp);
-int oscar_unicode_is_space(uint32_t cp);
-extern const char oscar_unicode_version[];
-extern const uint32_t oscar_unicode_letter_ranges[][2];
-extern const size_t oscar_unicode_letter_ranges_count;
-extern const uint32_t oscar_unicode_number_ranges[][2];
-extern const size_t oscar_unicode_number_ranges_count;
+int ovk_unicode_is_letter(uint32_t cp);
+int ovk_unicode_is_number(uint32_t cp);
+int ovk_unicode_is_space(uint32_t cp);
+extern const char ovk_unicode_version[];
+extern const uint32_t ovk_unicode_letter_ranges[][2];
+extern const size_t ovk_unicode_letter_ranges_count;
+extern const uint32_t ovk_unicode_number_ranges[][2];
+extern const size_t ovk_unicode_number_ranges_count;
 
 #endif

@@ -9,7 +9,7 @@
 #define MAX_TIMESTAMPS 256u
 #define MAX_PROFILE_TIMESTAMPS 16384u /* with a profile: one per dispatch of a forward step */
 
-oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd)
+oscar_status ovk_cmd_init(oscar_context *ctx, ovk_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     memset(cmd, 0, sizeof *cmd);
@@ -35,14 +35,14 @@ oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd)
     }
     return OSCAR_OK;
 fail:
-    oscar_cmd_release(ctx, cmd);
+    ovk_cmd_release(ctx, cmd);
     return st;
 }
 
-void oscar_cmd_release(oscar_context *ctx, oscar_cmd *cmd)
+void ovk_cmd_release(oscar_context *ctx, ovk_cmd *cmd)
 {
     if (!cmd || !ctx->device) return;
-    oscar_cmd_abort(ctx, cmd);
+    ovk_cmd_abort(ctx, cmd);
     if (cmd->pending) ctx->vk.vkWaitForFences(ctx->device, cmd->part + 1, cmd->fences, VK_TRUE, UINT64_MAX);
     for (uint32_t i = 0; i < cmd->n_desc_pools; i++) ctx->vk.vkDestroyDescriptorPool(ctx->device, cmd->desc_pools[i], NULL);
     free(cmd->desc_pools);
@@ -55,7 +55,7 @@ void oscar_cmd_release(oscar_context *ctx, oscar_cmd *cmd)
     memset(cmd, 0, sizeof *cmd);
 }
 
-oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd)
+oscar_status ovk_cmd_wait(oscar_context *ctx, ovk_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     if (!cmd->pending) return OSCAR_OK;
@@ -67,17 +67,17 @@ oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd)
                                           sizeof *t, VK_QUERY_RESULT_64_BIT) == VK_SUCCESS)
             for (uint32_t i = 1; i < cmd->n_queries; i++)
                 if (cmd->prof_names[i])
-                    oscar_profile_add(ctx->profile, cmd->prof_names[i], (double)(t[i] - t[i - 1]) * ctx->info.timestamp_period_ns);
+                    ovk_profile_add(ctx->profile, cmd->prof_names[i], (double)(t[i] - t[i - 1]) * ctx->info.timestamp_period_ns);
     }
 fail:
     return st;
 }
 
-oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd)
+oscar_status ovk_cmd_begin(oscar_context *ctx, ovk_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     if (cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "command stream is already recording");
-    OSCAR_TRY(oscar_cmd_wait(ctx, cmd));
+    OSCAR_TRY(ovk_cmd_wait(ctx, cmd));
     OSCAR_VK(ctx->vk.vkResetFences(ctx->device, OSCAR_CMD_PARTS, cmd->fences));
     OSCAR_VK(ctx->vk.vkResetCommandPool(ctx->device, cmd->pool, 0));
     cmd->part = 0;
@@ -90,14 +90,14 @@ oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd)
     if (cmd->queries) ctx->vk.vkCmdResetQueryPool(cmd->cb, cmd->queries, 0, cmd->max_queries);
     cmd->n_queries = 0;
     cmd->recording = 1;
-    if (cmd->prof_names) oscar_cmd_timestamp(ctx, cmd); /* the start of the first dispatch */
+    if (cmd->prof_names) ovk_cmd_timestamp(ctx, cmd); /* the start of the first dispatch */
     /* earlier submissions' writes (e.g. a flush reading a page that is now reused) come first */
-    oscar_cmd_barrier(ctx, cmd);
+    ovk_cmd_barrier(ctx, cmd);
 fail:
     return st;
 }
 
-static oscar_status add_desc_pool(oscar_context *ctx, oscar_cmd *cmd)
+static oscar_status add_desc_pool(oscar_context *ctx, ovk_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     VkDescriptorPool *grown = realloc(cmd->desc_pools, (cmd->n_desc_pools + 1) * sizeof *grown);
@@ -112,7 +112,7 @@ fail:
     return st;
 }
 
-static oscar_status alloc_set(oscar_context *ctx, oscar_cmd *cmd, VkDescriptorSetLayout layout, VkDescriptorSet *set)
+static oscar_status alloc_set(oscar_context *ctx, ovk_cmd *cmd, VkDescriptorSetLayout layout, VkDescriptorSet *set)
 {
     oscar_status st = OSCAR_OK;
     for (;;) {
@@ -129,8 +129,8 @@ fail:
     return st;
 }
 
-oscar_status oscar_cmd_dispatch(oscar_context *ctx, oscar_cmd *cmd, const oscar_pipeline *p,
-                                const oscar_binding *bindings, const void *push, const uint32_t groups[3])
+oscar_status ovk_cmd_dispatch(oscar_context *ctx, ovk_cmd *cmd, const ovk_pipeline *p,
+                                const ovk_binding *bindings, const void *push, const uint32_t groups[3])
 {
     oscar_status st = OSCAR_OK;
     if (!cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "dispatch outside begin/submit");
@@ -144,7 +144,7 @@ oscar_status oscar_cmd_dispatch(oscar_context *ctx, oscar_cmd *cmd, const oscar_
     VkDescriptorBufferInfo infos[OSCAR_MAX_BINDINGS];
     VkWriteDescriptorSet writes[OSCAR_MAX_BINDINGS];
     for (uint32_t i = 0; i < p->desc.n_buffers; i++) {
-        const oscar_binding *b = &bindings[i];
+        const ovk_binding *b = &bindings[i];
         VkDeviceSize range = b->range ? b->range : b->buffer->size - b->offset;
         if (range > ctx->limits.maxStorageBufferRange)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: binding %u covers %llu bytes; the device allows %u per binding",
@@ -160,14 +160,14 @@ oscar_status oscar_cmd_dispatch(oscar_context *ctx, oscar_cmd *cmd, const oscar_
     if (p->desc.push_size) ctx->vk.vkCmdPushConstants(cmd->cb, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, p->desc.push_size, push);
     ctx->vk.vkCmdDispatch(cmd->cb, groups[0], groups[1], groups[2]);
     if (cmd->prof_names) {
-        int q = oscar_cmd_timestamp(ctx, cmd);
+        int q = ovk_cmd_timestamp(ctx, cmd);
         if (q >= 0) cmd->prof_names[q] = p->name;
     }
 fail:
     return st;
 }
 
-void oscar_cmd_barrier(oscar_context *ctx, oscar_cmd *cmd)
+void ovk_cmd_barrier(oscar_context *ctx, ovk_cmd *cmd)
 {
     VkMemoryBarrier mb = { .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -177,7 +177,7 @@ void oscar_cmd_barrier(oscar_context *ctx, oscar_cmd *cmd)
     ctx->vk.vkCmdPipelineBarrier(cmd->cb, stages, stages, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-void oscar_cmd_host_barrier(oscar_context *ctx, oscar_cmd *cmd)
+void ovk_cmd_host_barrier(oscar_context *ctx, ovk_cmd *cmd)
 {
     VkMemoryBarrier mb = { .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
                            .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -186,14 +186,14 @@ void oscar_cmd_host_barrier(oscar_context *ctx, oscar_cmd *cmd)
                                  VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, NULL, 0, NULL);
 }
 
-void oscar_cmd_copy(oscar_context *ctx, oscar_cmd *cmd, const oscar_buffer *src, VkDeviceSize src_offset,
-                    const oscar_buffer *dst, VkDeviceSize dst_offset, VkDeviceSize bytes)
+void ovk_cmd_copy(oscar_context *ctx, ovk_cmd *cmd, const ovk_buffer *src, VkDeviceSize src_offset,
+                    const ovk_buffer *dst, VkDeviceSize dst_offset, VkDeviceSize bytes)
 {
     VkBufferCopy region = { .srcOffset = src_offset, .dstOffset = dst_offset, .size = bytes };
     ctx->vk.vkCmdCopyBuffer(cmd->cb, src->buffer, dst->buffer, 1, &region);
 }
 
-int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd)
+int ovk_cmd_timestamp(oscar_context *ctx, ovk_cmd *cmd)
 {
     if (!cmd->queries || cmd->n_queries >= cmd->max_queries) return -1;
     ctx->vk.vkCmdWriteTimestamp(cmd->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, cmd->queries, cmd->n_queries);
@@ -201,12 +201,12 @@ int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd)
     return (int)cmd->n_queries++;
 }
 
-oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd)
+oscar_status ovk_cmd_flush(oscar_context *ctx, ovk_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     if (!cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "flush without begin");
     if (cmd->part + 1 == OSCAR_CMD_PARTS) { /* the last part takes the rest, ordered as if split */
-        oscar_cmd_barrier(ctx, cmd);
+        ovk_cmd_barrier(ctx, cmd);
         return OSCAR_OK;
     }
     cmd->recording = 0;
@@ -218,12 +218,12 @@ oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd)
                                     .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT };
     OSCAR_VK(ctx->vk.vkBeginCommandBuffer(cmd->cb, &bi));
     cmd->recording = 1;
-    oscar_cmd_barrier(ctx, cmd);
+    ovk_cmd_barrier(ctx, cmd);
 fail:
     return st;
 }
 
-void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd)
+void ovk_cmd_abort(oscar_context *ctx, ovk_cmd *cmd)
 {
     if (cmd->recording) {
         cmd->recording = 0;
@@ -234,7 +234,7 @@ void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd)
     if (cmd->part) ctx->vk.vkWaitForFences(ctx->device, cmd->part, cmd->fences, VK_TRUE, UINT64_MAX);
 }
 
-oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd)
+oscar_status ovk_cmd_submit(oscar_context *ctx, ovk_cmd *cmd)
 {
     oscar_status st = OSCAR_OK;
     if (!cmd->recording) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "submit without begin");
@@ -247,7 +247,7 @@ fail:
     return st;
 }
 
-oscar_status oscar_cmd_elapsed_ns(oscar_context *ctx, oscar_cmd *cmd, int from, int to, double *ns)
+oscar_status ovk_cmd_elapsed_ns(oscar_context *ctx, ovk_cmd *cmd, int from, int to, double *ns)
 {
     oscar_status st = OSCAR_OK;
     if (from < 0 || to < 0 || (uint32_t)to >= cmd->n_queries || (uint32_t)from >= cmd->n_queries)

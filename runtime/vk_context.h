@@ -16,29 +16,29 @@
     do {                                                                                   \
         VkResult vk_result_ = (call);                                                      \
         if (vk_result_ != VK_SUCCESS) {                                                    \
-            st = oscar_error_set(oscar_status_from_vk(vk_result_), __FILE__, __LINE__,     \
-                                 "%s failed: %s", #call, oscar_vk_result_string(vk_result_)); \
+            st = ovk_error_set(ovk_status_from_vk(vk_result_), __FILE__, __LINE__,     \
+                                 "%s failed: %s", #call, ovk_vk_result_string(vk_result_)); \
             goto fail;                                                                     \
         }                                                                                  \
     } while (0)
 
-oscar_status oscar_status_from_vk(VkResult r);
-const char *oscar_vk_result_string(VkResult r);
+oscar_status ovk_status_from_vk(VkResult r);
+const char *ovk_vk_result_string(VkResult r);
 
 /* ---- buffers ------------------------------------------------------------------------------ */
-typedef enum oscar_buffer_kind {
+typedef enum ovk_buffer_kind {
     OSCAR_BUFFER_DEVICE,   /* device-local storage buffer (transfer source and destination too) */
     OSCAR_BUFFER_STAGING,  /* host-visible, coherent: uploads */
     OSCAR_BUFFER_READBACK, /* host-visible, cached when possible: downloads */
-} oscar_buffer_kind;
+} ovk_buffer_kind;
 
-typedef struct oscar_buffer {
+typedef struct ovk_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;
     VkDeviceSize size;     /* bytes */
     void *mapped;          /* host pointer when the memory is host-visible, else NULL */
     int host_coherent;     /* mapped memory needs no flush/invalidate */
-} oscar_buffer;
+} ovk_buffer;
 
 /* ---- pipelines ---------------------------------------------------------------------------- */
 #define OSCAR_MAX_BINDINGS 12
@@ -49,30 +49,30 @@ typedef struct oscar_buffer {
  * bindings 0..n_buffers-1, takes push constants of push_size bytes, and reads its per-model
  * shape from specialization constants with ids 0..n_spec-1 (id 0 is always the workgroup
  * size in x: `layout(local_size_x_id = 0) in;`). */
-typedef struct oscar_pipeline_desc {
+typedef struct ovk_pipeline_desc {
     const char *shader;                 /* shaders/<shader>.comp */
     uint32_t n_buffers;
     uint32_t push_size;                 /* bytes, <= OSCAR_MAX_PUSH */
     uint32_t n_spec;
     uint32_t spec[OSCAR_MAX_SPEC];      /* values for constant_id 0..n_spec-1 */
     uint32_t required_subgroup_size;    /* 0: the driver's choice; else needs subgroup size control */
-} oscar_pipeline_desc;
+} ovk_pipeline_desc;
 
-typedef struct oscar_pipeline {
-    oscar_pipeline_desc desc;           /* the key; desc.shader points at `name` */
+typedef struct ovk_pipeline {
+    ovk_pipeline_desc desc;           /* the key; desc.shader points at `name` */
     char name[64];
     VkPipeline pipeline;
     VkPipelineLayout layout;
     VkDescriptorSetLayout set_layout;
-    struct oscar_pipeline *next;        /* the context's list */
-} oscar_pipeline;
+    struct ovk_pipeline *next;        /* the context's list */
+} ovk_pipeline;
 
 /* ---- command streams ---------------------------------------------------------------------- */
 /* A stream records into up to OSCAR_CMD_PARTS command buffers between begin and submit:
- * oscar_cmd_flush submits the part recorded so far (the GPU starts on it while the host records
+ * ovk_cmd_flush submits the part recorded so far (the GPU starts on it while the host records
  * the rest) and opens the next; each part has its fence, and waiting waits for all of them. */
 #define OSCAR_CMD_PARTS 16
-typedef struct oscar_cmd {
+typedef struct ovk_cmd {
     VkCommandPool pool;
     VkCommandBuffer cb;                 /* the part being recorded: parts[part] */
     VkCommandBuffer parts[OSCAR_CMD_PARTS];
@@ -86,32 +86,32 @@ typedef struct oscar_cmd {
     uint64_t *prof_ticks;               /* [max_queries] with a profile: the timestamps read back */
     int recording;                      /* between begin and submit */
     int pending;                        /* submitted, fences not yet waited on */
-} oscar_cmd;
+} ovk_cmd;
 
 /* A buffer range bound to one storage-buffer binding. range 0 means "to the end". */
-typedef struct oscar_binding {
-    const oscar_buffer *buffer;
+typedef struct ovk_binding {
+    const ovk_buffer *buffer;
     VkDeviceSize offset, range;
-} oscar_binding;
+} ovk_binding;
 
 /* GPU time per shader name, kept when OSCAR_PROFILE=1 (vk_profile.c). */
 #define OSCAR_PROFILE_MAX 64
-typedef struct oscar_profile_entry {
+typedef struct ovk_profile_entry {
     char name[48];
     double ns;
     uint64_t calls;
-} oscar_profile_entry;
-typedef struct oscar_profile {
-    oscar_profile_entry entries[OSCAR_PROFILE_MAX];
+} ovk_profile_entry;
+typedef struct ovk_profile {
+    ovk_profile_entry entries[OSCAR_PROFILE_MAX];
     uint32_t n;
     double total_ns;
-} oscar_profile;
-void oscar_profile_add(oscar_profile *pr, const char *name, double ns);
+} ovk_profile;
+void ovk_profile_add(ovk_profile *pr, const char *name, double ns);
 /* Sorts the entries by time and prints them under the title. NULL or empty: nothing. */
-void oscar_profile_print(oscar_profile *pr, const char *title, FILE *f);
+void ovk_profile_print(ovk_profile *pr, const char *title, FILE *f);
 
 /* The embedded SPIR-V of a shader by name, NULL if none (the generated build/shaders/shader_table.c). */
-const uint32_t *oscar_spirv_find(const char *name, size_t *size_bytes);
+const uint32_t *ovk_spirv_find(const char *name, size_t *size_bytes);
 
 /* ---- the context -------------------------------------------------------------------------- */
 struct oscar_context {
@@ -127,64 +127,64 @@ struct oscar_context {
     VkPhysicalDeviceMemoryProperties mem_props;
     VkPhysicalDeviceLimits limits;
     oscar_device_info info;             /* capabilities: what was found and enabled */
-    oscar_pipeline *pipelines;          /* created on first use, kept until destroy */
-    oscar_cmd cmd;                      /* the context's own stream for synchronous work */
-    oscar_buffer staging;               /* reusable staging for upload/download */
+    ovk_pipeline *pipelines;          /* created on first use, kept until destroy */
+    ovk_cmd cmd;                      /* the context's own stream for synchronous work */
+    ovk_buffer staging;               /* reusable staging for upload/download */
     int validation, print_validation;
     int pipeline_stats;                 /* OSCAR_PIPELINE_STATS=1 and the device can: print each pipeline's statistics */
-    oscar_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
-    oscar_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
+    ovk_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
+    ovk_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;
 };
 
 /* Buffers (vk_memory.c). Sizes are bytes. Synchronous uploads/downloads use the context's
  * staging buffer and stream; they must not be called while ctx->cmd is recording. */
-oscar_status oscar_buffer_create(oscar_context *ctx, VkDeviceSize size, oscar_buffer_kind kind, oscar_buffer *out);
-void oscar_buffer_destroy(oscar_context *ctx, oscar_buffer *buf);
-oscar_status oscar_buffer_upload(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, const void *src, size_t bytes);
-oscar_status oscar_buffer_download(oscar_context *ctx, const oscar_buffer *src, VkDeviceSize offset, void *dst, size_t bytes);
+oscar_status ovk_buffer_create(oscar_context *ctx, VkDeviceSize size, ovk_buffer_kind kind, ovk_buffer *out);
+void ovk_buffer_destroy(oscar_context *ctx, ovk_buffer *buf);
+oscar_status ovk_buffer_upload(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize offset, const void *src, size_t bytes);
+oscar_status ovk_buffer_download(oscar_context *ctx, const ovk_buffer *src, VkDeviceSize offset, void *dst, size_t bytes);
 /* Fills `bytes` bytes at `offset` with a repeated 32-bit word (both multiples of 4). */
-oscar_status oscar_buffer_fill(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word);
+oscar_status ovk_buffer_fill(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word);
 
 /* Pipelines (vk_pipeline.c): returns the pipeline for desc, creating it on first use. */
-oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *desc, oscar_pipeline **out);
+oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc, ovk_pipeline **out);
 
 /* Command streams (vk_command.c). */
-oscar_status oscar_cmd_init(oscar_context *ctx, oscar_cmd *cmd);
-void oscar_cmd_release(oscar_context *ctx, oscar_cmd *cmd);
+oscar_status ovk_cmd_init(oscar_context *ctx, ovk_cmd *cmd);
+void ovk_cmd_release(oscar_context *ctx, ovk_cmd *cmd);
 /* Starts recording (waits for the previous submission of this stream to finish first). */
-oscar_status oscar_cmd_begin(oscar_context *ctx, oscar_cmd *cmd);
+oscar_status ovk_cmd_begin(oscar_context *ctx, ovk_cmd *cmd);
 /* Binds `bindings` (pipeline->desc.n_buffers of them) and dispatches groups[0..2]. */
-oscar_status oscar_cmd_dispatch(oscar_context *ctx, oscar_cmd *cmd, const oscar_pipeline *p,
-                                const oscar_binding *bindings, const void *push, const uint32_t groups[3]);
+oscar_status ovk_cmd_dispatch(oscar_context *ctx, ovk_cmd *cmd, const ovk_pipeline *p,
+                                const ovk_binding *bindings, const void *push, const uint32_t groups[3]);
 /* Makes every earlier shader/transfer write visible to later shader/transfer reads and writes. */
-void oscar_cmd_barrier(oscar_context *ctx, oscar_cmd *cmd);
+void ovk_cmd_barrier(oscar_context *ctx, ovk_cmd *cmd);
 /* Makes earlier shader/transfer writes visible to the host after the submission's fence. */
-void oscar_cmd_host_barrier(oscar_context *ctx, oscar_cmd *cmd);
-void oscar_cmd_copy(oscar_context *ctx, oscar_cmd *cmd, const oscar_buffer *src, VkDeviceSize src_offset,
-                    const oscar_buffer *dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
+void ovk_cmd_host_barrier(oscar_context *ctx, ovk_cmd *cmd);
+void ovk_cmd_copy(oscar_context *ctx, ovk_cmd *cmd, const ovk_buffer *src, VkDeviceSize src_offset,
+                    const ovk_buffer *dst, VkDeviceSize dst_offset, VkDeviceSize bytes);
 /* Writes a timestamp after all earlier work; returns its index, or -1 without timestamp support. */
-int oscar_cmd_timestamp(oscar_context *ctx, oscar_cmd *cmd);
+int ovk_cmd_timestamp(oscar_context *ctx, ovk_cmd *cmd);
 /* Submits what was recorded since begin or the last flush and goes on recording into a new
  * command buffer, which starts with a barrier (so what follows sees the flushed work's writes).
  * The GPU can run the flushed part while the host records the rest. In the last part it only
  * records that barrier, so what follows a flush always sees what came before it. */
-oscar_status oscar_cmd_flush(oscar_context *ctx, oscar_cmd *cmd);
+oscar_status ovk_cmd_flush(oscar_context *ctx, ovk_cmd *cmd);
 /* Gives up a stream that is recording (after a failure): the current part is ended unsubmitted
  * and the flushed parts are waited on, so nothing of the stream still runs. */
-void oscar_cmd_abort(oscar_context *ctx, oscar_cmd *cmd);
-/* Ends recording and submits; oscar_cmd_wait blocks until the stream's work (every part) is done. */
-oscar_status oscar_cmd_submit(oscar_context *ctx, oscar_cmd *cmd);
-oscar_status oscar_cmd_wait(oscar_context *ctx, oscar_cmd *cmd);
-static inline oscar_status oscar_cmd_submit_wait(oscar_context *ctx, oscar_cmd *cmd)
+void ovk_cmd_abort(oscar_context *ctx, ovk_cmd *cmd);
+/* Ends recording and submits; ovk_cmd_wait blocks until the stream's work (every part) is done. */
+oscar_status ovk_cmd_submit(oscar_context *ctx, ovk_cmd *cmd);
+oscar_status ovk_cmd_wait(oscar_context *ctx, ovk_cmd *cmd);
+static inline oscar_status ovk_cmd_submit_wait(oscar_context *ctx, ovk_cmd *cmd)
 {
-    oscar_status st = oscar_cmd_submit(ctx, cmd);
-    return st != OSCAR_OK ? st : oscar_cmd_wait(ctx, cmd);
+    oscar_status st = ovk_cmd_submit(ctx, cmd);
+    return st != OSCAR_OK ? st : ovk_cmd_wait(ctx, cmd);
 }
 /* Nanoseconds between two timestamps of a finished stream. */
-oscar_status oscar_cmd_elapsed_ns(oscar_context *ctx, oscar_cmd *cmd, int from, int to, double *ns);
+oscar_status ovk_cmd_elapsed_ns(oscar_context *ctx, ovk_cmd *cmd, int from, int to, double *ns);
 
 /* Groups needed to cover n items with groups of `per_group`. */
-static inline uint32_t oscar_div_up(uint64_t n, uint32_t per_group) { return (uint32_t)((n + per_group - 1) / per_group); }
+static inline uint32_t ovk_div_up(uint64_t n, uint32_t per_group) { return (uint32_t)((n + per_group - 1) / per_group); }
 
 #endif

@@ -42,7 +42,7 @@ static oscar_status ensure_loader(void)
 }
 
 /* ---- VkResult -> status ------------------------------------------------------------------- */
-const char *oscar_vk_result_string(VkResult r)
+const char *ovk_vk_result_string(VkResult r)
 {
     switch (r) {
 #define R(x) case x: return #x;
@@ -57,7 +57,7 @@ const char *oscar_vk_result_string(VkResult r)
     }
 }
 
-oscar_status oscar_status_from_vk(VkResult r)
+oscar_status ovk_status_from_vk(VkResult r)
 {
     switch (r) {
     case VK_SUCCESS: return OSCAR_OK;
@@ -178,7 +178,7 @@ static oscar_status create_instance(oscar_context *ctx, int validation, VkInstan
     return OSCAR_OK;
 fail:
     if (st == OSCAR_ERROR_NO_DEVICE || st == OSCAR_ERROR_VULKAN)
-        st = oscar_error_set(OSCAR_ERROR_NO_DEVICE, __FILE__, __LINE__,
+        st = ovk_error_set(OSCAR_ERROR_NO_DEVICE, __FILE__, __LINE__,
                              "no Vulkan driver could be started (vkCreateInstance failed: is a driver such as "
                              "mesa-vulkan-drivers installed?)");
     if (instance) vkDestroyInstance(instance, NULL);
@@ -354,7 +354,7 @@ static oscar_status enumerate(VkInstance instance, VkPhysicalDevice **out, uint3
     VkResult r = vkEnumeratePhysicalDevices(instance, &n, pds);
     if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
         free(pds);
-        OSCAR_RETURN_ERROR(oscar_status_from_vk(r), "vkEnumeratePhysicalDevices failed: %s", oscar_vk_result_string(r));
+        OSCAR_RETURN_ERROR(ovk_status_from_vk(r), "vkEnumeratePhysicalDevices failed: %s", ovk_vk_result_string(r));
     }
     *out = pds;
     *count = n;
@@ -571,7 +571,7 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
             !(ctx->host_profile = calloc(1, sizeof *ctx->host_profile)))
             OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     }
-    OSCAR_TRY(oscar_cmd_init(ctx, &ctx->cmd));
+    OSCAR_TRY(ovk_cmd_init(ctx, &ctx->cmd));
 
     free(pds);
     free(infos);
@@ -589,11 +589,11 @@ OSCAR_API void oscar_context_destroy(oscar_context *ctx)
     if (!ctx) return;
     if (ctx->device) {
         ctx->vk.vkDeviceWaitIdle(ctx->device);
-        oscar_cmd_release(ctx, &ctx->cmd);
-        oscar_profile_print(ctx->profile, "GPU time per shader (a timestamp after every dispatch serializes them)", stderr);
-        oscar_profile_print(ctx->host_profile, "host time per phase of a forward step (submit+wait includes the GPU's)", stderr);
-        oscar_buffer_destroy(ctx, &ctx->staging);
-        for (oscar_pipeline *p = ctx->pipelines, *next; p; p = next) {
+        ovk_cmd_release(ctx, &ctx->cmd);
+        ovk_profile_print(ctx->profile, "GPU time per shader (a timestamp after every dispatch serializes them)", stderr);
+        ovk_profile_print(ctx->host_profile, "host time per phase of a forward step (submit+wait includes the GPU's)", stderr);
+        ovk_buffer_destroy(ctx, &ctx->staging);
+        for (ovk_pipeline *p = ctx->pipelines, *next; p; p = next) {
             next = p->next;
             ctx->vk.vkDestroyPipeline(ctx->device, p->pipeline, NULL);
             ctx->vk.vkDestroyPipelineLayout(ctx->device, p->layout, NULL);

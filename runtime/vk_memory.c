@@ -11,7 +11,7 @@ static int find_memory_type(const oscar_context *ctx, uint32_t type_bits, VkMemo
     return -1;
 }
 
-oscar_status oscar_buffer_create(oscar_context *ctx, VkDeviceSize size, oscar_buffer_kind kind, oscar_buffer *out)
+oscar_status ovk_buffer_create(oscar_context *ctx, VkDeviceSize size, ovk_buffer_kind kind, ovk_buffer *out)
 {
     oscar_status st = OSCAR_OK;
     memset(out, 0, sizeof *out);
@@ -57,11 +57,11 @@ oscar_status oscar_buffer_create(oscar_context *ctx, VkDeviceSize size, oscar_bu
         OSCAR_VK(ctx->vk.vkMapMemory(ctx->device, out->memory, 0, VK_WHOLE_SIZE, 0, &out->mapped));
     return OSCAR_OK;
 fail:
-    oscar_buffer_destroy(ctx, out);
+    ovk_buffer_destroy(ctx, out);
     return st;
 }
 
-void oscar_buffer_destroy(oscar_context *ctx, oscar_buffer *buf)
+void ovk_buffer_destroy(oscar_context *ctx, ovk_buffer *buf)
 {
     if (!ctx || !buf) return;
     if (buf->buffer) ctx->vk.vkDestroyBuffer(ctx->device, buf->buffer, NULL);
@@ -75,10 +75,10 @@ void oscar_buffer_destroy(oscar_context *ctx, oscar_buffer *buf)
 static oscar_status ensure_staging(oscar_context *ctx)
 {
     if (ctx->staging.buffer) return OSCAR_OK;
-    return oscar_buffer_create(ctx, STAGING_BYTES, OSCAR_BUFFER_STAGING, &ctx->staging);
+    return ovk_buffer_create(ctx, STAGING_BYTES, OSCAR_BUFFER_STAGING, &ctx->staging);
 }
 
-static oscar_status check_range(const oscar_buffer *buf, VkDeviceSize offset, size_t bytes, const char *what)
+static oscar_status check_range(const ovk_buffer *buf, VkDeviceSize offset, size_t bytes, const char *what)
 {
     if (!buf || !buf->buffer || offset > buf->size || bytes > buf->size - offset)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: range [%llu, +%zu) outside a buffer of %llu bytes", what,
@@ -86,9 +86,9 @@ static oscar_status check_range(const oscar_buffer *buf, VkDeviceSize offset, si
     return OSCAR_OK;
 }
 
-oscar_status oscar_buffer_upload(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, const void *src, size_t bytes)
+oscar_status ovk_buffer_upload(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize offset, const void *src, size_t bytes)
 {
-    oscar_status st = check_range(dst, offset, bytes, "oscar_buffer_upload");
+    oscar_status st = check_range(dst, offset, bytes, "ovk_buffer_upload");
     if (st != OSCAR_OK || bytes == 0) return st;
     if (dst->mapped && dst->host_coherent) {
         memcpy((char *)dst->mapped + offset, src, bytes);
@@ -98,18 +98,18 @@ oscar_status oscar_buffer_upload(oscar_context *ctx, oscar_buffer *dst, VkDevice
     for (size_t done = 0; done < bytes;) {
         size_t n = bytes - done < STAGING_BYTES ? bytes - done : STAGING_BYTES;
         memcpy(ctx->staging.mapped, (const char *)src + done, n);
-        OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
-        oscar_cmd_copy(ctx, &ctx->cmd, &ctx->staging, 0, dst, offset + done, n);
-        OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        OSCAR_TRY(ovk_cmd_begin(ctx, &ctx->cmd));
+        ovk_cmd_copy(ctx, &ctx->cmd, &ctx->staging, 0, dst, offset + done, n);
+        OSCAR_TRY(ovk_cmd_submit_wait(ctx, &ctx->cmd));
         done += n;
     }
 fail:
     return st;
 }
 
-oscar_status oscar_buffer_download(oscar_context *ctx, const oscar_buffer *src, VkDeviceSize offset, void *dst, size_t bytes)
+oscar_status ovk_buffer_download(oscar_context *ctx, const ovk_buffer *src, VkDeviceSize offset, void *dst, size_t bytes)
 {
-    oscar_status st = check_range(src, offset, bytes, "oscar_buffer_download");
+    oscar_status st = check_range(src, offset, bytes, "ovk_buffer_download");
     if (st != OSCAR_OK || bytes == 0) return st;
     if (src->mapped && src->host_coherent) {
         memcpy(dst, (const char *)src->mapped + offset, bytes);
@@ -118,10 +118,10 @@ oscar_status oscar_buffer_download(oscar_context *ctx, const oscar_buffer *src, 
     OSCAR_TRY(ensure_staging(ctx));
     for (size_t done = 0; done < bytes;) {
         size_t n = bytes - done < STAGING_BYTES ? bytes - done : STAGING_BYTES;
-        OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
-        oscar_cmd_copy(ctx, &ctx->cmd, src, offset + done, &ctx->staging, 0, n);
-        oscar_cmd_host_barrier(ctx, &ctx->cmd);
-        OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        OSCAR_TRY(ovk_cmd_begin(ctx, &ctx->cmd));
+        ovk_cmd_copy(ctx, &ctx->cmd, src, offset + done, &ctx->staging, 0, n);
+        ovk_cmd_host_barrier(ctx, &ctx->cmd);
+        OSCAR_TRY(ovk_cmd_submit_wait(ctx, &ctx->cmd));
         memcpy((char *)dst + done, ctx->staging.mapped, n);
         done += n;
     }
@@ -129,14 +129,14 @@ fail:
     return st;
 }
 
-oscar_status oscar_buffer_fill(oscar_context *ctx, oscar_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word)
+oscar_status ovk_buffer_fill(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word)
 {
-    oscar_status st = check_range(dst, offset, bytes, "oscar_buffer_fill");
+    oscar_status st = check_range(dst, offset, bytes, "ovk_buffer_fill");
     if (st != OSCAR_OK || bytes == 0) return st;
-    if ((offset | bytes) & 3) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_buffer_fill: offset and size must be multiples of 4");
-    OSCAR_TRY(oscar_cmd_begin(ctx, &ctx->cmd));
+    if ((offset | bytes) & 3) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_buffer_fill: offset and size must be multiples of 4");
+    OSCAR_TRY(ovk_cmd_begin(ctx, &ctx->cmd));
     ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, dst->buffer, offset, bytes, word);
-    OSCAR_TRY(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+    OSCAR_TRY(ovk_cmd_submit_wait(ctx, &ctx->cmd));
 fail:
     return st;
 }

@@ -6,7 +6,7 @@
 
 #include "vk_context.h"
 
-static int same_desc(const oscar_pipeline_desc *a, const oscar_pipeline_desc *b)
+static int same_desc(const ovk_pipeline_desc *a, const ovk_pipeline_desc *b)
 {
     return strcmp(a->shader, b->shader) == 0 && a->n_buffers == b->n_buffers && a->push_size == b->push_size &&
            a->n_spec == b->n_spec && a->required_subgroup_size == b->required_subgroup_size &&
@@ -41,7 +41,7 @@ static const uint32_t *spirv_override(const char *name, size_t *size_bytes, uint
 
 /* One line per executable of the pipeline on stderr: its name, spec constants and the
  * driver's statistics (register count, spills, ... whatever the driver reports). */
-static void print_stats(oscar_context *ctx, const oscar_pipeline *p)
+static void print_stats(oscar_context *ctx, const ovk_pipeline *p)
 {
     VkPipelineInfoKHR pi = { .sType = VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR, .pipeline = p->pipeline };
     VkPipelineExecutablePropertiesKHR execs[4];
@@ -70,12 +70,12 @@ static void print_stats(oscar_context *ctx, const oscar_pipeline *p)
     }
 }
 
-oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *desc, oscar_pipeline **out)
+oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc, ovk_pipeline **out)
 {
     oscar_status st = OSCAR_OK;
     VkShaderModule module = VK_NULL_HANDLE;
-    oscar_pipeline *p = NULL;
-    for (oscar_pipeline *q = ctx->pipelines; q; q = q->next)
+    ovk_pipeline *p = NULL;
+    for (ovk_pipeline *q = ctx->pipelines; q; q = q->next)
         if (same_desc(&q->desc, desc)) { *out = q; return OSCAR_OK; }
 
     if (desc->n_buffers > OSCAR_MAX_BINDINGS || desc->push_size > OSCAR_MAX_PUSH || desc->n_spec > OSCAR_MAX_SPEC ||
@@ -98,7 +98,7 @@ oscar_status oscar_pipeline_get(oscar_context *ctx, const oscar_pipeline_desc *d
     size_t code_size = 0;
     uint32_t *code_buf;
     const uint32_t *code = spirv_override(desc->shader, &code_size, &code_buf);
-    if (!code) code = oscar_spirv_find(desc->shader, &code_size);
+    if (!code) code = ovk_spirv_find(desc->shader, &code_size);
     if (!code) OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "no embedded shader named '%s'", desc->shader);
 
     p = calloc(1, sizeof *p);

@@ -11,7 +11,7 @@
 
 #include "vk_context.h"
 
-void oscar_profile_add(oscar_profile *pr, const char *name, double ns)
+void ovk_profile_add(ovk_profile *pr, const char *name, double ns)
 {
     uint32_t i = 0;
     while (i < pr->n && strcmp(pr->entries[i].name, name) != 0) i++;
@@ -27,18 +27,18 @@ void oscar_profile_add(oscar_profile *pr, const char *name, double ns)
 
 static int by_time(const void *a, const void *b)
 {
-    double x = ((const oscar_profile_entry *)a)->ns, y = ((const oscar_profile_entry *)b)->ns;
+    double x = ((const ovk_profile_entry *)a)->ns, y = ((const ovk_profile_entry *)b)->ns;
     return x < y ? 1 : x > y ? -1 : 0;
 }
 
-void oscar_profile_print(oscar_profile *pr, const char *title, FILE *f)
+void ovk_profile_print(ovk_profile *pr, const char *title, FILE *f)
 {
     if (!pr || pr->n == 0) return;
     qsort(pr->entries, pr->n, sizeof pr->entries[0], by_time);
     fprintf(f, "OSCAR_PROFILE: %s\n", title);
     fprintf(f, "%-22s %10s %12s %10s %7s\n", "name", "calls", "total ms", "us/call", "share");
     for (uint32_t i = 0; i < pr->n; i++) {
-        const oscar_profile_entry *e = &pr->entries[i];
+        const ovk_profile_entry *e = &pr->entries[i];
         fprintf(f, "%-22s %10llu %12.3f %10.2f %6.1f%%\n", e->name, (unsigned long long)e->calls, e->ns * 1e-6,
                 e->ns * 1e-3 / (double)e->calls, 100.0 * e->ns / pr->total_ns);
     }

@@ -48,9 +48,9 @@ def main():
           f"(Unicode {unicodedata.unidata_version}). Do not edit. */")
     print("#include <stddef.h>\n#include <stdint.h>\n")
     print('#include "tokenizer.h"\n')
-    print(f'const char oscar_unicode_version[] = "{unicodedata.unidata_version}";\n')
-    emit("oscar_unicode_letter_ranges", letters, "General category L* (\\p{L})")
-    emit("oscar_unicode_number_ranges", numbers, "General category N* (\\p{N})")
+    print(f'const char ovk_unicode_version[] = "{unicodedata.unidata_version}";\n')
+    emit("ovk_unicode_letter_ranges", letters, "General category L* (\\p{L})")
+    emit("ovk_unicode_number_ranges", numbers, "General category N* (\\p{N})")
 
 
 if __name__ == "__main__":

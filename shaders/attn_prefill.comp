@@ -23,7 +23,7 @@
 // written to out[row][head][d] for the tile's rows.
 //
 // Shared memory: ATTN_PF_SHARED_FLOATS(ROWS, CHUNK, GQA, d) floats; the host picks ROWS and
-// CHUNK with oscar_attn_prefill_shape() (attn_items.h). Nothing assumes a subgroup size; loops
+// CHUNK with ovk_attn_prefill_shape() (attn_items.h). Nothing assumes a subgroup size; loops
 // per invocation are bounded by the chunk count (lavapipe stops a loop after 65535 iterations).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require

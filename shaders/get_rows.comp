@@ -1,6 +1,6 @@
 #version 450
 // Embedding lookup: out[t][c] = W[ids[t]][c] dequantized to fp32, for any weight type of
-// common/dequant.glsl (bit-exact with oscar_ggml_dequantize_row). One workgroup per token.
+// common/dequant.glsl (bit-exact with ovk_ggml_dequantize_row). One workgroup per token.
 #extension GL_GOOGLE_include_directive : require
 
 layout(local_size_x_id = 0) in;

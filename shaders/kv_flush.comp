@@ -34,7 +34,7 @@ const uint FB = 16u;                 // elements per feedback block (d is a mult
 shared float q_fb[FB * FB];          // [FB][FB] the block's own part of F
 shared float q_err[FB];              // [FB] the block's rounding errors
 
-// Error-feedback codes of the clamped row in q_x (oscar_int2_feedback_codes in
+// Error-feedback codes of the clamped row in q_x (ovk_int2_feedback_codes in
 // runtime/int2_quant.c, bit for bit): element i is rounded by its group's thresholds once all
 // earlier errors were taken out of it, then its error leaves the later elements. In blocks of
 // FB elements: one thread rounds the block's elements in order, updating the rest of the block
@@ -114,7 +114,7 @@ float refit_score(float a, float b, float m11, float m12, float m22, float r1, f
     return s3;
 }
 
-// 1/d (d > 0, normal) as oscar_int2_recip: an integer first guess, four Newton steps
+// 1/d (d > 0, normal) as ovk_int2_recip: an integer first guess, four Newton steps
 float refit_recip(float d)
 {
     float r = uintBitsToFloat(0x7EF311C3u - floatBitsToUint(d));

@@ -3,7 +3,7 @@
 // Pair i (< n_rot/2) of a head rotates by theta = pos * inv_freq[i]:
 //   MODE 0 (normal, llama): elements (2i, 2i+1);  MODE 1 (neox, qwen): (i, i + n_rot/2)
 //   y0 = x0 cos(theta) - x1 sin(theta),  y1 = x0 sin(theta) + x1 cos(theta)
-// Elements n_rot..head_dim-1 pass through. inv_freq comes from the host (oscar_rope_inv_freq:
+// Elements n_rot..head_dim-1 pass through. inv_freq comes from the host (ovk_rope_inv_freq:
 // base^(-2i/n_rot) * freq_scale / factor_i, in double), so any scaling scheme is a table.
 // The arithmetic is common/rope.glsl's, which the KV cache's kernels share when they apply
 // RoPE on load. One invocation per pair.

@@ -74,38 +74,38 @@ static int expect_success(const char *what, const test_run_result *r)
 /* An identity-rotation RotationZoo file for a model (docs/rotationzoo.md). */
 static oscar_status write_identity_zoo(const char *path, const oscar_model_info *in, const char *fingerprint)
 {
-    oscar_gguf_writer *w = NULL;
-    oscar_status st = oscar_gguf_writer_create(&w);
+    ovk_gguf_writer *w = NULL;
+    oscar_status st = ovk_gguf_writer_create(&w);
     if (st) return st;
     uint32_t d = in->head_dim;
     float clips[64];
     for (int i = 0; i < 64; i++) clips[i] = 0.95f;
-    oscar_gguf_writer_set_u32(w, "oscar.format_version", 1);
-    oscar_gguf_writer_set_str(w, "oscar.objective_k", "identity");
-    oscar_gguf_writer_set_str(w, "oscar.objective_v", "identity");
-    oscar_gguf_writer_set_str(w, "oscar.grouping", "layer");
-    oscar_gguf_writer_set_u32(w, "oscar.group_size", d);
-    oscar_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, clips, in->n_layer);
-    oscar_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, clips, in->n_layer);
-    oscar_gguf_writer_set_str(w, "oscar.model.architecture", in->arch);
-    oscar_gguf_writer_set_u32(w, "oscar.model.block_count", in->n_layer);
-    oscar_gguf_writer_set_u32(w, "oscar.model.head_count_kv", in->n_head_kv);
-    oscar_gguf_writer_set_u32(w, "oscar.model.head_count", in->n_head);
-    oscar_gguf_writer_set_u32(w, "oscar.model.head_dim", d);
-    oscar_gguf_writer_set_str(w, "oscar.model.fingerprint", fingerprint);
+    ovk_gguf_writer_set_u32(w, "oscar.format_version", 1);
+    ovk_gguf_writer_set_str(w, "oscar.objective_k", "identity");
+    ovk_gguf_writer_set_str(w, "oscar.objective_v", "identity");
+    ovk_gguf_writer_set_str(w, "oscar.grouping", "layer");
+    ovk_gguf_writer_set_u32(w, "oscar.group_size", d);
+    ovk_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, clips, in->n_layer);
+    ovk_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, clips, in->n_layer);
+    ovk_gguf_writer_set_str(w, "oscar.model.architecture", in->arch);
+    ovk_gguf_writer_set_u32(w, "oscar.model.block_count", in->n_layer);
+    ovk_gguf_writer_set_u32(w, "oscar.model.head_count_kv", in->n_head_kv);
+    ovk_gguf_writer_set_u32(w, "oscar.model.head_count", in->n_head);
+    ovk_gguf_writer_set_u32(w, "oscar.model.head_dim", d);
+    ovk_gguf_writer_set_str(w, "oscar.model.fingerprint", fingerprint);
     float *eye = calloc((size_t)d * d, sizeof *eye); /* [d][d] */
     for (uint32_t i = 0; i < d; i++) eye[i * d + i] = 1.0f;
     uint64_t ne[2] = { d, d };
     for (uint32_t l = 0; l < in->n_layer && !st; l++) {
         char name[64];
         snprintf(name, sizeof name, "blk.%u.attn_k_rot.weight", l);
-        st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, ne, eye);
+        st = ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, ne, eye);
         snprintf(name, sizeof name, "blk.%u.attn_v_rot.weight", l);
-        if (!st) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, ne, eye);
+        if (!st) st = ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, ne, eye);
     }
-    if (!st) st = oscar_gguf_writer_write_file(w, path);
+    if (!st) st = ovk_gguf_writer_write_file(w, path);
     free(eye);
-    oscar_gguf_writer_destroy(w);
+    ovk_gguf_writer_destroy(w);
     return st;
 }
 
@@ -123,12 +123,12 @@ int main(void)
     double t_all = test_now();
 
     /* the generated model, its fingerprint, and RotationZoo files for it and for another */
-    oscar_model_gen_params gp = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    ovk_model_gen_params gp = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
     gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
     gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
     gp.n_ctx_train = 1024;
     const char *model = test_tmp_path("tiny.gguf");
-    CHECK_OK(oscar_model_gen_write(&gp, model));
+    CHECK_OK(ovk_model_gen_write(&gp, model));
     oscar_context *ctx = NULL;
     oscar_model *m = NULL;
     oscar_model_info info;

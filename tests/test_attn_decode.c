@@ -128,16 +128,16 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     /* the kernel's chunk for this shape, as the cache picks it; long splits get 64-token
      * chunks so items run through several */
     uint32_t shared = ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768;
-    uint32_t item_tokens = oscar_attn_item_tokens(d, c->G, c->P, c->gqa, c->wg, shared);
+    uint32_t item_tokens = ovk_attn_item_tokens(d, c->G, c->P, c->gqa, c->wg, shared);
     CHECK_MSG(item_tokens >= 64, "%s: item size %u for %u bytes of shared memory", c->name, item_tokens, shared);
     if (c->split >= 300) item_tokens = 64;
     uint32_t split = c->split;
 
     uint32_t n_items = 0;
     struct kv_attn_row *rows = malloc(sizeof *rows * s.n_rows);
-    CHECK_OK(oscar_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, split, NULL, NULL, 0, &n_items));
+    CHECK_OK(ovk_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, split, NULL, NULL, 0, &n_items));
     struct kv_attn_item *items = malloc(sizeof *items * (n_items + 1));
-    CHECK_OK(oscar_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, split, rows, items, n_items,
+    CHECK_OK(ovk_attn_build_items(s.row_seq, s.row_n, s.n_rows, s.sink, s.flushed, split, rows, items, n_items,
                                     &n_items));
     if (c->empty_items) {
         struct kv_attn_item *e = with_empty_items(rows, s.n_rows, items, &n_items);
@@ -153,7 +153,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
                           .n_seq = s.n_seq, .sink = s.sink, .flushed_end = s.flushed };
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
-    oscar_buffer b_q, b_rows, b_items, b_pool2, b_pool16, b_t2, b_t16, b_part, b_out;
+    ovk_buffer b_q, b_rows, b_items, b_pool2, b_pool16, b_t2, b_t16, b_part, b_out;
     size_t part_bytes = sizeof(float) * n_items * n_head * KV_PARTIAL_FLOATS(d);
     CHECK_OK(test_gpu_buffer_from(ctx, q, sizeof *q * out_n, &b_q));
     CHECK_OK(test_gpu_buffer_from(ctx, rows, sizeof *rows * s.n_rows, &b_rows));
@@ -166,8 +166,8 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     CHECK_OK(test_gpu_buffer_from(ctx, s.f16_table, 4 * s.n_seq * s.max_f16_pages, &b_t16));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, part_bytes ? part_bytes : 16, &b_part));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof *got * out_n, &b_out));
-    CHECK_OK(oscar_buffer_fill(ctx, &b_part, 0, part_bytes ? part_bytes : 16, POISON));
-    CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
+    CHECK_OK(ovk_buffer_fill(ctx, &b_part, 0, part_bytes ? part_bytes : 16, POISON));
+    CHECK_OK(ovk_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
     /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
     uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
@@ -177,14 +177,14 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     /* centering vectors: OSCAR mode adds μ_V to its output; the other modes must ignore them */
     float *means = attn_scene_random_means(c->nkv, d);
     if (c->mode == KV_MODE_ROTATED) attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
-    oscar_buffer b_means;
+    ovk_buffer b_means;
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
-    oscar_buffer b_rot, b_cnt;
+    ovk_buffer b_rot, b_cnt;
     CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));
-    CHECK_OK(oscar_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
+    CHECK_OK(ovk_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
 
-    oscar_pipeline_desc dd = { .shader = shader, .n_buffers = 12, .push_size = sizeof(struct attn_decode_push),
+    ovk_pipeline_desc dd = { .shader = shader, .n_buffers = 12, .push_size = sizeof(struct attn_decode_push),
                                .n_spec = ATTN_N_SPEC,
                                .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
@@ -192,25 +192,25 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
                                          [KV_SPEC_ITEM_TOKENS] = item_tokens,
                                          /* the tuning constants vary over the cases */
                                          [KV_SPEC_ATTN_U] = 1 + (c->d / 64 + c->gqa) % 3, [KV_SPEC_ATTN_VU] = 1 + c->P % 9 } };
-    oscar_pipeline *pd = NULL;
-    CHECK_OK(oscar_pipeline_get(ctx, &dd, &pd));
+    ovk_pipeline *pd = NULL;
+    CHECK_OK(ovk_pipeline_get(ctx, &dd, &pd));
     if (pd) {
-        oscar_binding bd[12] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
+        ovk_binding bd[12] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
                                  { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_part, 0, 0 },
                                  { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 }, { &b_means, 0, 0 } };
         struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale };
         uint32_t gd[3];
-        oscar_attn_grid(n_items, c->nkv, gd);
-        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
-        oscar_cmd_barrier(ctx, &ctx->cmd);
+        ovk_attn_grid(n_items, c->nkv, gd);
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
+        ovk_cmd_barrier(ctx, &ctx->cmd);
         ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, b_out.buffer, 0, b_out.size, POISON); /* the 2nd call must write it all */
-        oscar_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
-        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-        CHECK_OK(oscar_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
+        ovk_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(ovk_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
         uint32_t *cnt = malloc(4 * s.n_rows * c->nkv);
-        CHECK_OK(oscar_buffer_download(ctx, &b_cnt, 0, cnt, 4 * s.n_rows * c->nkv));
+        CHECK_OK(ovk_buffer_download(ctx, &b_cnt, 0, cnt, 4 * s.n_rows * c->nkv));
         uint32_t nonzero = 0;
         for (uint32_t i = 0; i < s.n_rows * c->nkv; i++) nonzero += cnt[i] != 0;
         CHECK_MSG(nonzero == 0, "%s: %u merge counters not back at 0", c->name, nonzero);
@@ -236,8 +236,8 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         }
         printf("\n");
     }
-    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt, &b_means };
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
+    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt, &b_means };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(q); free(got); free(want); free(rows); free(items); free(rot); free(means);
     attn_scene_free(&s);
 }

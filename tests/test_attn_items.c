@@ -1,4 +1,4 @@
-/* oscar_attn_build_items (runtime/attn_items.h): for many (sink, flushed_end, n_visible,
+/* ovk_attn_build_items (runtime/attn_items.h): for many (sink, flushed_end, n_visible,
  * split) combinations every visible position is covered by exactly one item of the right
  * storage kind, items are at most `split` long and non-empty — except a row that sees
  * nothing, which gets exactly one empty item — rows own contiguous item ranges; plus the
@@ -51,12 +51,12 @@ int main(void)
                 uint32_t row_seq[16], row_n[16];
                 for (size_t i = 0; i < nn; i++) { row_seq[i] = 0; row_n[i] = ns[i]; }
                 uint32_t n_items = 0;
-                CHECK_OK(oscar_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, NULL, NULL, 0,
+                CHECK_OK(ovk_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, NULL, NULL, 0,
                                                 &n_items));
                 struct kv_attn_item *items = malloc(sizeof *items * (n_items + 1));
                 struct kv_attn_row rows[16];
                 uint32_t got = 0;
-                CHECK_OK(oscar_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, rows, items,
+                CHECK_OK(ovk_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, rows, items,
                                                 n_items, &got));
                 CHECK(got == n_items);
                 uint32_t next = 0;
@@ -68,7 +68,7 @@ int main(void)
                 }
                 CHECK(next == n_items);
                 if (n_items > 0)
-                    CHECK_STATUS(oscar_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, rows,
+                    CHECK_STATUS(ovk_attn_build_items(row_seq, row_n, (uint32_t)nn, &sink, &flushed, split, rows,
                                                         items, n_items - 1, &got),
                                  OSCAR_ERROR_INVALID_ARGUMENT);
                 free(items);
@@ -79,13 +79,13 @@ int main(void)
         uint32_t seq = 0, n = 10, zero = 0, cnt = 0;
         struct kv_attn_item items[4];
         struct kv_attn_row row;
-        CHECK_OK(oscar_attn_build_items(&seq, &n, 1, &zero, &zero, 4, &row, items, 4, &cnt));
+        CHECK_OK(ovk_attn_build_items(&seq, &n, 1, &zero, &zero, 4, &row, items, 4, &cnt));
         CHECK(cnt == 3 && items[0].kind == KV_ITEM_F16 && items[0].begin == 0 && items[2].end == 10);
     }
     uint32_t dummy = 0, n_items;
-    CHECK_STATUS(oscar_attn_build_items(&dummy, &dummy, 1, &dummy, &dummy, 0, NULL, NULL, 0, &n_items),
+    CHECK_STATUS(ovk_attn_build_items(&dummy, &dummy, 1, &dummy, &dummy, 0, NULL, NULL, 0, &n_items),
                  OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_attn_build_items(NULL, &dummy, 1, &dummy, &dummy, 4, NULL, NULL, 0, &n_items),
+    CHECK_STATUS(ovk_attn_build_items(NULL, &dummy, 1, &dummy, &dummy, 4, NULL, NULL, 0, &n_items),
                  OSCAR_ERROR_INVALID_ARGUMENT);
     /* item size: the largest multiple of 64 (<= the cap) whose shared memory fits */
     const uint32_t shapes[][6] = { /* d, G, P, gqa, wg, shared bytes */
@@ -93,21 +93,21 @@ int main(void)
         { 128, 64, 16, 8, 64, 16384 }, { 64, 32, 1, 1, 64, 49152 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const uint32_t *x = shapes[i];
-        uint32_t it = oscar_attn_item_tokens(x[0], x[1], x[2], x[3], x[4], x[5]);
+        uint32_t it = ovk_attn_item_tokens(x[0], x[1], x[2], x[3], x[4], x[5]);
         uint64_t bytes = 4ull * ATTN_SHARED_FLOATS(it, x[3], x[4], x[0], x[1], x[2]);
         uint64_t next = 4ull * ATTN_SHARED_FLOATS(it + 64, x[3], x[4], x[0], x[1], x[2]);
         CHECK_MSG(it >= 64 && it % 64 == 0 && it <= OSCAR_ATTN_MAX_ITEM_TOKENS && bytes <= x[5] &&
                       (it == OSCAR_ATTN_MAX_ITEM_TOKENS || next > x[5]),
                   "item size %u for shape %zu (%llu bytes of %u)", it, i, (unsigned long long)bytes, x[5]);
     }
-    CHECK(oscar_attn_item_tokens(128, 128, 64, 4, 128, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
-    CHECK(oscar_attn_item_tokens(256, 32, 1, 16, 256, 16384) == 0); /* nothing fits */
+    CHECK(ovk_attn_item_tokens(128, 128, 64, 4, 128, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
+    CHECK(ovk_attn_item_tokens(256, 32, 1, 16, 256, 16384) == 0); /* nothing fits */
     uint32_t g[3];
-    oscar_attn_grid(200000, 3, g);
+    ovk_attn_grid(200000, 3, g);
     CHECK(g[0] == 65535 && g[1] == 3 && g[2] == 4);
-    oscar_attn_grid(0, 1, g);
+    ovk_attn_grid(0, 1, g);
     CHECK(g[0] == 1 && g[2] == 1);
-    oscar_attn_grid(65535, 1, g);
+    ovk_attn_grid(65535, 1, g);
     CHECK(g[0] == 65535 && g[2] == 1);
     return test_finish();
 }

@@ -32,7 +32,7 @@ typedef struct attn_case {
     float q_mul;            /* query magnitude: large values make logits overflow exp() */
     float mn_mul;           /* INT2 min magnitude */
     int rot_per_head;       /* rotated modes: one R_V per KV head (else one for the layer) */
-    uint32_t rows, chunk;   /* forced tile shape; 0: oscar_attn_prefill_shape's */
+    uint32_t rows, chunk;   /* forced tile shape; 0: ovk_attn_prefill_shape's */
     uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
     uint32_t long_rows;     /* its prefill rows */
 } attn_case;
@@ -81,7 +81,7 @@ static void run_case(oscar_context *ctx, const attn_case *c)
 
     uint32_t shared = ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768;
     uint32_t rows_pt = 0, chunk = 0;
-    oscar_attn_prefill_shape(d, c->gqa, WG, shared, &rows_pt, &chunk);
+    ovk_attn_prefill_shape(d, c->gqa, WG, shared, &rows_pt, &chunk);
     CHECK_MSG(rows_pt >= 1, "%s: no prefill shape for %u bytes of shared memory", c->name, shared);
     if (c->rows) rows_pt = c->rows, chunk = c->chunk;
     CHECK_MSG(4ull * ATTN_PF_SHARED_FLOATS(rows_pt, chunk, c->gqa, d) <= shared, "%s: shape %u x %u too big", c->name,
@@ -96,9 +96,9 @@ static void run_case(oscar_context *ctx, const attn_case *c)
         memcpy(fe, s.flushed, 4 * s.n_seq);
     }
     uint32_t n_tiles = 0;
-    CHECK_OK(oscar_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, rows_pt, NULL, 0, &n_tiles));
+    CHECK_OK(ovk_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, rows_pt, NULL, 0, &n_tiles));
     struct kv_attn_tile *tiles = calloc(n_tiles, sizeof *tiles);
-    CHECK_OK(oscar_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, rows_pt, tiles, n_tiles, &n_tiles));
+    CHECK_OK(ovk_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, rows_pt, tiles, n_tiles, &n_tiles));
     uint32_t covered = 0;
     for (uint32_t i = 0; i < n_tiles; i++) {
         CHECK(tiles[i].row_begin == covered && tiles[i].n_rows >= 1 && tiles[i].n_rows <= rows_pt);
@@ -124,10 +124,10 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     /* centering vectors: OSCAR mode adds μ_V to its output; the other modes must ignore them */
     float *means = attn_scene_random_means(c->nkv, d);
     if (c->mode == KV_MODE_ROTATED) attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
-    oscar_buffer b_means;
+    ovk_buffer b_means;
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
 
-    oscar_buffer b_q, b_rows, b_tiles, b_pool2, b_pool16, b_t2, b_t16, b_rot, b_out;
+    ovk_buffer b_q, b_rows, b_tiles, b_pool2, b_pool16, b_t2, b_t16, b_rot, b_out;
     CHECK_OK(test_gpu_buffer_from(ctx, q, sizeof *q * out_n, &b_q));
     CHECK_OK(test_gpu_buffer_from(ctx, rows, sizeof *rows * s.n_rows, &b_rows));
     CHECK_OK(test_gpu_buffer_from(ctx, tiles, sizeof *tiles * n_tiles, &b_tiles));
@@ -139,33 +139,33 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     CHECK_OK(test_gpu_buffer_from(ctx, s.f16_table, 4 * s.n_seq * s.max_f16_pages, &b_t16));
     CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof *got * out_n, &b_out));
-    CHECK_OK(oscar_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
+    CHECK_OK(ovk_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
 
-    oscar_pipeline_desc pdesc = { .shader = "attn_prefill", .n_buffers = 10, .push_size = sizeof(struct attn_prefill_push),
+    ovk_pipeline_desc pdesc = { .shader = "attn_prefill", .n_buffers = 10, .push_size = sizeof(struct attn_prefill_push),
                                   .n_spec = ATTN_PF_N_SPEC,
                                   .spec = { /* WORKGROUP */ WG, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                             /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
                                             [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0,
                                             [KV_SPEC_PF_ROWS] = rows_pt, [KV_SPEC_PF_CHUNK] = chunk } };
-    oscar_pipeline *pp = NULL;
-    CHECK_OK(oscar_pipeline_get(ctx, &pdesc, &pp));
+    ovk_pipeline *pp = NULL;
+    CHECK_OK(ovk_pipeline_get(ctx, &pdesc, &pp));
     if (pp) {
-        oscar_binding b[10] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_tiles, 0, 0 }, { &b_pool2, 0, 0 },
+        ovk_binding b[10] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_tiles, 0, 0 }, { &b_pool2, 0, 0 },
                                 { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_rot, 0, 0 },
                                 { &b_out, 0, 0 }, { &b_means, 0, 0 } };
         struct attn_prefill_push push = { n_tiles, s.max_int2_pages, s.max_f16_pages, scale };
         uint32_t g[3];
-        oscar_attn_grid(n_tiles, c->nkv, g);
+        ovk_attn_grid(n_tiles, c->nkv, g);
         double t0 = (test_now() * 1e3);
-        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
-        oscar_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
+        ovk_cmd_barrier(ctx, &ctx->cmd);
         ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, b_out.buffer, 0, b_out.size, POISON); /* the 2nd call must write it all */
-        oscar_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(oscar_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
-        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
+        ovk_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
         double ms = ((test_now() * 1e3) - t0) / 2;
-        CHECK_OK(oscar_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
+        CHECK_OK(ovk_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
 
         size_t bad = 0, bad_ref = 0;
         for (size_t i = 0; i < out_n; i++) bad += !isfinite(got[i]);
@@ -177,8 +177,8 @@ static void run_case(oscar_context *ctx, const attn_case *c)
         printf("attn_prefill %-30s rows %4u tiles %3u x %2u chunk %2u  nse %.3g  %.1f ms\n", c->name, s.n_rows, n_tiles,
                rows_pt, chunk, nse, ms);
     }
-    oscar_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_rot, &b_out, &b_means };
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) oscar_buffer_destroy(ctx, bufs[i]);
+    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_rot, &b_out, &b_means };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(q); free(got); free(want); free(rows); free(tiles); free(rot); free(means); free(sink); free(fe);
     attn_scene_free(&s);
 }
@@ -191,14 +191,14 @@ static void check_shapes(void)
     };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         uint32_t r, ch;
-        oscar_attn_prefill_shape(shapes[i][0], shapes[i][1], WG, 32768, &r, &ch);
+        ovk_attn_prefill_shape(shapes[i][0], shapes[i][1], WG, 32768, &r, &ch);
         CHECK_MSG(r == shapes[i][2] && ch == shapes[i][3], "shape d %u gqa %u: %u rows x %u tokens", shapes[i][0],
                   shapes[i][1], r, ch);
         CHECK(4ull * ATTN_PF_SHARED_FLOATS(r, ch, shapes[i][1], shapes[i][0]) <= 32768);
     }
     uint32_t r, ch;
-    CHECK(oscar_attn_prefill_shape(128, 1, 100, 32768, &r, &ch) == 0); /* wg not a multiple of d/4 */
-    CHECK(oscar_attn_prefill_shape(256, 16, WG, 4096, &r, &ch) == 0 && r == 0 && ch == 0);
+    CHECK(ovk_attn_prefill_shape(128, 1, 100, 32768, &r, &ch) == 0); /* wg not a multiple of d/4 */
+    CHECK(ovk_attn_prefill_shape(256, 16, WG, 4096, &r, &ch) == 0 && r == 0 && ch == 0);
 }
 
 int main(void)

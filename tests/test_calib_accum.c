@@ -1,6 +1,6 @@
 /* The calibrator's accumulators against naive float64 references on a small random layer:
  * C_K (GQA pooling), C_V (a) (exact while the stream fits the proxy buffer, close after it
- * streams), C_S (b) (chunked feeding equals one-shot feeding; oscar_attention_causal against a
+ * streams), C_S (b) (chunked feeding equals one-shot feeding; ovk_attention_causal against a
  * naive causal softmax), the reservoir (rows and positions), the value clip's attention-output
  * curve (against a naive float64 sum over the kept sequences' queries), and the key clip curve
  * with key centers per block of positions. */
@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "int2_quant.h"
-#include "model_ref.h" /* oscar_rope_average */
-#include "oscar_calib.h"
+#include "model_ref.h" /* ovk_rope_average */
+#include "calib.h"
 #include "test_util.h"
 
 #define D 16
@@ -31,9 +31,9 @@ static double max_rel(const double *a, const double *b, size_t n)
 }
 
 /* The test's calibrator shape: n_layer layers of NH query and NKV KV heads of D, sequences of T. */
-static oscar_calib_params test_params(uint32_t n_layer, uint32_t reservoir_rows)
+static ovk_calib_params test_params(uint32_t n_layer, uint32_t reservoir_rows)
 {
-    oscar_calib_params p = oscar_calib_params_default();
+    ovk_calib_params p = ovk_calib_params_default();
     p.n_layer = n_layer;
     p.n_head = NH;
     p.n_kv_head = NKV;
@@ -67,7 +67,7 @@ static void naive_attn(const float *q, const float *k, const float *v, uint32_t 
         for (uint32_t x = 0; x < D; x++) o[x] += p[j] * v[((size_t)j * NKV + h) * D + x];
 }
 
-/* oscar_calib_clip_curve_output on the first VF_SEQ sequences (identity R, a constant center)
+/* ovk_calib_clip_curve_output on the first VF_SEQ sequences (identity R, a constant center)
  * against the naive sum of ‖Σ_j p_j (fq(v_j − c) − (v_j − c))‖² over the kept queries (every
  * VF_STRIDE-th position, every head of the group) over the INT2 tokens (past the sink, before
  * the recent window), fq the min–max grid (rounds 0) or its least-squares refit (refit_rounds);
@@ -95,9 +95,9 @@ static void check_output_curve(const float *q, const float *k, const float *v, u
                         float x[D], y[D], scratch[D];
                         for (uint32_t a = 0; a < D; a++) x[a] = vs[((size_t)j * NKV + hh) * D + a] - 0.25f;
                         if (rounds)
-                            oscar_int2_fake_quantize_refit(x, D, oscar_int2_clip_threshold(x, D, ratios[r], scratch), NULL,
+                            ovk_int2_fake_quantize_refit(x, D, ovk_int2_clip_threshold(x, D, ratios[r], scratch), NULL,
                                                            NULL, rounds, y);
-                        else oscar_int2_fake_quantize_row(x, D, D, ratios[r], y, scratch);
+                        else ovk_int2_fake_quantize_row(x, D, D, ratios[r], y, scratch);
                         for (uint32_t a = 0; a < D; a++) e[r][j][a] = j < VF_SINK ? 0.0f : y[a] - x[a];
                     }
                 for (uint32_t pos = VF_STRIDE - 1; pos < T; pos += VF_STRIDE) {
@@ -116,40 +116,40 @@ static void check_output_curve(const float *q, const float *k, const float *v, u
             }
         }
         for (int kept = 0; kept < 2; kept++) {
-            oscar_calib_params p = test_params(1, 16);
+            ovk_calib_params p = test_params(1, 16);
             p.score_objective = 0;
             p.vfit_sequences = kept ? VF_SEQ : 0;
             p.vfit_query_stride = VF_STRIDE;
             p.vfit_sink = VF_SINK;
             p.vfit_recent = VF_RECENT;
             p.refit_rounds = rounds;
-            oscar_calib *cal = NULL;
-            CHECK_OK(oscar_calib_create(&p, &cal));
+            ovk_calib *cal = NULL;
+            CHECK_OK(ovk_calib_create(&p, &cal));
             if (!cal) return;
             for (uint32_t sq = 0; sq < NSEQ; sq++) { /* the third sequence is not kept */
-                CHECK_OK(oscar_calib_begin_sequence(cal));
+                CHECK_OK(ovk_calib_begin_sequence(cal));
                 size_t t0 = (size_t)sq * T;
-                CHECK_OK(oscar_calib_add(cal, 0, 50, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
+                CHECK_OK(ovk_calib_add(cal, 0, 50, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
                 t0 += 50;
-                CHECK_OK(oscar_calib_add(cal, 0, T - 50, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
+                CHECK_OK(ovk_calib_add(cal, 0, T - 50, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
             }
             double got[2] = {0, 0};
             uint64_t rows = 0;
             uint32_t head = h == NKV ? OSCAR_CALIB_ALL_HEADS : h;
             if (!kept) {
-                CHECK(!oscar_calib_has_output_fit(cal));
-                CHECK_STATUS(oscar_calib_clip_curve_output(cal, 0, head, R, center, ratios, 2, got, &rows),
+                CHECK(!ovk_calib_has_output_fit(cal));
+                CHECK_STATUS(ovk_calib_clip_curve_output(cal, 0, head, R, center, ratios, 2, got, &rows),
                              OSCAR_ERROR_INVALID_STATE);
             } else {
-                CHECK(oscar_calib_has_output_fit(cal));
-                CHECK_OK(oscar_calib_clip_curve_output(cal, 0, head, R, center, ratios, 2, got, &rows));
+                CHECK(ovk_calib_has_output_fit(cal));
+                CHECK_OK(ovk_calib_clip_curve_output(cal, 0, head, R, center, ratios, 2, got, &rows));
                 double e0 = fabs(got[0] - want[0]) / want[0], e1 = fabs(got[1] - want[1]) / want[1];
                 printf("output curve head %u, refit x%u: %.6g %.6g (naive %.6g %.6g), %llu queries\n", head, rounds, got[0],
                        got[1], want[0], want[1], (unsigned long long)rows);
                 CHECK_MSG(rows == want_rows && e0 < 1e-4 && e1 < 1e-4, "output curve head %u, refit x%u: rel. error %.2e %.2e, "
                           "rows %llu vs %llu", head, rounds, e0, e1, (unsigned long long)rows, (unsigned long long)want_rows);
             }
-            oscar_calib_destroy(cal);
+            ovk_calib_destroy(cal);
         }
     }
 }
@@ -167,24 +167,24 @@ static void check_block_centers(const float *q, const float *k, const float *v)
     static const float ratios[3] = {0.8f, 0.9f, 1.0f};
     double sums[3][3] = {{0}}; /* [constant, B = 128, B = 16][ratio] */
     for (int run = 0; run < 3; run++) {
-        oscar_calib_params p = test_params(1, 64);
+        ovk_calib_params p = test_params(1, 64);
         p.rope_theta = theta, p.rope_n_rot = D, p.key_center_block = run == 0 ? 0 : run == 1 ? 128 : 16;
-        oscar_calib *cal;
-        CHECK_OK(oscar_calib_create(&p, &cal));
+        ovk_calib *cal;
+        CHECK_OK(ovk_calib_create(&p, &cal));
         for (uint32_t s = 0; s < NSEQ; s++) {
-            CHECK_OK(oscar_calib_begin_sequence(cal));
-            CHECK_OK(oscar_calib_add(cal, 0, T, q + (size_t)s * T * NH * D, k + (size_t)s * T * NKV * D, v + (size_t)s * T * NKV * D));
+            CHECK_OK(ovk_calib_begin_sequence(cal));
+            CHECK_OK(ovk_calib_add(cal, 0, T, q + (size_t)s * T * NH * D, k + (size_t)s * T * NKV * D, v + (size_t)s * T * NKV * D));
         }
         for (uint32_t h = 0; h < NKV; h++) {
-            oscar_rope_average(mean + h * D, D, D, OSCAR_ROPE_NORMAL, theta, 0, 128, c0 + h * D);
+            ovk_rope_average(mean + h * D, D, D, OSCAR_ROPE_NORMAL, theta, 0, 128, c0 + h * D);
             uint64_t rows = 0;
-            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, R, NULL, NULL, run ? mean : c0, ratios, 3, sums[run], &rows));
+            CHECK_OK(ovk_calib_clip_curve(cal, 0, h, 0, R, NULL, NULL, run ? mean : c0, ratios, 3, sums[run], &rows));
             CHECK(rows == 64);
         }
-        oscar_calib_destroy(cal);
+        ovk_calib_destroy(cal);
         if (run == 2) { /* without RoPE angles the block centers cannot be computed */
             p.rope_theta = NULL;
-            CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+            CHECK_STATUS(ovk_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
         }
     }
     CHECK_MSG(!memcmp(sums[0], sums[1], sizeof sums[0]), "blocks of 128 >= T: %.9g vs constant %.9g", sums[1][1], sums[0][1]);
@@ -236,27 +236,27 @@ int main(void)
 
     /* feed in uneven chunks: 40 + 56 tokens per sequence */
     for (int variant = 0; variant < 2; variant++) {
-        oscar_calib_params p = test_params(2, 50);
+        ovk_calib_params p = test_params(2, 50);
         p.proxy_buffer_tokens = variant == 0 ? NSEQ * T : 100; /* exact vs streaming after 100 tokens */
-        oscar_calib *cal = NULL;
-        CHECK_OK(oscar_calib_create(&p, &cal));
+        ovk_calib *cal = NULL;
+        CHECK_OK(ovk_calib_create(&p, &cal));
         if (!cal) break;
         for (uint32_t sq = 0; sq < NSEQ; sq++) {
-            CHECK_OK(oscar_calib_begin_sequence(cal));
+            CHECK_OK(ovk_calib_begin_sequence(cal));
             uint32_t cut[3] = {0, 40, T};
             for (int c = 0; c < 2; c++) {
                 size_t t0 = (size_t)sq * T + cut[c];
                 uint32_t n = cut[c + 1] - cut[c];
-                CHECK_OK(oscar_calib_add(cal, 1, n, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
+                CHECK_OK(ovk_calib_add(cal, 1, n, q + t0 * NH * D, k + t0 * NKV * D, v + t0 * NKV * D));
             }
         }
-        CHECK(oscar_calib_tokens(cal, 1) == NSEQ * T && oscar_calib_tokens(cal, 0) == 0);
+        CHECK(ovk_calib_tokens(cal, 1) == NSEQ * T && ovk_calib_tokens(cal, 0) == 0);
         double C[D * D];
-        CHECK_OK(oscar_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
+        CHECK_OK(ovk_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
         double eK = max_rel(C, CK, D * D);
-        CHECK_OK(oscar_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_PROXY, C));
+        CHECK_OK(ovk_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_PROXY, C));
         double eV = max_rel(C, CV, D * D);
-        CHECK_OK(oscar_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_SCORES, C));
+        CHECK_OK(ovk_calib_covariance(cal, 1, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_SCORES, C));
         double eS = max_rel(C, CS, D * D);
         printf("variant %d (proxy buffer %u): rel. error C_K %.2e  C_V(a) %.2e  C_S(b) %.2e\n", variant,
                p.proxy_buffer_tokens, eK, eV, eS);
@@ -264,15 +264,15 @@ int main(void)
         CHECK_MSG(eS < 1e-5, "C_S %g", eS); /* float32 attention */
         if (variant == 0) CHECK_MSG(eV < 1e-9, "C_V exact path %g", eV);
         else CHECK_MSG(eV < 0.1, "C_V streaming path %g", eV);
-        CHECK_STATUS(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C), OSCAR_ERROR_INVALID_STATE);
+        CHECK_STATUS(ovk_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C), OSCAR_ERROR_INVALID_STATE);
 
         /* reservoir: full, rows are real rows of the right head */
         const float *rk, *rv;
         uint32_t n = 0;
-        CHECK_OK(oscar_calib_reservoir(cal, 1, 1, &rk, &rv, &n));
+        CHECK_OK(ovk_calib_reservoir(cal, 1, 1, &rk, &rv, &n));
         CHECK(n == 50);
-        const uint32_t *rpos = oscar_calib_reservoir_positions(cal, 1, 1);
-        CHECK(rpos && !oscar_calib_reservoir_positions(cal, 2, 0));
+        const uint32_t *rpos = ovk_calib_reservoir_positions(cal, 1, 1);
+        CHECK(rpos && !ovk_calib_reservoir_positions(cal, 2, 0));
         int found_all = 1;
         for (uint32_t r = 0; r < n && rpos; r++) {
             int found = 0;
@@ -283,7 +283,7 @@ int main(void)
             found_all &= found;
         }
         CHECK(found_all);
-        oscar_calib_destroy(cal);
+        ovk_calib_destroy(cal);
     }
     check_output_curve(q, k, v, 0);
     check_output_curve(q, k, v, 3); /* the default refit with G = D */

@@ -27,7 +27,7 @@ typedef struct store {
     int calls;
 } store;
 
-static void store_init(store *s, const oscar_model_hparams *hp)
+static void store_init(store *s, const ovk_model_hparams *hp)
 {
     s->n_layer = hp->n_layer;
     s->q_dim = hp->n_head * hp->head_dim;
@@ -93,45 +93,45 @@ static void compare(const char *what, const char *name, const float *a, const fl
     CHECK_MSG(r <= 1e-4 && e <= 1e-9, "%s %s: max rel %.3g, nse %.3g", what, name, r, e);
 }
 
-static void run_case(const char *what, const oscar_model_gen_params *gp)
+static void run_case(const char *what, const ovk_model_gen_params *gp)
 {
     void *img = NULL;
     size_t size = 0;
-    oscar_gguf *g = NULL;
-    oscar_model_desc *desc = NULL;
-    oscar_model_ref *ref = NULL;
-    oscar_capture *cap = NULL;
+    ovk_gguf *g = NULL;
+    ovk_model_desc *desc = NULL;
+    ovk_model_ref *ref = NULL;
+    ovk_capture *cap = NULL;
     store rs, cs;
     float *lref = NULL, *lcap = NULL; /* [T_SEQ][n_vocab] */
     int32_t toks[T_SEQ];
-    CHECK_OK(oscar_model_gen_write_memory(gp, &img, &size));
-    CHECK_OK(oscar_gguf_open_memory(img, size, what, &g));
-    CHECK_OK(oscar_model_desc_from_gguf(g, 1, &desc));
+    CHECK_OK(ovk_model_gen_write_memory(gp, &img, &size));
+    CHECK_OK(ovk_gguf_open_memory(img, size, what, &g));
+    CHECK_OK(ovk_model_desc_from_gguf(g, 1, &desc));
     if (!desc) goto done;
-    const oscar_model_hparams *hp = &desc->hp;
+    const ovk_model_hparams *hp = &desc->hp;
     for (int t = 0; t < T_SEQ; t++) toks[t] = (int32_t)(test_rng_u32() % hp->n_vocab);
     store_init(&rs, hp);
     store_init(&cs, hp);
     lref = malloc((size_t)T_SEQ * hp->n_vocab * sizeof(float));
     lcap = malloc((size_t)T_SEQ * hp->n_vocab * sizeof(float));
 
-    oscar_model_ref_params rp = oscar_model_ref_params_default();
+    ovk_model_ref_params rp = ovk_model_ref_params_default();
     rp.n_ctx = 64;
     rp.qkv_hook = ref_hook;
     rp.qkv_hook_user = &rs;
-    CHECK_OK(oscar_model_ref_create(desc, &rp, &ref));
-    CHECK_OK(oscar_model_ref_eval(ref, toks, T_SEQ, 0, lref, 1));
+    CHECK_OK(ovk_model_ref_create(desc, &rp, &ref));
+    CHECK_OK(ovk_model_ref_eval(ref, toks, T_SEQ, 0, lref, 1));
 
-    oscar_capture_params cp = oscar_capture_params_default();
+    ovk_capture_params cp = ovk_capture_params_default();
     cp.max_seq_len = 48;
     cp.chunk = 16; /* 24 = 16 + 8, then 16 */
     cp.want_logits = 1;
     cp.hook = cap_hook;
     cp.hook_user = &cs;
-    CHECK_OK(oscar_capture_create(desc, &cp, &cap));
+    CHECK_OK(ovk_capture_create(desc, &cp, &cap));
     if (!cap) goto done;
-    CHECK_OK(oscar_capture_eval(cap, toks, 24, 0, lcap));
-    CHECK_OK(oscar_capture_eval(cap, toks + 24, T_SEQ - 24, 24, lcap + (size_t)24 * hp->n_vocab));
+    CHECK_OK(ovk_capture_eval(cap, toks, 24, 0, lcap));
+    CHECK_OK(ovk_capture_eval(cap, toks + 24, T_SEQ - 24, 24, lcap + (size_t)24 * hp->n_vocab));
     CHECK(cs.calls == (int)hp->n_layer * 3);
     size_t nq = (size_t)hp->n_layer * T_SEQ * cs.q_dim, nk = (size_t)hp->n_layer * T_SEQ * cs.k_dim;
     compare(what, "q", cs.q, rs.q, nq);
@@ -141,40 +141,40 @@ static void run_case(const char *what, const oscar_model_gen_params *gp)
 
     /* a rewind: the same sequence again from position 0, in one call */
     memset(cs.q, 0, nq * sizeof(float));
-    CHECK_OK(oscar_capture_eval(cap, toks, T_SEQ, 0, NULL));
+    CHECK_OK(ovk_capture_eval(cap, toks, T_SEQ, 0, NULL));
     compare(what, "q (rewound)", cs.q, rs.q, nq);
 
     /* errors */
     int32_t bad = (int32_t)hp->n_vocab;
-    CHECK_STATUS(oscar_capture_eval(cap, &bad, 1, 0, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_capture_eval(cap, toks, 10, 41, NULL), OSCAR_ERROR_INVALID_ARGUMENT); /* past n_past */
-    CHECK_STATUS(oscar_capture_eval(cap, toks, 20, 30, NULL), OSCAR_ERROR_CONTEXT_FULL);
-    CHECK_STATUS(oscar_capture_eval(cap, toks, 0, 0, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
-    oscar_capture_destroy(cap);
+    CHECK_STATUS(ovk_capture_eval(cap, &bad, 1, 0, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_capture_eval(cap, toks, 10, 41, NULL), OSCAR_ERROR_INVALID_ARGUMENT); /* past n_past */
+    CHECK_STATUS(ovk_capture_eval(cap, toks, 20, 30, NULL), OSCAR_ERROR_CONTEXT_FULL);
+    CHECK_STATUS(ovk_capture_eval(cap, toks, 0, 0, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    ovk_capture_destroy(cap);
     cap = NULL;
     cp.want_logits = 0;
     cp.hook = failing_hook;
-    CHECK_OK(oscar_capture_create(desc, &cp, &cap));
-    CHECK_STATUS(oscar_capture_eval(cap, toks, 8, 0, lcap), OSCAR_ERROR_INVALID_ARGUMENT); /* no want_logits */
-    CHECK_STATUS(oscar_capture_eval(cap, toks, 8, 0, NULL), OSCAR_ERROR_INVALID_ARGUMENT); /* the hook's */
+    CHECK_OK(ovk_capture_create(desc, &cp, &cap));
+    CHECK_STATUS(ovk_capture_eval(cap, toks, 8, 0, lcap), OSCAR_ERROR_INVALID_ARGUMENT); /* no want_logits */
+    CHECK_STATUS(ovk_capture_eval(cap, toks, 8, 0, NULL), OSCAR_ERROR_INVALID_ARGUMENT); /* the hook's */
     store_free(&rs);
     store_free(&cs);
 done:
     free(lref);
     free(lcap);
-    oscar_capture_destroy(cap);
-    oscar_model_ref_destroy(ref);
-    oscar_model_desc_destroy(desc);
+    ovk_capture_destroy(cap);
+    ovk_model_ref_destroy(ref);
+    ovk_model_desc_destroy(desc);
     free(img);
 }
 
 int main(void)
 {
     test_rng_seed(7);
-    oscar_model_gen_params p = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    ovk_model_gen_params p = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
     run_case("llama-f32", &p);
 
-    p = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    p = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
     p.weight_type = OSCAR_GGML_TYPE_Q4_1;
     p.embd_type = OSCAR_GGML_TYPE_Q8_0;
     p.tied_embeddings = 1;
@@ -187,11 +187,11 @@ int main(void)
     p.seed = 3;
     run_case("llama-q4_1-tied", &p);
 
-    p = oscar_model_gen_params_default(OSCAR_ARCH_QWEN2);
+    p = ovk_model_gen_params_default(OSCAR_ARCH_QWEN2);
     p.seed = 4;
     run_case("qwen2", &p);
 
-    p = oscar_model_gen_params_default(OSCAR_ARCH_QWEN3);
+    p = ovk_model_gen_params_default(OSCAR_ARCH_QWEN3);
     p.seed = 5;
     run_case("qwen3", &p);
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "int2_quant.h"
-#include "oscar_calib.h"
+#include "calib.h"
 #include "test_util.h"
 
 #define NH 8           /* query heads */
@@ -163,13 +163,13 @@ static void rotate_quantize(const float *x, uint32_t n, size_t stride, uint32_t 
                             const float *R, const float *F, const float *M, uint32_t rounds, float *y, float *yq)
 {
     float *scratch = malloc(d * sizeof *scratch);
-    oscar_rotate_rows(x, n, stride, d, R, 0, y);
+    ovk_rotate_rows(x, n, stride, d, R, 0, y);
     for (uint32_t t = 0; t < n; t++) {
         const float *yt = y + (size_t)t * d;
-        float tau = oscar_int2_clip_threshold(yt, d, r, scratch);
-        if (rounds) oscar_int2_fake_quantize_refit(yt, d, tau, F, M, rounds, yq + (size_t)t * d);
-        else if (F) oscar_int2_fake_quantize_feedback(yt, d, G, tau, F, yq + (size_t)t * d);
-        else oscar_int2_fake_quantize_row(yt, d, G, r, yq + (size_t)t * d, scratch);
+        float tau = ovk_int2_clip_threshold(yt, d, r, scratch);
+        if (rounds) ovk_int2_fake_quantize_refit(yt, d, tau, F, M, rounds, yq + (size_t)t * d);
+        else if (F) ovk_int2_fake_quantize_feedback(yt, d, G, tau, F, yq + (size_t)t * d);
+        else ovk_int2_fake_quantize_row(yt, d, G, r, yq + (size_t)t * d, scratch);
     }
     free(scratch);
 }
@@ -189,7 +189,7 @@ static double key_logit_error(const float *q, const float *k, uint32_t n, uint32
         rotate_quantize(k + (size_t)h * d, n, (size_t)NKV * d, d, G, r, R, F, M, rounds, y, yq);
         for (size_t x = 0; x < (size_t)n * d; x++) yq[x] -= y[x]; /* error e = k̂ − k, rotated */
         for (uint32_t i = h * GRP; i < (h + 1) * GRP; i++) {
-            oscar_rotate_rows(q + (size_t)i * d, n, (size_t)NH * d, d, R, 0, qr);
+            ovk_rotate_rows(q + (size_t)i * d, n, (size_t)NH * d, d, R, 0, qr);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)d, 1.0f, qr, (int)d, yq, (int)d,
                         0.0f, D, (int)n);
             for (size_t x = 0; x < (size_t)n * n; x++) sum += (double)D[x] * D[x];
@@ -214,12 +214,12 @@ static double value_output_error(const float *q, const float *k, const float *v,
     double sum = 0.0;
     for (uint32_t h = 0; h < NKV; h++) {
         rotate_quantize(v + (size_t)h * d, n, (size_t)NKV * d, d, G, r, R, NULL, NULL, rounds, y, yq);
-        oscar_rotate_rows(yq, n, d, d, R, 1, vh);
+        ovk_rotate_rows(yq, n, d, d, R, 1, vh);
         for (uint32_t t = 0; t < n; t++) memcpy(kh + (size_t)t * d, k + ((size_t)t * NKV + h) * d, d * sizeof(float));
         for (uint32_t i = h * GRP; i < (h + 1) * GRP; i++) {
-            CHECK_OK(oscar_attention_causal(q + (size_t)i * d, (size_t)NH * d, n, k + (size_t)h * d, v + (size_t)h * d,
+            CHECK_OK(ovk_attention_causal(q + (size_t)i * d, (size_t)NH * d, n, k + (size_t)h * d, v + (size_t)h * d,
                                             (size_t)NKV * d, 0, d, o));
-            CHECK_OK(oscar_attention_causal(q + (size_t)i * d, (size_t)NH * d, n, kh, vh, d, 0, d, oh));
+            CHECK_OK(ovk_attention_causal(q + (size_t)i * d, (size_t)NH * d, n, kh, vh, d, 0, d, oh));
             for (size_t x = 0; x < (size_t)n * d; x++) sum += ((double)o[x] - oh[x]) * ((double)o[x] - oh[x]);
         }
     }
@@ -254,7 +254,7 @@ static void check_hadamard_and_permutation(uint32_t d)
     double *H = malloc((size_t)d * d * sizeof *H);
     uint32_t *perm = malloc(d * sizeof *perm);
     int *seen = calloc(d, sizeof *seen);
-    CHECK_OK(oscar_hadamard_matrix(d, H));
+    CHECK_OK(ovk_hadamard_matrix(d, H));
     double orth = 0.0, sym = 0.0;
     for (uint32_t i = 0; i < d; i++)
         for (uint32_t j = 0; j < d; j++) {
@@ -265,7 +265,7 @@ static void check_hadamard_and_permutation(uint32_t d)
         }
     CHECK_MSG(orth < 1e-12, "d %u: |H^T H - I| = %g", d, orth);
     CHECK_MSG(sym == 0.0, "d %u: H not symmetric (%g)", d, sym);
-    CHECK_OK(oscar_bit_reversal_permutation(d, perm));
+    CHECK_OK(ovk_bit_reversal_permutation(d, perm));
     int is_perm = 1, involution = 1, automorphism = 1;
     for (uint32_t p = 0; p < d; p++) {
         if (perm[p] >= d || seen[perm[p]]++) is_perm = 0;
@@ -287,78 +287,78 @@ static void check_rejections(void)
 {
     double H[96 * 96];
     float R[96 * 96];
-    CHECK_STATUS(oscar_hadamard_matrix(96, H), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_hadamard_matrix(96, H), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "power of two") != NULL);
-    CHECK_STATUS(oscar_rotation_build(OSCAR_ROTATION_HADAMARD, 96, NULL, R, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
-    oscar_calib_params p = oscar_calib_params_default();
+    CHECK_STATUS(ovk_rotation_build(OSCAR_ROTATION_HADAMARD, 96, NULL, R, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    ovk_calib_params p = ovk_calib_params_default();
     p.n_layer = 1;
     p.n_head = NH;
     p.n_kv_head = NKV;
     p.head_dim = 96;
-    oscar_calib *cal = (oscar_calib *)&p; /* must be reset to NULL on failure */
-    CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+    ovk_calib *cal = (ovk_calib *)&p; /* must be reset to NULL on failure */
+    CHECK_STATUS(ovk_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(cal == NULL);
     p.head_dim = 64;
     p.n_head = 9; /* not a multiple of 2 KV heads */
-    CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
     p.n_head = NH;
     p.group_size = 48;
-    CHECK_STATUS(oscar_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_calib_create(&p, &cal), OSCAR_ERROR_INVALID_ARGUMENT);
 
     /* NaN / Inf rows, too few rows, sequence longer than max_seq_len */
     p.group_size = 0;
     p.max_seq_len = 64;
-    CHECK_OK(oscar_calib_create(&p, &cal));
+    CHECK_OK(ovk_calib_create(&p, &cal));
     uint32_t d = 64, n = 16;
     float *q = calloc((size_t)n * NH * d, sizeof *q), *k = calloc((size_t)n * NKV * d, sizeof *k),
           *v = calloc((size_t)n * NKV * d, sizeof *v);
     for (size_t x = 0; x < (size_t)n * NH * d; x++) q[x] = test_rng_normal();
     for (size_t x = 0; x < (size_t)n * NKV * d; x++) k[x] = test_rng_normal(), v[x] = test_rng_normal();
     k[(5 * NKV + 1) * d + 7] = NAN;
-    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_MSG(strstr(oscar_last_error(), "K value") && strstr(oscar_last_error(), "token 5"), "%s", oscar_last_error());
-    CHECK(oscar_calib_tokens(cal, 0) == 0);
+    CHECK(ovk_calib_tokens(cal, 0) == 0);
     k[(5 * NKV + 1) * d + 7] = 0.5f;
     q[3] = INFINITY;
-    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
     q[3] = 0.5f;
     v[100] = -NAN;
-    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT);
     v[100] = 0.5f;
-    CHECK(oscar_calib_tokens(cal, 0) == 0);
-    CHECK_OK(oscar_calib_add(cal, 0, n, q, k, v));
-    CHECK(oscar_calib_tokens(cal, 0) == n);
+    CHECK(ovk_calib_tokens(cal, 0) == 0);
+    CHECK_OK(ovk_calib_add(cal, 0, n, q, k, v));
+    CHECK(ovk_calib_tokens(cal, 0) == n);
     double *C = malloc((size_t)d * d * sizeof *C);
-    CHECK_STATUS(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C), OSCAR_ERROR_INVALID_STATE);
+    CHECK_STATUS(ovk_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C), OSCAR_ERROR_INVALID_STATE);
     CHECK_MSG(strstr(oscar_last_error(), "too few calibration rows") != NULL, "%s", oscar_last_error());
-    oscar_calib_result res;
-    CHECK_STATUS(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, NULL, NULL, &res), OSCAR_ERROR_INVALID_STATE);
+    ovk_calib_result res;
+    CHECK_STATUS(ovk_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, NULL, NULL, &res), OSCAR_ERROR_INVALID_STATE);
     CHECK(res.rot_k == NULL);
-    for (int i = 0; i < 3; i++) CHECK_OK(oscar_calib_add(cal, 0, n, q, k, v)); /* 64 tokens: max_seq_len */
-    CHECK_STATUS(oscar_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_CONTEXT_FULL);
-    CHECK_OK(oscar_calib_begin_sequence(cal));
-    CHECK_OK(oscar_calib_add(cal, 0, n, q, k, v));
-    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
-    CHECK_STATUS(oscar_calib_add(cal, 1, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT); /* layer out of range */
+    for (int i = 0; i < 3; i++) CHECK_OK(ovk_calib_add(cal, 0, n, q, k, v)); /* 64 tokens: max_seq_len */
+    CHECK_STATUS(ovk_calib_add(cal, 0, n, q, k, v), OSCAR_ERROR_CONTEXT_FULL);
+    CHECK_OK(ovk_calib_begin_sequence(cal));
+    CHECK_OK(ovk_calib_add(cal, 0, n, q, k, v));
+    CHECK_OK(ovk_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
+    CHECK_STATUS(ovk_calib_add(cal, 1, n, q, k, v), OSCAR_ERROR_INVALID_ARGUMENT); /* layer out of range */
 
     /* the loader-side check: non-orthogonal and non-finite rotations are rejected */
     float *Rk = malloc((size_t)d * d * sizeof *Rk);
     double dev;
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, Rk, NULL));
-    CHECK_OK(oscar_rotation_check(Rk, d, 1e-5, &dev));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, C, Rk, NULL));
+    CHECK_OK(ovk_rotation_check(Rk, d, 1e-5, &dev));
     Rk[5 * d + 9] += 1e-2f;
-    CHECK_STATUS(oscar_rotation_check(Rk, d, 1e-4, &dev), OSCAR_ERROR_BAD_FORMAT);
+    CHECK_STATUS(ovk_rotation_check(Rk, d, 1e-4, &dev), OSCAR_ERROR_BAD_FORMAT);
     CHECK(dev > 1e-3);
     Rk[5 * d + 9] = NAN;
-    CHECK_STATUS(oscar_rotation_check(Rk, d, 1e-4, &dev), OSCAR_ERROR_BAD_FORMAT);
+    CHECK_STATUS(ovk_rotation_check(Rk, d, 1e-4, &dev), OSCAR_ERROR_BAD_FORMAT);
     CHECK(strstr(oscar_last_error(), "not finite") != NULL);
     free(Rk);
     free(C);
     free(q);
     free(k);
     free(v);
-    oscar_calib_destroy(cal);
-    oscar_calib_destroy(NULL);
+    ovk_calib_destroy(cal);
+    ovk_calib_destroy(NULL);
 }
 
 /* Eigendecomposition reproduces C; R = U·H·P is orthogonal, spreads importance evenly over every
@@ -369,7 +369,7 @@ static void check_rotation_math(const double *C, uint32_t d, uint32_t G)
     size_t dd = (size_t)d * d;
     double *U = malloc(dd * sizeof *U), *lam = malloc(d * sizeof *lam), *lam2 = malloc(d * sizeof *lam2);
     float *R = malloc(dd * sizeof *R), *Rn = malloc(dd * sizeof *Rn);
-    CHECK_OK(oscar_eigh_descending(d, C, U, lam));
+    CHECK_OK(ovk_eigh_descending(d, C, U, lam));
     double cmax = 0.0, rec = 0.0, orth = 0.0;
     int desc = 1;
     for (uint32_t i = 0; i + 1 < d; i++) desc &= lam[i] >= lam[i + 1];
@@ -389,10 +389,10 @@ static void check_rotation_math(const double *C, uint32_t d, uint32_t G)
     CHECK_MSG(orth < 1e-10, "d %u: |U^T U - I| = %g", d, orth);
     CHECK_MSG(lam[0] / lam[d - 1] > 30.0, "d %u: target should be anisotropic (%g / %g)", d, lam[0], lam[d - 1]);
 
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, lam2));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, lam2));
     CHECK(lam2[0] == lam[0] && lam2[d - 1] == lam[d - 1]);
     double dev = 1.0;
-    CHECK_OK(oscar_rotation_check(R, d, 1e-5, &dev));
+    CHECK_OK(ovk_rotation_check(R, d, 1e-5, &dev));
     CHECK_MSG(dev < 1e-5, "d %u: |R^T R - I| = %g", d, dev);
     double asym = 0.0;
     for (uint32_t i = 0; i < d; i++)
@@ -427,7 +427,7 @@ static void check_rotation_math(const double *C, uint32_t d, uint32_t G)
 
     /* the top d/G eigen-directions land on group-constant patterns (absorbed by each group's
      * min); without P only rank 0 does */
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR_NO_PERM, d, C, Rn, NULL));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR_NO_PERM, d, C, Rn, NULL));
     int const_perm = 1, const_noperm = 1;
     for (uint32_t r = 0; r < d / G; r++) {
         for (int which = 0; which < 2; which++) {
@@ -466,15 +466,15 @@ static void on_progress(void *user, const char *stage, uint64_t done, uint64_t t
 
 /* Feeds the CAL_SEQS calibration sequences (seeded as always, so every calibrator sees the same
  * rows), each in two chunks, the second attending to the first; q, k, v are scratch. */
-static void feed_calibration(oscar_calib *cal, const synth *s, float *q, float *k, float *v)
+static void feed_calibration(ovk_calib *cal, const synth *s, float *q, float *k, float *v)
 {
     uint32_t d = s->d;
     test_rng_seed(7 + d);
     for (int sq = 0; sq < CAL_SEQS && cal; sq++) {
         synth_draw(s, SEQ, q, k, v);
-        CHECK_OK(oscar_calib_begin_sequence(cal));
-        CHECK_OK(oscar_calib_add(cal, 0, SEQ / 2, q, k, v));
-        CHECK_OK(oscar_calib_add(cal, 0, SEQ / 2, q + (size_t)SEQ / 2 * NH * d, k + (size_t)SEQ / 2 * NKV * d,
+        CHECK_OK(ovk_calib_begin_sequence(cal));
+        CHECK_OK(ovk_calib_add(cal, 0, SEQ / 2, q, k, v));
+        CHECK_OK(ovk_calib_add(cal, 0, SEQ / 2, q + (size_t)SEQ / 2 * NH * d, k + (size_t)SEQ / 2 * NKV * d,
                                  v + (size_t)SEQ / 2 * NKV * d));
     }
 }
@@ -499,7 +499,7 @@ static void run_synthetic(uint32_t d, uint32_t G)
 {
     synth s;
     synth_init(&s, d, 1000 + d);
-    oscar_calib_params p = oscar_calib_params_default();
+    ovk_calib_params p = ovk_calib_params_default();
     p.n_layer = 1;
     p.n_head = NH;
     p.n_kv_head = NKV;
@@ -507,44 +507,44 @@ static void run_synthetic(uint32_t d, uint32_t G)
     p.group_size = G;
     p.max_seq_len = SEQ;
     p.progress = on_progress;
-    oscar_calib *cal = NULL;
-    CHECK_OK(oscar_calib_create(&p, &cal));
+    ovk_calib *cal = NULL;
+    CHECK_OK(ovk_calib_create(&p, &cal));
     if (!cal) return;
     float *q = malloc((size_t)SEQ * NH * d * sizeof *q), *k = malloc((size_t)SEQ * NKV * d * sizeof *k),
           *v = malloc((size_t)SEQ * NKV * d * sizeof *v);
     feed_calibration(cal, &s, q, k, v);
-    CHECK(oscar_calib_get_params(cal)->refit_rounds == 0); /* the default */
-    CHECK(oscar_calib_tokens(cal, 0) == (uint64_t)SEQ * CAL_SEQS);
+    CHECK(ovk_calib_get_params(cal)->refit_rounds == 0); /* the default */
+    CHECK(ovk_calib_tokens(cal, 0) == (uint64_t)SEQ * CAL_SEQS);
 
     size_t dd = (size_t)d * d;
     double *CK = malloc(dd * sizeof *CK), *CVa = malloc(dd * sizeof *CVa), *CVb = malloc(dd * sizeof *CVb);
-    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, CK));
-    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_PROXY, CVa));
-    CHECK_OK(oscar_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_SCORES, CVb));
+    CHECK_OK(ovk_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, CK));
+    CHECK_OK(ovk_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_PROXY, CVa));
+    CHECK_OK(ovk_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_VALUES_SCORES, CVb));
     check_rotation_math(CK, d, G);
     if (G == d) check_rotation_math(CK, d, d / 4);
 
     float *RI = malloc(dd * sizeof *RI), *RH = malloc(dd * sizeof *RH), *RK = malloc(dd * sizeof *RK),
           *RKn = malloc(dd * sizeof *RKn), *RVa = malloc(dd * sizeof *RVa), *RVb = malloc(dd * sizeof *RVb);
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_IDENTITY, d, NULL, RI, NULL));
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_HADAMARD, d, NULL, RH, NULL));
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CK, RK, NULL));
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR_NO_PERM, d, CK, RKn, NULL));
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CVa, RVa, NULL));
-    CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CVb, RVb, NULL));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_IDENTITY, d, NULL, RI, NULL));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_HADAMARD, d, NULL, RH, NULL));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, CK, RK, NULL));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR_NO_PERM, d, CK, RKn, NULL));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, CVa, RVa, NULL));
+    CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, CVb, RVb, NULL));
     float rk_fit = 0.0f, rv_fit = 0.0f;
     double ek_fit = 0.0, ev_fit = 0.0;
-    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RK, NULL, &rk_fit, &ek_fit));
-    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 1, RVa, NULL, &rv_fit, &ev_fit));
+    CHECK_OK(ovk_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RK, NULL, &rk_fit, &ek_fit));
+    CHECK_OK(ovk_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 1, RVa, NULL, &rv_fit, &ev_fit));
     /* Hadamard with its own fitted clip, and per-KV-head OSCAR rotations */
     float rh_fit = 0.0f, rp_fit = 0.0f;
     float *RP = malloc(NKV * dd * sizeof *RP), *MP = malloc(NKV * dd * sizeof *MP); /* per head: R, refit metric */
     double *CKh = malloc(dd * sizeof *CKh);
-    CHECK_OK(oscar_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RH, NULL, &rh_fit, NULL));
+    CHECK_OK(ovk_calib_fit_clip(cal, 0, OSCAR_CALIB_ALL_HEADS, 0, RH, NULL, &rh_fit, NULL));
     for (uint32_t h = 0; h < NKV; h++) {
-        CHECK_OK(oscar_calib_covariance(cal, 0, h, OSCAR_CALIB_KEYS, CKh));
-        CHECK_OK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CKh, RP + h * dd, NULL));
-        CHECK_OK(oscar_key_metric_matrix(d, CKh, RP + h * dd, 0.01, MP + h * dd));
+        CHECK_OK(ovk_calib_covariance(cal, 0, h, OSCAR_CALIB_KEYS, CKh));
+        CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, CKh, RP + h * dd, NULL));
+        CHECK_OK(ovk_key_metric_matrix(d, CKh, RP + h * dd, 0.01, MP + h * dd));
     }
     {
         float grid[21];
@@ -552,7 +552,7 @@ static void run_synthetic(uint32_t d, uint32_t G)
         uint64_t rows = 0;
         for (int i = 0; i < 21; i++) grid[i] = 0.80f + 0.01f * i;
         for (uint32_t h = 0; h < NKV; h++)
-            CHECK_OK(oscar_calib_clip_curve(cal, 0, h, 0, RP + h * dd, NULL, MP + h * dd, NULL, grid, 21, sums, &rows));
+            CHECK_OK(ovk_calib_clip_curve(cal, 0, h, 0, RP + h * dd, NULL, MP + h * dd, NULL, grid, 21, sums, &rows));
         CHECK(rows == (uint64_t)NKV * p.reservoir_rows);
         int best = 0;
         for (int i = 1; i < 21; i++) if (sums[i] <= sums[best]) best = i;
@@ -571,11 +571,11 @@ static void run_synthetic(uint32_t d, uint32_t G)
     double kOn = key_logit_error(q, k, SEQ, d, G, rK, RKn, 0, NULL, NULL, 0);
     /* the fitted clips are fitted for the quantizer in use: with G = d the refit (nearest codes,
      * under each rotation's key metric), so they are measured with it, against it at r = 0.96 */
-    uint32_t fr = oscar_calib_get_params(cal)->refit_rounds;
+    uint32_t fr = ovk_calib_get_params(cal)->refit_rounds;
     float *MK = malloc(dd * sizeof *MK), *MH = malloc(dd * sizeof *MH);
-    CHECK_OK(oscar_key_metric_matrix(d, CK, RK, 0.01, MK));
-    CHECK_OK(oscar_key_metric_matrix(d, CK, RH, 0.01, MH));
-    check_metric(MK, d, "oscar_key_metric_matrix");
+    CHECK_OK(ovk_key_metric_matrix(d, CK, RK, 0.01, MK));
+    CHECK_OK(ovk_key_metric_matrix(d, CK, RH, 0.01, MH));
+    check_metric(MK, d, "ovk_key_metric_matrix");
     double kOr = fr ? key_logit_error(q, k, SEQ, d, G, rK, RK, 0, NULL, MK, fr) : kO;
     double kHr = fr ? key_logit_error(q, k, SEQ, d, G, rK, RH, 0, NULL, MH, fr) : kH;
     double kOf = key_logit_error(q, k, SEQ, d, G, rk_fit, RK, 0, NULL, MK, fr);
@@ -583,7 +583,7 @@ static void run_synthetic(uint32_t d, uint32_t G)
     double kPf = key_logit_error(q, k, SEQ, d, G, rp_fit, RP, dd, NULL, MP, fr);
     /* the key codes by error feedback under the calibration's C_K, at the reference clip */
     float *F = malloc(dd * sizeof *F);
-    CHECK_OK(oscar_key_feedback_matrix(d, CK, RK, 0.01, F));
+    CHECK_OK(ovk_key_feedback_matrix(d, CK, RK, 0.01, F));
     double kFb = key_logit_error(q, k, SEQ, d, G, rK, RK, 0, F, NULL, 0);
     int upper = 1;
     for (size_t i = 0; i < dd; i++) upper &= isfinite(F[i]) && (i % d > i / d || F[i] == 0.0f);
@@ -635,9 +635,9 @@ static void run_synthetic(uint32_t d, uint32_t G)
     CHECK_MSG(vB <= 1.25 * vH, "d %u G %u: OSCAR(b) value error %g far above Hadamard %g", d, G, vB, vH);
 
     /* solve every layer in one call */
-    oscar_calib_result res;
+    ovk_calib_result res;
     progress_calls = 0;
-    CHECK_OK(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_SCORES, NULL, NULL, &res));
+    CHECK_OK(ovk_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_SCORES, NULL, NULL, &res));
     CHECK(progress_calls == 1);
     if (res.rot_k) {
         CHECK(res.n_layer == 1 && res.n_rot == 1 && res.head_dim == d);
@@ -650,15 +650,15 @@ static void run_synthetic(uint32_t d, uint32_t G)
          * the core's) */
         CHECK(res.metric_k == NULL);
     }
-    oscar_calib_result_free(&res);
-    oscar_calib_result_free(&res);
+    ovk_calib_result_free(&res);
+    ovk_calib_result_free(&res);
     /* and with the key feedback: the same matrices as above */
-    oscar_calib_destroy(cal);
+    ovk_calib_destroy(cal);
     p.key_feedback = 1;
     cal = NULL;
-    CHECK_OK(oscar_calib_create(&p, &cal));
+    CHECK_OK(ovk_calib_create(&p, &cal));
     feed_calibration(cal, &s, q, k, v);
-    if (cal) CHECK_OK(oscar_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, NULL, NULL, &res));
+    if (cal) CHECK_OK(ovk_calib_solve(cal, OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, NULL, NULL, &res));
     if (cal && res.rot_k) {
         CHECK(res.feedback_k && memcmp(res.feedback_k, F, dd * sizeof *F) == 0);
         CHECK(res.clip_k[0] >= 0.80f && res.clip_k[0] <= 1.0f);
@@ -666,23 +666,23 @@ static void run_synthetic(uint32_t d, uint32_t G)
     }
     /* the clip fit quantizes with the refit: the objective at the fitted ratio against the same
      * calibration with refit_rounds = 0, in every path (keys with their feedback and metric in
-     * the solve, the values' attention-output fit of the solve, oscar_calib_fit_clip's per-row
+     * the solve, the values' attention-output fit of the solve, ovk_calib_fit_clip's per-row
      * curve for keys and values) */
     if (G == d) {
-        oscar_calib *cr[2] = {NULL, NULL}; /* refit_rounds 3, 0 */
-        oscar_calib_result rr[2];
+        ovk_calib *cr[2] = {NULL, NULL}; /* refit_rounds 3, 0 */
+        ovk_calib_result rr[2];
         double fk[2] = {0.0, 0.0}, fv[2] = {0.0, 0.0};
         float ratio;
         memset(rr, 0, sizeof rr);
         p.vfit_sequences = 2;
         for (int i = 0; i < 2; i++) {
             p.refit_rounds = i ? 0 : REFIT_ROUNDS;
-            CHECK_OK(oscar_calib_create(&p, &cr[i]));
+            CHECK_OK(ovk_calib_create(&p, &cr[i]));
             feed_calibration(cr[i], &s, q, k, v);
             if (!cr[i]) continue;
-            CHECK_OK(oscar_calib_solve(cr[i], OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, NULL, NULL, &rr[i]));
-            CHECK_OK(oscar_calib_fit_clip(cr[i], 0, OSCAR_CALIB_ALL_HEADS, 0, RK, NULL, &ratio, &fk[i]));
-            CHECK_OK(oscar_calib_fit_clip(cr[i], 0, OSCAR_CALIB_ALL_HEADS, 1, RVa, NULL, &ratio, &fv[i]));
+            CHECK_OK(ovk_calib_solve(cr[i], OSCAR_ROTATION_OSCAR, OSCAR_CALIB_VALUES_PROXY, NULL, NULL, &rr[i]));
+            CHECK_OK(ovk_calib_fit_clip(cr[i], 0, OSCAR_CALIB_ALL_HEADS, 0, RK, NULL, &ratio, &fk[i]));
+            CHECK_OK(ovk_calib_fit_clip(cr[i], 0, OSCAR_CALIB_ALL_HEADS, 1, RVa, NULL, &ratio, &fv[i]));
         }
         if (rr[0].rot_k && rr[1].rot_k) {
             CHECK(rr[0].metric_k && rr[1].metric_k == NULL);
@@ -703,13 +703,13 @@ static void run_synthetic(uint32_t d, uint32_t G)
                       "without %g", d, fv[0], REFIT_VALUE_FIT_BOUND, fv[1]);
         }
         for (int i = 0; i < 2; i++) {
-            oscar_calib_result_free(&rr[i]);
-            oscar_calib_destroy(cr[i]);
+            ovk_calib_result_free(&rr[i]);
+            ovk_calib_destroy(cr[i]);
         }
         p.vfit_sequences = 0;
         p.refit_rounds = REFIT_ROUNDS;
     }
-    oscar_calib_result_free(&res);
+    ovk_calib_result_free(&res);
     free(F);
     free(MK);
     free(MH);
@@ -728,11 +728,11 @@ static void run_synthetic(uint32_t d, uint32_t G)
     free(q);
     free(k);
     free(v);
-    oscar_calib_destroy(cal);
+    ovk_calib_destroy(cal);
     synth_free(&s);
 }
 
-/* oscar_rope_spread_covariance against the average over positions written out: Rot(p)·C·Rot(p)ᵀ
+/* ovk_rope_spread_covariance against the average over positions written out: Rot(p)·C·Rot(p)ᵀ
  * for p = 0..span−1, normal and neox pairing, with and without unrotated dims. */
 static void check_rope_spread(void)
 {
@@ -770,7 +770,7 @@ static void check_rope_spread(void)
                         want[i * D + j] += t / SPAN;
                     }
             }
-            oscar_rope_spread_covariance(D, n_rot, neox, theta, SPAN, C);
+            ovk_rope_spread_covariance(D, n_rot, neox, theta, SPAN, C);
             double worst = 0;
             for (int i = 0; i < D * D; i++) worst = fmax(worst, fabs(C[i] - want[i]));
             CHECK_MSG(worst < 1e-9, "rope spread (neox %d, n_rot %u): max |difference| %g from the written-out average",

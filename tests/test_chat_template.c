@@ -36,47 +36,47 @@ static const char llama3_template[] =
     "{{ content }}{% endfor %}{% if add_generation_prompt %}{{ '<|start_header_id|>assistant"
     "<|end_header_id|>\n\n' }}{% endif %}";
 
-static void check_apply(const oscar_chat_params *p, const oscar_chat_message *m, size_t n,
+static void check_apply(const ovk_chat_params *p, const oscar_chat_message *m, size_t n,
                         const char *want, const char *label)
 {
     char buf[2048];
     size_t len = 0;
-    oscar_status st = oscar_chat_apply(p, m, n, buf, sizeof buf, &len);
+    oscar_status st = ovk_chat_apply(p, m, n, buf, sizeof buf, &len);
     CHECK_MSG(st == OSCAR_OK && len == strlen(want) && strcmp(buf, want) == 0,
               "%s:\n got: [%s]\nwant: [%s]", label, st == OSCAR_OK ? buf : "(error)", want);
     /* measuring gives the same length */
     size_t measured = 0;
-    CHECK_OK(oscar_chat_apply(p, m, n, NULL, 0, &measured));
+    CHECK_OK(ovk_chat_apply(p, m, n, NULL, 0, &measured));
     CHECK(measured == len);
 }
 
 static void test_detect(void)
 {
     int known = -1;
-    CHECK(oscar_chat_detect(smollm2_template, &known) == OSCAR_CHAT_CHATML && known == 1);
-    CHECK(oscar_chat_detect(qwen_like_template, &known) == OSCAR_CHAT_CHATML && known == 1);
-    CHECK(oscar_chat_detect(llama3_template, &known) == OSCAR_CHAT_LLAMA3 && known == 1);
-    CHECK(oscar_chat_detect("{{ messages }}", &known) == OSCAR_CHAT_CHATML && known == 0);
-    CHECK(oscar_chat_detect(NULL, &known) == OSCAR_CHAT_CHATML && known == 0);
-    CHECK(oscar_chat_detect(NULL, NULL) == OSCAR_CHAT_CHATML);
+    CHECK(ovk_chat_detect(smollm2_template, &known) == OSCAR_CHAT_CHATML && known == 1);
+    CHECK(ovk_chat_detect(qwen_like_template, &known) == OSCAR_CHAT_CHATML && known == 1);
+    CHECK(ovk_chat_detect(llama3_template, &known) == OSCAR_CHAT_LLAMA3 && known == 1);
+    CHECK(ovk_chat_detect("{{ messages }}", &known) == OSCAR_CHAT_CHATML && known == 0);
+    CHECK(ovk_chat_detect(NULL, &known) == OSCAR_CHAT_CHATML && known == 0);
+    CHECK(ovk_chat_detect(NULL, NULL) == OSCAR_CHAT_CHATML);
 
     char sys[256];
-    size_t n = oscar_chat_template_default_system(smollm2_template, sys, sizeof sys);
+    size_t n = ovk_chat_template_default_system(smollm2_template, sys, sizeof sys);
     CHECK(n == strlen("You are a helpful AI assistant named SmolLM, trained by Hugging Face"));
     CHECK(strcmp(sys, "You are a helpful AI assistant named SmolLM, trained by Hugging Face") == 0);
-    n = oscar_chat_template_default_system(qwen_like_template, sys, sizeof sys);
+    n = ovk_chat_template_default_system(qwen_like_template, sys, sizeof sys);
     CHECK(strcmp(sys, "You are Qwen, created by Alibaba Cloud. You are a helpful assistant.") == 0);
-    CHECK(oscar_chat_template_default_system(qwen3_like_template, sys, sizeof sys) == 0 && sys[0] == '\0');
-    CHECK(oscar_chat_template_default_system(llama3_template, sys, sizeof sys) == 0);
+    CHECK(ovk_chat_template_default_system(qwen3_like_template, sys, sizeof sys) == 0 && sys[0] == '\0');
+    CHECK(ovk_chat_template_default_system(llama3_template, sys, sizeof sys) == 0);
     /* truncation keeps the full length and a NUL */
-    n = oscar_chat_template_default_system(smollm2_template, sys, 8);
+    n = ovk_chat_template_default_system(smollm2_template, sys, 8);
     CHECK(n > 8 && strlen(sys) == 7 && memcmp(sys, "You are", 7) == 0);
 }
 
 static void test_chatml(void)
 {
     oscar_chat_message conv[] = {{"user", "Hi!"}, {"assistant", "Hello."}, {"user", "2+2?"}};
-    oscar_chat_params p = oscar_chat_params_default();
+    ovk_chat_params p = ovk_chat_params_default();
     p.template_src = smollm2_template;
     /* SmolLM2 with no system message: the template's default comes first */
     check_apply(&p, conv, 3,
@@ -99,7 +99,7 @@ static void test_chatml(void)
     check_apply(&p, conv, 2, "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n",
                 "no system, no generation prompt");
     /* escaped \n in a Qwen-style template becomes a newline */
-    p = oscar_chat_params_default();
+    p = ovk_chat_params_default();
     p.template_src = qwen_like_template;
     check_apply(&p, conv, 1,
                 "<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
@@ -120,7 +120,7 @@ static void test_chatml(void)
 static void test_llama3(void)
 {
     oscar_chat_message conv[] = {{"system", "You are terse."}, {"user", "  Hi!\n"}, {"assistant", "Hello."}};
-    oscar_chat_params p = oscar_chat_params_default();
+    ovk_chat_params p = ovk_chat_params_default();
     p.template_src = llama3_template;
     check_apply(&p, conv, 3,
                 "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nYou are terse.<|eot_id|>"
@@ -140,19 +140,19 @@ static void test_llama3(void)
 static void test_errors(void)
 {
     oscar_chat_message conv[] = {{"user", "Hello there"}};
-    oscar_chat_params p = oscar_chat_params_default();
+    ovk_chat_params p = ovk_chat_params_default();
     char small[16];
     size_t len = 0;
-    CHECK_STATUS(oscar_chat_apply(&p, conv, 1, small, sizeof small, &len), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_chat_apply(&p, conv, 1, small, sizeof small, &len), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(len == strlen("<|im_start|>user\nHello there<|im_end|>\n<|im_start|>assistant\n"));
     char exact[128];
-    CHECK_STATUS(oscar_chat_apply(&p, conv, 1, exact, len, &len), OSCAR_ERROR_INVALID_ARGUMENT); /* no room for NUL */
-    CHECK_OK(oscar_chat_apply(&p, conv, 1, exact, len + 1, &len));
+    CHECK_STATUS(ovk_chat_apply(&p, conv, 1, exact, len, &len), OSCAR_ERROR_INVALID_ARGUMENT); /* no room for NUL */
+    CHECK_OK(ovk_chat_apply(&p, conv, 1, exact, len + 1, &len));
     oscar_chat_message bad[] = {{"user", NULL}};
-    CHECK_STATUS(oscar_chat_apply(&p, bad, 1, exact, sizeof exact, &len), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_chat_apply(&p, NULL, 2, exact, sizeof exact, &len), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_chat_apply(&p, conv, 1, exact, sizeof exact, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_OK(oscar_chat_apply(NULL, conv, 1, exact, sizeof exact, &len)); /* NULL params: defaults */
+    CHECK_STATUS(ovk_chat_apply(&p, bad, 1, exact, sizeof exact, &len), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_chat_apply(&p, NULL, 2, exact, sizeof exact, &len), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_chat_apply(&p, conv, 1, exact, sizeof exact, NULL), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(ovk_chat_apply(NULL, conv, 1, exact, sizeof exact, &len)); /* NULL params: defaults */
 }
 
 int main(void)

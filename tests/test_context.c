@@ -14,24 +14,24 @@ static void test_buffers(oscar_context *ctx)
         size_t n = sizes[s];
         uint8_t *src = malloc(n), *dst = malloc(n);
         for (size_t i = 0; i < n; i++) src[i] = (uint8_t)(test_rng_u32() >> 7);
-        oscar_buffer buf;
-        CHECK_OK(oscar_buffer_create(ctx, n, OSCAR_BUFFER_DEVICE, &buf));
-        CHECK_OK(oscar_buffer_upload(ctx, &buf, 0, src, n));
+        ovk_buffer buf;
+        CHECK_OK(ovk_buffer_create(ctx, n, OSCAR_BUFFER_DEVICE, &buf));
+        CHECK_OK(ovk_buffer_upload(ctx, &buf, 0, src, n));
         memset(dst, 0, n);
-        CHECK_OK(oscar_buffer_download(ctx, &buf, 0, dst, n));
+        CHECK_OK(ovk_buffer_download(ctx, &buf, 0, dst, n));
         CHECK_MSG(memcmp(src, dst, n) == 0, "round trip of %zu bytes", n);
         if (n >= 12) {
-            CHECK_OK(oscar_buffer_fill(ctx, &buf, 4, 8, 0xA1B2C3D4u));
+            CHECK_OK(ovk_buffer_fill(ctx, &buf, 4, 8, 0xA1B2C3D4u));
             uint32_t words[3];
-            CHECK_OK(oscar_buffer_download(ctx, &buf, 0, words, 12));
+            CHECK_OK(ovk_buffer_download(ctx, &buf, 0, words, 12));
             uint32_t first;
             memcpy(&first, src, 4);
             CHECK(words[0] == first && words[1] == 0xA1B2C3D4u && words[2] == 0xA1B2C3D4u);
         }
         /* out-of-range access is refused, not performed */
-        CHECK_STATUS(oscar_buffer_upload(ctx, &buf, 1, src, n), OSCAR_ERROR_INVALID_ARGUMENT);
-        CHECK_STATUS(oscar_buffer_download(ctx, &buf, n, dst, 1), OSCAR_ERROR_INVALID_ARGUMENT);
-        oscar_buffer_destroy(ctx, &buf);
+        CHECK_STATUS(ovk_buffer_upload(ctx, &buf, 1, src, n), OSCAR_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(ovk_buffer_download(ctx, &buf, n, dst, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+        ovk_buffer_destroy(ctx, &buf);
         free(src);
         free(dst);
     }
@@ -39,16 +39,16 @@ static void test_buffers(oscar_context *ctx)
 
 static void test_pipelines(oscar_context *ctx)
 {
-    oscar_pipeline_desc d = { .shader = "convert_f16", .n_buffers = 3, .push_size = 4, .n_spec = 1, .spec = { 64 } };
-    oscar_pipeline *a = NULL, *b = NULL, *c = NULL;
-    CHECK_OK(oscar_pipeline_get(ctx, &d, &a));
-    CHECK_OK(oscar_pipeline_get(ctx, &d, &b));
+    ovk_pipeline_desc d = { .shader = "convert_f16", .n_buffers = 3, .push_size = 4, .n_spec = 1, .spec = { 64 } };
+    ovk_pipeline *a = NULL, *b = NULL, *c = NULL;
+    CHECK_OK(ovk_pipeline_get(ctx, &d, &a));
+    CHECK_OK(ovk_pipeline_get(ctx, &d, &b));
     CHECK(a != NULL && a == b); /* created once, reused */
     d.spec[0] = 32;
-    CHECK_OK(oscar_pipeline_get(ctx, &d, &c));
+    CHECK_OK(ovk_pipeline_get(ctx, &d, &c));
     CHECK(c != NULL && c != a); /* other constants, other pipeline */
-    oscar_pipeline_desc bad = { .shader = "no_such_shader", .n_buffers = 1 };
-    CHECK_STATUS(oscar_pipeline_get(ctx, &bad, &c), OSCAR_ERROR_SHADER);
+    ovk_pipeline_desc bad = { .shader = "no_such_shader", .n_buffers = 1 };
+    CHECK_STATUS(ovk_pipeline_get(ctx, &bad, &c), OSCAR_ERROR_SHADER);
     CHECK(strstr(oscar_last_error(), "no_such_shader") != NULL);
 }
 
@@ -100,23 +100,23 @@ static void test_device_choice(void)
  * else leaves sink alone; bad sizes and bindings are refused. */
 static void test_read_stream(oscar_context *ctx)
 {
-    oscar_ops ops;
-    oscar_ops_init(&ops, ctx);
-    oscar_buffer src = { 0 }, sink = { 0 };
-    CHECK_OK(oscar_buffer_create(ctx, 1 << 16, OSCAR_BUFFER_DEVICE, &src));
-    CHECK_OK(oscar_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &sink));
-    oscar_binding bs = { &src, 0, 0 }, bk = { &sink, 0, 0 };
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
+    ovk_buffer src = { 0 }, sink = { 0 };
+    CHECK_OK(ovk_buffer_create(ctx, 1 << 16, OSCAR_BUFFER_DEVICE, &src));
+    CHECK_OK(ovk_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &sink));
+    ovk_binding bs = { &src, 0, 0 }, bk = { &sink, 0, 0 };
     for (int hit = 0; hit < 2; hit++) {
         uint32_t first[4] = { hit ? 0x0BADF00Du : 0x0BADF00Cu, 0, 0, 0 }, got = 0;
-        CHECK_OK(oscar_buffer_fill(ctx, &src, 0, 1 << 16, 0x5A5A5A5Au));
-        CHECK_OK(oscar_buffer_upload(ctx, &src, 0, first, 16));
+        CHECK_OK(ovk_buffer_fill(ctx, &src, 0, 1 << 16, 0x5A5A5A5Au));
+        CHECK_OK(ovk_buffer_upload(ctx, &src, 0, first, 16));
         for (int c = 0; c < 3; c++) { /* the first vec4 alone, then 64 KiB: 16 loads a thread, then 1 */
             int whole = c > 0;
-            CHECK_OK(oscar_buffer_fill(ctx, &sink, 0, 16, 0x12345678u));
-            CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-            CHECK_OK(oscar_op_read_stream(&ops, &ctx->cmd, bs, whole ? 1 << 16 : 16, c == 2 ? 1 : 0, bk));
-            CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-            CHECK_OK(oscar_buffer_download(ctx, &sink, 0, &got, 4));
+            CHECK_OK(ovk_buffer_fill(ctx, &sink, 0, 16, 0x12345678u));
+            CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+            CHECK_OK(ovk_op_read_stream(&ops, &ctx->cmd, bs, whole ? 1 << 16 : 16, c == 2 ? 1 : 0, bk));
+            CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+            CHECK_OK(ovk_buffer_download(ctx, &sink, 0, &got, 4));
             /* 64 KiB, 16 loads a thread: thread 0 also XORs in 15 vec4s of 0x5A5A5A5A, whose
              * four words cancel in its final XOR, so it sees the first word again; the other
              * threads see 0. One load a thread (16 workgroups): thread 0 reads the first vec4 only */
@@ -125,13 +125,13 @@ static void test_read_stream(oscar_context *ctx)
                       c == 2 ? "64 KiB, 1 load a thread" : whole ? "64 KiB" : "16 bytes", got, want);
         }
     }
-    CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 24, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 0, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_op_read_stream(&ops, &ctx->cmd, bs, 1 << 17, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-    oscar_buffer_destroy(ctx, &src);
-    oscar_buffer_destroy(ctx, &sink);
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    CHECK_STATUS(ovk_op_read_stream(&ops, &ctx->cmd, bs, 24, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_read_stream(&ops, &ctx->cmd, bs, 0, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_read_stream(&ops, &ctx->cmd, bs, 1 << 17, 0, bk), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    ovk_buffer_destroy(ctx, &src);
+    ovk_buffer_destroy(ctx, &sink);
 }
 
 int main(void)

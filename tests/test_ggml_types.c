@@ -35,29 +35,29 @@ static void test_table(void)
         { 13, "Q5_K", 256, 176 }, { 14, "Q6_K", 256, 210 }, { 30, "BF16", 1, 2 },
     };
     for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        const oscar_ggml_type_info *t = oscar_ggml_type_get(want[i].id);
+        const ovk_ggml_type_info *t = ovk_ggml_type_get(want[i].id);
         CHECK_MSG(t != NULL, "type %u", want[i].id);
         if (!t) continue;
         CHECK_MSG(strcmp(t->name, want[i].name) == 0, "type %u name %s", want[i].id, t->name);
         CHECK_MSG(t->block_size == want[i].bs && t->type_size == want[i].ts, "type %s: %u/%u", t->name, t->block_size, t->type_size);
         CHECK(t->has_dequantize && t->has_quantize);
     }
-    CHECK(oscar_ggml_type_get(4) == NULL);  /* removed Q4_2 */
-    CHECK(oscar_ggml_type_get(5) == NULL);
-    CHECK(oscar_ggml_type_get(16) == NULL); /* IQ2_XXS: not in the table */
-    CHECK(oscar_ggml_type_get(31) == NULL);
-    CHECK(oscar_ggml_type_get(1000) == NULL);
-    CHECK(strcmp(oscar_ggml_type_name(99), "unknown") == 0);
-    CHECK(oscar_ggml_type_get(OSCAR_GGML_TYPE_Q2_K) && !oscar_ggml_type_get(OSCAR_GGML_TYPE_Q2_K)->has_dequantize);
+    CHECK(ovk_ggml_type_get(4) == NULL);  /* removed Q4_2 */
+    CHECK(ovk_ggml_type_get(5) == NULL);
+    CHECK(ovk_ggml_type_get(16) == NULL); /* IQ2_XXS: not in the table */
+    CHECK(ovk_ggml_type_get(31) == NULL);
+    CHECK(ovk_ggml_type_get(1000) == NULL);
+    CHECK(strcmp(ovk_ggml_type_name(99), "unknown") == 0);
+    CHECK(ovk_ggml_type_get(OSCAR_GGML_TYPE_Q2_K) && !ovk_ggml_type_get(OSCAR_GGML_TYPE_Q2_K)->has_dequantize);
 
     uint64_t b = 0;
-    CHECK_OK(oscar_ggml_row_size(OSCAR_GGML_TYPE_Q4_K, 512, &b));
+    CHECK_OK(ovk_ggml_row_size(OSCAR_GGML_TYPE_Q4_K, 512, &b));
     CHECK(b == 288);
-    CHECK_OK(oscar_ggml_row_size(OSCAR_GGML_TYPE_Q4_1, 576, &b));
+    CHECK_OK(ovk_ggml_row_size(OSCAR_GGML_TYPE_Q4_1, 576, &b));
     CHECK(b == 360); /* SmolLM2's rows: 18 blocks x 20 bytes */
-    CHECK_STATUS(oscar_ggml_row_size(OSCAR_GGML_TYPE_Q4_K, 100, &b), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_ggml_row_size(OSCAR_GGML_TYPE_F32, UINT64_MAX / 2, &b), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_ggml_row_size(77, 32, &b), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_row_size(OSCAR_GGML_TYPE_Q4_K, 100, &b), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_row_size(OSCAR_GGML_TYPE_F32, UINT64_MAX / 2, &b), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_row_size(77, 32, &b), OSCAR_ERROR_INVALID_ARGUMENT);
 }
 
 /* ---- 2. hand-built blocks -------------------------------------------------------------- */
@@ -78,13 +78,13 @@ static void test_hand_blocks(void)
 
     { /* F16 / BF16 / F32 */
         uint8_t h[] = { 0x00, 0x3C, 0x00, 0xC0, 0xFF, 0x7B, 0x01, 0x00 }; /* 1, -2, 65504, 2^-24 */
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_F16, h, y, 4));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_F16, h, y, 4));
         CHECK(y[0] == 1.0f && y[1] == -2.0f && y[2] == 65504.0f && y[3] == ldexpf(1.0f, -24));
         uint8_t bf[] = { 0x80, 0x3F, 0x40, 0xC0, 0x49, 0x40 }; /* 1, -3, 3.140625 */
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_BF16, bf, y, 3));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_BF16, bf, y, 3));
         CHECK(y[0] == 1.0f && y[1] == -3.0f && y[2] == 3.140625f);
         float f[2] = { 1.5f, -0.25f };
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_F32, f, y, 2));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_F32, f, y, 2));
         CHECK(y[0] == 1.5f && y[1] == -0.25f);
     }
     { /* Q4_0: d = 0.5; y = d * (nibble - 8); low nibbles -> 0..15, high -> 16..31 */
@@ -94,7 +94,7 @@ static void test_hand_blocks(void)
         b[2 + 15] = 0x7A; /* y[15] = 0.5*(10-8) = 1,   y[31] = 0.5*(7-8) = -0.5 */
         for (int i = 0; i < 32; i++) want[i] = -4.0f;
         want[0] = 3.5f; want[1] = -2.5f; want[17] = 0.0f; want[15] = 1.0f; want[31] = -0.5f;
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q4_0, b, y, 32));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q4_0, b, y, 32));
         expect("Q4_0 hand block", y, want, 32);
     }
     { /* Q4_1: d = 1, m = -2; y = d * nibble + m */
@@ -103,7 +103,7 @@ static void test_hand_blocks(void)
         b[4 + 9] = 0x10;  /* y[9] = -2,          y[25] = 1 - 2 = -1 */
         for (int i = 0; i < 32; i++) want[i] = -2.0f;
         want[0] = 13.0f; want[16] = 3.0f; want[25] = -1.0f;
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q4_1, b, y, 32));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q4_1, b, y, 32));
         expect("Q4_1 hand block", y, want, 32);
     }
     { /* Q5_0: d = 1, qh bits 0 and 17 set; y = ((nibble | bit << 4) - 16) */
@@ -112,7 +112,7 @@ static void test_hand_blocks(void)
         for (int i = 0; i < 32; i++) want[i] = -16.0f;
         want[0] = 0.0f;   /* nibble 0 | 16 */
         want[1] = -1.0f; want[17] = 15.0f;
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q5_0, b, y, 32));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q5_0, b, y, 32));
         expect("Q5_0 hand block", y, want, 32);
     }
     { /* Q5_1: d = 0.5, m = 1, same bits; y = d * q + m */
@@ -121,7 +121,7 @@ static void test_hand_blocks(void)
         for (int i = 0; i < 32; i++) want[i] = 1.0f;
         want[0] = 9.0f;   /* 0.5 * 16 + 1 */
         want[1] = 8.5f; want[17] = 16.5f;
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q5_1, b, y, 32));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q5_1, b, y, 32));
         expect("Q5_1 hand block", y, want, 32);
     }
     { /* Q8_0: d = 0.25 */
@@ -129,7 +129,7 @@ static void test_hand_blocks(void)
         b[2 + 0] = 0x7F; b[2 + 1] = 0x81; b[2 + 5] = 0x04; b[2 + 31] = 0xFE;
         for (int i = 0; i < 32; i++) want[i] = 0.0f;
         want[0] = 31.75f; want[1] = -31.75f; want[5] = 1.0f; want[31] = -0.5f;
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q8_0, b, y, 32));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q8_0, b, y, 32));
         expect("Q8_0 hand block", y, want, 32);
     }
 
@@ -166,7 +166,7 @@ static void test_hand_blocks(void)
         for (int i = 0; i < 256; i++) want[i] = kzero[i / 32];
         want[0] = 0.0f; want[32] = 6.0f; want[63] = 45.0f; want[64] = 913.5f;
         want[128] = 86.0f; want[160] = 111.5f; want[223] = 1.5f; want[255] = 592.5f;
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q4_K, b, y, 256));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q4_K, b, y, 256));
         expect("Q4_K hand block", y, want, 256);
     }
     { /* Q5_K: as Q4_K plus qh[l] bit 2c (low nibble of chunk c) and bit 2c+1 (high nibble) */
@@ -180,7 +180,7 @@ static void test_hand_blocks(void)
         for (int i = 0; i < 256; i++) want[i] = kzero[i / 32];
         want[0] = 16.0f; want[32] = 54.0f; want[229] = 952.5f; want[138] = 567.0f;
         want[223] = 1.5f; want[255] = 592.5f;
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q5_K, b, y, 256));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q5_K, b, y, 256));
         expect("Q5_K hand block", y, want, 256);
     }
     { /* Q6_K: d = 0.5, int8 scales per 16 elements; code 0 -> q - 32 = -32 */
@@ -206,7 +206,7 @@ static void test_hand_blocks(void)
         want[0] = 2.5f; want[32] = -24.0f; want[64] = 77.5f;
         want[159] = -100.0f; want[223] = -203.0f; want[255] = 1016.0f;
         CHECK(want[16] == 32.0f && want[224] == 240.0f); /* negative scales flip the sign */
-        CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q6_K, b, y, 256));
+        CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q6_K, b, y, 256));
         expect("Q6_K hand block", y, want, 256);
     }
 }
@@ -219,8 +219,8 @@ static void roundtrip_exact(const char *what, uint32_t type, const float *x, int
 {
     static uint8_t q[MAXN * 2];
     static float y[MAXN];
-    CHECK_OK(oscar_ggml_quantize_row(type, x, q, (uint64_t)n));
-    CHECK_OK(oscar_ggml_dequantize_row(type, q, y, (uint64_t)n));
+    CHECK_OK(ovk_ggml_quantize_row(type, x, q, (uint64_t)n));
+    CHECK_OK(ovk_ggml_dequantize_row(type, q, y, (uint64_t)n));
     int bad = 0;
     for (int i = 0; i < n; i++)
         if (y[i] != x[i] && bad++ < 5) fprintf(stderr, "%s: x[%d] = %.9g -> %.9g\n", what, i, x[i], y[i]);
@@ -303,14 +303,14 @@ static void test_exact(void)
     /* BF16 rounds to nearest even: 1 + 2^-8 -> 1.0, 1 + 3*2^-8 -> 1 + 2^-6 */
     float h[2] = { 1.00390625f, 1.01171875f }, r[2];
     uint8_t bq[4];
-    CHECK_OK(oscar_ggml_quantize_row(OSCAR_GGML_TYPE_BF16, h, bq, 2));
-    CHECK_OK(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_BF16, bq, r, 2));
+    CHECK_OK(ovk_ggml_quantize_row(OSCAR_GGML_TYPE_BF16, h, bq, 2));
+    CHECK_OK(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_BF16, bq, r, 2));
     CHECK(r[0] == 1.0f && r[1] == 1.015625f);
 }
 
 /* ---- 4. round-trip error bounds ------------------------------------------------------------- */
 
-static float f16at(const uint8_t *p) { return oscar_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
+static float f16at(const uint8_t *p) { return ovk_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 
 /* The quantization step that applies to element i (within its block) of a block type, read
  * from the block header per the layout in ggml_types.h. */
@@ -337,7 +337,7 @@ static void roundtrip_bounds(const char *what, uint32_t type, double nse_bound, 
     static float x[MAXN], y[MAXN];
     static uint8_t q[MAXN * 2];
     const int n = MAXN;
-    const oscar_ggml_type_info *t = oscar_ggml_type_get(type);
+    const ovk_ggml_type_info *t = ovk_ggml_type_get(type);
     double worst = 0.0;
     int bad = 0;
     double nse_max = 0.0, nse_outlier = 0.0;
@@ -351,8 +351,8 @@ static void roundtrip_bounds(const char *what, uint32_t type, double nse_bound, 
             for (int i = 768; i < 1024; i++) x[i] = 2.0f + fabsf(x[i]);
             for (int i = 1024; i < 1280; i++) x[i] = -2.0f - fabsf(x[i]);
         }
-        CHECK_OK(oscar_ggml_quantize_row(type, x, q, n));
-        CHECK_OK(oscar_ggml_dequantize_row(type, q, y, n));
+        CHECK_OK(ovk_ggml_quantize_row(type, x, q, n));
+        CHECK_OK(ovk_ggml_dequantize_row(type, q, y, n));
         double nse = test_nse(y, x, (size_t)n);
         if (trial < 3 && nse > nse_max) nse_max = nse;
         if (trial == 3) nse_outlier = nse;
@@ -395,16 +395,16 @@ static void test_errors(void)
 {
     float x[256] = { 0 }, y[256];
     uint8_t q[512];
-    CHECK_STATUS(oscar_ggml_quantize_row(OSCAR_GGML_TYPE_Q4_K, x, q, 100), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q8_0, q, y, 33), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_ggml_dequantize_row(OSCAR_GGML_TYPE_Q2_K, q, y, 256), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_ggml_quantize_row(OSCAR_GGML_TYPE_Q3_K, x, q, 256), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_ggml_dequantize_row(4, q, y, 32), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_quantize_row(OSCAR_GGML_TYPE_Q4_K, x, q, 100), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q8_0, q, y, 33), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_dequantize_row(OSCAR_GGML_TYPE_Q2_K, q, y, 256), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_quantize_row(OSCAR_GGML_TYPE_Q3_K, x, q, 256), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_dequantize_row(4, q, y, 32), OSCAR_ERROR_INVALID_ARGUMENT);
     x[17] = NAN;
-    CHECK_STATUS(oscar_ggml_quantize_row(OSCAR_GGML_TYPE_Q8_0, x, q, 32), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_quantize_row(OSCAR_GGML_TYPE_Q8_0, x, q, 32), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "element 17") != NULL);
     x[17] = INFINITY;
-    CHECK_STATUS(oscar_ggml_quantize_row(OSCAR_GGML_TYPE_Q6_K, x, q, 256), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_ggml_quantize_row(OSCAR_GGML_TYPE_Q6_K, x, q, 256), OSCAR_ERROR_INVALID_ARGUMENT);
 }
 
 int main(void)

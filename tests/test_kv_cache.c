@@ -127,9 +127,9 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
         CHECK_OK(oscar_kv_attention(r->cache, l, q, out));
         /* (1) against the C reference over the cache's own contents */
         attn_ref_cache snap;
-        CHECK_OK(oscar_kv_snapshot(r->cache, l, &snap));
+        CHECK_OK(ovk_kv_snapshot(r->cache, l, &snap));
         uint32_t n_rot = 1;
-        CHECK_OK(oscar_kv_rotations(r->cache, l, rk, rv, &n_rot));
+        CHECK_OK(ovk_kv_rotations(r->cache, l, rk, rv, &n_rot));
         int rotated = r->mode == OSCAR_KV_INT2_HADAMARD || r->mode == OSCAR_KV_INT2_ROTATED;
         if (rotated) kv_ref_rotate_rows(q, total, H, d, rk, n_rot > 1 ? s->gqa : H, 0, q_rot);
         else memcpy(q_rot, q, sizeof(float) * total * H * d);
@@ -147,7 +147,7 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
         CHECK_MSG(e <= 1e-5, "mode %s layer %u: GPU vs reference over the cache NSE %.3g", oscar_kv_mode_name(r->mode), l, e);
         for (uint32_t i = 0; i < n_seqs; i++)
             if (snap.flushed_end[seqs[i]] > snap.sink[seqs[i]] && r->mode != OSCAR_KV_FP16) only_f16 = 0;
-        oscar_kv_snapshot_free(&snap);
+        ovk_kv_snapshot_free(&snap);
         /* (2) against exact attention while nothing is quantized */
         if (r->mode == OSCAR_KV_FP16 || only_f16) {
             for (uint32_t rr = 0; rr < total; rr++)

@@ -17,7 +17,7 @@
 #include "half.h"
 #include "int2_quant.h"
 #include "kv_ref.h"
-#include "ops.h" /* oscar_rope_inv_freq */
+#include "ops.h" /* ovk_rope_inv_freq */
 #include "test_gpu.h"
 
 #define SENTINEL_F16 0xA5A5A5A5u
@@ -69,14 +69,14 @@ static uint32_t f16_ulps(uint16_t a, uint16_t b)
     return (uint32_t)(ia > ib ? ia - ib : ib - ia);
 }
 
-static oscar_pipeline *pipeline(oscar_context *ctx, const char *shader, uint32_t n_buffers, uint32_t push_size,
+static ovk_pipeline *pipeline(oscar_context *ctx, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                 const uint32_t spec[KV_WRITE_N_SPEC])
 {
-    oscar_pipeline_desc desc = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size,
+    ovk_pipeline_desc desc = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size,
                                  .n_spec = KV_WRITE_N_SPEC };
     memcpy(desc.spec, spec, sizeof(uint32_t) * KV_WRITE_N_SPEC);
-    oscar_pipeline *p = NULL;
-    CHECK_OK(oscar_pipeline_get(ctx, &desc, &p));
+    ovk_pipeline *p = NULL;
+    CHECK_OK(ovk_pipeline_get(ctx, &desc, &p));
     return p;
 }
 
@@ -208,7 +208,7 @@ static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
         fill_row(row, c->d, kind_counter++ % 15);
         if (overflow && kind_counter % 3 == 0) row[test_rng_u32() % c->d] = (test_rng_u32() & 1) ? 1e6f : -1e6f;
         for (uint32_t w = 0; w < c->d / 2; w++)
-            f16_pool[off + w] = (uint32_t)oscar_f32_to_f16(row[2 * w]) | (uint32_t)oscar_f32_to_f16(row[2 * w + 1]) << 16;
+            f16_pool[off + w] = (uint32_t)ovk_f32_to_f16(row[2 * w]) | (uint32_t)ovk_f32_to_f16(row[2 * w + 1]) << 16;
     }
     distinct_positions(n_tok, n_src_pages, c->P, src_page, src_slot);
     distinct_positions(n_tok, n_dst_pages, c->P, dst_page, dst_slot);
@@ -221,24 +221,24 @@ static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
     float *met = c->metric ? random_metric(n_fb, c->d) : NULL;
     kv_ref_flush(&s, slots, n_tok, c->clip_k, c->clip_v, fb, c->feedback == 2, met, c->refit, f16_pool, want);
 
-    oscar_buffer b_slots = { 0 }, b_f16 = { 0 }, b_int2 = { 0 }, b_fb = { 0 }, b_met = { 0 };
+    ovk_buffer b_slots = { 0 }, b_f16 = { 0 }, b_int2 = { 0 }, b_fb = { 0 }, b_met = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, fb, fb ? (size_t)n_fb * c->d * c->d * 4 : 16, &b_fb));
     CHECK_OK(test_gpu_buffer_from(ctx, met, met ? (size_t)n_fb * c->d * c->d * 4 : 16, &b_met));
     CHECK_OK(test_gpu_buffer_from(ctx, slots, sizeof *slots * n_tok, &b_slots));
     CHECK_OK(test_gpu_buffer_from(ctx, f16_pool, f16_words * 4, &b_f16));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, int2_words * 4, &b_int2));
-    CHECK_OK(oscar_buffer_fill(ctx, &b_int2, 0, int2_words * 4, SENTINEL_INT2));
+    CHECK_OK(ovk_buffer_fill(ctx, &b_int2, 0, int2_words * 4, SENTINEL_INT2));
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ c->d, /* GROUP */ c->G,
                                        /* PAGE */ c->P, /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ KV_MODE_ROTATED,
                                        /* ROT_PER_HEAD */ 0, /* INPUT_F16 */ 0, /* TRANSPOSE */ 0 };
-    oscar_pipeline *p = pipeline(ctx, "kv_flush", 5, sizeof(struct kv_flush_push), spec);
+    ovk_pipeline *p = pipeline(ctx, "kv_flush", 5, sizeof(struct kv_flush_push), spec);
     if (p) {
         struct kv_flush_push push = { .n_tokens = n_tok, .clip_k = c->clip_k, .clip_v = c->clip_v, .key_feedback = c->feedback,
                                       .refit = c->refit, .key_metric = c->metric ? (c->feedback == 2 ? 2 : 1) : 0 };
-        oscar_binding b[5] = { { &b_slots, 0, 0 }, { &b_f16, 0, 0 }, { &b_int2, 0, 0 }, { &b_fb, 0, 0 }, { &b_met, 0, 0 } };
+        ovk_binding b[5] = { { &b_slots, 0, 0 }, { &b_f16, 0, 0 }, { &b_int2, 0, 0 }, { &b_fb, 0, 0 }, { &b_met, 0, 0 } };
         uint32_t gx = n_tok < c->gx_max ? n_tok : c->gx_max;
         CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, c->nkv, 2));
-        CHECK_OK(oscar_buffer_download(ctx, &b_int2, 0, got, int2_words * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &b_int2, 0, got, int2_words * 4));
         size_t bad = 0, bad_sentinel = 0;
         for (size_t i = 0; i < int2_words; i++) {
             if (want[i] == SENTINEL_INT2 && got[i] != SENTINEL_INT2) bad_sentinel++;
@@ -263,11 +263,11 @@ static void test_flush(oscar_context *ctx, const flush_case *c, int overflow)
     }
     free(fb);
     free(met);
-    oscar_buffer_destroy(ctx, &b_fb);
-    oscar_buffer_destroy(ctx, &b_met);
-    oscar_buffer_destroy(ctx, &b_slots);
-    oscar_buffer_destroy(ctx, &b_f16);
-    oscar_buffer_destroy(ctx, &b_int2);
+    ovk_buffer_destroy(ctx, &b_fb);
+    ovk_buffer_destroy(ctx, &b_met);
+    ovk_buffer_destroy(ctx, &b_slots);
+    ovk_buffer_destroy(ctx, &b_f16);
+    ovk_buffer_destroy(ctx, &b_int2);
     free(f16_pool);
     free(want);
     free(got);
@@ -286,25 +286,25 @@ typedef struct append_case {
 
 /* y = RoPE(x) by rope.comp, the op the model ran before the cache applied RoPE itself:
  * x, y [n_tok][n_heads][d], pos [n_tok], freq [n_rot/2]. */
-static void gpu_rope(oscar_context *ctx, int neox, const oscar_buffer *x, const oscar_buffer *pos, const oscar_buffer *freq,
-                     const oscar_buffer *y, uint32_t d, uint32_t n_heads, uint32_t n_tok, uint32_t n_rot)
+static void gpu_rope(oscar_context *ctx, int neox, const ovk_buffer *x, const ovk_buffer *pos, const ovk_buffer *freq,
+                     const ovk_buffer *y, uint32_t d, uint32_t n_heads, uint32_t n_tok, uint32_t n_rot)
 {
-    oscar_pipeline_desc desc = { .shader = "rope", .n_buffers = 4, .push_size = 16, .n_spec = 2, .spec = { 64, (uint32_t)neox } };
-    oscar_pipeline *p = NULL;
-    CHECK_OK(oscar_pipeline_get(ctx, &desc, &p));
+    ovk_pipeline_desc desc = { .shader = "rope", .n_buffers = 4, .push_size = 16, .n_spec = 2, .spec = { 64, (uint32_t)neox } };
+    ovk_pipeline *p = NULL;
+    CHECK_OK(ovk_pipeline_get(ctx, &desc, &p));
     if (!p) return;
     uint32_t push[4] = { d, n_heads, n_tok, n_rot };
-    oscar_binding b[4] = { { x, 0, 0 }, { pos, 0, 0 }, { freq, 0, 0 }, { y, 0, 0 } };
+    ovk_binding b[4] = { { x, 0, 0 }, { pos, 0, 0 }, { freq, 0, 0 }, { y, 0, 0 } };
     CHECK_OK(test_gpu_run(ctx, p, b, push, (n_tok * n_heads * d / 2 + 63) / 64, 1, 1));
 }
 
 /* Positions (large, so the angle reduction matters) and frequencies for n_tok rows. */
-static void rope_inputs(oscar_context *ctx, uint32_t n_tok, uint32_t n_rot, oscar_buffer *b_pos, oscar_buffer *b_freq)
+static void rope_inputs(oscar_context *ctx, uint32_t n_tok, uint32_t n_rot, ovk_buffer *b_pos, ovk_buffer *b_freq)
 {
     int32_t *pos = malloc(n_tok * sizeof *pos);
     float freq[KV_MAX_HEAD_DIM / 2];
     for (uint32_t t = 0; t < n_tok; t++) pos[t] = (int32_t)(t * 7919u % 131072u);
-    CHECK_OK(oscar_rope_inv_freq(freq, n_rot, 500000.0, 1.0, NULL));
+    CHECK_OK(ovk_rope_inv_freq(freq, n_rot, 500000.0, 1.0, NULL));
     CHECK_OK(test_gpu_buffer_from(ctx, pos, n_tok * sizeof *pos, b_pos));
     CHECK_OK(test_gpu_buffer_from(ctx, freq, n_rot / 2 * sizeof(float), b_freq));
     free(pos);
@@ -313,38 +313,38 @@ static void rope_inputs(oscar_context *ctx, uint32_t n_tok, uint32_t n_rot, osca
 /* kv_append with RoPE on load must write what rope.comp followed by kv_append without it
  * writes, bit for bit (fp32 input; b: the bindings of the plain run, K at 0, pool at 5).
  * Normal pairs over every dim for even modes, neox over half of them for odd ones. */
-static void check_append_rope(oscar_context *ctx, const append_case *c, const uint32_t *spec0, const oscar_binding *b0,
+static void check_append_rope(oscar_context *ctx, const append_case *c, const uint32_t *spec0, const ovk_binding *b0,
                               uint32_t n_rows, size_t pool_words)
 {
     const int neox = c->mode % 2;
     const uint32_t d = c->d, n_rot = neox ? d / 2 : d;
     uint32_t *want = malloc(pool_words * 4), *got = malloc(pool_words * 4);
-    oscar_buffer b_pos = { 0 }, b_freq = { 0 }, b_kr = { 0 }, b_pool = { 0 };
+    ovk_buffer b_pos = { 0 }, b_freq = { 0 }, b_kr = { 0 }, b_pool = { 0 };
     rope_inputs(ctx, n_rows, n_rot, &b_pos, &b_freq);
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)n_rows * c->nkv * d * 4, &b_kr));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, pool_words * 4, &b_pool));
     gpu_rope(ctx, neox, b0[0].buffer, &b_pos, &b_freq, &b_kr, d, c->nkv, n_rows, n_rot);
     uint32_t spec[KV_WRITE_N_SPEC];
     memcpy(spec, spec0, sizeof spec);
-    oscar_pipeline *plain = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
+    ovk_pipeline *plain = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
     spec[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
-    oscar_pipeline *fused = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
+    ovk_pipeline *fused = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
     if (plain && fused) {
         struct kv_append_push push = { .n_tokens = n_rows, .n_rot = n_rot };
         uint32_t gx = n_rows < c->gx_max ? n_rows : c->gx_max;
-        oscar_binding b[9];
+        ovk_binding b[9];
         memcpy(b, b0, sizeof b);
-        b[5] = (oscar_binding){ &b_pool, 0, 0 };
-        b[0] = (oscar_binding){ &b_kr, 0, 0 }; /* RoPE'd by rope.comp, then the plain append */
-        CHECK_OK(oscar_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
+        b[5] = (ovk_binding){ &b_pool, 0, 0 };
+        b[0] = (ovk_binding){ &b_kr, 0, 0 }; /* RoPE'd by rope.comp, then the plain append */
+        CHECK_OK(ovk_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
         CHECK_OK(test_gpu_run(ctx, plain, b, &push, gx, c->nkv, 2));
-        CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, want, pool_words * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &b_pool, 0, want, pool_words * 4));
         b[0] = b0[0]; /* the raw rows, RoPE on load */
-        b[7] = (oscar_binding){ &b_pos, 0, 0 };
-        b[8] = (oscar_binding){ &b_freq, 0, 0 };
-        CHECK_OK(oscar_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
+        b[7] = (ovk_binding){ &b_pos, 0, 0 };
+        b[8] = (ovk_binding){ &b_freq, 0, 0 };
+        CHECK_OK(ovk_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
         CHECK_OK(test_gpu_run(ctx, fused, b, &push, gx, c->nkv, 2));
-        CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
         size_t differ = 0, written = 0;
         for (size_t i = 0; i < pool_words; i++) {
             differ += got[i] != want[i];
@@ -353,10 +353,10 @@ static void check_append_rope(oscar_context *ctx, const append_case *c, const ui
         CHECK_MSG(differ == 0 && written > 0, "kv_append RoPE on load d=%u mode=%u neox=%d wg=%u: %zu of %zu words differ",
                   d, c->mode, neox, c->wg, differ, pool_words);
     }
-    oscar_buffer_destroy(ctx, &b_pos);
-    oscar_buffer_destroy(ctx, &b_freq);
-    oscar_buffer_destroy(ctx, &b_kr);
-    oscar_buffer_destroy(ctx, &b_pool);
+    ovk_buffer_destroy(ctx, &b_pos);
+    ovk_buffer_destroy(ctx, &b_freq);
+    ovk_buffer_destroy(ctx, &b_kr);
+    ovk_buffer_destroy(ctx, &b_pool);
     free(want);
     free(got);
 }
@@ -392,9 +392,9 @@ static void test_append(oscar_context *ctx, const append_case *c)
         for (uint32_t i = 0; i < d; i++) kv_f32[k][i] = 70000.0f * (i % 2 ? 1.0f : -1.0f);
         if (c->input_f16) {
             for (size_t i = 0; i < in_elems / 2; i++) {
-                kv_in[k][i] = (uint32_t)oscar_f32_to_f16(kv_f32[k][2 * i]) | (uint32_t)oscar_f32_to_f16(kv_f32[k][2 * i + 1]) << 16;
-                kv_f32[k][2 * i] = oscar_f16_to_f32((uint16_t)(kv_in[k][i] & 0xFFFFu));
-                kv_f32[k][2 * i + 1] = oscar_f16_to_f32((uint16_t)(kv_in[k][i] >> 16));
+                kv_in[k][i] = (uint32_t)ovk_f32_to_f16(kv_f32[k][2 * i]) | (uint32_t)ovk_f32_to_f16(kv_f32[k][2 * i + 1]) << 16;
+                kv_f32[k][2 * i] = ovk_f16_to_f32((uint16_t)(kv_in[k][i] & 0xFFFFu));
+                kv_f32[k][2 * i + 1] = ovk_f16_to_f32((uint16_t)(kv_in[k][i] >> 16));
             }
             if (!rotate) kv_in[k][d] = 0x7E017C01u; /* NaN payloads: copied verbatim */
         } else {
@@ -415,7 +415,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
     uint32_t *centers = (uint32_t *)(means + 2 * (size_t)c->nkv * d);
     for (uint32_t i = 0; i < 2 * c->nkv * d; i++) means[i] = 3.0f * test_rng_normal();
     for (size_t i = 0; i < (size_t)n_blocks * c->nkv * d / 2; i++)
-        centers[i] = (uint32_t)oscar_f32_to_f16(2.0f * test_rng_normal()) | (uint32_t)oscar_f32_to_f16(2.0f * test_rng_normal()) << 16;
+        centers[i] = (uint32_t)ovk_f32_to_f16(2.0f * test_rng_normal()) | (uint32_t)ovk_f32_to_f16(2.0f * test_rng_normal()) << 16;
     distinct_positions(n_rows, n_pages, c->P, page, slot);
     for (uint32_t t = 0; t < n_rows; t++) {
         uint32_t pos = (t * 37) % (n_blocks * cb);
@@ -426,8 +426,8 @@ static void test_append(oscar_context *ctx, const append_case *c)
     kv_ref_append(&s, c->mode, c->per_head, c->input_f16, kv_in[0], kv_in[1], rot[0], rot[1], means,
                   means + (size_t)c->nkv * d, c->center_block ? centers : NULL, c->center_block, slots, n_rows, want);
 
-    oscar_buffer b_k = { 0 }, b_v = { 0 }, b_rk = { 0 }, b_rv = { 0 }, b_slots = { 0 }, b_pool = { 0 };
-    oscar_buffer b_fslots = { 0 }, b_int2 = { 0 }, b_means = { 0 };
+    ovk_buffer b_k = { 0 }, b_v = { 0 }, b_rk = { 0 }, b_rv = { 0 }, b_slots = { 0 }, b_pool = { 0 };
+    ovk_buffer b_fslots = { 0 }, b_int2 = { 0 }, b_means = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof(float) * mean_words, &b_means));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[0], in_words * 4, &b_k));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[1], in_words * 4, &b_v));
@@ -437,21 +437,21 @@ static void test_append(oscar_context *ctx, const append_case *c)
     }
     CHECK_OK(test_gpu_buffer_from(ctx, slots, sizeof *slots * n_rows, &b_slots));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, pool_words * 4, &b_pool));
-    CHECK_OK(oscar_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
+    CHECK_OK(ovk_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                        /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ c->mode,
                                        /* ROT_PER_HEAD */ c->per_head, /* INPUT_F16 */ c->input_f16, /* TRANSPOSE */ 0 };
     spec[KV_SPEC_CENTER_BLOCK] = c->center_block;
-    oscar_pipeline *p = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
+    ovk_pipeline *p = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
     if (!p) goto done;
     struct kv_append_push push = { .n_tokens = n_rows };
     /* the rotations are not read without rotation: any buffer will do */
     /* nor are positions and frequencies without RoPE */
-    oscar_binding b[9] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
+    ovk_binding b[9] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
                            { rotate ? &b_rv : &b_k, 0, 0 }, { &b_slots, 0, 0 }, { &b_pool, 0, 0 }, { &b_means, 0, 0 },
                            { &b_slots, 0, 0 }, { &b_slots, 0, 0 } };
     CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));
-    CHECK_OK(oscar_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
     if (!c->input_f16) check_append_rope(ctx, c, spec, b, n_rows, pool_words);
 
     /* the row that leaves the fp16 range (input row 0) only has to be written: inf - inf and
@@ -495,10 +495,10 @@ static void test_append(oscar_context *ctx, const append_case *c)
                             xrt += ((double)x[i] - mu[i]) * r[(size_t)j * d + i];
                         }
                         if (kind == 0 && c->center_block) { /* less the block's rotated center */
-                            double cj = oscar_f16_to_f32((uint16_t)(ctr[j / 2] >> (16 * (j % 2))));
+                            double cj = ovk_f16_to_f32((uint16_t)(ctr[j / 2] >> (16 * (j % 2))));
                             xr -= cj, xrt -= cj;
                         }
-                        double g = oscar_f16_to_f32((uint16_t)(y[j / 2] >> (16 * (j % 2))));
+                        double g = ovk_f16_to_f32((uint16_t)(y[j / 2] >> (16 * (j % 2))));
                         e_r += (g - xr) * (g - xr);
                         e_rt += (g - xrt) * (g - xrt);
                         ss += xr * xr;
@@ -518,13 +518,13 @@ static void test_append(oscar_context *ctx, const append_case *c)
         kv_ref_flush(&s, fslots, n_rows, OSCAR_CLIP_RATIO_K, OSCAR_CLIP_RATIO_V, NULL, 0, NULL, 0, got, want2);
         CHECK_OK(test_gpu_buffer_from(ctx, fslots, sizeof *fslots * n_rows, &b_fslots));
         CHECK_OK(test_gpu_buffer_from(ctx, NULL, int2_words * 4, &b_int2));
-        CHECK_OK(oscar_buffer_fill(ctx, &b_int2, 0, int2_words * 4, SENTINEL_INT2));
-        oscar_pipeline *pf = pipeline(ctx, "kv_flush", 5, sizeof(struct kv_flush_push), spec);
+        CHECK_OK(ovk_buffer_fill(ctx, &b_int2, 0, int2_words * 4, SENTINEL_INT2));
+        ovk_pipeline *pf = pipeline(ctx, "kv_flush", 5, sizeof(struct kv_flush_push), spec);
         if (pf) {
             struct kv_flush_push fpush = { .n_tokens = n_rows, .clip_k = OSCAR_CLIP_RATIO_K, .clip_v = OSCAR_CLIP_RATIO_V };
-            oscar_binding fb[5] = { { &b_fslots, 0, 0 }, { &b_pool, 0, 0 }, { &b_int2, 0, 0 }, { &b_int2, 0, 0 }, { &b_int2, 0, 0 } }; /* the last two unread */
+            ovk_binding fb[5] = { { &b_fslots, 0, 0 }, { &b_pool, 0, 0 }, { &b_int2, 0, 0 }, { &b_int2, 0, 0 }, { &b_int2, 0, 0 } }; /* the last two unread */
             CHECK_OK(test_gpu_run(ctx, pf, fb, &fpush, n_rows, c->nkv, 2));
-            CHECK_OK(oscar_buffer_download(ctx, &b_int2, 0, got2, int2_words * 4));
+            CHECK_OK(ovk_buffer_download(ctx, &b_int2, 0, got2, int2_words * 4));
             size_t bad = 0;
             for (size_t i = 0; i < int2_words; i++) {
                 /* the overflow row holds infinities: its words have no portable value */
@@ -552,15 +552,15 @@ static void test_append(oscar_context *ctx, const append_case *c)
         }
     }
 done:
-    oscar_buffer_destroy(ctx, &b_k);
-    oscar_buffer_destroy(ctx, &b_v);
-    oscar_buffer_destroy(ctx, &b_rk);
-    oscar_buffer_destroy(ctx, &b_rv);
-    oscar_buffer_destroy(ctx, &b_slots);
-    oscar_buffer_destroy(ctx, &b_pool);
-    oscar_buffer_destroy(ctx, &b_fslots);
-    oscar_buffer_destroy(ctx, &b_int2);
-    oscar_buffer_destroy(ctx, &b_means);
+    ovk_buffer_destroy(ctx, &b_k);
+    ovk_buffer_destroy(ctx, &b_v);
+    ovk_buffer_destroy(ctx, &b_rk);
+    ovk_buffer_destroy(ctx, &b_rv);
+    ovk_buffer_destroy(ctx, &b_slots);
+    ovk_buffer_destroy(ctx, &b_pool);
+    ovk_buffer_destroy(ctx, &b_fslots);
+    ovk_buffer_destroy(ctx, &b_int2);
+    ovk_buffer_destroy(ctx, &b_means);
     free(means);
     for (int k = 0; k < 2; k++) {
         free(kv_f32[k]);
@@ -579,13 +579,13 @@ done:
 
 /* rotate_rows with RoPE on load must give what rope.comp followed by rotate_rows without it
  * gives, bit for bit: x·R (transpose 0), x·Rᵀ (1) or RoPE alone (2). */
-static void check_rotate_rope(oscar_context *ctx, const uint32_t *spec0, const oscar_buffer *b_x, const oscar_buffer *b_r,
+static void check_rotate_rope(oscar_context *ctx, const uint32_t *spec0, const ovk_buffer *b_x, const ovk_buffer *b_r,
                               uint32_t n_rows, uint32_t H, uint32_t d, uint32_t hpr, uint32_t gx, int neox)
 {
     const uint32_t n_rot = neox ? d : d - 16;
     size_t n = (size_t)n_rows * H * d;
     float *want = malloc(n * 4), *got = malloc(n * 4);
-    oscar_buffer b_pos = { 0 }, b_freq = { 0 }, b_xr = { 0 }, b_y = { 0 };
+    ovk_buffer b_pos = { 0 }, b_freq = { 0 }, b_xr = { 0 }, b_y = { 0 };
     rope_inputs(ctx, n_rows, n_rot, &b_pos, &b_freq);
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, n * 4, &b_xr));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, n * 4, &b_y));
@@ -594,24 +594,24 @@ static void check_rotate_rope(oscar_context *ctx, const uint32_t *spec0, const o
         uint32_t spec[KV_WRITE_N_SPEC];
         memcpy(spec, spec0, sizeof spec);
         spec[KV_SPEC_TRANSPOSE] = transpose;
-        oscar_pipeline *plain = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
+        ovk_pipeline *plain = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
         spec[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
-        oscar_pipeline *fused = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
+        ovk_pipeline *fused = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
         if (!plain || !fused) break;
         struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr, .n_rot = n_rot };
-        oscar_binding bp[5] = { { &b_xr, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { b_r, 0, 0 }, { b_r, 0, 0 } };
+        ovk_binding bp[5] = { { &b_xr, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { b_r, 0, 0 }, { b_r, 0, 0 } };
         CHECK_OK(test_gpu_run(ctx, plain, bp, &push, gx, 1, 1));
-        CHECK_OK(oscar_buffer_download(ctx, &b_y, 0, want, n * 4));
-        oscar_binding bf[5] = { { b_x, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_pos, 0, 0 }, { &b_freq, 0, 0 } };
+        CHECK_OK(ovk_buffer_download(ctx, &b_y, 0, want, n * 4));
+        ovk_binding bf[5] = { { b_x, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_pos, 0, 0 }, { &b_freq, 0, 0 } };
         CHECK_OK(test_gpu_run(ctx, fused, bf, &push, gx, 1, 1));
-        CHECK_OK(oscar_buffer_download(ctx, &b_y, 0, got, n * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &b_y, 0, got, n * 4));
         CHECK_MSG(memcmp(got, want, n * 4) == 0, "rotate_rows RoPE on load d=%u transpose=%u neox=%d: differs from rope + rotate_rows",
                   d, transpose, neox);
     }
-    oscar_buffer_destroy(ctx, &b_pos);
-    oscar_buffer_destroy(ctx, &b_freq);
-    oscar_buffer_destroy(ctx, &b_xr);
-    oscar_buffer_destroy(ctx, &b_y);
+    ovk_buffer_destroy(ctx, &b_pos);
+    ovk_buffer_destroy(ctx, &b_freq);
+    ovk_buffer_destroy(ctx, &b_xr);
+    ovk_buffer_destroy(ctx, &b_y);
     free(want);
     free(got);
 }
@@ -642,36 +642,36 @@ static void test_rotate(oscar_context *ctx, uint32_t d, uint32_t nkv, uint32_t g
         }
         CHECK(e / ss < 1e-12);
     }
-    oscar_buffer b_x = { 0 }, b_r = { 0 }, b_y = { 0 };
+    ovk_buffer b_x = { 0 }, b_r = { 0 }, b_y = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, x, n * 4, &b_x));
     CHECK_OK(test_gpu_buffer_from(ctx, r, sizeof(float) * n_rot * d * d, &b_r));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, n * 4, &b_y));
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ wg, /* HEAD_DIM */ d, /* GROUP */ 0, /* PAGE */ 0, /* N_KV */ 0,
                                        /* GQA */ 0, /* MODE */ 0, /* ROT_PER_HEAD */ 0, /* INPUT_F16 */ 0,
                                        /* TRANSPOSE */ (uint32_t)transpose };
-    oscar_pipeline *p = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
+    ovk_pipeline *p = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
     if (p) {
         struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr };
         uint32_t gx = n_rows * H < gx_max ? n_rows * H : gx_max;
-        oscar_binding b[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } };
+        ovk_binding b[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } };
         CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, 1, 1));
-        CHECK_OK(oscar_buffer_download(ctx, &b_y, 0, got, n * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &b_y, 0, got, n * 4));
         double nse = test_nse(got, want, n);
         CHECK_MSG(nse < 1e-10, "rotate_rows d=%u H=%u per_head=%d transpose=%d wg=%u: nse %.3g", d, H, per_head, transpose, wg, nse);
-        oscar_binding bi[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } }; /* in place */
+        ovk_binding bi[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } }; /* in place */
         CHECK_OK(test_gpu_run(ctx, p, bi, &push, gx, 1, 1));
-        CHECK_OK(oscar_buffer_download(ctx, &b_x, 0, got, n * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &b_x, 0, got, n * 4));
         nse = test_nse(got, want, n);
         CHECK_MSG(nse < 1e-10, "rotate_rows in place d=%u transpose=%d: nse %.3g", d, transpose, nse);
         if (!transpose) { /* x is y now; restore it for the RoPE check */
             for (size_t i = 0; i < n; i++) x[i] = test_rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
-            CHECK_OK(oscar_buffer_upload(ctx, &b_x, 0, x, n * 4));
+            CHECK_OK(ovk_buffer_upload(ctx, &b_x, 0, x, n * 4));
             check_rotate_rope(ctx, spec, &b_x, &b_r, n_rows, H, d, hpr, gx, per_head);
         }
     }
-    oscar_buffer_destroy(ctx, &b_x);
-    oscar_buffer_destroy(ctx, &b_r);
-    oscar_buffer_destroy(ctx, &b_y);
+    ovk_buffer_destroy(ctx, &b_x);
+    ovk_buffer_destroy(ctx, &b_r);
+    ovk_buffer_destroy(ctx, &b_y);
     free(x);
     free(want);
     free(got);

@@ -49,9 +49,9 @@ static const char *tmp_dir; /* the test's scratch folder */
 
 /* Small shapes lavapipe runs quickly: 2 layers, n_embd 256, 4 heads / 2 KV heads of 64, n_ff
  * 512 (every row a multiple of 256 for the K-quants), vocab 320. */
-static oscar_model_gen_params small_params(oscar_arch arch, uint32_t type, int tied, uint64_t seed)
+static ovk_model_gen_params small_params(ovk_arch arch, uint32_t type, int tied, uint64_t seed)
 {
-    oscar_model_gen_params p = oscar_model_gen_params_default(arch);
+    ovk_model_gen_params p = ovk_model_gen_params_default(arch);
     p.weight_type = p.embd_type = type;
     p.n_layer = 2, p.n_embd = 256, p.n_head = 4, p.n_head_kv = 2, p.head_dim = 64, p.n_ff = 512;
     p.n_vocab = 320;
@@ -63,8 +63,8 @@ static oscar_model_gen_params small_params(oscar_arch arch, uint32_t type, int t
 /* A generated model opened three ways: on the GPU (public API), described, and as reference. */
 typedef struct pair {
     oscar_model *gm;
-    oscar_model_desc *desc;
-    oscar_model_ref *ref;
+    ovk_model_desc *desc;
+    ovk_model_ref *ref;
     uint32_t n_vocab;
 } pair;
 
@@ -79,8 +79,8 @@ static void progress_cb(void *user, float f)
  * measures the forward pass, not the cache's storage precision. */
 static void round_kv_f16(void *user, uint32_t layer, uint32_t pos, float *k, float *v)
 {
-    const oscar_model_hparams *hp = user;
-    for (uint32_t i = 0; i < hp->n_head_kv * hp->head_dim; i++) k[i] = oscar_round_f16(k[i]), v[i] = oscar_round_f16(v[i]);
+    const ovk_model_hparams *hp = user;
+    for (uint32_t i = 0; i < hp->n_head_kv * hp->head_dim; i++) k[i] = ovk_round_f16(k[i]), v[i] = ovk_round_f16(v[i]);
 }
 
 static int pair_open(const char *path, pair *p)
@@ -94,15 +94,15 @@ static int pair_open(const char *path, pair *p)
     CHECK_MSG(st == OSCAR_OK, "load %s: %s", path, oscar_last_error());
     if (st) return 0;
     CHECK_MSG(prog[0] == 1.0f && prog[1] == 0, "progress ended at %g (backwards %g)", prog[0], prog[1]);
-    CHECK_OK(oscar_model_desc_load(path, &p->desc));
-    oscar_model_ref_params rp = oscar_model_ref_params_default();
+    CHECK_OK(ovk_model_desc_load(path, &p->desc));
+    ovk_model_ref_params rp = ovk_model_ref_params_default();
     rp.n_ctx = 256;
     rp.max_batch = 64;
     if (p->desc) {
         rp.kv_transform = round_kv_f16;
         rp.kv_transform_user = &p->desc->hp;
     }
-    CHECK_OK(oscar_model_ref_create(p->desc, &rp, &p->ref));
+    CHECK_OK(ovk_model_ref_create(p->desc, &rp, &p->ref));
     oscar_model_info info;
     CHECK_OK(oscar_model_get_info(p->gm, &info));
     p->n_vocab = info.n_vocab;
@@ -111,8 +111,8 @@ static int pair_open(const char *path, pair *p)
 
 static void pair_close(pair *p)
 {
-    oscar_model_ref_destroy(p->ref);
-    oscar_model_desc_destroy(p->desc);
+    ovk_model_ref_destroy(p->ref);
+    ovk_model_desc_destroy(p->desc);
     oscar_model_destroy(p->gm);
     memset(p, 0, sizeof *p);
 }
@@ -138,12 +138,12 @@ static oscar_session *new_session(oscar_model *m, oscar_kv_mode mode, uint32_t n
 
 static double worst_prefill_nse;
 
-static void check_arch_type(oscar_arch arch, uint32_t type, int tied, uint32_t n_greedy, int exact)
+static void check_arch_type(ovk_arch arch, uint32_t type, int tied, uint32_t n_greedy, int exact)
 {
     char name[64];
-    snprintf(name, sizeof name, "m_%s_%s_%d.gguf", oscar_arch_name(arch), oscar_ggml_type_name(type), tied);
-    oscar_model_gen_params gp = small_params(arch, type, tied, 11 + type + 100 * arch);
-    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path(name)));
+    snprintf(name, sizeof name, "m_%s_%s_%d.gguf", ovk_arch_name(arch), ovk_ggml_type_name(type), tied);
+    ovk_model_gen_params gp = small_params(arch, type, tied, 11 + type + 100 * arch);
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path(name)));
     pair p;
     if (!pair_open(test_tmp_path(name), &p)) return;
     uint32_t V = p.n_vocab, n_prompt = 12;
@@ -156,18 +156,18 @@ static void check_arch_type(oscar_arch arch, uint32_t type, int tied, uint32_t n
     CHECK_OK(oscar_session_seq_add(s, &seq));
 
     CHECK_OK(oscar_session_prefill(s, seq, prompt, n_prompt, lg));
-    CHECK_OK(oscar_model_ref_eval(p.ref, prompt, n_prompt, 0, lr, 0));
+    CHECK_OK(ovk_model_ref_eval(p.ref, prompt, n_prompt, 0, lr, 0));
     double nse = test_nse(lg, lr, V);
     if (nse > worst_prefill_nse) worst_prefill_nse = nse;
-    CHECK_MSG(nse <= 1e-4, "%s %s tied %d: prefill logits NSE %.3g > 1e-4", oscar_arch_name(arch), oscar_ggml_type_name(type),
+    CHECK_MSG(nse <= 1e-4, "%s %s tied %d: prefill logits NSE %.3g > 1e-4", ovk_arch_name(arch), ovk_ggml_type_name(type),
               tied, nse);
     int32_t am;
     CHECK_OK(oscar_session_last_argmax(s, &am, 1));
-    CHECK_MSG(am == (int32_t)oscar_argmax(lg, V), "GPU argmax %d, host argmax %u", am, oscar_argmax(lg, V));
+    CHECK_MSG(am == (int32_t)ovk_argmax(lg, V), "GPU argmax %d, host argmax %u", am, ovk_argmax(lg, V));
 
     /* greedy: GPU argmax each step vs the reference's greedy tokens */
     uint32_t n_ref = 0;
-    CHECK_OK(oscar_model_ref_generate_greedy(p.ref, prompt, n_prompt, n_greedy, NULL, NULL, ref_tok, &n_ref));
+    CHECK_OK(ovk_model_ref_generate_greedy(p.ref, prompt, n_prompt, n_greedy, NULL, NULL, ref_tok, &n_ref));
     gpu_tok[0] = am;
     for (uint32_t i = 1; i < n_greedy; i++) {
         if (oscar_session_decode(s, 1, &seq, &gpu_tok[i - 1], NULL) != OSCAR_OK) {
@@ -184,15 +184,15 @@ static void check_arch_type(oscar_arch arch, uint32_t type, int tied, uint32_t n
         int32_t hist[64];
         memcpy(hist, prompt, n_prompt * 4);
         memcpy(hist + n_prompt, ref_tok, i * 4);
-        CHECK_OK(oscar_model_ref_eval(p.ref, hist, n_prompt + i, 0, lr, 0));
+        CHECK_OK(ovk_model_ref_eval(p.ref, hist, n_prompt + i, 0, lr, 0));
         double ss = 0;
         for (uint32_t v = 0; v < V; v++) ss += (double)lr[v] * lr[v];
         double margin = i < n_greedy ? (double)lr[ref_tok[i]] - lr[gpu_tok[i]] : 1e30, rms = sqrt(ss / V);
         fprintf(stderr, "  %s %s tied %d: first difference at step %u: ref %d (logit %.6f) gpu %d (ref logit %.6f), margin "
-                        "%.3g of rms %.3g\n", oscar_arch_name(arch), oscar_ggml_type_name(type), tied, i, ref_tok[i],
+                        "%.3g of rms %.3g\n", ovk_arch_name(arch), ovk_ggml_type_name(type), tied, i, ref_tok[i],
                 lr[ref_tok[i]], gpu_tok[i], lr[gpu_tok[i]], margin, rms);
         CHECK_MSG(!exact && margin <= 2e-2 * rms, "%s %s tied %d: greedy tokens differ from the reference%s",
-                  oscar_arch_name(arch), oscar_ggml_type_name(type), tied, exact ? "" : " (not at a near-tie)");
+                  ovk_arch_name(arch), ovk_ggml_type_name(type), tied, exact ? "" : " (not at a near-tie)");
     }
 done:
     oscar_session_destroy(s);
@@ -204,8 +204,8 @@ done:
 
 static void check_chunks_batches_forks(void)
 {
-    oscar_model_gen_params gp = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q8_0, 0, 5);
-    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("cbf.gguf")));
+    ovk_model_gen_params gp = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q8_0, 0, 5);
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path("cbf.gguf")));
     pair p;
     if (!pair_open(test_tmp_path("cbf.gguf"), &p)) return;
     uint32_t V = p.n_vocab;
@@ -281,13 +281,13 @@ static void check_chunks_batches_forks(void)
     CHECK(len == 13);
     int32_t both[2] = { f0, f1 }, next[2] = { 17, 42 };
     double worst_fork = 0;
-    CHECK_OK(oscar_model_ref_eval(p.ref, hist, 13, 0, NULL, 0));
+    CHECK_OK(ovk_model_ref_eval(p.ref, hist, 13, 0, NULL, 0));
     for (int step = 0; step < 2; step++) {
         CHECK_OK(oscar_session_decode(s, 2, both, next, batch));
         for (int br = 0; br < 2; br++) {
             /* reference: the shared 13 tokens, then this branch's tokens (rewinding) */
             int32_t tail[2] = { br ? 42 : 17, br ? 43 : 18 };
-            CHECK_OK(oscar_model_ref_eval(p.ref, tail, (uint32_t)step + 1, 13, r, 0));
+            CHECK_OK(ovk_model_ref_eval(p.ref, tail, (uint32_t)step + 1, 13, r, 0));
             double e = test_nse(batch + (size_t)br * V, r, V);
             if (e > worst_fork) worst_fork = e;
         }
@@ -303,13 +303,13 @@ static void check_chunks_batches_forks(void)
     pair_close(&p);
 }
 
-/* The benchmark's synthetic fill (oscar_session_fill_synthetic): a sequence filled with random
+/* The benchmark's synthetic fill (ovk_session_fill_synthetic): a sequence filled with random
  * K/V has the length and the fp16/INT2 split of one prefilled to the same length, decodes
  * after it, and a fill past n_ctx fails without changing the sequence. */
 static void check_synthetic_fill(void)
 {
-    oscar_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 1, 9);
-    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("fill.gguf")));
+    ovk_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 1, 9);
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path("fill.gguf")));
     pair p;
     if (!pair_open(test_tmp_path("fill.gguf"), &p)) return;
     oscar_session_params sp = oscar_session_params_default();
@@ -322,7 +322,7 @@ static void check_synthetic_fill(void)
     random_tokens(prompt, 150, p.n_vocab);
     CHECK_OK(oscar_session_seq_add(sf, &qf));
     CHECK_OK(oscar_session_seq_add(sr, &qr));
-    CHECK_OK(oscar_session_fill_synthetic(sf, qf, 150)); /* chunks of 16, the last of 6 */
+    CHECK_OK(ovk_session_fill_synthetic(sf, qf, 150)); /* chunks of 16, the last of 6 */
     CHECK_OK(oscar_session_prefill(sr, qr, prompt, 150, NULL));
     oscar_kv_stats kf, kr;
     CHECK_OK(oscar_session_kv_stats(sf, &kf));
@@ -339,7 +339,7 @@ static void check_synthetic_fill(void)
     int finite = 1;
     for (uint32_t i = 0; i < p.n_vocab; i++) finite &= isfinite(logits[i]) != 0;
     CHECK_MSG(finite, "logits after a synthetic fill are not finite");
-    CHECK(oscar_session_fill_synthetic(sf, qf, 10) == OSCAR_ERROR_CONTEXT_FULL);
+    CHECK(ovk_session_fill_synthetic(sf, qf, 10) == OSCAR_ERROR_CONTEXT_FULL);
     CHECK_OK(oscar_session_seq_length(sf, qf, &len));
     CHECK(len == 151);
     printf("synthetic fill of 150 tokens: %llu INT2 + %llu fp16, as a prefill stores them\n",
@@ -394,11 +394,11 @@ static double run_mode(pair *p, oscar_kv_mode mode, const oscar_rotation_set *rs
     if (!s) goto done;
     CHECK_OK(oscar_session_seq_add(s, &seq));
     CHECK_OK(oscar_session_prefill(s, seq, toks, n_prompt, lg));
-    CHECK_OK(oscar_model_ref_eval(p->ref, toks, n_prompt, 0, lr, 0));
+    CHECK_OK(ovk_model_ref_eval(p->ref, toks, n_prompt, 0, lr, 0));
     worst = test_nse(lg, lr, V);
     for (uint32_t i = 0; i < n_dec; i++) {
         CHECK_OK(oscar_session_decode(s, 1, &seq, &toks[n_prompt + i], lg));
-        CHECK_OK(oscar_model_ref_eval(p->ref, &toks[n_prompt + i], 1, n_prompt + i, lr, 0));
+        CHECK_OK(ovk_model_ref_eval(p->ref, &toks[n_prompt + i], 1, n_prompt + i, lr, 0));
         double e = test_nse(lg, lr, V);
         if (e > worst) worst = e;
     }
@@ -420,42 +420,42 @@ done:
  * reference caches it; no recent window, so it is noisier than the GPU's int2 mode. */
 static void fake_int2(void *user, uint32_t layer, uint32_t pos, float *k, float *v)
 {
-    const oscar_model_hparams *hp = user;
+    const ovk_model_hparams *hp = user;
     float scratch[2 * OSCAR_INT2_MAX_GROUP];
     for (uint32_t h = 0; h < hp->n_head_kv; h++) {
         float *kh = k + h * hp->head_dim, *vh = v + h * hp->head_dim;
         if (pos >= 4) {
-            oscar_int2_fake_quantize_row(kh, hp->head_dim, hp->head_dim, OSCAR_CLIP_RATIO_K, kh, scratch);
-            oscar_int2_fake_quantize_row(vh, hp->head_dim, hp->head_dim, OSCAR_CLIP_RATIO_V, vh, scratch);
+            ovk_int2_fake_quantize_row(kh, hp->head_dim, hp->head_dim, OSCAR_CLIP_RATIO_K, kh, scratch);
+            ovk_int2_fake_quantize_row(vh, hp->head_dim, hp->head_dim, OSCAR_CLIP_RATIO_V, vh, scratch);
         }
-        for (uint32_t i = 0; i < hp->head_dim; i++) kh[i] = oscar_round_f16(kh[i]), vh[i] = oscar_round_f16(vh[i]);
+        for (uint32_t i = 0; i < hp->head_dim; i++) kh[i] = ovk_round_f16(kh[i]), vh[i] = ovk_round_f16(vh[i]);
     }
 }
 
 static double fake_int2_nse(pair *p, const int32_t *toks)
 {
-    oscar_model_ref_params rp = oscar_model_ref_params_default();
+    ovk_model_ref_params rp = ovk_model_ref_params_default();
     rp.n_ctx = 128;
     rp.max_batch = 64;
     rp.kv_transform = fake_int2;
     rp.kv_transform_user = &p->desc->hp;
-    oscar_model_ref *q = NULL;
+    ovk_model_ref *q = NULL;
     double worst = 0;
     uint32_t V = p->n_vocab;
     float *a = malloc(V * 4), *b = malloc(V * 4);
-    CHECK_OK(oscar_model_ref_create(p->desc, &rp, &q));
+    CHECK_OK(ovk_model_ref_create(p->desc, &rp, &q));
     if (q) {
-        CHECK_OK(oscar_model_ref_eval(q, toks, 48, 0, a, 0));
-        CHECK_OK(oscar_model_ref_eval(p->ref, toks, 48, 0, b, 0));
+        CHECK_OK(ovk_model_ref_eval(q, toks, 48, 0, a, 0));
+        CHECK_OK(ovk_model_ref_eval(p->ref, toks, 48, 0, b, 0));
         worst = test_nse(a, b, V);
         for (uint32_t i = 48; i < 64; i++) {
-            CHECK_OK(oscar_model_ref_eval(q, &toks[i], 1, i, a, 0));
-            CHECK_OK(oscar_model_ref_eval(p->ref, &toks[i], 1, i, b, 0));
+            CHECK_OK(ovk_model_ref_eval(q, &toks[i], 1, i, a, 0));
+            CHECK_OK(ovk_model_ref_eval(p->ref, &toks[i], 1, i, b, 0));
             double e = test_nse(a, b, V);
             if (e > worst) worst = e;
         }
     }
-    oscar_model_ref_destroy(q);
+    ovk_model_ref_destroy(q);
     free(a), free(b);
     return worst;
 }
@@ -463,7 +463,7 @@ static double fake_int2_nse(pair *p, const int32_t *toks)
 /* The data's own means, as oscar-calib takes them: keys with RoPE undone and values of every
  * position past the sink (4), per layer and KV head. */
 typedef struct mean_acc {
-    const oscar_model_hparams *hp;
+    const ovk_model_hparams *hp;
     const float *unrope;  /* [n_rot / 2] −theta */
     double *k, *v;        /* [n_layer][n_kv][d] sums */
     uint32_t n;           /* positions summed (layer 0) */
@@ -478,7 +478,7 @@ static void mean_hook(void *user, uint32_t layer, uint32_t pos, const float *q, 
     if (pos < 4) return;
     for (uint32_t h = 0; h < a->hp->n_head_kv; h++) {
         memcpy(x, k + h * d, d * sizeof *x);
-        oscar_rope_apply(x, d, a->hp->n_rot, a->hp->rope_type, a->unrope, pos);
+        ovk_rope_apply(x, d, a->hp->n_rot, a->hp->rope_type, a->unrope, pos);
         for (uint32_t j = 0; j < d; j++) {
             a->k[(size_t)layer * row + h * d + j] += x[j];
             a->v[(size_t)layer * row + h * d + j] += v[h * d + j];
@@ -490,33 +490,33 @@ static void mean_hook(void *user, uint32_t layer, uint32_t pos, const float *q, 
 /* means [2][n_layer][n_kv][d] (keys before RoPE, values) of the model over toks[0..n) */
 static void data_means(pair *p, const int32_t *toks, uint32_t n, float *means)
 {
-    const oscar_model_hparams *hp = &p->desc->hp;
+    const ovk_model_hparams *hp = &p->desc->hp;
     size_t nm = (size_t)hp->n_layer * hp->n_head_kv * hp->head_dim;
     float unrope[128];
     for (uint32_t i = 0; i < hp->n_rot / 2; i++) unrope[i] = -p->desc->rope_theta[i];
     mean_acc a = { hp, unrope, calloc(nm, sizeof(double)), calloc(nm, sizeof(double)), 0 };
-    oscar_model_ref_params rp = oscar_model_ref_params_default();
+    ovk_model_ref_params rp = ovk_model_ref_params_default();
     rp.n_ctx = 128;
     rp.max_batch = 64;
     rp.qkv_hook = mean_hook;
     rp.qkv_hook_user = &a;
-    oscar_model_ref *r = NULL;
-    CHECK_OK(oscar_model_ref_create(p->desc, &rp, &r));
-    if (r) CHECK_OK(oscar_model_ref_eval(r, toks, n, 0, NULL, 0));
+    ovk_model_ref *r = NULL;
+    CHECK_OK(ovk_model_ref_create(p->desc, &rp, &r));
+    if (r) CHECK_OK(ovk_model_ref_eval(r, toks, n, 0, NULL, 0));
     for (size_t i = 0; i < nm; i++) {
         means[i] = a.n ? (float)(a.k[i] / a.n) : 0.0f;
         means[nm + i] = a.n ? (float)(a.v[i] / a.n) : 0.0f;
     }
-    oscar_model_ref_destroy(r);
+    ovk_model_ref_destroy(r);
     free(a.k), free(a.v);
 }
 
 static void check_kv_modes(void)
 {
-    oscar_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_F16, 0, 3);
+    ovk_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_F16, 0, 3);
     gp.attn_scale = 1; /* less peaked attention than the generator's default 4: smaller INT2 error */
     if (getenv("OSCAR_TEST_ATTN_SCALE")) gp.attn_scale = (float)atof(getenv("OSCAR_TEST_ATTN_SCALE"));
-    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("modes.gguf")));
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path("modes.gguf")));
     pair p;
     if (!pair_open(test_tmp_path("modes.gguf"), &p)) return;
     int32_t toks[64];
@@ -643,25 +643,25 @@ static float zoo_mean(size_t i, int values) { return (values ? 0.25f : -0.5f) * 
 
 static oscar_status write_zoo(const char *path, const oscar_model_info *in, const float *rk, const float *rv, const zoo_spec *z)
 {
-    oscar_gguf_writer *w = NULL;
-    oscar_status st = oscar_gguf_writer_create(&w);
+    ovk_gguf_writer *w = NULL;
+    oscar_status st = ovk_gguf_writer_create(&w);
     if (st) return st;
     uint32_t d = in->head_dim, n_rot = z->per_head ? in->n_head_kv : 1;
     float clips[2] = { 0.95f, 0.9f };
-    oscar_gguf_writer_set_u32(w, "oscar.format_version", 1);
-    oscar_gguf_writer_set_str(w, "oscar.objective_k", "query_covariance");
-    oscar_gguf_writer_set_str(w, "oscar.grouping", z->per_head ? "head" : "layer");
-    oscar_gguf_writer_set_u32(w, "oscar.group_size", z->group ? z->group : d);
-    if (z->refit && z->refit != 3) oscar_gguf_writer_set_u32(w, "oscar.refit_rounds", z->refit == 4 ? 9 : 2);
-    if (z->key_block) oscar_gguf_writer_set_u32(w, "oscar.key_center_block", z->key_block);
-    oscar_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
-    oscar_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
-    oscar_gguf_writer_set_str(w, "oscar.model.architecture", in->arch);
-    oscar_gguf_writer_set_u32(w, "oscar.model.block_count", in->n_layer);
-    oscar_gguf_writer_set_u32(w, "oscar.model.head_count_kv", in->n_head_kv);
-    oscar_gguf_writer_set_u32(w, "oscar.model.head_count", in->n_head);
-    oscar_gguf_writer_set_u32(w, "oscar.model.head_dim", z->head_dim ? z->head_dim : d);
-    oscar_gguf_writer_set_str(w, "oscar.model.fingerprint", z->fingerprint ? z->fingerprint : in->fingerprint_hex);
+    ovk_gguf_writer_set_u32(w, "oscar.format_version", 1);
+    ovk_gguf_writer_set_str(w, "oscar.objective_k", "query_covariance");
+    ovk_gguf_writer_set_str(w, "oscar.grouping", z->per_head ? "head" : "layer");
+    ovk_gguf_writer_set_u32(w, "oscar.group_size", z->group ? z->group : d);
+    if (z->refit && z->refit != 3) ovk_gguf_writer_set_u32(w, "oscar.refit_rounds", z->refit == 4 ? 9 : 2);
+    if (z->key_block) ovk_gguf_writer_set_u32(w, "oscar.key_center_block", z->key_block);
+    ovk_gguf_writer_set_array(w, "oscar.clip_k", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
+    ovk_gguf_writer_set_array(w, "oscar.clip_v", OSCAR_GGUF_TYPE_FLOAT32, clips, 2);
+    ovk_gguf_writer_set_str(w, "oscar.model.architecture", in->arch);
+    ovk_gguf_writer_set_u32(w, "oscar.model.block_count", in->n_layer);
+    ovk_gguf_writer_set_u32(w, "oscar.model.head_count_kv", in->n_head_kv);
+    ovk_gguf_writer_set_u32(w, "oscar.model.head_count", in->n_head);
+    ovk_gguf_writer_set_u32(w, "oscar.model.head_dim", z->head_dim ? z->head_dim : d);
+    ovk_gguf_writer_set_str(w, "oscar.model.fingerprint", z->fingerprint ? z->fingerprint : in->fingerprint_hex);
     size_t per = (size_t)n_rot * d * d;
     float *buf = malloc(2 * in->n_layer * per * sizeof *buf);
     for (uint32_t l = 0; l < in->n_layer; l++) {
@@ -673,9 +673,9 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
         uint64_t ne[3] = { d, d, n_rot };
         char name[64];
         snprintf(name, sizeof name, "blk.%u.attn_k_rot.weight", l);
-        if (!st) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, k);
+        if (!st) st = ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, k);
         snprintf(name, sizeof name, "blk.%u.attn_v_rot.weight", l);
-        if (!st && !(z->skip_tensor && l == 1)) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, v);
+        if (!st && !(z->skip_tensor && l == 1)) st = ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, v);
         if (z->feedback && !(z->feedback == 4 && l > 0)) {
             uint32_t nf = z->feedback == 5 && l == 1 ? n_rot + 1 : n_rot;
             float *f = malloc((size_t)nf * d * d * sizeof *f);
@@ -684,7 +684,7 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
             if (f && l == 1 && z->feedback == 3) f[2 * d + 2] = 0.5f;
             uint64_t nef[3] = { d, d, nf };
             snprintf(name, sizeof name, "blk.%u.attn_k_feedback", l);
-            if (!st) st = f ? oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, nf > 1 ? 3 : 2, nef, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+            if (!st) st = f ? ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, nf > 1 ? 3 : 2, nef, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
             free(f);
         }
         if (z->refit) {
@@ -693,7 +693,7 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
             if (f && l == 1 && z->refit == 2) f[d + 5] = NAN;
             if (f && l == 1 && z->refit == 5) f[1] += 0.5f;
             snprintf(name, sizeof name, "blk.%u.attn_k_metric", l);
-            if (!st) st = f ? oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+            if (!st) st = f ? ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, z->per_head ? 3 : 2, ne, f) : OSCAR_ERROR_OUT_OF_HOST_MEMORY;
             free(f);
         }
         for (int which = 0; which < 2 && z->means; which++) {
@@ -704,12 +704,12 @@ static oscar_status write_zoo(const char *path, const oscar_model_info *in, cons
             uint64_t nem[2] = { d, z->means == 4 && which && l == 1 ? in->n_head_kv + 1 : in->n_head_kv };
             snprintf(name, sizeof name, "blk.%u.attn_%c_mean", l, which ? 'v' : 'k');
             int skip = (z->means == 2 && which) || (z->means == 5 && !which) || (z->means == 6 && (which || l > 0));
-            if (!st && !skip) st = oscar_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, nem, m);
+            if (!st && !skip) st = ovk_gguf_writer_add_tensor(w, name, OSCAR_GGML_TYPE_F32, 2, nem, m);
         }
     }
-    if (!st) st = oscar_gguf_writer_write_file(w, path);
+    if (!st) st = ovk_gguf_writer_write_file(w, path);
     free(buf);
-    oscar_gguf_writer_destroy(w);
+    ovk_gguf_writer_destroy(w);
     return st;
 }
 
@@ -724,8 +724,8 @@ static void expect_zoo_error(const oscar_model *m, const char *path, oscar_statu
 
 static void check_rotation_files(void)
 {
-    oscar_model_gen_params gp = small_params(OSCAR_ARCH_QWEN3, OSCAR_GGML_TYPE_Q8_0, 0, 9);
-    CHECK_OK(oscar_model_gen_write(&gp, test_tmp_path("zoo_model.gguf")));
+    ovk_model_gen_params gp = small_params(OSCAR_ARCH_QWEN3, OSCAR_GGML_TYPE_Q8_0, 0, 9);
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path("zoo_model.gguf")));
     oscar_model *m = NULL;
     CHECK_OK(oscar_model_load(ctx, test_tmp_path("zoo_model.gguf"), NULL, &m));
     if (!m) return;
@@ -954,10 +954,10 @@ static void write_all(const char *path, const char *buf, long size)
 static void check_bad_input(void)
 {
     printf("bad input:\n");
-    oscar_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 1, 2);
+    ovk_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 1, 2);
     char good[256];
     snprintf(good, sizeof good, "%s", test_tmp_path("good.gguf"));
-    CHECK_OK(oscar_model_gen_write(&gp, good));
+    CHECK_OK(ovk_model_gen_write(&gp, good));
     long size = 0;
     char *buf = read_all(good, &size);
     CHECK(buf && size > 1000);
@@ -974,29 +974,29 @@ static void check_bad_input(void)
     free(buf);
 
     /* unsupported architecture: the good file relabelled */
-    oscar_gguf *g = NULL;
-    oscar_gguf_writer *w = NULL;
-    CHECK_OK(oscar_gguf_open(good, &g));
-    CHECK_OK(oscar_gguf_writer_create(&w));
+    ovk_gguf *g = NULL;
+    ovk_gguf_writer *w = NULL;
+    CHECK_OK(ovk_gguf_open(good, &g));
+    CHECK_OK(ovk_gguf_writer_create(&w));
     if (g && w) {
         for (uint64_t i = 0; i < g->n_kv; i++)
-            if (strcmp(g->kv[i].key, "general.architecture")) oscar_gguf_writer_copy_kv(w, &g->kv[i]);
-            else oscar_gguf_writer_set_str(w, "general.architecture", "falcon");
+            if (strcmp(g->kv[i].key, "general.architecture")) ovk_gguf_writer_copy_kv(w, &g->kv[i]);
+            else ovk_gguf_writer_set_str(w, "general.architecture", "falcon");
         for (uint64_t i = 0; i < g->n_tensors; i++) {
-            const oscar_gguf_tensor *t = &g->tensors[i];
-            oscar_gguf_writer_add_tensor_ref(w, t->name, t->type, t->n_dims, t->ne, t->data);
+            const ovk_gguf_tensor *t = &g->tensors[i];
+            ovk_gguf_writer_add_tensor_ref(w, t->name, t->type, t->n_dims, t->ne, t->data);
         }
-        CHECK_OK(oscar_gguf_writer_write_file(w, test_tmp_path("arch_falcon.gguf")));
+        CHECK_OK(ovk_gguf_writer_write_file(w, test_tmp_path("arch_falcon.gguf")));
     }
-    oscar_gguf_writer_destroy(w);
-    oscar_gguf_close(g);
+    ovk_gguf_writer_destroy(w);
+    ovk_gguf_close(g);
     expect_model_error(test_tmp_path("arch_falcon.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "general.architecture", "falcon");
 
-    oscar_model_gen_params q = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q5_0, 0, 2);
-    CHECK_OK(oscar_model_gen_write(&q, test_tmp_path("type_q5_0.gguf")));
+    ovk_model_gen_params q = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q5_0, 0, 2);
+    CHECK_OK(ovk_model_gen_write(&q, test_tmp_path("type_q5_0.gguf")));
     expect_model_error(test_tmp_path("type_q5_0.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "Q5_0", "is not supported");
-    oscar_model_gen_params h = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA); /* head_dim 16 */
-    CHECK_OK(oscar_model_gen_write(&h, test_tmp_path("head_dim16.gguf")));
+    ovk_model_gen_params h = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA); /* head_dim 16 */
+    CHECK_OK(ovk_model_gen_write(&h, test_tmp_path("head_dim16.gguf")));
     expect_model_error(test_tmp_path("head_dim16.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "head_dim 16", NULL);
     expect_model_error(test_tmp_path("missing.gguf"), OSCAR_ERROR_IO, "missing.gguf", NULL);
 
@@ -1188,14 +1188,14 @@ static void check_smollm2(const char *path)
 int main(void)
 {
     ctx = test_gpu_context();
-    tmp_dir = test_tmp_dir_make("oscar_model_gpu");
+    tmp_dir = test_tmp_dir_make("ovk_model_gpu");
     test_rng_seed(1234);
     double t0 = test_now();
 
     static const uint32_t types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                       OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                       OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
-    static const oscar_arch archs[] = { OSCAR_ARCH_LLAMA, OSCAR_ARCH_QWEN2, OSCAR_ARCH_QWEN3 };
+    static const ovk_arch archs[] = { OSCAR_ARCH_LLAMA, OSCAR_ARCH_QWEN2, OSCAR_ARCH_QWEN3 };
     /* 1: every product in fp32 (the default), greedy tokens exact */
     for (size_t a = 0; a < 3; a++)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {

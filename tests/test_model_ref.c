@@ -32,13 +32,13 @@ static const char *tmp_dir; /* the test's scratch folder */
 
 /* ---- 1. generated models ------------------------------------------------------------------- */
 
-static void check_generated(oscar_arch arch, uint32_t type, int tied)
+static void check_generated(ovk_arch arch, uint32_t type, int tied)
 {
-    oscar_model_gen_params p = oscar_model_gen_params_default(arch);
+    ovk_model_gen_params p = ovk_model_gen_params_default(arch);
     p.weight_type = p.embd_type = type;
     p.tied_embeddings = tied;
     p.seed = 7 + type;
-    if (oscar_ggml_type_get(type)->block_size == 256) {
+    if (ovk_ggml_type_get(type)->block_size == 256) {
         p.n_embd = 256;
         p.n_head = 4;
         p.n_head_kv = 2;
@@ -48,13 +48,13 @@ static void check_generated(oscar_arch arch, uint32_t type, int tied)
         p.head_dim = 32; /* q_dim 128 != n_embd 64: key_length is written */
     }
     char name[64];
-    snprintf(name, sizeof name, "gen_%s_%s_%d.gguf", oscar_arch_name(arch), oscar_ggml_type_name(type), tied);
+    snprintf(name, sizeof name, "gen_%s_%s_%d.gguf", ovk_arch_name(arch), ovk_ggml_type_name(type), tied);
     const char *path = test_tmp_path(name);
-    CHECK_OK(oscar_model_gen_write(&p, path));
-    oscar_model_desc *m = NULL;
-    CHECK_OK(oscar_model_desc_load(path, &m));
+    CHECK_OK(ovk_model_gen_write(&p, path));
+    ovk_model_desc *m = NULL;
+    CHECK_OK(ovk_model_desc_load(path, &m));
     if (!m) return;
-    const oscar_model_hparams *hp = &m->hp;
+    const ovk_model_hparams *hp = &m->hp;
     CHECK(hp->arch == arch);
     CHECK(hp->n_layer == p.n_layer && hp->n_embd == p.n_embd && hp->n_ff == p.n_ff);
     CHECK(hp->n_head == p.n_head && hp->n_head_kv == p.n_head_kv);
@@ -70,38 +70,38 @@ static void check_generated(oscar_arch arch, uint32_t type, int tied)
     CHECK(m->fingerprint != 0 && m->fingerprint == oscar_model_fingerprint(m));
 
     /* Same parameters, same file: same fingerprint. Another seed: another fingerprint. */
-    oscar_model_desc *m2 = NULL;
-    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("gen_again.gguf")));
-    CHECK_OK(oscar_model_desc_load(test_tmp_path("gen_again.gguf"), &m2));
+    ovk_model_desc *m2 = NULL;
+    CHECK_OK(ovk_model_gen_write(&p, test_tmp_path("gen_again.gguf")));
+    CHECK_OK(ovk_model_desc_load(test_tmp_path("gen_again.gguf"), &m2));
     if (m2) CHECK(m2->fingerprint == m->fingerprint);
-    oscar_model_desc_destroy(m2);
+    ovk_model_desc_destroy(m2);
     m2 = NULL;
     p.seed += 1000;
-    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("gen_again.gguf")));
-    CHECK_OK(oscar_model_desc_load(test_tmp_path("gen_again.gguf"), &m2));
+    CHECK_OK(ovk_model_gen_write(&p, test_tmp_path("gen_again.gguf")));
+    CHECK_OK(ovk_model_desc_load(test_tmp_path("gen_again.gguf"), &m2));
     if (m2) CHECK(m2->fingerprint != m->fingerprint);
-    oscar_model_desc_destroy(m2);
+    ovk_model_desc_destroy(m2);
 
     /* Tokenizer from the file's arrays, then greedy decoding. */
-    oscar_tokenizer *tok = NULL;
-    CHECK_OK(oscar_model_tokenizer_create(m->gguf, &tok));
+    ovk_tokenizer *tok = NULL;
+    CHECK_OK(ovk_model_tokenizer_create(m->gguf, &tok));
     int32_t prompt[32], gen[16];
     size_t n_prompt = 0;
     const char *text = "<|im_start|>user\nthe capital of France is Paris<|im_end|>";
     if (tok) {
-        CHECK_OK(oscar_tokenizer_encode(tok, text, strlen(text), 1, 1, prompt, 32, &n_prompt));
+        CHECK_OK(ovk_tokenizer_encode(tok, text, strlen(text), 1, 1, prompt, 32, &n_prompt));
         CHECK(n_prompt > 5 && n_prompt < 32 && prompt[0] == 1 && prompt[n_prompt - 1] == 2);
         char back[128];
         size_t len = 0;
-        CHECK_OK(oscar_tokenizer_decode(tok, prompt, n_prompt, 1, 0, back, sizeof back, &len));
+        CHECK_OK(ovk_tokenizer_decode(tok, prompt, n_prompt, 1, 0, back, sizeof back, &len));
         CHECK(len == strlen(text) && !memcmp(back, text, len));
-        CHECK(oscar_tokenizer_find(tok, "\xC4\xA0Paris", 7) >= 0);
+        CHECK(ovk_tokenizer_find(tok, "\xC4\xA0Paris", 7) >= 0);
     }
-    oscar_model_ref *r = NULL;
-    CHECK_OK(oscar_model_ref_create(m, NULL, &r));
+    ovk_model_ref *r = NULL;
+    CHECK_OK(ovk_model_ref_create(m, NULL, &r));
     if (r && n_prompt) {
         uint32_t n_gen = 0;
-        CHECK_OK(oscar_model_ref_generate_greedy(r, prompt, (uint32_t)n_prompt, 16, NULL, NULL, gen, &n_gen));
+        CHECK_OK(ovk_model_ref_generate_greedy(r, prompt, (uint32_t)n_prompt, 16, NULL, NULL, gen, &n_gen));
         CHECK(n_gen == 16);
         int distinct = 0;
         for (uint32_t i = 0; i < n_gen; i++) {
@@ -110,20 +110,20 @@ static void check_generated(oscar_arch arch, uint32_t type, int tied)
             distinct += !seen;
         }
         CHECK_MSG(distinct >= 3, "%s: greedy decoding gave only %d distinct tokens", name, distinct);
-        CHECK(oscar_model_ref_n_past(r) == n_prompt + 15);
+        CHECK(ovk_model_ref_n_past(r) == n_prompt + 15);
     }
-    oscar_model_ref_destroy(r);
-    oscar_tokenizer_destroy(tok);
-    oscar_model_desc_destroy(m);
+    ovk_model_ref_destroy(r);
+    ovk_tokenizer_destroy(tok);
+    ovk_model_desc_destroy(m);
 }
 
 /* ---- 2. independent double-precision forward pass ------------------------------------------ */
 
-static const float *tdata(const oscar_gguf *g, const char *fmt, int il)
+static const float *tdata(const ovk_gguf *g, const char *fmt, int il)
 {
     char name[96];
     snprintf(name, sizeof name, fmt, il);
-    const oscar_gguf_tensor *t = oscar_gguf_find_tensor(g, name);
+    const ovk_gguf_tensor *t = ovk_gguf_find_tensor(g, name);
     if (!t) return NULL;
     CHECK(t->type == OSCAR_GGML_TYPE_F32);
     return t->data;
@@ -162,10 +162,10 @@ static void nrope(double *x, int n_rot, int neox, double base, double scale, int
 }
 
 /* Logits [n][n_vocab] for tokens at positions 0..n-1, in double. */
-static void naive_forward(const oscar_model_desc *m, const int32_t *tokens, int n, double *logits)
+static void naive_forward(const ovk_model_desc *m, const int32_t *tokens, int n, double *logits)
 {
-    const oscar_gguf *g = m->gguf;
-    const oscar_model_hparams *hp = &m->hp;
+    const ovk_gguf *g = m->gguf;
+    const ovk_model_hparams *hp = &m->hp;
     int E = (int)hp->n_embd, H = (int)hp->n_head, KV = (int)hp->n_head_kv, D = (int)hp->head_dim;
     int F = (int)hp->n_ff, V = (int)hp->n_vocab, NL = (int)hp->n_layer;
     double eps = hp->norm_eps, scale = hp->rope_scaling == OSCAR_ROPE_SCALING_LINEAR ? hp->rope_scale_factor : 1.0;
@@ -226,9 +226,9 @@ static void naive_forward(const oscar_model_desc *m, const int32_t *tokens, int 
     free(kc); free(vc); free(x); free(h); free(q); free(o); free(t1); free(t2); free(att);
 }
 
-static void check_vs_naive(oscar_arch arch, uint32_t n_rot, const char *scaling, int tied)
+static void check_vs_naive(ovk_arch arch, uint32_t n_rot, const char *scaling, int tied)
 {
-    oscar_model_gen_params p = oscar_model_gen_params_default(arch);
+    ovk_model_gen_params p = ovk_model_gen_params_default(arch);
     p.n_layer = 2;
     p.n_embd = 32;
     p.n_head = 4;
@@ -244,18 +244,18 @@ static void check_vs_naive(oscar_arch arch, uint32_t n_rot, const char *scaling,
         p.rope_scale_factor = 2.0f;
     }
     const char *path = test_tmp_path("naive.gguf");
-    CHECK_OK(oscar_model_gen_write(&p, path));
-    oscar_model_desc *m = NULL;
-    oscar_model_ref *r = NULL;
-    CHECK_OK(oscar_model_desc_load(path, &m));
+    CHECK_OK(ovk_model_gen_write(&p, path));
+    ovk_model_desc *m = NULL;
+    ovk_model_ref *r = NULL;
+    CHECK_OK(ovk_model_desc_load(path, &m));
     if (!m) return;
-    CHECK_OK(oscar_model_ref_create(m, NULL, &r));
+    CHECK_OK(ovk_model_ref_create(m, NULL, &r));
     enum { N = 5 };
     const int32_t tokens[N] = {1, 77, 300, 5, 77};
     uint32_t V = m->hp.n_vocab;
     float *lf = malloc(sizeof(float) * N * V);
     double *ld = malloc(sizeof(double) * N * V);
-    if (r) CHECK_OK(oscar_model_ref_eval(r, tokens, N, 0, lf, 1));
+    if (r) CHECK_OK(ovk_model_ref_eval(r, tokens, N, 0, lf, 1));
     naive_forward(m, tokens, N, ld);
     double max_err = 0, max_ref = 0;
     for (size_t i = 0; i < (size_t)N * V; i++) {
@@ -264,12 +264,12 @@ static void check_vs_naive(oscar_arch arch, uint32_t n_rot, const char *scaling,
         if (fabs(ld[i]) > max_ref) max_ref = fabs(ld[i]);
     }
     CHECK_MSG(max_err <= 1e-4 * max_ref && max_ref > 0.5, "%s n_rot %u %s: max |float - double| %g, max |logit| %g",
-              oscar_arch_name(arch), n_rot, scaling ? scaling : "", max_err, max_ref);
+              ovk_arch_name(arch), n_rot, scaling ? scaling : "", max_err, max_ref);
     /* The other RoPE pairing must disagree with the naive pass, or this test proves nothing. */
     if (r) {
         m->hp.rope_type = m->hp.rope_type == OSCAR_ROPE_NEOX ? OSCAR_ROPE_NORMAL : OSCAR_ROPE_NEOX;
-        oscar_model_ref_reset(r);
-        CHECK_OK(oscar_model_ref_eval(r, tokens, N, 0, lf, 1));
+        ovk_model_ref_reset(r);
+        CHECK_OK(ovk_model_ref_eval(r, tokens, N, 0, lf, 1));
         double err2 = 0;
         for (size_t i = (size_t)(N - 1) * V; i < (size_t)N * V; i++)
             if (fabs(lf[i] - ld[i]) > err2) err2 = fabs(lf[i] - ld[i]);
@@ -277,8 +277,8 @@ static void check_vs_naive(oscar_arch arch, uint32_t n_rot, const char *scaling,
     }
     free(lf);
     free(ld);
-    oscar_model_ref_destroy(r);
-    oscar_model_desc_destroy(m);
+    ovk_model_ref_destroy(r);
+    ovk_model_desc_destroy(m);
 }
 
 static void check_rope_by_hand(void)
@@ -287,29 +287,29 @@ static void check_rope_by_hand(void)
     const float theta[2] = {1.0f, 0.01f};
     float x[4] = {1, 2, 3, 4};
     double c1 = cos(1.0), s1 = sin(1.0), c2 = cos(0.01), s2 = sin(0.01);
-    oscar_rope_apply(x, 4, 4, OSCAR_ROPE_NORMAL, theta, 1);
+    ovk_rope_apply(x, 4, 4, OSCAR_ROPE_NORMAL, theta, 1);
     double want_n[4] = {1 * c1 - 2 * s1, 1 * s1 + 2 * c1, 3 * c2 - 4 * s2, 3 * s2 + 4 * c2};
     for (int i = 0; i < 4; i++) CHECK_MSG(fabs(x[i] - want_n[i]) < 1e-6, "normal rope x[%d] %g want %g", i, x[i], want_n[i]);
     float y[4] = {1, 2, 3, 4};
-    oscar_rope_apply(y, 4, 4, OSCAR_ROPE_NEOX, theta, 1);
+    ovk_rope_apply(y, 4, 4, OSCAR_ROPE_NEOX, theta, 1);
     double want_x[4] = {1 * c1 - 3 * s1, 2 * c2 - 4 * s2, 1 * s1 + 3 * c1, 2 * s2 + 4 * c2};
     for (int i = 0; i < 4; i++) CHECK_MSG(fabs(y[i] - want_x[i]) < 1e-6, "neox rope y[%d] %g want %g", i, y[i], want_x[i]);
     /* Partial rotation: dims >= n_rot pass unchanged; position 0 is the identity. */
     float z[4] = {1, 2, 3, 4};
-    oscar_rope_apply(z, 4, 2, OSCAR_ROPE_NORMAL, theta, 3);
+    ovk_rope_apply(z, 4, 2, OSCAR_ROPE_NORMAL, theta, 3);
     CHECK(z[2] == 3 && z[3] == 4 && fabsf(z[0] - (float)(cos(3.0) - 2 * sin(3.0))) < 1e-6);
     float w[4] = {1, 2, 3, 4};
-    oscar_rope_apply(w, 4, 4, OSCAR_ROPE_NEOX, theta, 0);
+    ovk_rope_apply(w, 4, 4, OSCAR_ROPE_NEOX, theta, 0);
     CHECK(w[0] == 1 && w[1] == 2 && w[2] == 3 && w[3] == 4);
 
     /* The loaded model's table: theta_i = base^(-2i/n_rot), / factor for linear scaling. */
-    oscar_model_gen_params p = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    ovk_model_gen_params p = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
     p.rope_freq_base = 10000.0f;
     p.rope_scaling = "linear";
     p.rope_scale_factor = 4.0f;
-    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("rope.gguf")));
-    oscar_model_desc *m = NULL;
-    CHECK_OK(oscar_model_desc_load(test_tmp_path("rope.gguf"), &m));
+    CHECK_OK(ovk_model_gen_write(&p, test_tmp_path("rope.gguf")));
+    ovk_model_desc *m = NULL;
+    CHECK_OK(ovk_model_desc_load(test_tmp_path("rope.gguf"), &m));
     if (m) {
         CHECK(m->hp.rope_scaling == OSCAR_ROPE_SCALING_LINEAR && m->hp.rope_scale_factor == 4.0f);
         for (uint32_t i = 0; i < m->hp.n_rot / 2; i++) {
@@ -317,16 +317,16 @@ static void check_rope_by_hand(void)
             CHECK_MSG(fabs(m->rope_theta[i] - want) <= 1e-6 * want, "theta[%u] %g want %g", i, m->rope_theta[i], want);
         }
     }
-    oscar_model_desc_destroy(m);
+    ovk_model_desc_destroy(m);
 
     /* llama3 scaling: short wavelengths keep theta, long ones are divided by the factor. */
     p.rope_scaling = "llama3";
     p.rope_scale_factor = 8.0f;
     p.rope_orig_ctx = 64;
     p.head_dim = 16;
-    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("rope3.gguf")));
+    CHECK_OK(ovk_model_gen_write(&p, test_tmp_path("rope3.gguf")));
     m = NULL;
-    CHECK_OK(oscar_model_desc_load(test_tmp_path("rope3.gguf"), &m));
+    CHECK_OK(ovk_model_desc_load(test_tmp_path("rope3.gguf"), &m));
     if (m) {
         uint32_t half = m->hp.n_rot / 2;
         double th0 = 1.0, thl = pow(10000.0, -2.0 * (half - 1) / m->hp.n_rot);
@@ -334,20 +334,20 @@ static void check_rope_by_hand(void)
         CHECK(fabs(m->rope_theta[0] - th0) < 1e-6);                   /* wavelength 2pi < 64/4 */
         CHECK(fabs(m->rope_theta[half - 1] - thl / 8.0) < 1e-6 * thl); /* wavelength > 64 */
     }
-    oscar_model_desc_destroy(m);
+    ovk_model_desc_destroy(m);
 }
 
 /* ---- 3. KV-cache consistency and hooks --------------------------------------------------------- */
 
 typedef struct hook_log {
-    const oscar_model_ref *r;
+    const ovk_model_ref *r;
     uint32_t calls, k_dim, v_dim;
     float k_seen[8][2][64]; /* [pos][layer][k_dim] first positions */
     int order_ok;
     uint32_t last_layer, last_pos;
 } hook_log;
 
-/* oscar_rope_average (closed form) against the plain mean of oscar_rope_apply over the
+/* ovk_rope_average (closed form) against the plain mean of ovk_rope_apply over the
  * positions, for both pair layouts, a partial rotation, and a range far from 0. */
 static void check_rope_average(void)
 {
@@ -364,21 +364,21 @@ static void check_rope_average(void)
                 float y[D], got[D];
                 for (uint32_t p = ranges[r][0]; p < ranges[r][1]; p++) {
                     memcpy(y, x, sizeof y);
-                    oscar_rope_apply(y, D, n_rot, neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, theta, p);
+                    ovk_rope_apply(y, D, n_rot, neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, theta, p);
                     for (int i = 0; i < D; i++) sum[i] += y[i];
                 }
-                oscar_rope_average(x, D, n_rot, neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, theta, ranges[r][0], ranges[r][1], got);
+                ovk_rope_average(x, D, n_rot, neox ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL, theta, ranges[r][0], ranges[r][1], got);
                 double worst = 0;
                 for (int i = 0; i < D; i++) {
                     double e = fabs(got[i] - sum[i] / (ranges[r][1] - ranges[r][0]));
                     if (e > worst) worst = e;
                 }
-                /* float angles in oscar_rope_apply lose ~p * 2^-24 radians at large p */
+                /* float angles in ovk_rope_apply lose ~p * 2^-24 radians at large p */
                 CHECK_MSG(worst < 1e-4 * (1.0 + ranges[r][1] / 1000.0), "rope average neox %d n_rot %u positions %u..%u: max error %.3g",
                           neox, n_rot, ranges[r][0], ranges[r][1], worst);
             }
     float same[D];
-    oscar_rope_average(x, D, D, OSCAR_ROPE_NORMAL, theta, 9, 9, same); /* empty range: x itself */
+    ovk_rope_average(x, D, D, OSCAR_ROPE_NORMAL, theta, 9, 9, same); /* empty range: x itself */
     CHECK(!memcmp(same, x, sizeof x));
 }
 
@@ -401,14 +401,14 @@ static void zero_v(void *user, uint32_t layer, uint32_t pos, float *k, float *v)
     n[1]++;
 }
 
-static void check_prefill_vs_decode(oscar_arch arch, uint32_t type)
+static void check_prefill_vs_decode(ovk_arch arch, uint32_t type)
 {
-    oscar_model_gen_params p = oscar_model_gen_params_default(arch);
+    ovk_model_gen_params p = ovk_model_gen_params_default(arch);
     p.weight_type = p.embd_type = type;
     p.seed = 5;
-    CHECK_OK(oscar_model_gen_write(&p, test_tmp_path("kv.gguf")));
-    oscar_model_desc *m = NULL;
-    CHECK_OK(oscar_model_desc_load(test_tmp_path("kv.gguf"), &m));
+    CHECK_OK(ovk_model_gen_write(&p, test_tmp_path("kv.gguf")));
+    ovk_model_desc *m = NULL;
+    CHECK_OK(ovk_model_desc_load(test_tmp_path("kv.gguf"), &m));
     if (!m) return;
     enum { N = 20 };
     int32_t toks[N];
@@ -420,80 +420,80 @@ static void check_prefill_vs_decode(oscar_arch arch, uint32_t type)
     hook_log *log = calloc(1, sizeof *log);
     log->order_ok = 1;
     log->k_dim = m->hp.n_head_kv * m->hp.head_dim;
-    oscar_model_ref_params rp = oscar_model_ref_params_default();
+    ovk_model_ref_params rp = ovk_model_ref_params_default();
     rp.qkv_hook = qkv_hook;
     rp.qkv_hook_user = log;
-    oscar_model_ref *r = NULL;
-    CHECK_OK(oscar_model_ref_create(m, &rp, &r));
+    ovk_model_ref *r = NULL;
+    CHECK_OK(ovk_model_ref_create(m, &rp, &r));
     if (!r) goto done;
-    CHECK_OK(oscar_model_ref_eval(r, toks, N, 0, all, 1));
+    CHECK_OK(ovk_model_ref_eval(r, toks, N, 0, all, 1));
     CHECK(log->calls == N * m->hp.n_layer && log->order_ok && log->last_pos == N - 1);
     /* The hook saw exactly what the cache holds (no transform installed). */
     float *kc;
-    oscar_model_ref_kv_cache(r, 1, &kc, NULL);
+    ovk_model_ref_kv_cache(r, 1, &kc, NULL);
     CHECK(!memcmp(kc + 3 * log->k_dim, log->k_seen[3][1], log->k_dim * sizeof(float)));
 
     /* Token by token: bit-identical to the batched run. */
-    oscar_model_ref_reset(r);
+    ovk_model_ref_reset(r);
     double max_diff = 0;
     for (int i = 0; i < N; i++) {
-        CHECK_OK(oscar_model_ref_eval(r, &toks[i], 1, (uint32_t)i, one, 0));
+        CHECK_OK(ovk_model_ref_eval(r, &toks[i], 1, (uint32_t)i, one, 0));
         for (uint32_t v = 0; v < V; v++) {
             double d = fabs(one[v] - all[(size_t)i * V + v]);
             if (d > max_diff) max_diff = d;
         }
     }
-    CHECK_MSG(max_diff <= 1e-5, "%s %s: prefill vs decode max diff %g", oscar_arch_name(arch),
-              oscar_ggml_type_name(type), max_diff);
+    CHECK_MSG(max_diff <= 1e-5, "%s %s: prefill vs decode max diff %g", ovk_arch_name(arch),
+              ovk_ggml_type_name(type), max_diff);
     CHECK(max_diff == 0.0);
 
     /* Prefill 7, decode the rest in chunks of 5, with batch size 3 inside. */
-    oscar_model_ref_destroy(r);
+    ovk_model_ref_destroy(r);
     r = NULL;
-    rp = oscar_model_ref_params_default();
+    rp = ovk_model_ref_params_default();
     rp.max_batch = 3;
     rp.predequantize = 0; /* rows dequantized on the fly: same floats, same sums */
-    CHECK_OK(oscar_model_ref_create(m, &rp, &r));
+    CHECK_OK(ovk_model_ref_create(m, &rp, &r));
     if (!r) goto done;
-    CHECK_OK(oscar_model_ref_eval(r, toks, 7, 0, chunk, 1));
+    CHECK_OK(ovk_model_ref_eval(r, toks, 7, 0, chunk, 1));
     for (uint32_t s = 7; s < N; s += 5) {
         uint32_t n = N - s < 5 ? N - s : 5;
-        CHECK_OK(oscar_model_ref_eval(r, toks + s, n, s, chunk + (size_t)s * V, 1));
+        CHECK_OK(ovk_model_ref_eval(r, toks + s, n, s, chunk + (size_t)s * V, 1));
     }
     CHECK(!memcmp(chunk, all, sizeof(float) * N * V));
     /* Rewind: re-evaluating position 10 onward reproduces the same logits. */
-    CHECK_OK(oscar_model_ref_eval(r, toks + 10, 4, 10, one, 0));
+    CHECK_OK(ovk_model_ref_eval(r, toks + 10, 4, 10, one, 0));
     CHECK(!memcmp(one, all + (size_t)13 * V, sizeof(float) * V));
-    CHECK(oscar_model_ref_n_past(r) == 14);
+    CHECK(ovk_model_ref_n_past(r) == 14);
     /* Argument errors. */
-    CHECK_STATUS(oscar_model_ref_eval(r, toks, 1, 15, one, 0), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_model_ref_eval(r, toks, 1, 15, one, 0), OSCAR_ERROR_INVALID_ARGUMENT);
     int32_t bad = (int32_t)V;
-    CHECK_STATUS(oscar_model_ref_eval(r, &bad, 1, 0, one, 0), OSCAR_ERROR_INVALID_ARGUMENT);
-    oscar_model_ref_destroy(r);
+    CHECK_STATUS(ovk_model_ref_eval(r, &bad, 1, 0, one, 0), OSCAR_ERROR_INVALID_ARGUMENT);
+    ovk_model_ref_destroy(r);
     r = NULL;
 
     /* A K/V transform takes effect: V = 0 makes every attention output 0. */
     uint32_t zv[2] = {m->hp.n_head_kv * m->hp.head_dim_v, 0};
-    rp = oscar_model_ref_params_default();
+    rp = ovk_model_ref_params_default();
     rp.kv_transform = zero_v;
     rp.kv_transform_user = zv;
     rp.n_ctx = 8;
-    CHECK_OK(oscar_model_ref_create(m, &rp, &r));
+    CHECK_OK(ovk_model_ref_create(m, &rp, &r));
     if (!r) goto done;
-    CHECK_OK(oscar_model_ref_eval(r, toks, 8, 0, chunk, 1));
+    CHECK_OK(ovk_model_ref_eval(r, toks, 8, 0, chunk, 1));
     CHECK(zv[1] == 8 * m->hp.n_layer);
     CHECK(memcmp(chunk, all, sizeof(float) * 8 * V) != 0);
     float *vc;
-    oscar_model_ref_kv_cache(r, 0, NULL, &vc);
+    ovk_model_ref_kv_cache(r, 0, NULL, &vc);
     CHECK(vc[0] == 0.0f && vc[7 * zv[0] + zv[0] - 1] == 0.0f);
-    CHECK_STATUS(oscar_model_ref_eval(r, toks, 1, 8, one, 0), OSCAR_ERROR_CONTEXT_FULL);
+    CHECK_STATUS(ovk_model_ref_eval(r, toks, 1, 8, one, 0), OSCAR_ERROR_CONTEXT_FULL);
 done:
-    oscar_model_ref_destroy(r);
+    ovk_model_ref_destroy(r);
     free(log);
     free(all);
     free(one);
     free(chunk);
-    oscar_model_desc_destroy(m);
+    ovk_model_desc_destroy(m);
 }
 
 /* ---- 4. bad files ------------------------------------------------------------------------------ */
@@ -508,54 +508,54 @@ typedef struct rewrite_spec {
 
 static oscar_status rewrite(const char *src, const char *dst, const rewrite_spec *s)
 {
-    oscar_gguf *g = NULL;
-    oscar_gguf_writer *w = NULL;
-    oscar_status st = oscar_gguf_open(src, &g);
+    ovk_gguf *g = NULL;
+    ovk_gguf_writer *w = NULL;
+    oscar_status st = ovk_gguf_open(src, &g);
     if (st) return st;
-    if ((st = oscar_gguf_writer_create(&w))) goto out;
+    if ((st = ovk_gguf_writer_create(&w))) goto out;
     for (uint64_t i = 0; i < g->n_kv; i++) {
         if (s->drop_key && !strcmp(g->kv[i].key, s->drop_key)) continue;
         if (s->str_key && !strcmp(g->kv[i].key, s->str_key)) continue;
-        if ((st = oscar_gguf_writer_copy_kv(w, &g->kv[i]))) goto out;
+        if ((st = ovk_gguf_writer_copy_kv(w, &g->kv[i]))) goto out;
     }
-    if (s->str_key && (st = oscar_gguf_writer_set_str(w, s->str_key, s->str_value))) goto out;
+    if (s->str_key && (st = ovk_gguf_writer_set_str(w, s->str_key, s->str_value))) goto out;
     for (uint64_t i = 0; i < g->n_tensors; i++) {
-        const oscar_gguf_tensor *t = &g->tensors[i];
+        const ovk_gguf_tensor *t = &g->tensors[i];
         if (s->drop_tensor && !strcmp(t->name, s->drop_tensor)) continue;
         uint64_t ne[4] = {t->ne[0], t->ne[1], t->ne[2], t->ne[3]};
         if (s->shape_tensor && !strcmp(t->name, s->shape_tensor)) ne[1] /= 2;
-        if ((st = oscar_gguf_writer_add_tensor_ref(w, t->name, t->type, t->n_dims, ne, t->data))) goto out;
+        if ((st = ovk_gguf_writer_add_tensor_ref(w, t->name, t->type, t->n_dims, ne, t->data))) goto out;
     }
-    st = oscar_gguf_writer_write_file(w, dst);
+    st = ovk_gguf_writer_write_file(w, dst);
 out:
-    oscar_gguf_writer_destroy(w);
-    oscar_gguf_close(g);
+    ovk_gguf_writer_destroy(w);
+    ovk_gguf_close(g);
     return st;
 }
 
 static void expect_load_error(const char *path, oscar_status want, const char *needle1, const char *needle2)
 {
-    oscar_model_desc *m = NULL;
-    oscar_status st = oscar_model_desc_load(path, &m);
+    ovk_model_desc *m = NULL;
+    oscar_status st = ovk_model_desc_load(path, &m);
     const char *msg = oscar_last_error();
     CHECK_MSG(st == want, "%s: status %s, want %s (%s)", path, oscar_status_string(st), oscar_status_string(want), msg);
     CHECK(m == NULL);
     CHECK_MSG(strstr(msg, needle1) != NULL, "message \"%s\" does not name \"%s\"", msg, needle1);
     if (needle2) CHECK_MSG(strstr(msg, needle2) != NULL, "message \"%s\" does not name \"%s\"", msg, needle2);
-    oscar_model_desc_destroy(m);
+    ovk_model_desc_destroy(m);
 }
 
 static void check_bad_files(void)
 {
-    oscar_model_gen_params p = oscar_model_gen_params_default(OSCAR_ARCH_QWEN2);
+    ovk_model_gen_params p = ovk_model_gen_params_default(OSCAR_ARCH_QWEN2);
     const char *good = test_tmp_path("good.gguf");
-    CHECK_OK(oscar_model_gen_write(&p, good));
+    CHECK_OK(ovk_model_gen_write(&p, good));
 
     /* Truncated */
     {
         CHECK(test_copy_head(good, test_tmp_path("trunc.gguf"), -100) > 0);
-        oscar_model_desc *m = NULL;
-        CHECK_STATUS(oscar_model_desc_load(test_tmp_path("trunc.gguf"), &m), OSCAR_ERROR_BAD_FORMAT);
+        ovk_model_desc *m = NULL;
+        CHECK_STATUS(ovk_model_desc_load(test_tmp_path("trunc.gguf"), &m), OSCAR_ERROR_BAD_FORMAT);
         CHECK(m == NULL && strstr(oscar_last_error(), "trunc.gguf") != NULL);
     }
     rewrite_spec s;
@@ -599,63 +599,63 @@ static void check_bad_files(void)
     expect_load_error(test_tmp_path("bad7.gguf"), OSCAR_ERROR_BAD_FORMAT, "qwen3.block_count", NULL);
 
     /* Unsupported weight type: Q5_0 (the file is valid GGUF, the runtime does not run it). */
-    oscar_model_gen_params q = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    ovk_model_gen_params q = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
     q.weight_type = OSCAR_GGML_TYPE_Q5_0;
-    CHECK_OK(oscar_model_gen_write(&q, test_tmp_path("bad8.gguf")));
+    CHECK_OK(ovk_model_gen_write(&q, test_tmp_path("bad8.gguf")));
     expect_load_error(test_tmp_path("bad8.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "blk.0.attn_q.weight", "Q5_0");
 
     /* Not a file at all. */
-    oscar_model_desc *m = NULL;
-    CHECK_STATUS(oscar_model_desc_load(test_tmp_path("does-not-exist.gguf"), &m), OSCAR_ERROR_IO);
-    CHECK_STATUS(oscar_model_desc_load(NULL, &m), OSCAR_ERROR_INVALID_ARGUMENT);
-    oscar_model_desc_destroy(NULL);
-    oscar_model_ref_destroy(NULL);
+    ovk_model_desc *m = NULL;
+    CHECK_STATUS(ovk_model_desc_load(test_tmp_path("does-not-exist.gguf"), &m), OSCAR_ERROR_IO);
+    CHECK_STATUS(ovk_model_desc_load(NULL, &m), OSCAR_ERROR_INVALID_ARGUMENT);
+    ovk_model_desc_destroy(NULL);
+    ovk_model_ref_destroy(NULL);
 }
 
 /* ---- 5. SmolLM2-135M ---------------------------------------------------------------------------- */
 
-static int stop_eog(void *user, int32_t token) { return oscar_tokenizer_is_eog(user, token); }
+static int stop_eog(void *user, int32_t token) { return ovk_tokenizer_is_eog(user, token); }
 
 static void check_smollm2(const char *path)
 {
-    oscar_model_desc *m = NULL;
-    oscar_tokenizer *tok = NULL;
-    oscar_model_ref *r = NULL;
-    CHECK_OK(oscar_model_desc_load(path, &m));
+    ovk_model_desc *m = NULL;
+    ovk_tokenizer *tok = NULL;
+    ovk_model_ref *r = NULL;
+    CHECK_OK(ovk_model_desc_load(path, &m));
     if (!m) return;
-    const oscar_model_hparams *hp = &m->hp;
+    const ovk_model_hparams *hp = &m->hp;
     CHECK(hp->arch == OSCAR_ARCH_LLAMA && hp->n_layer == 30 && hp->n_embd == 576 && hp->n_head == 9);
     CHECK(hp->n_head_kv == 3 && hp->head_dim == 64 && hp->n_ff == 1536 && hp->n_vocab == 49152);
     CHECK(hp->tied_embeddings && hp->rope_freq_base == 100000.0f && hp->n_ctx_train == 8192);
     printf("SmolLM2 fingerprint %016llx\n", (unsigned long long)m->fingerprint);
-    CHECK_OK(oscar_model_tokenizer_create(m->gguf, &tok));
+    CHECK_OK(ovk_model_tokenizer_create(m->gguf, &tok));
     double t0 = test_now();
-    oscar_model_ref_params rp = oscar_model_ref_params_default();
+    ovk_model_ref_params rp = ovk_model_ref_params_default();
     rp.n_ctx = 256;
-    CHECK_OK(oscar_model_ref_create(m, &rp, &r));
+    CHECK_OK(ovk_model_ref_create(m, &rp, &r));
     double t_load = test_now() - t0;
     if (!tok || !r) goto done;
     const char *prompt = "The capital of France is";
     int32_t ids[64], gen[16];
     size_t n_ids = 0;
-    CHECK_OK(oscar_tokenizer_encode(tok, prompt, strlen(prompt), 1, 0, ids, 64, &n_ids));
+    CHECK_OK(ovk_tokenizer_encode(tok, prompt, strlen(prompt), 1, 0, ids, 64, &n_ids));
     printf("prompt ids:");
     for (size_t i = 0; i < n_ids; i++) printf(" %d", ids[i]);
     printf("\n");
     float *logits = malloc(sizeof(float) * hp->n_vocab);
     t0 = test_now();
-    CHECK_OK(oscar_model_ref_eval(r, ids, (uint32_t)n_ids, 0, logits, 0));
+    CHECK_OK(ovk_model_ref_eval(r, ids, (uint32_t)n_ids, 0, logits, 0));
     double t_prompt = test_now() - t0;
     uint32_t n_gen = 0;
     for (; n_gen < 16; n_gen++) {
-        gen[n_gen] = (int32_t)oscar_argmax(logits, hp->n_vocab);
-        if (oscar_tokenizer_is_eog(tok, gen[n_gen])) { n_gen++; break; }
-        if (n_gen + 1 < 16) CHECK_OK(oscar_model_ref_eval(r, &gen[n_gen], 1, (uint32_t)n_ids + n_gen, logits, 0));
+        gen[n_gen] = (int32_t)ovk_argmax(logits, hp->n_vocab);
+        if (ovk_tokenizer_is_eog(tok, gen[n_gen])) { n_gen++; break; }
+        if (n_gen + 1 < 16) CHECK_OK(ovk_model_ref_eval(r, &gen[n_gen], 1, (uint32_t)n_ids + n_gen, logits, 0));
     }
     double t_gen = test_now() - t0 - t_prompt;
     char text[1024];
     size_t len = 0;
-    CHECK_OK(oscar_tokenizer_decode(tok, gen, n_gen, 1, 0, text, sizeof text - 1, &len));
+    CHECK_OK(ovk_tokenizer_decode(tok, gen, n_gen, 1, 0, text, sizeof text - 1, &len));
     text[len < sizeof text ? len : sizeof text - 1] = 0;
     printf("greedy ids:");
     for (uint32_t i = 0; i < n_gen; i++) printf(" %d", gen[i]);
@@ -667,7 +667,7 @@ static void check_smollm2(const char *path)
     /* The greedy helper gives the same tokens. */
     int32_t gen2[16];
     uint32_t n2 = 0;
-    CHECK_OK(oscar_model_ref_generate_greedy(r, ids, (uint32_t)n_ids, 16, stop_eog, tok, gen2, &n2));
+    CHECK_OK(ovk_model_ref_generate_greedy(r, ids, (uint32_t)n_ids, 16, stop_eog, tok, gen2, &n2));
     CHECK(n2 == n_gen && !memcmp(gen, gen2, n_gen * sizeof *gen));
     free(logits);
 
@@ -678,17 +678,17 @@ static void check_smollm2(const char *path)
                        "tower from 1887 to 1889.";
     int32_t pids[128];
     size_t np = 0;
-    CHECK_OK(oscar_tokenizer_encode(tok, para, strlen(para), 0, 0, pids, 128, &np));
+    CHECK_OK(ovk_tokenizer_encode(tok, para, strlen(para), 0, 0, pids, 128, &np));
     float *all = malloc(sizeof(float) * hp->n_vocab * np);
     double ppl[2] = {0, 0};
     for (int mode = 0; mode < 2 && all && np > 1; mode++) {
         m->hp.rope_type = mode ? OSCAR_ROPE_NEOX : OSCAR_ROPE_NORMAL;
-        oscar_model_ref_reset(r);
-        CHECK_OK(oscar_model_ref_eval(r, pids, (uint32_t)np, 0, all, 1));
+        ovk_model_ref_reset(r);
+        CHECK_OK(ovk_model_ref_eval(r, pids, (uint32_t)np, 0, all, 1));
         double nll = 0;
         for (size_t t = 0; t + 1 < np; t++) {
             const float *l = all + t * hp->n_vocab;
-            double mx = l[oscar_argmax(l, hp->n_vocab)], sum = 0;
+            double mx = l[ovk_argmax(l, hp->n_vocab)], sum = 0;
             for (uint32_t v = 0; v < hp->n_vocab; v++) sum += exp(l[v] - mx);
             nll += -(l[pids[t + 1]] - mx - log(sum));
         }
@@ -700,18 +700,18 @@ static void check_smollm2(const char *path)
     CHECK_MSG(ppl[1] > 2.0 * ppl[0], "wrong RoPE pairing not worse: %.2f vs %.2f", ppl[1], ppl[0]);
     free(all);
 done:
-    oscar_model_ref_destroy(r);
-    oscar_tokenizer_destroy(tok);
-    oscar_model_desc_destroy(m);
+    ovk_model_ref_destroy(r);
+    ovk_tokenizer_destroy(tok);
+    ovk_model_desc_destroy(m);
 }
 
 int main(void)
 {
-    tmp_dir = test_tmp_dir_make("oscar_model_ref");
+    tmp_dir = test_tmp_dir_make("ovk_model_ref");
     static const uint32_t types[] = {OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                      OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                      OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K};
-    static const oscar_arch archs[] = {OSCAR_ARCH_LLAMA, OSCAR_ARCH_QWEN2, OSCAR_ARCH_QWEN3};
+    static const ovk_arch archs[] = {OSCAR_ARCH_LLAMA, OSCAR_ARCH_QWEN2, OSCAR_ARCH_QWEN3};
     for (size_t a = 0; a < 3; a++)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
             check_generated(archs[a], types[t], (int)((a + t) % 2));

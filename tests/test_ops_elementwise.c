@@ -2,7 +2,7 @@
  * workgroups 64/128/256: rms_norm (hidden rows and per-head rows; also fused with the
  * residual add before it, whose sum must equal the fp32 add bit for bit), rope (normal and neox,
  * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
- * broadcast, in place), scale and argmax; a command stream submitted in parts (oscar_cmd_flush,
+ * broadcast, in place), scale and argmax; a command stream submitted in parts (ovk_cmd_flush,
  * more flushes than parts, and an abort after flushes); the OSCAR_PROFILE=1 profiler; and
  * OSCAR_SHADER_DIR, whose SPIR-V file replaces the embedded shader (announced on stderr).
  *
@@ -29,28 +29,28 @@
 static const uint32_t workgroups[] = { 64, 128, 256 };
 
 /* Device buffers with host copies; every op test is: fill host, upload, record, compare. */
-static oscar_buffer buf_from(oscar_context *ctx, const void *data, size_t bytes)
+static ovk_buffer buf_from(oscar_context *ctx, const void *data, size_t bytes)
 {
-    oscar_buffer b = { 0 };
+    ovk_buffer b = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, data, bytes, &b));
     return b;
 }
 
-static oscar_binding bind(oscar_buffer *b) { return (oscar_binding){ b, 0, 0 }; }
+static ovk_binding bind(ovk_buffer *b) { return (ovk_binding){ b, 0, 0 }; }
 
-static void begin(oscar_context *ctx) { CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd)); }
-static void finish(oscar_context *ctx) { CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd)); }
+static void begin(oscar_context *ctx) { CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd)); }
+static void finish(oscar_context *ctx) { CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd)); }
 
 static size_t count_bit_diffs(const float *a, const float *b, size_t n)
 {
     size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += oscar_f32_bits(a[i]) != oscar_f32_bits(b[i]);
+    for (size_t i = 0; i < n; i++) bad += ovk_f32_bits(a[i]) != ovk_f32_bits(b[i]);
     return bad;
 }
 
 /* ---- rms_norm -------------------------------------------------------------------------------- */
 
-static void test_rms_norm(oscar_ops *ops, uint32_t dim, uint32_t n_rows, float eps)
+static void test_rms_norm(ovk_ops *ops, uint32_t dim, uint32_t n_rows, float eps)
 {
     oscar_context *ctx = ops->ctx;
     size_t n = (size_t)dim * n_rows;
@@ -60,47 +60,47 @@ static void test_rms_norm(oscar_ops *ops, uint32_t dim, uint32_t n_rows, float e
     if (n_rows > 1) memset(x + dim, 0, dim * 4);                         /* all zero: output 0 */
     if (n_rows > 2) for (uint32_t i = 0; i < dim; i++) x[2 * dim + i] = 3.0f; /* all equal */
     if (n_rows > 3) x[3 * dim + dim / 2] = 1000.0f;                      /* an outlier */
-    oscar_ref_rms_norm(x, w, ref, dim, n_rows, eps);
+    ovk_ref_rms_norm(x, w, ref, dim, n_rows, eps);
     /* the fused residual: sum = x + res in fp32 (as the add kernel), then its norm */
     float *res = malloc(n * 4), *sum = malloc(n * 4), *ref_sum = malloc(n * 4), *got_x = malloc(n * 4);
     for (size_t i = 0; i < n; i++) res[i] = test_rng_normal(), sum[i] = x[i] + res[i];
-    oscar_ref_rms_norm(sum, w, ref_sum, dim, n_rows, eps);
-    oscar_buffer bx = buf_from(ctx, x, n * 4), bw = buf_from(ctx, w, dim * 4), by = buf_from(ctx, NULL, n * 4);
-    oscar_buffer bx2 = buf_from(ctx, x, n * 4), bres = buf_from(ctx, res, n * 4);
+    ovk_ref_rms_norm(sum, w, ref_sum, dim, n_rows, eps);
+    ovk_buffer bx = buf_from(ctx, x, n * 4), bw = buf_from(ctx, w, dim * 4), by = buf_from(ctx, NULL, n * 4);
+    ovk_buffer bx2 = buf_from(ctx, x, n * 4), bres = buf_from(ctx, res, n * 4);
     begin(ctx);
-    CHECK_OK(oscar_op_rms_norm(ops, &ctx->cmd, bind(&bx), bind(&bw), bind(&by), dim, n_rows, eps));
+    CHECK_OK(ovk_op_rms_norm(ops, &ctx->cmd, bind(&bx), bind(&bw), bind(&by), dim, n_rows, eps));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, n * 4));
     double nse = test_nse(got, ref, n);
     CHECK_MSG(nse <= 1e-10, "rms_norm dim %u rows %u wg %u: nse %.3g", dim, n_rows, ops->workgroup, nse);
     /* in place */
     begin(ctx);
-    CHECK_OK(oscar_op_rms_norm(ops, &ctx->cmd, bind(&bx), bind(&bw), bind(&bx), dim, n_rows, eps));
+    CHECK_OK(ovk_op_rms_norm(ops, &ctx->cmd, bind(&bx), bind(&bw), bind(&bx), dim, n_rows, eps));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, x, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &bx, 0, x, n * 4));
     CHECK_MSG(count_bit_diffs(x, got, n) == 0, "rms_norm in place differs");
     begin(ctx);
-    CHECK_OK(oscar_op_add_rms_norm(ops, &ctx->cmd, bind(&bx2), bind(&bres), bind(&bw), bind(&by), dim, n_rows, eps));
-    CHECK_STATUS(oscar_op_add_rms_norm(ops, &ctx->cmd, bind(&bx2), bind(&bres), bind(&bw), bind(&bx2), dim, n_rows, eps),
+    CHECK_OK(ovk_op_add_rms_norm(ops, &ctx->cmd, bind(&bx2), bind(&bres), bind(&bw), bind(&by), dim, n_rows, eps));
+    CHECK_STATUS(ovk_op_add_rms_norm(ops, &ctx->cmd, bind(&bx2), bind(&bres), bind(&bw), bind(&bx2), dim, n_rows, eps),
                  OSCAR_ERROR_INVALID_ARGUMENT); /* y over x */
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
-    CHECK_OK(oscar_buffer_download(ctx, &bx2, 0, got_x, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &bx2, 0, got_x, n * 4));
     CHECK_MSG(count_bit_diffs(got_x, sum, n) == 0, "add_rms_norm dim %u: x + res differs from the fp32 sum", dim);
     nse = test_nse(got, ref_sum, n);
     CHECK_MSG(nse <= 1e-10, "add_rms_norm dim %u rows %u wg %u: nse %.3g", dim, n_rows, ops->workgroup, nse);
-    oscar_buffer_destroy(ctx, &bx2);
-    oscar_buffer_destroy(ctx, &bres);
+    ovk_buffer_destroy(ctx, &bx2);
+    ovk_buffer_destroy(ctx, &bres);
     free(res), free(sum), free(ref_sum), free(got_x);
-    oscar_buffer_destroy(ctx, &bx);
-    oscar_buffer_destroy(ctx, &bw);
-    oscar_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &bx);
+    ovk_buffer_destroy(ctx, &bw);
+    ovk_buffer_destroy(ctx, &by);
     free(x), free(w), free(ref), free(got);
 }
 
 /* ---- rope ------------------------------------------------------------------------------------ */
 
-static void test_rope(oscar_ops *ops, oscar_rope_type mode, uint32_t head_dim, uint32_t n_rot, uint32_t n_heads,
+static void test_rope(ovk_ops *ops, ovk_rope_type mode, uint32_t head_dim, uint32_t n_rot, uint32_t n_heads,
                       uint32_t n_tok, double base, double scale, int with_factors)
 {
     oscar_context *ctx = ops->ctx;
@@ -111,15 +111,15 @@ static void test_rope(oscar_ops *ops, oscar_rope_type mode, uint32_t head_dim, u
     for (size_t i = 0; i < n; i++) x[i] = test_rng_normal();
     for (uint32_t t = 0; t < n_tok; t++) pos[t] = t == 0 ? 0 : t == 1 ? 4095 : (int32_t)(test_rng_u32() % 4096);
     for (uint32_t i = 0; i < n_rot / 2; i++) factors[i] = 1.0f + (float)(i % 5);
-    CHECK_OK(oscar_rope_inv_freq(freq, n_rot, base, scale, with_factors ? factors : NULL));
-    oscar_ref_rope(x, pos, ref, head_dim, n_heads, n_tok, n_rot, mode == OSCAR_ROPE_NEOX, base, scale,
+    CHECK_OK(ovk_rope_inv_freq(freq, n_rot, base, scale, with_factors ? factors : NULL));
+    ovk_ref_rope(x, pos, ref, head_dim, n_heads, n_tok, n_rot, mode == OSCAR_ROPE_NEOX, base, scale,
                    with_factors ? factors : NULL);
-    oscar_buffer bx = buf_from(ctx, x, n * 4), bp = buf_from(ctx, pos, n_tok * 4), bf = buf_from(ctx, freq, n_rot / 2 * 4);
-    oscar_buffer by = buf_from(ctx, NULL, n * 4);
+    ovk_buffer bx = buf_from(ctx, x, n * 4), bp = buf_from(ctx, pos, n_tok * 4), bf = buf_from(ctx, freq, n_rot / 2 * 4);
+    ovk_buffer by = buf_from(ctx, NULL, n * 4);
     begin(ctx);
-    CHECK_OK(oscar_op_rope(ops, &ctx->cmd, mode, bind(&bx), bind(&bp), bind(&bf), bind(&by), head_dim, n_heads, n_tok, n_rot));
+    CHECK_OK(ovk_op_rope(ops, &ctx->cmd, mode, bind(&bx), bind(&bp), bind(&bf), bind(&by), head_dim, n_heads, n_tok, n_rot));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, n * 4));
     double nse = test_nse(got, ref, n);
     CHECK_MSG(nse <= 1e-7, "rope mode %d head_dim %u n_rot %u wg %u: nse %.3g", (int)mode, head_dim, n_rot, ops->workgroup, nse);
     if (getenv("OSCAR_TEST_VERBOSE")) printf("rope mode %d head_dim %u n_rot %u: nse %.3g\n", (int)mode, head_dim, n_rot, nse);
@@ -130,20 +130,20 @@ static void test_rope(oscar_ops *ops, oscar_rope_type mode, uint32_t head_dim, u
     CHECK_MSG(bad == 0, "rope: %zu values at position 0 or past n_rot differ", bad);
     /* in place */
     begin(ctx);
-    CHECK_OK(oscar_op_rope(ops, &ctx->cmd, mode, bind(&bx), bind(&bp), bind(&bf), bind(&bx), head_dim, n_heads, n_tok, n_rot));
+    CHECK_OK(ovk_op_rope(ops, &ctx->cmd, mode, bind(&bx), bind(&bp), bind(&bf), bind(&bx), head_dim, n_heads, n_tok, n_rot));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, x, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &bx, 0, x, n * 4));
     CHECK_MSG(count_bit_diffs(x, got, n) == 0, "rope in place differs");
-    oscar_buffer_destroy(ctx, &bx);
-    oscar_buffer_destroy(ctx, &bp);
-    oscar_buffer_destroy(ctx, &bf);
-    oscar_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &bx);
+    ovk_buffer_destroy(ctx, &bp);
+    ovk_buffer_destroy(ctx, &bf);
+    ovk_buffer_destroy(ctx, &by);
     free(x), free(ref), free(got), free(freq), free(factors), free(pos);
 }
 
 /* ---- swiglu, add, scale ---------------------------------------------------------------------- */
 
-static void test_pointwise(oscar_ops *ops, uint32_t n, uint32_t row)
+static void test_pointwise(ovk_ops *ops, uint32_t n, uint32_t row)
 {
     oscar_context *ctx = ops->ctx;
     float *a = malloc(n * 4), *b = malloc(n * 4), *ref = malloc(n * 4), *got = malloc(n * 4);
@@ -152,89 +152,89 @@ static void test_pointwise(oscar_ops *ops, uint32_t n, uint32_t row)
         b[i] = test_rng_normal();
     }
     a[0] = 100.0f, a[1] = -100.0f, a[2] = 0.0f, a[3] = -0.0f; /* saturating gates */
-    oscar_buffer ba = buf_from(ctx, a, n * 4), bb = buf_from(ctx, b, n * 4), by = buf_from(ctx, NULL, n * 4);
+    ovk_buffer ba = buf_from(ctx, a, n * 4), bb = buf_from(ctx, b, n * 4), by = buf_from(ctx, NULL, n * 4);
 
-    oscar_ref_swiglu(a, b, ref, n);
+    ovk_ref_swiglu(a, b, ref, n);
     begin(ctx);
-    CHECK_OK(oscar_op_swiglu(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&by), n));
+    CHECK_OK(ovk_op_swiglu(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&by), n));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, n * 4));
     double nse = test_nse(got, ref, n);
     int finite = 1;
     for (uint32_t i = 0; i < n; i++) finite &= isfinite(got[i]) != 0;
     CHECK_MSG(nse <= 1e-10 && finite, "swiglu n %u wg %u: nse %.3g, finite %d", n, ops->workgroup, nse, finite);
 
-    oscar_ref_add(a, b, ref, n, n);
+    ovk_ref_add(a, b, ref, n, n);
     begin(ctx);
-    CHECK_OK(oscar_op_add(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&by), n, n));
+    CHECK_OK(ovk_op_add(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&by), n, n));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, n * 4));
     CHECK_MSG(count_bit_diffs(got, ref, n) == 0, "add (residual) n %u differs", n);
 
-    oscar_ref_add(a, b, ref, n, row); /* bias: b[0..row) broadcast over rows, in place on a */
+    ovk_ref_add(a, b, ref, n, row); /* bias: b[0..row) broadcast over rows, in place on a */
     begin(ctx);
-    CHECK_OK(oscar_op_add(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&ba), n, row));
+    CHECK_OK(ovk_op_add(ops, &ctx->cmd, bind(&ba), bind(&bb), bind(&ba), n, row));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &ba, 0, got, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &ba, 0, got, n * 4));
     CHECK_MSG(count_bit_diffs(got, ref, n) == 0, "add (bias of %u, in place) n %u differs", row, n);
 
-    oscar_ref_scale(b, 0.125f * 3.0f, ref, n);
+    ovk_ref_scale(b, 0.125f * 3.0f, ref, n);
     begin(ctx);
-    CHECK_OK(oscar_op_scale(ops, &ctx->cmd, bind(&bb), bind(&by), n, 0.125f * 3.0f));
+    CHECK_OK(ovk_op_scale(ops, &ctx->cmd, bind(&bb), bind(&by), n, 0.125f * 3.0f));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, n * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, n * 4));
     CHECK_MSG(count_bit_diffs(got, ref, n) == 0, "scale n %u differs", n);
 
-    oscar_buffer_destroy(ctx, &ba);
-    oscar_buffer_destroy(ctx, &bb);
-    oscar_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &ba);
+    ovk_buffer_destroy(ctx, &bb);
+    ovk_buffer_destroy(ctx, &by);
     free(a), free(b), free(ref), free(got);
 }
 
-/* ---- a command stream submitted in parts (oscar_cmd_flush) ------------------------------------ */
+/* ---- a command stream submitted in parts (ovk_cmd_flush) ------------------------------------ */
 
 /* y = x * 2 forty times in place, a flush after every product: more flushes than a stream has
  * parts (the last part takes the rest), each product reading what the one before wrote in an
  * earlier submission; exact (powers of two). Then the same stream recorded and dropped
- * (oscar_cmd_abort after flushes) leaves the buffer as the flushed parts wrote it. */
-static void test_stream_parts(oscar_ops *ops)
+ * (ovk_cmd_abort after flushes) leaves the buffer as the flushed parts wrote it. */
+static void test_stream_parts(ovk_ops *ops)
 {
     oscar_context *ctx = ops->ctx;
     enum { N = 3000, STEPS = 40 };
     float *x = malloc(N * 4), *got = malloc(N * 4);
     for (uint32_t i = 0; i < N; i++) x[i] = (float)i - 1500.0f;
-    oscar_buffer bx = buf_from(ctx, x, N * 4);
+    ovk_buffer bx = buf_from(ctx, x, N * 4);
     begin(ctx);
     for (int i = 0; i < STEPS; i++) {
-        CHECK_OK(oscar_op_scale(ops, &ctx->cmd, bind(&bx), bind(&bx), N, 2.0f));
-        CHECK_OK(oscar_cmd_flush(ctx, &ctx->cmd));
+        CHECK_OK(ovk_op_scale(ops, &ctx->cmd, bind(&bx), bind(&bx), N, 2.0f));
+        CHECK_OK(ovk_cmd_flush(ctx, &ctx->cmd));
     }
     CHECK(ctx->cmd.part == OSCAR_CMD_PARTS - 1);
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, got, N * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &bx, 0, got, N * 4));
     size_t bad = 0;
     for (uint32_t i = 0; i < N; i++) bad += got[i] != x[i] * 1099511627776.0f; /* 2^40 */
     CHECK_MSG(bad == 0, "stream in parts: %zu of %d elements differ", bad, N);
 
     begin(ctx); /* three parts flushed (x 2^3), the fourth recorded (x 2) but dropped */
     for (int i = 0; i < 4; i++) {
-        CHECK_OK(oscar_op_scale(ops, &ctx->cmd, bind(&bx), bind(&bx), N, 2.0f));
-        if (i < 3) CHECK_OK(oscar_cmd_flush(ctx, &ctx->cmd));
+        CHECK_OK(ovk_op_scale(ops, &ctx->cmd, bind(&bx), bind(&bx), N, 2.0f));
+        if (i < 3) CHECK_OK(ovk_cmd_flush(ctx, &ctx->cmd));
     }
-    oscar_cmd_abort(ctx, &ctx->cmd);
+    ovk_cmd_abort(ctx, &ctx->cmd);
     CHECK(!ctx->cmd.recording && ctx->cmd.part == 3); /* three flushed parts were waited on */
-    oscar_cmd_abort(ctx, &ctx->cmd);                    /* a second abort only finds signalled fences */
-    CHECK_OK(oscar_buffer_download(ctx, &bx, 0, got, N * 4));
+    ovk_cmd_abort(ctx, &ctx->cmd);                    /* a second abort only finds signalled fences */
+    CHECK_OK(ovk_buffer_download(ctx, &bx, 0, got, N * 4));
     bad = 0;
     for (uint32_t i = 0; i < N; i++) bad += got[i] != x[i] * 8796093022208.0f; /* 2^43 */
     CHECK_MSG(bad == 0, "aborted stream: %zu of %d elements differ", bad, N);
-    oscar_buffer_destroy(ctx, &bx);
+    ovk_buffer_destroy(ctx, &bx);
     free(x), free(got);
 }
 
 /* ---- argmax ---------------------------------------------------------------------------------- */
 
-static void test_argmax(oscar_ops *ops, uint32_t n)
+static void test_argmax(ovk_ops *ops, uint32_t n)
 {
     oscar_context *ctx = ops->ctx;
     enum { ROWS = 9 };
@@ -250,18 +250,18 @@ static void test_argmax(oscar_ops *ops, uint32_t n)
     r = l + 6 * n; r[0] = NAN; r[n / 2] = NAN; r[n - 2] = 70.0f; r[n - 1] = NAN; /* NaNs skipped */
     r = l + 7 * n; for (uint32_t i = 0; i < n; i++) r[i] = (float)(i % 17);    /* ties far apart */
     r = l + 8 * n; for (uint32_t i = 0; i < n; i++) r[i] = -(float)i; r[n - 1] = -0.0f; /* 0 == -0: index 0 */
-    for (int k = 0; k < ROWS; k++) want[k] = oscar_ref_argmax(l + (size_t)k * n, n);
+    for (int k = 0; k < ROWS; k++) want[k] = ovk_ref_argmax(l + (size_t)k * n, n);
     CHECK(want[1] == 0 && want[2] == n / 3 + 1 && want[3] == n - 1 && want[4] == 0 && want[5] == 0 &&
           want[6] == n - 2 && want[7] == (n > 16 ? 16 : n - 1) && want[8] == 0);
-    oscar_buffer bl = buf_from(ctx, l, (size_t)ROWS * n * 4), bo = buf_from(ctx, NULL, sizeof got);
+    ovk_buffer bl = buf_from(ctx, l, (size_t)ROWS * n * 4), bo = buf_from(ctx, NULL, sizeof got);
     begin(ctx);
-    CHECK_OK(oscar_op_argmax(ops, &ctx->cmd, bind(&bl), bind(&bo), n, ROWS));
+    CHECK_OK(ovk_op_argmax(ops, &ctx->cmd, bind(&bl), bind(&bo), n, ROWS));
     finish(ctx);
-    CHECK_OK(oscar_buffer_download(ctx, &bo, 0, got, sizeof got));
+    CHECK_OK(ovk_buffer_download(ctx, &bo, 0, got, sizeof got));
     for (int k = 0; k < ROWS; k++)
         CHECK_MSG(got[k] == want[k], "argmax n %u wg %u row %d: gpu %u, ref %u", n, ops->workgroup, k, got[k], want[k]);
-    oscar_buffer_destroy(ctx, &bl);
-    oscar_buffer_destroy(ctx, &bo);
+    ovk_buffer_destroy(ctx, &bl);
+    ovk_buffer_destroy(ctx, &bo);
     free(l);
 }
 
@@ -285,26 +285,26 @@ static void test_profile(void)
         return;
     }
     CHECK(pc->profile != NULL);
-    oscar_ops ops;
-    oscar_ops_init(&ops, pc);
+    ovk_ops ops;
+    ovk_ops_init(&ops, pc);
     float v[300];
     for (int i = 0; i < 300; i++) v[i] = (float)i;
-    oscar_buffer bl = buf_from(pc, v, sizeof v), bo = buf_from(pc, NULL, 16);
+    ovk_buffer bl = buf_from(pc, v, sizeof v), bo = buf_from(pc, NULL, 16);
     begin(pc);
-    CHECK_OK(oscar_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
-    oscar_cmd_barrier(pc, &pc->cmd);
-    CHECK_OK(oscar_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
+    CHECK_OK(ovk_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
+    ovk_cmd_barrier(pc, &pc->cmd);
+    CHECK_OK(ovk_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
     finish(pc);
     int found = 0;
     for (uint32_t i = 0; i < pc->profile->n; i++) {
-        const oscar_profile_entry *e = &pc->profile->entries[i];
+        const ovk_profile_entry *e = &pc->profile->entries[i];
         if (strcmp(e->name, "argmax")) continue;
         found = 1;
         CHECK_MSG(e->calls == 2 && e->ns > 0, "profile: argmax %llu calls, %g ns", (unsigned long long)e->calls, e->ns);
     }
     CHECK_MSG(found, "profile: no entry for argmax (%u entries)", pc->profile->n);
-    oscar_buffer_destroy(pc, &bl);
-    oscar_buffer_destroy(pc, &bo);
+    ovk_buffer_destroy(pc, &bl);
+    ovk_buffer_destroy(pc, &bo);
     CHECK_MSG(oscar_context_validation_messages(pc) == 0, "profile: validation messages");
     oscar_context_destroy(pc);
 }
@@ -317,7 +317,7 @@ static void test_shader_dir(void)
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/argmax.spv", dir);
     size_t n = 0;
-    const uint32_t *code = oscar_spirv_find("argmax", &n);
+    const uint32_t *code = ovk_spirv_find("argmax", &n);
     FILE *f = fopen(path, "wb");
     CHECK(code && f && fwrite(code, 1, n, f) == n);
     if (f) fclose(f);
@@ -327,14 +327,14 @@ static void test_shader_dir(void)
     CHECK(log && saved >= 0 && dup2(fileno(log), fileno(stderr)) >= 0);
     setenv("OSCAR_SHADER_DIR", dir, 1); /* read when a pipeline is created */
     oscar_context *c = test_gpu_context();
-    oscar_ops ops;
-    oscar_ops_init(&ops, c);
+    ovk_ops ops;
+    ovk_ops_init(&ops, c);
     float v[100];
     for (int i = 0; i < 100; i++) v[i] = (float)((i * 37) % 100);
     uint32_t got = 0;
-    oscar_buffer bl = buf_from(c, v, sizeof v), bo = buf_from(c, NULL, 16);
+    ovk_buffer bl = buf_from(c, v, sizeof v), bo = buf_from(c, NULL, 16);
     begin(c);
-    CHECK_OK(oscar_op_argmax(&ops, &c->cmd, bind(&bl), bind(&bo), 100, 1));
+    CHECK_OK(ovk_op_argmax(&ops, &c->cmd, bind(&bl), bind(&bo), 100, 1));
     finish(c);
     unsetenv("OSCAR_SHADER_DIR");
     fflush(stderr);
@@ -342,8 +342,8 @@ static void test_shader_dir(void)
         dup2(saved, fileno(stderr));
         close(saved);
     }
-    CHECK_OK(oscar_buffer_download(c, &bo, 0, &got, 4));
-    CHECK_MSG(got == oscar_ref_argmax(v, 100), "shader dir: argmax %u", got);
+    CHECK_OK(ovk_buffer_download(c, &bo, 0, &got, 4));
+    CHECK_MSG(got == ovk_ref_argmax(v, 100), "shader dir: argmax %u", got);
     int announced = 0;
     if (log) {
         rewind(log);
@@ -351,8 +351,8 @@ static void test_shader_dir(void)
         fclose(log);
     }
     CHECK_MSG(announced, "shader dir: no line naming %s on stderr", path);
-    oscar_buffer_destroy(c, &bl);
-    oscar_buffer_destroy(c, &bo);
+    ovk_buffer_destroy(c, &bl);
+    ovk_buffer_destroy(c, &bo);
     CHECK_MSG(oscar_context_validation_messages(c) == 0, "shader dir: validation messages");
     oscar_context_destroy(c);
     remove(path);
@@ -363,8 +363,8 @@ int main(void)
 {
     oscar_context *ctx = test_gpu_context();
     test_rng_seed(11);
-    oscar_ops ops;
-    oscar_ops_init(&ops, ctx);
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
     for (int k = 0; k < 3; k++) {
         ops.workgroup = workgroups[k];
         test_rms_norm(&ops, 576, 5, 1e-5f);             /* hidden rows (SmolLM2 n_embd) */

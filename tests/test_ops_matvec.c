@@ -65,17 +65,17 @@ static const int *scale_fields(uint32_t type)
 static uint8_t *make_weights(uint32_t type, uint32_t rows, uint32_t cols, size_t *bytes)
 {
     uint64_t row_bytes;
-    if (oscar_ggml_row_size(type, cols, &row_bytes) != OSCAR_OK) return NULL;
+    if (ovk_ggml_row_size(type, cols, &row_bytes) != OSCAR_OK) return NULL;
     size_t total = (size_t)row_bytes * rows;
     *bytes = (total + 3) & ~(size_t)3;
     uint8_t *w = calloc(*bytes, 1);
     float *row = malloc(cols * sizeof *row);
     if (!w || !row) { free(w); free(row); return NULL; }
-    const oscar_ggml_type_info *ti = oscar_ggml_type_get(type);
+    const ovk_ggml_type_info *ti = ovk_ggml_type_get(type);
     if (ti->block_size == 1) {
         for (uint32_t r = 0; r < rows; r++) {
             for (uint32_t c = 0; c < cols; c++) row[c] = test_rng_normal();
-            oscar_ggml_quantize_row(type, row, w + r * row_bytes, cols);
+            ovk_ggml_quantize_row(type, row, w + r * row_bytes, cols);
         }
     } else {
         for (size_t i = 0; i < total; i++) w[i] = (uint8_t)test_rng_u32();
@@ -83,7 +83,7 @@ static uint8_t *make_weights(uint32_t type, uint32_t rows, uint32_t cols, size_t
         for (size_t b = 0; b < total / ti->type_size; b++) {
             for (int k = 0; f[k] >= 0; k++) {
                 float s = (0.002f + 0.02f * test_rng_uniform()) * (test_rng_u32() & 1 ? 1.0f : -1.0f);
-                uint16_t h = oscar_f32_to_f16(s);
+                uint16_t h = ovk_f32_to_f16(s);
                 w[b * ti->type_size + f[k]] = (uint8_t)h;
                 w[b * ti->type_size + f[k] + 1] = (uint8_t)(h >> 8);
             }
@@ -96,23 +96,23 @@ static uint8_t *make_weights(uint32_t type, uint32_t rows, uint32_t cols, size_t
 /* Records one op on the context's stream and waits for it. */
 typedef enum { OP_VEC, OP_TILED, OP_AUTO, OP_BATCH } op_kind;
 
-static oscar_status run_mul_mat(const oscar_ops *ops, op_kind kind, uint32_t type, oscar_buffer *w, oscar_buffer *x,
-                                oscar_buffer *y, uint32_t rows, uint32_t cols, uint32_t n)
+static oscar_status run_mul_mat(const ovk_ops *ops, op_kind kind, uint32_t type, ovk_buffer *w, ovk_buffer *x,
+                                ovk_buffer *y, uint32_t rows, uint32_t cols, uint32_t n)
 {
     oscar_context *ctx = ops->ctx;
-    oscar_status st = oscar_cmd_begin(ctx, &ctx->cmd);
+    oscar_status st = ovk_cmd_begin(ctx, &ctx->cmd);
     if (st != OSCAR_OK) return st;
-    oscar_binding bw = { w, 0, 0 }, bx = { x, 0, 0 }, by = { y, 0, 0 };
-    if (kind == OP_VEC) st = oscar_op_mul_mat_vec(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
-    else if (kind == OP_TILED) st = oscar_op_mul_mat_tiled(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
-    else if (kind == OP_BATCH) st = oscar_op_mul_mat_batch(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
-    else st = oscar_op_mul_mat(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
-    oscar_status st2 = oscar_cmd_submit_wait(ctx, &ctx->cmd);
+    ovk_binding bw = { w, 0, 0 }, bx = { x, 0, 0 }, by = { y, 0, 0 };
+    if (kind == OP_VEC) st = ovk_op_mul_mat_vec(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    else if (kind == OP_TILED) st = ovk_op_mul_mat_tiled(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    else if (kind == OP_BATCH) st = ovk_op_mul_mat_batch(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    else st = ovk_op_mul_mat(ops, &ctx->cmd, type, bw, bx, by, rows, cols, n);
+    oscar_status st2 = ovk_cmd_submit_wait(ctx, &ctx->cmd);
     return st != OSCAR_OK ? st : st2;
 }
 
 /* One weight matrix: get_rows bit-exact, then the products for each token count. */
-static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per_group)
+static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per_group)
 {
     oscar_context *ctx = ops->ctx;
     static const uint32_t ns[] = { 1, 3, 7, 64 };
@@ -132,7 +132,7 @@ static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t co
     ops->workgroup = wg;
     ops->matvec_rows = per_group;
     ops->matmul_workgroup = per_group == 4 ? 32 : wg; /* the tiled matmul at 32..256 threads (tiles of 8..64 tokens) */
-    oscar_buffer bw = { 0 }, bx = { 0 }, by = { 0 }, bid = { 0 };
+    ovk_buffer bw = { 0 }, bx = { 0 }, by = { 0 }, bid = { 0 };
     size_t ybytes = (size_t)n_max * (rows > cols ? rows : cols) * 4;
     CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
     CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)n_max * cols * 4, &bx));
@@ -142,25 +142,25 @@ static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t co
     /* get_rows: 9 rows, bit-exact */
     {
         uint32_t n = 9;
-        CHECK_OK(oscar_ref_get_rows(type, w, ids, ref, cols, n));
-        CHECK_OK(oscar_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
-        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-        CHECK_OK(oscar_op_get_rows(ops, &ctx->cmd, type, (oscar_binding){ &bw, 0, 0 }, (oscar_binding){ &bid, 0, 0 },
-                                   (oscar_binding){ &by, 0, 0 }, cols, n));
-        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-        CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * cols * 4));
+        CHECK_OK(ovk_ref_get_rows(type, w, ids, ref, cols, n));
+        CHECK_OK(ovk_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(ovk_op_get_rows(ops, &ctx->cmd, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bid, 0, 0 },
+                                   (ovk_binding){ &by, 0, 0 }, cols, n));
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, (size_t)n * cols * 4));
         size_t bad = 0;
         for (size_t i = 0; i < (size_t)n * cols; i++) {
-            if (oscar_f32_bits(got[i]) != oscar_f32_bits(ref[i]) && bad++ < 3)
-                fprintf(stderr, "get_rows %s: [%zu][%zu] gpu %.9g ref %.9g\n", oscar_ggml_type_name(type), i / cols,
+            if (ovk_f32_bits(got[i]) != ovk_f32_bits(ref[i]) && bad++ < 3)
+                fprintf(stderr, "get_rows %s: [%zu][%zu] gpu %.9g ref %.9g\n", ovk_ggml_type_name(type), i / cols,
                         i % cols, got[i], ref[i]);
         }
-        CHECK_MSG(bad == 0, "get_rows %s cols %u wg %u: %zu values differ", oscar_ggml_type_name(type), cols, wg, bad);
+        CHECK_MSG(bad == 0, "get_rows %s cols %u wg %u: %zu values differ", ovk_ggml_type_name(type), cols, wg, bad);
     }
 
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
         uint32_t n = ns[k];
-        CHECK_OK(oscar_ref_mul_mat(type, w, x, ref, rows, cols, n));
+        CHECK_OK(ovk_ref_mul_mat(type, w, x, ref, rows, cols, n));
         /* AUTO (for block types and n = 3, 7 the batched lanes product), then the mat-vec (n = 3)
          * or the tiled kernel (1, 7), then in the LANES cases the batched product at every n */
         op_kind kinds[] = { OP_AUTO, n == 3 ? OP_VEC : OP_TILED, OP_BATCH };
@@ -168,24 +168,24 @@ static void check_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t co
         for (int kk = 0; kk < 3; kk++) {
             if (kk == 1 && n != 1 && n != 3) continue; /* n = 7, 64: AUTO is the tiled kernel already */
             if (kk == 2 && !lanes_case) break;
-            CHECK_OK(oscar_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
+            CHECK_OK(ovk_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
             CHECK_OK(run_mul_mat(ops, kinds[kk], type, &bw, &bx, &by, rows, cols, n));
-            CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
+            CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
             double nse = test_nse(got, ref, (size_t)n * rows);
             const char *kernel = kinds[kk] == OP_BATCH ? "mul_mat_batch"
                                  : kinds[kk] == OP_VEC || (kinds[kk] == OP_AUTO && n == 1) ? "mul_mat_vec"
                                                                                            : "mul_mat(auto/tiled)";
             CHECK_MSG(nse <= NSE_BOUND, "%s %s rows %u cols %u n %u wg %u rows/group %u: nse %.3g", kernel,
-                      oscar_ggml_type_name(type), rows, cols, n, wg, per_group, nse);
+                      ovk_ggml_type_name(type), rows, cols, n, wg, per_group, nse);
             if (getenv("OSCAR_TEST_VERBOSE"))
-                printf("%-11s %-4s rows %3u cols %4u n %2u wg %3u: nse %.3g\n", kernel, oscar_ggml_type_name(type), rows,
+                printf("%-11s %-4s rows %3u cols %4u n %2u wg %3u: nse %.3g\n", kernel, ovk_ggml_type_name(type), rows,
                        cols, n, wg, nse);
         }
     }
-    oscar_buffer_destroy(ctx, &bw);
-    oscar_buffer_destroy(ctx, &bx);
-    oscar_buffer_destroy(ctx, &by);
-    oscar_buffer_destroy(ctx, &bid);
+    ovk_buffer_destroy(ctx, &bw);
+    ovk_buffer_destroy(ctx, &bx);
+    ovk_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &bid);
 done:
     free(w);
     free(x);
@@ -196,7 +196,7 @@ done:
 
 /* The packed-fp16 mat-vec: x_f16_blocks (each pair within one fp16 rounding of x * s) and
  * mul_mat_vec_f16 against the fp32 reference, for 1 and 3 tokens of x scaled by x_mul. */
-static void check_f16_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per_group,
+static void check_f16_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per_group,
                            float x_mul)
 {
     oscar_context *ctx = ops->ctx;
@@ -211,22 +211,22 @@ static void check_f16_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_
     for (size_t i = 0; i < (size_t)n_max * cols; i++) x[i] = test_rng_normal() * x_mul;
     ops->workgroup = wg;
     ops->matvec_rows = per_group;
-    oscar_buffer bw = { 0 }, bx = { 0 }, bq = { 0 }, by = { 0 };
+    ovk_buffer bw = { 0 }, bx = { 0 }, bq = { 0 }, by = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
     CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)n_max * cols * 4, &bx));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, OSCAR_X_F16_BYTES(n_max, cols), &bq));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)n_max * rows * 4, &by));
     for (uint32_t n = 1; n <= n_max; n += 2) {
-        CHECK_OK(oscar_ref_mul_mat(type, w, x, ref, rows, cols, n));
-        CHECK_OK(oscar_buffer_fill(ctx, &by, 0, (size_t)n_max * rows * 4, 0x7FC00000u));
-        oscar_binding bbx = { &bx, 0, 0 }, bbq = { &bq, 0, 0 }, bbw = { &bw, 0, 0 }, bby = { &by, 0, 0 };
-        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-        CHECK_OK(oscar_op_x_f16_blocks(ops, &ctx->cmd, bbx, bbq, cols, n));
-        oscar_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(oscar_op_mul_mat_vec_f16(ops, &ctx->cmd, type, bbw, bbq, bby, rows, cols, n));
-        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-        CHECK_OK(oscar_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
-        CHECK_OK(oscar_buffer_download(ctx, &bq, 0, xq, OSCAR_X_F16_BYTES(n, cols)));
+        CHECK_OK(ovk_ref_mul_mat(type, w, x, ref, rows, cols, n));
+        CHECK_OK(ovk_buffer_fill(ctx, &by, 0, (size_t)n_max * rows * 4, 0x7FC00000u));
+        ovk_binding bbx = { &bx, 0, 0 }, bbq = { &bq, 0, 0 }, bbw = { &bw, 0, 0 }, bby = { &by, 0, 0 };
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(ovk_op_x_f16_blocks(ops, &ctx->cmd, bbx, bbq, cols, n));
+        ovk_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(ovk_op_mul_mat_vec_f16(ops, &ctx->cmd, type, bbw, bbq, bby, rows, cols, n));
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, (size_t)n * rows * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &bq, 0, xq, OSCAR_X_F16_BYTES(n, cols)));
         /* the prepared x: pair 2j of a block holds elements (4j, 4j + 2), pair 2j + 1 (4j + 1, 4j + 3) */
         size_t bad = 0;
         for (uint32_t b = 0; b < n * nb; b++) {
@@ -242,63 +242,63 @@ static void check_f16_case(oscar_ops *ops, uint32_t type, uint32_t rows, uint32_
                 int j = i / 4, pair = 2 * j + (i & 1), half = (i & 2) != 0;
                 uint16_t h;
                 memcpy(&h, xq + (size_t)b * 64 + 4 * pair + 2 * half, 2);
-                float want = xb[i] * s, g = oscar_f16_to_f32(h);
+                float want = xb[i] * s, g = ovk_f16_to_f32(h);
                 bad += !(fabsf(g - want) <= fabsf(want) * 0x1p-10f + 0x1p-24f); /* one rounding, either mode */
             }
         }
         CHECK_MSG(bad == 0, "x_f16_blocks cols %u n %u x x%g: %zu values off", cols, n, x_mul, bad);
         double nse = test_nse(got, ref, (size_t)n * rows);
         CHECK_MSG(nse <= NSE_BOUND_F16, "mul_mat_vec_f16 %s rows %u cols %u n %u wg %u rows/group %u x x%g: nse %.3g",
-                  oscar_ggml_type_name(type), rows, cols, n, wg, per_group, x_mul, nse);
+                  ovk_ggml_type_name(type), rows, cols, n, wg, per_group, x_mul, nse);
         if (getenv("OSCAR_TEST_VERBOSE"))
-            printf("mul_mat_vec_f16 %-4s rows %3u cols %4u n %u wg %3u x x%g: nse %.3g\n", oscar_ggml_type_name(type), rows,
+            printf("mul_mat_vec_f16 %-4s rows %3u cols %4u n %u wg %3u x x%g: nse %.3g\n", ovk_ggml_type_name(type), rows,
                    cols, n, wg, x_mul, nse);
     }
-    oscar_buffer_destroy(ctx, &bw);
-    oscar_buffer_destroy(ctx, &bx);
-    oscar_buffer_destroy(ctx, &bq);
-    oscar_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &bw);
+    ovk_buffer_destroy(ctx, &bx);
+    ovk_buffer_destroy(ctx, &bq);
+    ovk_buffer_destroy(ctx, &by);
 done:
     free(w), free(x), free(ref), free(got), free(xq);
 }
 
 /* Shapes and types the ops refuse, before anything is recorded. */
-static void check_errors(oscar_ops *ops)
+static void check_errors(ovk_ops *ops)
 {
     oscar_context *ctx = ops->ctx;
-    oscar_buffer b = { 0 };
+    ovk_buffer b = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4096, &b));
-    oscar_binding bb = { &b, 0, 0 };
-    CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+    ovk_binding bb = { &b, 0, 0 };
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
     ops->workgroup = 128;
     ops->matvec_rows = 1;
-    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q5_0, bb, bb, bb, 1, 32, 1), OSCAR_ERROR_UNSUPPORTED);
-    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 128, 1), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 12, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q5_0, bb, bb, bb, 1, 32, 1), OSCAR_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 128, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 12, 1), OSCAR_ERROR_INVALID_ARGUMENT);
     /* 64 rows of 256 F32 = 64 KiB of weights: more than the binding holds */
-    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 64, 256, 1), OSCAR_ERROR_INVALID_ARGUMENT);
-    oscar_binding past = { &b, 4096, 4 };
-    CHECK_STATUS(oscar_op_get_rows(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, past, bb, bb, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 64, 256, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    ovk_binding past = { &b, 4096, 4 };
+    CHECK_STATUS(ovk_op_get_rows(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, past, bb, bb, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
     ops->matvec_shader = OSCAR_MATVEC_LANES; /* block types only */
-    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_UNSUPPORTED);
     ops->matvec_shader = 7;
-    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 32, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 32, 1), OSCAR_ERROR_INVALID_ARGUMENT);
     ops->matvec_shader = OSCAR_MATVEC_AUTO;
     ops->workgroup = 96;
-    CHECK_STATUS(oscar_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-    oscar_buffer_destroy(ctx, &b);
+    CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    ovk_buffer_destroy(ctx, &b);
 }
 
 int main(void)
 {
     oscar_context *ctx = test_gpu_context();
     test_rng_seed(7);
-    oscar_ops ops;
-    oscar_ops_init(&ops, ctx);
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
     check_errors(&ops);
     for (size_t t = 0; t < N_TYPES; t++) {
-        uint32_t type = types[t], block = oscar_ggml_type_get(type)->block_size;
+        uint32_t type = types[t], block = ovk_ggml_type_get(type)->block_size;
         /* one block (or 40 for float types: a partial 32-column tile), three blocks, 4096 */
         uint32_t cols[3] = { block == 1 ? 40 : block, block == 1 ? 96 : 3 * block, 4096 };
         uint32_t rows[3] = { 37, 67, 33 };
@@ -334,7 +334,7 @@ int main(void)
             check_case(&ops, type, 35, 4096, 64, 4);
         }
         ops.matvec_shader = OSCAR_MATVEC_AUTO;
-        if (oscar_op_mul_mat_vec_f16_supported(&ops, type)) {
+        if (ovk_op_mul_mat_vec_f16_supported(&ops, type)) {
             /* the packed-fp16 path: 1, 3, 128, 160 blocks, 1 to 4 rows per group, 1 to 3 blocks
              * per pass, 32 to 256 threads, x at scales 1, 3e4 and 1e-4 */
             static const float scales[3] = { 1.0f, 3e4f, 1e-4f };
@@ -348,16 +348,16 @@ int main(void)
         }
     }
     if (ctx->info.float16_arithmetic) { /* the fp16 path refuses the types it does not read */
-        oscar_buffer b = { 0 };
+        ovk_buffer b = { 0 };
         CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4096, &b));
-        oscar_binding bb = { &b, 0, 0 };
-        CHECK(!oscar_op_mul_mat_vec_f16_supported(&ops, OSCAR_GGML_TYPE_Q4_K));
-        CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
-        CHECK_STATUS(oscar_op_mul_mat_vec_f16(&ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 256, 1),
+        ovk_binding bb = { &b, 0, 0 };
+        CHECK(!ovk_op_mul_mat_vec_f16_supported(&ops, OSCAR_GGML_TYPE_Q4_K));
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        CHECK_STATUS(ovk_op_mul_mat_vec_f16(&ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 256, 1),
                      OSCAR_ERROR_UNSUPPORTED);
-        CHECK_STATUS(oscar_op_x_f16_blocks(&ops, &ctx->cmd, bb, bb, 48, 1), OSCAR_ERROR_INVALID_ARGUMENT);
-        CHECK_OK(oscar_cmd_submit_wait(ctx, &ctx->cmd));
-        oscar_buffer_destroy(ctx, &b);
+        CHECK_STATUS(ovk_op_x_f16_blocks(&ops, &ctx->cmd, bb, bb, 48, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        ovk_buffer_destroy(ctx, &b);
     }
     return test_gpu_finish(ctx);
 }

@@ -89,14 +89,14 @@ int main(void)
     double t_all = test_now();
 
     /* the model, another one (for a mismatching rotation file), and a text */
-    oscar_model_gen_params gp = oscar_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    ovk_model_gen_params gp = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
     gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
     gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
     gp.n_ctx_train = 256;
     const char *model = test_tmp_path("tiny.gguf"), *other = test_tmp_path("other.gguf");
-    CHECK_OK(oscar_model_gen_write(&gp, model));
+    CHECK_OK(ovk_model_gen_write(&gp, model));
     gp.seed = 2;
-    CHECK_OK(oscar_model_gen_write(&gp, other));
+    CHECK_OK(ovk_model_gen_write(&gp, other));
     const char *text = test_tmp_path("text.txt");
     FILE *f = fopen(text, "w");
     for (int i = 0; i < 40; i++)
@@ -105,11 +105,11 @@ int main(void)
     fclose(f);
 
     /* a RotationZoo file from the calibrator, when it is built */
-    char calib[4200], zoo[600], zoo_other[600], oscar_mode[700];
+    char calib[4200], zoo[600], zoo_other[600], ovk_mode[700];
     snprintf(calib, sizeof calib, "%s/../oscar-calib", apps_dir);
     snprintf(zoo, sizeof zoo, "%s", test_tmp_path("tiny.rot.gguf"));
     snprintf(zoo_other, sizeof zoo_other, "%s", test_tmp_path("other.rot.gguf"));
-    snprintf(oscar_mode, sizeof oscar_mode, "oscar=oscar:%s", zoo);
+    snprintf(ovk_mode, sizeof ovk_mode, "oscar=oscar:%s", zoo);
     int have_oscar = 0;
     if (access(calib, X_OK) == 0) {
         const char *a1[] = { "-m", model, "--text", text, "--tokens", "512", "--seq-len", "128", "-q", "-o", zoo, NULL };
@@ -136,7 +136,7 @@ int main(void)
         if (have_oscar) {
             int n = 0;
             while (args[n]) n++;
-            args[n] = "--mode", args[n + 1] = oscar_mode, args[n + 2] = NULL;
+            args[n] = "--mode", args[n + 1] = ovk_mode, args[n + 2] = NULL;
         }
         test_run_result r = run_app("oscar-quality", args, 240);
         CHECK_MSG(r.code == 0, "exit %d, stderr: %s", r.code, r.err);
@@ -211,7 +211,7 @@ int main(void)
                       ppl_g[0], ppl_g[1]);
             printf("  int2 ctx 256, windows 4 + 8: groups of 32 %.4f, of 64 %.4f\n", ppl_g[0], ppl_g[1]);
             if (have_oscar) { /* the report has begun (a line on stderr) when the mode's session is made */
-                const char *ao[] = { "-m", model, "-f", text, "--mode", "fp16=fp16", "--mode", oscar_mode, "--ctx", "256",
+                const char *ao[] = { "-m", model, "-f", text, "--mode", "fp16=fp16", "--mode", ovk_mode, "--ctx", "256",
                                      "--max-chunks", "1", "--tasks", "ppl", "--group-size", "32", NULL };
                 test_run_result g = run_app("oscar-quality", ao, 120);
                 CHECK_MSG(g.code > 0 && g.code < 128 && strstr(g.err, "MISMATCH") && strstr(g.err, "oscar.group_size"),

@@ -90,7 +90,7 @@ static void test_greedy_and_top_k1(void)
     CHECK_OK(oscar_sampler_sample(sk, tie, &t));
     CHECK(t == 17);
     float probs[V];
-    CHECK_OK(oscar_sampler_distribution(sg, tie, probs));
+    CHECK_OK(ovk_sampler_distribution(sg, tie, probs));
     CHECK(probs[17] == 1.0f && probs[42] == 0.0f);
 done:
     oscar_sampler_destroy(sg);
@@ -132,14 +132,14 @@ static void test_seeds(void)
     }
     CHECK(replay);
     /* the generator's stream is fixed across platforms: first outputs for seed 0 */
-    oscar_rng r;
-    oscar_rng_seed(&r, 0);
-    uint64_t x0 = oscar_rng_next(&r), x1 = oscar_rng_next(&r);
-    oscar_rng_seed(&r, 0);
-    CHECK(oscar_rng_next(&r) == x0 && oscar_rng_next(&r) == x1 && x0 != x1);
+    ovk_rng r;
+    ovk_rng_seed(&r, 0);
+    uint64_t x0 = ovk_rng_next(&r), x1 = ovk_rng_next(&r);
+    ovk_rng_seed(&r, 0);
+    CHECK(ovk_rng_next(&r) == x0 && ovk_rng_next(&r) == x1 && x0 != x1);
     double umin = 1.0, umax = 0.0;
     for (int i = 0; i < 10000; i++) {
-        double u = oscar_rng_uniform(&r);
+        double u = ovk_rng_uniform(&r);
         if (u < umin) umin = u;
         if (u > umax) umax = u;
     }
@@ -189,7 +189,7 @@ static void check_kept(oscar_sampler_params p, int keep, const char *label)
     oscar_sampler *s = NULL;
     CHECK_OK(oscar_sampler_create(&p, 5, &s));
     if (!s) return;
-    CHECK_OK(oscar_sampler_distribution(s, l, probs));
+    CHECK_OK(ovk_sampler_distribution(s, l, probs));
     double mass = 0.0;
     for (int i = 0; i < keep; i++) mass += base[i];
     int ok = 1;
@@ -245,7 +245,7 @@ static void test_filters(void)
     oscar_sampler *s = NULL;
     CHECK_OK(oscar_sampler_create(&p, 5, &s));
     if (s) {
-        CHECK_OK(oscar_sampler_distribution(s, l, probs));
+        CHECK_OK(ovk_sampler_distribution(s, l, probs));
         double a = sqrt(0.5), b = sqrt(0.25);
         CHECK(fabs(probs[order[0]] - a / (a + b)) < 1e-6 && fabs(probs[order[1]] - b / (a + b)) < 1e-6);
         CHECK(probs[order[2]] == 0.0f);
@@ -267,7 +267,7 @@ static void test_top_k_selection(void)
         if (!s) return;
         test_rng_seed((uint64_t)k);
         for (int i = 0; i < V; i++) l[i] = (float)(test_rng_u32() % 200) * 0.05f; /* many ties */
-        CHECK_OK(oscar_sampler_distribution(s, l, probs));
+        CHECK_OK(ovk_sampler_distribution(s, l, probs));
         int ok = 1, kept = 0;
         double z = 0.0;
         for (int i = 0; i < V; i++) {
@@ -298,7 +298,7 @@ static void test_repetition_penalty(void)
     oscar_sampler_accept(s, 0);
     oscar_sampler_accept(s, 1);
     oscar_sampler_accept(s, 0);
-    CHECK_OK(oscar_sampler_distribution(s, l, probs));
+    CHECK_OK(ovk_sampler_distribution(s, l, probs));
     double want[4] = {exp(1.0), exp(-4.0), exp(1.0), exp(0.5)}, sum = 0.0;
     for (int i = 0; i < 4; i++) sum += want[i];
     int ok = 1;
@@ -308,7 +308,7 @@ static void test_repetition_penalty(void)
     oscar_sampler_accept(s, 2);
     oscar_sampler_accept(s, 3);
     oscar_sampler_accept(s, 3);
-    CHECK_OK(oscar_sampler_distribution(s, l, probs));
+    CHECK_OK(ovk_sampler_distribution(s, l, probs));
     double w2[4] = {exp(2.0), exp(-2.0), exp(0.5), exp(0.25)};
     sum = 0.0;
     for (int i = 0; i < 4; i++) sum += w2[i];

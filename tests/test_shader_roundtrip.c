@@ -29,32 +29,32 @@ int main(void)
         else { float f = test_rng_normal() * 100.0f; memcpy(&in[i], &f, 4); }
         if ((in[i] & 0x7F800000u) == 0x7F800000u && (in[i] & 0x7FFFFFu)) in[i] = 0x7FC00000u; /* one NaN */
     }
-    oscar_buffer b_in, b_half, b_back;
+    ovk_buffer b_in, b_half, b_back;
     CHECK_OK(test_gpu_buffer_from(ctx, in, sizeof in, &b_in));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof in, &b_half));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof in, &b_back));
     uint32_t workgroups[] = { 1, 7, 64, 256 };
     for (size_t w = 0; w < 4; w++) {
-        oscar_pipeline_desc d = { .shader = "convert_f16", .n_buffers = 3, .push_size = 4, .n_spec = 1,
+        ovk_pipeline_desc d = { .shader = "convert_f16", .n_buffers = 3, .push_size = 4, .n_spec = 1,
                                   .spec = { /* WORKGROUP */ workgroups[w] } };
-        oscar_pipeline *p;
-        CHECK_OK(oscar_pipeline_get(ctx, &d, &p));
-        oscar_binding b[3] = { { &b_in, 0, 0 }, { &b_half, 0, 0 }, { &b_back, 0, 0 } };
+        ovk_pipeline *p;
+        CHECK_OK(ovk_pipeline_get(ctx, &d, &p));
+        ovk_binding b[3] = { { &b_in, 0, 0 }, { &b_half, 0, 0 }, { &b_back, 0, 0 } };
         uint32_t push = N;
-        CHECK_OK(oscar_buffer_fill(ctx, &b_half, 0, sizeof in, 0xFFFFFFFFu));
-        uint32_t groups = oscar_div_up(N, workgroups[w]), gy = groups > 32768 ? 2 : 1;
-        CHECK_OK(test_gpu_run(ctx, p, b, &push, oscar_div_up(groups, gy), gy, 1));
-        CHECK_OK(oscar_buffer_download(ctx, &b_half, 0, got_half, sizeof got_half));
-        CHECK_OK(oscar_buffer_download(ctx, &b_back, 0, got_back, sizeof got_back));
+        CHECK_OK(ovk_buffer_fill(ctx, &b_half, 0, sizeof in, 0xFFFFFFFFu));
+        uint32_t groups = ovk_div_up(N, workgroups[w]), gy = groups > 32768 ? 2 : 1;
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, ovk_div_up(groups, gy), gy, 1));
+        CHECK_OK(ovk_buffer_download(ctx, &b_half, 0, got_half, sizeof got_half));
+        CHECK_OK(ovk_buffer_download(ctx, &b_back, 0, got_back, sizeof got_back));
         size_t bad_half = 0, bad_back = 0;
         for (size_t i = 0; i < N; i++) {
             float f;
             memcpy(&f, &in[i], 4);
-            uint16_t want = oscar_f32_to_f16(f);
+            uint16_t want = ovk_f32_to_f16(f);
             if (got_half[i] != want) {
                 if (bad_half++ < 5) fprintf(stderr, "f32 %08x: gpu %04x, c %04x\n", in[i], got_half[i], want);
             }
-            float back = oscar_f16_to_f32(want);
+            float back = ovk_f16_to_f32(want);
             uint32_t back_bits;
             memcpy(&back_bits, &back, 4);
             int nan = (want & 0x7C00u) == 0x7C00u && (want & 0x3FFu);
@@ -65,8 +65,8 @@ int main(void)
         CHECK_MSG(bad_half == 0, "workgroup %u: %zu fp16 conversions differ", workgroups[w], bad_half);
         CHECK_MSG(bad_back == 0, "workgroup %u: %zu fp16->fp32 conversions differ", workgroups[w], bad_back);
     }
-    oscar_buffer_destroy(ctx, &b_in);
-    oscar_buffer_destroy(ctx, &b_half);
-    oscar_buffer_destroy(ctx, &b_back);
+    ovk_buffer_destroy(ctx, &b_in);
+    ovk_buffer_destroy(ctx, &b_half);
+    ovk_buffer_destroy(ctx, &b_back);
     return test_gpu_finish(ctx);
 }

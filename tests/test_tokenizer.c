@@ -31,12 +31,12 @@
 /* ---- helpers ---------------------------------------------------------------------------- */
 
 /* Encodes and compares with the expected ids; prints both on mismatch. */
-static void check_encode(const oscar_tokenizer *tok, const char *text, size_t len, int add_bos,
+static void check_encode(const ovk_tokenizer *tok, const char *text, size_t len, int add_bos,
                          int parse_special, const int32_t *want, size_t n_want, const char *label)
 {
     int32_t got[512];
     size_t n = 0;
-    oscar_status st = oscar_tokenizer_encode(tok, text, len, add_bos, parse_special, got, 512, &n);
+    oscar_status st = ovk_tokenizer_encode(tok, text, len, add_bos, parse_special, got, 512, &n);
     int same = st == OSCAR_OK && n == n_want && (n == 0 || memcmp(got, want, n * sizeof *got) == 0);
     CHECK_MSG(same, "%s: encode mismatch (status %d, %zu ids, want %zu)", label, (int)st, n, n_want);
     if (!same) {
@@ -49,12 +49,12 @@ static void check_encode(const oscar_tokenizer *tok, const char *text, size_t le
 }
 
 /* Checks decode(ids) == text (bytes). */
-static void check_decode(const oscar_tokenizer *tok, const int32_t *ids, size_t n, int render_special,
+static void check_decode(const ovk_tokenizer *tok, const int32_t *ids, size_t n, int render_special,
                          const char *text, size_t len, const char *label)
 {
     char buf[4096];
     size_t got = 0;
-    oscar_status st = oscar_tokenizer_decode(tok, ids, n, render_special, 1, buf, sizeof buf, &got);
+    oscar_status st = ovk_tokenizer_decode(tok, ids, n, render_special, 1, buf, sizeof buf, &got);
     CHECK_MSG(st == OSCAR_OK && got == len && memcmp(buf, text, len) == 0,
               "%s: decode gave %zu bytes \"%.*s\", want %zu", label, got, (int)(got < sizeof buf ? got : 0), buf, len);
 }
@@ -129,13 +129,13 @@ static void byte_char(unsigned b, char out[3])
 
 /* The text a byte-level vocabulary can spell: `in` without the bytes that have no token
  * (the tokenizer drops those). Returns the new length. */
-static size_t spellable(const oscar_tokenizer *tok, const char *in, size_t len, char *out)
+static size_t spellable(const ovk_tokenizer *tok, const char *in, size_t len, char *out)
 {
     size_t n = 0;
     for (size_t i = 0; i < len; i++) {
         char c[3];
         byte_char((unsigned char)in[i], c);
-        if (oscar_tokenizer_find(tok, c, strlen(c)) >= 0) out[n++] = in[i];
+        if (ovk_tokenizer_find(tok, c, strlen(c)) >= 0) out[n++] = in[i];
     }
     return n;
 }
@@ -166,7 +166,7 @@ static void test_synthetic_bpe(void)
     for (int i = 0; i < 7; i++) { tokens[256 + i] = extra[i]; types[256 + i] = OSCAR_TOKEN_NORMAL; }
     types[260] = OSCAR_TOKEN_CONTROL;
     types[262] = OSCAR_TOKEN_USER_DEFINED;
-    oscar_tokenizer_desc d = oscar_tokenizer_desc_default();
+    ovk_tokenizer_desc d = ovk_tokenizer_desc_default();
     d.model = "gpt2";
     d.pre = "gpt2";
     d.n_tokens = 263;
@@ -176,11 +176,11 @@ static void test_synthetic_bpe(void)
     d.merges = merges;
     d.bos_id = 260;
     d.eos_id = 260;
-    oscar_tokenizer *tok = NULL;
-    CHECK_OK(oscar_tokenizer_create(&d, &tok));
+    ovk_tokenizer *tok = NULL;
+    CHECK_OK(ovk_tokenizer_create(&d, &tok));
     if (!tok) return;
-    CHECK(oscar_tokenizer_vocab_size(tok) == 263);
-    CHECK(!oscar_tokenizer_adds_bos(tok)); /* gpt2 default: add_bos_token 0 */
+    CHECK(ovk_tokenizer_vocab_size(tok) == 263);
+    CHECK(!ovk_tokenizer_adds_bos(tok)); /* gpt2 default: add_bos_token 0 */
 
     /* words "abc" " ab" " aaa", then <|x|>, then "z".
      * "abc": a b -> ab (rank 0), ab c -> abc (rank 1)                         = 257
@@ -209,59 +209,59 @@ static void test_synthetic_bpe(void)
 
     /* capacity: count query, exact fit, too small */
     size_t n = 0;
-    CHECK_OK(oscar_tokenizer_encode(tok, text, strlen(text), 0, 1, NULL, 0, &n));
+    CHECK_OK(ovk_tokenizer_encode(tok, text, strlen(text), 0, 1, NULL, 0, &n));
     CHECK(n == 7);
     int32_t small[3] = {-1, -1, -1};
-    CHECK_STATUS(oscar_tokenizer_encode(tok, text, strlen(text), 0, 1, small, 2, &n), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_tokenizer_encode(tok, text, strlen(text), 0, 1, small, 2, &n), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(n == 7 && small[0] == 257 && small[1] == 32 && small[2] == -1);
-    CHECK_OK(oscar_tokenizer_encode(tok, "", 0, 1, 1, small, 3, &n));
+    CHECK_OK(ovk_tokenizer_encode(tok, "", 0, 1, 1, small, 3, &n));
     CHECK(n == 0);
     char piece[8];
     size_t pl = 0;
-    CHECK_OK(oscar_tokenizer_token_to_piece(tok, 258, 0, piece, sizeof piece, &pl));
+    CHECK_OK(ovk_tokenizer_token_to_piece(tok, 258, 0, piece, sizeof piece, &pl));
     CHECK(pl == 2 && memcmp(piece, " a", 2) == 0);
-    CHECK_STATUS(oscar_tokenizer_token_to_piece(tok, 258, 0, piece, 1, &pl), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_tokenizer_token_to_piece(tok, 258, 0, piece, 1, &pl), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(pl == 2);
-    CHECK_STATUS(oscar_tokenizer_token_to_piece(tok, 263, 0, piece, sizeof piece, &pl), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_tokenizer_token_to_piece(tok, -1, 0, piece, sizeof piece, &pl), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK(oscar_tokenizer_is_eog(tok, 260) && !oscar_tokenizer_is_eog(tok, 259) && !oscar_tokenizer_is_eog(tok, -5));
-    CHECK(oscar_tokenizer_find(tok, "abc", 3) == 257 && oscar_tokenizer_find(tok, "abd", 3) == -1);
-    CHECK(oscar_tokenizer_token_type(tok, 260) == OSCAR_TOKEN_CONTROL);
-    oscar_tokenizer_destroy(tok);
+    CHECK_STATUS(ovk_tokenizer_token_to_piece(tok, 263, 0, piece, sizeof piece, &pl), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_tokenizer_token_to_piece(tok, -1, 0, piece, sizeof piece, &pl), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(ovk_tokenizer_is_eog(tok, 260) && !ovk_tokenizer_is_eog(tok, 259) && !ovk_tokenizer_is_eog(tok, -5));
+    CHECK(ovk_tokenizer_find(tok, "abc", 3) == 257 && ovk_tokenizer_find(tok, "abd", 3) == -1);
+    CHECK(ovk_tokenizer_token_type(tok, 260) == OSCAR_TOKEN_CONTROL);
+    ovk_tokenizer_destroy(tok);
 
     /* ignore_merges (Llama 3): " ab" is a token, so it is taken whole */
     d.pre = "llama-bpe";
     tok = NULL;
-    CHECK_OK(oscar_tokenizer_create(&d, &tok));
+    CHECK_OK(ovk_tokenizer_create(&d, &tok));
     if (tok) {
         int32_t want3[] = {261};
         check_encode(tok, " ab", 3, 0, 1, want3, 1, "bpe ignore_merges");
-        oscar_tokenizer_destroy(tok);
+        ovk_tokenizer_destroy(tok);
     }
 
     /* rejected descriptions */
-    oscar_tokenizer_desc bad = d;
-    tok = (oscar_tokenizer *)&bad; /* must be reset to NULL on failure */
+    ovk_tokenizer_desc bad = d;
+    tok = (ovk_tokenizer *)&bad; /* must be reset to NULL on failure */
     bad.pre = "no-such-pre";
-    CHECK_STATUS(oscar_tokenizer_create(&bad, &tok), OSCAR_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ovk_tokenizer_create(&bad, &tok), OSCAR_ERROR_UNSUPPORTED);
     CHECK(tok == NULL);
     bad = d;
     bad.model = "bert";
-    CHECK_STATUS(oscar_tokenizer_create(&bad, &tok), OSCAR_ERROR_UNSUPPORTED);
+    CHECK_STATUS(ovk_tokenizer_create(&bad, &tok), OSCAR_ERROR_UNSUPPORTED);
     static const char *bad_merges[] = {"a b", "a q"}; /* "aq" is not a token */
     bad = d;
     bad.merges = bad_merges;
     bad.n_merges = 2;
-    CHECK_STATUS(oscar_tokenizer_create(&bad, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_tokenizer_create(&bad, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
     bad = d;
     bad.bos_id = 263;
-    CHECK_STATUS(oscar_tokenizer_create(&bad, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_tokenizer_create(&bad, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
     bad = d;
     bad.n_tokens = 0;
-    CHECK_STATUS(oscar_tokenizer_create(&bad, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_tokenizer_create(NULL, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(oscar_tokenizer_encode(NULL, "a", 1, 0, 0, NULL, 0, &n), OSCAR_ERROR_INVALID_ARGUMENT);
-    oscar_tokenizer_destroy(NULL);
+    CHECK_STATUS(ovk_tokenizer_create(&bad, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_tokenizer_create(NULL, &tok), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_tokenizer_encode(NULL, "a", 1, 0, 0, NULL, 0, &n), OSCAR_ERROR_INVALID_ARGUMENT);
+    ovk_tokenizer_destroy(NULL);
 }
 
 /* ---- 1b. synthetic SentencePiece ------------------------------------------------------- */
@@ -297,7 +297,7 @@ static void test_synthetic_spm(void)
         scores[259 + i] = pieces[i].score;
         types[259 + i] = OSCAR_TOKEN_NORMAL;
     }
-    oscar_tokenizer_desc d = oscar_tokenizer_desc_default();
+    ovk_tokenizer_desc d = ovk_tokenizer_desc_default();
     d.model = "llama";
     d.n_tokens = N;
     d.tokens = tokens;
@@ -305,10 +305,10 @@ static void test_synthetic_spm(void)
     d.token_types = types;
     d.bos_id = 1;
     d.eos_id = 2;
-    oscar_tokenizer *tok = NULL;
-    CHECK_OK(oscar_tokenizer_create(&d, &tok));
+    ovk_tokenizer *tok = NULL;
+    CHECK_OK(ovk_tokenizer_create(&d, &tok));
     if (!tok) return;
-    CHECK(oscar_tokenizer_adds_bos(tok)); /* llama default: add_bos_token 1 */
+    CHECK(ovk_tokenizer_adds_bos(tok)); /* llama default: add_bos_token 1 */
     /* "▁hello▁hellé▁hi": ll (-3) merges first, leftmost; then llo (-2); then the second ll;
      * then ▁h (-5, leftmost), ▁he (-4), ▁hello (-1); then the second ▁h and ▁he.
      * "▁hell" is no token, so: ▁hello ▁he ll é; "▁hi" -> ▁h + 'i' by byte fallback <0x69>. */
@@ -328,11 +328,11 @@ static void test_synthetic_spm(void)
     check_encode(tok, "<unk>", 5, 0, 1, want4, 1, "spm unk text");
     char buf[16];
     size_t l = 0;
-    CHECK_OK(oscar_tokenizer_token_to_piece(tok, 266, 0, buf, sizeof buf, &l));
+    CHECK_OK(ovk_tokenizer_token_to_piece(tok, 266, 0, buf, sizeof buf, &l));
     CHECK(l == 3 && memcmp(buf, " he", 3) == 0);
-    CHECK_OK(oscar_tokenizer_token_to_piece(tok, 3 + 0x0A, 0, buf, sizeof buf, &l));
+    CHECK_OK(ovk_tokenizer_token_to_piece(tok, 3 + 0x0A, 0, buf, sizeof buf, &l));
     CHECK(l == 1 && buf[0] == '\n');
-    CHECK(oscar_tokenizer_is_eog(tok, 2) && !oscar_tokenizer_is_eog(tok, 1));
+    CHECK(ovk_tokenizer_is_eog(tok, 2) && !ovk_tokenizer_is_eog(tok, 1));
     /* random bytes round-trip exactly: every byte has a fallback token */
     test_rng_seed(7);
     for (int it = 0; it < 200; it++) {
@@ -341,17 +341,17 @@ static void test_synthetic_spm(void)
         for (size_t i = 0; i < len; i++) in[i] = (char)(test_rng_u32() % 4 == 0 ? ' ' : test_rng_u32());
         int32_t ids[512];
         size_t n = 0;
-        oscar_status st = oscar_tokenizer_encode(tok, in, len, 1, 0, ids, 512, &n);
+        oscar_status st = ovk_tokenizer_encode(tok, in, len, 1, 0, ids, 512, &n);
         CHECK(st == OSCAR_OK);
         if (st == OSCAR_OK) check_decode(tok, ids, n, 0, in, len, "spm random bytes");
     }
-    oscar_tokenizer_destroy(tok);
+    ovk_tokenizer_destroy(tok);
 }
 
 /* ---- 2. SmolLM2 --------------------------------------------------------------------------- */
 
 /* Loads tests/data/smollm2_vocab.txt into a tokenizer (NULL on failure, with a failed check). */
-static oscar_tokenizer *load_smollm2(char **keep_buf, char ***keep_lines)
+static ovk_tokenizer *load_smollm2(char **keep_buf, char ***keep_lines)
 {
     size_t size = 0;
     char *buf = read_file(data_path("smollm2_vocab.txt"), &size);
@@ -359,7 +359,7 @@ static oscar_tokenizer *load_smollm2(char **keep_buf, char ***keep_lines)
     if (!buf) return NULL;
     char **lines = NULL;
     size_t n_lines = split_lines(buf, &lines);
-    oscar_tokenizer_desc d = oscar_tokenizer_desc_default();
+    ovk_tokenizer_desc d = ovk_tokenizer_desc_default();
     const char **tokens = NULL, **merges = NULL;
     int32_t *types = NULL;
     size_t i = 0;
@@ -392,9 +392,9 @@ static oscar_tokenizer *load_smollm2(char **keep_buf, char ***keep_lines)
     d.tokens = tokens;
     d.token_types = types;
     d.merges = merges;
-    oscar_tokenizer *tok = NULL;
+    ovk_tokenizer *tok = NULL;
     CHECK(d.n_tokens == 49152 && d.n_merges == 48900);
-    CHECK_OK(oscar_tokenizer_create(&d, &tok));
+    CHECK_OK(ovk_tokenizer_create(&d, &tok));
     free(tokens);
     free(types);
     free(merges);
@@ -406,17 +406,17 @@ static oscar_tokenizer *load_smollm2(char **keep_buf, char ***keep_lines)
 static void test_smollm2(void)
 {
     char *vbuf = NULL, **vlines = NULL;
-    oscar_tokenizer *tok = load_smollm2(&vbuf, &vlines);
+    ovk_tokenizer *tok = load_smollm2(&vbuf, &vlines);
     /* the arrays were copied: the file buffer can go now */
     free(vbuf);
     free(vlines);
     if (!tok) return;
-    CHECK(oscar_tokenizer_pre(tok) == OSCAR_PRE_SMOLLM);
-    CHECK(oscar_tokenizer_bos(tok) == 1 && oscar_tokenizer_eos(tok) == 2);
-    CHECK(oscar_tokenizer_eot(tok) == 2);                 /* <|im_end|> */
-    CHECK(oscar_tokenizer_is_eog(tok, 2));                /* <|im_end|> */
-    CHECK(oscar_tokenizer_is_eog(tok, 0));                /* <|endoftext|> */
-    CHECK(!oscar_tokenizer_is_eog(tok, 1));               /* <|im_start|> */
+    CHECK(ovk_tokenizer_pre(tok) == OSCAR_PRE_SMOLLM);
+    CHECK(ovk_tokenizer_bos(tok) == 1 && ovk_tokenizer_eos(tok) == 2);
+    CHECK(ovk_tokenizer_eot(tok) == 2);                 /* <|im_end|> */
+    CHECK(ovk_tokenizer_is_eog(tok, 2));                /* <|im_end|> */
+    CHECK(ovk_tokenizer_is_eog(tok, 0));                /* <|endoftext|> */
+    CHECK(!ovk_tokenizer_is_eog(tok, 1));               /* <|im_start|> */
 
     size_t size = 0;
     char *buf = read_file(data_path("smollm2_golden.txt"), &size);
@@ -449,7 +449,7 @@ static void test_smollm2(void)
         size_t jl = 0;
         for (size_t k = 0; k < n_want; k++) {
             size_t pl = 0;
-            CHECK_OK(oscar_tokenizer_token_to_piece(tok, want[k], 1, joined + jl, sizeof joined - jl, &pl));
+            CHECK_OK(ovk_tokenizer_token_to_piece(tok, want[k], 1, joined + jl, sizeof joined - jl, &pl));
             jl += pl;
         }
         CHECK_MSG(jl == sl && memcmp(joined, spelled, sl) == 0, "%s: pieces do not join to the text", label);
@@ -462,10 +462,10 @@ static void test_smollm2(void)
     /* BOS: SmolLM2 says add_bos_token = false, so add_bos=1 adds nothing */
     int32_t ids[64];
     size_t n = 0;
-    CHECK_OK(oscar_tokenizer_encode(tok, "Hi", 2, 1, 1, ids, 64, &n));
+    CHECK_OK(ovk_tokenizer_encode(tok, "Hi", 2, 1, 1, ids, 64, &n));
     CHECK(n == 1 && ids[0] != 1);
     /* parse_special = 0: <|im_start|> is plain text and never id 1 */
-    CHECK_OK(oscar_tokenizer_encode(tok, "<|im_start|>user", 16, 0, 0, ids, 64, &n));
+    CHECK_OK(ovk_tokenizer_encode(tok, "<|im_start|>user", 16, 0, 0, ids, 64, &n));
     int has_special = 0;
     for (size_t k = 0; k < n; k++) has_special |= ids[k] == 1;
     CHECK(n > 2 && !has_special);
@@ -481,7 +481,7 @@ static void test_smollm2(void)
             in[k] = (char)(r % 3 == 0 ? pool[r / 3 % (sizeof pool - 1)] : (int)(r >> 8));
         }
         int32_t out[256];
-        oscar_status st = oscar_tokenizer_encode(tok, in, len, 0, 1, out, 256, &n);
+        oscar_status st = ovk_tokenizer_encode(tok, in, len, 0, 1, out, 256, &n);
         CHECK(st == OSCAR_OK);
         char spelled[96];
         size_t sl = spellable(tok, in, len, spelled);
@@ -493,16 +493,16 @@ static void test_smollm2(void)
     int32_t *out = malloc(big * sizeof *out);
     if (run && out) {
         memset(run, 'a', big);
-        CHECK_OK(oscar_tokenizer_encode(tok, run, big, 0, 1, out, big, &n));
+        CHECK_OK(ovk_tokenizer_encode(tok, run, big, 0, 1, out, big, &n));
         /* the vocabulary has "aa" and "aaaa" but no longer run: 50000 x "aaaa" */
-        int32_t aaaa = oscar_tokenizer_find(tok, "aaaa", 4);
+        int32_t aaaa = ovk_tokenizer_find(tok, "aaaa", 4);
         int all = n == big / 4;
         for (size_t k = 0; all && k < n; k++) all = out[k] == aaaa;
         CHECK(aaaa >= 0 && all);
     }
     free(run);
     free(out);
-    oscar_tokenizer_destroy(tok);
+    ovk_tokenizer_destroy(tok);
 }
 
 /* ---- 3. pre-tokenizer -------------------------------------------------------------------- */
@@ -521,7 +521,7 @@ static void test_pretokenizer(void)
         char *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
         if (!t2) continue;
         *t1 = '\0';
-        oscar_pretokenizer pre = !strcmp(lines[i], "gpt2") ? OSCAR_PRE_GPT2
+        ovk_pretokenizer pre = !strcmp(lines[i], "gpt2") ? OSCAR_PRE_GPT2
                                : !strcmp(lines[i], "smollm") ? OSCAR_PRE_SMOLLM
                                : !strcmp(lines[i], "llama-bpe") ? OSCAR_PRE_LLAMA3 : OSCAR_PRE_QWEN2;
         char text[1024];
@@ -534,7 +534,7 @@ static void test_pretokenizer(void)
             want[n_want++] = v;
             p = end;
         }
-        long n = oscar_pretokenize(pre, text, len, got, 512);
+        long n = ovk_pretokenize(pre, text, len, got, 512);
         int same = n == (long)n_want && (n_want == 0 || memcmp(got, want, n_want * sizeof *got) == 0);
         CHECK_MSG(same, "pretokenize %s case %zu: %ld words, want %zu", lines[i], cases, n, n_want);
         if (!same) {
@@ -561,7 +561,7 @@ static void test_pretokenizer(void)
             in[k] = (char)(r % 2 ? pool[r / 2 % (sizeof pool - 1)] : (int)(r >> 8));
         }
         for (int pre = OSCAR_PRE_GPT2; pre <= OSCAR_PRE_QWEN2; pre++) {
-            long n = oscar_pretokenize((oscar_pretokenizer)pre, in, len, ends, 128);
+            long n = ovk_pretokenize((ovk_pretokenizer)pre, in, len, ends, 128);
             int ok = n >= 0 && n <= (long)len && (len == 0 ? n == 0 : ends[n - 1] == len);
             for (long k = 0; ok && k < n; k++) ok = ends[k] > (k ? ends[k - 1] : 0);
             cover &= ok;
@@ -569,9 +569,9 @@ static void test_pretokenizer(void)
     }
     CHECK(cover);
     /* classes */
-    CHECK(oscar_unicode_is_letter(0x4E2D) && oscar_unicode_is_letter(0xE9) && !oscar_unicode_is_letter(0x1F600));
-    CHECK(oscar_unicode_is_number(0xB2) && oscar_unicode_is_number(0x663) && !oscar_unicode_is_number('a'));
-    CHECK(oscar_unicode_is_space(0x3000) && oscar_unicode_is_space(0xA0) && !oscar_unicode_is_space(0x200B));
+    CHECK(ovk_unicode_is_letter(0x4E2D) && ovk_unicode_is_letter(0xE9) && !ovk_unicode_is_letter(0x1F600));
+    CHECK(ovk_unicode_is_number(0xB2) && ovk_unicode_is_number(0x663) && !ovk_unicode_is_number('a'));
+    CHECK(ovk_unicode_is_space(0x3000) && ovk_unicode_is_space(0xA0) && !ovk_unicode_is_space(0x200B));
 }
 
 int main(void)

@@ -13,15 +13,15 @@ int main(void)
     CHECK_OK(st);
     if (!ctx) return test_finish();
     CHECK(oscar_context_validation_messages(ctx) == 0);
-    oscar_buffer buf;
-    CHECK_OK(oscar_buffer_create(ctx, 64, OSCAR_BUFFER_DEVICE, &buf));
-    CHECK_OK(oscar_cmd_begin(ctx, &ctx->cmd));
+    ovk_buffer buf;
+    CHECK_OK(ovk_buffer_create(ctx, 64, OSCAR_BUFFER_DEVICE, &buf));
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
     /* invalid: the fill offset must be a multiple of 4 and inside the buffer */
     ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, buf.buffer, 2, 4, 0);
     ctx->vk.vkEndCommandBuffer(ctx->cmd.cb);
     ctx->cmd.recording = 0;
     CHECK_MSG(oscar_context_validation_messages(ctx) > 0, "the invalid vkCmdFillBuffer was not reported");
-    oscar_buffer_destroy(ctx, &buf);
+    ovk_buffer_destroy(ctx, &buf);
     oscar_context_destroy(ctx);
     return test_finish();
 }

@@ -117,10 +117,10 @@ static void kclip_sweep(const capture_all *C, const oscar_rotation_set *rs, uint
                 rot(C->k + (((size_t)l * L + t) * nkv + h) * d, RK, d, kr + (size_t)t * d);
                 rot(C->v + (((size_t)l * L + t) * nkv + h) * d, RV, d, vr + (size_t)t * d);
                 for (int r = 0; r <= NR; r++) {
-                    float tk = oscar_int2_clip_threshold(kr + (size_t)t * d, d, ratios[r], scratch);
+                    float tk = ovk_int2_clip_threshold(kr + (size_t)t * d, d, ratios[r], scratch);
                     float *out = kq + ((size_t)r * L + t) * d;
-                    if (F) oscar_int2_fake_quantize_feedback(kr + (size_t)t * d, d, d, tk, F, out);
-                    else oscar_int2_fake_quantize_tau(kr + (size_t)t * d, d, d, tk, out);
+                    if (F) ovk_int2_fake_quantize_feedback(kr + (size_t)t * d, d, d, tk, F, out);
+                    else ovk_int2_fake_quantize_tau(kr + (size_t)t * d, d, d, tk, out);
                 }
             }
             for (uint32_t g = 0; g < grp; g++)
@@ -184,9 +184,9 @@ static void keys_variants(const capture_all *C, const oscar_rotation_set *rs, ui
                 float *y = kr + (size_t)t * d, *a = kq + (size_t)t * d, *b = kq + ((size_t)L + t) * d;
                 rot(C->k + (((size_t)l * L + t) * nkv + h) * d, RK, d, y);
                 rot(C->v + (((size_t)l * L + t) * nkv + h) * d, RV, d, vr + (size_t)t * d);
-                float tk = oscar_int2_clip_threshold(y, d, rs->clip_k[l], scratch);
-                if (F) oscar_int2_fake_quantize_feedback(y, d, d, tk, F, a), oscar_int2_fake_quantize_feedback(y, d, 32, tk, F, b);
-                else oscar_int2_fake_quantize_tau(y, d, d, tk, a), oscar_int2_fake_quantize_tau(y, d, 32, tk, b);
+                float tk = ovk_int2_clip_threshold(y, d, rs->clip_k[l], scratch);
+                if (F) ovk_int2_fake_quantize_feedback(y, d, d, tk, F, a), ovk_int2_fake_quantize_feedback(y, d, 32, tk, F, b);
+                else ovk_int2_fake_quantize_tau(y, d, d, tk, a), ovk_int2_fake_quantize_tau(y, d, 32, tk, b);
                 ke[t] = 0;
                 for (uint32_t i = 0; i < d; i++) ke[t] += ((double)a[i] - y[i]) * ((double)a[i] - y[i]);
                 sorted[t] = ke[t];
@@ -230,10 +230,10 @@ int main(int argc, char **argv)
         return 2;
     }
     uint32_t L = (uint32_t)atoi(argv[3]), stride = (uint32_t)atoi(argv[4]);
-    oscar_model_desc *desc;
+    ovk_model_desc *desc;
     size_t need;
     int32_t *toks = probe_tokens(argv[1], argv[2], &desc, &need);
-    const oscar_model_hparams *hp = &desc->hp;
+    const ovk_model_hparams *hp = &desc->hp;
     if (need < L) return fprintf(stderr, "text too short\n"), 1;
 
     capture_all C = {hp->n_layer, hp->n_head, hp->n_head_kv, hp->head_dim, L, NULL, NULL, NULL};
@@ -241,14 +241,14 @@ int main(int argc, char **argv)
     C.q = malloc((size_t)nl * L * nh * d * sizeof(float));
     C.k = malloc((size_t)nl * L * nkv * d * sizeof(float));
     C.v = malloc((size_t)nl * L * nkv * d * sizeof(float));
-    oscar_capture_params kp = oscar_capture_params_default();
+    ovk_capture_params kp = ovk_capture_params_default();
     kp.max_seq_len = L;
     kp.hook = keep;
     kp.hook_user = &C;
-    oscar_capture *cap;
-    CHECK(oscar_capture_create(desc, &kp, &cap));
-    CHECK(oscar_capture_eval(cap, toks, L, 0, NULL));
-    oscar_capture_destroy(cap);
+    ovk_capture *cap;
+    CHECK(ovk_capture_create(desc, &kp, &cap));
+    CHECK(ovk_capture_eval(cap, toks, L, 0, NULL));
+    ovk_capture_destroy(cap);
     fprintf(stderr, "captured %u tokens\n", L);
 
     oscar_context_params cxp = oscar_context_params_default();
@@ -292,18 +292,18 @@ int main(int argc, char **argv)
                     const float *v = C.v + (((size_t)l * L + t) * nkv + h) * d;
                     rot(k, RK, d, kr + (size_t)t * d);
                     rot(v, RV, d, vr + (size_t)t * d);
-                    float tk = oscar_int2_clip_threshold(kr + (size_t)t * d, d, rs->clip_k[l], scratch);
-                    float tv = oscar_int2_clip_threshold(vr + (size_t)t * d, d, rs->clip_v[l], scratch);
+                    float tk = ovk_int2_clip_threshold(kr + (size_t)t * d, d, rs->clip_k[l], scratch);
+                    float tv = ovk_int2_clip_threshold(vr + (size_t)t * d, d, rs->clip_v[l], scratch);
                     if (rs->refit_rounds && M)
-                        oscar_int2_fake_quantize_refit(kr + (size_t)t * d, d, tk, F, M, rs->refit_rounds, kq + (size_t)t * d);
+                        ovk_int2_fake_quantize_refit(kr + (size_t)t * d, d, tk, F, M, rs->refit_rounds, kq + (size_t)t * d);
                     else if (F)
-                        oscar_int2_fake_quantize_feedback(kr + (size_t)t * d, d, d, tk, F, kq + (size_t)t * d);
+                        ovk_int2_fake_quantize_feedback(kr + (size_t)t * d, d, d, tk, F, kq + (size_t)t * d);
                     else
-                        oscar_int2_fake_quantize_tau(kr + (size_t)t * d, d, d, tk, kq + (size_t)t * d);
+                        ovk_int2_fake_quantize_tau(kr + (size_t)t * d, d, d, tk, kq + (size_t)t * d);
                     if (rs->refit_rounds && M)
-                        oscar_int2_fake_quantize_refit(vr + (size_t)t * d, d, tv, NULL, NULL, rs->refit_rounds, vq + (size_t)t * d);
+                        ovk_int2_fake_quantize_refit(vr + (size_t)t * d, d, tv, NULL, NULL, rs->refit_rounds, vq + (size_t)t * d);
                     else
-                        oscar_int2_fake_quantize_tau(vr + (size_t)t * d, d, d, tv, vq + (size_t)t * d);
+                        ovk_int2_fake_quantize_tau(vr + (size_t)t * d, d, d, tv, vq + (size_t)t * d);
                 }
                 for (uint32_t g = 0; g < grp; g++) {
                     uint32_t qh = h * grp + g;

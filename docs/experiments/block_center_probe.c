@@ -13,7 +13,7 @@
  *      -Iinclude build/liboscar_calib.a build/liboscar.a -llapacke -lopenblas -lm -ldl -lpthread
  *   /tmp/block_center_probe MODEL.gguf eval.txt 16384 8192
  */
-#include "model_ref.h" /* oscar_rope_average */
+#include "model_ref.h" /* ovk_rope_average */
 #include "probe_capture.h"
 
 enum { NB = 4, NM = 6, NR = 3 };
@@ -22,19 +22,19 @@ static const uint32_t block[NM] = {0, 0, 256, 64, 16, 1}; /* mode 0: none, 1: th
 static const float ratio[NR] = {0.90f, 0.95f, 0.98f};
 
 /* RoPE (adjacent pairs, angles theta [d/2]) of pre-RoPE vector m, averaged over positions
- * p0..p1-1: the runtime's oscar_rope_average */
+ * p0..p1-1: the runtime's ovk_rope_average */
 static void rope_avg(const double *m, uint32_t d, const float *theta, uint32_t p0, uint32_t p1, double *out)
 {
     float mf[256] = {0}, of[256];
     for (uint32_t j = 0; j < d; j++) mf[j] = (float)m[j];
-    oscar_rope_average(mf, d, d, OSCAR_ROPE_NORMAL, theta, p0, p1, of);
+    ovk_rope_average(mf, d, d, OSCAR_ROPE_NORMAL, theta, p0, p1, of);
     for (uint32_t j = 0; j < d; j++) out[j] = of[j];
 }
 
 int main(int argc, char **argv)
 {
     sample_set S;
-    oscar_calib *cal = probe_capture(argc, argv, &S);
+    ovk_calib *cal = probe_capture(argc, argv, &S);
     uint32_t d = S.d, nkv = S.n_kv, nl = S.n_layer;
     const double theta = 100000.0;
     float angles[128]; /* radians per position of each pair */
@@ -45,8 +45,8 @@ int main(int argc, char **argv)
     static double tot[NB][NM][NR];
     for (uint32_t l = 0; l < nl; l++) {
         for (uint32_t h = 0; h < nkv; h++) {
-            CHECK(oscar_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
-            CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CQ, R, NULL));
+            CHECK(ovk_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
+            CHECK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, CQ, R, NULL));
             rotated_metric(CQ, R, d, M);
             double mu[256] = {0}; /* pre-RoPE mean of the even samples */
             uint32_t n = 0;

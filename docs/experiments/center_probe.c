@@ -17,7 +17,7 @@
 int main(int argc, char **argv)
 {
     sample_set S;
-    oscar_calib *cal = probe_capture(argc, argv, &S);
+    ovk_calib *cal = probe_capture(argc, argv, &S);
     uint32_t d = S.d, nkv = S.n_kv, nl = S.n_layer, seq = S.seq;
 
     size_t dd = (size_t)d * d;
@@ -30,11 +30,11 @@ int main(int argc, char **argv)
     double energy[2][NB][2] = {{{0}}}; /* Σ w‖y‖² uncentered, centered by the mean of 64..511 */
     for (uint32_t l = 0; l < nl; l++) {
         for (uint32_t h = 0; h < nkv; h++) {
-            CHECK(oscar_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
+            CHECK(ovk_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
             for (int kv = 0; kv < 2; kv++) {
                 const float *rows = kv ? S.v : S.k;
-                CHECK(oscar_calib_covariance(cal, l, h, kv ? OSCAR_CALIB_VALUES_PROXY : OSCAR_CALIB_KEYS, C));
-                CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
+                CHECK(ovk_calib_covariance(cal, l, h, kv ? OSCAR_CALIB_VALUES_PROXY : OSCAR_CALIB_KEYS, C));
+                CHECK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
                 rotated_metric(CQ, R, d, M);
                 /* means from even samples (unrotated), then rotated */
                 double mu[NM][256] = {{0}};

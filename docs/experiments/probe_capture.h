@@ -13,7 +13,7 @@
 #include "capture.h"
 #include "int2_quant.h"
 #include "model_desc.h"
-#include "oscar_calib.h"
+#include "calib.h"
 #include "tokenizer.h"
 
 #define CHECK(x)                                                                      \
@@ -27,7 +27,7 @@
 
 /* every 4th token's K and V rows of every layer, with its position */
 typedef struct sample_set {
-    oscar_calib *cal;
+    ovk_calib *cal;
     uint32_t n_layer, n_kv, d, seq, cap, *n; /* seq: tokens per sequence; n [n_layer] */
     float *k, *v;                       /* [n_layer][cap][n_kv][d] */
     uint32_t *pos;                      /* [n_layer][cap] */
@@ -45,7 +45,7 @@ static inline oscar_status hook(void *user, uint32_t layer, uint32_t pos0, uint3
         memcpy(S->v + at * row, v + t * row, row * sizeof(float));
         S->pos[at] = pos0 + t;
     }
-    return oscar_calib_add(S->cal, layer, n, q, k, v);
+    return ovk_calib_add(S->cal, layer, n, q, k, v);
 }
 
 static inline int cmpf(const void *a, const void *b)
@@ -61,7 +61,7 @@ static inline void fq(const float *y, uint32_t d, float r, float *yq)
     float s[256];
     for (uint32_t j = 0; j < d; j++) s[j] = fabsf(y[j]);
     qsort(s, d, sizeof *s, cmpf);
-    oscar_int2_fake_quantize_tau(y, d, d, oscar_int2_clip_threshold_sorted(s, d, r), yq);
+    ovk_int2_fake_quantize_tau(y, d, d, ovk_int2_clip_threshold_sorted(s, d, r), yq);
 }
 
 /* The bucket b of position p, edge[b] <= p < edge[b + 1] (edge [nb + 1] ascending); nb if none. */
@@ -103,11 +103,11 @@ static inline double werr(const double *M, const float *y, const float *yq, uint
 
 /* The model's description (*desc) and the tokens of the first 600000 bytes of the text file
  * (*n of them; exits 1 when the file cannot be read). */
-static inline int32_t *probe_tokens(const char *model, const char *path, oscar_model_desc **desc, size_t *n)
+static inline int32_t *probe_tokens(const char *model, const char *path, ovk_model_desc **desc, size_t *n)
 {
-    CHECK(oscar_model_desc_load(model, desc));
-    oscar_tokenizer *tok;
-    CHECK(oscar_model_tokenizer_create((*desc)->gguf, &tok));
+    CHECK(ovk_model_desc_load(model, desc));
+    ovk_tokenizer *tok;
+    CHECK(ovk_model_tokenizer_create((*desc)->gguf, &tok));
     FILE *f = fopen(path, "rb");
     if (!f || fseek(f, 0, SEEK_END) != 0) exit(1);
     long len = ftell(f);
@@ -117,18 +117,18 @@ static inline int32_t *probe_tokens(const char *model, const char *path, oscar_m
     if (fread(text, 1, (size_t)len, f) != (size_t)len) exit(1);
     fclose(f);
     *n = 0;
-    CHECK(oscar_tokenizer_encode(tok, text, (size_t)len, 0, 0, NULL, 0, n));
+    CHECK(ovk_tokenizer_encode(tok, text, (size_t)len, 0, 0, NULL, 0, n));
     int32_t *toks = malloc(*n * sizeof *toks);
-    CHECK(oscar_tokenizer_encode(tok, text, (size_t)len, 0, 0, toks, *n, n));
+    CHECK(ovk_tokenizer_encode(tok, text, (size_t)len, 0, 0, toks, *n, n));
     free(text);
-    oscar_tokenizer_destroy(tok);
+    ovk_tokenizer_destroy(tok);
     return toks;
 }
 
 /* The probes' command line, MODEL.gguf TEXT [TOKENS (20000)] [SEQ (8192)]: runs the model over
  * the first TOKENS tokens (at most) of TEXT in sequences of SEQ, feeding a per-head calibrator
  * (returned) and the sample set S. Exits 2 on a short command line. */
-static inline oscar_calib *probe_capture(int argc, char **argv, sample_set *out_S)
+static inline ovk_calib *probe_capture(int argc, char **argv, sample_set *out_S)
 {
     if (argc < 3) {
         fprintf(stderr, "usage: %s MODEL.gguf TEXT [TOKENS] [SEQ]\n", argv[0]);
@@ -136,13 +136,13 @@ static inline oscar_calib *probe_capture(int argc, char **argv, sample_set *out_
     }
     uint64_t want = argc > 3 ? strtoull(argv[3], NULL, 10) : 20000;
     uint32_t seq = argc > 4 ? (uint32_t)atoi(argv[4]) : 8192;
-    oscar_model_desc *desc;
+    ovk_model_desc *desc;
     size_t need;
     int32_t *toks = probe_tokens(argv[1], argv[2], &desc, &need);
-    const oscar_model_hparams *hp = &desc->hp;
+    const ovk_model_hparams *hp = &desc->hp;
     if (need < want) want = need;
 
-    oscar_calib_params cp = oscar_calib_params_default();
+    ovk_calib_params cp = ovk_calib_params_default();
     cp.n_layer = hp->n_layer;
     cp.n_head = hp->n_head;
     cp.n_kv_head = hp->n_head_kv;
@@ -150,28 +150,28 @@ static inline oscar_calib *probe_capture(int argc, char **argv, sample_set *out_
     cp.grouping = OSCAR_CALIB_PER_HEAD;
     cp.score_objective = 0;
     cp.max_seq_len = seq;
-    oscar_calib *cal;
-    CHECK(oscar_calib_create(&cp, &cal));
+    ovk_calib *cal;
+    CHECK(ovk_calib_create(&cp, &cal));
     uint32_t d = hp->head_dim, nkv = hp->n_head_kv, nl = hp->n_layer;
     sample_set S = {cal, nl, nkv, d, seq, (uint32_t)(want / 4 + 8), NULL, NULL, NULL, NULL};
     S.n = calloc(nl, sizeof *S.n);
     S.k = malloc((size_t)nl * S.cap * nkv * d * sizeof(float));
     S.v = malloc((size_t)nl * S.cap * nkv * d * sizeof(float));
     S.pos = malloc((size_t)nl * S.cap * sizeof *S.pos);
-    oscar_capture_params kp = oscar_capture_params_default();
+    ovk_capture_params kp = ovk_capture_params_default();
     kp.max_seq_len = seq;
     kp.chunk = 256;
     kp.hook = hook;
     kp.hook_user = &S;
-    oscar_capture *cap;
-    CHECK(oscar_capture_create(desc, &kp, &cap));
+    ovk_capture *cap;
+    CHECK(ovk_capture_create(desc, &kp, &cap));
     for (uint64_t at = 0; at < want; at += seq) {
         uint32_t n = want - at < seq ? (uint32_t)(want - at) : seq;
-        CHECK(oscar_calib_begin_sequence(cal));
-        CHECK(oscar_capture_eval(cap, toks + at, n, 0, NULL));
+        CHECK(ovk_calib_begin_sequence(cal));
+        CHECK(ovk_capture_eval(cap, toks + at, n, 0, NULL));
         fprintf(stderr, "%llu/%llu\n", (unsigned long long)(at + n), (unsigned long long)want);
     }
-    oscar_capture_destroy(cap);
+    ovk_capture_destroy(cap);
     *out_S = S;
     return cal;
 }

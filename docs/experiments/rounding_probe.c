@@ -64,7 +64,7 @@ static void minmax_grid(const float *y, uint32_t d, float r, double *a, double *
     float s[256];
     for (uint32_t j = 0; j < d; j++) s[j] = fabsf(y[j]);
     qsort(s, d, sizeof *s, cmpf);
-    float tau = oscar_int2_clip_threshold_sorted(s, d, r), mn = INFINITY, mx = -INFINITY;
+    float tau = ovk_int2_clip_threshold_sorted(s, d, r), mn = INFINITY, mx = -INFINITY;
     for (uint32_t j = 0; j < d; j++) {
         yc[j] = y[j] < -tau ? -tau : y[j] > tau ? tau : y[j];
         mn = fminf(mn, yc[j]), mx = fmaxf(mx, yc[j]);
@@ -75,9 +75,9 @@ static void minmax_grid(const float *y, uint32_t d, float r, double *a, double *
 int main(int argc, char **argv)
 {
     sample_set S;
-    oscar_calib *cal = probe_capture(argc, argv, &S);
-    oscar_model_desc *desc;
-    CHECK(oscar_model_desc_load(argv[1], &desc));
+    ovk_calib *cal = probe_capture(argc, argv, &S);
+    ovk_model_desc *desc;
+    CHECK(ovk_model_desc_load(argv[1], &desc));
     uint32_t d = S.d, nkv = S.n_kv, nl = S.n_layer;
     size_t dd = (size_t)d * d;
     double *C = malloc(dd * sizeof *C), *M = malloc(dd * sizeof *M);
@@ -90,24 +90,24 @@ int main(int argc, char **argv)
     for (uint32_t l = 0; l < nl; l++) {
         double lk[NK] = {0}, lv[NV] = {0};
         for (uint32_t h = 0; h < nkv; h++) {
-            CHECK(oscar_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, C));
-            CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
-            oscar_rope_spread_covariance(d, desc->hp.n_rot, desc->hp.rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, 8192, C);
-            CHECK(oscar_key_feedback_matrix(d, C, R, 0.01, F));
+            CHECK(ovk_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, C));
+            CHECK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
+            ovk_rope_spread_covariance(d, desc->hp.n_rot, desc->hp.rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, 8192, C);
+            CHECK(ovk_key_feedback_matrix(d, C, R, 0.01, F));
             rotated_metric(C, R, d, M);
             double kerr[NK][NR] = {{0}}, krow = 0.0, verr[NV][NR] = {{0}};
             float y[256], yc[256], yq[256];
             int c[256];
             for (int kv = 0; kv < 2; kv++) {
                 if (kv) {
-                    CHECK(oscar_calib_covariance(cal, l, h, OSCAR_CALIB_VALUES_PROXY, C));
-                    CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
+                    CHECK(ovk_calib_covariance(cal, l, h, OSCAR_CALIB_VALUES_PROXY, C));
+                    CHECK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
                 }
                 for (uint32_t t = 1; t < S.n[l]; t += 2) {
                     size_t at = (size_t)l * S.cap + t;
                     if (S.pos[at] < 64) continue;
                     const float *x = (kv ? S.v : S.k) + (at * nkv + h) * d;
-                    oscar_rotate_rows(x, 1, d, d, R, 0, y);
+                    ovk_rotate_rows(x, 1, d, d, R, 0, y);
                     double best_row = INFINITY;
                     for (int r = 0; r < NR; r++) {
                         double a, b, a2, b2;

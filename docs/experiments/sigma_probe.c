@@ -15,7 +15,7 @@
 int main(int argc, char **argv)
 {
     sample_set S;
-    oscar_calib *cal = probe_capture(argc, argv, &S);
+    ovk_calib *cal = probe_capture(argc, argv, &S);
     uint32_t d = S.d, nkv = S.n_kv, nl = S.n_layer;
 
     size_t dd = (size_t)d * d;
@@ -29,8 +29,8 @@ int main(int argc, char **argv)
         double s_err = 0, s_log = 0, s_est = 0; uint64_t cnt = 0;
         double e_max = 0;
         for (uint32_t h = 0; h < nkv; h++) {
-            CHECK(oscar_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
-            CHECK(oscar_rotation_build(OSCAR_ROTATION_OSCAR, d, CQ, R, NULL));
+            CHECK(ovk_calib_covariance(cal, l, h, OSCAR_CALIB_KEYS, CQ));
+            CHECK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, CQ, R, NULL));
             double trq = 0; for (uint32_t i = 0; i < d; i++) trq += CQ[i * d + i];
             /* M = R^T CQ R */
             double *M = malloc(dd * sizeof *M);

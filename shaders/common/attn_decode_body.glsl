@@ -41,7 +41,7 @@
 // fp16 or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly.
 //
 // Nothing assumes a subgroup size: every reduction goes through shared memory and barriers.
-// Shared memory: the host picks ITEM_TOKENS with oscar_attn_item_tokens() (attn_items.h), from
+// Shared memory: the host picks ITEM_TOKENS with ovk_attn_item_tokens() (attn_items.h), from
 // the same formula as the declarations below (ATTN_SHARED_FLOATS, common/attn_push.h).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require

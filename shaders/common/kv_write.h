@@ -45,7 +45,7 @@ struct kv_flush_push {
     KV_U32 n_tokens;      /* entries of the token-slot list */
     KV_F32 clip_k;        /* r_K of this layer, e.g. 0.96 */
     KV_F32 clip_v;        /* r_V of this layer, e.g. 0.92 */
-    KV_U32 key_feedback;  /* K codes by error feedback (oscar_int2_feedback_codes): 0 no,
+    KV_U32 key_feedback;  /* K codes by error feedback (ovk_int2_feedback_codes): 0 no,
                            * 1 one matrix for the layer, 2 one per KV head */
     KV_U32 refit;         /* rounds of least-squares refit (oscar_int2_refit_row), 0: none */
     KV_U32 key_metric;    /* the keys' refit metric: 0 identity, 1 one for the layer, 2 one per KV head */

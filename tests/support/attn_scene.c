@@ -128,7 +128,7 @@ void attn_scene_build(const attn_scene_shape *c, attn_scene *s)
                         for (uint32_t g = 0; g < pw; g++) {
                             float sc = fabsf(test_rng_normal()) * 0.7f, mn = test_rng_normal() * c->mn_mul;
                             if (g == 1) sc = 0.0f; /* an all-equal group */
-                            params[g] = oscar_f32_to_f16(sc) | ((uint32_t)oscar_f32_to_f16(mn) << 16);
+                            params[g] = ovk_f32_to_f16(sc) | ((uint32_t)ovk_f32_to_f16(mn) << 16);
                         }
                     }
                 }
@@ -144,7 +144,7 @@ void attn_scene_build(const attn_scene_shape *c, attn_scene *s)
                             float x = test_rng_normal() * (kv == 0 ? 1.0f : 2.0f);
                             if (test_rng_u32() % 64 == 0) x *= 20.0f; /* outliers */
                             orig[e] = x;
-                            uint32_t hb = oscar_f32_to_f16(x);
+                            uint32_t hb = ovk_f32_to_f16(x);
                             if (e % 2 == 0) words[e / 2] = hb;
                             else words[e / 2] |= hb << 16;
                         }

@@ -27,20 +27,20 @@ int test_gpu_finish(oscar_context *ctx)
     return test_finish();
 }
 
-oscar_status test_gpu_run(oscar_context *ctx, const oscar_pipeline *p, const oscar_binding *bindings,
+oscar_status test_gpu_run(oscar_context *ctx, const ovk_pipeline *p, const ovk_binding *bindings,
                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {
-    oscar_status st = oscar_cmd_begin(ctx, &ctx->cmd);
+    oscar_status st = ovk_cmd_begin(ctx, &ctx->cmd);
     if (st != OSCAR_OK) return st;
     uint32_t groups[3] = { gx, gy, gz };
-    st = oscar_cmd_dispatch(ctx, &ctx->cmd, p, bindings, push, groups);
-    oscar_status st2 = oscar_cmd_submit_wait(ctx, &ctx->cmd); /* always close the stream */
+    st = ovk_cmd_dispatch(ctx, &ctx->cmd, p, bindings, push, groups);
+    oscar_status st2 = ovk_cmd_submit_wait(ctx, &ctx->cmd); /* always close the stream */
     return st != OSCAR_OK ? st : st2;
 }
 
-oscar_status test_gpu_buffer_from(oscar_context *ctx, const void *data, size_t bytes, oscar_buffer *out)
+oscar_status test_gpu_buffer_from(oscar_context *ctx, const void *data, size_t bytes, ovk_buffer *out)
 {
-    oscar_status st = oscar_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, out);
-    if (st == OSCAR_OK && data) st = oscar_buffer_upload(ctx, out, 0, data, bytes);
+    oscar_status st = ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, out);
+    if (st == OSCAR_OK && data) st = ovk_buffer_upload(ctx, out, 0, data, bytes);
     return st;
 }

@@ -14,10 +14,10 @@ oscar_context *test_gpu_context(void);
 int test_gpu_finish(oscar_context *ctx);
 
 /* Runs one dispatch of `p` on the context's stream and waits for it. */
-oscar_status test_gpu_run(oscar_context *ctx, const oscar_pipeline *p, const oscar_binding *bindings,
+oscar_status test_gpu_run(oscar_context *ctx, const ovk_pipeline *p, const ovk_binding *bindings,
                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
 
 /* Creates a device buffer holding a copy of `bytes` bytes of host data. */
-oscar_status test_gpu_buffer_from(oscar_context *ctx, const void *data, size_t bytes, oscar_buffer *out);
+oscar_status test_gpu_buffer_from(oscar_context *ctx, const void *data, size_t bytes, ovk_buffer *out);
 
 #endif
