@@ -13,6 +13,7 @@
 
 #include "attn_ref.h"
 #include "kv_cache.h"
+#include "kv_snapshot.h"
 #include "kv_ref.h"
 #include "test_gpu.h"
 

@@ -92,18 +92,6 @@ void ovk_model_ref_kv_cache(ovk_model_ref *r, uint32_t layer, float **k, float *
 /* Index of the largest of x[0..n) (lowest index on ties; NaN never wins). */
 uint32_t ovk_argmax(const float *x, uint32_t n);
 
-/* Applies RoPE in place to one head x[0..head_dim) at position `pos`: pairs (2i, 2i+1) for
- * NORMAL, (i, i + n_rot/2) for NEOX, i < n_rot/2, angle pos * theta[i]; dims >= n_rot pass. */
-void ovk_rope_apply(float *x, uint32_t head_dim, uint32_t n_rot, ovk_rope_type type, const float *theta,
-                      uint32_t pos);
-
-/* The mean over positions pos_begin .. pos_end-1 of RoPE applied to x (one head, as
- * ovk_rope_apply rotates it), in closed form and double precision: pair i is x's pair times
- * (1/n) Σ_p e^{i·p·theta[i]}. out may alias x; pos_end <= pos_begin copies x. Centers keys:
- * the constant that best matches RoPE_p(μ) over a context, for a pre-RoPE key mean μ. */
-void ovk_rope_average(const float *x, uint32_t head_dim, uint32_t n_rot, ovk_rope_type type, const float *theta,
-                        uint32_t pos_begin, uint32_t pos_end, float *out);
-
 /* y = x / sqrt(mean(x^2) + eps) * w  over n elements (y may alias x). */
 void ovk_rmsnorm(float *y, const float *x, const float *w, uint32_t n, float eps);
 

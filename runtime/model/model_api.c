@@ -8,7 +8,7 @@
 #include "error.h"
 #include "kv_cache.h"
 #include "model_api.h"
-#include "model_ref.h"
+#include "rope.h"
 
 /* ---- model --------------------------------------------------------------------------------- */
 

@@ -5,7 +5,7 @@
 #define OSCAR_KV_CACHE_H
 
 #include "kv_pages.h"
-#include "model_desc.h" /* ovk_rope_type */
+#include "rope.h"
 #include "oscar/kv.h"
 #include "vk_context.h"
 
@@ -53,11 +53,3 @@ uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);
 
 #endif
 
-/* Test hook: copies layer `layer`'s pools and the page tables to host memory and describes
- * them for the C attention reference (attn_ref.h), with each sequence's INT2 boundary as the
- * attention of the open step sees it. Free with ovk_kv_snapshot_free. */
-struct attn_ref_cache;
-oscar_status ovk_kv_snapshot(oscar_kv_cache *c, uint32_t layer, struct attn_ref_cache *out);
-void ovk_kv_snapshot_free(struct attn_ref_cache *snap);
-/* The rotations of a layer as the cache applies them: [n_rot][d][d] each (NULL allowed). */
-oscar_status ovk_kv_rotations(oscar_kv_cache *c, uint32_t layer, float *rot_k, float *rot_v, uint32_t *n_rot);

@@ -37,6 +37,7 @@
 
 #include "gguf.h"
 #include "oscar/oscar.h"
+#include "rope.h"
 #include "tokenizer.h"
 
 typedef enum ovk_arch {
@@ -44,11 +45,6 @@ typedef enum ovk_arch {
     OSCAR_ARCH_QWEN2 = 2,
     OSCAR_ARCH_QWEN3 = 3,
 } ovk_arch;
-
-typedef enum ovk_rope_type {
-    OSCAR_ROPE_NORMAL = 0, /* rotate (x[2i], x[2i+1]) */
-    OSCAR_ROPE_NEOX = 1,   /* rotate (x[i], x[i + n_rot/2]) */
-} ovk_rope_type;
 
 typedef enum ovk_rope_scaling {
     OSCAR_ROPE_SCALING_NONE = 0,

@@ -12,7 +12,7 @@
 #ifndef OSCAR_OPS_H
 #define OSCAR_OPS_H
 
-#include "model_desc.h" /* ovk_rope_type */
+#include "rope.h"
 #include "vk_context.h"
 
 /* Weight types the matmul, mat-vec and get_rows kernels read (shaders/common/dequant.glsl). */

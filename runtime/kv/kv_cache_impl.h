@@ -1,0 +1,118 @@
+/* The KV cache's own view of itself: the object, its tuning constants and the helpers its
+ * files share (kv_create.c: checks, sizing, buffers and pipelines; kv_step.c: sequences, step
+ * planning and recording). Not for other rooms: they use kv_cache.h. */
+#ifndef OVK_KV_CACHE_IMPL_H
+#define OVK_KV_CACHE_IMPL_H
+
+#include <assert.h>
+
+#include "attn_items.h"
+#include "attn_tiles.h"
+#include "common/attn_push.h"
+#include "common/kv_write.h"
+#include "kv_cache.h"
+
+/* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
+#define WG_WRITE 64u
+#define WG_ATTN 128u   /* attn_prefill */
+/* attn_decode: with 256 threads and one score row per thread (U = 1) the H200's compiler keeps
+ * the fp16 variant at 128 registers, two workgroups per SM: 128K 146 us vs 176 us with 128
+ * threads and U = 2 (docs/benchmarks.md, session 4). OSCAR_ATTN_WG, OSCAR_ATTN_U and
+ * OSCAR_ATTN_VU override them. */
+#define WG_ATTN_DECODE 256u
+#define ATTN_DECODE_U 1
+#define ATTN_DECODE_VU 8
+#define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads */
+/* Flash-decoding aims for about this many workgroups per attention call (items of at least
+ * ATTN_MIN_SPLIT tokens; longer items run in chunks of the kernel's item size). The
+ * environment variable OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for
+ * tuning on a device). */
+#ifndef OSCAR_ATTN_TARGET_GROUPS
+#define OSCAR_ATTN_TARGET_GROUPS 256u
+#endif
+#define ATTN_MIN_SPLIT 64u
+/* Items of the INT2 modes hold at least this many tokens (OSCAR_ATTN_MIN_SPLIT overrides it,
+ * for every mode): at 4K context 128-token items (the target's) made int2 decode's step 4.90 ms
+ * of GPU time on the H200, 192-token ones 4.70 (int2-hadamard 5.60 -> 5.57); fp16 mode keeps
+ * 64, where 192 cost 0.03 ms (docs/benchmarks.md, session 10). Contexts from 8K up split
+ * coarser anyway. */
+#define ATTN_MIN_SPLIT_INT2 192u
+/* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
+ * ranges split separately); their partials take n_head * (d + 4) floats each */
+#define ATTN_MAX_ITEMS 4096u
+/* 1: use attn_decode_f16 (INT2 value sums in packed fp16, scores fp32) where the device has
+ * shaderFloat16; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
+ * overrides it when the cache is created. */
+#ifndef OSCAR_ATTN_USE_F16
+#define OSCAR_ATTN_USE_F16 1
+#endif
+/* attn_decode's sh_bias holds a chunk's key-center blocks for blocks no shorter than this */
+static_assert(ATTN_MIN_CENTER_BLOCK == OSCAR_KEY_CENTER_BLOCK_MIN, "the shaders' shortest key-center block is the API's");
+/* attn_decode's shared memory is kept within this (and the device's limit) */
+#define ATTN_SHARED_BUDGET 32768u
+
+struct oscar_kv_cache {
+    oscar_context *ctx;
+    oscar_kv_params p;          /* copy; rotation/clip pointers cleared */
+    uint32_t mode;              /* KV_MODE_* */
+    uint32_t gqa, n_rot;
+    kv_book book;
+    uint64_t int2_page_bytes, f16_page_bytes;  /* one layer */
+    ovk_buffer *int2_pool;    /* [n_layer] each [n_int2_pages][KV_INT2_PAGE_WORDS] words */
+    ovk_buffer *f16_pool;     /* [n_layer] each [n_f16_pages][KV_F16_PAGE_WORDS] words */
+    ovk_buffer rot_k, rot_v;  /* [n_layer][n_rot][d][d] fp32, y = x·R */
+    ovk_buffer means;         /* [n_layer][means_words] words: [K,V][n_kv][d] fp32 centering vectors (zeros
+                                 * unless given), then [n_center_blocks][n_kv][d/2] fp16 pairs of rotated key
+                                 * centers (kv_write.h, KV_CENTER_TABLE_OFF) */
+    uint32_t means_words;       /* a layer's part of `means`, padded to 256 bytes */
+    uint32_t center_block;      /* KV_SPEC_CENTER_BLOCK: positions per key-center block, 0: none */
+    ovk_buffer feedback;      /* [n_layer][n_rot][d][d] fp32 key error feedback; 16 bytes unread when none */
+    uint32_t key_feedback;      /* kv_flush_push.key_feedback: 0 none, 1 per layer, 2 per KV head */
+    ovk_buffer metric;        /* [n_layer][n_rot][d][d] fp32 keys' refit metric; 16 bytes unread when none */
+    uint32_t key_metric;        /* kv_flush_push.key_metric: 0 identity, 1 per layer, 2 per KV head */
+    float *clip_k, *clip_v;     /* [n_layer] */
+    ovk_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
+    ovk_buffer slots;         /* [max_step_tokens] append slots, then flush slots */
+    uint32_t flush_offset;      /* index of the first flush slot in `slots` */
+    ovk_buffer rows, items;   /* kv_attn_row [max_step_tokens], kv_attn_item [items_cap] */
+    uint32_t items_cap, n_items;
+    uint32_t item_tokens;       /* attn_decode's largest item (its KV_SPEC_ITEM_TOKENS) */
+    uint32_t target_groups;     /* workgroups an attention call aims for */
+    uint32_t min_split;         /* tokens an attention item holds at least (a multiple of ATTN_MIN_SPLIT) */
+    ovk_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
+    ovk_buffer q_rot;         /* [max_step_tokens][n_head][d] fp32 scratch */
+    ovk_buffer counters;      /* [max_step_tokens][n_kv_head] uint32: attn_decode's merge counters, 0 between calls */
+    ovk_buffer q_dev;         /* [max_step_tokens][n_head][d] fp32: the public API's q, device-local */
+    ovk_buffer io_k, io_v, io_q, io_out; /* host-visible staging of the public API */
+    struct kv_attn_row *h_rows;   /* [max_step_tokens] host copies */
+    struct kv_attn_item *h_items; /* [items_cap] */
+    uint32_t *h_seq_sink, *h_seq_fe, *h_row_vis; /* scratch for planning */
+    /* Per-step uploads: staged here by step_begin, copied into the device buffers at the start
+     * of the step's first recorded command (so a step costs no extra submission). */
+    ovk_buffer staging;       /* host-visible: [tables | slots | rows | items] */
+    VkBufferCopy *copies;       /* [n_copies] regions of the pending upload */
+    const ovk_buffer **copy_dst; /* [n_copies] */
+    uint32_t n_copies, max_copies;
+    ovk_cmd cmd;
+    ovk_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
+    ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
+    ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
+    /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up
+     * to pf_rows rows of one sequence instead of attn_decode over items. */
+    ovk_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
+    uint32_t pf_rows, pf_chunk;  /* its KV_SPEC_PF_ROWS and KV_SPEC_PF_CHUNK */
+    ovk_buffer tiles;          /* kv_attn_tile [max_step_tokens] */
+    struct kv_attn_tile *h_tiles; /* [max_step_tokens] host copy */
+    uint32_t n_tiles;            /* tiles of this step; 0: a decode step (items) */
+    double last_gpu_ms;
+};
+
+/* A pipeline description with the cache's shape in the shared specialization constants
+ * (kv_layout.h, kv_write.h); callers add their own ids (n_spec covers up to 18). */
+ovk_pipeline_desc ovk_kv_cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                    uint32_t wg, uint32_t n_spec);
+/* The cache's pipeline of `shader`, with one extra specialization constant when extra_id != 0. */
+oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                 uint32_t wg, uint32_t extra_id, uint32_t extra_value, ovk_pipeline **out);
+
+#endif

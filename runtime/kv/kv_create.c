@@ -1,0 +1,505 @@
+/* The paged KV cache: parameters and their checks, sizing of the page pools, the buffers and
+ * pipelines of a cache, and memory accounting. Steps are kv_step.c; bookkeeping kv_pages.c;
+ * layout kv_layout.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "half.h"
+#include "int2_quant.h"
+#include "kv_cache_impl.h"
+
+OSCAR_API const char *oscar_kv_mode_name(oscar_kv_mode mode)
+{
+    switch (mode) {
+    case OSCAR_KV_FP16: return "fp16";
+    case OSCAR_KV_INT2: return "int2";
+    case OSCAR_KV_INT2_HADAMARD: return "int2-hadamard";
+    case OSCAR_KV_INT2_ROTATED: return "oscar";
+    }
+    return "unknown";
+}
+
+OSCAR_API oscar_kv_params oscar_kv_params_default(void)
+{
+    oscar_kv_params p;
+    memset(&p, 0, sizeof p);
+    p.mode = OSCAR_KV_INT2_HADAMARD;
+    p.n_layer = 1, p.n_head = 1, p.n_kv_head = 1, p.head_dim = 128;
+    p.page_tokens = 64, p.sink_tokens = 64, p.recent_tokens = 256, p.flush_tokens = 8;
+    p.max_sequences = 1, p.max_context = 8192, p.max_step_tokens = 512;
+    return p;
+}
+
+/* ---- checks -------------------------------------------------------------------------------- */
+static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
+
+/* Fills defaults and checks the shape; names the first bad field. */
+static oscar_status check_params(oscar_kv_params *p)
+{
+    if (p->group_size == 0) p->group_size = ovk_int2_default_group(p->head_dim);
+    if (p->attn_scale == 0) p->attn_scale = 1.0f / sqrtf((float)p->head_dim);
+    if ((unsigned)p->mode > OSCAR_KV_INT2_ROTATED) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: unknown mode %d", (int)p->mode);
+    if (!is_pow2(p->head_dim) || p->head_dim < 64 || p->head_dim > KV_MAX_HEAD_DIM)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: head_dim %u is not a power of two in 64..256", p->head_dim);
+    if (p->group_size != 32 && p->group_size != 64 && p->group_size != 128)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: group_size %u is not 32, 64 or 128", p->group_size);
+    if (p->head_dim % p->group_size)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: group_size %u does not divide head_dim %u", p->group_size, p->head_dim);
+    if (p->n_layer == 0 || p->n_kv_head == 0 || p->n_head == 0 || p->n_head % p->n_kv_head)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: n_head %u is not a positive multiple of n_kv_head %u (n_layer %u)",
+                           p->n_head, p->n_kv_head, p->n_layer);
+    if (p->n_head / p->n_kv_head > 16)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head (at most 16)", p->n_head / p->n_kv_head);
+    if (p->page_tokens == 0 || p->page_tokens > 1024 || p->flush_tokens == 0 || p->max_sequences == 0 ||
+        p->max_context == 0 || p->max_step_tokens == 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: page_tokens (1..1024), flush_tokens, max_sequences, "
+                                                         "max_context and max_step_tokens must be positive");
+    if (p->mode == OSCAR_KV_INT2_ROTATED && (!p->rot_k || !p->rot_v))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mode oscar needs rot_k and rot_v");
+    return OSCAR_OK;
+}
+
+/* Each R of a rotation set must be finite and orthogonal: max |RᵀR − I| below 1e-3. */
+static oscar_status check_rotations(const float *r, uint32_t n, uint32_t d, const char *which)
+{
+    for (uint32_t m = 0; m < n; m++) {
+        const float *R = r + (size_t)m * d * d;
+        for (size_t i = 0; i < (size_t)d * d; i++)
+            if (!isfinite(R[i]))
+                OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u]: element (%zu, %zu) is not finite", which, m,
+                                   i / d, i % d);
+        double worst = 0;
+        for (uint32_t i = 0; i < d; i++)
+            for (uint32_t j = i; j < d; j++) {
+                double s = 0;
+                for (uint32_t k = 0; k < d; k++) s += (double)R[k * d + i] * R[k * d + j];
+                double e = fabs(s - (i == j ? 1.0 : 0.0));
+                if (e > worst) worst = e;
+            }
+        if (worst > 1e-3)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u] is not orthogonal: max |R^T R - I| = %.3g", which, m, worst);
+    }
+    return OSCAR_OK;
+}
+
+void ovk_kv_hadamard(uint32_t d, float *H)
+{
+    float s = 1.0f / sqrtf((float)d);
+    for (uint32_t i = 0; i < d; i++)
+        for (uint32_t j = 0; j < d; j++) H[i * d + j] = (__builtin_popcount(i & j) & 1) ? -s : s;
+}
+
+/* ---- creation ------------------------------------------------------------------------------ */
+ovk_pipeline_desc ovk_kv_cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                      uint32_t wg, uint32_t n_spec)
+{
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = n_buffers, .push_size = push_size, .n_spec = n_spec };
+    d.spec[KV_SPEC_WORKGROUP] = wg;
+    d.spec[KV_SPEC_HEAD_DIM] = c->p.head_dim;
+    d.spec[KV_SPEC_GROUP] = c->p.group_size;
+    d.spec[KV_SPEC_PAGE] = c->p.page_tokens;
+    d.spec[KV_SPEC_N_KV] = c->p.n_kv_head;
+    d.spec[KV_SPEC_GQA] = c->gqa;
+    d.spec[KV_SPEC_MODE] = c->mode;
+    d.spec[KV_SPEC_ROT_PER_HEAD] = c->n_rot > 1;
+    d.spec[KV_SPEC_CENTER_BLOCK] = c->center_block;
+    d.spec[KV_SPEC_SINK] = c->p.sink_tokens;
+    return d;
+}
+
+oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
+                                 uint32_t wg, uint32_t extra_id, uint32_t extra_value, ovk_pipeline **out)
+{
+    ovk_pipeline_desc d = ovk_kv_cache_desc(c, shader, n_buffers, push_size, wg, ATTN_N_SPEC);
+    if (extra_id) d.spec[extra_id] = extra_value;
+    return ovk_pipeline_get(c->ctx, &d, out);
+}
+
+/* attn_prefill's pipeline and tile buffers, with the largest tile shape that fits the shared
+ * memory attention may use. Leaves pl_prefill NULL (prefill steps then run attn_decode) when
+ * tiles would hold fewer than 2 rows, or when the environment variable OSCAR_ATTN_PREFILL is 0
+ * (for comparisons). */
+static oscar_status create_prefill(oscar_kv_cache *c)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_context *ctx = c->ctx;
+    const char *env = getenv("OSCAR_ATTN_PREFILL");
+    if (env && atoi(env) == 0) return OSCAR_OK;
+    uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
+    if (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2)
+        return OSCAR_OK;
+    uint32_t T = c->p.max_step_tokens;
+    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
+    c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
+    if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    ovk_pipeline_desc d = ovk_kv_cache_desc(c, "attn_prefill", 10, sizeof(struct attn_prefill_push), WG_ATTN, ATTN_PF_N_SPEC);
+    d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
+    d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
+    OSCAR_TRY(ovk_pipeline_get(ctx, &d, &c->pl_prefill));
+fail:
+    return st;
+}
+
+/* fp16 pages the INT2 modes need for every sequence's windows at once: per sequence the sink
+ * pages, the recent window with its flush batch and a partial page at each end, plus the
+ * new tokens of one step (at most max_step_tokens over all sequences, one partial page each). */
+static uint32_t f16_window_pool(const kv_book_config *c)
+{
+    uint32_t P = c->page;
+    uint32_t per_seq = (c->sink + P - 1) / P + (c->recent + c->flush - 1 + P - 1) / P + 2;
+    return c->max_seqs * per_seq + (c->max_step_tokens + P - 1) / P + c->max_seqs;
+}
+
+static void seq_sizes(const oscar_kv_params *p, uint32_t int2, uint64_t budget, uint64_t int2_page, uint64_t f16_page,
+                      kv_book_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->page = p->page_tokens;
+    cfg->sink = int2 ? p->sink_tokens : 0;
+    cfg->recent = p->recent_tokens;
+    cfg->flush = p->flush_tokens;
+    cfg->int2 = int2;
+    cfg->max_seqs = p->max_sequences;
+    cfg->max_context = p->max_context;
+    cfg->max_step_tokens = p->max_step_tokens;
+    uint32_t i2, f16;
+    kv_book_pages_for(cfg, p->max_context, &i2, &f16);
+    if (!int2) {
+        cfg->n_f16_pages = budget ? (uint32_t)(budget / f16_page) : f16 * p->max_sequences;
+        return;
+    }
+    /* windows first (every sequence needs its fp16 pages), then INT2 */
+    uint32_t w = f16_window_pool(cfg), all = f16 * p->max_sequences;
+    cfg->n_f16_pages = w < all ? w : all;
+    if (budget == 0) cfg->n_int2_pages = i2 * p->max_sequences;
+    else {
+        uint64_t f16_bytes = (uint64_t)cfg->n_f16_pages * f16_page;
+        cfg->n_int2_pages = budget > f16_bytes ? (uint32_t)((budget - f16_bytes) / int2_page) : 0;
+    }
+}
+
+OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_params *params, oscar_kv_cache **out)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_kv_cache *c = NULL;
+    float *rot = NULL;
+    if (!ctx || !params || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_cache_create: NULL argument");
+    *out = NULL;
+    oscar_kv_params p = *params;
+    OSCAR_TRY(check_params(&p));
+    uint32_t d = p.head_dim, L = p.n_layer;
+    uint32_t n_rot = p.mode == OSCAR_KV_INT2_ROTATED && p.rot_per_head ? p.n_kv_head : 1;
+    if (p.mode == OSCAR_KV_INT2_ROTATED) {
+        OSCAR_TRY(check_rotations(p.rot_k, L * n_rot, d, "rot_k"));
+        OSCAR_TRY(check_rotations(p.rot_v, L * n_rot, d, "rot_v"));
+    }
+    if (p.key_feedback && p.mode != OSCAR_KV_INT2_ROTATED)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_feedback needs mode oscar, not %s",
+                           oscar_kv_mode_name(p.mode));
+    for (size_t m = 0; p.key_feedback && m < (size_t)L * n_rot; m++)
+        for (size_t i = 0; i < (size_t)d * d; i++) {
+            float f = p.key_feedback[m * d * d + i];
+            if (!isfinite(f) || (i / d >= i % d && f != 0.0f))
+                OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_feedback of layer %zu (head %zu): element (%zu, %zu) "
+                                   "is %s", m / n_rot, m % n_rot, i / d, i % d, isfinite(f) ? "not 0 on or below the diagonal" : "not finite");
+        }
+    if ((p.refit_rounds || p.key_metric) && p.mode != OSCAR_KV_INT2_ROTATED)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: refit_rounds / key_metric need mode oscar, not %s",
+                           oscar_kv_mode_name(p.mode));
+    if (p.refit_rounds > 8 || (p.refit_rounds && p.group_size != d) || (p.key_metric && !p.refit_rounds))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: refit_rounds %u must be at most 8, needs group_size %u equal "
+                           "to head_dim %u, and key_metric needs it", p.refit_rounds, p.group_size, d);
+    for (size_t i = 0; p.key_metric && i < (size_t)L * n_rot * d * d; i++) {
+        size_t m = i / ((size_t)d * d), r = i / d % d, c = i % d;
+        if (!isfinite(p.key_metric[i]) || p.key_metric[i] != p.key_metric[(m * d + c) * d + r])
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_metric of layer %zu (head %zu): element (%zu, %zu) is %s",
+                               m / n_rot, m % n_rot, r, c, isfinite(p.key_metric[i]) ? "not its transpose's" : "not finite");
+    }
+    if ((p.mean_k || p.mean_v) && p.mode != OSCAR_KV_INT2_ROTATED)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mean_k / mean_v need mode oscar, not %s",
+                           oscar_kv_mode_name(p.mode));
+    for (size_t i = 0; i < (size_t)L * p.n_kv_head * d; i++)
+        if ((p.mean_k && !isfinite(p.mean_k[i])) || (p.mean_v && !isfinite(p.mean_v[i])))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: %s of layer %zu, KV head %zu, element %zu is not finite",
+                               p.mean_k && !isfinite(p.mean_k[i]) ? "mean_k" : "mean_v", i / ((size_t)p.n_kv_head * d),
+                               i / d % p.n_kv_head, i % d);
+    if (p.key_centers && (p.mode != OSCAR_KV_INT2_ROTATED || p.key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers need mode oscar (not %s) and key_center_block "
+                           ">= %u (not %u)", oscar_kv_mode_name(p.mode), OSCAR_KEY_CENTER_BLOCK_MIN, p.key_center_block);
+    uint32_t n_blocks = p.key_centers ? (uint32_t)(((uint64_t)p.max_context + p.key_center_block - 1) / p.key_center_block) : 0;
+    for (size_t i = 0; i < (size_t)L * n_blocks * p.n_kv_head * d; i++)
+        if (!isfinite(p.key_centers[i]))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers of layer %zu, block %zu, KV head %zu, element %zu "
+                               "is not finite", i / ((size_t)n_blocks * p.n_kv_head * d), i / ((size_t)p.n_kv_head * d) % n_blocks,
+                               i / d % p.n_kv_head, i % d);
+    for (uint32_t l = 0; l < L; l++)
+        if ((p.clip_k && !(p.clip_k[l] > 0 && p.clip_k[l] <= 1)) || (p.clip_v && !(p.clip_v[l] > 0 && p.clip_v[l] <= 1)))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: clip ratio of layer %u is not in (0, 1]", l);
+
+    c = calloc(1, sizeof *c);
+    if (!c) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    c->ctx = ctx;
+    c->p = p;
+    c->mode = (uint32_t)p.mode; /* OSCAR_KV_* equal KV_MODE_* */
+    c->gqa = p.n_head / p.n_kv_head;
+    c->n_rot = n_rot;
+    uint32_t int2 = p.mode != OSCAR_KV_FP16;
+    c->int2_page_bytes = 4ull * KV_INT2_PAGE_WORDS(p.n_kv_head, p.page_tokens, d, p.group_size);
+    c->f16_page_bytes = 4ull * KV_F16_PAGE_WORDS(p.n_kv_head, p.page_tokens, d);
+
+    kv_book_config cfg;
+    seq_sizes(&p, int2, p.memory_budget / L, c->int2_page_bytes, c->f16_page_bytes, &cfg);
+    if (cfg.n_f16_pages == 0 || (int2 && cfg.n_int2_pages == 0 && p.max_context > cfg.sink + cfg.recent))
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_DEVICE_MEMORY, "KV cache: memory_budget %llu bytes holds no page (fp16 pages need %llu bytes per layer)",
+                   (unsigned long long)p.memory_budget, (unsigned long long)c->f16_page_bytes);
+    uint64_t limit = c->ctx->info.max_storage_buffer_range;
+    if ((uint64_t)cfg.n_int2_pages * c->int2_page_bytes > limit || (uint64_t)cfg.n_f16_pages * c->f16_page_bytes > limit)
+        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: a layer's page pool (%llu INT2 / %llu fp16 bytes) exceeds the device's "
+                   "storage-buffer limit of %llu bytes; lower max_context, max_sequences or memory_budget",
+                   (unsigned long long)cfg.n_int2_pages * c->int2_page_bytes,
+                   (unsigned long long)cfg.n_f16_pages * c->f16_page_bytes, (unsigned long long)limit);
+    OSCAR_TRY(kv_book_init(&c->book, &cfg));
+
+    /* page pools */
+    c->int2_pool = calloc(L, sizeof *c->int2_pool);
+    c->f16_pool = calloc(L, sizeof *c->f16_pool);
+    if (!c->int2_pool || !c->f16_pool) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < L; l++) {
+        OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)cfg.n_int2_pages * c->int2_page_bytes, OSCAR_BUFFER_DEVICE, &c->int2_pool[l]));
+        OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)cfg.n_f16_pages * c->f16_page_bytes, OSCAR_BUFFER_DEVICE, &c->f16_pool[l]));
+    }
+
+    /* rotations: the given set, or Hadamard for every layer, or identity (unused) */
+    size_t rot_floats = (size_t)L * n_rot * d * d;
+    rot = malloc(rot_floats * sizeof *rot);
+    if (!rot) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    OSCAR_TRY(ovk_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_k));
+    OSCAR_TRY(ovk_buffer_create(ctx, rot_floats * 4, OSCAR_BUFFER_DEVICE, &c->rot_v));
+    if (p.mode == OSCAR_KV_INT2_ROTATED) {
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_k, 0, p.rot_k, rot_floats * 4));
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_v, 0, p.rot_v, rot_floats * 4));
+    } else {
+        for (uint32_t m = 0; m < L * n_rot; m++) {
+            if (p.mode == OSCAR_KV_INT2_HADAMARD) ovk_kv_hadamard(d, rot + (size_t)m * d * d);
+            else for (uint32_t i = 0; i < d * d; i++) rot[(size_t)m * d * d + i] = (i / d == i % d) ? 1.0f : 0.0f;
+        }
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_k, 0, rot, rot_floats * 4));
+        OSCAR_TRY(ovk_buffer_upload(ctx, &c->rot_v, 0, rot, rot_floats * 4));
+    }
+    c->clip_k = malloc(L * sizeof *c->clip_k);
+    c->clip_v = malloc(L * sizeof *c->clip_v);
+    if (!c->clip_k || !c->clip_v) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t l = 0; l < L; l++) {
+        c->clip_k[l] = p.clip_k ? p.clip_k[l] : OSCAR_CLIP_RATIO_K;
+        c->clip_v[l] = p.clip_v ? p.clip_v[l] : OSCAR_CLIP_RATIO_V;
+    }
+    {   /* centering vectors: per layer K then V, zeros where none are given; then the rotated key
+         * centers, c_b·R_K of each block and KV head, rounded to fp16 (kv_append subtracts and the
+         * attention adds back these same values) */
+        size_t per = (size_t)p.n_kv_head * d;
+        c->center_block = p.key_centers ? p.key_center_block : 0;
+        c->means_words = (uint32_t)((2 * per + n_blocks * per / 2 + 63) / 64 * 64);
+        size_t words = (size_t)L * c->means_words;
+        uint32_t *m = calloc(words, sizeof *m);
+        if (!m) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        for (uint32_t l = 0; l < L; l++) {
+            uint32_t *ml = m + (size_t)l * c->means_words;
+            if (p.mean_k) memcpy(ml, p.mean_k + (size_t)l * per, per * sizeof *m);
+            if (p.mean_v) memcpy(ml + per, p.mean_v + (size_t)l * per, per * sizeof *m);
+            for (size_t b = 0; b < n_blocks; b++)
+                for (uint32_t h = 0; h < p.n_kv_head; h++) {
+                    const float *x = p.key_centers + (((size_t)l * n_blocks + b) * p.n_kv_head + h) * d;
+                    const float *R = p.rot_k + ((size_t)l * n_rot + (n_rot > 1 ? h : 0)) * d * d;
+                    uint32_t *dst = ml + 2 * per + (b * p.n_kv_head + h) * d / 2; /* KV_CENTER_TABLE_OFF */
+                    double y[KV_MAX_HEAD_DIM] = { 0 }; /* x·R, R read row by row */
+                    for (uint32_t i = 0; i < d; i++)
+                        for (uint32_t j = 0; j < d; j++) y[j] += (double)x[i] * R[(size_t)i * d + j];
+                    for (uint32_t j = 0; j < d; j++) dst[j / 2] |= (uint32_t)ovk_f32_to_f16((float)y[j]) << (j % 2 * 16);
+                }
+        }
+        st = ovk_buffer_create(ctx, words * 4, OSCAR_BUFFER_DEVICE, &c->means);
+        if (st == OSCAR_OK) st = ovk_buffer_upload(ctx, &c->means, 0, m, words * 4);
+        free(m);
+        if (st != OSCAR_OK) goto fail;
+    }
+    {   /* key error feedback (a 16-byte buffer the flush never reads when there is none) */
+        uint64_t bytes = p.key_feedback ? (uint64_t)L * n_rot * d * d * 4 : 16;
+        st = ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->feedback);
+        if (st == OSCAR_OK && p.key_feedback) st = ovk_buffer_upload(ctx, &c->feedback, 0, p.key_feedback, bytes);
+        if (st != OSCAR_OK) goto fail;
+        c->key_feedback = p.key_feedback ? (n_rot > 1 ? 2 : 1) : 0;
+    }
+    {   /* keys' refit metric (likewise) */
+        uint64_t bytes = p.key_metric ? (uint64_t)L * n_rot * d * d * 4 : 16;
+        st = ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->metric);
+        if (st == OSCAR_OK && p.key_metric) st = ovk_buffer_upload(ctx, &c->metric, 0, p.key_metric, bytes);
+        if (st != OSCAR_OK) goto fail;
+        c->key_metric = p.key_metric ? (n_rot > 1 ? 2 : 1) : 0;
+    }
+    c->p.rot_k = c->p.rot_v = NULL;
+    c->p.key_feedback = c->p.key_metric = NULL;
+    c->p.clip_k = c->p.clip_v = NULL;
+    c->p.mean_k = c->p.mean_v = c->p.key_centers = NULL;
+
+    /* tables and per-step buffers */
+    uint64_t table_bytes = (uint64_t)p.max_sequences * c->book.max_pages * 4;
+    OSCAR_TRY(ovk_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->int2_table));
+    OSCAR_TRY(ovk_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->f16_table));
+    uint32_t T = p.max_step_tokens;
+    c->flush_offset = T;
+    uint64_t max_flush = (uint64_t)T + (uint64_t)p.max_sequences * (p.recent_tokens + p.flush_tokens);
+    OSCAR_TRY(ovk_buffer_create(ctx, (T + max_flush) * sizeof(struct kv_token_slot), OSCAR_BUFFER_DEVICE, &c->slots));
+    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_row), OSCAR_BUFFER_DEVICE, &c->rows));
+    uint64_t row_bytes = (uint64_t)T * p.n_head * d * 4;
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_rot));
+    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * p.n_kv_head * 4, OSCAR_BUFFER_DEVICE, &c->counters));
+    OSCAR_TRY(ovk_buffer_fill(ctx, &c->counters, 0, (uint64_t)T * p.n_kv_head * 4, 0));
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_dev));
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_STAGING, &c->io_q));
+    OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_READBACK, &c->io_out));
+    uint64_t kv_bytes = (uint64_t)T * p.n_kv_head * d * 4;
+    OSCAR_TRY(ovk_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_k));
+    OSCAR_TRY(ovk_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_STAGING, &c->io_v));
+    c->h_rows = malloc(T * sizeof *c->h_rows);
+    c->h_row_vis = malloc(T * sizeof *c->h_row_vis);
+    c->h_seq_sink = malloc(p.max_sequences * sizeof *c->h_seq_sink);
+    c->h_seq_fe = malloc(p.max_sequences * sizeof *c->h_seq_fe);
+    if (!c->h_rows || !c->h_row_vis || !c->h_seq_sink || !c->h_seq_fe) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+
+    OSCAR_TRY(ovk_cmd_init(ctx, &c->cmd));
+    OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
+    OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_flush", 5, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
+    OSCAR_TRY(ovk_kv_get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
+    uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
+    {
+        const char *wg_env = getenv("OSCAR_ATTN_WG");
+        long w = wg_env ? strtol(wg_env, NULL, 10) : 0;
+        if (w >= 64 && w <= 1024 && w % (d / 4) == 0) wg_dec = (uint32_t)w;
+        if (wg_dec > ctx->limits.maxComputeWorkGroupSize[0] || wg_dec > ctx->limits.maxComputeWorkGroupInvocations)
+            wg_dec = WG_ATTN; /* every device runs 128 */
+        uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
+        if (WG_ATTN % (d / 4)) /* then wg_dec (WG_ATTN, 256 or a checked multiple of d/4) passes too */
+            OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
+        c->item_tokens = ovk_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, budget);
+        if (c->item_tokens == 0)
+            OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
+                       "memory attention may use on this device", c->gqa, budget);
+        const char *env = getenv("OSCAR_ATTN_TARGET_GROUPS");
+        long tg = env ? strtol(env, NULL, 10) : 0;
+        c->target_groups = tg > 0 && tg < (1l << 20) ? (uint32_t)tg : OSCAR_ATTN_TARGET_GROUPS;
+        env = getenv("OSCAR_ATTN_MIN_SPLIT"); /* tuning: a floor on the tokens of an item */
+        long ms = env ? strtol(env, NULL, 10) : 0;
+        c->min_split = ms > 0 && ms <= 65536 && ms % ATTN_MIN_SPLIT == 0 ? (uint32_t)ms
+                       : p.mode == OSCAR_KV_FP16                                 ? ATTN_MIN_SPLIT
+                                                                                 : ATTN_MIN_SPLIT_INT2;
+    }
+    const char *f16_env = getenv("OSCAR_ATTN_F16");
+    int use_f16 = (f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
+    {
+        /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16), OSCAR_ATTN_WG above */
+        const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
+        long u = u_env ? strtol(u_env, NULL, 10) : ATTN_DECODE_U, vu = vu_env ? strtol(vu_env, NULL, 10) : ATTN_DECODE_VU;
+        ovk_pipeline_desc pd = ovk_kv_cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 12,
+                                            sizeof(struct attn_decode_push), wg_dec, ATTN_N_SPEC);
+        pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
+        pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : ATTN_DECODE_U;
+        pd.spec[KV_SPEC_ATTN_VU] = vu >= 1 && vu <= 16 ? (uint32_t)vu : ATTN_DECODE_VU;
+        OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
+    }
+    OSCAR_TRY(create_prefill(c));
+    free(rot);
+    *out = c;
+    return OSCAR_OK;
+fail:
+    free(rot);
+    oscar_kv_cache_destroy(c);
+    return st;
+}
+
+OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
+{
+    if (!c) return;
+    oscar_context *ctx = c->ctx;
+    ovk_cmd_release(ctx, &c->cmd);
+    for (uint32_t l = 0; c->int2_pool && l < c->p.n_layer; l++) ovk_buffer_destroy(ctx, &c->int2_pool[l]);
+    for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) ovk_buffer_destroy(ctx, &c->f16_pool[l]);
+    free(c->int2_pool);
+    free(c->f16_pool);
+    ovk_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->feedback, &c->metric, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
+                             &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out,
+                             &c->tiles };
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
+    free(c->clip_k), free(c->clip_v);
+    free(c->copies), free(c->copy_dst);
+    free(c->h_rows), free(c->h_items), free(c->h_row_vis), free(c->h_seq_sink), free(c->h_seq_fe);
+    free(c->h_tiles);
+    kv_book_free(&c->book);
+    free(c);
+}
+
+/* ---- accounting ---------------------------------------------------------------------------- */
+OSCAR_API oscar_status oscar_kv_get_stats(const oscar_kv_cache *c, oscar_kv_stats *s)
+{
+    if (!c || !s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_get_stats: NULL argument");
+    memset(s, 0, sizeof *s);
+    const kv_book *b = &c->book;
+    uint32_t L = c->p.n_layer, P = c->p.page_tokens;
+    s->mode = c->p.mode;
+    s->page_tokens = P;
+    s->int2_pages_total = b->int2.n_pages;
+    s->int2_pages_used = b->int2.n_pages - b->int2.n_free;
+    s->f16_pages_total = b->f16.n_pages;
+    s->f16_pages_used = b->f16.n_pages - b->f16.n_free;
+    s->int2_bytes_per_token = c->int2_page_bytes * L / P;
+    s->f16_bytes_per_token = c->f16_page_bytes * L / P;
+    s->bytes_total = (uint64_t)L * (b->int2.n_pages * c->int2_page_bytes + b->f16.n_pages * c->f16_page_bytes);
+    s->bytes_used = (uint64_t)L * (s->int2_pages_used * c->int2_page_bytes + s->f16_pages_used * c->f16_page_bytes);
+    for (uint32_t q = 0; q < c->p.max_sequences; q++) {
+        const kv_seq *sq = &b->seqs[q];
+        if (!sq->active) continue;
+        uint64_t n_int2 = b->cfg.int2 && sq->flushed_end > b->cfg.sink ? sq->flushed_end - b->cfg.sink : 0;
+        s->int2_tokens += n_int2;
+        s->f16_tokens += sq->len - n_int2;
+    }
+    uint64_t tokens = s->int2_tokens + s->f16_tokens;
+    if (tokens)
+        s->bits_per_element = (double)s->bytes_used * 8.0 / ((double)tokens * L * 2 * c->p.n_kv_head * c->p.head_dim);
+    /* longest new sequence: fp16 window pages first, then INT2 pages */
+    uint32_t lo = 0, hi = c->p.max_context;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2, i2, f;
+        kv_book_pages_for(&b->cfg, mid, &i2, &f);
+        if (i2 <= b->int2.n_free && f <= b->f16.n_free) lo = mid;
+        else hi = mid - 1;
+    }
+    s->max_context = lo;
+    s->last_gpu_ms = c->last_gpu_ms;
+    return OSCAR_OK;
+}
+
+OSCAR_API oscar_status oscar_kv_max_context(const oscar_kv_params *params, uint64_t budget, uint32_t *max_tokens)
+{
+    oscar_status st = OSCAR_OK;
+    if (!params || !max_tokens) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_max_context: NULL argument");
+    oscar_kv_params p = *params;
+    p.max_context = UINT32_MAX / 2;
+    p.max_sequences = 1;
+    OSCAR_TRY(check_params(&p));
+    uint32_t d = p.head_dim;
+    uint64_t i2b = 4ull * KV_INT2_PAGE_WORDS(p.n_kv_head, p.page_tokens, d, p.group_size) * p.n_layer;
+    uint64_t f16b = 4ull * KV_F16_PAGE_WORDS(p.n_kv_head, p.page_tokens, d) * p.n_layer;
+    kv_book_config cfg;
+    seq_sizes(&p, p.mode != OSCAR_KV_FP16, 0, 0, 0, &cfg);
+    uint32_t lo = 0, hi = UINT32_MAX / 2;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2, i2, f;
+        kv_book_pages_for(&cfg, mid, &i2, &f);
+        if ((uint64_t)i2 * i2b + (uint64_t)f * f16b <= budget) lo = mid;
+        else hi = mid - 1;
+    }
+    *max_tokens = lo;
+fail:
+    return st;
+}
