@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* --bandwidth is a benchmark tool of the experimental interface */
+#define OSCAR_EXPERIMENTAL
+#include "oscar/experimental.h"
 #include "oscar/oscar.h"
 
 static const char *type_name(oscar_device_type t)

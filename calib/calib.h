@@ -303,7 +303,7 @@ oscar_status ovk_rotation_build(ovk_rotation_kind kind, uint32_t d, const double
  * LAPACK fails. */
 oscar_status ovk_key_feedback_matrix(uint32_t d, const double *C, const float *R, double damp, float *F);
 
-/* The keys' metric for the least-squares refit (oscar_int2_refit_row) with rotation R and query
+/* The keys' metric for the least-squares refit (ovk_int2_refit_row) with rotation R and query
  * covariance C: the same damped M = Rᵀ C R + damp · tr(Rᵀ C R)/d · I the feedback is built
  * from, scaled so its mean diagonal is 1 (the refit's solve does not depend on the scale, its
  * fp32 sums do), written as float32 [d][d]: exactly symmetric, entries below 1e-30 in

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "calib_run.h"
+#include "oscar/experimental.h"
 #include "capture.h"
 #include "error.h"
 #include "int2_quant.h"

@@ -21,7 +21,7 @@ typedef struct ovk_rotation_file_meta {
     uint32_t sink_tokens, recent_tokens;
     const char *architecture;     /* "llama", ... */
     uint32_t n_layer, n_head, n_kv_head, head_dim;
-    uint64_t fingerprint;         /* oscar_model_fingerprint(); written as 16 hex digits */
+    uint64_t fingerprint;         /* ovk_model_fingerprint(); written as 16 hex digits */
     uint64_t calib_tokens;
     uint32_t sequence_length;
     const char *text_source;

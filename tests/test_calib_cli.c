@@ -185,7 +185,7 @@ static ovk_gguf *check_file(const char *path, const ovk_model_desc *desc, const 
     check_u32(g, "oscar.model.head_count", hp->n_head);
     check_u32(g, "oscar.model.head_dim", d);
     char fp[17];
-    snprintf(fp, sizeof fp, "%016" PRIx64, oscar_model_fingerprint(desc));
+    snprintf(fp, sizeof fp, "%016" PRIx64, ovk_model_fingerprint(desc));
     check_str(g, "oscar.model.fingerprint", fp);
     uint64_t tokens = 0;
     CHECK_OK(ovk_gguf_get_u64(g, "oscar.calib.tokens", &tokens));

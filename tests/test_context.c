@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "oscar/experimental.h"
 #include "test_gpu.h"
 
 static void test_buffers(oscar_context *ctx)

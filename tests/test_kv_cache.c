@@ -14,6 +14,7 @@
 #include "attn_ref.h"
 #include "kv_cache.h"
 #include "kv_snapshot.h"
+#include "oscar/experimental.h"
 #include "kv_ref.h"
 #include "test_gpu.h"
 
@@ -182,6 +183,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     memset(&r, 0, sizeof r);
     r.ctx = ctx, r.s = *s, r.mode = mode, r.n_layer = 2;
     oscar_kv_params p = oscar_kv_params_default();
+    oscar_kv_experimental px = { 0 }; /* key centers, per head only */
     p.mode = mode;
     p.n_layer = r.n_layer, p.n_kv_head = s->n_kv, p.n_head = s->n_kv * s->gqa, p.head_dim = s->d, p.group_size = s->G;
     p.page_tokens = s->page, p.sink_tokens = s->sink, p.recent_tokens = s->recent, p.flush_tokens = s->flush;
@@ -207,7 +209,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
             size_t nc = (size_t)r.n_layer * n_blocks * s->n_kv * s->d;
             centers = malloc(sizeof(float) * nc);
             for (size_t i = 0; i < nc; i++) centers[i] = 4.0f * test_rng_normal();
-            p.key_centers = centers, p.key_center_block = 16;
+            px.key_centers = centers, px.key_center_block = 16, p.experimental = &px;
         }
     }
     oscar_status st = oscar_kv_cache_create(ctx, &p, &r.cache);
@@ -255,7 +257,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     if (mode != OSCAR_KV_FP16) CHECK(stats.int2_tokens > 0);
     printf("d=%u G=%u kv=%u gqa=%u page=%u %-13s%s%s: worst NSE vs reference %.2e, vs exact (fp16 only) %.2e over %d calls, "
            "%.3f bits/elem\n", s->d, s->G, s->n_kv, s->gqa, s->page, oscar_kv_mode_name(mode), per_head ? " per-head" : "",
-           p.key_centers ? " key-centers" : "",
+           p.experimental ? " key-centers" : "",
            r.worst_ref, r.worst_exact_f16, r.checked_exact, stats.bits_per_element);
     CHECK(r.checked_exact > 0);
     oscar_kv_cache_destroy(r.cache);
@@ -269,6 +271,7 @@ static void bad_input(oscar_context *ctx)
     p.n_head = 4, p.n_kv_head = 2, p.head_dim = 64, p.max_context = 256, p.max_step_tokens = 32;
     oscar_kv_cache *c = NULL;
     oscar_kv_params q = p;
+    oscar_kv_experimental qx = { 0 };
     q.head_dim = 96;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "head_dim 96") != NULL);
@@ -310,16 +313,16 @@ static void bad_input(oscar_context *ctx)
     free(mean);
     /* key centers: mode oscar, blocks of at least 16 positions, finite */
     float *ctr = calloc(256 / 32 * 2 * 64, sizeof(float)); /* [n_layer 1][256 / 32 blocks][n_kv 2][d 64] */
-    q = p, q.mode = OSCAR_KV_INT2_HADAMARD, q.key_centers = ctr, q.key_center_block = 32;
+    q = p, q.experimental = &qx, qx = (oscar_kv_experimental){ 0 }, q.mode = OSCAR_KV_INT2_HADAMARD, qx.key_centers = ctr, qx.key_center_block = 32;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "key_centers need mode oscar (not int2-hadamard)") != NULL);
-    q = p, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, q.key_centers = ctr, q.key_center_block = 8;
+    q = p, q.experimental = &qx, qx = (oscar_kv_experimental){ 0 }, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, qx.key_centers = ctr, qx.key_center_block = 8;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "key_center_block >= 16 (not 8)") != NULL);
-    q.key_center_block = 0; /* no block at all: refused, not divided by */
+    qx.key_center_block = 0; /* no block at all: refused, not divided by */
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "key_center_block >= 16 (not 0)") != NULL);
-    q.key_center_block = 32;
+    qx.key_center_block = 32;
     CHECK_OK(oscar_kv_cache_create(ctx, &q, &c));
     oscar_kv_cache_destroy(c);
     ctr[(7 * 2 + 1) * 64 + 3] = NAN; /* block 7 (the last), KV head 1, element 3 */
@@ -329,17 +332,17 @@ static void bad_input(oscar_context *ctx)
     /* the refit: only in mode oscar, at most 8 rounds, its metric symmetric, finite and with it */
     float *met = calloc(64 * 64, sizeof(float)); /* [n_layer 1][n_rot 1][d 64][d 64] */
     for (int i = 0; i < 64; i++) met[i * 64 + i] = 1.0f;
-    q = p, q.mode = OSCAR_KV_INT2_HADAMARD, q.refit_rounds = 3;
+    q = p, q.experimental = &qx, qx = (oscar_kv_experimental){ 0 }, q.mode = OSCAR_KV_INT2_HADAMARD, qx.refit_rounds = 3;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "refit_rounds / key_metric need mode oscar") != NULL);
-    q = p, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, q.refit_rounds = 3, q.key_metric = met;
+    q = p, q.experimental = &qx, qx = (oscar_kv_experimental){ 0 }, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64, qx.refit_rounds = 3, qx.key_metric = met;
     CHECK_OK(oscar_kv_cache_create(ctx, &q, &c));
     oscar_kv_cache_destroy(c);
-    q.refit_rounds = 9;
+    qx.refit_rounds = 9;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
-    q.refit_rounds = 0;
+    qx.refit_rounds = 0;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
-    q.refit_rounds = 3;
+    qx.refit_rounds = 3;
     met[1] = 0.5f; /* (0, 1) without its (1, 0) */
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "key_metric of layer 0 (head 0): element (0, 1) is not its transpose's") != NULL);

@@ -41,6 +41,7 @@
 #include "model_desc.h"
 #include "model_gen.h"
 #include "model_ref.h"
+#include "oscar/experimental.h"
 #include "test_proc.h"
 #include "test_gpu.h"
 
@@ -303,7 +304,7 @@ static void check_chunks_batches_forks(void)
     pair_close(&p);
 }
 
-/* The benchmark's synthetic fill (ovk_session_fill_synthetic): a sequence filled with random
+/* The benchmark's synthetic fill (oscar_session_fill_synthetic): a sequence filled with random
  * K/V has the length and the fp16/INT2 split of one prefilled to the same length, decodes
  * after it, and a fill past n_ctx fails without changing the sequence. */
 static void check_synthetic_fill(void)
@@ -322,7 +323,7 @@ static void check_synthetic_fill(void)
     random_tokens(prompt, 150, p.n_vocab);
     CHECK_OK(oscar_session_seq_add(sf, &qf));
     CHECK_OK(oscar_session_seq_add(sr, &qr));
-    CHECK_OK(ovk_session_fill_synthetic(sf, qf, 150)); /* chunks of 16, the last of 6 */
+    CHECK_OK(oscar_session_fill_synthetic(sf, qf, 150)); /* chunks of 16, the last of 6 */
     CHECK_OK(oscar_session_prefill(sr, qr, prompt, 150, NULL));
     oscar_kv_stats kf, kr;
     CHECK_OK(oscar_session_kv_stats(sf, &kf));
@@ -339,7 +340,7 @@ static void check_synthetic_fill(void)
     int finite = 1;
     for (uint32_t i = 0; i < p.n_vocab; i++) finite &= isfinite(logits[i]) != 0;
     CHECK_MSG(finite, "logits after a synthetic fill are not finite");
-    CHECK(ovk_session_fill_synthetic(sf, qf, 10) == OSCAR_ERROR_CONTEXT_FULL);
+    CHECK(oscar_session_fill_synthetic(sf, qf, 10) == OSCAR_ERROR_CONTEXT_FULL);
     CHECK_OK(oscar_session_seq_length(sf, qf, &len));
     CHECK(len == 151);
     printf("synthetic fill of 150 tokens: %llu INT2 + %llu fp16, as a prefill stores them\n",
@@ -854,17 +855,18 @@ static void check_rotation_files(void)
         CHECK_OK(oscar_rotation_set_load(test_tmp_path("zoo_kb.gguf"), m, &s));
         CHECK(s && s->key_center_block == 32 && s->mean_k && !s->mean_v);
         oscar_session_params sp = oscar_session_params_default();
+        oscar_session_experimental sx = { 0 };
         sp.kv_mode = OSCAR_KV_INT2_ROTATED;
         sp.n_ctx = 100, sp.rotations = s; /* 4 blocks, the last partial */
         oscar_session *ss = NULL;
         CHECK_OK(oscar_session_create(m, &sp, &ss));
         oscar_session_destroy(ss);
         ss = NULL;
-        sp.key_center_block = OSCAR_KEY_CENTER_CONTEXT; /* one center for the context instead */
+        sp.experimental = &sx, sx.key_center_block = OSCAR_KEY_CENTER_CONTEXT; /* one center for the context instead */
         CHECK_OK(oscar_session_create(m, &sp, &ss));
         oscar_session_destroy(ss);
         ss = NULL;
-        sp.key_center_block = 8;
+        sx.key_center_block = 8;
         CHECK_STATUS(oscar_session_create(m, &sp, &ss), OSCAR_ERROR_INVALID_ARGUMENT);
         CHECK(ss == NULL && strstr(oscar_last_error(), "key_center_block 8 is below 16"));
         oscar_rotation_set_destroy(s);

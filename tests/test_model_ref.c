@@ -67,7 +67,7 @@ static void check_generated(ovk_arch arch, uint32_t type, int tied)
     CHECK(m->layers[1].wq->type == type && m->token_embd->type == type);
     CHECK((m->layers[0].bq != NULL) == (arch == OSCAR_ARCH_QWEN2));
     CHECK((m->layers[0].q_norm != NULL) == (arch == OSCAR_ARCH_QWEN3));
-    CHECK(m->fingerprint != 0 && m->fingerprint == oscar_model_fingerprint(m));
+    CHECK(m->fingerprint != 0 && m->fingerprint == ovk_model_fingerprint(m));
 
     /* Same parameters, same file: same fingerprint. Another seed: another fingerprint. */
     ovk_model_desc *m2 = NULL;

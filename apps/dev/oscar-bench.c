@@ -64,6 +64,7 @@
 #include "model_gen.h"
 #include "ops.h"
 #include "oscar/oscar.h"
+#include "oscar/experimental.h"
 
 #define MAX_LIST 16
 
@@ -529,7 +530,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
         uint32_t target = a->contexts[ci];
         double t0 = app_now();
         if (target > len) {
-            if (a->synthetic) st = ovk_session_fill_synthetic(s, seqs[0], target - len);
+            if (a->synthetic) st = oscar_session_fill_synthetic(s, seqs[0], target - len);
             else st = oscar_session_prefill(s, seqs[0], tokens + len, target - len, NULL);
             ok = st == OSCAR_OK;
             len = target;

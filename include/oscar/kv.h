@@ -66,40 +66,11 @@ typedef struct oscar_kv_params {
      * adds μ_V back to its output and is unchanged by μ_K (a constant key offset moves all of a
      * query's logits alike). Copied at creation; must be finite. */
     const float *mean_k, *mean_v;
-    /* OSCAR_KV_INT2_ROTATED only (NULL: none): key centers that follow the position, float32
-     * [n_layer][n_blocks][n_kv_head][head_dim] in the unrotated basis, n_blocks =
-     * ceil(max_context / key_center_block); block b serves positions [b·B, (b+1)·B), B =
-     * key_center_block (at least 16). A key at position p is stored as (k − μ_K − c_b)·R_K with
-     * b = p / B, and attention adds q·c_b back to that key's logit, so attention is unchanged
-     * except for the quantization error. RoPE turns a key mean with the position, so a center
-     * per block of positions follows it where one constant cannot (docs/kv-cache.md,
-     * "Centering"). The cache keeps c_b·R_K rounded to fp16 (kv_append subtracts and attention
-     * adds back the same values). Copied at creation; must be finite. */
-    const float *key_centers;
-    uint32_t key_center_block;  /* at least OSCAR_KEY_CENTER_BLOCK_MIN */
-    /* OSCAR_KV_INT2_ROTATED only (NULL: nearest rounding): error feedback of the key codes,
-     * float32 [n_layer][n_rot][head_dim][head_dim] (n_rot as rot_k), strictly upper triangular:
-     * a key row (rotated, clipped, its groups' scale and min set as usual) is rounded element by
-     * element, and element i's rounding error times F[i][j] is taken out of each later element
-     * j before it is rounded, so the errors go where the layer's queries look least (oscar-calib
-     * writes F; docs/kv-cache.md). Copied at creation; finite, 0 on and below the diagonal. */
-    const float *key_feedback;
-    /* OSCAR_KV_INT2_ROTATED only (0: the reference's min–max grid): rounds of least-squares
-     * refit of each row's fp16 min and scale after its codes are chosen, codes chosen again on
-     * the new grid, the best kept (oscar_int2_refit_row in runtime/int2_quant.h); needs one
-     * group per row (group_size == head_dim). At most 8. Values are refitted under the squared
-     * error, keys under key_metric (the squared error when NULL). */
-    uint32_t refit_rounds;
-    /* With refit_rounds: float32 [n_layer][n_rot][head_dim][head_dim], symmetric positive
-     * definite, the metric of a key row's error in the rotated basis (oscar-calib writes the
-     * queries' covariance Rᵀ C_Q R, scaled to mean diagonal 1). Copied at creation; finite and
-     * exactly symmetric. */
-    const float *key_metric;
+    /* Research settings of mode oscar (key centers per block of positions, error-feedback key
+     * codes, refit of the grid): NULL (none), or a struct of oscar/experimental.h, which may
+     * change between versions. The model level fills it from the RotationZoo file. */
+    const struct oscar_kv_experimental *experimental;
 } oscar_kv_params;
-
-/* The shortest block of positions key_centers may use (attention keeps a chunk's blocks in
- * shared memory, sized for blocks at least this long). */
-#define OSCAR_KEY_CENTER_BLOCK_MIN 16u
 
 OSCAR_API oscar_kv_params oscar_kv_params_default(void);
 

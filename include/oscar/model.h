@@ -64,7 +64,7 @@ typedef struct oscar_model_info {
     uint32_t n_ctx_train;         /* context length the model was trained for */
     uint64_t n_params;            /* parameters (elements of every tensor) */
     uint64_t weight_bytes;        /* bytes of the tensors as stored (and as uploaded) */
-    uint64_t fingerprint;         /* oscar_model_fingerprint (docs/rotationzoo.md) */
+    uint64_t fingerprint;         /* a hash of the model's shape and tensors that rotation files record (docs/rotationzoo.md) */
     char fingerprint_hex[17];     /* the same as 16 lower-case hex digits */
     int tied_embeddings;          /* 1: the LM head is token_embd */
     int32_t bos, eos, eot;        /* token ids, -1 when none */
@@ -188,16 +188,9 @@ typedef struct oscar_session_params {
     uint32_t sink_tokens;         /* first tokens kept in fp16 (default 64; 0: none) */
     uint32_t recent_tokens;       /* most recent tokens kept in fp16 (default 256; 0: none) */
     uint32_t flush_tokens;        /* tokens quantized together (default 8; 0: 8) */
-    /* Mode oscar with a key mean: the key center follows the position in blocks of this many
-     * positions (oscar_kv_params.key_centers: block b's center is RoPE(mean_k) averaged over
-     * positions [b·B, (b+1)·B)). 0 (default): the rotation set's (a RotationZoo file's
-     * oscar.key_center_block, which oscar-calib writes: 128 by default); a set without one
-     * gets one center for the whole context (sink .. n_ctx-1), as OSCAR_KEY_CENTER_CONTEXT
-     * asks explicitly. Else at least OSCAR_KEY_CENTER_BLOCK_MIN. */
-    uint32_t key_center_block;
+    /* Research settings (oscar/experimental.h): NULL, or overrides of the rotation file's. */
+    const struct oscar_session_experimental *experimental;
 } oscar_session_params;
-
-#define OSCAR_KEY_CENTER_CONTEXT 0xFFFFFFFFu /* key_center_block: one key center for the whole context */
 
 OSCAR_API oscar_session_params oscar_session_params_default(void);
 

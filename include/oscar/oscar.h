@@ -153,12 +153,6 @@ OSCAR_API oscar_status oscar_context_device_info(oscar_context *ctx, oscar_devic
 /* Number of validation-layer warnings and errors seen since the context was created. */
 OSCAR_API uint64_t oscar_context_validation_messages(const oscar_context *ctx);
 
-/* Measures device read bandwidth with a streaming kernel over a buffer of `bytes` bytes,
- * repeated `iterations` times after one warm-up; writes the best rate in GB/s (1e9 bytes/s).
- * This is the roofline every benchmark quotes. */
-OSCAR_API oscar_status oscar_measure_read_bandwidth(oscar_context *ctx, uint64_t bytes,
-                                                    uint32_t iterations, double *gbps);
-
 #ifdef __cplusplus
 }
 #endif

@@ -151,7 +151,7 @@ static float refit_score(float a, float b, float m11, float m12, float m22, floa
     return s - q3;
 }
 
-void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const float *F, uint32_t rounds, uint8_t *codes,
+void ovk_int2_refit_row(const float *y, uint32_t n, const float *M, const float *F, uint32_t rounds, uint8_t *codes,
                           uint16_t *scale_h, uint16_t *min_h)
 {
     uint8_t cur[OSCAR_INT2_MAX_ROW];
@@ -218,6 +218,6 @@ void ovk_int2_fake_quantize_refit(const float *x, uint32_t n, float tau, const f
     ovk_int2_clip(x, n, tau, out);
     ovk_int2_quantize_group(out, n, codes, &s, &m);
     if (F) ovk_int2_feedback_codes(out, n, n, &s, &m, F, codes);
-    oscar_int2_refit_row(x, n, M, F, rounds, codes, &s, &m);
+    ovk_int2_refit_row(x, n, M, F, rounds, codes, &s, &m);
     ovk_int2_dequantize_group(codes, n, s, m, out);
 }

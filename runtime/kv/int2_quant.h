@@ -77,7 +77,7 @@ void ovk_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *s
  * nearest codes. x: the clipped row with its min–max grid's codes already chosen (codes,
  * *scale_h, *min_h from ovk_int2_quantize_group / ovk_int2_feedback_codes); y: the row
  * before clipping. Replaces codes, *scale_h and *min_h by the best. n <= OSCAR_INT2_MAX_ROW. */
-void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const float *F, uint32_t rounds, uint8_t *codes,
+void ovk_int2_refit_row(const float *y, uint32_t n, const float *M, const float *F, uint32_t rounds, uint8_t *codes,
                           uint16_t *scale_h, uint16_t *min_h);
 
 /* 1/d for a positive normal d by an integer first guess and four Newton steps in fp32 (add and
@@ -85,7 +85,7 @@ void oscar_int2_refit_row(const float *y, uint32_t n, const float *M, const floa
 float ovk_int2_recip(float d);
 
 /* ovk_int2_fake_quantize_tau (one group per row, G = n) or, with F, _feedback, followed by
- * oscar_int2_refit_row under M: what a row becomes in a cache with refit_rounds. */
+ * ovk_int2_refit_row under M: what a row becomes in a cache with refit_rounds. */
 void ovk_int2_fake_quantize_refit(const float *x, uint32_t n, float tau, const float *F, const float *M,
                                     uint32_t rounds, float *out);
 

@@ -11,6 +11,7 @@
 #include "common/attn_push.h"
 #include "common/kv_write.h"
 #include "kv_cache.h"
+#include "oscar/experimental.h"
 
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
 #define WG_WRITE 64u
@@ -53,7 +54,7 @@ static_assert(ATTN_MIN_CENTER_BLOCK == OSCAR_KEY_CENTER_BLOCK_MIN, "the shaders'
 
 struct oscar_kv_cache {
     oscar_context *ctx;
-    oscar_kv_params p;          /* copy; rotation/clip pointers cleared */
+    oscar_kv_params p;          /* copy; its pointers cleared */
     uint32_t mode;              /* KV_MODE_* */
     uint32_t gqa, n_rot;
     kv_book book;
@@ -70,6 +71,7 @@ struct oscar_kv_cache {
     uint32_t key_feedback;      /* kv_flush_push.key_feedback: 0 none, 1 per layer, 2 per KV head */
     ovk_buffer metric;        /* [n_layer][n_rot][d][d] fp32 keys' refit metric; 16 bytes unread when none */
     uint32_t key_metric;        /* kv_flush_push.key_metric: 0 identity, 1 per layer, 2 per KV head */
+    uint32_t refit_rounds;      /* kv_flush_push.refit_rounds (oscar_kv_experimental) */
     float *clip_k, *clip_v;     /* [n_layer] */
     ovk_buffer int2_table, f16_table; /* [max_seqs][max_pages] int32 */
     ovk_buffer slots;         /* [max_step_tokens] append slots, then flush slots */

@@ -125,8 +125,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = c->ctx;
-    const char *env = getenv("OSCAR_ATTN_PREFILL");
-    if (env && atoi(env) == 0) return OSCAR_OK;
+    if (ctx->env.attn_prefill == 0) return OSCAR_OK;
     uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
     if (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2)
         return OSCAR_OK;
@@ -188,6 +187,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     if (!ctx || !params || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_cache_create: NULL argument");
     *out = NULL;
     oscar_kv_params p = *params;
+    static const oscar_kv_experimental no_research;
+    const oscar_kv_experimental *x = p.experimental ? p.experimental : &no_research;
     OSCAR_TRY(check_params(&p));
     uint32_t d = p.head_dim, L = p.n_layer;
     uint32_t n_rot = p.mode == OSCAR_KV_INT2_ROTATED && p.rot_per_head ? p.n_kv_head : 1;
@@ -195,27 +196,27 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         OSCAR_TRY(check_rotations(p.rot_k, L * n_rot, d, "rot_k"));
         OSCAR_TRY(check_rotations(p.rot_v, L * n_rot, d, "rot_v"));
     }
-    if (p.key_feedback && p.mode != OSCAR_KV_INT2_ROTATED)
+    if (x->key_feedback && p.mode != OSCAR_KV_INT2_ROTATED)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_feedback needs mode oscar, not %s",
                            oscar_kv_mode_name(p.mode));
-    for (size_t m = 0; p.key_feedback && m < (size_t)L * n_rot; m++)
+    for (size_t m = 0; x->key_feedback && m < (size_t)L * n_rot; m++)
         for (size_t i = 0; i < (size_t)d * d; i++) {
-            float f = p.key_feedback[m * d * d + i];
+            float f = x->key_feedback[m * d * d + i];
             if (!isfinite(f) || (i / d >= i % d && f != 0.0f))
                 OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_feedback of layer %zu (head %zu): element (%zu, %zu) "
                                    "is %s", m / n_rot, m % n_rot, i / d, i % d, isfinite(f) ? "not 0 on or below the diagonal" : "not finite");
         }
-    if ((p.refit_rounds || p.key_metric) && p.mode != OSCAR_KV_INT2_ROTATED)
+    if ((x->refit_rounds || x->key_metric) && p.mode != OSCAR_KV_INT2_ROTATED)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: refit_rounds / key_metric need mode oscar, not %s",
                            oscar_kv_mode_name(p.mode));
-    if (p.refit_rounds > 8 || (p.refit_rounds && p.group_size != d) || (p.key_metric && !p.refit_rounds))
+    if (x->refit_rounds > 8 || (x->refit_rounds && p.group_size != d) || (x->key_metric && !x->refit_rounds))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: refit_rounds %u must be at most 8, needs group_size %u equal "
-                           "to head_dim %u, and key_metric needs it", p.refit_rounds, p.group_size, d);
-    for (size_t i = 0; p.key_metric && i < (size_t)L * n_rot * d * d; i++) {
+                           "to head_dim %u, and key_metric needs it", x->refit_rounds, p.group_size, d);
+    for (size_t i = 0; x->key_metric && i < (size_t)L * n_rot * d * d; i++) {
         size_t m = i / ((size_t)d * d), r = i / d % d, c = i % d;
-        if (!isfinite(p.key_metric[i]) || p.key_metric[i] != p.key_metric[(m * d + c) * d + r])
+        if (!isfinite(x->key_metric[i]) || x->key_metric[i] != x->key_metric[(m * d + c) * d + r])
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_metric of layer %zu (head %zu): element (%zu, %zu) is %s",
-                               m / n_rot, m % n_rot, r, c, isfinite(p.key_metric[i]) ? "not its transpose's" : "not finite");
+                               m / n_rot, m % n_rot, r, c, isfinite(x->key_metric[i]) ? "not its transpose's" : "not finite");
     }
     if ((p.mean_k || p.mean_v) && p.mode != OSCAR_KV_INT2_ROTATED)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: mean_k / mean_v need mode oscar, not %s",
@@ -225,12 +226,12 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: %s of layer %zu, KV head %zu, element %zu is not finite",
                                p.mean_k && !isfinite(p.mean_k[i]) ? "mean_k" : "mean_v", i / ((size_t)p.n_kv_head * d),
                                i / d % p.n_kv_head, i % d);
-    if (p.key_centers && (p.mode != OSCAR_KV_INT2_ROTATED || p.key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN))
+    if (x->key_centers && (p.mode != OSCAR_KV_INT2_ROTATED || x->key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers need mode oscar (not %s) and key_center_block "
-                           ">= %u (not %u)", oscar_kv_mode_name(p.mode), OSCAR_KEY_CENTER_BLOCK_MIN, p.key_center_block);
-    uint32_t n_blocks = p.key_centers ? (uint32_t)(((uint64_t)p.max_context + p.key_center_block - 1) / p.key_center_block) : 0;
+                           ">= %u (not %u)", oscar_kv_mode_name(p.mode), OSCAR_KEY_CENTER_BLOCK_MIN, x->key_center_block);
+    uint32_t n_blocks = x->key_centers ? (uint32_t)(((uint64_t)p.max_context + x->key_center_block - 1) / x->key_center_block) : 0;
     for (size_t i = 0; i < (size_t)L * n_blocks * p.n_kv_head * d; i++)
-        if (!isfinite(p.key_centers[i]))
+        if (!isfinite(x->key_centers[i]))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: key_centers of layer %zu, block %zu, KV head %zu, element %zu "
                                "is not finite", i / ((size_t)n_blocks * p.n_kv_head * d), i / ((size_t)p.n_kv_head * d) % n_blocks,
                                i / d % p.n_kv_head, i % d);
@@ -299,7 +300,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
          * centers, c_b·R_K of each block and KV head, rounded to fp16 (kv_append subtracts and the
          * attention adds back these same values) */
         size_t per = (size_t)p.n_kv_head * d;
-        c->center_block = p.key_centers ? p.key_center_block : 0;
+        c->center_block = x->key_centers ? x->key_center_block : 0;
         c->means_words = (uint32_t)((2 * per + n_blocks * per / 2 + 63) / 64 * 64);
         size_t words = (size_t)L * c->means_words;
         uint32_t *m = calloc(words, sizeof *m);
@@ -310,12 +311,12 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
             if (p.mean_v) memcpy(ml + per, p.mean_v + (size_t)l * per, per * sizeof *m);
             for (size_t b = 0; b < n_blocks; b++)
                 for (uint32_t h = 0; h < p.n_kv_head; h++) {
-                    const float *x = p.key_centers + (((size_t)l * n_blocks + b) * p.n_kv_head + h) * d;
+                    const float *kc = x->key_centers + (((size_t)l * n_blocks + b) * p.n_kv_head + h) * d;
                     const float *R = p.rot_k + ((size_t)l * n_rot + (n_rot > 1 ? h : 0)) * d * d;
                     uint32_t *dst = ml + 2 * per + (b * p.n_kv_head + h) * d / 2; /* KV_CENTER_TABLE_OFF */
                     double y[KV_MAX_HEAD_DIM] = { 0 }; /* x·R, R read row by row */
                     for (uint32_t i = 0; i < d; i++)
-                        for (uint32_t j = 0; j < d; j++) y[j] += (double)x[i] * R[(size_t)i * d + j];
+                        for (uint32_t j = 0; j < d; j++) y[j] += (double)kc[i] * R[(size_t)i * d + j];
                     for (uint32_t j = 0; j < d; j++) dst[j / 2] |= (uint32_t)ovk_f32_to_f16((float)y[j]) << (j % 2 * 16);
                 }
         }
@@ -325,23 +326,24 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         if (st != OSCAR_OK) goto fail;
     }
     {   /* key error feedback (a 16-byte buffer the flush never reads when there is none) */
-        uint64_t bytes = p.key_feedback ? (uint64_t)L * n_rot * d * d * 4 : 16;
+        uint64_t bytes = x->key_feedback ? (uint64_t)L * n_rot * d * d * 4 : 16;
         st = ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->feedback);
-        if (st == OSCAR_OK && p.key_feedback) st = ovk_buffer_upload(ctx, &c->feedback, 0, p.key_feedback, bytes);
+        if (st == OSCAR_OK && x->key_feedback) st = ovk_buffer_upload(ctx, &c->feedback, 0, x->key_feedback, bytes);
         if (st != OSCAR_OK) goto fail;
-        c->key_feedback = p.key_feedback ? (n_rot > 1 ? 2 : 1) : 0;
+        c->key_feedback = x->key_feedback ? (n_rot > 1 ? 2 : 1) : 0;
     }
     {   /* keys' refit metric (likewise) */
-        uint64_t bytes = p.key_metric ? (uint64_t)L * n_rot * d * d * 4 : 16;
+        uint64_t bytes = x->key_metric ? (uint64_t)L * n_rot * d * d * 4 : 16;
         st = ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &c->metric);
-        if (st == OSCAR_OK && p.key_metric) st = ovk_buffer_upload(ctx, &c->metric, 0, p.key_metric, bytes);
+        if (st == OSCAR_OK && x->key_metric) st = ovk_buffer_upload(ctx, &c->metric, 0, x->key_metric, bytes);
         if (st != OSCAR_OK) goto fail;
-        c->key_metric = p.key_metric ? (n_rot > 1 ? 2 : 1) : 0;
+        c->key_metric = x->key_metric ? (n_rot > 1 ? 2 : 1) : 0;
     }
     c->p.rot_k = c->p.rot_v = NULL;
-    c->p.key_feedback = c->p.key_metric = NULL;
     c->p.clip_k = c->p.clip_v = NULL;
-    c->p.mean_k = c->p.mean_v = c->p.key_centers = NULL;
+    c->p.mean_k = c->p.mean_v = NULL;
+    c->p.experimental = NULL;
+    c->refit_rounds = x->refit_rounds;
 
     /* tables and per-step buffers */
     uint64_t table_bytes = (uint64_t)p.max_sequences * c->book.max_pages * 4;
@@ -374,9 +376,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(ovk_kv_get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
     {
-        const char *wg_env = getenv("OSCAR_ATTN_WG");
-        long w = wg_env ? strtol(wg_env, NULL, 10) : 0;
-        if (w >= 64 && w <= 1024 && w % (d / 4) == 0) wg_dec = (uint32_t)w;
+        uint32_t w = ctx->env.attn_wg;
+        if (w && w % (d / 4) == 0) wg_dec = w;
         if (wg_dec > ctx->limits.maxComputeWorkGroupSize[0] || wg_dec > ctx->limits.maxComputeWorkGroupInvocations)
             wg_dec = WG_ATTN; /* every device runs 128 */
         uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
@@ -386,26 +387,20 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         if (c->item_tokens == 0)
             OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
                        "memory attention may use on this device", c->gqa, budget);
-        const char *env = getenv("OSCAR_ATTN_TARGET_GROUPS");
-        long tg = env ? strtol(env, NULL, 10) : 0;
-        c->target_groups = tg > 0 && tg < (1l << 20) ? (uint32_t)tg : OSCAR_ATTN_TARGET_GROUPS;
-        env = getenv("OSCAR_ATTN_MIN_SPLIT"); /* tuning: a floor on the tokens of an item */
-        long ms = env ? strtol(env, NULL, 10) : 0;
-        c->min_split = ms > 0 && ms <= 65536 && ms % ATTN_MIN_SPLIT == 0 ? (uint32_t)ms
-                       : p.mode == OSCAR_KV_FP16                                 ? ATTN_MIN_SPLIT
-                                                                                 : ATTN_MIN_SPLIT_INT2;
+        c->target_groups = ctx->env.attn_target_groups ? ctx->env.attn_target_groups : OSCAR_ATTN_TARGET_GROUPS;
+        c->min_split = ctx->env.attn_min_split           ? ctx->env.attn_min_split
+                       : p.mode == OSCAR_KV_FP16          ? ATTN_MIN_SPLIT
+                                                          : ATTN_MIN_SPLIT_INT2;
     }
-    const char *f16_env = getenv("OSCAR_ATTN_F16");
-    int use_f16 = (f16_env ? atoi(f16_env) != 0 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
+    int use_f16 = (ctx->env.attn_f16 >= 0 ? ctx->env.attn_f16 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
     {
-        /* tuning knobs for device sweeps: OSCAR_ATTN_U (1..8), OSCAR_ATTN_VU (1..16), OSCAR_ATTN_WG above */
-        const char *u_env = getenv("OSCAR_ATTN_U"), *vu_env = getenv("OSCAR_ATTN_VU");
-        long u = u_env ? strtol(u_env, NULL, 10) : ATTN_DECODE_U, vu = vu_env ? strtol(vu_env, NULL, 10) : ATTN_DECODE_VU;
+        /* tuning knobs for device sweeps (vk_env.h): OSCAR_ATTN_U, OSCAR_ATTN_VU, OSCAR_ATTN_WG above */
+        uint32_t u = ctx->env.attn_u ? ctx->env.attn_u : ATTN_DECODE_U, vu = ctx->env.attn_vu ? ctx->env.attn_vu : ATTN_DECODE_VU;
         ovk_pipeline_desc pd = ovk_kv_cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 12,
                                             sizeof(struct attn_decode_push), wg_dec, ATTN_N_SPEC);
         pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
-        pd.spec[KV_SPEC_ATTN_U] = u >= 1 && u <= 8 ? (uint32_t)u : ATTN_DECODE_U;
-        pd.spec[KV_SPEC_ATTN_VU] = vu >= 1 && vu <= 16 ? (uint32_t)vu : ATTN_DECODE_VU;
+        pd.spec[KV_SPEC_ATTN_U] = u;
+        pd.spec[KV_SPEC_ATTN_VU] = vu;
         OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
     }
     OSCAR_TRY(create_prefill(c));

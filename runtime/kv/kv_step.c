@@ -371,7 +371,7 @@ oscar_status ovk_kv_record_flush(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer
     ovk_binding mb = c->key_metric ? (ovk_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->metric, 0, 0 };
     ovk_binding b[5] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
                            { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb, mb };
-    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback, c->p.refit_rounds, c->key_metric };
+    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback, c->refit_rounds, c->key_metric };
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
     record_uploads(c, cmd);
     ovk_cmd_barrier(c->ctx, cmd);

@@ -1,4 +1,5 @@
 /* Device read bandwidth with a streaming kernel: the roofline every benchmark quotes. */
+#include "oscar/experimental.h"
 #include "ops.h"
 #include "vk_context.h"
 

@@ -8,6 +8,7 @@
 #include "error.h"
 #include "kv_cache.h"
 #include "model_api.h"
+#include "oscar/experimental.h"
 #include "rope.h"
 
 /* ---- model --------------------------------------------------------------------------------- */
@@ -194,8 +195,9 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     if (p.n_ctx == 0) p.n_ctx = hp->n_ctx_train && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     if (p.n_seq_max == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: n_seq_max must be positive");
     if (p.n_batch == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: n_batch must be positive");
-    if (p.key_center_block && p.key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: key_center_block %u is below %u", p.key_center_block,
+    uint32_t key_center_block = p.experimental ? p.experimental->key_center_block : 0;
+    if (key_center_block && key_center_block < OSCAR_KEY_CENTER_BLOCK_MIN)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: key_center_block %u is below %u", key_center_block,
                            OSCAR_KEY_CENTER_BLOCK_MIN);
     if (p.kv_mode == OSCAR_KV_INT2_ROTATED && !rs)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "session: kv_mode oscar needs a rotation set (params.rotations)");
@@ -209,6 +211,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
         p.group_size = rs->group_size;
     }
     p.rotations = NULL;
+    p.experimental = NULL;
 
     s = calloc(1, sizeof *s);
     if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
@@ -234,21 +237,23 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     kp.max_context = p.n_ctx;
     kp.max_step_tokens = step_tokens;
     kp.memory_budget = p.kv_memory_budget;
+    oscar_kv_experimental kx = { 0 }; /* the rotation file's research settings */
     float *center_k = NULL; /* the key centers: per block of positions, or RoPE-averaged over this context */
     if (rs) {
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED) {
             kp.rot_k = rs->rot_k, kp.rot_v = rs->rot_v;
             kp.rot_per_head = rs->n_rot > 1;
-            kp.key_feedback = rs->key_feedback;
-            kp.key_metric = rs->key_metric;
-            kp.refit_rounds = rs->refit_rounds;
+            kx.key_feedback = rs->key_feedback;
+            kx.key_metric = rs->key_metric;
+            kx.refit_rounds = rs->refit_rounds;
+            kp.experimental = &kx;
             kp.mean_v = rs->mean_v;
         }
         if (p.kv_mode == OSCAR_KV_INT2_ROTATED && rs->mean_k) {
-            /* RoPE(mean_k) averaged per block of B positions (kp.key_centers), or over the
+            /* RoPE(mean_k) averaged per block of B positions (kx.key_centers), or over the
              * context's positions sink .. n_ctx-1 as one center (kp.mean_k, one "block"):
              * [n_layer][n_blocks][n_kv][d] */
-            uint32_t B = p.key_center_block ? p.key_center_block : rs->key_center_block;
+            uint32_t B = key_center_block ? key_center_block : rs->key_center_block;
             int blocks = B && B != OSCAR_KEY_CENTER_CONTEXT;
             uint32_t d = hp->head_dim, nkv = hp->n_head_kv, n_blocks = blocks ? (uint32_t)(((uint64_t)p.n_ctx + B - 1) / B) : 1;
             center_k = malloc((size_t)hp->n_layer * n_blocks * nkv * d * sizeof *center_k);
@@ -259,7 +264,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
                         ovk_rope_average(rs->mean_k + ((size_t)l * nkv + h) * d, d, hp->n_rot, hp->rope_type,
                                            model->desc->rope_theta, blocks ? b * B : p.sink_tokens,
                                            blocks ? (b + 1) * B : p.n_ctx, center_k + (((size_t)l * n_blocks + b) * nkv + h) * d);
-            if (blocks) kp.key_centers = center_k, kp.key_center_block = B;
+            if (blocks) kx.key_centers = center_k, kx.key_center_block = B;
             else kp.mean_k = center_k;
         }
         kp.clip_k = rs->clip_k, kp.clip_v = rs->clip_v;
@@ -404,11 +409,11 @@ fail:
     return st;
 }
 
-oscar_status ovk_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n)
+OSCAR_API oscar_status oscar_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n)
 {
     oscar_status st = OSCAR_OK;
     int32_t id = -1;
-    if (!s || n == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_session_fill_synthetic: NULL session or no token");
+    if (!s || n == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_fill_synthetic: NULL session or no token");
     OSCAR_TRY(lookup(s, seq, &id));
     OSCAR_TRY(check_room(s, seq, id, n));
     s->last_rows = 0;

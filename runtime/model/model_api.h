@@ -36,9 +36,5 @@ struct oscar_rotation_set {
     uint64_t fingerprint;          /* of the model it was checked against */
 };
 
-/* Benchmark hook (not in the public API): n tokens of random K and V appended to sequence seq
- * in every layer without running the model (ovk_gpu_fill_synthetic). The sequence is then n
- * tokens longer, as after a prefill, but its content is noise. */
-oscar_status ovk_session_fill_synthetic(oscar_session *s, int32_t seq, uint32_t n);
 
 #endif

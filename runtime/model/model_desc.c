@@ -317,7 +317,7 @@ oscar_status ovk_model_desc_from_gguf(ovk_gguf *g, int take_ownership, ovk_model
                        hp->n_layer);
     }
     OSCAR_TRY(compute_rope_theta(m));
-    m->fingerprint = oscar_model_fingerprint(m);
+    m->fingerprint = ovk_model_fingerprint(m);
     *out = m;
     return OSCAR_OK;
 fail:
@@ -398,7 +398,7 @@ static uint64_t fnv_tensor(uint64_t h, const ovk_gguf_tensor *t)
     return h;
 }
 
-uint64_t oscar_model_fingerprint(const ovk_model_desc *m)
+uint64_t ovk_model_fingerprint(const ovk_model_desc *m)
 {
     static const char tag[] = "oscar-model-fp-v1";
     const ovk_model_hparams *hp = &m->hp;

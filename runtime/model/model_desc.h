@@ -107,7 +107,7 @@ typedef struct ovk_model_desc {
     ovk_model_layer *layers;         /* [n_layer] */
     float *rope_theta;                 /* [n_rot/2] radians per position of pair i, all
                                         * scaling applied: angle(pos, i) = pos * rope_theta[i] */
-    uint64_t fingerprint;              /* oscar_model_fingerprint() of this model */
+    uint64_t fingerprint;              /* ovk_model_fingerprint() of this model */
 } ovk_model_desc;
 
 /* Opens `path` and describes it. On failure *out is NULL and the status says why (IO,
@@ -135,7 +135,7 @@ void ovk_model_desc_destroy(ovk_model_desc *m);
  * Not covered: context_length, the tokenizer and chat template, other metadata, and tensor
  * bytes outside the samples. Two files with equal weights in the same layout get the same
  * fingerprint whatever their metadata order; requantizing a model changes it. */
-uint64_t oscar_model_fingerprint(const ovk_model_desc *m);
+uint64_t ovk_model_fingerprint(const ovk_model_desc *m);
 
 /* Builds a tokenizer from the GGUF's tokenizer.ggml.* keys (model, pre, tokens, token_type,
  * scores, merges, bos/eos/eot/unknown ids, add_bos_token, add_space_prefix). BAD_FORMAT when

@@ -179,10 +179,8 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_DEVICE, &s->amax));
     OSCAR_TRY(ovk_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_READBACK, &s->rb_logits));
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
-    const char *flush_env = getenv("OSCAR_STEP_FLUSH");
-    s->flush_growth = flush_env ? (uint32_t)atoi(flush_env) : 4;
-    const char *f16_env = getenv("OSCAR_MATVEC_F16");
-    s->matvec_f16 = ctx->info.float16_arithmetic && f16_env && atoi(f16_env) != 0;
+    s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
+    s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;
     if (s->matvec_f16) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;

@@ -9,6 +9,7 @@
 #include "gguf.h"
 #include "int2_quant.h"
 #include "model_api.h"
+#include "oscar/experimental.h"
 
 #define ORTHO_TOLERANCE 1e-3
 

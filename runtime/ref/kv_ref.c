@@ -130,7 +130,7 @@ void kv_ref_flush(const kv_ref_shape *s, const struct kv_token_slot *slots, uint
                 const float *F = kind == 0 && key_feedback ? key_feedback + mat : NULL;
                 if (F) ovk_int2_feedback_codes(x, d, G, scale_h, min_h, F, codes);
                 if (refit_rounds && G == d) {
-                    oscar_int2_refit_row(y, d, kind == 0 && key_metric ? key_metric + mat : NULL, F, refit_rounds, codes,
+                    ovk_int2_refit_row(y, d, kind == 0 && key_metric ? key_metric + mat : NULL, F, refit_rounds, codes,
                                          &scale_h[0], &min_h[0]);
                     pw[0] = (uint32_t)scale_h[0] | (uint32_t)min_h[0] << 16;
                 }

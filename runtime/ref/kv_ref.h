@@ -54,7 +54,7 @@ void kv_ref_append(const kv_ref_shape *s, uint32_t mode, uint32_t rot_per_head, 
  * slot s.dst_slot of int2_pool. With key_feedback ([n][d][d] of this layer: n = NKV with
  * feedback_per_head, else 1; NULL: none) the K rows' codes are chosen by
  * ovk_int2_feedback_codes with the matrix of their KV head (the params as without it). With
- * refit_rounds (and G == d) every row's codes and params then go through oscar_int2_refit_row:
+ * refit_rounds (and G == d) every row's codes and params then go through ovk_int2_refit_row:
  * K rows under key_metric (laid out as key_feedback; NULL: identity), V rows under the
  * identity. The
  * fp16 pool is only read; int2 words no slot addresses are not touched. Rows holding NaN have

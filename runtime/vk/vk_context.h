@@ -9,6 +9,7 @@
 #include <volk.h>
 
 #include "error.h"
+#include "vk_env.h"
 #include "oscar/oscar.h"
 
 /* Records a failing VkResult with the call's text and file:line, sets `st`, jumps to fail. */
@@ -135,6 +136,7 @@ struct oscar_context {
     ovk_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
     ovk_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;
+    ovk_env env;                      /* the environment, read once at creation (vk_env.h) */
 };
 
 /* Buffers (vk_memory.c). Sizes are bytes. Synchronous uploads/downloads use the context's

@@ -114,12 +114,6 @@ static int instance_has_extension(const char *name)
     return found;
 }
 
-static int env_flag(const char *name)
-{
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
 /* Creates an instance for Vulkan 1.2; with validation, the Khronos layer and a messenger
  * reporting to ctx (ctx may be NULL when only listing devices). */
 static oscar_status create_instance(oscar_context *ctx, int validation, VkInstance *out,
@@ -498,7 +492,8 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
 
     ctx = calloc(1, sizeof *ctx);
     if (!ctx) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    ctx->validation = p.validation || env_flag("OSCAR_VALIDATION");
+    ovk_env_read(&ctx->env);
+    ctx->validation = p.validation || ctx->env.validation;
     ctx->print_validation = p.print_validation_messages;
     OSCAR_TRY(create_instance(ctx, ctx->validation, &ctx->instance, &ctx->messenger));
 
@@ -507,8 +502,7 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     infos = calloc(n, sizeof *infos);
     if (!infos) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t i = 0; i < n; i++) query_device(pds[i], i, &infos[i], NULL, NULL, NULL, NULL);
-    const char *want = getenv("OSCAR_DEVICE");
-    if (!want || !*want) want = p.device;
+    const char *want = ctx->env.device ? ctx->env.device : p.device;
     uint32_t chosen = 0;
     OSCAR_TRY(choose_device(infos, n, want, &chosen));
     ctx->physical = pds[chosen];
@@ -533,7 +527,7 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fpe = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pNext = f12.pNext,
         .pipelineExecutableInfo = VK_TRUE };
-    if (env_flag("OSCAR_PIPELINE_STATS") && device_has_extension(ctx->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    if (ctx->env.pipeline_stats && device_has_extension(ctx->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
         dev_exts[n_dev_exts++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
         f12.pNext = &fpe;
         ctx->pipeline_stats = 1;
@@ -565,8 +559,8 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     OSCAR_TRY(load_pipeline_cache(ctx, p.pipeline_cache_path));
     /* OSCAR_PROFILE=1: GPU time per shader and host time per step phase; =host: the host's only
      * (no timestamp after each dispatch, so the GPU runs as it does unprofiled) */
-    if (env_flag("OSCAR_PROFILE")) {
-        int host_only = !strcmp(getenv("OSCAR_PROFILE"), "host");
+    if (ctx->env.profile) {
+        int host_only = ctx->env.profile == 2;
         if ((!host_only && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile))) ||
             !(ctx->host_profile = calloc(1, sizeof *ctx->host_profile)))
             OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");

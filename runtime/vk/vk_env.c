@@ -1,0 +1,67 @@
+/* The environment variables of the library, read in one place (vk_env.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_env.h"
+
+const ovk_env_row ovk_env_table[] = {
+    { "OSCAR_DEVICE", "choose a device by index (1) or name substring (H200, llvmpipe)" },
+    { "OSCAR_VALIDATION", "1: enable the Khronos validation layer; its messages are counted (tests fail on any)" },
+    { "OSCAR_VULKAN_LIBRARY", "path of the Vulkan loader to use instead of libvulkan.so.1" },
+    { "OSCAR_PROFILE", "1: GPU time per shader and host time per step phase, printed at context destruction; host: the host's only" },
+    { "OSCAR_PIPELINE_STATS", "1: print each pipeline's compiler statistics (where the driver reports them) and each kernel choice" },
+    { "OSCAR_SHADER_DIR", "development: load a pipeline's SPIR-V from DIR/NAME.spv when that file exists" },
+    { "OSCAR_STEP_FLUSH", "a forward step goes to the GPU in parts growing N times (default 4); 0: one part" },
+    { "OSCAR_MATVEC_F16", "1: single-token Q4_0/Q8_0 products in packed fp16 (faster, ~1e-7 relative error)" },
+    { "OSCAR_ATTN_F16", "0 or 1: decode attention's packed-fp16 variant off or on (default on where the device has fp16)" },
+    { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
+    { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
+    { "OSCAR_ATTN_U", "decode attention score rows per thread, 1..8 (tuning)" },
+    { "OSCAR_ATTN_VU", "decode attention value rows per step, 1..16 (tuning)" },
+    { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 256)" },
+    { "OSCAR_ATTN_MIN_SPLIT", "fewest tokens of a decode attention item, a multiple of 64 (tuning)" },
+    { NULL, NULL },
+};
+
+static const char *text(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+static int flag(const char *name)
+{
+    const char *v = text(name);
+    return v && strcmp(v, "0") != 0;
+}
+
+/* a whole decimal number in [lo, hi], else `fallback` */
+static long number(const char *name, long lo, long hi, long fallback)
+{
+    const char *v = text(name);
+    if (!v) return fallback;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return *end == '\0' && x >= lo && x <= hi ? x : fallback;
+}
+
+void ovk_env_read(ovk_env *env)
+{
+    memset(env, 0, sizeof *env);
+    env->validation = flag("OSCAR_VALIDATION");
+    env->device = text("OSCAR_DEVICE");
+    const char *profile = text("OSCAR_PROFILE");
+    env->profile = !flag("OSCAR_PROFILE") ? 0 : strcmp(profile, "host") == 0 ? 2 : 1;
+    env->pipeline_stats = flag("OSCAR_PIPELINE_STATS");
+    env->shader_dir = text("OSCAR_SHADER_DIR");
+    env->step_flush = (int)number("OSCAR_STEP_FLUSH", 0, 1 << 20, -1);
+    env->matvec_f16 = flag("OSCAR_MATVEC_F16");
+    env->attn_wg = (uint32_t)number("OSCAR_ATTN_WG", 64, 1024, 0);
+    env->attn_u = (uint32_t)number("OSCAR_ATTN_U", 1, 8, 0);
+    env->attn_vu = (uint32_t)number("OSCAR_ATTN_VU", 1, 16, 0);
+    env->attn_target_groups = (uint32_t)number("OSCAR_ATTN_TARGET_GROUPS", 1, (1l << 20) - 1, 0);
+    long ms = number("OSCAR_ATTN_MIN_SPLIT", 64, 65536, 0);
+    env->attn_min_split = ms % 64 == 0 ? (uint32_t)ms : 0;
+    env->attn_f16 = (int)number("OSCAR_ATTN_F16", 0, 1, -1);
+    env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 1, -1);
+}

@@ -1,0 +1,37 @@
+/* Every environment variable the library reads, read once when a context is created into one
+ * struct (ovk_env), and listed with its effect in one table (vk_env.c). A variable that is
+ * unset or malformed leaves the built-in default. OSCAR_VULKAN_LIBRARY alone is read earlier,
+ * when the loader is opened, since no context exists yet. */
+#ifndef OVK_VK_ENV_H
+#define OVK_VK_ENV_H
+
+#include <stdint.h>
+
+typedef struct ovk_env {
+    int validation;          /* OSCAR_VALIDATION: 1 enables the Khronos validation layer */
+    const char *device;      /* OSCAR_DEVICE: index or name substring; NULL: the params' choice */
+    int profile;             /* OSCAR_PROFILE: 0 off, 1 GPU and host times, 2 host times only */
+    int pipeline_stats;      /* OSCAR_PIPELINE_STATS: 1 prints compiler statistics and kernel choices */
+    const char *shader_dir;  /* OSCAR_SHADER_DIR: SPIR-V overrides (development); NULL: none */
+    int step_flush;          /* OSCAR_STEP_FLUSH: growth of a step's submitted parts; -1: default */
+    int matvec_f16;          /* OSCAR_MATVEC_F16: 1 runs single-token products in packed fp16 */
+    /* decode attention tuning (0 or -1: the cache's default) */
+    uint32_t attn_wg;        /* OSCAR_ATTN_WG: workgroup size of attn_decode, 64..1024 */
+    uint32_t attn_u;         /* OSCAR_ATTN_U: score rows per thread, 1..8 */
+    uint32_t attn_vu;        /* OSCAR_ATTN_VU: value rows per step, 1..16 */
+    uint32_t attn_target_groups; /* OSCAR_ATTN_TARGET_GROUPS: workgroups a call aims for */
+    uint32_t attn_min_split; /* OSCAR_ATTN_MIN_SPLIT: fewest tokens of an item, a multiple of 64 */
+    int attn_f16;            /* OSCAR_ATTN_F16: 0 or 1 forces the packed-fp16 variant off or on; -1 */
+    int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; -1 */
+} ovk_env;
+
+/* Reads every variable of the table into *env. */
+void ovk_env_read(ovk_env *env);
+
+/* The table: name and effect of each variable, NULL-terminated (oscar-info --env prints it). */
+typedef struct ovk_env_row {
+    const char *name, *effect;
+} ovk_env_row;
+extern const ovk_env_row ovk_env_table[];
+
+#endif
