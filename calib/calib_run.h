@@ -36,17 +36,17 @@ typedef struct ovk_calib_run_params {
                                   * first 4 calibration sequences; 0: on the reservoir's rows */
     unsigned center;             /* OSCAR_CALIB_CENTER_* bits: the means (positions >= sink_tokens) of
                                   * those sides written and subtracted before the clip fit; default
-                                  * OSCAR_CALIB_CENTER_KEYS (session 16: the keys' mean, RoPE-averaged
-                                  * over the key spread's context in the clip fit; values centered
-                                  * measured worse in session 13); 0: none, as the reference */
+                                  * OSCAR_CALIB_CENTER_KEYS (the keys' mean, RoPE-averaged over the
+                                  * key spread's context in the clip fit; values centered measured
+                                  * worse, docs/decisions.md); 0: none, as the reference */
     uint32_t key_center_block;   /* with key centering: > 0 (default 128), the runtime centers keys
                                   * per block of that many positions (written as
-                                  * oscar.key_center_block); 0: one center for the context, as
-                                  * session 16 (nothing written) */
+                                  * oscar.key_center_block); 0: one center for the context
+                                  * (nothing written) */
     int key_clip_blocks;         /* 1: the key clip fit centers each sampled key by its block's center
                                   * too; 0 (default): by the context's (key_center_span), which
-                                  * measured better with block centers at run time (docs/quality.md,
-                                  * session 17) */
+                                  * measured better with block centers at run time
+                                  * (docs/decisions.md) */
     int key_feedback;            /* 1 (default): key codes by error feedback (blk.N.attn_k_feedback
                                   * written, the key clip fitted with it); 0: nearest rounding */
     uint32_t feedback_span;      /* positions the feedback's query covariance is spread over (RoPE);

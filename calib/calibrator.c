@@ -184,7 +184,7 @@ ovk_calib_params ovk_calib_params_default(void)
     p.clip_max = 1.00f;
     p.clip_step = 0.01f;
     p.feedback_damp = 0.01;
-    p.refit_rounds = 0; /* measured worse on SmolLM2 (docs/quality.md, session 13): opt-in */
+    p.refit_rounds = 0; /* measured worse on SmolLM2 (docs/decisions.md): opt-in */
     p.seed = 0x05CA12C0FFEEULL;
     return p;
 }

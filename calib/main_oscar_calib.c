@@ -41,7 +41,7 @@ static void usage(FILE *f)
         "                          before quantizing\n"
         "      --key-block N       with centered keys: the runtime centers keys per block of N positions\n"
         "                          (>= 16, default 128; written as oscar.key_center_block), or\n"
-        "                          'context': one center for the whole context (session 16's method)\n"
+        "                          'context': one center for the whole context\n"
         "      --key-clip-center C context (default): the key clip is fitted on keys centered as a whole\n"
         "                          context would center them; block: by their block's center (needs\n"
         "                          --key-block N; it fits lower ratios that measured worse on SmolLM2)\n"

@@ -44,8 +44,8 @@ shared float q_err[FB];              // [FB] the block's rounding errors
 // one thread's loops have constant bounds (an update of an element at or before the one just
 // rounded is dropped by a select) so that they unroll and xb stays in registers: with the
 // inner loop starting at a + 1 the H200 kept xb in local memory and the flush took 3.3x as
-// long; with registers it takes 0.54x as long as with x in shared memory (docs/benchmarks.md,
-// session 14). F: word offset of the head's [d][d].
+// long; with registers it takes 0.54x as long as with x in shared memory (docs/performance.md).
+// F: word offset of the head's [d][d].
 void feedback_codes(uint F)
 {
     const uint n = HEAD_DIM, tid = gl_LocalInvocationID.x;

@@ -7,7 +7,7 @@
 //
 // Why: on the H200 the fp32 units shader is bound by instructions, not bytes: its fp32 x
 // (8 16-byte loads a block) and the nibble-to-fp32 conversions cost more than the weights'
-// bytes (docs/benchmarks.md).
+// bytes (docs/performance.md).
 // Here two codes become an f16vec2 with one mask-and-or ((w >> s) & 0x000F000F | 0x6400..: 1024
 // + n in each half), one packed subtraction makes them the signed quant (exact), and one
 // packed FMA multiplies them by a pair of x, so a 32-bit word of 8 nibbles costs ~19

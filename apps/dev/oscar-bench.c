@@ -986,7 +986,7 @@ static int bench_ops(int argc, char **argv)
  * out (either could ride along with a neighbour), so this is a lower bound for that structure;
  * fewer phases need a product's partial sums combined across workgroups inside one dispatch
  * (split-K through atomics, or the last workgroup to finish reducing), which nothing here does
- * (docs/benchmarks.md, "Session 12"). */
+ * (docs/performance.md). */
 enum { PH_QKV, PH_ATTN, PH_O, PH_GATE_UP, PH_DOWN, PH_HEAD, N_PHASES };
 static const char *const phase_names[N_PHASES] = {
     "norm + q, k, v products", "attention (the cache's bytes)", "o product + residual", "norm + gate, up products",

@@ -60,7 +60,7 @@ void ovk_int2_dequantize_group(const uint8_t *codes, uint32_t G, uint16_t scale_
 void ovk_int2_feedback_codes(float *x, uint32_t n, uint32_t G, const uint16_t *scale_h, const uint16_t *min_h,
                                const float *F, uint8_t *codes);
 
-/* Least-squares refit of a one-group row (session 13). The min–max grid above spends its four
+/* Least-squares refit of a one-group row. The min–max grid above spends its four
  * levels on the row's (clipped) extremes; for fixed codes c the grid (a, b) that minimises the
  * error (y − a·1 − b·c)ᵀ M (y − a·1 − b·c) of the unclipped row y is a 2×2 linear solve. Each
  * round: the sums below for the current codes, the solve, both rounded to fp16 as stored; the

@@ -18,7 +18,7 @@
 #define WG_ATTN 128u   /* attn_prefill */
 /* attn_decode: with 256 threads and one score row per thread (U = 1) the H200's compiler keeps
  * the fp16 variant at 128 registers, two workgroups per SM: 128K 146 us vs 176 us with 128
- * threads and U = 2 (docs/benchmarks.md, session 4). OSCAR_ATTN_WG, OSCAR_ATTN_U and
+ * threads and U = 2 (docs/performance.md). OSCAR_ATTN_WG, OSCAR_ATTN_U and
  * OSCAR_ATTN_VU override them. */
 #define WG_ATTN_DECODE 256u
 #define ATTN_DECODE_U 1
@@ -35,7 +35,7 @@
 /* Items of the INT2 modes hold at least this many tokens (OSCAR_ATTN_MIN_SPLIT overrides it,
  * for every mode): at 4K context 128-token items (the target's) made int2 decode's step 4.90 ms
  * of GPU time on the H200, 192-token ones 4.70 (int2-hadamard 5.60 -> 5.57); fp16 mode keeps
- * 64, where 192 cost 0.03 ms (docs/benchmarks.md, session 10). Contexts from 8K up split
+ * 64, where 192 cost 0.03 ms (docs/performance.md). Contexts from 8K up split
  * coarser anyway. */
 #define ATTN_MIN_SPLIT_INT2 192u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent

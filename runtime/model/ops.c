@@ -184,7 +184,7 @@ static int is_float_type(uint32_t type)
 
 /* Tokens per workgroup of the batched lanes product: ops' tuning, else 4 (at most n). H200,
  * 14336 x 4096 Q4_0 at 4 rows a group: 8 tokens 72 us at 4 a group, 82 at 8; 32 tokens 265 us
- * at 4, 287 at 8, 540 at 16 (docs/benchmarks.md). */
+ * at 4, 287 at 8, 540 at 16 (docs/performance.md). */
 static uint32_t lanes_tokens(const ovk_ops *ops, uint32_t n)
 {
     uint32_t t = ops->matvec_tokens ? ops->matvec_tokens : 4;
@@ -207,7 +207,7 @@ oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type,
     oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
     int is_float = is_float_type(type);
-    /* auto: the fastest shader per type on the H200 (docs/benchmarks.md, "Forward-pass
+    /* auto: the fastest shader per type on the H200 (docs/performance.md, "Forward-pass
      * kernels"): run8 for the float types and Q8_0, lanes for Q4_0 and Q4_1, units for the
      * K-quants */
     uint32_t shader = ops->matvec_shader;

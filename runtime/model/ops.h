@@ -76,7 +76,7 @@ oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t typ
  * devices with shaderFloat16, x prepared once by ovk_op_x_f16_blocks and shared by every
  * mat-vec that reads the same x. Error ~1e-7 normalised squared (fp16 products; see the
  * shader), where the fp32 kernels are exact to fp32 summation order. On the H200 it takes a
- * Q4_0 14336 x 4096 product from 27 to ~17 us (docs/benchmarks.md). */
+ * Q4_0 14336 x 4096 product from 27 to ~17 us (docs/performance.md). */
 int ovk_op_mul_mat_vec_f16_supported(const ovk_ops *ops, uint32_t type);
 
 /* Bytes of the prepared x of n rows of cols (a multiple of 32) elements: per 32-element block

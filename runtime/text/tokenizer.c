@@ -1,331 +1,20 @@
-/* Tokenizer: byte-level BPE ("gpt2") and SentencePiece BPE ("llama"), see tokenizer.h.
+/* Tokenizer: byte-level BPE ("gpt2") and SentencePiece BPE ("llama"), see tokenizer.h. The
+ * pre-tokenizer and UTF-8 are pretokenize.c, decoding and accessors tokenizer_decode.c.
  *
  * Layout of this file:
- *   1. UTF-8 and Unicode classes
- *   2. the pre-tokenizer (hand-written matchers for the regexes named in tokenizer.h)
  *   3. vocabulary storage: text pool, string -> id hash, (left, right) -> merge hash
  *   4. create / destroy
  *   5. encoding: special-token partition, BPE merge loop, SPM merge loop
- *   6. decoding and accessors
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "tokenizer.h"
-
-/* ==== 1. UTF-8 and Unicode classes ====================================================== */
-
-/* Code point given to an invalid UTF-8 byte b: the lone surrogate U+DC00+b, as Python's
- * "surrogateescape" does. It is in no class (not letter, number or space), so the
- * pre-tokenizer treats it like punctuation, and its bytes are the original byte. */
-#define INVALID_BYTE_CP(b) (0xDC00u | (uint32_t)(b))
-
-/* Decodes one UTF-8 character at s[0..n) (n >= 1). Returns its length in bytes (1..4) and
- * the code point in *cp; an invalid or truncated sequence, an overlong form, a surrogate or a
- * value above U+10FFFF yields length 1 and INVALID_BYTE_CP(s[0]). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned c = s[0];
-    size_t len;
-    uint32_t v, min;
-    if (c < 0x80) { *cp = c; return 1; }
-    if (c >= 0xC2 && c <= 0xDF) { len = 2; v = c & 0x1F; min = 0x80; }
-    else if (c >= 0xE0 && c <= 0xEF) { len = 3; v = c & 0x0F; min = 0x800; }
-    else if (c >= 0xF0 && c <= 0xF4) { len = 4; v = c & 0x07; min = 0x10000; }
-    else goto invalid;
-    if (len > n) goto invalid;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80) goto invalid;
-        v = (v << 6) | (s[i] & 0x3F);
-    }
-    if (v < min || v > 0x10FFFF || (v >= 0xD800 && v <= 0xDFFF)) goto invalid;
-    *cp = v;
-    return len;
-invalid:
-    *cp = INVALID_BYTE_CP(c);
-    return 1;
-}
-
-/* Writes the UTF-8 form of a valid code point to out (>= 4 bytes); returns its length. */
-static size_t utf8_encode(uint32_t cp, unsigned char *out)
-{
-    if (cp < 0x80) { out[0] = (unsigned char)cp; return 1; }
-    if (cp < 0x800) {
-        out[0] = (unsigned char)(0xC0 | (cp >> 6));
-        out[1] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 2;
-    }
-    if (cp < 0x10000) {
-        out[0] = (unsigned char)(0xE0 | (cp >> 12));
-        out[1] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-        out[2] = (unsigned char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    out[0] = (unsigned char)(0xF0 | (cp >> 18));
-    out[1] = (unsigned char)(0x80 | ((cp >> 12) & 0x3F));
-    out[2] = (unsigned char)(0x80 | ((cp >> 6) & 0x3F));
-    out[3] = (unsigned char)(0x80 | (cp & 0x3F));
-    return 4;
-}
-
-static int in_ranges(uint32_t cp, const uint32_t (*r)[2], size_t n)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < r[mid][0]) hi = mid;
-        else if (cp > r[mid][1]) lo = mid + 1;
-        else return 1;
-    }
-    return 0;
-}
-
-int ovk_unicode_is_letter(uint32_t cp)
-{
-    if (cp < 0x80) return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-    return in_ranges(cp, ovk_unicode_letter_ranges, ovk_unicode_letter_ranges_count);
-}
-
-int ovk_unicode_is_number(uint32_t cp)
-{
-    if (cp < 0x80) return cp >= '0' && cp <= '9';
-    return in_ranges(cp, ovk_unicode_number_ranges, ovk_unicode_number_ranges_count);
-}
-
-/* The Unicode White_Space property: what \s matches in the regex engines HF tokenizers and
- * Python's `regex` use. */
-int ovk_unicode_is_space(uint32_t cp)
-{
-    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
-           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
-           cp == 0x205F || cp == 0x3000;
-}
-
-/* GPT-2's bytes_to_unicode: bytes that are printable and not space keep their value, the
- * other 68 bytes map to U+0100, U+0101, ... in byte order. */
-static uint32_t byte_to_cp(unsigned b)
-{
-    if ((b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE && b <= 0xFF)) return b;
-    uint32_t n = 0;
-    for (unsigned x = 0; x < b; x++)
-        if (!((x >= 0x21 && x <= 0x7E) || (x >= 0xA1 && x <= 0xAC) || (x >= 0xAE && x <= 0xFF))) n++;
-    return 256 + n;
-}
-
-/* ==== 2. The pre-tokenizer ============================================================== */
-
-enum { CLS_OTHER = 0, CLS_L = 1, CLS_N = 2, CLS_S = 4 };
-
-/* The text as code points: cp[i] spans bytes off[i]..off[i+1]. */
-typedef struct cp_text {
-    uint32_t *cp;   /* [n] code points (INVALID_BYTE_CP for bad bytes) */
-    uint8_t *cls;   /* [n] CLS_* flags */
-    size_t *off;    /* [n + 1] byte offsets */
-    size_t n;
-} cp_text;
-
-static void cp_text_free(cp_text *t)
-{
-    free(t->cp);
-    free(t->cls);
-    free(t->off);
-    memset(t, 0, sizeof *t);
-}
-
-/* Decodes `len` bytes into code points with classes. Returns 0, or -1 out of memory. */
-static int cp_text_init(cp_text *t, const char *text, size_t len)
-{
-    memset(t, 0, sizeof *t);
-    t->cp = malloc((len + 1) * sizeof *t->cp);
-    t->cls = malloc(len + 1);
-    t->off = malloc((len + 1) * sizeof *t->off);
-    if (!t->cp || !t->cls || !t->off) { cp_text_free(t); return -1; }
-    const unsigned char *s = (const unsigned char *)text;
-    size_t pos = 0, n = 0;
-    while (pos < len) {
-        uint32_t cp;
-        size_t l = utf8_decode(s + pos, len - pos, &cp);
-        t->cp[n] = cp;
-        t->cls[n] = (uint8_t)((ovk_unicode_is_letter(cp) ? CLS_L : 0) |
-                              (ovk_unicode_is_number(cp) ? CLS_N : 0) |
-                              (ovk_unicode_is_space(cp) ? CLS_S : 0));
-        t->off[n] = pos;
-        pos += l;
-        n++;
-    }
-    t->off[n] = pos;
-    t->n = n;
-    return 0;
-}
-
-static int lower_ascii(uint32_t c) { return (c >= 'A' && c <= 'Z') ? (int)(c + 32) : (int)c; }
-
-/* Length of a contraction 's 't 're 've 'm 'll 'd at i (0 if none); case-insensitive when
- * `icase` (Llama 3 and Qwen2 use (?i:...)). */
-static size_t match_contraction(const cp_text *t, size_t i, size_t end, int icase)
-{
-    if (t->cp[i] != '\'' || i + 1 >= end) return 0;
-    uint32_t a = t->cp[i + 1];
-    uint32_t b = i + 2 < end ? t->cp[i + 2] : 0;
-    if (icase) { a = (uint32_t)lower_ascii(a); b = (uint32_t)lower_ascii(b); }
-    if (a == 's' || a == 't' || a == 'm' || a == 'd') return 2;
-    if ((a == 'r' && b == 'e') || (a == 'v' && b == 'e') || (a == 'l' && b == 'l')) return 3;
-    return 0;
-}
-
-/* End of a whitespace run starting at i. */
-static size_t space_run_end(const cp_text *t, size_t i, size_t end)
-{
-    while (i < end && (t->cls[i] & CLS_S)) i++;
-    return i;
-}
-
-/* \s+(?!\S)|\s+ at i (cls[i] is space): the whole run when it reaches `end` or is one
- * character long, else the run minus its last character (which joins the next word). */
-static size_t match_spaces(const cp_text *t, size_t i, size_t end)
-{
-    size_t j = space_run_end(t, i, end);
-    if (j == end || j - i == 1) return j - i;
-    return j - i - 1;
-}
-
-/* One word of the GPT-2 regex at i (i < end):
- * 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+ */
-static size_t match_gpt2(const cp_text *t, size_t i, size_t end)
-{
-    size_t k = match_contraction(t, i, end, 0);
-    if (k) return k;
-    size_t j = i + (t->cp[i] == ' ' && i + 1 < end ? 1 : 0);
-    uint8_t c = t->cls[j];
-    if (c & CLS_L) { while (j < end && (t->cls[j] & CLS_L)) j++; return j - i; }
-    if (c & CLS_N) { while (j < end && (t->cls[j] & CLS_N)) j++; return j - i; }
-    if (c == CLS_OTHER) { while (j < end && t->cls[j] == CLS_OTHER) j++; return j - i; }
-    return match_spaces(t, i, end);
-}
-
-static int is_crlf(uint32_t c) { return c == '\r' || c == '\n'; }
-
-/* One word of the Llama 3 regex at i (max_digits 3), or Qwen2's (max_digits 1):
- * (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
- * \s*[\r\n]+|\s+(?!\S)|\s+ */
-static size_t match_llama3(const cp_text *t, size_t i, size_t end, size_t max_digits)
-{
-    size_t k = match_contraction(t, i, end, 1);
-    if (k) return k;
-    uint8_t c = t->cls[i];
-    /* [^\r\n\p{L}\p{N}]?\p{L}+ */
-    size_t j = i;
-    if (!(c & (CLS_L | CLS_N)) && !is_crlf(t->cp[i]) && i + 1 < end && (t->cls[i + 1] & CLS_L)) j = i + 1;
-    if (t->cls[j] & CLS_L) { while (j < end && (t->cls[j] & CLS_L)) j++; return j - i; }
-    /* \p{N}{1,max} */
-    if (c & CLS_N) {
-        j = i;
-        while (j < end && j - i < max_digits && (t->cls[j] & CLS_N)) j++;
-        return j - i;
-    }
-    /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
-    j = i + (t->cp[i] == ' ' && i + 1 < end ? 1 : 0);
-    if (t->cls[j] == CLS_OTHER) {
-        while (j < end && t->cls[j] == CLS_OTHER) j++;
-        while (j < end && is_crlf(t->cp[j])) j++;
-        return j - i;
-    }
-    /* \s*[\r\n]+ : up to the last CR/LF of the whitespace run, if it has one */
-    size_t run = space_run_end(t, i, end), last = 0;
-    for (j = i; j < run; j++)
-        if (is_crlf(t->cp[j])) last = j + 1;
-    if (last) return last - i;
-    return match_spaces(t, i, end);
-}
-
-/* Appends the word ends of t[begin..end) (code point indices) to ends[] as byte offsets;
- * *count runs past capacity to count. */
-static void split_range(ovk_pretokenizer pre, const cp_text *t, size_t begin, size_t end,
-                        size_t *ends, size_t capacity, size_t *count)
-{
-    size_t i = begin;
-    while (i < end) {
-        size_t k;
-        switch (pre) {
-        case OSCAR_PRE_LLAMA3: k = match_llama3(t, i, end, 3); break;
-        case OSCAR_PRE_QWEN2: k = match_llama3(t, i, end, 1); break;
-        default: k = match_gpt2(t, i, end); break;
-        }
-        if (k == 0) k = 1; /* cannot happen: every class is matched; keeps progress certain */
-        i += k;
-        if (*count < capacity) ends[*count] = t->off[i];
-        (*count)++;
-    }
-}
-
-/* Splits a decoded text into words (see ovk_pretokenize). */
-static size_t split_words(ovk_pretokenizer pre, const cp_text *t, size_t *ends, size_t capacity)
-{
-    size_t count = 0;
-    if (pre == OSCAR_PRE_SMOLLM) {
-        /* Digits(individual_digits) first: each \p{N} is a piece of its own, and the gpt2
-         * regex runs on the text between them as on separate strings. */
-        size_t start = 0;
-        for (size_t i = 0; i < t->n; i++) {
-            if (!(t->cls[i] & CLS_N)) continue;
-            split_range(OSCAR_PRE_GPT2, t, start, i, ends, capacity, &count);
-            split_range(OSCAR_PRE_GPT2, t, i, i + 1, ends, capacity, &count);
-            start = i + 1;
-        }
-        split_range(OSCAR_PRE_GPT2, t, start, t->n, ends, capacity, &count);
-    } else {
-        split_range(pre, t, 0, t->n, ends, capacity, &count);
-    }
-    return count;
-}
-
-long ovk_pretokenize(ovk_pretokenizer pre, const char *text, size_t len, size_t *ends,
-                       size_t capacity)
-{
-    cp_text t;
-    if (cp_text_init(&t, text, len) != 0) return -1;
-    size_t n = split_words(pre, &t, ends, capacity);
-    cp_text_free(&t);
-    return (long)n;
-}
+#include "tokenizer_impl.h"
+#include "utf8.h"
 
 /* ==== 3. Vocabulary storage ============================================================= */
-
-typedef struct merge_slot {
-    uint64_t key;   /* (left id << 32) | right id; UINT64_MAX when empty */
-    int32_t rank;   /* index in tokenizer.ggml.merges; lower merges first */
-    int32_t result; /* id of the concatenation */
-} merge_slot;
-
-#define MAX_EOG 16
-
-struct ovk_tokenizer {
-    ovk_tokenizer_model model;
-    ovk_pretokenizer pre;
-    int ignore_merges;          /* BPE: a word that is a token is emitted whole (Llama 3) */
-    uint32_t n_tokens;
-    char *pool;                 /* all token texts, each followed by a NUL */
-    size_t *text_off;           /* [n_tokens] byte offset of each text in pool */
-    uint32_t *text_len;         /* [n_tokens] bytes of each text (without the NUL) */
-    float *scores;              /* [n_tokens] SPM merge priority, higher merges first */
-    uint8_t *types;             /* [n_tokens] ovk_token_type */
-    uint32_t hash_mask;         /* hash table size - 1 (a power of two minus one) */
-    int32_t *hash;              /* [hash_mask + 1] token ids by text hash, -1 empty */
-    uint32_t merge_mask;        /* merge table size - 1 */
-    merge_slot *merges;         /* [merge_mask + 1] BPE merges by (left, right) */
-    int32_t *specials;          /* [n_specials] ids matched verbatim, by first byte then
-                                 * longest first */
-    uint32_t n_specials;
-    uint32_t special_start[257];/* specials of first byte b: [special_start[b], [b + 1]) */
-    int32_t byte_token[256];    /* BPE: token of the byte's mapped character; SPM: <0xNN>;
-                                 * -1 when the vocabulary lacks it */
-    uint16_t cp_to_byte[512];   /* BPE decode: mapped code point -> byte + 1 (0: not mapped) */
-    int32_t bos, eos, eot, unk; /* -1 when absent */
-    int add_bos, add_space_prefix;
-    int32_t eog[MAX_EOG];       /* end-of-generation ids */
-    uint32_t n_eog;
-};
 
 static uint64_t hash_bytes(const char *s, size_t n)
 {
@@ -337,7 +26,6 @@ static uint64_t hash_bytes(const char *s, size_t n)
     return h ^ (h >> 29);
 }
 
-static const char *tok_text(const ovk_tokenizer *tok, int32_t id) { return tok->pool + tok->text_off[id]; }
 
 static int32_t lookup(const ovk_tokenizer *tok, const char *s, size_t n)
 {
@@ -348,6 +36,12 @@ static int32_t lookup(const ovk_tokenizer *tok, const char *s, size_t n)
         if (tok->text_len[id] == n && memcmp(tok_text(tok, id), s, n) == 0) return id;
         i = (i + 1) & tok->hash_mask;
     }
+}
+
+int32_t ovk_tokenizer_find(const ovk_tokenizer *tok, const char *text, size_t len)
+{
+    if (!tok || (!text && len)) return -1;
+    return lookup(tok, text, len);
 }
 
 static uint64_t mix64(uint64_t x)
@@ -554,8 +248,8 @@ oscar_status ovk_tokenizer_create(const ovk_tokenizer_desc *desc, ovk_tokenizer 
             s[5] = '>';
             l = 6;
         } else {
-            uint32_t cp = byte_to_cp(b);
-            l = utf8_encode(cp, (unsigned char *)s);
+            uint32_t cp = ovk_byte_to_cp(b);
+            l = ovk_utf8_encode(cp, (unsigned char *)s);
             tok->cp_to_byte[cp] = (uint16_t)(b + 1);
         }
         tok->byte_token[b] = lookup(tok, s, l);
@@ -737,7 +431,7 @@ static int bpe_word(const ovk_tokenizer *tok, enc_state *e, const unsigned char 
         unsigned char small[512];
         size_t ml = 0;
         if (n * 2 <= sizeof small) {
-            for (size_t i = 0; i < n; i++) ml += utf8_encode(byte_to_cp(w[i]), small + ml);
+            for (size_t i = 0; i < n; i++) ml += ovk_utf8_encode(ovk_byte_to_cp(w[i]), small + ml);
             int32_t id = lookup(tok, (const char *)small, ml);
             if (id >= 0) return push_id(e, id);
         }
@@ -780,13 +474,12 @@ static int bpe_word(const ovk_tokenizer *tok, enc_state *e, const unsigned char 
 
 static int bpe_fragment(const ovk_tokenizer *tok, enc_state *e, const char *text, size_t len)
 {
-    cp_text t;
-    if (cp_text_init(&t, text, len) != 0) return -1;
-    size_t n_words = split_words(tok->pre, &t, NULL, 0);
+    long n = ovk_pretokenize(tok->pre, text, len, NULL, 0);
+    if (n < 0) return -1;
+    size_t n_words = (size_t)n;
     size_t *ends = malloc((n_words + 1) * sizeof *ends);
     int rc = -1;
-    if (!ends) goto done;
-    split_words(tok->pre, &t, ends, n_words);
+    if (!ends || ovk_pretokenize(tok->pre, text, len, ends, n_words) < 0) goto done;
     size_t start = 0;
     for (size_t i = 0; i < n_words; i++) {
         if (bpe_word(tok, e, (const unsigned char *)text + start, ends[i] - start)) goto done;
@@ -795,7 +488,6 @@ static int bpe_fragment(const ovk_tokenizer *tok, enc_state *e, const char *text
     rc = 0;
 done:
     free(ends);
-    cp_text_free(&t);
     return rc;
 }
 
@@ -839,7 +531,7 @@ static int spm_fragment(const ovk_tokenizer *tok, enc_state *e, const char *text
     size_t m = 0;
     for (size_t off = 0; off < blen; m++) {
         uint32_t cp;
-        size_t l = utf8_decode((const unsigned char *)e->buf + off, blen - off, &cp);
+        size_t l = ovk_utf8_decode((const unsigned char *)e->buf + off, blen - off, &cp);
         e->sym_off[m] = off;
         e->sym_len[m] = l;
         off += l;
@@ -950,151 +642,3 @@ done:
     return st;
 }
 
-/* ==== 6. Decoding and accessors ======================================================== */
-
-/* Output of decoding: bytes go to buf while they fit; len counts all of them. */
-typedef struct sink {
-    char *buf;          /* [cap] or NULL to measure */
-    size_t cap, len;    /* bytes */
-    int strip_space;    /* drop the first byte written if it is a space, then clear */
-} sink;
-
-static void put(sink *o, const char *s, size_t n)
-{
-    if (n == 0) return;
-    if (o->strip_space) {
-        o->strip_space = 0;
-        if (s[0] == ' ') { s++; n--; }
-    }
-    if (o->buf && o->len < o->cap) {
-        size_t k = o->cap - o->len < n ? o->cap - o->len : n;
-        memcpy(o->buf + o->len, s, k);
-    }
-    o->len += n;
-}
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-}
-
-/* Appends the bytes of one token (see ovk_tokenizer_token_to_piece). */
-static void piece(const ovk_tokenizer *tok, int32_t id, int render_special, sink *o)
-{
-    const char *s = tok_text(tok, id);
-    size_t n = tok->text_len[id];
-    uint8_t type = tok->types[id];
-    if (type == OSCAR_TOKEN_CONTROL || type == OSCAR_TOKEN_UNKNOWN) {
-        if (render_special) put(o, s, n);
-        return;
-    }
-    if (type == OSCAR_TOKEN_UNUSED) return;
-    if (type == OSCAR_TOKEN_USER_DEFINED) { put(o, s, n); return; }
-    if (tok->model == OSCAR_TOKENIZER_SPM) {
-        if (type == OSCAR_TOKEN_BYTE && n == 6 && s[0] == '<' && s[1] == '0' && s[2] == 'x' && s[5] == '>' &&
-            hexval(s[3]) >= 0 && hexval(s[4]) >= 0) {
-            char c = (char)(hexval(s[3]) * 16 + hexval(s[4]));
-            put(o, &c, 1);
-            return;
-        }
-        size_t run = 0; /* bytes of s copied through unchanged, flushed before each "▁" */
-        for (size_t i = 0; i < n;) {
-            if (i + 3 <= n && (unsigned char)s[i] == 0xE2 && (unsigned char)s[i + 1] == 0x96 &&
-                (unsigned char)s[i + 2] == 0x81) {
-                put(o, s + i - run, run);
-                put(o, " ", 1);
-                run = 0;
-                i += 3;
-            } else {
-                run++;
-                i++;
-            }
-        }
-        put(o, s + n - run, run);
-        return;
-    }
-    /* byte-level: each mapped character is one byte; anything else passes through */
-    for (size_t i = 0; i < n;) {
-        uint32_t cp;
-        size_t l = utf8_decode((const unsigned char *)s + i, n - i, &cp);
-        if (cp < 512 && tok->cp_to_byte[cp]) {
-            char c = (char)(tok->cp_to_byte[cp] - 1);
-            put(o, &c, 1);
-        } else {
-            put(o, s + i, l);
-        }
-        i += l;
-    }
-}
-
-oscar_status ovk_tokenizer_token_to_piece(const ovk_tokenizer *tok, int32_t token,
-                                            int render_special, char *buf, size_t capacity,
-                                            size_t *len)
-{
-    if (!tok || !len) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "token_to_piece: NULL argument");
-    *len = 0;
-    if (token < 0 || (uint32_t)token >= tok->n_tokens)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "token_to_piece: token %d out of range [0, %u)", token, tok->n_tokens);
-    sink o = {buf, capacity, 0, 0};
-    piece(tok, token, render_special, &o);
-    *len = o.len;
-    if (buf && o.len > capacity)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "token_to_piece: %zu bytes do not fit in %zu", o.len, capacity);
-    return OSCAR_OK;
-}
-
-oscar_status ovk_tokenizer_decode(const ovk_tokenizer *tok, const int32_t *tokens, size_t n,
-                                    int render_special, int skip_prefix_space, char *buf,
-                                    size_t capacity, size_t *len)
-{
-    if (!tok || !len || (!tokens && n > 0)) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "decode: NULL argument");
-    *len = 0;
-    /* the space the SPM encoder prefixed is the first byte of the first non-empty piece */
-    sink o = {buf, capacity, 0, skip_prefix_space && tok->model == OSCAR_TOKENIZER_SPM && tok->add_space_prefix};
-    for (size_t i = 0; i < n; i++) {
-        if (tokens[i] < 0 || (uint32_t)tokens[i] >= tok->n_tokens)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "decode: token %d at %zu out of range", tokens[i], i);
-        piece(tok, tokens[i], render_special, &o);
-    }
-    *len = o.len;
-    if (buf && o.len > capacity)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "decode: %zu bytes do not fit in %zu", o.len, capacity);
-    return OSCAR_OK;
-}
-
-const char *ovk_tokenizer_token_text(const ovk_tokenizer *tok, int32_t token)
-{
-    if (!tok || token < 0 || (uint32_t)token >= tok->n_tokens) return NULL;
-    return tok_text(tok, token);
-}
-
-int32_t ovk_tokenizer_find(const ovk_tokenizer *tok, const char *text, size_t len)
-{
-    if (!tok || (!text && len)) return -1;
-    return lookup(tok, text, len);
-}
-
-ovk_token_type ovk_tokenizer_token_type(const ovk_tokenizer *tok, int32_t token)
-{
-    if (!tok || token < 0 || (uint32_t)token >= tok->n_tokens) return OSCAR_TOKEN_UNDEFINED;
-    return (ovk_token_type)tok->types[token];
-}
-
-uint32_t ovk_tokenizer_vocab_size(const ovk_tokenizer *tok) { return tok ? tok->n_tokens : 0; }
-ovk_tokenizer_model ovk_tokenizer_model_kind(const ovk_tokenizer *tok) { return tok->model; }
-ovk_pretokenizer ovk_tokenizer_pre(const ovk_tokenizer *tok) { return tok->pre; }
-int32_t ovk_tokenizer_bos(const ovk_tokenizer *tok) { return tok ? tok->bos : -1; }
-int32_t ovk_tokenizer_eos(const ovk_tokenizer *tok) { return tok ? tok->eos : -1; }
-int32_t ovk_tokenizer_eot(const ovk_tokenizer *tok) { return tok ? tok->eot : -1; }
-int ovk_tokenizer_adds_bos(const ovk_tokenizer *tok) { return tok && tok->add_bos && tok->bos >= 0; }
-
-int ovk_tokenizer_is_eog(const ovk_tokenizer *tok, int32_t token)
-{
-    if (!tok || token < 0) return 0;
-    for (uint32_t i = 0; i < tok->n_eog; i++)
-        if (tok->eog[i] == token) return 1;
-    return 0;
-}

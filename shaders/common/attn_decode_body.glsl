@@ -439,7 +439,7 @@ void merge_row(uint row_id, uint kvh)
     // values are (v − μ_V)·R_V), else o. Rotated: RP threads share element j, each dotting a
     // part of row j of R (its loads all in flight) with o of every head; the parts meet in
     // sh_red. (One thread a row for two of four heads, as before, made a call 5 µs longer at 4K
-    // on the H200: docs/benchmarks.md, session 11.)
+    // on the H200: docs/performance.md.)
     const uint HG = WG >= D ? WG / D : 1;
     if (ROTATED) {
         const uint RP = HG, RQ = D4 / RP;   // parts of a row, vec4s a part

@@ -100,7 +100,7 @@ float mv_word_apply(vec4 lo, vec4 hi, vec4 c, vec4 xl, vec4 xh, float sl, float 
 // for apply(decode), and 26.4-26.7 with the loads of x or of the scale moved first). Q4_1
 // dots the fields as decoded (1024 + quant) and takes the offset out of the sums of x it has
 // anyway: 8 subtractions fewer a word, 23.3 -> 20.7 us at 14336 x 4096 (the product is bound
-// by its own work, not by its bytes: docs/benchmarks.md, session 11). The dot then
+// by its own work, not by its bytes: docs/performance.md). The dot then
 // carries ~1024 x per term where the quant's is ~8 x, so fp32 rounds it at ~2^-17 of its size
 // (normalised squared error ~3e-10 against the reference). Q4_0, which would have to sum its
 // x for it, measured slower that way (25.5 against 23.8 us) and keeps the subtractions.
