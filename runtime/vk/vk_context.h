@@ -10,6 +10,8 @@
 
 #include "error.h"
 #include "oscar/oscar.h"
+#include "vk_coopmat_khr.h"
+#include "vk_variant.h"
 
 /* Records a failing VkResult with the call's text and file:line, sets `st`, jumps to fail. */
 #define OSCAR_VK(call)                                                                     \
@@ -110,8 +112,69 @@ void ovk_profile_add(ovk_profile *pr, const char *name, double ns);
 /* Sorts the entries by time and prints them under the title. NULL or empty: nothing. */
 void ovk_profile_print(ovk_profile *pr, const char *title, FILE *f);
 
-/* The embedded SPIR-V of a shader by name, NULL if none (the generated build/shaders/shader_table.c). */
-const uint32_t *ovk_spirv_find(const char *name, size_t *size_bytes);
+/* ---- optional arithmetic and kernel variants (vk_features.c) ------------------------------- */
+/* Knobs from the environment, read once at context creation; vk_features.c's table lists each
+ * variable with its effect. */
+typedef struct ovk_tuning {
+    char device[256];         /* OSCAR_DEVICE: index or name substring ("" : the params' choice) */
+    int validation;           /* OSCAR_VALIDATION=1 */
+    int profile;              /* OSCAR_PROFILE: 0 off, 1 GPU and host, 2 (=host) the host's only */
+    int pipeline_stats;       /* OSCAR_PIPELINE_STATS=1: pipeline statistics and kernel choices */
+    char shader_dir[1024];    /* OSCAR_SHADER_DIR: SPIR-V files that replace embedded shaders */
+    int disable_coopmat;      /* OSCAR_DISABLE_COOPMAT=1: VK_KHR_cooperative_matrix stays off */
+    int disable_integer_dot;  /* OSCAR_DISABLE_INTEGER_DOT=1: VK_KHR_shader_integer_dot_product stays off */
+    int disable_f16;          /* OSCAR_DISABLE_F16=1: shaderFloat16 stays off */
+} ovk_tuning;
+
+#define OVK_MAX_PICKS 32
+typedef struct ovk_features {
+    uint32_t enabled;   /* OVK_NEEDS_* bits enabled on the device: a variant needing them can run */
+    uint32_t preferred; /* the bits ovk_pick_variant uses: enabled and worth it (integer dot: the
+                         * driver says 4x8 packed signed dot products are accelerated) */
+    const char *logged[OVK_MAX_PICKS]; /* ops whose choice was logged (table names) */
+    uint32_t n_logged;
+} ovk_features;
+
+/* What a device offers beyond oscar_device_info, for enabling (filled by ovk_features_query). */
+typedef struct ovk_device_caps {
+    int has_idot_ext, has_coopmat_ext;
+    int shader_integer_dot_product;   /* the feature bit */
+    int cooperative_matrix;           /* the feature bit, in compute shaders */
+    int vulkan_memory_model;
+} ovk_device_caps;
+
+/* The structures chained into vkCreateDevice for what ovk_features_enable turned on; they live
+ * in the caller's frame until the device exists. */
+typedef struct ovk_feature_chain {
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot;
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat;
+} ovk_feature_chain;
+
+/* Reads the environment's knobs (vk_features.c's table) into t. */
+void ovk_tuning_read(ovk_tuning *t);
+/* 1 when the device lists the extension. */
+int ovk_device_has_extension(VkPhysicalDevice pd, const char *name);
+/* Fills info's integer-dot and cooperative-matrix fields (what the device has) and caps for pd,
+ * a device of `instance`. */
+void ovk_features_query(VkInstance instance, VkPhysicalDevice pd, oscar_device_info *info, ovk_device_caps *caps);
+/* Decides what the context enables, from ctx->tuning, ctx->info, caps and the kernels this build
+ * holds: appends extension names to exts (room for 2 more), links the chain's structures into
+ * f12's pNext, sets f12's shaderFloat16 / vulkanMemoryModel, fills ctx->features and clears in
+ * ctx->info what stays off. Called before vkCreateDevice. */
+void ovk_features_enable(oscar_context *ctx, const ovk_device_caps *caps, ovk_feature_chain *chain,
+                         VkPhysicalDeviceVulkan12Features *f12, const char **exts, uint32_t *n_exts);
+/* 1 for the shape the cooperative-matrix kernels run: fp16 A and B, fp32 C and result, subgroup scope. */
+int ovk_coopmat_shape_f16_f32(const oscar_coopmat_shape *s);
+/* The variant of `op` to run on this context: the table row "op" or "op.<suffix>" whose needs
+ * are all preferred, cooperative matrices before integer dot before fp16 before none; NULL when
+ * no built variant fits. Logs the choice once per op with OSCAR_PIPELINE_STATS=1. */
+const char *ovk_pick_variant(oscar_context *ctx, const char *op);
+/* 1 when the table has `name` and the context enabled everything it needs (for running a
+ * named variant, as the tests do with each). */
+int ovk_variant_usable(const oscar_context *ctx, const char *name);
+/* 1 when a validation message only reflects a layer older than an extension the context
+ * enabled (the layer cannot know that extension's structures or SPIR-V). */
+int ovk_validation_message_predates_layer(const oscar_context *ctx, const char *message);
 
 /* ---- the context -------------------------------------------------------------------------- */
 struct oscar_context {
@@ -132,6 +195,10 @@ struct oscar_context {
     ovk_buffer staging;               /* reusable staging for upload/download */
     int validation, print_validation;
     int pipeline_stats;                 /* OSCAR_PIPELINE_STATS=1 and the device can: print each pipeline's statistics */
+    ovk_tuning tuning;                  /* the environment's knobs, read at creation */
+    ovk_features features;              /* optional arithmetic enabled, for ovk_pick_variant */
+    uint32_t layer_version;             /* the validation layer's Vulkan version (0: none) */
+    uint64_t validation_ignored;        /* messages ovk_validation_message_predates_layer set aside */
     ovk_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
     ovk_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;

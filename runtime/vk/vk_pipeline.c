@@ -16,11 +16,11 @@ static int same_desc(const ovk_pipeline_desc *a, const ovk_pipeline_desc *b)
 /* OSCAR_SHADER_DIR (a development aid: try a shader variant without rebuilding): the SPIR-V of
  * `name` from DIR/name.spv when that file exists, in *buf (the caller frees it); NULL
  * otherwise, and the embedded code is used. */
-static const uint32_t *spirv_override(const char *name, size_t *size_bytes, uint32_t **buf)
+static const uint32_t *spirv_override(const oscar_context *ctx, const char *name, size_t *size_bytes, uint32_t **buf)
 {
-    const char *dir = getenv("OSCAR_SHADER_DIR");
+    const char *dir = ctx->tuning.shader_dir;
     *buf = NULL;
-    if (!dir || !*dir) return NULL;
+    if (!*dir) return NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.spv", dir, name);
     FILE *f = fopen(path, "rb");
@@ -97,7 +97,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
 
     size_t code_size = 0;
     uint32_t *code_buf;
-    const uint32_t *code = spirv_override(desc->shader, &code_size, &code_buf);
+    const uint32_t *code = spirv_override(ctx, desc->shader, &code_size, &code_buf);
     if (!code) code = ovk_spirv_find(desc->shader, &code_size);
     if (!code) OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "no embedded shader named '%s'", desc->shader);
 
