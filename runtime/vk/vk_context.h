@@ -213,6 +213,10 @@ oscar_status ovk_buffer_download(oscar_context *ctx, const ovk_buffer *src, VkDe
 /* Fills `bytes` bytes at `offset` with a repeated 32-bit word (both multiples of 4). */
 oscar_status ovk_buffer_fill(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word);
 
+/* Checks a binding points into a live buffer and holds at least `bytes` bytes; the message names
+ * the op and the binding (`what`). */
+oscar_status ovk_binding_check(const ovk_binding *b, uint64_t bytes, const char *op, const char *what);
+
 /* Pipelines (vk_pipeline.c): returns the pipeline for desc, creating it on first use. */
 oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc, ovk_pipeline **out);
 
