@@ -108,7 +108,7 @@ foreach(src ${OSCAR_SHADERS})
     set(dis ${OSCAR_SPIRV_DIS_COOPMAT})
     set(compiler glslangValidator)
   else()
-    set(compile_cmd COMMAND ${GLSLC} --target-env=vulkan1.2 -O ${includes} -MD -MF ${spv}.d -MT ${csrc} -o ${spv} ${src})
+    set(compile_cmd COMMAND ${GLSLC} --target-env=vulkan1.2 -O ${includes} -MD -MF ${spv}.d -MT ${spv} -o ${spv} ${src})
     set(val_cmd COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv})
     set(dis ${SPIRV_DIS})
     set(compiler glslc)
@@ -118,7 +118,7 @@ foreach(src ${OSCAR_SHADERS})
     set(asm_cmd COMMAND ${dis} ${spv} -o ${SHADER_OUT}/${name}.spvasm)
   endif()
   add_custom_command(
-    OUTPUT ${csrc}
+    OUTPUT ${spv} ${csrc}   # both compilers' depfiles name the .spv
     ${compile_cmd}
     ${val_cmd}
     ${asm_cmd}
