@@ -140,7 +140,7 @@ typedef struct ovk_device_caps {
     int has_idot_ext, has_coopmat_ext;
     int shader_integer_dot_product;   /* the feature bit */
     int cooperative_matrix;           /* the feature bit, in compute shaders */
-    int vulkan_memory_model;
+    int vulkan_memory_model;          /* vulkanMemoryModel and vulkanMemoryModelDeviceScope */
 } ovk_device_caps;
 
 /* The structures chained into vkCreateDevice for what ovk_features_enable turned on; they live
@@ -199,6 +199,7 @@ struct oscar_context {
     ovk_features features;              /* optional arithmetic enabled, for ovk_pick_variant */
     uint32_t layer_version;             /* the validation layer's Vulkan version (0: none) */
     uint64_t validation_ignored;        /* messages ovk_validation_message_predates_layer set aside */
+    uint32_t creating_needs;            /* OVK_NEEDS_* of the shader whose module and pipeline are being made */
     ovk_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
     ovk_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;

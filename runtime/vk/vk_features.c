@@ -133,7 +133,9 @@ void ovk_features_query(VkInstance instance, VkPhysicalDevice pd, oscar_device_i
     vkGetPhysicalDeviceFeatures2(pd, &feats);
     if (props2.pNext) vkGetPhysicalDeviceProperties2(pd, &props2);
 
-    caps->vulkan_memory_model = v12f.vulkanMemoryModel != VK_FALSE;
+    /* with the memory model enabled, Device scope (which the other kernels' barriers use) needs
+     * the device-scope feature too: both or neither */
+    caps->vulkan_memory_model = v12f.vulkanMemoryModel && v12f.vulkanMemoryModelDeviceScope;
     caps->shader_integer_dot_product = caps->has_idot_ext && idf.shaderIntegerDotProduct;
     info->integer_dot_product = caps->shader_integer_dot_product;
     if (info->integer_dot_product) {
@@ -191,6 +193,7 @@ void ovk_features_enable(oscar_context *ctx, const ovk_device_caps *caps, ovk_fe
             .cooperativeMatrix = VK_TRUE };
         f12->pNext = &chain->coopmat;
         f12->vulkanMemoryModel = VK_TRUE; /* the coopmat shaders declare the VulkanMemoryModel capability */
+        f12->vulkanMemoryModelDeviceScope = VK_TRUE;
         f->enabled |= OVK_NEEDS_COOPMAT;
     } else {
         info->cooperative_matrix = 0;
@@ -270,17 +273,28 @@ OSCAR_API uint32_t oscar_built_kernels(void)
 
 /* ---- validation layers older than an extension -------------------------------------------- */
 /* Debian 12's validation layer (1.3.239) predates VK_KHR_cooperative_matrix (headers 1.3.255):
- * it reports the extension's feature and property structures as unknown and cannot parse its
- * SPIR-V capability (6022), on a device where all of it is valid. Those messages, and only
- * those, are set aside when such a layer runs; every other message still counts. */
+ * it reports the extension's feature and property structures as unknown, the extension as
+ * unsupported "by this layer", and cannot parse SPIR-V with its capability (6022), so it also
+ * fails the checks it runs on such a module (its capabilities, its specialization). On a
+ * device that has the extension all of it is valid. Those messages, and only those, are set
+ * aside when such a layer runs: the ones naming the extension, its structures or capability
+ * anywhere, and the parse-failure checks only while a cooperative-matrix shader's module and
+ * pipeline are being made (ctx->creating_needs). Every other message still counts. */
 int ovk_validation_message_predates_layer(const oscar_context *ctx, const char *message)
 {
     static const char *const coopmat_marks[] = {
         "VkStructureType (1000506000)", "VkStructureType (1000506001)", "VkStructureType (1000506002)",
         "Invalid capability operand: 6022", "VK_KHR_cooperative_matrix", "SPV_KHR_cooperative_matrix",
     };
+    static const char *const unparsed_module_checks[] = {
+        "VUID-VkShaderModuleCreateInfo-pCode-01090", /* "Unhandled OpCapability" */
+        "VUID-VkPipelineShaderStageCreateInfo-pSpecializationInfo-06719", /* its spirv-opt fails too */
+    };
     if (!ctx || !message || ctx->layer_version == 0 || ctx->layer_version >= VK_MAKE_API_VERSION(0, 1, 3, 255)) return 0;
     for (size_t i = 0; i < sizeof coopmat_marks / sizeof coopmat_marks[0]; i++)
         if (strstr(message, coopmat_marks[i])) return 1;
+    if (ctx->creating_needs & OVK_NEEDS_COOPMAT)
+        for (size_t i = 0; i < sizeof unparsed_module_checks / sizeof unparsed_module_checks[0]; i++)
+            if (strstr(message, unparsed_module_checks[i])) return 1;
     return 0;
 }

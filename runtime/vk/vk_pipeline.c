@@ -111,6 +111,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
     p->desc.shader = p->name;
 
     VkShaderModuleCreateInfo smci = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_size, .pCode = code };
+    ctx->creating_needs = ovk_spirv_needs(desc->shader); /* for the validation callback, until the pipeline exists */
     VkResult made = ctx->vk.vkCreateShaderModule(ctx->device, &smci, NULL, &module);
     free(code_buf);
     OSCAR_VK(made);
@@ -146,6 +147,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
     };
     if (ctx->pipeline_stats) cpci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     OSCAR_VK(ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &cpci, NULL, &p->pipeline));
+    ctx->creating_needs = 0;
     ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
     if (ctx->pipeline_stats) print_stats(ctx, p);
     p->next = ctx->pipelines;
@@ -153,6 +155,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
     *out = p;
     return OSCAR_OK;
 fail:
+    ctx->creating_needs = 0;
     if (st == OSCAR_ERROR_VULKAN) st = OSCAR_ERROR_SHADER;
     if (module) ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
     if (p) {

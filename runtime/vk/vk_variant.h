@@ -24,6 +24,8 @@ typedef struct ovk_spirv_entry {
 
 /* The embedded SPIR-V of a shader by table name, NULL if this build has none. */
 const uint32_t *ovk_spirv_find(const char *name, size_t *size_bytes);
+/* The OVK_NEEDS_* bits of a shader in the table, 0 when absent. */
+uint32_t ovk_spirv_needs(const char *name);
 /* Every row of the table, ending with a row whose name is NULL. */
 const ovk_spirv_entry *ovk_spirv_entries(void);
 /* OVK_NEEDS_IDOT / OVK_NEEDS_COOPMAT when this build compiled that kind of variant. */
