@@ -1,5 +1,7 @@
-/* oscar-info: lists the Vulkan devices OSCAR-VK can use and, with --bandwidth, measures the
- * device's read bandwidth (the roofline every benchmark quotes).
+/* oscar-info: lists the Vulkan devices OSCAR-VK can use with what each offers, then what a
+ * context on the chosen device enables (after the OSCAR_DISABLE_* variables and what this build
+ * compiled) and, with --bandwidth, measures the device's read bandwidth (the roofline every
+ * benchmark quotes).
  *
  *   oscar-info [--device NAME|INDEX] [--bandwidth [MIB]] [--json]
  */
@@ -23,6 +25,45 @@ static const char *type_name(oscar_device_type t)
     }
 }
 
+static const char *scalar_name(oscar_scalar_type t)
+{
+    static const char *const names[] = { "?", "f16", "f32", "f64", "bf16", "e4m3", "e5m2", "s8", "s16", "s32",
+                                          "s64", "u8", "u16", "u32", "u64" };
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+static const char *scope_name(oscar_scope s)
+{
+    switch (s) {
+    case OSCAR_SCOPE_SUBGROUP: return "subgroup";
+    case OSCAR_SCOPE_WORKGROUP: return "workgroup";
+    case OSCAR_SCOPE_DEVICE: return "device";
+    case OSCAR_SCOPE_QUEUE_FAMILY: return "queue family";
+    default: return "other scope";
+    }
+}
+
+/* Integer dot products and cooperative matrices: what the device has (listing) or what the
+ * context enabled (selected). */
+static void print_fast_paths(const oscar_device_info *d)
+{
+    if (d->integer_dot_product)
+        printf("  integer dot     yes; 4x8 packed signed %saccelerated, mixed signedness %saccelerated\n",
+               d->integer_dot_4x8_signed_accelerated ? "" : "not ", d->integer_dot_4x8_mixed_accelerated ? "" : "not ");
+    else
+        printf("  integer dot     no\n");
+    if (!d->cooperative_matrix) {
+        printf("  coopmat         no\n");
+        return;
+    }
+    printf("  coopmat         yes, %u shapes (M x N x K: A x B + C -> result)\n", d->coopmat_shape_count);
+    for (uint32_t i = 0; i < d->coopmat_shape_count; i++) {
+        const oscar_coopmat_shape *s = &d->coopmat_shapes[i];
+        printf("    %3u x %3u x %3u  %s x %s + %s -> %s, %s%s\n", s->m, s->n, s->k, scalar_name(s->a), scalar_name(s->b),
+               scalar_name(s->c), scalar_name(s->result), scope_name(s->scope), s->saturating ? ", saturating" : "");
+    }
+}
+
 static void print_device(const oscar_device_info *d)
 {
     printf("device %u: %s\n", d->index, d->name);
@@ -39,6 +80,7 @@ static void print_device(const oscar_device_info *d)
     printf("  arithmetic      fp16 %d, int8 %d, int16 %d, int64 %d\n", d->float16_arithmetic, d->int8_arithmetic,
            d->int16_arithmetic, d->int64_arithmetic);
     printf("  storage         16-bit %d, 8-bit %d\n", d->storage_16bit, d->storage_8bit);
+    print_fast_paths(d);
     printf("  timestamps      %d (%.3f ns per tick)\n", d->timestamps, d->timestamp_period_ns);
     printf("  memory budget   %s\n", d->memory_budget ? "VK_EXT_memory_budget" : "not reported (heap size used)");
     for (uint32_t h = 0; h < d->heap_count; h++)
@@ -90,18 +132,23 @@ int main(int argc, char **argv)
     }
     for (uint32_t i = 0; i < n; i++) print_device(&infos[i]);
     free(infos);
-    if (!bandwidth && !device) return 0;
+    uint32_t built = oscar_built_kernels();
+    printf("kernels built: scalar%s%s\n", (built & OSCAR_BUILT_INTEGER_DOT) ? ", integer dot" : "",
+           (built & OSCAR_BUILT_COOPMAT) ? ", cooperative matrix" : "");
 
     oscar_context_params p = oscar_context_params_default();
     p.device = device;
     oscar_context *ctx;
     if ((st = oscar_context_create(&p, &ctx)) != OSCAR_OK) {
         fprintf(stderr, "oscar-info: %s\n", oscar_last_error());
-        return 1;
+        return bandwidth || device ? 1 : 0; /* the listing alone still succeeded */
     }
     oscar_device_info info;
     oscar_context_device_info(ctx, &info);
-    printf("selected: device %u: %s\n", info.index, info.name);
+    printf("selected: device %u: %s; the context enabled (OSCAR_DISABLE_COOPMAT, _INTEGER_DOT, _F16 turn each off):\n",
+           info.index, info.name);
+    printf("  fp16 arithmetic %s\n", info.float16_arithmetic ? "yes" : "no");
+    print_fast_paths(&info);
     int rc = 0;
     if (bandwidth) {
         double gbps = 0;

@@ -1,5 +1,6 @@
 # Turns a SPIR-V binary into a C source file holding it as a uint32_t array.
-# cmake -DIN=x.spv -DOUT=x.spv.c -DNAME=x -P embed_spirv.cmake
+# cmake -DIN=x.spv -DOUT=x.spv.c -DNAME=x[.variant] -DSYM=x[_variant] -P embed_spirv.cmake
+# (NAME is the shader's table name, SYM the C identifier made from it)
 file(READ ${IN} hex HEX)
 string(LENGTH "${hex}" n)
 math(EXPR rem "${n} % 8")
@@ -12,5 +13,5 @@ string(REGEX REPLACE "([0-9a-f][0-9a-f])([0-9a-f][0-9a-f])([0-9a-f][0-9a-f])([0-
 string(REGEX REPLACE "((0x[0-9a-f]+u,){8})" "\\1\n    " words "${words}")
 math(EXPR nbytes "${n} / 2")
 file(WRITE ${OUT} "/* Generated from ${NAME}.comp by cmake/embed_spirv.cmake. */\n#include <stddef.h>\n#include <stdint.h>\n"
-  "const uint32_t ovk_spv_${NAME}[] = {\n    ${words}\n};\n"
-  "const size_t ovk_spv_${NAME}_size = ${nbytes};\n")
+  "const uint32_t ovk_spv_${SYM}[] = {\n    ${words}\n};\n"
+  "const size_t ovk_spv_${SYM}_size = ${nbytes};\n")

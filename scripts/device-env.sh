@@ -8,5 +8,6 @@ icd=${TMPDIR:-/tmp}/oscar_nvidia_egl_icd.json
 printf '{"file_format_version":"1.0.0","ICD":{"library_path":"libEGL_nvidia.so.0","api_version":"1.4.312"}}\n' > "$icd"
 export VK_DRIVER_FILES="$icd" VK_ICD_FILENAMES="$icd"
 export VK_LAYER_PATH="$here/layers"
+export OSCAR_DEVICE_DIR="$here"
 export XDG_RUNTIME_DIR=${XDG_RUNTIME_DIR:-/tmp}
 export PATH="$here/bin:$PATH"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Runs on the GPU machine (after `source .device/env.sh`): oscar-info with bandwidth, then
-# every packed test binary with the validation layer on. Output goes to stdout and $OUT.
+# Runs on the GPU machine (after `source DIR/env.sh`, DIR as given to scripts/device-pack.sh):
+# oscar-info with bandwidth, then every packed test binary with the validation layer on. Output
+# goes to stdout and $OUT.
 set -uo pipefail
 out=${OUT:-/tmp}
 oscar-info --bandwidth 2048 2>&1 | tee "$out/oscar-info.txt"
 pass=0 fail=0 skip=0
-cd .device/tests
+cd "${OSCAR_DEVICE_DIR:-.device}/tests"
 for t in ./test_*; do
     OSCAR_VALIDATION=1 timeout 300 "$t" > "$out/$(basename "$t").log" 2>&1
     rc=$?

@@ -325,7 +325,7 @@ static void test_shader_dir(void)
     FILE *log = tmpfile();
     int saved = dup(fileno(stderr));
     CHECK(log && saved >= 0 && dup2(fileno(log), fileno(stderr)) >= 0);
-    setenv("OSCAR_SHADER_DIR", dir, 1); /* read when a pipeline is created */
+    setenv("OSCAR_SHADER_DIR", dir, 1); /* read when the context is created */
     oscar_context *c = test_gpu_context();
     ovk_ops ops;
     ovk_ops_init(&ops, c);

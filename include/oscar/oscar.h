@@ -82,6 +82,30 @@ typedef enum oscar_device_type {
     OSCAR_DEVICE_CPU = 4,
 } oscar_device_type;
 
+/* Element types and scopes of the cooperative-matrix shapes a device offers. */
+typedef enum oscar_scalar_type {
+    OSCAR_SCALAR_OTHER = 0, /* a type this version does not name */
+    OSCAR_SCALAR_F16, OSCAR_SCALAR_F32, OSCAR_SCALAR_F64, OSCAR_SCALAR_BF16,
+    OSCAR_SCALAR_E4M3, OSCAR_SCALAR_E5M2, /* 8-bit floats */
+    OSCAR_SCALAR_S8, OSCAR_SCALAR_S16, OSCAR_SCALAR_S32, OSCAR_SCALAR_S64,
+    OSCAR_SCALAR_U8, OSCAR_SCALAR_U16, OSCAR_SCALAR_U32, OSCAR_SCALAR_U64,
+} oscar_scalar_type;
+
+typedef enum oscar_scope {
+    OSCAR_SCOPE_OTHER = 0,
+    OSCAR_SCOPE_SUBGROUP, OSCAR_SCOPE_WORKGROUP, OSCAR_SCOPE_DEVICE, OSCAR_SCOPE_QUEUE_FAMILY,
+} oscar_scope;
+
+/* One cooperative-matrix multiply the device runs: Result (m x n) = A (m x k) * B (k x n) + C (m x n). */
+typedef struct oscar_coopmat_shape {
+    uint32_t m, n, k;
+    oscar_scalar_type a, b, c, result;
+    oscar_scope scope;             /* the invocations that share one matrix */
+    int saturating;                /* integer accumulation saturates */
+} oscar_coopmat_shape;
+
+#define OSCAR_MAX_COOPMAT_SHAPES 48
+
 /* What the runtime found and enabled on a device. Every optional feature has a fallback:
  * the kernels store fp16 data as packed uint words and read them with unpackHalf2x16, so
  * none of the *_storage or float16 features is required; they are reported and used when
@@ -105,6 +129,20 @@ typedef struct oscar_device_info {
     int storage_16bit, storage_8bit;
     int subgroup_basic, subgroup_arithmetic, subgroup_shuffle, subgroup_ballot;
     int subgroup_size_control, compute_full_subgroups;
+    /* Integer dot products (VK_KHR_shader_integer_dot_product) and whether the driver says its
+     * packed 4 x 8-bit forms (signed x signed, signed x unsigned) run faster than the same
+     * arithmetic spelled out; cooperative matrices (VK_KHR_cooperative_matrix in compute
+     * shaders, with the shapes the driver lists). oscar_list_devices reports what the device
+     * has; oscar_context_device_info what the context enabled: 0 (and no shapes) where an
+     * OSCAR_DISABLE_* variable turned it off, this build compiled no kernel for it
+     * (oscar_built_kernels), or it lacks a feature it needs (fp16 arithmetic and the Vulkan
+     * memory model for cooperative matrices). OSCAR_DISABLE_F16=1 likewise clears
+     * float16_arithmetic in the context. */
+    int integer_dot_product;
+    int integer_dot_4x8_signed_accelerated, integer_dot_4x8_mixed_accelerated;
+    int cooperative_matrix;
+    uint32_t coopmat_shape_count;  /* entries of coopmat_shapes (the driver's first 48) */
+    oscar_coopmat_shape coopmat_shapes[OSCAR_MAX_COOPMAT_SHAPES];
     int timestamps;                /* timestamp queries on the compute queue */
     double timestamp_period_ns;    /* nanoseconds per timestamp tick */
     int memory_budget;             /* VK_EXT_memory_budget present */
@@ -116,6 +154,15 @@ typedef struct oscar_device_info {
         int device_local;
     } heaps[OSCAR_MAX_HEAPS];
 } oscar_device_info;
+
+/* Kinds of kernel variant a build can lack, depending on the shader compilers it found
+ * (cmake/shaders.cmake): integer-dot kernels need a glslc with GL_EXT_spirv_intrinsics,
+ * cooperative-matrix kernels glslang 13 (scripts/setup.sh installs both). */
+#define OSCAR_BUILT_INTEGER_DOT 1u
+#define OSCAR_BUILT_COOPMAT 2u
+/* Returns the OSCAR_BUILT_* bits of the kernels this library holds; the scalar kernels are
+ * always there. */
+OSCAR_API uint32_t oscar_built_kernels(void);
 
 /* Fills up to *count entries of `out` with the devices the Vulkan loader sees and sets *count
  * to the number that exist (call with out = NULL to count). Needs no context. */

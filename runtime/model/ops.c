@@ -48,17 +48,7 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
 static oscar_status check_binding(const ovk_binding *b, uint64_t bytes, const char *op, const char *what)
 {
-    if (!b->buffer || b->buffer->buffer == VK_NULL_HANDLE)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s has no buffer", op, what);
-    VkDeviceSize size = b->buffer->size;
-    if (b->offset > size || (b->range && b->range > size - b->offset))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s (offset %llu, range %llu) exceeds its buffer of %llu bytes",
-                           op, what, (unsigned long long)b->offset, (unsigned long long)b->range, (unsigned long long)size);
-    VkDeviceSize avail = b->range ? b->range : size - b->offset;
-    if (avail < bytes)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s holds %llu bytes, the shape needs %llu",
-                           op, what, (unsigned long long)avail, (unsigned long long)bytes);
-    return OSCAR_OK;
+    return ovk_binding_check(b, bytes, op, what);
 }
 
 /* Checks ops->workgroup: a power of two in 32..256 within the device's limit. */

@@ -11,6 +11,8 @@
 #include "error.h"
 #include "vk_env.h"
 #include "oscar/oscar.h"
+#include "vk_coopmat_khr.h"
+#include "vk_variant.h"
 
 /* Records a failing VkResult with the call's text and file:line, sets `st`, jumps to fail. */
 #define OSCAR_VK(call)                                                                     \
@@ -111,8 +113,54 @@ void ovk_profile_add(ovk_profile *pr, const char *name, double ns);
 /* Sorts the entries by time and prints them under the title. NULL or empty: nothing. */
 void ovk_profile_print(ovk_profile *pr, const char *title, FILE *f);
 
-/* The embedded SPIR-V of a shader by name, NULL if none (the generated build/shaders/shader_table.c). */
-const uint32_t *ovk_spirv_find(const char *name, size_t *size_bytes);
+/* ---- optional arithmetic and kernel variants (vk_features.c) ------------------------------- */
+#define OVK_MAX_PICKS 32
+typedef struct ovk_features {
+    uint32_t enabled;   /* OVK_NEEDS_* bits enabled on the device: a variant needing them can run */
+    uint32_t preferred; /* the bits ovk_pick_variant uses: enabled and worth it (integer dot: the
+                         * driver says 4x8 packed signed dot products are accelerated) */
+    const char *logged[OVK_MAX_PICKS]; /* ops whose choice was logged (table names) */
+    uint32_t n_logged;
+} ovk_features;
+
+/* What a device offers beyond oscar_device_info, for enabling (filled by ovk_features_query). */
+typedef struct ovk_device_caps {
+    int has_idot_ext, has_coopmat_ext;
+    int shader_integer_dot_product;   /* the feature bit */
+    int cooperative_matrix;           /* the feature bit, in compute shaders */
+    int vulkan_memory_model;          /* vulkanMemoryModel and vulkanMemoryModelDeviceScope */
+} ovk_device_caps;
+
+/* The structures chained into vkCreateDevice for what ovk_features_enable turned on; they live
+ * in the caller's frame until the device exists. */
+typedef struct ovk_feature_chain {
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot;
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR coopmat;
+} ovk_feature_chain;
+
+/* 1 when the device lists the extension. */
+int ovk_device_has_extension(VkPhysicalDevice pd, const char *name);
+/* Fills info's integer-dot and cooperative-matrix fields (what the device has) and caps for pd,
+ * a device of `instance`. */
+void ovk_features_query(VkInstance instance, VkPhysicalDevice pd, oscar_device_info *info, ovk_device_caps *caps);
+/* Decides what the context enables, from ctx->env, ctx->info, caps and the kernels this build
+ * holds: appends extension names to exts (room for 2 more), links the chain's structures into
+ * f12's pNext, sets f12's shaderFloat16 / vulkanMemoryModel, fills ctx->features and clears in
+ * ctx->info what stays off. Called before vkCreateDevice. */
+void ovk_features_enable(oscar_context *ctx, const ovk_device_caps *caps, ovk_feature_chain *chain,
+                         VkPhysicalDeviceVulkan12Features *f12, const char **exts, uint32_t *n_exts);
+/* 1 for the shape the cooperative-matrix kernels run: fp16 A and B, fp32 C and result, subgroup scope. */
+int ovk_coopmat_shape_f16_f32(const oscar_coopmat_shape *s);
+/* The variant of `op` to run on this context: the table row "op" or "op.<suffix>" whose needs
+ * are all preferred, cooperative matrices before integer dot before fp16 before none; NULL when
+ * no built variant fits. Logs the choice once per op with OSCAR_PIPELINE_STATS=1. */
+const char *ovk_pick_variant(oscar_context *ctx, const char *op);
+/* 1 when the table has `name` and the context enabled everything it needs (for running a
+ * named variant, as the tests do with each). */
+int ovk_variant_usable(const oscar_context *ctx, const char *name);
+/* 1 when a validation message only reflects a layer older than an extension the context
+ * enabled (the layer cannot know that extension's structures or SPIR-V). */
+int ovk_validation_message_predates_layer(const oscar_context *ctx, const char *message);
 
 /* ---- the context -------------------------------------------------------------------------- */
 struct oscar_context {
@@ -133,6 +181,10 @@ struct oscar_context {
     ovk_buffer staging;               /* reusable staging for upload/download */
     int validation, print_validation;
     int pipeline_stats;                 /* OSCAR_PIPELINE_STATS=1 and the device can: print each pipeline's statistics */
+    ovk_features features;              /* optional arithmetic enabled, for ovk_pick_variant */
+    uint32_t layer_version;             /* the validation layer's Vulkan version (0: none) */
+    uint64_t validation_ignored;        /* messages ovk_validation_message_predates_layer set aside */
+    uint32_t creating_needs;            /* OVK_NEEDS_* of the shader whose module and pipeline are being made */
     ovk_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
     ovk_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;
@@ -147,6 +199,10 @@ oscar_status ovk_buffer_upload(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize
 oscar_status ovk_buffer_download(oscar_context *ctx, const ovk_buffer *src, VkDeviceSize offset, void *dst, size_t bytes);
 /* Fills `bytes` bytes at `offset` with a repeated 32-bit word (both multiples of 4). */
 oscar_status ovk_buffer_fill(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize offset, VkDeviceSize bytes, uint32_t word);
+
+/* Checks a binding points into a live buffer and holds at least `bytes` bytes; the message names
+ * the op and the binding (`what`). */
+oscar_status ovk_binding_check(const ovk_binding *b, uint64_t bytes, const char *op, const char *what);
 
 /* Pipelines (vk_pipeline.c): returns the pipeline for desc, creating it on first use. */
 oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc, ovk_pipeline **out);

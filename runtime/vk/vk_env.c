@@ -20,6 +20,9 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_VU", "decode attention value rows per step, 1..16 (tuning)" },
     { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 256)" },
     { "OSCAR_ATTN_MIN_SPLIT", "fewest tokens of a decode attention item, a multiple of 64 (tuning)" },
+    { "OSCAR_DISABLE_COOPMAT", "1: leave VK_KHR_cooperative_matrix off: no cooperative-matrix kernel runs" },
+    { "OSCAR_DISABLE_INTEGER_DOT", "1: leave VK_KHR_shader_integer_dot_product off: int8 dot products run as scalar code" },
+    { "OSCAR_DISABLE_F16", "1: leave shaderFloat16 off: every kernel computes in fp32" },
     { NULL, NULL },
 };
 
@@ -64,4 +67,7 @@ void ovk_env_read(ovk_env *env)
     env->attn_min_split = ms % 64 == 0 ? (uint32_t)ms : 0;
     env->attn_f16 = (int)number("OSCAR_ATTN_F16", 0, 1, -1);
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 1, -1);
+    env->disable_coopmat = flag("OSCAR_DISABLE_COOPMAT");
+    env->disable_integer_dot = flag("OSCAR_DISABLE_INTEGER_DOT");
+    env->disable_f16 = flag("OSCAR_DISABLE_F16");
 }

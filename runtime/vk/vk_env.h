@@ -23,6 +23,10 @@ typedef struct ovk_env {
     uint32_t attn_min_split; /* OSCAR_ATTN_MIN_SPLIT: fewest tokens of an item, a multiple of 64 */
     int attn_f16;            /* OSCAR_ATTN_F16: 0 or 1 forces the packed-fp16 variant off or on; -1 */
     int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; -1 */
+    /* fallbacks forced (each optional feature only speeds things up) */
+    int disable_coopmat;     /* OSCAR_DISABLE_COOPMAT: VK_KHR_cooperative_matrix stays off */
+    int disable_integer_dot; /* OSCAR_DISABLE_INTEGER_DOT: VK_KHR_shader_integer_dot_product stays off */
+    int disable_f16;         /* OSCAR_DISABLE_F16: shaderFloat16 stays off */
 } ovk_env;
 
 /* Reads every variable of the table into *env. */

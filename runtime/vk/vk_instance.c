@@ -80,6 +80,14 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeveri
 {
     oscar_context *ctx = user;
     if (severity & (VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT)) {
+        if (ovk_validation_message_predates_layer(ctx, data ? data->pMessage : NULL)) {
+            __atomic_add_fetch(&ctx->validation_ignored, 1, __ATOMIC_RELAXED);
+            if (ctx->print_validation)
+                fprintf(stderr, "oscar: validation message not counted (the layer, %u.%u.%u, predates an extension "
+                                "the device has): %.200s\n", VK_API_VERSION_MAJOR(ctx->layer_version),
+                        VK_API_VERSION_MINOR(ctx->layer_version), VK_API_VERSION_PATCH(ctx->layer_version), data->pMessage);
+            return VK_FALSE;
+        }
         __atomic_add_fetch(&ctx->validation_messages, 1, __ATOMIC_RELAXED);
         if (ctx->print_validation)
             fprintf(stderr, "oscar: validation %s: %s\n",
@@ -90,14 +98,16 @@ static VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeveri
     return VK_FALSE;
 }
 
-static int instance_has_layer(const char *name)
+/* The Vulkan version a layer was built for (its specVersion), or 0 when it is not installed. */
+static uint32_t instance_layer_version(const char *name)
 {
     uint32_t n = 0;
     if (vkEnumerateInstanceLayerProperties(&n, NULL) != VK_SUCCESS || n == 0) return 0;
     VkLayerProperties *props = calloc(n, sizeof *props);
-    int found = 0;
+    uint32_t found = 0;
     if (props && vkEnumerateInstanceLayerProperties(&n, props) == VK_SUCCESS)
-        for (uint32_t i = 0; i < n; i++) found |= strcmp(props[i].layerName, name) == 0;
+        for (uint32_t i = 0; i < n; i++)
+            if (strcmp(props[i].layerName, name) == 0) found = props[i].specVersion ? props[i].specVersion : 1;
     free(props);
     return found;
 }
@@ -129,7 +139,9 @@ static oscar_status create_instance(oscar_context *ctx, int validation, VkInstan
     const char *layers[1], *exts[2];
     uint32_t n_layers = 0, n_exts = 0;
     if (validation) {
-        if (!instance_has_layer("VK_LAYER_KHRONOS_validation"))
+        uint32_t layer_version = instance_layer_version("VK_LAYER_KHRONOS_validation");
+        if (ctx) ctx->layer_version = layer_version;
+        if (!layer_version)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE,
                                "validation requested but VK_LAYER_KHRONOS_validation is not installed "
                                "(Debian: apt-get install vulkan-validationlayers)");
@@ -180,7 +192,7 @@ fail:
 }
 
 /* ---- capabilities ------------------------------------------------------------------------- */
-static int device_has_extension(VkPhysicalDevice pd, const char *name)
+int ovk_device_has_extension(VkPhysicalDevice pd, const char *name)
 {
     uint32_t n = 0;
     if (vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || n == 0) return 0;
@@ -223,10 +235,12 @@ static uint32_t find_compute_queue_family(VkPhysicalDevice pd, uint32_t *timesta
     return best;
 }
 
-/* Fills `info` (and, when given, the feature structs to enable) for a physical device. */
-static void query_device(VkPhysicalDevice pd, uint32_t index, oscar_device_info *info,
+/* Fills `info` (and, when given, the feature structs to enable and the optional arithmetic's
+ * capabilities) for a physical device of `instance`. */
+static void query_device(VkInstance instance, VkPhysicalDevice pd, uint32_t index, oscar_device_info *info,
                          VkPhysicalDeviceVulkan11Features *f11, VkPhysicalDeviceVulkan12Features *f12,
-                         VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *fsc, VkPhysicalDeviceFeatures *f10)
+                         VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *fsc, VkPhysicalDeviceFeatures *f10,
+                         ovk_device_caps *caps)
 {
     memset(info, 0, sizeof *info);
     info->index = index;
@@ -234,7 +248,7 @@ static void query_device(VkPhysicalDevice pd, uint32_t index, oscar_device_info 
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(pd, &props);
     int v12 = props.apiVersion >= VK_API_VERSION_1_2;
-    int has_sc = props.apiVersion >= VK_API_VERSION_1_3 || device_has_extension(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
+    int has_sc = props.apiVersion >= VK_API_VERSION_1_3 || ovk_device_has_extension(pd, VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME);
 
     VkPhysicalDeviceSubgroupSizeControlPropertiesEXT sc_props = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES_EXT };
@@ -301,7 +315,9 @@ static void query_device(VkPhysicalDevice pd, uint32_t index, oscar_device_info 
     find_compute_queue_family(pd, &ts_bits);
     info->timestamps = ts_bits > 0 && props.limits.timestampPeriod > 0;
     info->timestamp_period_ns = props.limits.timestampPeriod;
-    info->memory_budget = device_has_extension(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    info->memory_budget = ovk_device_has_extension(pd, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
+    ovk_device_caps caps_here;
+    ovk_features_query(instance, pd, info, caps ? caps : &caps_here);
 
     /* memory heaps and budget */
     VkPhysicalDeviceMemoryBudgetPropertiesEXT budget = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT };
@@ -367,7 +383,7 @@ OSCAR_API oscar_status oscar_list_devices(oscar_device_info *out, uint32_t *coun
     uint32_t n = 0;
     st = enumerate(instance, &pds, &n);
     if (st == OSCAR_OK) {
-        for (uint32_t i = 0; out && i < n && i < *count; i++) query_device(pds[i], i, &out[i], NULL, NULL, NULL, NULL);
+        for (uint32_t i = 0; out && i < n && i < *count; i++) query_device(instance, pds[i], i, &out[i], NULL, NULL, NULL, NULL, NULL);
         *count = n;
     }
     free(pds);
@@ -501,7 +517,7 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     OSCAR_TRY(enumerate(ctx->instance, &pds, &n));
     infos = calloc(n, sizeof *infos);
     if (!infos) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t i = 0; i < n; i++) query_device(pds[i], i, &infos[i], NULL, NULL, NULL, NULL);
+    for (uint32_t i = 0; i < n; i++) query_device(ctx->instance, pds[i], i, &infos[i], NULL, NULL, NULL, NULL, NULL);
     const char *want = ctx->env.device ? ctx->env.device : p.device;
     uint32_t chosen = 0;
     OSCAR_TRY(choose_device(infos, n, want, &chosen));
@@ -511,7 +527,8 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES };
     VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12 };
     VkPhysicalDeviceFeatures f10;
-    query_device(ctx->physical, chosen, &ctx->info, &f11, &f12, &fsc, &f10);
+    ovk_device_caps caps;
+    query_device(ctx->instance, ctx->physical, chosen, &ctx->info, &f11, &f12, &fsc, &f10, &caps);
     if (ctx->info.api_version < VK_API_VERSION_1_2)
         OSCAR_FAIL(OSCAR_ERROR_MISSING_FEATURE, "device '%s' supports Vulkan %u.%u; OSCAR-VK needs 1.2",
                    ctx->info.name, VK_API_VERSION_MAJOR(ctx->info.api_version), VK_API_VERSION_MINOR(ctx->info.api_version));
@@ -521,13 +538,13 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     if (ctx->queue_family == UINT32_MAX)
         OSCAR_FAIL(OSCAR_ERROR_MISSING_FEATURE, "device '%s' has no compute queue", ctx->info.name);
 
-    const char *dev_exts[3];
+    const char *dev_exts[5];
     uint32_t n_dev_exts = 0;
     /* compiler statistics of each pipeline (registers, spills, ...) on request, for tuning */
     VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fpe = {
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR, .pNext = f12.pNext,
         .pipelineExecutableInfo = VK_TRUE };
-    if (ctx->env.pipeline_stats && device_has_extension(ctx->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
+    if (ctx->env.pipeline_stats && ovk_device_has_extension(ctx->physical, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME)) {
         dev_exts[n_dev_exts++] = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
         f12.pNext = &fpe;
         ctx->pipeline_stats = 1;
@@ -539,6 +556,8 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
         fsc.pNext = f12.pNext;
         f12.pNext = &fsc;
     }
+    ovk_feature_chain chain; /* integer dot products, cooperative matrices: what the device has and the build uses */
+    ovk_features_enable(ctx, &caps, &chain, &f12, dev_exts, &n_dev_exts);
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo qci = { .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

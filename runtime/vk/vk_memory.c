@@ -140,3 +140,18 @@ oscar_status ovk_buffer_fill(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize o
 fail:
     return st;
 }
+
+oscar_status ovk_binding_check(const ovk_binding *b, uint64_t bytes, const char *op, const char *what)
+{
+    if (!b->buffer || b->buffer->buffer == VK_NULL_HANDLE)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s has no buffer", op, what);
+    VkDeviceSize size = b->buffer->size;
+    if (b->offset > size || (b->range && b->range > size - b->offset))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s (offset %llu, range %llu) exceeds its buffer of %llu bytes",
+                           op, what, (unsigned long long)b->offset, (unsigned long long)b->range, (unsigned long long)size);
+    VkDeviceSize avail = b->range ? b->range : size - b->offset;
+    if (avail < bytes)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: binding %s holds %llu bytes, the shape needs %llu",
+                           op, what, (unsigned long long)avail, (unsigned long long)bytes);
+    return OSCAR_OK;
+}

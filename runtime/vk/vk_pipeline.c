@@ -16,10 +16,11 @@ static int same_desc(const ovk_pipeline_desc *a, const ovk_pipeline_desc *b)
 /* OSCAR_SHADER_DIR (a development aid: try a shader variant without rebuilding): the SPIR-V of
  * `name` from DIR/name.spv when that file exists, in *buf (the caller frees it); NULL
  * otherwise, and the embedded code is used. */
-static const uint32_t *spirv_override(const char *dir, const char *name, size_t *size_bytes, uint32_t **buf)
+static const uint32_t *spirv_override(const oscar_context *ctx, const char *name, size_t *size_bytes, uint32_t **buf)
 {
+    const char *dir = ctx->env.shader_dir;
     *buf = NULL;
-    if (!dir || !*dir) return NULL;
+    if (!dir) return NULL;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.spv", dir, name);
     FILE *f = fopen(path, "rb");
@@ -96,7 +97,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
 
     size_t code_size = 0;
     uint32_t *code_buf;
-    const uint32_t *code = spirv_override(ctx->env.shader_dir, desc->shader, &code_size, &code_buf);
+    const uint32_t *code = spirv_override(ctx, desc->shader, &code_size, &code_buf);
     if (!code) code = ovk_spirv_find(desc->shader, &code_size);
     if (!code) OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "no embedded shader named '%s'", desc->shader);
 
@@ -110,6 +111,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
     p->desc.shader = p->name;
 
     VkShaderModuleCreateInfo smci = { .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO, .codeSize = code_size, .pCode = code };
+    ctx->creating_needs = ovk_spirv_needs(desc->shader); /* for the validation callback, until the pipeline exists */
     VkResult made = ctx->vk.vkCreateShaderModule(ctx->device, &smci, NULL, &module);
     free(code_buf);
     OSCAR_VK(made);
@@ -145,6 +147,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
     };
     if (ctx->pipeline_stats) cpci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     OSCAR_VK(ctx->vk.vkCreateComputePipelines(ctx->device, ctx->pipeline_cache, 1, &cpci, NULL, &p->pipeline));
+    ctx->creating_needs = 0;
     ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
     if (ctx->pipeline_stats) print_stats(ctx, p);
     p->next = ctx->pipelines;
@@ -152,6 +155,7 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
     *out = p;
     return OSCAR_OK;
 fail:
+    ctx->creating_needs = 0;
     if (st == OSCAR_ERROR_VULKAN) st = OSCAR_ERROR_SHADER;
     if (module) ctx->vk.vkDestroyShaderModule(ctx->device, module, NULL);
     if (p) {

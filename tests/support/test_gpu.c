@@ -27,6 +27,13 @@ int test_gpu_finish(oscar_context *ctx)
     return test_finish();
 }
 
+void test_gpu_release(oscar_context *ctx)
+{
+    uint64_t n = oscar_context_validation_messages(ctx);
+    CHECK_MSG(n == 0, "%llu validation messages", (unsigned long long)n);
+    oscar_context_destroy(ctx);
+}
+
 oscar_status test_gpu_run(oscar_context *ctx, const ovk_pipeline *p, const ovk_binding *bindings,
                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz)
 {

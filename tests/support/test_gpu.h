@@ -13,6 +13,10 @@ oscar_context *test_gpu_context(void);
 /* Checks no validation warning or error was reported, destroys ctx, returns test_finish(). */
 int test_gpu_finish(oscar_context *ctx);
 
+/* Checks no validation warning or error was reported and destroys ctx: for a second context
+ * inside a test, which still ends with test_gpu_finish. */
+void test_gpu_release(oscar_context *ctx);
+
 /* Runs one dispatch of `p` on the context's stream and waits for it. */
 oscar_status test_gpu_run(oscar_context *ctx, const ovk_pipeline *p, const ovk_binding *bindings,
                           const void *push, uint32_t gx, uint32_t gy, uint32_t gz);
