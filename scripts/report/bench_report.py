@@ -81,6 +81,10 @@ def fmt(v, sig=5):
     return s
 
 
+def plural(n, word):
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
 def fmt_tokens(n):
     return f"{int(n):,}"
 
@@ -715,7 +719,8 @@ def memory_section(runs, used):
 
 def page(runs, used, inputs_text):
     out = ["# Benchmark report", "",
-           f"{len(runs)} runs on {len({r.device for r in runs})} devices, side by side. Each figure names, "
+           f"{plural(len(runs), 'run')} on {plural(len({r.device for r in runs}), 'device')}, side by side. "
+           "Each figure names, "
            "under it, the device, driver, date and command of every run it draws (\"not recorded\" where the "
            "run's JSON and its sidecar do not say). The files and their fields are described in "
            "`bench/README.md`.", "",
