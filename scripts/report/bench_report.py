@@ -108,7 +108,7 @@ def series_name(run, point):
         name = run.peer if not mode or mode in run.peer else f"{run.peer} ({mode})"
     else:
         name = mode or "mode not recorded"
-    for k, v in point_extras(point):
+    for k, v in point_extras(run, point):
         name += f", {k} {v}"
     return name
 
@@ -561,6 +561,8 @@ def run_notes(runs):
             extra.append(f"Peer run ({run.peer}).")
         if run.get("source"):
             extra.append(f"Figures from `{run.meta('source')}`.")
+        if run.constant_extras:
+            extra.append("Every point: " + ", ".join(f"{k} {v}" for k, v in run.constant_extras.items()) + ".")
         if coarse_bw(run):
             extra.append(f"Read bandwidth recorded as {fmt(run.read_bw_gbps)} GB/s, fewer than three significant "
                          "digits: lines drawn from it are as coarse.")

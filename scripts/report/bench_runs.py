@@ -10,8 +10,10 @@ import os
 NOT_RECORDED = "not recorded"
 
 # Point fields that never split a series: what a point is, or how it was filled or described.
-# Any other string field of a point (a kernel variant, a memory placement) names a series of
-# its own, so that runs which record such fields chart them apart without a change here.
+# Any other string field of a point (a kernel variant, a memory placement) that takes more than
+# one value among a run's points of one kind and mode names a series of its own, so that runs
+# which record such fields chart them apart without a change here; one that is the same on all
+# of them is a note of the run.
 _UNSPLIT = {"kind", "mode", "kv", "fill", "note", "source"}
 
 SIDECAR_SUFFIX = ".meta.json"
@@ -25,6 +27,7 @@ class Run:
         self.display = display_path       # repository-relative where possible
         self.fields = fields              # top-level fields, sidecar merged in
         self.points = points              # list of dicts, in file order
+        self.split_keys, self.constant_extras = _extra_fields(points)
 
     def get(self, key, default=None):
         value = self.fields.get(key)
@@ -91,9 +94,32 @@ def point_mode(point):
     return str(mode) if mode is not None else None
 
 
-def point_extras(point):
-    """The point's other string fields, sorted by name: they split series (see _UNSPLIT)."""
-    return tuple((k, point[k]) for k in sorted(point) if k not in _UNSPLIT and isinstance(point[k], str))
+def _extras(point):
+    return {k: v for k, v in point.items() if k not in _UNSPLIT and isinstance(v, str)}
+
+
+def _extra_fields(points):
+    """(the extra string fields that differ among points of one kind and mode, sorted; {field:
+    value} of those that every point of the run carries with one value)."""
+    points = [p for p in points if point_kind(p)]
+    keys = sorted({k for p in points for k in _extras(p)})
+    values = {k: {} for k in keys}  # field -> (kind, mode) -> values, None where a point lacks it
+    for p in points:
+        extras = _extras(p)
+        for k in keys:
+            values[k].setdefault((point_kind(p), point_mode(p)), set()).add(extras.get(k))
+    split = sorted(k for k, by_group in values.items() if any(len(v) > 1 for v in by_group.values()))
+    constant = {}
+    for k in sorted(values):
+        seen = set().union(*values[k].values())
+        if k not in split and len(seen) == 1 and None not in seen:
+            constant[k] = seen.pop()
+    return split, constant
+
+
+def point_extras(run, point):
+    """The point's fields that split its run's series, sorted by name (see _UNSPLIT)."""
+    return tuple((k, point[k]) for k in run.split_keys if isinstance(point.get(k), str))
 
 
 def _number(value):

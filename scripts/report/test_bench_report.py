@@ -105,8 +105,8 @@ class Report(unittest.TestCase):
                          {"mode": "int2", "batch": 8, "context": 4096, "us": 90.0},
                          {"something": "not a point this reader knows"}]}
         decode = {"device": "Some GPU", "points": [
-            {"kind": "prefill", "kv": "int2", "tokens": 512, "tok_s": 100.0},
-            {"kind": "decode", "kv": "int2", "batch": 1, "context": 4096, "tok_s": 50.0}]}
+            {"kind": "prefill", "kv": "int2", "tokens": 512, "tok_s": 100.0, "placement": "host-visible"},
+            {"kind": "decode", "kv": "int2", "batch": 1, "context": 4096, "tok_s": 50.0, "placement": "host-visible"}]}
         with tempfile.TemporaryDirectory() as tmp:
             paths = []
             for name, run in (("a-attention.json", attention), ("a-decode.json", decode)):
@@ -124,6 +124,7 @@ class Report(unittest.TestCase):
             self.assertIn("not recorded", page)                       # no driver, date, command
             self.assertIn("int2, placement device-local, variant coopmat", page)
             self.assertIn("int2, variant scalar", page)
+            self.assertIn("`a-decode`: Every point: placement host-visible.", page)  # the same on every point
             self.assertEqual(sorted(n for n in os.listdir(out) if n.endswith(".svg")),
                              ["attention.svg", "decode.svg", "memory.svg", "prefill.svg"])
             with open(os.path.join(out, "attention.svg"), encoding="utf-8") as f:
