@@ -701,7 +701,7 @@ def memory_section(runs, used):
     with_layers = {s: m for s, m in shapes.items() if s[0]}
     if with_layers:
         out += ["Longest context (tokens) a KV budget holds, one sequence:", ""]
-        out += ["| model shape | KV | bits/element at 128K | " + " | ".join(f"{b} GiB" for b in BUDGETS_GIB) + " |",
+        out += ["| model shape | KV | bits/element at 128K (layout) | " + " | ".join(f"{b} GiB" for b in BUDGETS_GIB) + " |",
                 "| --- | --- | ---: | " + " | ".join("---:" for _ in BUDGETS_GIB) + " |"]
         for shape, models in with_layers.items():
             n_layer, nkv, d, g = shape
