@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends \
-    build-essential cmake pkg-config python3 python3-pip python3-venv \
+    build-essential cmake pkg-config python3 python3-pip python3-venv python3-matplotlib \
     libvulkan-dev libvulkan1 libvulkan-volk-dev glslc glslang-tools spirv-tools \
     mesa-vulkan-drivers vulkan-validationlayers vulkan-tools \
     liblapacke-dev libopenblas-dev libedit-dev debian-handbook gnu-standards >/dev/null
