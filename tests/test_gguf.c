@@ -348,9 +348,7 @@ static void test_round_trip(uint32_t alignment)
     snprintf(path2, sizeof path2, "test_gguf_stream_%u.gguf", alignment);
     CHECK_OK(ovk_gguf_writer_write_file(w, path));
     CHECK(access(path, F_OK) == 0);
-    char tmp[80];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    CHECK(access(tmp, F_OK) != 0); /* renamed into place */
+    CHECK(!test_tmp_leftover(path)); /* renamed into place */
 
     ovk_gguf *g = NULL;
     CHECK_OK(ovk_gguf_open_memory(mem, mem_n, "mem", &g));

@@ -491,11 +491,18 @@ oscar_status ovk_gguf_open(const char *path, ovk_gguf **out)
     if (!out || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gguf_open: NULL argument");
     *out = NULL;
     OSCAR_TRY(gguf_new(path, &g));
-    fd = open(path, O_RDONLY);
-    if (fd < 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* Only a regular file can be mapped. stat() first: opening a FIFO for reading blocks until
+     * a writer appears, so a pipe given as a model must be refused before any open. O_NONBLOCK
+     * keeps the open from blocking should the path be replaced by a pipe in between, and fstat
+     * checks what was actually opened. */
     struct stat sb;
+    if (stat(path, &sb) != 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s is a folder, not a file", path);
+    if (!S_ISREG(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s is not a regular file (a pipe or a device cannot be read as GGUF)", path);
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (fstat(fd, &sb) != 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: not a regular file", path);
+    if (!S_ISREG(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s is not a regular file", path);
     if ((uint64_t)sb.st_size > SIZE_MAX) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: file too large to map", path);
     g->size = (uint64_t)sb.st_size;
     if (g->size == 0) {
