@@ -36,6 +36,11 @@ struct oscar_rotation_set {
     uint64_t fingerprint;          /* of the model it was checked against */
 };
 
+/* oscar_rotation_set_load from a RotationZoo image in memory (`data` borrowed for the call;
+ * `name` labels the messages): the same checks against the model, for tests and fuzzing. */
+oscar_status ovk_rotation_set_load_memory(const void *data, size_t size, const char *name, const oscar_model *model,
+                                          oscar_rotation_set **out);
+
 /* Benchmark hook (not in the public API): n tokens of random K and V appended to sequence seq
  * in every layer without running the model (ovk_gpu_fill_synthetic). The sequence is then n
  * tokens longer, as after a prefill, but its content is noise. */
