@@ -14,8 +14,12 @@ cd "$(dirname "$0")/.."
 all=(gguf rotation tokenizer chat_template)
 
 configure() {
-    if ! command -v clang >/dev/null; then
-        echo "fuzz.sh: clang is not installed (apt-get install clang)" >&2
+    # clang's fuzzer runtime is a separate package (only recommended by clang on Debian)
+    probe='#include <stddef.h>
+int LLVMFuzzerTestOneInput(const unsigned char *d, size_t n) { return d && n > 1 ? 0 : 0; }'
+    if ! command -v clang >/dev/null ||
+        ! printf '%s\n' "$probe" | clang -fsanitize=fuzzer,address,undefined -x c - -o /dev/null 2>/dev/null; then
+        echo "fuzz.sh: clang with libFuzzer is not installed (apt-get install clang libclang-rt-14-dev)" >&2
         exit 1
     fi
     CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DOSCAR_FUZZ=ON \
