@@ -15,7 +15,8 @@
  *     NaN (perplexity and chat report non-finite logits, non-zero exit), a tokenizer shorter
  *     than the embedding (refused at load), no tokenizer at all.
  *  5. Usage: --rot with fp16, int2 or int2-hadamard ("--rot needs --kv oscar"); the model and
- *     rotation file swapped (a hint naming the fix); --ctx past the trained context (one
+ *     rotation file swapped (a hint naming the fix); a text file as the model; an unknown flag
+ *     and a bad number; a JSON output that is the model (refused, the model untouched); --ctx past the trained context (one
  *     warning line); llama.cpp's flags (-c -s -sys -n -1 --top-k 0 -f -cnv; -ngl -t -fa noted);
  *     -p mode's context-full line without the chat's /reset advice.
  *  6. Messages: a rotation file with a clip ratio of 1.5 is one plain line; the status name
@@ -244,6 +245,18 @@ static void usage(const char *model, const char *zoo, const char *text, uint32_t
     expect_error("chat: model and rotation file swapped", "oscar-chat", sw, hint);
     const char *sw2[] = { "-m", model, "--kv", "oscar", "--rot", model, "-p", "hi", NULL }, *is_model[] = { "is a model", NULL };
     expect_error("chat: a model as --rot", "oscar-chat", sw2, is_model);
+
+    const char *nt[] = { "-m", text, "-p", "hi", NULL }, *not_gguf[] = { "not a GGUF file", NULL };
+    expect_error("chat: a text file as the model", "oscar-chat", nt, not_gguf);
+    const char *ub[] = { "decode", "--bogus", NULL }, *unknown[] = { "unknown option '--bogus'", NULL };
+    expect_error("bench decode --bogus", "oscar-bench", ub, unknown);
+    const char *gm[] = { "-o", test_tmp_path("g.gguf"), "--layers", "abc", NULL }, *num[] = { "--layers needs a whole number", NULL };
+    expect_error("gen-model --layers abc", "oscar-gen-model", gm, num);
+    const char *js[] = { "decode", "-m", model, "--json", model, "--kv", "fp16", "--contexts", "64", "--batch", "1",
+                         "--prompt", "8", "--steps", "1", NULL }, *also[] = { "is also an input", NULL };
+    long size = file_size(model);
+    expect_error("bench decode --json the model", "oscar-bench", js, also);
+    CHECK_MSG(file_size(model) == size, "the model changed: %ld bytes, was %ld", file_size(model), size);
 
     test_run_result r;
     const char *w[] = { "-m", model, "--ctx", "2048", "-p", "hi", "-n", "2", NULL };

@@ -508,7 +508,7 @@ static void test_getters_and_writer_errors(void)
     FILE *f = fopen("test_gguf_empty.gguf", "wb");
     if (f) fclose(f);
     CHECK_STATUS(ovk_gguf_open("test_gguf_empty.gguf", &g), OSCAR_ERROR_BAD_FORMAT);
-    CHECK(strstr(oscar_last_error(), "test_gguf_empty.gguf: header: magic truncated") != NULL);
+    CHECK(strstr(oscar_last_error(), "test_gguf_empty.gguf: not a GGUF file: it is empty (0 bytes)") != NULL);
     remove("test_gguf_empty.gguf");
 }
 
@@ -615,7 +615,7 @@ static void test_corrupt_fields(void)
 
     bb_header(&b, 3, 0, 0);
     b.p[3] = 'X';
-    EXPECT_BAD(&b, OSCAR_ERROR_BAD_FORMAT, "bad magic");
+    EXPECT_BAD(&b, OSCAR_ERROR_BAD_FORMAT, "not a GGUF file: it begins with bytes");
     bb_header(&b, 1, 0, 0);
     EXPECT_BAD(&b, OSCAR_ERROR_UNSUPPORTED_FORMAT, "version 1");
     bb_header(&b, 99, 0, 0);

@@ -77,6 +77,17 @@ static const char *json_sep(void)
 
 static void print_usage(FILE *out, const char *mode);
 
+/* A flag that takes a value: 1 when f is one of `known` (NULL-terminated) and v is there; else
+ * prints "unknown option" (pointing to --help) or "needs a value" and returns 0. */
+static int flag_with_value(const char *prog, const char *f, const char *v, const char *const *known)
+{
+    int is_known = 0;
+    for (size_t k = 0; known[k]; k++) is_known |= !strcmp(f, known[k]);
+    if (!is_known) fprintf(stderr, "%s: unknown option '%s' (oscar-bench --help lists them)\n", prog, f);
+    else if (!v) fprintf(stderr, "%s: %s needs a value\n", prog, f);
+    return is_known && v;
+}
+
 typedef struct bench_args {
     uint32_t heads, kv_heads, head_dim, group, iters;
     uint32_t contexts[MAX_LIST], n_contexts;
@@ -294,8 +305,10 @@ static int bench_attention(int argc, char **argv)
             app_set_verbose(1);
             continue;
         }
-        if (!v) ok = 0;
-        else if (!strcmp(f, "--heads")) ok = parse_u32(v, &a.heads, f);
+        static const char *const known[] = { "--heads", "--kv-heads", "--head-dim", "--group", "--iters", "--contexts",
+                                             "--batch", "--modes", "--json", "--device", NULL };
+        if (!flag_with_value("oscar-bench attention", f, v, known)) return 2;
+        if (!strcmp(f, "--heads")) ok = parse_u32(v, &a.heads, f);
         else if (!strcmp(f, "--kv-heads")) ok = parse_u32(v, &a.kv_heads, f);
         else if (!strcmp(f, "--head-dim")) ok = parse_u32(v, &a.head_dim, f);
         else if (!strcmp(f, "--group")) ok = parse_u32(v, &a.group, f);
@@ -305,14 +318,7 @@ static int bench_attention(int argc, char **argv)
         else if (!strcmp(f, "--modes")) ok = parse_modes(v, &a);
         else if (!strcmp(f, "--json")) a.json = v;
         else if (!strcmp(f, "--device")) a.device = v;
-        else {
-            fprintf(stderr, "oscar-bench attention: unknown option '%s'\n", f);
-            return 2;
-        }
-        if (!ok) {
-            if (!v) fprintf(stderr, "oscar-bench attention: %s needs a value\n", f);
-            return 2;
-        }
+        if (!ok) return 2;
         i++;
     }
     for (uint32_t i = 1; i < a.n_contexts; i++)
@@ -663,10 +669,10 @@ static int bench_decode(int argc, char **argv)
             continue;
         }
         int ok = 1;
-        if (!v) {
-            fprintf(stderr, "%s: %s needs a value\n", prog, f);
-            return 2;
-        }
+        static const char *const known[] = { "-m", "--model", "--gen", "--tmp", "--json", "--device", "--rot", "--contexts",
+                                             "--batch", "--kv", "--prompt", "--steps", "--ubatch", "--bw-mib", "--layers",
+                                             "--fill", NULL };
+        if (!flag_with_value(prog, f, v, known)) return 2;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a.model = v;
         else if (!strcmp(f, "--gen")) a.gen = v;
         else if (!strcmp(f, "--tmp")) a.tmp = v;
@@ -687,9 +693,6 @@ static int bench_decode(int argc, char **argv)
                 fprintf(stderr, "%s: --fill must be prefill or synthetic, not '%s'\n", prog, v);
                 return 2;
             }
-        } else {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
-            return 2;
         }
         if (!ok) return 2;
         i++;
@@ -862,9 +865,11 @@ static int bench_ops(int argc, char **argv)
             barriers = 0;
             continue;
         }
-        int ok = v != NULL;
-        if (!ok) fprintf(stderr, "%s: %s needs a value\n", prog, f);
-        else if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
+        static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
+                                             "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", NULL };
+        if (!flag_with_value(prog, f, v, known)) return 2;
+        int ok = 1;
+        if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
         else if (!strcmp(f, "--cols")) ok = app_parse_u32(prog, f, v, 1u << 20, &cols);
         else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
         else if (!strcmp(f, "--rows-per-group")) ok = app_parse_u32(prog, f, v, 256, &per_group);
@@ -884,10 +889,6 @@ static int bench_ops(int argc, char **argv)
             }
         }
         else if (!strcmp(f, "--device")) device = v;
-        else {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
-            ok = 0;
-        }
         if (!ok) return 2;
         i++;
     }
@@ -1156,17 +1157,14 @@ static int bench_floor(int argc, char **argv)
             print_usage(stdout, "floor");
             return 0;
         }
-        int ok = v != NULL;
-        if (!ok) fprintf(stderr, "%s: %s needs a value\n", prog, f);
-        else if (!strcmp(f, "--gen")) gen = v;
+        static const char *const known[] = { "--gen", "--contexts", "--kv", "--iters", "--device", NULL };
+        if (!flag_with_value(prog, f, v, known)) return 2;
+        int ok = 1;
+        if (!strcmp(f, "--gen")) gen = v;
         else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, contexts, &n_contexts);
         else if (!strcmp(f, "--kv")) ok = app_parse_kv_modes(prog, f, v, modes, &n_modes);
         else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
         else if (!strcmp(f, "--device")) device = v;
-        else {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
-            ok = 0;
-        }
         if (!ok) return 2;
         i++;
     }

@@ -307,10 +307,11 @@ static oscar_status parse_header(cursor *c, ovk_gguf *g, uint64_t *n_tensors, ui
 {
     oscar_status st;
     snprintf(c->where, sizeof c->where, "header");
+    if (g->size == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: not a GGUF file: it is empty (0 bytes)", g->path);
     if ((st = need(c, 4, "magic"))) return st;
     if (memcmp(g->base, "GGUF", 4) != 0)
-        return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "bad magic %02x %02x %02x %02x (expected \"GGUF\")",
-                        g->base[0], g->base[1], g->base[2], g->base[3]);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: not a GGUF file: it begins with bytes %02x %02x %02x %02x, not "
+                           "\"GGUF\"", g->path, g->base[0], g->base[1], g->base[2], g->base[3]);
     c->pos = 4;
     if ((st = rd_u32(c, &g->version, "version"))) return st;
     if (g->version == 1)
