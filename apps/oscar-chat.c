@@ -1,25 +1,37 @@
 /* oscar-chat: chat with a llama-family GGUF model, the KV cache in fp16 or 2 bits.
  *
- *   oscar-chat -m model.gguf [--kv fp16|int2|int2-hadamard|oscar] [--rot FILE] [--ctx N]
- *              [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S]
- *              [--system TEXT] [--device NAME|INDEX] [-p PROMPT] [-n N] [--sink N --recent N]
+ *   oscar-chat -m model.gguf [--kv fp16|int2|int2-hadamard|oscar] [--rot FILE] [-c N]
+ *              [--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [-s SEED]
+ *              [-sys TEXT] [--device NAME|INDEX] [-p PROMPT | -f FILE] [-cnv] [-n N]
+ *              [--sink N --recent N] [--verbose]
  *
- * Interactive (no -p): a prompt with line editing and history (libedit), the answer streamed
- * as it is generated, and the commands /reset /stats /kv /quit. The whole conversation lives
- * in one session sequence: each turn formats the conversation with the model's chat template
- * and prefills only the text the sequence does not hold yet (the new user turn and the
- * assistant header), so earlier turns are never recomputed.
+ * Interactive (no -p or -f, or -cnv): a prompt with line editing and history (libedit), the
+ * answer streamed as it is generated, and the commands /reset /stats /kv /quit. The whole
+ * conversation lives in one session sequence: each turn formats the conversation with the
+ * model's chat template and prefills only the text the sequence does not hold yet (the new
+ * user turn and the assistant header), so earlier turns are never recomputed. Ctrl-C stops
+ * the turn, while the prompt is read or while the answer is written, and keeps the chat: an
+ * answer cut short is kept as it stands; a prompt cut short is dropped, and the conversation
+ * before it is read again with the next message (the cache cannot drop a partial turn).
  *
- * One-shot (-p PROMPT): one user turn, the answer on stdout, then one stats line on stderr.
+ * One-shot (-p PROMPT or -f FILE): one user turn, the answer on stdout, then one stats line on
+ * stderr. With -cnv that turn opens an interactive chat instead.
+ *
+ * Flags as llama.cpp's llama-cli spells them are accepted (-c/--ctx-size, -s, -sys/
+ * --system-prompt, -f, -cnv, -n -1, --top-k 0); -ngl, -t and -fa do not apply to a runtime
+ * where every layer runs on the Vulkan device and get a one-line note.
  *
  * Sampling defaults: llama.cpp's (temperature 0.8, top-k 40, top-p 0.95, min-p 0.05, no
  * repetition penalty, a random seed), except that -p mode is greedy unless --temp is given,
  * so that scripts and tests get a reproducible answer. --temp 0 is greedy in both modes.
  *
- * Errors (missing or corrupt model, bad flag, --kv oscar without --rot, a rotation file for
- * another model, a prompt longer than --ctx) print one line on stderr and exit with 1 (2 for
- * usage errors).
+ * Errors (missing or corrupt model, bad flag, --kv oscar without --rot, --rot with another mode,
+ * a rotation file for another model, a prompt longer than --ctx) print one line on stderr and
+ * exit with 1 (2 for usage errors). --verbose (or OSCAR_LOG=1) adds the library's status names
+ * and source locations to error lines. A --ctx past the model's trained context is a one-line
+ * warning, as in llama.cpp.
  */
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,14 +47,15 @@
 #endif
 
 #include "common/app_common.h"
+#include "common/app_io.h"
 #include "oscar/oscar.h"
 
 #define PROG "oscar-chat"
 
 typedef struct chat_args {
-    const char *model, *rot, *system, *device, *prompt;
+    const char *model, *rot, *system, *device, *prompt, *prompt_file;
     oscar_kv_mode kv;
-    int kv_set;
+    int kv_set, conversation;
     uint32_t ctx;                 /* 0: min(n_ctx_train, 4096) */
     int64_t n_predict;            /* -1: until end of turn or a full context */
     oscar_sampler_params sp;
@@ -53,26 +66,34 @@ typedef struct chat_args {
 static void print_help(void)
 {
     printf("usage: oscar-chat -m model.gguf [options]\n"
-           "  -m, --model FILE       GGUF model (llama, qwen2, qwen3)\n"
-           "  --kv MODE              KV cache: fp16 (default), int2, int2-hadamard, oscar\n"
-           "  --rot FILE             RotationZoo file for --kv oscar (made for this model)\n"
-           "  --ctx N                context length in tokens (default min(trained, 4096))\n"
-           "  --temp T               temperature (default 0.8; 0: greedy; -p mode: greedy unless given)\n"
-           "  --top-k K              keep the K most likely tokens (default 40; 0: off)\n"
-           "  --top-p P              nucleus mass (default 0.95; 1: off)\n"
-           "  --min-p M              drop tokens below M x the best one's probability (default 0.05; 0: off)\n"
-           "  --repeat-penalty R     penalty for the last 64 tokens (default 1: off)\n"
-           "  --seed S               sampler seed (default: random, shown at the start of a chat)\n"
-           "  --system TEXT          system prompt (default: the template's own)\n"
-           "  --device NAME|INDEX    Vulkan device (default: the best one, or OSCAR_DEVICE)\n"
-           "  -p, --prompt TEXT      one user turn: print the answer, then a stats line on stderr\n"
-           "  -n, --n-predict N      most tokens per answer (default: until end of turn or full context)\n"
-           "  --sink N, --recent N   INT2 modes: first and most recent tokens kept in fp16 (default 64, 256)\n"
+           "  -m, --model FILE           GGUF model (llama, qwen2, qwen3)\n"
+           "  --kv MODE                  KV cache: fp16 (default), int2, int2-hadamard, oscar\n"
+           "  --rot FILE                 RotationZoo file for --kv oscar (made by oscar-calib for this model;\n"
+           "                             --rot alone selects --kv oscar)\n"
+           "  -c, --ctx, --ctx-size N    context length in tokens (default min(trained, 4096); past the trained\n"
+           "                             context: a warning)\n"
+           "  --temp T                   temperature (default 0.8; 0: greedy; -p mode: greedy unless given)\n"
+           "  --top-k K                  keep the K most likely tokens (default 40; 0: off)\n"
+           "  --top-p P                  nucleus mass (default 0.95; 1: off)\n"
+           "  --min-p M                  drop tokens below M x the best one's probability (default 0.05; 0: off)\n"
+           "  --repeat-penalty R         penalty for the last 64 tokens (default 1: off)\n"
+           "  -s, --seed S               sampler seed (default: random, shown at the start of a chat)\n"
+           "  -sys, --system, --system-prompt TEXT\n"
+           "                             system prompt (default: the template's own)\n"
+           "  --device NAME|INDEX        Vulkan device (default: the best one, or OSCAR_DEVICE)\n"
+           "  -p, --prompt TEXT          one user turn: print the answer, then a stats line on stderr\n"
+           "  -f, --file FILE            the same, the turn read from a file\n"
+           "  -cnv, --conversation       with -p or -f: go on as an interactive chat after that turn\n"
+           "  -n, --n-predict N          most tokens per answer (default and -1: until end of turn or full context)\n"
+           "  --sink N, --recent N       INT2 modes: first and most recent tokens kept in fp16 (default 64, 256)\n"
+           "  --verbose                  error lines with status names and source locations (also OSCAR_LOG=1)\n"
+           "  -ngl N, -t N, -fa          accepted for llama.cpp habits and ignored (every layer runs on the device)\n"
            "commands in a chat: /reset (forget the conversation), /stats (speed of the last turn,\n"
-           "context used), /kv (KV memory by region), /quit (or Ctrl-D). Ctrl-C stops an answer.\n");
+           "context used), /kv (KV memory by region), /quit (or Ctrl-D). Ctrl-C stops the turn (while the\n"
+           "prompt is read or the answer written) and keeps the chat.\n");
 }
 
-/* Parses argv into a; returns 0 to go on, or the exit code (help: 0 printed; errors: 2). */
+/* Parses argv into a; returns 0 to go on, or 1 with the exit code set (help: 0; errors: 2). */
 static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
 {
     memset(a, 0, sizeof *a);
@@ -81,6 +102,7 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
     a->sp = oscar_sampler_params_default();
     a->sp.repeat_penalty = 1.0f;
     a->sink = 64, a->recent = 256;
+    *exit_code = 2;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
@@ -88,20 +110,28 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
             *exit_code = 0;
             return 1;
         }
+        if (!strcmp(f, "--verbose")) {
+            app_set_verbose(1);
+            continue;
+        }
+        if (!strcmp(f, "-cnv") || !strcmp(f, "--conversation")) {
+            a->conversation = 1;
+            continue;
+        }
+        if (app_skip_llama_flag(PROG, argc, argv, &i)) continue;
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        static const char *const with_value[] = { "-m", "--model", "--kv", "--rot", "--ctx", "--temp", "--top-k", "--top-p",
-                                                  "--min-p", "--repeat-penalty", "--seed", "--system", "--device", "-p",
-                                                  "--prompt", "-n", "--n-predict", "--sink", "--recent" };
+        static const char *const with_value[] = { "-m", "--model", "--kv", "--rot", "--ctx", "-c", "--ctx-size", "--temp",
+                                                  "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed", "-s",
+                                                  "--system", "-sys", "--system-prompt", "--device", "-p", "--prompt",
+                                                  "-f", "--file", "-n", "--n-predict", "--sink", "--recent" };
         int known = 0;
         for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(f, with_value[k]);
         if (!known) {
             fprintf(stderr, PROG ": unknown option '%s' (oscar-chat --help lists them)\n", f);
-            *exit_code = 2;
             return 1;
         }
         if (!v) {
             fprintf(stderr, PROG ": %s needs a value\n", f);
-            *exit_code = 2;
             return 1;
         }
         i++;
@@ -110,7 +140,8 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "--kv")) ok = app_parse_kv_mode(PROG, f, v, &a->kv), a->kv_set = 1;
         else if (!strcmp(f, "--rot")) a->rot = v;
-        else if (!strcmp(f, "--ctx")) ok = app_parse_u32(PROG, f, v, 1u << 24, &a->ctx);
+        else if (!strcmp(f, "--ctx") || !strcmp(f, "-c") || !strcmp(f, "--ctx-size"))
+            ok = app_parse_u32(PROG, f, v, 1u << 24, &a->ctx);
         else if (!strcmp(f, "--temp")) ok = app_parse_float(PROG, f, v, 0.0f, 100.0f, &a->sp.temperature), a->temp_set = 1;
         else if (!strcmp(f, "--top-k")) {
             if (!strcmp(v, "0")) a->sp.top_k = 0;
@@ -118,40 +149,41 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
         } else if (!strcmp(f, "--top-p")) ok = app_parse_float(PROG, f, v, 0.0f, 1.0f, &a->sp.top_p);
         else if (!strcmp(f, "--min-p")) ok = app_parse_float(PROG, f, v, 0.0f, 1.0f, &a->sp.min_p);
         else if (!strcmp(f, "--repeat-penalty")) ok = app_parse_float(PROG, f, v, 0.0f, 10.0f, &a->sp.repeat_penalty);
-        else if (!strcmp(f, "--seed")) ok = app_parse_u64(PROG, f, v, &a->sp.seed), a->seed_set = 1;
-        else if (!strcmp(f, "--system")) a->system = v;
+        else if (!strcmp(f, "--seed") || !strcmp(f, "-s")) ok = app_parse_u64(PROG, f, v, &a->sp.seed), a->seed_set = 1;
+        else if (!strcmp(f, "--system") || !strcmp(f, "-sys") || !strcmp(f, "--system-prompt")) a->system = v;
         else if (!strcmp(f, "--device")) a->device = v;
         else if (!strcmp(f, "-p") || !strcmp(f, "--prompt")) a->prompt = v;
-        else if (!strcmp(f, "-n") || !strcmp(f, "--n-predict")) ok = app_parse_u32(PROG, f, v, 1u << 24, &u), a->n_predict = u;
-        else if (!strcmp(f, "--sink")) ok = app_parse_u64(PROG, f, v, &a->sink);
+        else if (!strcmp(f, "-f") || !strcmp(f, "--file")) a->prompt_file = v;
+        else if (!strcmp(f, "-n") || !strcmp(f, "--n-predict")) {
+            if (!strcmp(v, "-1")) a->n_predict = -1; /* llama.cpp's "no limit" */
+            else ok = app_parse_u32(PROG, f, v, 1u << 24, &u), a->n_predict = u;
+        } else if (!strcmp(f, "--sink")) ok = app_parse_u64(PROG, f, v, &a->sink);
         else if (!strcmp(f, "--recent")) ok = app_parse_u64(PROG, f, v, &a->recent);
-        if (!ok) {
-            *exit_code = 2;
-            return 1;
-        }
+        if (!ok) return 1;
     }
     if (!a->model) {
         fprintf(stderr, PROG ": no model given (-m model.gguf; oscar-chat --help)\n");
-        *exit_code = 2;
+        return 1;
+    }
+    if (a->prompt && a->prompt_file) {
+        fprintf(stderr, PROG ": give the turn with -p or with -f, not both\n");
         return 1;
     }
     if (a->rot && !a->kv_set) a->kv = OSCAR_KV_INT2_ROTATED;
     if (a->kv == OSCAR_KV_INT2_ROTATED && !a->rot) {
         fprintf(stderr, PROG ": --kv oscar needs a rotation file (--rot FILE, made by oscar-calib for this model)\n");
-        *exit_code = 2;
         return 1;
     }
-    if (a->rot && a->kv == OSCAR_KV_FP16) {
-        fprintf(stderr, PROG ": --rot is for the INT2 modes, not --kv fp16\n");
-        *exit_code = 2;
+    if (a->rot && a->kv != OSCAR_KV_INT2_ROTATED) {
+        fprintf(stderr, PROG ": --rot needs --kv oscar (the %s mode uses no rotation file)\n", oscar_kv_mode_name(a->kv));
         return 1;
     }
     if (a->sink > (1u << 24) || a->recent > (1u << 24)) {
         fprintf(stderr, PROG ": --sink and --recent take at most %u tokens\n", 1u << 24);
-        *exit_code = 2;
         return 1;
     }
-    if (a->prompt && !a->temp_set) a->sp.temperature = 0.0f; /* -p: greedy by default */
+    int one_shot = (a->prompt || a->prompt_file) && !a->conversation;
+    if (one_shot && !a->temp_set) a->sp.temperature = 0.0f; /* -p: greedy by default */
     if (!a->seed_set) a->sp.seed = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
     return 0;
 }
@@ -170,6 +202,7 @@ typedef struct chat {
     size_t n_msgs, cap_msgs;
     char *held;                   /* the formatted text the sequence holds (NUL-terminated) */
     size_t held_len;
+    int interactive;              /* 1: a chat (messages may advise /reset) */
     /* last turn */
     uint32_t n_prefill, n_decode;
     double t_prefill, t_decode;   /* seconds */
@@ -230,9 +263,37 @@ static int set_held(chat *c, const char *text, size_t len)
     return 1;
 }
 
+/* 1 when every logit is finite. A model with a NaN or infinite weight computes NaN logits,
+ * and sampling from them would print tokens that mean nothing. */
+static int logits_finite(const float *logits, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!isfinite(logits[i])) return 0;
+    return 1;
+}
+
+/* Prefills tokens[0..n) in pieces of the session's step (n_batch tokens, which the library
+ * would run as separate steps anyway, so nothing is lost), checking for Ctrl-C between two.
+ * Sets *done to the tokens prefilled; returns the first failing status (OK when interrupted). */
+static oscar_status prefill_interruptible(chat *c, const int32_t *tokens, uint32_t n, uint32_t *done)
+{
+    const uint32_t piece = oscar_session_params_default().n_batch;
+    *done = 0;
+    while (*done < n && !interrupted) {
+        uint32_t k = n - *done < piece ? n - *done : piece;
+        oscar_status st = oscar_session_prefill(c->session, c->seq, tokens + *done, k, c->logits);
+        if (st != OSCAR_OK) return st;
+        *done += k;
+    }
+    return OSCAR_OK;
+}
+
 /* One turn: adds the user message, prefills what the sequence lacks, streams the answer to
  * stdout and records it. Returns 1 on success, 0 after printing one error line (the turn is
- * then undone: the conversation is as before, or reset when the sequence was damaged). */
+ * then undone: the conversation is as before, or reset when the sequence was damaged).
+ * Ctrl-C stops the turn: during the answer, what was written is kept; during the prompt, the
+ * turn is dropped and the sequence emptied, the conversation kept (the next turn reads it
+ * again, as held_len = 0 asks). */
 static int chat_turn(chat *c, const char *user, int64_t n_predict)
 {
     const char *prog = PROG;
@@ -243,7 +304,15 @@ static int chat_turn(chat *c, const char *user, int64_t n_predict)
     int ok = 0, seq_touched = 0;
     c->n_prefill = c->n_decode = 0;
     c->t_prefill = c->t_decode = 0;
-    if (!push_message(c, "user", user, strlen(user))) goto oom;
+    struct sigaction sa = { 0 }, old_sa;
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    interrupted = 0;
+    sigaction(SIGINT, &sa, &old_sa); /* for the whole turn: prompt and answer */
+    if (!push_message(c, "user", user, strlen(user))) {
+        fprintf(stderr, "%s: out of host memory\n", prog);
+        goto done;
+    }
 
     /* the whole conversation in the template's format, ending with the assistant header */
     size_t len = 0;
@@ -284,8 +353,20 @@ static int chat_turn(chat *c, const char *user, int64_t n_predict)
 
     double t0 = app_now();
     seq_touched = 1;
-    st = n_tok ? oscar_session_prefill(c->session, c->seq, tokens, (uint32_t)n_tok, c->logits) : OSCAR_ERROR_INVALID_STATE;
+    uint32_t n_done = 0;
+    st = n_tok ? prefill_interruptible(c, tokens, (uint32_t)n_tok, &n_done) : OSCAR_ERROR_INVALID_STATE;
     if (st != OSCAR_OK) goto api_fail;
+    if (n_done < n_tok) { /* Ctrl-C while the prompt was read */
+        pop_message(c);
+        c->held_len = 0;
+        if (c->held) c->held[0] = 0;
+        st = oscar_session_seq_reset(c->session, c->seq);
+        if (st != OSCAR_OK) goto api_fail;
+        fprintf(stderr, "%s: [stopped while reading the prompt; %s]\n", prog,
+                c->n_msgs ? "the conversation is kept and read again with the next message" : "nothing was said");
+        seq_touched = 0;
+        goto done;
+    }
     c->t_prefill = app_now() - t0;
     c->n_prefill = (uint32_t)n_tok;
     used += (uint32_t)n_tok;
@@ -293,16 +374,12 @@ static int chat_turn(chat *c, const char *user, int64_t n_predict)
 
     /* generate: sample from the last logits, stop at an end-of-generation token */
     app_utf8_out out = { .f = stdout };
-    struct sigaction sa = { 0 }, old_sa;
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    interrupted = 0;
-    sigaction(SIGINT, &sa, &old_sa);
     t0 = app_now();
-    int stop_reason = 0; /* 0 end of turn, 1 -n reached, 2 context full, 3 interrupted */
+    int stop_reason = 0; /* 0 end of turn, 1 -n reached, 2 context full, 3 interrupted, 4 not finite */
     for (int64_t n = 0;; n++) {
         if (n_predict >= 0 && n >= n_predict) { stop_reason = 1; break; }
         if (interrupted) { stop_reason = 3; break; }
+        if (!logits_finite(c->logits, c->m.info.n_vocab)) { stop_reason = 4; break; }
         int32_t tok;
         st = oscar_sampler_sample(c->sampler, c->logits, &tok);
         if (st != OSCAR_OK) break;
@@ -329,12 +406,17 @@ static int chat_turn(chat *c, const char *user, int64_t n_predict)
         c->n_decode++;
     }
     c->t_decode = app_now() - t0;
-    sigaction(SIGINT, &old_sa, NULL);
     app_utf8_flush(&out);
     fputc('\n', stdout);
     fflush(stdout);
     if (st != OSCAR_OK) goto api_fail;
-    if (stop_reason == 2) fprintf(stderr, "%s: [the context of %u tokens is full; /reset starts over]\n", prog, c->n_ctx);
+    if (stop_reason == 4) {
+        fprintf(stderr, "%s: the model computed NaN or infinite logits: its weights are corrupt or overflow\n", prog);
+        goto undo;
+    }
+    if (stop_reason == 2)
+        fprintf(stderr, "%s: [the context of %u tokens is full%s]\n", prog, c->n_ctx,
+                c->interactive ? "; /reset starts over" : " (--ctx)");
     if (stop_reason == 3) fprintf(stderr, "%s: [stopped]\n", prog);
 
     /* the sequence now holds text + reply (the end-of-turn marker follows in the next turn's text) */
@@ -353,11 +435,12 @@ oom:
     fprintf(stderr, "%s: out of host memory\n", prog);
     goto undo;
 api_fail:
-    fprintf(stderr, "%s: %s: %s\n", prog, oscar_status_string(st), oscar_last_error());
+    app_fail(prog, NULL, st);
 undo:
     if (seq_touched) chat_reset(c); /* the sequence may hold half a turn: start over */
     else pop_message(c);
 done:
+    sigaction(SIGINT, &old_sa, NULL);
     free(text);
     free(tokens);
     free(reply);
@@ -373,24 +456,45 @@ static void print_stats(const chat *c, FILE *f)
             c->t_decode > 0 ? c->n_decode / c->t_decode : 0.0, used, c->n_ctx, oscar_kv_mode_name(c->args->kv));
 }
 
+/* The KV cache as a user asks about it: per region the tokens, the bytes of the stored data
+ * and its bits per element (fp16: 16; INT2: 2 bits a code plus an fp16 scale and min per
+ * group, 2.25 at groups of 128), the average over what is held, then the pages (allocated a
+ * page of tokens at a time, so a partly filled page costs a whole one) and the room left. */
 static void print_kv(const chat *c)
 {
     oscar_kv_stats s;
     oscar_status st = oscar_session_kv_stats(c->session, &s);
     if (st != OSCAR_OK) {
-        fprintf(stderr, PROG ": %s: %s\n", oscar_status_string(st), oscar_last_error());
+        app_fail(PROG, "KV statistics", st);
         return;
     }
-    printf("KV cache, mode %s, %u tokens per page\n", oscar_kv_mode_name(s.mode), s.page_tokens);
-    printf("  fp16 region  %8llu tokens  %10llu bytes  pages %u used, %u free\n", (unsigned long long)s.f16_tokens,
-           (unsigned long long)(s.f16_tokens * s.f16_bytes_per_token), s.f16_pages_used, s.f16_pages_total - s.f16_pages_used);
-    if (s.mode != OSCAR_KV_FP16)
-        printf("  INT2 region  %8llu tokens  %10llu bytes  pages %u used, %u free\n", (unsigned long long)s.int2_tokens,
-               (unsigned long long)(s.int2_tokens * s.int2_bytes_per_token), s.int2_pages_used,
-               s.int2_pages_total - s.int2_pages_used);
-    printf("  bits per element %.3f (fp16: 16)\n", s.bits_per_element);
-    printf("  pages in use %llu of %llu bytes; a new sequence could hold %u tokens\n", (unsigned long long)s.bytes_used,
-           (unsigned long long)s.bytes_total, s.max_context);
+    const oscar_model_info *in = &c->m.info;
+    const double mib = 1048576.0, elems = (double)in->n_layer * 2 * in->n_head_kv * in->head_dim; /* K and V a token */
+    int int2 = s.mode != OSCAR_KV_FP16;
+    uint64_t tokens = s.f16_tokens + s.int2_tokens;
+    double f16_bytes = (double)s.f16_tokens * s.f16_bytes_per_token, i2_bytes = (double)s.int2_tokens * s.int2_bytes_per_token;
+    printf("KV cache, mode %s: %llu of %u tokens (--ctx)\n", oscar_kv_mode_name(s.mode), (unsigned long long)tokens, c->n_ctx);
+    printf("  fp16 region  %8llu tokens  %9.3f MiB  %6.2f bits per element%s\n", (unsigned long long)s.f16_tokens,
+           f16_bytes / mib, s.f16_bytes_per_token * 8.0 / elems, int2 ? " (the first and the most recent tokens)" : "");
+    if (int2)
+        printf("  INT2 region  %8llu tokens  %9.3f MiB  %6.2f bits per element (2-bit codes, fp16 scale and min per group)\n",
+               (unsigned long long)s.int2_tokens, i2_bytes / mib, s.int2_bytes_per_token * 8.0 / elems);
+    if (int2 && tokens)
+        printf("  held now     %8llu tokens  %9.3f MiB  %6.2f bits per element on average\n", (unsigned long long)tokens,
+               (f16_bytes + i2_bytes) / mib, (f16_bytes + i2_bytes) * 8.0 / (tokens * elems));
+    printf("  pages of %u tokens: fp16 %u in use of %u", s.page_tokens, s.f16_pages_used, s.f16_pages_total);
+    if (int2) printf(", INT2 %u in use of %u", s.int2_pages_used, s.int2_pages_total);
+    printf("; %.3f MiB in use of %.3f MiB allocated\n", s.bytes_used / mib, s.bytes_total / mib);
+    /* the whole context: the fp16 windows (sink and recent) and INT2 for the rest, against fp16 */
+    uint64_t win = c->args->sink + c->args->recent, n = c->n_ctx;
+    if (win > n) win = n;
+    double full = int2 ? (double)win * s.f16_bytes_per_token + (double)(n - win) * s.int2_bytes_per_token
+                       : (double)n * s.f16_bytes_per_token;
+    double full_f16 = (double)n * s.f16_bytes_per_token;
+    printf("  room: %llu more tokens; the full context of %u tokens takes %.3f MiB", (unsigned long long)(n > tokens ? n - tokens : 0),
+           c->n_ctx, full / mib);
+    if (int2) printf(" (fp16: %.3f MiB, %.1fx)", full_f16 / mib, full > 0 ? full_f16 / full : 0.0);
+    printf("\n");
 }
 
 /* Reads one line with editing and history when libedit is there. Returns malloc'ed text or
@@ -416,7 +520,8 @@ static char *read_line(const char *prompt)
 #endif
 }
 
-static void interactive(chat *c)
+/* The chat loop; `first` (may be NULL) is a first user turn given on the command line. */
+static void interactive(chat *c, const char *first)
 {
     char how[64] = "greedy";
     if (c->args->sp.temperature > 0)
@@ -425,6 +530,11 @@ static void interactive(chat *c)
            "type a message; /reset /stats /kv /quit\n",
            c->m.info.name[0] ? c->m.info.name : c->args->model, c->m.info.arch, c->m.info.n_layer,
            oscar_kv_mode_name(c->args->kv), c->n_ctx, how);
+    fflush(stdout); /* the banner before the first prompt, also when stdout is a file or a pipe */
+    if (first) {
+        printf("> %s\n", first);
+        chat_turn(c, first, c->args->n_predict);
+    }
     for (;;) {
         char *line = read_line("> ");
         if (!line) {
@@ -460,6 +570,7 @@ int main(int argc, char **argv)
 {
     chat_args a;
     int rc = 0;
+    app_log_init();
     if (parse_args(argc, argv, &a, &rc)) return rc;
 
     chat c;
@@ -467,12 +578,20 @@ int main(int argc, char **argv)
     c.args = &a;
     c.seq = -1;
     oscar_rotation_set *rot = NULL;
+    char *file_prompt = NULL;
     rc = 1;
-    if (!app_model_open(PROG, a.model, a.device, &c.m)) return 1;
+    if (a.prompt_file) {
+        size_t n = 0;
+        if (!(file_prompt = app_read_text(PROG, a.prompt_file, "prompt file", APP_MAX_TEXT_BYTES, &n))) return 1;
+        a.prompt = file_prompt;
+    }
+    if (a.rot && !app_check_input(PROG, a.rot, "rotation file")) goto out;
+    if (!app_model_open(PROG, a.model, a.device, a.rot, 1, &c.m)) goto out;
     if (a.rot && !app_rotation_load(PROG, a.rot, c.m.model, &rot)) goto out;
 
     uint32_t train = c.m.info.n_ctx_train;
     c.n_ctx = a.ctx ? a.ctx : (train && train < 4096 ? train : 4096);
+    c.interactive = !a.prompt || a.conversation;
     oscar_session_params sp = oscar_session_params_default();
     sp.kv_mode = a.kv;
     sp.n_ctx = c.n_ctx;
@@ -480,32 +599,34 @@ int main(int argc, char **argv)
     sp.sink_tokens = (uint32_t)a.sink;
     sp.recent_tokens = (uint32_t)a.recent;
     oscar_status st = oscar_session_create(c.m.model, &sp, &c.session);
-    oscar_rotation_set_destroy(rot);
     if (st == OSCAR_OK) st = oscar_session_seq_add(c.session, &c.seq);
     if (st == OSCAR_OK) st = oscar_sampler_create(&a.sp, c.m.info.n_vocab, &c.sampler);
     if (st != OSCAR_OK) {
-        fprintf(stderr, PROG ": %s: %s\n", oscar_status_string(st), oscar_last_error());
+        app_fail(PROG, NULL, st);
         goto out;
     }
+    app_warn_context(PROG, c.n_ctx, &c.m.info); /* once the context fits: a failure is its own one line */
     c.logits = malloc((size_t)c.m.info.n_vocab * sizeof *c.logits);
     if (!c.logits) {
         fprintf(stderr, PROG ": out of host memory\n");
         goto out;
     }
-    if (a.prompt) {
+    if (a.prompt && !a.conversation) {
         if (chat_turn(&c, a.prompt, a.n_predict)) {
             print_stats(&c, stderr);
             rc = 0;
         }
     } else {
-        interactive(&c);
+        interactive(&c, a.prompt);
         rc = 0;
     }
 out:
     while (c.n_msgs) pop_message(&c);
+    oscar_rotation_set_destroy(rot);
     free(c.msgs);
     free(c.held);
     free(c.logits);
+    free(file_prompt);
     oscar_sampler_destroy(c.sampler);
     oscar_session_destroy(c.session);
     app_model_close(&c.m);

@@ -3,7 +3,11 @@
  * compiled) and, with --bandwidth, measures the device's read bandwidth (the roofline every
  * benchmark quotes).
  *
- *   oscar-info [--device NAME|INDEX] [--bandwidth [MIB]] [--json]
+ *   oscar-info [--device NAME|INDEX] [--bandwidth [MIB]] [--verbose]
+ *
+ * The bandwidth buffer is at most what one storage binding may cover on the device (128 MiB
+ * on lavapipe): a larger --bandwidth is cut to that with a note, and the line printed names
+ * the size actually measured.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,8 @@
 /* --bandwidth is a benchmark tool of the experimental interface */
 #define OSCAR_EXPERIMENTAL
 #include "oscar/experimental.h"
+#include "common/app_common.h"
+#include "common/app_io.h"
 #include "oscar/oscar.h"
 
 static const char *type_name(oscar_device_type t)
@@ -89,44 +95,53 @@ static void print_device(const oscar_device_info *d)
                d->heaps[h].usage / 1073741824.0);
 }
 
-static int usage(void)
+static void print_help(FILE *f)
 {
-    fprintf(stderr, "usage: oscar-info [--device NAME|INDEX] [--bandwidth [MIB]]\n");
-    return 2;
+    fprintf(f, "usage: oscar-info [--device NAME|INDEX] [--bandwidth [MIB]] [--verbose]\n"
+               "  lists the Vulkan devices; with --device, also the one a context selects\n"
+               "  --device NAME|INDEX  a device by index or by part of its name (also OSCAR_DEVICE)\n"
+               "  --bandwidth [MIB]    measure the read bandwidth over a buffer of MIB MiB (default 1024,\n"
+               "                       cut to the device's storage-binding limit)\n"
+               "  --verbose            error lines with status names and source locations (also OSCAR_LOG=1)\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *device = NULL;
     int bandwidth = 0;
-    unsigned long mib = 1024;
+    uint32_t mib = 1024;
+    app_log_init();
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--device") == 0 && i + 1 < argc) device = argv[++i];
-        else if (strcmp(argv[i], "--bandwidth") == 0) {
-            bandwidth = 1;
-            if (i + 1 < argc && argv[i + 1][0] != '-') {
-                char *end;
-                mib = strtoul(argv[++i], &end, 10);
-                if (*end || mib == 0) { fprintf(stderr, "oscar-info: --bandwidth takes a size in MiB, got '%s'\n", argv[i]); return 2; }
+        if (strcmp(argv[i], "--device") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "oscar-info: --device needs a value\n");
+                return 2;
             }
+            device = argv[++i];
+        } else if (strcmp(argv[i], "--bandwidth") == 0) {
+            bandwidth = 1;
+            if (i + 1 < argc && argv[i + 1][0] != '-' && !app_parse_u32("oscar-info", "--bandwidth", argv[++i], 1u << 16, &mib))
+                return 2;
+        } else if (strcmp(argv[i], "--verbose") == 0) {
+            app_set_verbose(1);
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            usage();
+            print_help(stdout);
             return 0;
         } else {
-            fprintf(stderr, "oscar-info: unknown argument '%s'\n", argv[i]);
-            return usage();
+            fprintf(stderr, "oscar-info: unknown argument '%s' (oscar-info --help lists them)\n", argv[i]);
+            return 2;
         }
     }
     printf("OSCAR-VK %s\n", oscar_version_string());
     uint32_t n = 0;
     oscar_status st = oscar_list_devices(NULL, &n);
     if (st != OSCAR_OK) {
-        fprintf(stderr, "oscar-info: %s\n", oscar_last_error());
+        app_fail("oscar-info", NULL, st);
         return 1;
     }
-    oscar_device_info *infos = calloc(n, sizeof *infos);
-    if (!infos || oscar_list_devices(infos, &n) != OSCAR_OK) {
-        fprintf(stderr, "oscar-info: %s\n", oscar_last_error());
+    oscar_device_info *infos = calloc(n ? n : 1, sizeof *infos);
+    if (!infos || (st = oscar_list_devices(infos, &n)) != OSCAR_OK) {
+        app_fail("oscar-info", NULL, infos ? st : OSCAR_ERROR_OUT_OF_HOST_MEMORY);
         free(infos);
         return 1;
     }
@@ -140,7 +155,7 @@ int main(int argc, char **argv)
     p.device = device;
     oscar_context *ctx;
     if ((st = oscar_context_create(&p, &ctx)) != OSCAR_OK) {
-        fprintf(stderr, "oscar-info: %s\n", oscar_last_error());
+        app_fail("oscar-info", NULL, st);
         return bandwidth || device ? 1 : 0; /* the listing alone still succeeded */
     }
     oscar_device_info info;
@@ -151,13 +166,21 @@ int main(int argc, char **argv)
     print_fast_paths(&info);
     int rc = 0;
     if (bandwidth) {
+        /* one binding covers the buffer: ask for what fits, and say so, rather than let the
+         * measurement shrink it behind the figure printed */
+        uint64_t bytes = (uint64_t)mib << 20, limit = info.max_storage_buffer_range & ~(uint64_t)((1u << 20) - 1);
+        if (limit && bytes > limit) {
+            fprintf(stderr, "oscar-info: note: --bandwidth %u MiB cut to %llu MiB, the most one storage binding covers on "
+                    "this device\n", mib, (unsigned long long)(limit >> 20));
+            bytes = limit;
+        }
         double gbps = 0;
-        st = oscar_measure_read_bandwidth(ctx, (uint64_t)mib << 20, 20, &gbps);
+        st = oscar_measure_read_bandwidth(ctx, bytes, 20, &gbps);
         if (st != OSCAR_OK) {
-            fprintf(stderr, "oscar-info: bandwidth: %s\n", oscar_last_error());
+            app_fail("oscar-info", "bandwidth", st);
             rc = 1;
         } else {
-            printf("read bandwidth: %.1f GB/s (%lu MiB buffer, best of 20)\n", gbps, mib);
+            printf("read bandwidth: %.1f GB/s (%llu MiB buffer, best of 20)\n", gbps, (unsigned long long)(bytes >> 20));
         }
     }
     oscar_context_destroy(ctx);

@@ -114,7 +114,7 @@ typedef struct ovk_calib_params {
                                    * and a sampled key at position p is centered by RoPE(mean) averaged
                                    * over positions [bB, (b+1)B), b = p / B, B = this (needs
                                    * rope_theta), as the runtime's key-center table does
-                                   * (oscar_kv_params.key_centers); 0 (default): centers are constant */
+                                   * (oscar_kv_experimental.key_centers); 0 (default): centers are constant */
     uint32_t refit_rounds;        /* rounds of the least-squares refit of each row's min and scale
                                    * (ovk_int2_fake_quantize_refit) the clip fit quantizes with:
                                    * keys under their metric (ovk_key_metric_matrix, damped with

@@ -69,46 +69,69 @@ static double now_s(void)
 
 /* ---- inputs -------------------------------------------------------------------------------- */
 
-/* Checks that `path` can be written without writing it: an existing file must be a writable
- * regular file; otherwise a probe file is created next to it and removed. */
-static oscar_status check_writable(const char *path)
+/* 1 when both paths name one existing file (the same device and inode: through a symlink or
+ * a hard link too). */
+static int same_file(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    return a && b && stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/* Checks that `path` can be written without writing it: it must not be one of the inputs (the
+ * rename at the end would replace the user's model or text), an existing file must be a
+ * writable regular file, and its folder must take the writer's temporary file (probed with a
+ * new file of a name no one uses, created exclusively and removed). */
+static oscar_status check_writable(const char *path, const char *model_path, const char *text_path)
 {
     struct stat sb;
+    if (same_file(path, model_path))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "output %s is the model %s: writing it would replace the model", path,
+                           model_path);
+    if (same_file(path, text_path))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "output %s is the text file %s: writing it would replace the text",
+                           path, text_path);
     if (stat(path, &sb) == 0) {
         if (!S_ISREG(sb.st_mode))
             OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "output %s exists and is not a regular file", path);
         if (access(path, W_OK) != 0)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "output %s is not writable: %s", path, strerror(errno));
     }
-    /* the writer goes through path.tmp, so the folder itself must take new files */
-    size_t n = strlen(path);
-    char *probe = malloc(n + 16); /* [n + 5] "<path>.tmp" */
+    size_t n = strlen(path) + 40;
+    char *probe = malloc(n); /* "<path>.<pid>.probe.tmp" */
     if (!probe) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory");
-    snprintf(probe, n + 16, "%s.tmp", path);
-    int existed = access(probe, F_OK) == 0;
-    int fd = open(probe, O_WRONLY | O_CREAT, 0644);
+    snprintf(probe, n, "%s.%ld.probe.tmp", path, (long)getpid());
+    int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     int err = errno;
     if (fd >= 0) {
         close(fd);
-        if (!existed) unlink(probe);
+        unlink(probe);
     }
     free(probe);
-    if (fd < 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "cannot write output %s: %s", path, strerror(err));
+    if (fd < 0 && err != EEXIST) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "cannot write output %s: %s", path, strerror(err));
     return OSCAR_OK;
 }
 
 /* Reads the whole text file into *out (NUL-terminated, *len bytes). IO when it cannot be read,
- * INVALID_ARGUMENT when it is empty or too large. */
+ * INVALID_ARGUMENT when it is empty or too large. A pipe or a device is refused before it is
+ * opened (opening a FIFO blocks until a writer comes); O_NONBLOCK and fstat cover a path
+ * replaced in between. */
 static oscar_status read_text(const char *path, char **out, size_t *len)
 {
     oscar_status st = OSCAR_OK;
     char *buf = NULL; /* [size + 1] bytes */
     *out = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "cannot open text file %s: %s", path, strerror(errno));
     struct stat sb;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode))
+    if (stat(path, &sb) != 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "cannot open text file %s: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode)) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "text file %s is not a regular file", path);
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "cannot open text file %s: %s", path, strerror(errno));
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of memory reading %s", path);
+    }
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
         OSCAR_FAIL(OSCAR_ERROR_IO, "text file %s is not a regular file", path);
     if (sb.st_size == 0) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "text file %s is empty", path);
     if ((uint64_t)sb.st_size > RUN_MAX_TEXT_BYTES)
@@ -259,7 +282,7 @@ oscar_status ovk_calib_run(const ovk_calib_run_params *params, ovk_calib_run_rep
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a key clip fitted with block centers needs a key center block");
 
     /* cheap checks first: output writable, model loads, text readable */
-    OSCAR_TRY(check_writable(p->out_path));
+    OSCAR_TRY(check_writable(p->out_path, p->model_path, p->text_path));
     double t0 = now_s();
     OSCAR_TRY(ovk_model_desc_load(p->model_path, &desc));
     const ovk_model_hparams *hp = &desc->hp;

@@ -1,4 +1,4 @@
-/* Error-feedback matrices for the key codes (oscar_kv_params.key_feedback) through LAPACKE, the
+/* Error-feedback matrices for the key codes (oscar_kv_experimental.key_feedback) through LAPACKE, the
  * keys' metric for the least-squares refit, and the query covariance spread over the positions
  * of a longer context. */
 #include <lapacke.h>

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "calib_run.h"
+#include "common/app_io.h"
 #include "int2_quant.h"
 #include "model_desc.h"
 
@@ -24,7 +25,8 @@ static void usage(FILE *f)
         "required:\n"
         "  -m, --model FILE        GGUF model (llama, qwen2, qwen3)\n"
         "      --text FILE         plain UTF-8 calibration text\n"
-        "  -o, --output FILE       RotationZoo GGUF to write (replaced atomically; nothing on failure)\n"
+        "  -o, --output FILE       RotationZoo GGUF to write (through a temporary file beside it, renamed at\n"
+        "                          the end: nothing on failure; never the model or the text itself)\n"
         "options:\n"
         "      --tokens N          calibration tokens (default 20000; the text must have that many)\n"
         "      --seq-len N         tokens per calibration sequence, positions 0..N-1 (default 512)\n"
@@ -68,6 +70,7 @@ static void usage(FILE *f)
         "      --threads N         OpenBLAS threads (default: OpenBLAS's own choice)\n"
         "      --seed N            reservoir sampling seed (default 1)\n"
         "  -q, --quiet             no progress bar and no summary\n"
+        "      --verbose           error lines with status names and source locations (also OSCAR_LOG=1)\n"
         "      --print-fingerprint print the model's fingerprint (16 hex digits) and exit\n"
         "                          (needs only -m; for scripts/rotationzoo_convert.py)\n"
         "  -h, --help              this text\n"
@@ -80,6 +83,7 @@ static void usage(FILE *f)
 typedef struct progress_state {
     int quiet;
     const char *stage;    /* stage of the bar being drawn, NULL when none */
+    int mid_line;         /* 1: the bar's line is not ended yet */
     double t_start, t_last; /* seconds (monotonic) */
 } progress_state;
 
@@ -111,6 +115,7 @@ static void progress(void *user, const char *stage, uint64_t done, uint64_t tota
     bar[WIDTH] = '\0';
     const char *unit = strcmp(stage, "capture") == 0 ? "tokens" : "layers";
     fprintf(stderr, "\r%-8s [%s] %" PRIu64 "/%" PRIu64 " %s %.1f s", stage, bar, done, total, unit, t - ps->t_start);
+    ps->mid_line = done < total;
     if (done >= total) fputc('\n', stderr);
     fflush(stderr);
 }
@@ -174,6 +179,7 @@ static int parse_choice(const char *flag, const char *s, const char *const *choi
 int main(int argc, char **argv)
 {
     choose_openblas_kernels(argv);
+    app_log_init();
     ovk_calib_run_params p = ovk_calib_run_params_default();
     progress_state ps = {0};
     uint64_t threads = 0, v = 0;
@@ -196,6 +202,10 @@ int main(int argc, char **argv)
         }
         if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) {
             ps.quiet = 1;
+            continue;
+        }
+        if (!strcmp(a, "--verbose")) {
+            app_set_verbose(1);
             continue;
         }
         if (!strcmp(a, "--print-fingerprint")) {
@@ -291,7 +301,7 @@ int main(int argc, char **argv)
         }
         oscar_status st = ovk_model_desc_load(p.model_path, &desc);
         if (st != OSCAR_OK) {
-            fprintf(stderr, "oscar-calib: %s [%s]\n", oscar_last_error(), oscar_status_string(st));
+            app_fail("oscar-calib", p.model_path, st);
             return 1;
         }
         printf("%016" PRIx64 "\n", desc->fingerprint);
@@ -323,8 +333,8 @@ int main(int argc, char **argv)
     ovk_calib_run_report rep;
     oscar_status st = ovk_calib_run(&p, &rep);
     if (st != OSCAR_OK) {
-        if (!ps.quiet && ps.stage) fputc('\n', stderr);
-        fprintf(stderr, "oscar-calib: %s [%s]\n", oscar_last_error(), oscar_status_string(st));
+        if (!ps.quiet && ps.stage && ps.mid_line) fputc('\n', stderr);
+        app_fail("oscar-calib", NULL, st);
         ovk_calib_run_report_free(&rep);
         return 1;
     }

@@ -43,8 +43,8 @@ const char *ovk_rotation_objective_k(ovk_rotation_kind kind);
 const char *ovk_rotation_objective_v(ovk_rotation_kind kind, ovk_calib_target v_target);
 
 /* Writes res (rotations [n_layer][n_rot][d][d], y = x·R, stored row-major exactly as in memory:
- * element (i, j) at float offset i*d + j) and meta to `path`, through `path`.tmp renamed on
- * success: a failure leaves no file. Checks that res matches meta (layers, head_dim, n_rot vs
+ * element (i, j) at float offset i*d + j) and meta to `path`, through a temporary file beside it
+ * renamed on success: a failure leaves no file. Checks that res matches meta (layers, head_dim, n_rot vs
  * grouping), that every clip ratio is in (0, 1] and that a refit has its metric and one group
  * per row: INVALID_ARGUMENT otherwise; IO when the file cannot be written. */
 oscar_status ovk_rotation_file_write(const char *path, const ovk_calib_result *res,

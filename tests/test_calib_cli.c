@@ -50,12 +50,10 @@ static int exists(const char *path)
     return stat(path, &sb) == 0;
 }
 
-/* Neither path nor path.tmp exists. */
+/* Neither path nor a temporary file of its writer exists. */
 static int no_output(const char *path)
 {
-    char tmp[400];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    return !exists(path) && !exists(tmp);
+    return !exists(path) && !test_tmp_leftover(path);
 }
 
 static void write_file(const char *path, const char *text)
@@ -626,7 +624,6 @@ static void test_runs(const ovk_model_desc *desc)
 
 static void test_bad_input(void)
 {
-    char path[400];
     ovk_calib_run_params p = base_params();
     p.model_path = "/nonexistent/model.gguf";
     CHECK_STATUS(ovk_calib_run(&p, NULL), OSCAR_ERROR_IO);
@@ -703,8 +700,7 @@ static void test_bad_input(void)
         fclose(f);
     }
     CHECK(strcmp(buf, "old") == 0);
-    snprintf(path, sizeof path, "%s.tmp", out_path);
-    CHECK(!exists(path));
+    CHECK(!test_tmp_leftover(out_path));
     remove(out_path);
 }
 

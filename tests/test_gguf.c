@@ -348,9 +348,7 @@ static void test_round_trip(uint32_t alignment)
     snprintf(path2, sizeof path2, "test_gguf_stream_%u.gguf", alignment);
     CHECK_OK(ovk_gguf_writer_write_file(w, path));
     CHECK(access(path, F_OK) == 0);
-    char tmp[80];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    CHECK(access(tmp, F_OK) != 0); /* renamed into place */
+    CHECK(!test_tmp_leftover(path)); /* renamed into place */
 
     ovk_gguf *g = NULL;
     CHECK_OK(ovk_gguf_open_memory(mem, mem_n, "mem", &g));
@@ -510,7 +508,7 @@ static void test_getters_and_writer_errors(void)
     FILE *f = fopen("test_gguf_empty.gguf", "wb");
     if (f) fclose(f);
     CHECK_STATUS(ovk_gguf_open("test_gguf_empty.gguf", &g), OSCAR_ERROR_BAD_FORMAT);
-    CHECK(strstr(oscar_last_error(), "test_gguf_empty.gguf: header: magic truncated") != NULL);
+    CHECK(strstr(oscar_last_error(), "test_gguf_empty.gguf: not a GGUF file: it is empty (0 bytes)") != NULL);
     remove("test_gguf_empty.gguf");
 }
 
@@ -617,7 +615,7 @@ static void test_corrupt_fields(void)
 
     bb_header(&b, 3, 0, 0);
     b.p[3] = 'X';
-    EXPECT_BAD(&b, OSCAR_ERROR_BAD_FORMAT, "bad magic");
+    EXPECT_BAD(&b, OSCAR_ERROR_BAD_FORMAT, "not a GGUF file: it begins with bytes");
     bb_header(&b, 1, 0, 0);
     EXPECT_BAD(&b, OSCAR_ERROR_UNSUPPORTED_FORMAT, "version 1");
     bb_header(&b, 99, 0, 0);

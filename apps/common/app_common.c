@@ -1,5 +1,6 @@
 /* Helpers shared by the apps: see app_common.h. */
 #include "common/app_common.h"
+#include "common/app_io.h"
 
 #include <errno.h>
 #include <math.h>
@@ -168,22 +169,20 @@ void app_progress_clear(void)
 
 /* ---- model and context -------------------------------------------------------------------- */
 
-int app_model_open(const char *prog, const char *path, const char *device, app_model *out)
+int app_model_open(const char *prog, const char *path, const char *device, const char *rot, int need_tokenizer,
+                   app_model *out)
 {
     memset(out, 0, sizeof *out);
     if (!path) {
         fprintf(stderr, "%s: no model given (-m model.gguf)\n", prog);
         return 0;
     }
-    if (access(path, R_OK) != 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
-        return 0;
-    }
+    if (!app_check_input(prog, path, "model")) return 0;
     oscar_context_params cp = oscar_context_params_default();
     cp.device = device;
     oscar_status st = oscar_context_create(&cp, &out->ctx);
     if (st != OSCAR_OK) {
-        fprintf(stderr, "%s: no usable Vulkan device (%s): %s\n", prog, oscar_status_string(st), oscar_last_error());
+        app_fail(prog, "no usable Vulkan device", st);
         return 0;
     }
     const char *base = strrchr(path, '/');
@@ -193,8 +192,20 @@ int app_model_open(const char *prog, const char *path, const char *device, app_m
     st = oscar_model_load(out->ctx, path, &mp, &out->model);
     app_progress_clear();
     if (st == OSCAR_OK) st = oscar_model_get_info(out->model, &out->info);
+    if (st == OSCAR_ERROR_MISMATCH && strstr(oscar_last_error(), "RotationZoo")) { /* a rotation file given as the model */
+        if (rot) fprintf(stderr, "%s: %s is a rotation file, not a model; did you mean -m %s --rot %s?\n", prog, path, rot, path);
+        else fprintf(stderr, "%s: %s is a rotation file, not a model; did you mean --rot %s?\n", prog, path, path);
+        app_model_close(out);
+        return 0;
+    }
     if (st != OSCAR_OK) {
-        fprintf(stderr, "%s: cannot load %s (%s): %s\n", prog, path, oscar_status_string(st), oscar_last_error());
+        app_fail(prog, path, st);
+        app_model_close(out);
+        return 0;
+    }
+    size_t n = 0;
+    if (need_tokenizer && oscar_model_tokenize(out->model, "", 0, 0, 0, NULL, 0, &n) != OSCAR_OK) {
+        fprintf(stderr, "%s: %s has no tokenizer (tokenizer.ggml.tokens): it cannot read or write text\n", prog, path);
         app_model_close(out);
         return 0;
     }
@@ -211,12 +222,51 @@ void app_model_close(app_model *m)
 
 int app_rotation_load(const char *prog, const char *path, const oscar_model *model, oscar_rotation_set **out)
 {
+    *out = NULL;
+    if (!app_check_input(prog, path, "rotation file")) return 0;
     oscar_status st = oscar_rotation_set_load(path, model, out);
     if (st != OSCAR_OK) {
-        fprintf(stderr, "%s: rotation file %s (%s): %s\n", prog, path, oscar_status_string(st), oscar_last_error());
+        app_fail(prog, path, st);
         return 0;
     }
     return 1;
+}
+
+void app_warn_context(const char *prog, uint32_t n_ctx, const oscar_model_info *info)
+{
+    if (info->n_ctx_train && n_ctx > info->n_ctx_train)
+        fprintf(stderr, "%s: warning: the model was trained on %u tokens of context; %u asked (quality past %u is not "
+                "what it was made for)\n", prog, info->n_ctx_train, n_ctx, info->n_ctx_train);
+}
+
+int app_skip_llama_flag(const char *prog, int argc, char **argv, int *i)
+{
+    static const struct {
+        const char *flag, *why;
+        int value; /* 1: takes a value; 2: an optional on|off|auto value */
+    } flags[] = {
+        { "-ngl", "every layer runs on the Vulkan device", 1 },
+        { "--n-gpu-layers", "every layer runs on the Vulkan device", 1 },
+        { "--gpu-layers", "every layer runs on the Vulkan device", 1 },
+        { "-t", "the work runs on the Vulkan device (lavapipe's threads: LP_NUM_THREADS)", 1 },
+        { "--threads", "the work runs on the Vulkan device (lavapipe's threads: LP_NUM_THREADS)", 1 },
+        { "-fa", "attention always runs in one fused pass over the paged cache", 2 },
+        { "--flash-attn", "attention always runs in one fused pass over the paged cache", 2 },
+        { "--mlock", "weights live in device memory", 0 },
+        { "--no-mmap", "weights live in device memory", 0 },
+    };
+    const char *f = argv[*i];
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++) {
+        if (strcmp(f, flags[k].flag) != 0) continue;
+        const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+        int take = flags[k].value == 1 ? v != NULL
+                   : flags[k].value == 2 ? v && (!strcmp(v, "on") || !strcmp(v, "off") || !strcmp(v, "auto"))
+                                         : 0;
+        fprintf(stderr, "%s: note: %s%s%s ignored: %s\n", prog, f, take ? " " : "", take ? v : "", flags[k].why);
+        *i += take;
+        return 1;
+    }
+    return 0;
 }
 
 /* ---- UTF-8 stream --------------------------------------------------------------------------- */

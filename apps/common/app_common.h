@@ -39,19 +39,31 @@ void app_progress(void *user, float fraction);
 void app_progress_clear(void);
 
 /* Everything an app needs to run a model: a context on `device` (NULL: the best one, or
- * OSCAR_DEVICE) and the model at `path`, loaded with a progress bar. On failure prints one
- * line "<prog>: <path>: <reason>" and returns 0 with nothing left allocated. */
+ * OSCAR_DEVICE) and the model at `path`, loaded with a progress bar. rot: the rotation file
+ * given with it, or NULL (a RotationZoo file given as the model gets the hint "did you mean
+ * --rot X?", naming this one as the model). need_tokenizer: a model without one is refused
+ * at once rather than at the first prompt. On failure prints one line "<prog>: <path>:
+ * <reason>" and returns 0 with nothing left allocated. */
 typedef struct app_model {
     oscar_context *ctx;
     oscar_model *model;
     oscar_model_info info;
 } app_model;
 
-int app_model_open(const char *prog, const char *path, const char *device, app_model *out);
+int app_model_open(const char *prog, const char *path, const char *device, const char *rot, int need_tokenizer,
+                   app_model *out);
 void app_model_close(app_model *m);
 
 /* Loads a RotationZoo file for the model; prints one line and returns 0 on failure. */
 int app_rotation_load(const char *prog, const char *path, const oscar_model *model, oscar_rotation_set **out);
+
+/* One line on stderr when n_ctx is past the context the model was trained for (llama.cpp
+ * warns the same way; quality past it is not what the model was made for). */
+void app_warn_context(const char *prog, uint32_t n_ctx, const oscar_model_info *info);
+
+/* Flags of llama.cpp's tools that do not apply here (-ngl, -t, -fa, ...): when argv[*i] is one,
+ * prints a one-line note, skips its value (argv[*i + 1], when it takes one) and returns 1. */
+int app_skip_llama_flag(const char *prog, int argc, char **argv, int *i);
 
 /* Writes bytes to a FILE in whole UTF-8 characters: a character split across two token
  * pieces is held back until its last byte arrives. Bytes that cannot start or continue a

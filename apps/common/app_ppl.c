@@ -6,43 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-char *app_read_file(const char *prog, const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "%s: cannot open %s\n", prog, path);
-        return NULL;
-    }
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (;;) {
-        if (n + 65536 + 1 > cap) {
-            cap = 2 * cap + 65536 + 1;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                fprintf(stderr, "%s: %s: out of host memory\n", prog, path);
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = b;
-        }
-        size_t r = fread(buf + n, 1, 65536, f);
-        n += r;
-        if (r < 65536) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        fprintf(stderr, "%s: cannot read %s\n", prog, path);
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
-    return buf;
-}
-
 oscar_status app_tokenize_text(const oscar_model *model, const char *text, size_t len, int32_t **tokens,
                                size_t *n_tokens, int32_t *bos)
 {
@@ -80,9 +43,11 @@ double app_token_nll(const float *logits, uint32_t n_vocab, int32_t target)
 
 oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t n_par, const int32_t *tokens,
                           uint32_t ctx, uint32_t n_chunks, int32_t bos, uint32_t n_vocab, float *logits,
-                          double *chunk_nll, app_ppl_chunk_fn on_chunk, void *user)
+                          double *chunk_nll, const app_ppl_hooks *hooks)
 {
     const uint32_t first = ctx / 2;
+    const uint64_t total = (uint64_t)n_chunks * (ctx - 1 - first);
+    uint64_t scored = 0;
     oscar_status st = OSCAR_OK;
     int32_t *prefix = malloc((size_t)(first + 1) * sizeof *prefix); /* [first+1] a chunk's prefill, BOS first */
     int32_t *step_tok = malloc((size_t)n_par * sizeof *step_tok);   /* [n_par] this step's token per chunk */
@@ -101,19 +66,33 @@ oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t 
             st = oscar_session_seq_reset(session, seqs[p]);
             if (st == OSCAR_OK) st = oscar_session_prefill(session, seqs[p], prefix, first + 1, logits);
             if (st != OSCAR_OK) goto out;
-            chunk_nll[c0 + p] += app_token_nll(logits, n_vocab, ct[first + 1]);
+            double nll = app_token_nll(logits, n_vocab, ct[first + 1]);
+            if (!isfinite(nll)) {
+                st = APP_PPL_NOT_FINITE;
+                goto out;
+            }
+            chunk_nll[c0 + p] += nll;
+            scored++;
+            if (hooks && hooks->on_step) hooks->on_step(hooks->user, scored, total);
         }
         /* then one token per chunk per step: token j's logits score token j+1 */
         for (uint32_t j = first + 1; j + 1 < ctx; j++) {
             for (uint32_t p = 0; p < np; p++) step_tok[p] = tokens[(size_t)(c0 + p) * ctx + j];
             st = oscar_session_decode(session, np, seqs, step_tok, logits);
             if (st != OSCAR_OK) goto out;
-            for (uint32_t p = 0; p < np; p++)
-                chunk_nll[c0 + p] +=
-                    app_token_nll(logits + (size_t)p * n_vocab, n_vocab, tokens[(size_t)(c0 + p) * ctx + j + 1]);
+            for (uint32_t p = 0; p < np; p++) {
+                double nll = app_token_nll(logits + (size_t)p * n_vocab, n_vocab, tokens[(size_t)(c0 + p) * ctx + j + 1]);
+                if (!isfinite(nll)) {
+                    st = APP_PPL_NOT_FINITE;
+                    goto out;
+                }
+                chunk_nll[c0 + p] += nll;
+            }
+            scored += np;
+            if (hooks && hooks->on_step) hooks->on_step(hooks->user, scored, total);
         }
-        if (on_chunk)
-            for (uint32_t p = 0; p < np; p++) on_chunk(user, c0 + p, chunk_nll[c0 + p]);
+        if (hooks && hooks->on_chunk)
+            for (uint32_t p = 0; p < np; p++) hooks->on_chunk(hooks->user, c0 + p, chunk_nll[c0 + p]);
     }
 out:
     free(prefix);

@@ -1,5 +1,5 @@
-/* Perplexity pieces shared by oscar-perplexity and oscar-quality: reading a text file,
- * tokenizing it, the negative log-likelihood of a token, and the chunked evaluation rule.
+/* Perplexity pieces shared by oscar-perplexity and oscar-quality: tokenizing a text, the
+ * negative log-likelihood of a token, and the chunked evaluation rule.
  *
  * The rule (llama.cpp's): the text is tokenized once (no BOS) and cut into non-overlapping
  * chunks of ctx tokens; a trailing partial chunk is dropped. When the model asks for a BOS
@@ -18,10 +18,6 @@
 
 #include "oscar/oscar.h"
 
-/* Reads a whole file into a malloc'ed NUL-terminated buffer (*len bytes without the NUL);
- * prints one line "<prog>: cannot open PATH" (or read / memory) and returns NULL on failure. */
-char *app_read_file(const char *prog, const char *path, size_t *len);
-
 /* Tokenizes a whole text without BOS into a malloc'ed array (*tokens, *n_tokens) and sets
  * *bos to the model's BOS id when its tokenizer adds one (else -1). Returns OSCAR_OK, or the
  * status of the failing call (OUT_OF_HOST_MEMORY when the array cannot be allocated). */
@@ -33,17 +29,30 @@ double app_token_nll(const float *logits, uint32_t n_vocab, int32_t target);
 
 /* Called after each group of chunks: chunk index c (0-based) and the sum of its scored NLLs. */
 typedef void (*app_ppl_chunk_fn)(void *user, uint32_t chunk, double nll_sum);
+/* Called after each prefill or decode step: tokens scored so far, of `total`. */
+typedef void (*app_ppl_step_fn)(void *user, uint64_t scored, uint64_t total);
+
+typedef struct app_ppl_hooks {
+    app_ppl_chunk_fn on_chunk;    /* may be NULL */
+    app_ppl_step_fn on_step;      /* may be NULL */
+    void *user;
+} app_ppl_hooks;
+
+/* What app_ppl_eval returns when a logit is NaN or infinite (a corrupt model): a perplexity
+ * from such logits means nothing. Outside the library's status bands. */
+#define APP_PPL_NOT_FINITE ((oscar_status)1)
 
 /* Scores chunks 0..n_chunks-1 of tokens[n_chunks * ctx] with the rule above, n_par at a time
  * on the sequences seqs[n_par] of `session` (each already added; reset here before use; the
  * session needs n_ctx >= ctx). bos: replaces each chunk's first token when >= 0.
  * logits: scratch [n_par][n_vocab]. chunk_nll[n_chunks]: out, the sum of the scored NLLs of
- * each chunk (ctx-1-ctx/2 tokens each). on_chunk may be NULL. tokens is not modified.
- * Returns OSCAR_OK or the first failing session call's status (oscar_last_error() has the
+ * each chunk (ctx-1-ctx/2 tokens each). hooks may be NULL. tokens is not modified.
+ * Returns OSCAR_OK, APP_PPL_NOT_FINITE (stopped at the first non-finite negative
+ * log-likelihood), or the first failing session call's status (oscar_last_error() has the
  * detail); OUT_OF_HOST_MEMORY for the scratch copy of a chunk's prefix. */
 oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t n_par, const int32_t *tokens,
                           uint32_t ctx, uint32_t n_chunks, int32_t bos, uint32_t n_vocab, float *logits,
-                          double *chunk_nll, app_ppl_chunk_fn on_chunk, void *user);
+                          double *chunk_nll, const app_ppl_hooks *hooks);
 
 /* Perplexity and its standard error from per-chunk NLL sums of n_scored tokens each:
  * ppl = exp(mean NLL); *err = standard error of the mean NLL from the spread of the chunk

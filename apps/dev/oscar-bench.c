@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "common/app_common.h"
+#include "common/app_io.h"
 #include "gguf.h"
 #include "int2_quant.h"
 #include "kv_cache.h"
@@ -73,6 +74,19 @@ static int json_points;
 static const char *json_sep(void)
 {
     return json_points++ ? ",\n" : "";
+}
+
+static void print_usage(FILE *out, const char *mode);
+
+/* A flag that takes a value: 1 when f is one of `known` (NULL-terminated) and v is there; else
+ * prints "unknown option" (pointing to --help) or "needs a value" and returns 0. */
+static int flag_with_value(const char *prog, const char *f, const char *v, const char *const *known)
+{
+    int is_known = 0;
+    for (size_t k = 0; known[k]; k++) is_known |= !strcmp(f, known[k]);
+    if (!is_known) fprintf(stderr, "%s: unknown option '%s' (oscar-bench --help lists them)\n", prog, f);
+    else if (!v) fprintf(stderr, "%s: %s needs a value\n", prog, f);
+    return is_known && v;
 }
 
 typedef struct bench_args {
@@ -263,11 +277,12 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
             fprintf(json, "%s  {\"mode\": \"%s\", \"batch\": %u, \"context\": %u, \"us\": %.2f, \"us_per_submission\": %.2f, "
                           "\"gbps\": %.1f, \"read_bw_gbps\": %.1f, \"bytes\": %.0f, \"bits_per_element\": %.4f}",
                     json_sep(), oscar_kv_mode_name(mode), batch, target, pt->us, pt->us_call, pt->gbps, bw, bytes, pt->bits);
-            fflush(json); /* a run cut short keeps its points */
+            fflush(json); /* a run cut short keeps its points (in the temporary file) */
         }
     }
     if (!ok) {
-        fprintf(stderr, "oscar-bench: %s batch %u: %s\n", oscar_kv_mode_name(mode), batch, oscar_last_error());
+        char msg[1100];
+        fprintf(stderr, "oscar-bench: %s batch %u: %s\n", oscar_kv_mode_name(mode), batch, app_error_text(msg, sizeof msg));
     }
     free(kv), free(q), free(out), free(seqs), free(n_new), free(times);
     oscar_kv_cache_destroy(cache);
@@ -283,8 +298,18 @@ static int bench_attention(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
-        if (!v) ok = 0;
-        else if (!strcmp(f, "--heads")) ok = parse_u32(v, &a.heads, f);
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            print_usage(stdout, "attention");
+            return 0;
+        }
+        if (!strcmp(f, "--verbose")) {
+            app_set_verbose(1);
+            continue;
+        }
+        static const char *const known[] = { "--heads", "--kv-heads", "--head-dim", "--group", "--iters", "--contexts",
+                                             "--batch", "--modes", "--json", "--device", NULL };
+        if (!flag_with_value("oscar-bench attention", f, v, known)) return 2;
+        if (!strcmp(f, "--heads")) ok = parse_u32(v, &a.heads, f);
         else if (!strcmp(f, "--kv-heads")) ok = parse_u32(v, &a.kv_heads, f);
         else if (!strcmp(f, "--head-dim")) ok = parse_u32(v, &a.head_dim, f);
         else if (!strcmp(f, "--group")) ok = parse_u32(v, &a.group, f);
@@ -294,14 +319,7 @@ static int bench_attention(int argc, char **argv)
         else if (!strcmp(f, "--modes")) ok = parse_modes(v, &a);
         else if (!strcmp(f, "--json")) a.json = v;
         else if (!strcmp(f, "--device")) a.device = v;
-        else {
-            fprintf(stderr, "oscar-bench attention: unknown option '%s'\n", f);
-            return 2;
-        }
-        if (!ok) {
-            if (!v) fprintf(stderr, "oscar-bench attention: %s needs a value\n", f);
-            return 2;
-        }
+        if (!ok) return 2;
         i++;
     }
     for (uint32_t i = 1; i < a.n_contexts; i++)
@@ -312,16 +330,17 @@ static int bench_attention(int argc, char **argv)
     oscar_context_params cp = oscar_context_params_default();
     cp.device = a.device;
     oscar_context *ctx;
-    if (oscar_context_create(&cp, &ctx) != OSCAR_OK) {
-        fprintf(stderr, "oscar-bench: %s\n", oscar_last_error());
+    oscar_status st = oscar_context_create(&cp, &ctx);
+    if (st != OSCAR_OK) {
+        app_fail("oscar-bench", NULL, st);
         return 1;
     }
     oscar_device_info info;
     oscar_context_device_info(ctx, &info);
     double bw = 0;
     uint64_t bw_bytes = info.max_storage_buffer_range < (2ull << 30) ? info.max_storage_buffer_range / 2 : (2ull << 30);
-    if (oscar_measure_read_bandwidth(ctx, bw_bytes, 20, &bw) != OSCAR_OK) {
-        fprintf(stderr, "oscar-bench: %s\n", oscar_last_error());
+    if ((st = oscar_measure_read_bandwidth(ctx, bw_bytes, 20, &bw)) != OSCAR_OK) {
+        app_fail("oscar-bench", "read bandwidth", st);
         oscar_context_destroy(ctx);
         return 1;
     }
@@ -331,13 +350,13 @@ static int bench_attention(int argc, char **argv)
     printf("shapes: %u query heads, %u KV heads, head_dim %u, group %u; median of %u calls\n", a.heads, a.kv_heads, a.head_dim,
            a.group, a.iters);
     FILE *json = NULL;
+    app_out json_out = { 0 };
     if (a.json) {
-        json = fopen(a.json, "w");
-        if (!json) {
-            fprintf(stderr, "oscar-bench: cannot write %s\n", a.json);
+        if (!app_out_open("oscar-bench", a.json, NULL, &json_out)) {
             oscar_context_destroy(ctx);
             return 1;
         }
+        json = json_out.f;
         fprintf(json, "{\"device\": \"%s\", \"read_bw_gbps\": %.1f, \"heads\": %u, \"kv_heads\": %u, \"head_dim\": %u, "
                       "\"group\": %u,\n \"points\": [\n",
                 info.name, bw, a.heads, a.kv_heads, a.head_dim, a.group);
@@ -359,7 +378,7 @@ static int bench_attention(int argc, char **argv)
     }
     if (json) {
         fprintf(json, "\n]}\n");
-        fclose(json);
+        if (!app_out_commit("oscar-bench", &json_out)) rc = 1;
     }
     free(pts);
     oscar_context_destroy(ctx);
@@ -470,11 +489,10 @@ typedef struct decode_point {
     double tok_s, ms_step, gpu_ms, limit_tok_s, fill_s, bits;
 } decode_point;
 
-/* One KV mode: time a prefill of a.prompt tokens, then fill a base sequence to each context
- * in turn (prefill in ubatch steps) and at each context fork it into `batch` sequences and
- * time a.steps decode steps (after one warm-up step) for every batch size. */
-static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, const oscar_rotation_set *rotations, double bw,
-                       uint64_t step_bytes, FILE *json)
+/* The session a mode's points run in: the longest context (and the prompt) plus the timed
+ * steps, the base sequence and one fork per sequence of the largest batch. */
+static oscar_session_params decode_session_params(const decode_args *a, oscar_kv_mode mode, const oscar_rotation_set *rotations,
+                                                  uint32_t *longest_out, uint32_t *max_b_out)
 {
     uint32_t max_ctx = 0, max_b = 0;
     for (uint32_t i = 0; i < a->n_contexts; i++) max_ctx = a->contexts[i] > max_ctx ? a->contexts[i] : max_ctx;
@@ -487,10 +505,56 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
     sp.n_batch = a->ubatch;
     sp.kv_memory_budget = 0; /* the cache sizes its pools for n_seq_max sequences of n_ctx tokens */
     sp.rotations = mode == OSCAR_KV_INT2_ROTATED ? rotations : NULL;
+    if (longest_out) *longest_out = longest;
+    if (max_b_out) *max_b_out = max_b;
+    return sp;
+}
+
+/* The default contexts (up to 128K) and batches (up to 32) need page pools larger than a small
+ * device's storage binding (128 MiB on lavapipe): drops the largest default context, then the
+ * largest default batch, until a session of every mode fits, with a one-line note. A list given
+ * on the command line is kept (its modes then report that they do not fit). */
+static void fit_defaults(const char *prog, decode_args *a, app_model *m, const oscar_rotation_set *rotations,
+                         const oscar_device_info *info, int ctx_given, int batch_given)
+{
+    uint32_t n_ctx0 = a->n_contexts, n_b0 = a->n_batches;
+    for (;;) {
+        int fits = 1;
+        for (uint32_t i = 0; i < a->n_modes && fits; i++) {
+            oscar_session_params sp = decode_session_params(a, a->modes[i], rotations, NULL, NULL);
+            oscar_session *s = NULL;
+            oscar_status st = oscar_session_create(m->model, &sp, &s);
+            oscar_session_destroy(s);
+            fits = st != OSCAR_ERROR_UNSUPPORTED && st != OSCAR_ERROR_OUT_OF_DEVICE_MEMORY;
+        }
+        if (fits) break;
+        if (!ctx_given && a->n_contexts > 1) a->n_contexts--;
+        else if (!batch_given && a->n_batches > 1) a->n_batches--;
+        else break;
+    }
+    if (a->n_contexts == n_ctx0 && a->n_batches == n_b0) return;
+    char c[128] = "", b[128] = "";
+    for (uint32_t i = 0; i < a->n_contexts; i++) snprintf(c + strlen(c), sizeof c - strlen(c), "%s%u", i ? "," : "", a->contexts[i]);
+    for (uint32_t i = 0; i < a->n_batches; i++) snprintf(b + strlen(b), sizeof b - strlen(b), "%s%u", i ? "," : "", a->batches[i]);
+    fprintf(stderr, "%s: note: default contexts and batches cut to --contexts %s --batch %s: the page pools of larger "
+            "ones exceed this device's %llu MiB storage binding\n", prog, c, b,
+            (unsigned long long)(info->max_storage_buffer_range >> 20));
+}
+
+/* One KV mode: time a prefill of a.prompt tokens, then fill a base sequence to each context
+ * in turn (prefill in ubatch steps) and at each context fork it into `batch` sequences and
+ * time a.steps decode steps (after one warm-up step) for every batch size. */
+static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, const oscar_rotation_set *rotations, double bw,
+                       uint64_t step_bytes, FILE *json)
+{
+    uint32_t longest = 0, max_b = 0;
+    oscar_session_params sp = decode_session_params(a, mode, rotations, &longest, &max_b);
     oscar_session *s = NULL;
     oscar_status st = oscar_session_create(m->model, &sp, &s);
     if (st != OSCAR_OK) {
-        printf("%-6s skipped: %s: %s\n", oscar_kv_mode_name(mode), oscar_status_string(st), oscar_last_error());
+        char what[64];
+        snprintf(what, sizeof what, "%s skipped", oscar_kv_mode_name(mode));
+        app_fail("oscar-bench decode", what, st);
         return 0;
     }
     uint32_t n_tok = longest > a->prompt ? longest : a->prompt;
@@ -521,7 +585,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
             if (json) {
                 fprintf(json, "%s  {\"kind\": \"prefill\", \"kv\": \"%s\", \"tokens\": %u, \"tok_s\": %.2f, \"seconds\": %.3f}",
                         json_sep(), oscar_kv_mode_name(mode), a->prompt, prefill_tok_s, t);
-                fflush(json); /* a run cut short keeps its points */
+                fflush(json); /* a run cut short keeps its points (in the temporary file) */
             }
         }
     }
@@ -576,7 +640,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
     }
     if (!ok) {
         if (!tokens || !seqs || !step_tok) fprintf(stderr, "oscar-bench: out of host memory\n");
-        else fprintf(stderr, "oscar-bench: %s: %s: %s\n", oscar_kv_mode_name(mode), oscar_status_string(st), oscar_last_error());
+        else app_fail("oscar-bench decode", oscar_kv_mode_name(mode), st);
     }
     free(tokens), free(seqs), free(step_tok);
     oscar_session_destroy(s);
@@ -590,25 +654,34 @@ static int bench_decode(int argc, char **argv)
     app_parse_u32_list(prog, "", "4096,8192,16384,32768,65536,131072", 1u << 24, a.contexts, &a.n_contexts);
     app_parse_u32_list(prog, "", "1,32", 1024, a.batches, &a.n_batches);
     app_parse_kv_modes(prog, "", "fp16,int2", a.modes, &a.n_modes);
+    int ctx_given = 0, batch_given = 0;
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            print_usage(stdout, "decode");
+            return 0;
+        }
+        if (!strcmp(f, "--verbose")) {
+            app_set_verbose(1);
+            continue;
+        }
         if (!strcmp(f, "--keep")) {
             a.keep = 1;
             continue;
         }
         int ok = 1;
-        if (!v) {
-            fprintf(stderr, "%s: %s needs a value\n", prog, f);
-            return 2;
-        }
+        static const char *const known[] = { "-m", "--model", "--gen", "--tmp", "--json", "--device", "--rot", "--contexts",
+                                             "--batch", "--kv", "--prompt", "--steps", "--ubatch", "--bw-mib", "--layers",
+                                             "--fill", NULL };
+        if (!flag_with_value(prog, f, v, known)) return 2;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a.model = v;
         else if (!strcmp(f, "--gen")) a.gen = v;
         else if (!strcmp(f, "--tmp")) a.tmp = v;
         else if (!strcmp(f, "--json")) a.json = v;
         else if (!strcmp(f, "--device")) a.device = v;
         else if (!strcmp(f, "--rot")) a.rot = v;
-        else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, a.contexts, &a.n_contexts);
-        else if (!strcmp(f, "--batch")) ok = app_parse_u32_list(prog, f, v, 1024, a.batches, &a.n_batches);
+        else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, a.contexts, &a.n_contexts), ctx_given = 1;
+        else if (!strcmp(f, "--batch")) ok = app_parse_u32_list(prog, f, v, 1024, a.batches, &a.n_batches), batch_given = 1;
         else if (!strcmp(f, "--kv")) ok = app_parse_kv_modes(prog, f, v, a.modes, &a.n_modes);
         else if (!strcmp(f, "--prompt")) ok = app_parse_u32(prog, f, v, 1u << 20, &a.prompt);
         else if (!strcmp(f, "--steps")) ok = app_parse_u32(prog, f, v, 4096, &a.steps);
@@ -621,9 +694,6 @@ static int bench_decode(int argc, char **argv)
                 fprintf(stderr, "%s: --fill must be prefill or synthetic, not '%s'\n", prog, v);
                 return 2;
             }
-        } else {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
-            return 2;
         }
         if (!ok) return 2;
         i++;
@@ -675,9 +745,10 @@ static int bench_decode(int argc, char **argv)
     }
     int rc = 1;
     app_model m;
+    app_out json_out = { 0 };
     FILE *json = NULL;
     oscar_rotation_set *rotations = NULL;
-    if (!app_model_open(prog, a.model, a.device, &m)) goto out_file;
+    if (!app_model_open(prog, a.model, a.device, a.rot && strcmp(a.rot, "synthetic") ? a.rot : NULL, 0, &m)) goto out_file;
     if (a.rot && strcmp(a.rot, "synthetic") && !app_rotation_load(prog, a.rot, m.model, &rotations)) goto out;
     if (a.rot && !strcmp(a.rot, "synthetic") && !synthetic_rotations(prog, m.model, &m.info, &rotations)) goto out;
     oscar_device_info info;
@@ -687,9 +758,10 @@ static int bench_decode(int argc, char **argv)
     if (bw_bytes > info.max_storage_buffer_range / 2) bw_bytes = info.max_storage_buffer_range / 2;
     oscar_status st = oscar_measure_read_bandwidth(m.ctx, bw_bytes, 20, &bw);
     if (st != OSCAR_OK) {
-        fprintf(stderr, "%s: read bandwidth: %s\n", prog, oscar_last_error());
+        app_fail(prog, "read bandwidth", st);
         goto out;
     }
+    if (!ctx_given || !batch_given) fit_defaults(prog, &a, &m, rotations, &info, ctx_given, batch_given);
     uint64_t step_bytes = step_weight_bytes(a.model, &m.info);
     printf("device: %s\nread bandwidth: %.1f GB/s (measured now, %llu MiB)\n", info.name, bw,
            (unsigned long long)(bw_bytes >> 20));
@@ -700,11 +772,9 @@ static int bench_decode(int argc, char **argv)
     printf("weight limit = batch x read bandwidth / weight bytes per step (KV reads not counted); %u timed steps per "
            "point\n", a.steps);
     if (a.json) {
-        json = fopen(a.json, "w");
-        if (!json) {
-            fprintf(stderr, "%s: cannot write %s\n", prog, a.json);
-            goto out;
-        }
+        const char *inputs[] = { a.model, a.rot, NULL };
+        if (!app_out_open(prog, a.json, inputs, &json_out)) goto out;
+        json = json_out.f;
         fprintf(json, "{\"device\": \"%s\", \"read_bw_gbps\": %.1f, \"model\": \"%s\", \"arch\": \"%s\", "
                       "\"weight_bytes\": %llu, \"step_weight_bytes\": %llu, \"steps\": %u,\n \"points\": [\n",
                 info.name, bw, a.gen ? a.gen : a.model, m.info.arch, (unsigned long long)m.info.weight_bytes,
@@ -715,12 +785,10 @@ static int bench_decode(int argc, char **argv)
         if (!decode_mode(&a, &m, a.modes[i], rotations, bw, step_bytes, json)) rc = 1;
     if (json) {
         fprintf(json, "\n]}\n");
-        if (fclose(json) != 0) {
-            fprintf(stderr, "%s: cannot write %s\n", prog, a.json);
-            rc = 1;
-        }
+        if (!app_out_commit(prog, &json_out)) rc = 1;
     }
 out:
+    app_out_abort(&json_out);
     oscar_rotation_set_destroy(rotations);
     app_model_close(&m);
 out_file:
@@ -790,13 +858,19 @@ static int bench_ops(int argc, char **argv)
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            print_usage(stdout, "ops");
+            return 0;
+        }
         if (!strcmp(f, "--no-barriers")) {
             barriers = 0;
             continue;
         }
-        int ok = v != NULL;
-        if (!ok) fprintf(stderr, "%s: %s needs a value\n", prog, f);
-        else if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
+        static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
+                                             "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", NULL };
+        if (!flag_with_value(prog, f, v, known)) return 2;
+        int ok = 1;
+        if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
         else if (!strcmp(f, "--cols")) ok = app_parse_u32(prog, f, v, 1u << 20, &cols);
         else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
         else if (!strcmp(f, "--rows-per-group")) ok = app_parse_u32(prog, f, v, 256, &per_group);
@@ -816,10 +890,6 @@ static int bench_ops(int argc, char **argv)
             }
         }
         else if (!strcmp(f, "--device")) device = v;
-        else {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
-            ok = 0;
-        }
         if (!ok) return 2;
         i++;
     }
@@ -1084,17 +1154,18 @@ static int bench_floor(int argc, char **argv)
     app_parse_kv_modes(prog, "", "int2,fp16", modes, &n_modes);
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int ok = v != NULL;
-        if (!ok) fprintf(stderr, "%s: %s needs a value\n", prog, f);
-        else if (!strcmp(f, "--gen")) gen = v;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            print_usage(stdout, "floor");
+            return 0;
+        }
+        static const char *const known[] = { "--gen", "--contexts", "--kv", "--iters", "--device", NULL };
+        if (!flag_with_value(prog, f, v, known)) return 2;
+        int ok = 1;
+        if (!strcmp(f, "--gen")) gen = v;
         else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, contexts, &n_contexts);
         else if (!strcmp(f, "--kv")) ok = app_parse_kv_modes(prog, f, v, modes, &n_modes);
         else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 1000, &iters);
         else if (!strcmp(f, "--device")) device = v;
-        else {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
-            ok = 0;
-        }
         if (!ok) return 2;
         i++;
     }
@@ -1199,31 +1270,42 @@ done:
     return rc;
 }
 
-static int usage(void)
+/* The command lines of every mode (mode NULL: all of them), for --help. */
+static void print_usage(FILE *out, const char *mode)
 {
-    fprintf(stderr, "usage: oscar-bench attention|decode|ops|floor [options]   (oscar-bench --help for the options)\n");
-    return 2;
+    static const struct { const char *mode, *text; } modes[] = {
+        { "attention", "oscar-bench attention [--heads N] [--kv-heads N] [--head-dim N] [--group N] [--contexts A,B,..]\n"
+                       "                      [--batch A,B,..] [--modes fp16,int2,int2-hadamard] [--iters N] [--json FILE]\n"
+                       "                      [--device NAME|INDEX] [--verbose]\n" },
+        { "decode", "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
+                    "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard,oscar]\n"
+                    "                      [--rot FILE|synthetic] [--prompt N] [--steps N] [--ubatch N] [--bw-mib N]\n"
+                    "                      [--json FILE] [--fill prefill|synthetic] [--layers N] [--device NAME|INDEX]\n"
+                    "                      [--verbose]\n"
+                    "                      (default contexts and batches larger than the device's storage binding holds\n"
+                    "                      are cut, with a note)\n" },
+        { "ops", "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
+                 "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
+                 "                      [--no-barriers]\n"
+                 "                      [--tokens N] [--mv-tokens N]\n"
+                 "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n" },
+        { "floor", "oscar-bench floor     [--gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0] [--contexts A,B,..] [--kv int2,fp16]\n"
+                   "                      [--iters N] [--device NAME|INDEX]\n" },
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (!mode || !strcmp(mode, modes[i].mode)) fputs(modes[i].text, out);
+    if (!mode) fputs("JSON files are written through a temporary file beside them, renamed at the end.\n", out);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) return usage();
+    app_log_init();
+    if (argc < 2) {
+        fprintf(stderr, "usage: oscar-bench attention|decode|ops|floor [options]   (oscar-bench --help for the options)\n");
+        return 2;
+    }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf("oscar-bench attention [--heads N] [--kv-heads N] [--head-dim N] [--group N] [--contexts A,B,..]\n"
-               "                      [--batch A,B,..] [--modes fp16,int2,int2-hadamard] [--iters N] [--json FILE]\n"
-               "                      [--device NAME|INDEX]\n"
-               "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
-               "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard]\n"
-               "                      [--prompt N] [--steps N] [--ubatch N] [--bw-mib N] [--json FILE]\n"
-               "                      [--fill prefill|synthetic] [--layers N]\n"
-               "                      [--device NAME|INDEX]\n"
-               "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
-               "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
-               "                      [--no-barriers]\n"
-               "                      [--tokens N] [--mv-tokens N]\n"
-               "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n"
-               "oscar-bench floor     [--gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0] [--contexts A,B,..] [--kv int2,fp16]\n"
-               "                      [--iters N] [--device NAME|INDEX]\n");
+        print_usage(stdout, NULL);
         return 0;
     }
     if (!strcmp(argv[1], "attention")) return bench_attention(argc - 2, argv + 2);

@@ -4,21 +4,27 @@
  *       Q4_K|Q5_K|Q6_K] [--embd-type T] [--layers N] [--embd N] [--heads N] [--kv-heads N]
  *       [--head-dim N] [--ffn N] [--vocab N] [--ctx N] [--rope-base F] [--tied] [--seed N]
  *
- * Prints the model's fingerprint and hyperparameters after reading the file back. */
+ * Prints the model's fingerprint and hyperparameters after reading the file back. Bad values
+ * print one line and exit with 2; a model that cannot be written, 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/app_common.h"
+#include "common/app_io.h"
 #include "model_desc.h"
 #include "model_gen.h"
 
-static void usage(void)
+#define PROG "oscar-gen-model"
+
+static void usage(FILE *f)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: oscar-gen-model -o OUT.gguf [--arch llama|qwen2|qwen3] [--type T] [--embd-type T]\n"
             "         [--layers N] [--embd N] [--heads N] [--kv-heads N] [--head-dim N] [--ffn N]\n"
-            "         [--vocab N] [--ctx N] [--rope-base F] [--tied] [--seed N]\n"
-            "  T: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q5_K Q6_K (K-quants need rows that are multiples of 256)\n");
+            "         [--vocab N] [--ctx N] [--rope-base F] [--tied] [--seed N] [--verbose]\n"
+            "  T: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q5_K Q6_K (K-quants need rows that are multiples of 256)\n"
+            "  OUT.gguf is written through a temporary file beside it, renamed when complete\n");
 }
 
 static int parse_type(const char *s, uint32_t *out)
@@ -35,12 +41,18 @@ int main(int argc, char **argv)
 {
     const char *out = NULL, *arch_s = "llama";
     ovk_arch arch = OSCAR_ARCH_LLAMA;
-    for (int i = 1; i < argc; i++)
+    app_log_init();
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        }
         if (!strcmp(argv[i], "--arch") && i + 1 < argc) arch_s = argv[++i];
+    }
     if (!strcmp(arch_s, "qwen2")) arch = OSCAR_ARCH_QWEN2;
     else if (!strcmp(arch_s, "qwen3")) arch = OSCAR_ARCH_QWEN3;
     else if (strcmp(arch_s, "llama")) {
-        fprintf(stderr, "oscar-gen-model: unknown --arch %s\n", arch_s);
+        fprintf(stderr, PROG ": unknown --arch '%s' (llama, qwen2, qwen3)\n", arch_s);
         return 2;
     }
     ovk_model_gen_params p = ovk_model_gen_params_default(arch);
@@ -48,41 +60,61 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--tied")) { p.tied_embeddings = 1; continue; }
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(); return 0; }
-        if (!v) { usage(); return 2; }
+        if (!strcmp(a, "--verbose")) { app_set_verbose(1); continue; }
+        static const char *const with_value[] = { "-o", "--arch", "--type", "--embd-type", "--layers", "--embd", "--heads",
+                                                  "--kv-heads", "--head-dim", "--ffn", "--vocab", "--ctx", "--rope-base",
+                                                  "--seed" };
+        int known = 0;
+        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
+        if (!known) {
+            fprintf(stderr, PROG ": unknown option '%s' (oscar-gen-model --help lists them)\n", a);
+            return 2;
+        }
+        if (!v) {
+            fprintf(stderr, PROG ": %s needs a value\n", a);
+            return 2;
+        }
         i++;
+        int ok = 1;
         if (!strcmp(a, "-o")) out = v;
         else if (!strcmp(a, "--arch")) continue;
         else if (!strcmp(a, "--type") || !strcmp(a, "--embd-type")) {
             uint32_t t;
-            if (!parse_type(v, &t)) { fprintf(stderr, "oscar-gen-model: unsupported type %s\n", v); return 2; }
+            if (!parse_type(v, &t)) {
+                fprintf(stderr, PROG ": %s: unsupported type '%s' (F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q4_K Q5_K Q6_K)\n", a, v);
+                return 2;
+            }
             if (!strcmp(a, "--type")) p.weight_type = t;
             else { p.embd_type = t; embd_type_set = 1; }
         }
-        else if (!strcmp(a, "--layers")) p.n_layer = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--embd")) p.n_embd = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--heads")) p.n_head = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--kv-heads")) p.n_head_kv = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--head-dim")) p.head_dim = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--ffn")) p.n_ff = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--vocab")) p.n_vocab = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--ctx")) p.n_ctx_train = (uint32_t)strtoul(v, NULL, 10);
-        else if (!strcmp(a, "--rope-base")) p.rope_freq_base = strtof(v, NULL);
-        else if (!strcmp(a, "--seed")) p.seed = strtoull(v, NULL, 10);
-        else { fprintf(stderr, "oscar-gen-model: unknown option %s\n", a); usage(); return 2; }
+        else if (!strcmp(a, "--layers")) ok = app_parse_u32(PROG, a, v, 4096, &p.n_layer);
+        else if (!strcmp(a, "--embd")) ok = app_parse_u32(PROG, a, v, 1u << 16, &p.n_embd);
+        else if (!strcmp(a, "--heads")) ok = app_parse_u32(PROG, a, v, 4096, &p.n_head);
+        else if (!strcmp(a, "--kv-heads")) ok = app_parse_u32(PROG, a, v, 4096, &p.n_head_kv);
+        else if (!strcmp(a, "--head-dim")) ok = app_parse_u32(PROG, a, v, 1024, &p.head_dim);
+        else if (!strcmp(a, "--ffn")) ok = app_parse_u32(PROG, a, v, 1u << 18, &p.n_ff);
+        else if (!strcmp(a, "--vocab")) ok = app_parse_u32(PROG, a, v, 1u << 20, &p.n_vocab);
+        else if (!strcmp(a, "--ctx")) ok = app_parse_u32(PROG, a, v, 1u << 24, &p.n_ctx_train);
+        else if (!strcmp(a, "--rope-base")) ok = app_parse_float(PROG, a, v, 1.0001f, 1e9f, &p.rope_freq_base);
+        else if (!strcmp(a, "--seed")) ok = app_parse_u64(PROG, a, v, &p.seed);
+        if (!ok) return 2;
     }
     if (!embd_type_set) p.embd_type = p.weight_type;
-    if (!out) { usage(); return 2; }
+    if (!out) {
+        fprintf(stderr, PROG ": no output given (-o OUT.gguf; oscar-gen-model --help)\n");
+        return 2;
+    }
     oscar_status st = ovk_model_gen_write(&p, out);
     if (st != OSCAR_OK) {
-        fprintf(stderr, "oscar-gen-model: %s: %s\n", oscar_status_string(st), oscar_last_error());
-        return 1;
+        app_fail(PROG, out, st);
+        return st == OSCAR_ERROR_INVALID_ARGUMENT ? 2 : 1; /* shapes that do not fit: a usage error */
     }
     ovk_model_desc *m = NULL;
     st = ovk_model_desc_load(out, &m);
     if (st != OSCAR_OK) {
-        fprintf(stderr, "oscar-gen-model: wrote %s but cannot read it back: %s: %s\n", out, oscar_status_string(st),
-                oscar_last_error());
+        char what[4200];
+        snprintf(what, sizeof what, "wrote %s but cannot read it back", out);
+        app_fail(PROG, what, st);
         return 1;
     }
     const ovk_model_hparams *hp = &m->hp;

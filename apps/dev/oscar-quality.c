@@ -34,6 +34,7 @@
 #include <time.h>
 
 #include "common/app_common.h"
+#include "common/app_io.h"
 #include "common/app_ppl.h"
 #include "oscar/oscar.h"
 
@@ -132,7 +133,8 @@ static void print_help(void)
            "  --agree-tokens N    greedy tokens per prompt (default 128)\n"
            "  --agree-sink LIST --agree-recent LIST  fp16 windows of the agreement runs, one table per\n"
            "                      pair (default: --sink and --recent; e.g. 64,4 and 256,8)\n"
-           "  --device NAME|INDEX Vulkan device\n",
+           "  --device NAME|INDEX Vulkan device\n"
+           "  --verbose           error lines with status names and source locations (also OSCAR_LOG=1)\n",
            (unsigned)N_AGREE_PROMPTS, (unsigned)N_AGREE_PROMPTS);
 }
 
@@ -246,6 +248,10 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
             print_help();
             *exit_code = 0;
             return 1;
+        }
+        if (!strcmp(f, "--verbose")) {
+            app_set_verbose(1);
+            continue;
         }
         static const char *const known[] = { "-m", "--model", "-f", "--file", "--device", "--mode", "--tasks", "--ctx",
                                              "--max-chunks", "--parallel", "--sink", "--recent", "--group-size", "--passkey-lengths",
@@ -428,8 +434,9 @@ static int open_session(app_model *m, const q_mode *mode, uint32_t n_ctx, uint32
     oscar_status st = oscar_session_create(m->model, &sp, s);
     for (uint32_t i = 0; i < n_seq && st == OSCAR_OK; i++) st = oscar_session_seq_add(*s, &seqs[i]);
     if (st != OSCAR_OK) {
-        fprintf(stderr, PROG ": mode %s: session for %u x %u tokens (%s): %s\n", mode->name, n_seq, n_ctx,
-                oscar_status_string(st), oscar_last_error());
+        char what[128];
+        snprintf(what, sizeof what, "mode %s: session for %u x %u tokens", mode->name, n_seq, n_ctx);
+        app_fail(PROG, what, st);
         oscar_session_destroy(*s);
         *s = NULL;
         return 0;
@@ -561,6 +568,7 @@ int main(int argc, char **argv)
 {
     q_args a;
     int rc;
+    app_log_init();
     if (parse_args(argc, argv, &a, &rc)) return rc;
     rc = 1;
 
@@ -606,8 +614,8 @@ int main(int argc, char **argv)
     memset(ag_base_mean_len, 0, sizeof ag_base_mean_len);
 
     /* inputs first: text, model, every rotation file (so a bad one costs no evaluation) */
-    if (!(text = app_read_file(PROG, a.file, &text_len))) return 1;
-    if (!app_model_open(PROG, a.model, a.device, &m)) goto out;
+    if (!(text = app_read_text(PROG, a.file, "text file", APP_MAX_TEXT_BYTES, &text_len))) return 1;
+    if (!app_model_open(PROG, a.model, a.device, NULL, 1, &m)) goto out;
     for (uint32_t i = 0; i < a.n_modes; i++)
         if (a.modes[i].rot_path && !app_rotation_load(PROG, a.modes[i].rot_path, m.model, &a.modes[i].rot)) goto out;
     const uint32_t V = m.info.n_vocab, n_ctx_train = m.info.n_ctx_train ? m.info.n_ctx_train : (1u << 20);
@@ -697,7 +705,7 @@ int main(int argc, char **argv)
             if (nc == 0) continue;
             double t0 = app_now();
             if (!open_session(&m, mode, ctx, np, a.sink, a.recent, a.group, &s, seqs)) goto out;
-            st = app_ppl_eval(s, seqs, np, tokens, ctx, nc, bos, V, logits, chunk_nll, NULL, NULL);
+            st = app_ppl_eval(s, seqs, np, tokens, ctx, nc, bos, V, logits, chunk_nll, NULL);
             oscar_session_destroy(s);
             s = NULL;
             if (st != OSCAR_OK) goto api_fail;
@@ -921,7 +929,8 @@ oom:
     fprintf(stderr, PROG ": out of host memory\n");
     goto out;
 api_fail:
-    fprintf(stderr, PROG ": %s: %s\n", oscar_status_string(st), oscar_last_error());
+    if (st == APP_PPL_NOT_FINITE) fprintf(stderr, PROG ": the model computed NaN or infinite logits: its weights are corrupt\n");
+    else app_fail(PROG, NULL, st);
 out:
     oscar_session_destroy(s);
     free(text), free(tokens), free(seqs), free(logits), free(chunk_nll), free(base_nll);

@@ -2,9 +2,12 @@
  * is a straight copy: header, keys, tensor infos, padding, then each tensor's data padded to
  * the alignment. The same emitter serves files (whole or streamed) and memory buffers. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "gguf.h"
@@ -491,22 +494,48 @@ fail:
     return st;
 }
 
-/* Opens `path`.tmp for writing and writes the head; fills w->stream*. */
+/* Creates the stream's file beside `path`: "<path>.<pid>.<n>.tmp", opened with O_EXCL so that
+ * an existing file of that name (a user's, or a link planted there) is never truncated or
+ * followed. It takes the permissions of the file it will replace, else 0666 less the umask.
+ * An existing `path` that is not a regular file (a folder, a device such as /dev/null, a
+ * pipe) is refused: the rename would replace it. */
+static oscar_status create_tmp(ovk_gguf_writer *w, const char *path)
+{
+    struct stat sb;
+    int have = stat(path, &sb) == 0;
+    if (have && !S_ISREG(sb.st_mode))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "%s exists and is not a regular file", path);
+    size_t cap = strlen(path) + 40;
+    w->stream_tmp = malloc(cap);
+    if (!w->stream_tmp) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for a path");
+    for (unsigned k = 0; k < 1000; k++) {
+        snprintf(w->stream_tmp, cap, "%s.%ld.%u.tmp", path, (long)getpid(), k);
+        int fd = open(w->stream_tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST) continue;
+        if (fd < 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "%s: cannot create a file in its folder: %s", path, strerror(errno));
+        if (have) fchmod(fd, sb.st_mode & 07777);
+        w->stream = fdopen(fd, "wb");
+        if (!w->stream) {
+            close(fd);
+            remove(w->stream_tmp);
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "%s: cannot write: %s", path, strerror(errno));
+        }
+        return OSCAR_OK;
+    }
+    OSCAR_RETURN_ERROR(OSCAR_ERROR_IO, "%s: cannot create a temporary file beside it", path);
+}
+
+/* Opens a temporary file beside `path` and writes the head; fills w->stream*. */
 static oscar_status open_stream(ovk_gguf_writer *w, const char *path)
 {
     oscar_status st;
     buf b = { 0 };
     uint64_t data_bytes;
     if (w->stream) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "GGUF writer: already streaming to %s", w->stream_path);
-    size_t n = strlen(path);
     w->stream_path = dup_cstr(path);
-    w->stream_tmp = malloc(n + 5);
-    if (!w->stream_path || !w->stream_tmp) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for a path");
-    memcpy(w->stream_tmp, path, n);
-    memcpy(w->stream_tmp + n, ".tmp", 5);
+    if (!w->stream_path) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for a path");
     OSCAR_TRY(emit_head(w, &b, &data_bytes));
-    w->stream = fopen(w->stream_tmp, "wb");
-    if (!w->stream) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot create: %s", w->stream_tmp, strerror(errno));
+    OSCAR_TRY(create_tmp(w, path));
     OSCAR_TRY(fwrite_all(w->stream, b.p, b.n, w->stream_tmp));
     w->stream_next = 0;
     w->stream_pos = 0;
@@ -555,7 +584,9 @@ oscar_status ovk_gguf_writer_stream_end(ovk_gguf_writer *w)
                    w->stream_next, w->n_tensors);
     FILE *f = w->stream;
     w->stream = NULL;
-    if (fclose(f) != 0) {
+    /* on disk before the rename, so that the name never points at a partly written file */
+    int synced = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0 || !synced) {
         remove(w->stream_tmp);
         OSCAR_FAIL(OSCAR_ERROR_IO, "%s: close failed: %s", w->stream_tmp, strerror(errno));
     }

@@ -307,10 +307,11 @@ static oscar_status parse_header(cursor *c, ovk_gguf *g, uint64_t *n_tensors, ui
 {
     oscar_status st;
     snprintf(c->where, sizeof c->where, "header");
+    if (g->size == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: not a GGUF file: it is empty (0 bytes)", g->path);
     if ((st = need(c, 4, "magic"))) return st;
     if (memcmp(g->base, "GGUF", 4) != 0)
-        return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "bad magic %02x %02x %02x %02x (expected \"GGUF\")",
-                        g->base[0], g->base[1], g->base[2], g->base[3]);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: not a GGUF file: it begins with bytes %02x %02x %02x %02x, not "
+                           "\"GGUF\"", g->path, g->base[0], g->base[1], g->base[2], g->base[3]);
     c->pos = 4;
     if ((st = rd_u32(c, &g->version, "version"))) return st;
     if (g->version == 1)
@@ -491,11 +492,18 @@ oscar_status ovk_gguf_open(const char *path, ovk_gguf **out)
     if (!out || !path) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_gguf_open: NULL argument");
     *out = NULL;
     OSCAR_TRY(gguf_new(path, &g));
-    fd = open(path, O_RDONLY);
-    if (fd < 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* Only a regular file can be mapped. stat() first: opening a FIFO for reading blocks until
+     * a writer appears, so a pipe given as a model must be refused before any open. O_NONBLOCK
+     * keeps the open from blocking should the path be replaced by a pipe in between, and fstat
+     * checks what was actually opened. */
     struct stat sb;
+    if (stat(path, &sb) != 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (S_ISDIR(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s is a folder, not a file", path);
+    if (!S_ISREG(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s is not a regular file (a pipe or a device cannot be read as GGUF)", path);
+    fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (fstat(fd, &sb) != 0) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: cannot stat: %s", path, strerror(errno));
-    if (!S_ISREG(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: not a regular file", path);
+    if (!S_ISREG(sb.st_mode)) OSCAR_FAIL(OSCAR_ERROR_IO, "%s is not a regular file", path);
     if ((uint64_t)sb.st_size > SIZE_MAX) OSCAR_FAIL(OSCAR_ERROR_IO, "%s: file too large to map", path);
     g->size = (uint64_t)sb.st_size;
     if (g->size == 0) {

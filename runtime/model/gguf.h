@@ -192,15 +192,18 @@ oscar_status ovk_gguf_writer_add_tensor(ovk_gguf_writer *w, const char *name, ui
 oscar_status ovk_gguf_writer_add_tensor_ref(ovk_gguf_writer *w, const char *name, uint32_t type, uint32_t n_dims,
                                               const uint64_t *ne, const void *data);
 
-/* Writes everything (every tensor must have data) to `path`, through `path`.tmp renamed into
- * place on success, so a failed write leaves no partial file. */
+/* Writes everything (every tensor must have data) to `path`, through a new temporary file
+ * beside it ("<path>.<pid>.<n>.tmp", created exclusively: no existing file is touched) synced
+ * and renamed into place on success, so a failed write leaves no partial file and the old file
+ * stays whole until the new one replaces it. An existing `path` that is not a regular file is
+ * refused (IO). */
 oscar_status ovk_gguf_writer_write_file(ovk_gguf_writer *w, const char *path);
 /* Writes everything into a malloc'ed buffer (*out, *size; the caller frees it). */
 oscar_status ovk_gguf_writer_write_memory(ovk_gguf_writer *w, void **out, size_t *size);
 
-/* Streaming: writes header, metadata and tensor infos to `path`.tmp; then the caller passes
- * every tensor's data in declaration order (n_bytes exactly); stream_end pads, closes and
- * renames into place. A writer that fails mid-stream removes the partial file. */
+/* Streaming: writes header, metadata and tensor infos to the temporary file; then the caller
+ * passes every tensor's data in declaration order (n_bytes exactly); stream_end pads, syncs,
+ * closes and renames into place. A writer that fails mid-stream removes the partial file. */
 oscar_status ovk_gguf_writer_stream_begin(ovk_gguf_writer *w, const char *path);
 oscar_status ovk_gguf_writer_stream_tensor(ovk_gguf_writer *w, const void *data, uint64_t n_bytes);
 oscar_status ovk_gguf_writer_stream_end(ovk_gguf_writer *w);

@@ -77,6 +77,12 @@ OSCAR_API oscar_status oscar_model_load(oscar_context *ctx, const char *path, co
     OSCAR_TRY(check_gpu_shape(m->desc));
     if (ovk_gguf_find_key(m->desc->gguf, "tokenizer.ggml.tokens"))
         OSCAR_TRY(ovk_model_tokenizer_create(m->desc->gguf, &m->tok));
+    /* one id space for the tokenizer, the embedding and the LM head (as llama.cpp requires):
+     * otherwise a prompt token has no embedding row, or a sampled id has no text, mid-turn */
+    if (m->tok && ovk_tokenizer_vocab_size(m->tok) != m->desc->hp.n_vocab)
+        OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: the tokenizer has %u tokens but token_embd.weight%s has %u rows", path,
+                   ovk_tokenizer_vocab_size(m->tok), m->desc->hp.tied_embeddings ? "" : " (and output.weight)",
+                   m->desc->hp.n_vocab);
     const ovk_gguf_kv *tmpl = ovk_gguf_find_key(m->desc->gguf, "tokenizer.chat_template");
     if (tmpl && tmpl->value.type == OSCAR_GGUF_TYPE_STRING) m->chat_template = tmpl->value.cstr;
     OSCAR_TRY(ovk_model_gpu_create(ctx, m->desc, p.progress, p.progress_user, &m->gpu));

@@ -25,10 +25,10 @@ struct oscar_rotation_set {
     float *mean_k, *mean_v;        /* NULL, or [n_layer][n_kv][head_dim]: pre-RoPE key means and value
                                     * means (centering, oscar_rotation_set_set_means) */
     float *key_feedback;           /* NULL, or [n_layer][n_rot][head_dim][head_dim]: error feedback of
-                                    * the key codes (oscar_kv_params.key_feedback; from the file) */
+                                    * the key codes (oscar_kv_experimental.key_feedback; from the file) */
     float *key_metric;             /* NULL, or [n_layer][n_rot][head_dim][head_dim]: the keys' refit
-                                    * metric (oscar_kv_params.key_metric; from the file) */
-    uint32_t refit_rounds;         /* oscar_kv_params.refit_rounds (oscar.refit_rounds; 0: none) */
+                                    * metric (oscar_kv_experimental.key_metric; from the file) */
+    uint32_t refit_rounds;         /* oscar_kv_experimental.refit_rounds (oscar.refit_rounds; 0: none) */
     uint32_t n_kv;                 /* the model's KV heads */
     uint32_t group_size;           /* INT2 group the set was calibrated for (oscar.group_size); 0: not stated */
     uint32_t key_center_block;     /* positions per key-center block sessions use (the file's
@@ -36,5 +36,9 @@ struct oscar_rotation_set {
     uint64_t fingerprint;          /* of the model it was checked against */
 };
 
+/* oscar_rotation_set_load from a RotationZoo image in memory (`data` borrowed for the call;
+ * `name` labels the messages): the same checks against the model, for tests and fuzzing. */
+oscar_status ovk_rotation_set_load_memory(const void *data, size_t size, const char *name, const oscar_model *model,
+                                          oscar_rotation_set **out);
 
 #endif

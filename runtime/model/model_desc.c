@@ -228,6 +228,43 @@ static oscar_status read_hparams(const ovk_gguf *g, ovk_model_hparams *hp, const
     return OSCAR_OK;
 }
 
+/* ---- finiteness of the small tensors ------------------------------------------------------- */
+
+/* A NaN or infinite weight in a norm or a bias reaches every logit of every token: the model
+ * would "work" and print nan. These tensors are one row each (a few KB in all), so every
+ * element is checked at load; the large matrices are not (that would read the whole file). */
+static oscar_status check_finite(const ovk_gguf *g, const ovk_gguf_tensor *t, float *row)
+{
+    if (!t) return OSCAR_OK;
+    oscar_status st = ovk_ggml_dequantize_row(t->type, t->data, row, (size_t)t->ne[0]);
+    if (st != OSCAR_OK) return st;
+    for (uint64_t i = 0; i < t->ne[0]; i++)
+        if (!isfinite(row[i]))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s: element %llu is %s (the file is corrupt)", g->path,
+                               t->name, (unsigned long long)i, isnan(row[i]) ? "NaN" : "infinite");
+    return OSCAR_OK;
+}
+
+static oscar_status check_small_tensors_finite(const ovk_model_desc *m)
+{
+    oscar_status st = OSCAR_OK;
+    const ovk_model_hparams *hp = &m->hp;
+    uint64_t longest = hp->n_embd;
+    uint64_t dims[] = { (uint64_t)hp->n_head * hp->head_dim, (uint64_t)hp->n_head_kv * hp->head_dim_v, hp->head_dim };
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) longest = dims[i] > longest ? dims[i] : longest;
+    float *row = malloc((size_t)longest * sizeof *row); /* [longest] one dequantized row */
+    if (!row) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model desc: out of memory");
+    OSCAR_TRY(check_finite(m->gguf, m->output_norm, row));
+    for (uint32_t il = 0; il < hp->n_layer; il++) {
+        const ovk_model_layer *L = &m->layers[il];
+        const ovk_gguf_tensor *ts[] = { L->attn_norm, L->ffn_norm, L->q_norm, L->k_norm, L->bq, L->bk, L->bv };
+        for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) OSCAR_TRY(check_finite(m->gguf, ts[i], row));
+    }
+fail:
+    free(row);
+    return st;
+}
+
 /* ---- load ---------------------------------------------------------------------------------- */
 
 oscar_status ovk_model_desc_from_gguf(ovk_gguf *g, int take_ownership, ovk_model_desc **out)
@@ -249,6 +286,9 @@ oscar_status ovk_model_desc_from_gguf(ovk_gguf *g, int take_ownership, ovk_model
     m->gguf = g;
     m->owns_gguf = take_ownership;
     ovk_model_hparams *hp = &m->hp;
+    /* a rotation file given where a model belongs: say so rather than name a missing key */
+    if (!ovk_gguf_find_key(g, "general.architecture") && ovk_gguf_find_key(g, "oscar.format_version"))
+        OSCAR_FAIL(OSCAR_ERROR_MISMATCH, "%s is a RotationZoo rotation file, not a model", g->path);
     OSCAR_TRY(read_hparams(g, hp, &arch));
 
     /* Embedding: n_vocab comes from its second dimension. */
@@ -316,6 +356,7 @@ oscar_status ovk_model_desc_from_gguf(ovk_gguf *g, int take_ownership, ovk_model
             OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tensor %s exists but %s.block_count is %u", g->path, name, arch,
                        hp->n_layer);
     }
+    OSCAR_TRY(check_small_tensors_finite(m));
     OSCAR_TRY(compute_rope_theta(m));
     m->fingerprint = ovk_model_fingerprint(m);
     *out = m;

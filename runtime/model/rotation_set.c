@@ -23,7 +23,7 @@ static oscar_status check_matrices(const float *r, uint32_t n_layer, uint32_t n_
         uint32_t layer = m / n_rot, head = m % n_rot;
         for (size_t i = 0; i < (size_t)d * d; i++)
             if (!isfinite(R[i]))
-                OSCAR_RETURN_ERROR(status, "rotation set: %s of layer %u (head %u): element (%zu, %zu) is not finite", what,
+                OSCAR_RETURN_ERROR(status, "%s of layer %u (head %u): element (%zu, %zu) is not finite", what,
                                    layer, head, i / d, i % d);
         double worst = 0;
         for (uint32_t i = 0; i < d; i++)
@@ -34,7 +34,7 @@ static oscar_status check_matrices(const float *r, uint32_t n_layer, uint32_t n_
                 if (e > worst) worst = e;
             }
         if (!(worst <= ORTHO_TOLERANCE))
-            OSCAR_RETURN_ERROR(status, "rotation set: %s of layer %u (head %u) is not orthogonal: max |R^T R - I| = %.3g (limit %g)",
+            OSCAR_RETURN_ERROR(status, "%s of layer %u (head %u) is not orthogonal: max |R^T R - I| = %.3g (limit %g)",
                                what, layer, head, worst, ORTHO_TOLERANCE);
     }
     return OSCAR_OK;
@@ -44,7 +44,7 @@ static oscar_status check_clips(const float *c, uint32_t n_layer, const char *wh
 {
     for (uint32_t l = 0; c && l < n_layer; l++)
         if (!(c[l] > 0 && c[l] <= 1))
-            OSCAR_RETURN_ERROR(status, "rotation set: %s[%u] = %g is not in (0, 1]", what, l, (double)c[l]);
+            OSCAR_RETURN_ERROR(status, "clip ratio %s[%u] = %g is not in (0, 1]", what, l, (double)c[l]);
     return OSCAR_OK;
 }
 
@@ -113,7 +113,7 @@ static oscar_status set_means(oscar_rotation_set *s, const float *mean_k, const 
     size_t per = (size_t)s->n_kv * s->head_dim, n = (size_t)s->n_layer * per;
     for (size_t i = 0; i < n; i++)
         if ((mean_k && !isfinite(mean_k[i])) || (mean_v && !isfinite(mean_v[i])))
-            OSCAR_RETURN_ERROR(status, "rotation set: %s of layer %zu, KV head %zu, element %zu is not finite",
+            OSCAR_RETURN_ERROR(status, "%s of layer %zu, KV head %zu, element %zu is not finite",
                                mean_k && !isfinite(mean_k[i]) ? "mean_k" : "mean_v", i / per, i % per / s->head_dim,
                                i % s->head_dim);
     float *k = mean_k ? malloc(n * sizeof *k) : NULL, *v = mean_v ? malloc(n * sizeof *v) : NULL;
@@ -229,7 +229,7 @@ static oscar_status read_mean(const ovk_gguf *g, uint32_t l, const char *what, u
 /* Optional per-rotation matrix blk.<l>.<what> (F32, ne [d, d] or [d, d, n_rot]) into dst
  * [n_layer][n_rot][d][d], allocated at the first layer; present in every layer or in none;
  * finite, and with `upper` 0 on and below the diagonal, else symmetric. attn_k_feedback: the key
- * codes' error feedback (oscar_kv_params.key_feedback, upper); attn_k_metric: the keys' refit
+ * codes' error feedback (oscar_kv_experimental.key_feedback, upper); attn_k_metric: the keys' refit
  * metric (symmetric). */
 static oscar_status read_matrix(const ovk_gguf *g, uint32_t l, const char *what, int upper, uint32_t d, uint32_t n_rot,
                                 int *present, float **dst, uint32_t n_layer)
@@ -260,18 +260,32 @@ static oscar_status read_matrix(const ovk_gguf *g, uint32_t l, const char *what,
     return OSCAR_OK;
 }
 
-OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_model *model, oscar_rotation_set **out)
+/* Drops the " (file.c:123)" source location ovk_error_set appended to a message, so that a
+ * message quoted inside another carries one location only (the outer one). */
+static void drop_location(char *msg)
+{
+    size_t n = strlen(msg);
+    if (n < 6 || msg[n - 1] != ')') return;
+    char *open = strrchr(msg, '(');
+    if (!open || open == msg || open[-1] != ' ' || !strstr(open, ".c:")) return;
+    open[-1] = '\0';
+}
+
+/* Reads and checks a parsed RotationZoo image against the model (oscar_rotation_set_load). */
+static oscar_status load_gguf(const ovk_gguf *g, const oscar_model *model, oscar_rotation_set **out)
 {
     oscar_status st = OSCAR_OK;
-    ovk_gguf *g = NULL;
+    const char *path = g->path;
     float *rot_k = NULL, *rot_v = NULL, *clip_k = NULL, *clip_v = NULL;
     float *mean_k = NULL, *mean_v = NULL; /* [n_layer][n_kv][d], optional */
     float *feedback = NULL, *metric = NULL; /* [n_layer][n_rot][d][d], optional */
-    if (!path || !model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_load: NULL argument");
-    *out = NULL;
     const ovk_model_hparams *hp = &model->desc->hp;
-    OSCAR_TRY(ovk_gguf_open(path, &g));
 
+    /* a model given where a rotation file belongs: say so rather than name a missing key */
+    const ovk_gguf_kv *arch_kv = ovk_gguf_find_key(g, "general.architecture");
+    if (!ovk_gguf_find_key(g, "oscar.format_version") && arch_kv && arch_kv->value.type == OSCAR_GGUF_TYPE_STRING)
+        OSCAR_FAIL(OSCAR_ERROR_MISMATCH, "%s is a model (general.architecture \"%.64s\"), not a RotationZoo rotation file",
+                   path, arch_kv->value.cstr);
     uint32_t version;
     OSCAR_TRY(ovk_gguf_get_u32(g, "oscar.format_version", &version));
     if (version != 1)
@@ -358,13 +372,36 @@ OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_mod
         *out = NULL;
     }
     if (st != OSCAR_OK) {
-        /* prefix the file name to the check's message */
+        /* prefix the file name to the check's message, keeping one source location */
         char msg[512];
         snprintf(msg, sizeof msg, "%s", oscar_last_error());
+        drop_location(msg);
         ovk_error_set(st, __FILE__, __LINE__, "%s: %s", path, msg);
     }
 fail:
     free(rot_k), free(rot_v), free(clip_k), free(clip_v), free(mean_k), free(mean_v), free(feedback), free(metric);
+    return st;
+}
+
+OSCAR_API oscar_status oscar_rotation_set_load(const char *path, const oscar_model *model, oscar_rotation_set **out)
+{
+    if (!path || !model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_rotation_set_load: NULL argument");
+    *out = NULL;
+    ovk_gguf *g = NULL;
+    oscar_status st = ovk_gguf_open(path, &g);
+    if (st == OSCAR_OK) st = load_gguf(g, model, out);
+    ovk_gguf_close(g);
+    return st;
+}
+
+oscar_status ovk_rotation_set_load_memory(const void *data, size_t size, const char *name, const oscar_model *model,
+                                          oscar_rotation_set **out)
+{
+    if (!model || !out) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_set_load_memory: NULL argument");
+    *out = NULL;
+    ovk_gguf *g = NULL;
+    oscar_status st = ovk_gguf_open_memory(data, size, name, &g);
+    if (st == OSCAR_OK) st = load_gguf(g, model, out);
     ovk_gguf_close(g);
     return st;
 }

@@ -96,6 +96,12 @@ void test_run_free(test_run_result *r)
 test_run_result test_run(const char *path, const char *const *args, const char *in, const char *tmp_dir,
                          double timeout_s)
 {
+    return test_run_signal(path, args, in, tmp_dir, timeout_s, 0, NULL, 0);
+}
+
+test_run_result test_run_signal(const char *path, const char *const *args, const char *in, const char *tmp_dir,
+                                double timeout_s, int signo, const char *after, double delay_s)
+{
     test_run_result r = { -1, NULL, NULL, 0 };
     char out_path[4200], err_path[4200];
     snprintf(out_path, sizeof out_path, "%s/stdout.txt", tmp_dir);
@@ -119,10 +125,20 @@ test_run_result test_run(const char *path, const char *const *args, const char *
     }
     if (pid > 0) {
         int status = 0;
+        double t_seen = -1; /* when `after` appeared on stdout */
         for (;;) {
             pid_t w = waitpid(pid, &status, WNOHANG);
             if (w == pid) break;
             if (w < 0 && errno != EINTR) break;
+            if (signo && t_seen < 0) {
+                char *o = test_slurp(out_path);
+                if (strstr(o, after)) t_seen = test_now();
+                free(o);
+            }
+            if (signo && t_seen >= 0 && test_now() - t_seen >= delay_s) {
+                kill(pid, signo);
+                signo = 0;
+            }
             if (test_now() - t0 > timeout_s) {
                 kill(pid, SIGKILL);
                 waitpid(pid, &status, 0);

@@ -22,6 +22,10 @@ void test_apps_require(char *buf, unsigned cap, const char *app);
  * output captured through files in `tmp_dir`, killed after timeout_s. Free with test_run_free. */
 test_run_result test_run(const char *path, const char *const *args, const char *in, const char *tmp_dir,
                          double timeout_s);
+/* test_run, and `signo` sent once, delay_s seconds after `after` first appears on stdout
+ * (signo 0: none), as a user presses Ctrl-C while the program works. */
+test_run_result test_run_signal(const char *path, const char *const *args, const char *in, const char *tmp_dir,
+                                double timeout_s, int signo, const char *after, double delay_s);
 void test_run_free(test_run_result *r);
 
 /* Reads a whole file into a NUL-terminated malloc'ed string ("" when missing). */

@@ -8,6 +8,8 @@
 
 #include "test_util.h"
 
+#include <glob.h>
+
 int test_checks_passed, test_checks_failed;
 static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
 
@@ -107,4 +109,15 @@ void test_tmp_dir_remove(void)
     free(tmp_paths);
     tmp_paths = NULL;
     n_tmp_paths = 0;
+}
+
+int test_tmp_leftover(const char *path)
+{
+    char pattern[4200];
+    snprintf(pattern, sizeof pattern, "%s.*.tmp", path);
+    glob_t g;
+    int found = glob(pattern, 0, NULL, &g) == 0 && g.gl_pathc > 0;
+    if (found) fprintf(stderr, "left beside %s: %s\n", path, g.gl_pathv[0]);
+    globfree(&g);
+    return found;
 }

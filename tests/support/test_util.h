@@ -63,6 +63,9 @@ const char *test_tmp_dir_make(const char *prefix);
 const char *test_tmp_path(const char *name);
 void test_tmp_dir_remove(void);
 
+/* 1 when a writer's temporary file for `path` is left beside it ("<path>.<anything>.tmp"). */
+int test_tmp_leftover(const char *path);
+
 /* Normalised squared error: sum (a-b)^2 / sum b^2 (b is the reference); 0 when both are 0. */
 double test_nse(const float *a, const float *ref, size_t n);
 
