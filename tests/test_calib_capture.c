@@ -1,6 +1,7 @@
-/* The batched capture prefill (calib/capture.h) against the reference forward pass
- * (runtime/model_ref.h) on generated models: post-RoPE q/k/v of every layer and token, and the
- * logits, agree to float32 rounding. Tolerance (stated in docs/calibration.md): for each
+/* The calibration capture (calib/capture.h: the reference forward pass with OpenBLAS matmul
+ * and attention kernels) against the reference with its plain loops (runtime/ref/model_ref.h)
+ * on generated models: post-RoPE q/k/v of every layer and token, and the logits, agree to
+ * float32 rounding. Tolerance (stated in docs/calibration.md): for each
  * tensor, max |capture − ref| <= 1e-4 · max |ref| and the normalised squared error <= 1e-9.
  * The summation order differs (OpenBLAS sgemm vs the reference's 8-lane dot), so exact
  * equality is not expected; the measured worst is 2.6e-5 (logits of the 3-layer Q4_1 model), nse 6.5e-11.

@@ -24,9 +24,9 @@
  * for each layer, qkv_hook once for the batch, then kv_transform for each token of it.
  *
  * The matrix products and the attention are plain loops unless the caller plugs in kernels of
- * its own (matmul, attention below), BLAS ones for throughput say. Such kernels choose their
- * own summation order, so the bit-identity above then holds only as far as theirs is
- * independent of the batch.
+ * its own (matmul, attention below): the calibrator runs this same forward pass with OpenBLAS
+ * (calib/capture.c). Such kernels choose their own summation order, so the bit-identity above
+ * then holds only as far as theirs is independent of the batch.
  */
 #ifndef OSCAR_MODEL_REF_H
 #define OSCAR_MODEL_REF_H
