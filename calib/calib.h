@@ -265,7 +265,8 @@ void ovk_calib_result_free(ovk_calib_result *res);
 
 /* ---- matrices (no calibrator needed) ---------------------------------------------------- */
 
-/* Normalised Sylvester Walsh–Hadamard matrix, float64 [d][d]: H[i][j] = (−1)^popcount(i&j)/√d.
+/* Normalised Sylvester Walsh–Hadamard matrix, float64 [d][d]: H[i][j] = (−1)^popcount(i&j)/√d
+ * (ovk_hadamard_entry, runtime/kv/orthogonal.h: the same matrix as mode int2-hadamard's).
  * Symmetric and orthogonal. OSCAR_ERROR_INVALID_ARGUMENT unless d is a power of two <= 4096. */
 oscar_status ovk_hadamard_matrix(uint32_t d, double *H);
 

@@ -1,15 +1,15 @@
-/* Fast batched prefill for calibration capture (CPU, float32, OpenBLAS).
+/* Calibration capture: the reference forward pass (runtime/ref/model_ref.h) run over chunks of
+ * text with OpenBLAS kernels plugged in, handing out every layer's post-RoPE Q, K and V.
  *
- * The same maths as the reference forward pass (runtime/model_ref.h), reorganised for
- * throughput: every weight matrix is dequantized to float once at create, and a chunk of n
- * consecutive tokens goes through each block with cblas_sgemm (y[n][out] = x[n][in] · Wᵀ),
- * so the weights are read once per chunk instead of once per token and OpenBLAS may use
- * several threads (openblas_set_num_threads, or OPENBLAS_NUM_THREADS). Attention of a chunk
- * is causal over the sequence so far (ovk_attention_causal, calib/attention.c).
+ * One forward pass serves the tests and the calibrator; this file adds only its fast kernels:
+ *  - Matrix products are cblas_sgemm over the weights dequantized to float once at create
+ *    (y[n][out] = x[n][in] · Wᵀ), so a chunk of n tokens reads each weight once and OpenBLAS may
+ *    use several threads (openblas_set_num_threads, or OPENBLAS_NUM_THREADS).
+ *  - Attention of a chunk is causal over the sequence so far, one query head at a time through
+ *    ovk_attention_causal (calib/attention.c: sgemm scores, float64 softmax sums).
+ * So the summation order differs from the reference's plain loops, and results match them to
+ * float32 rounding only, not bit for bit (tests/test_calib_capture.c states the tolerance).
  *
- * Differences from model_ref, on purpose:
- *  - Summation order differs (BLAS kernels), so results match model_ref to float32 rounding
- *    only, not bit for bit (tests/test_calib_capture.c states the tolerance).
  *  - The hook receives a whole chunk of one layer at once: q [n][n_head][head_dim],
  *    k and v [n][n_head_kv][head_dim], post-RoPE, exactly the layout ovk_calib_add() takes,
  *    and may fail (its status stops the evaluation).
@@ -23,14 +23,14 @@
 #include <stdint.h>
 
 #include "model_desc.h"
+#include "model_ref.h"
 #include "oscar/oscar.h"
 
 /* Receives the post-RoPE rows of n consecutive tokens (positions pos0..pos0+n-1) of one layer:
  * q [n][n_head][head_dim], k and v [n][n_head_kv][head_dim], float32, valid during the call.
  * Called for layer 0, 1, ... of each chunk in order. A status other than OSCAR_OK stops the
- * evaluation, which returns it. */
-typedef oscar_status (*ovk_capture_hook)(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
-                                           const float *k, const float *v);
+ * evaluation, which returns it. The reference forward pass's hook, handed to it unchanged. */
+typedef ovk_ref_qkv_hook ovk_capture_hook;
 
 typedef struct ovk_capture_params {
     uint32_t max_seq_len;    /* positions the per-layer KV buffer holds; default 2048 */

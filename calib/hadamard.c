@@ -1,8 +1,9 @@
-/* Walsh–Hadamard matrix and the bit-reversal permutation of R = U·H·P (calib.h). */
-#include <math.h>
-
-#include "error.h"
+/* Walsh–Hadamard matrix and the bit-reversal permutation of R = U·H·P (calib.h). The matrix's
+ * elements come from the KV cache's construction (ovk_hadamard_entry), so the calibrator's H
+ * and the runtime's mode int2-hadamard are one matrix. */
 #include "calib.h"
+#include "error.h"
+#include "orthogonal.h"
 
 /* Largest d the dense matrix helpers accept (16 MiB of float64 at 1024; 4096 is generous). */
 #define HADAMARD_MAX_D 4096u
@@ -14,13 +15,6 @@ static uint32_t log2_u32(uint32_t d)
     uint32_t b = 0;
     while ((1u << b) < d) b++;
     return b;
-}
-
-static uint32_t popcount_u32(uint32_t x)
-{
-    uint32_t c = 0;
-    for (; x; x &= x - 1) c++;
-    return c;
 }
 
 static oscar_status check_dim(uint32_t d, const char *what)
@@ -37,10 +31,8 @@ oscar_status ovk_hadamard_matrix(uint32_t d, double *H)
     oscar_status st = check_dim(d, "ovk_hadamard_matrix");
     if (st != OSCAR_OK) return st;
     if (!H) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_hadamard_matrix: H is NULL");
-    double s = 1.0 / sqrt((double)d);
     for (uint32_t i = 0; i < d; i++)
-        for (uint32_t j = 0; j < d; j++)
-            H[(size_t)i * d + j] = (popcount_u32(i & j) & 1u) ? -s : s;
+        for (uint32_t j = 0; j < d; j++) H[(size_t)i * d + j] = ovk_hadamard_entry(d, i, j);
     return OSCAR_OK;
 }
 

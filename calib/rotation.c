@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "calib.h"
+#include "orthogonal.h"
 
 /* R = U·B·H (= U·H·B for Sylvester H and bit-reversal B, see calib.h): position p
  * before the Hadamard holds the eigenvector of rank perm[p]; with no_perm, rank p. */
@@ -52,7 +53,6 @@ oscar_status ovk_rotation_build(ovk_rotation_kind kind, uint32_t d, const double
                                   double *lambda)
 {
     oscar_status st = OSCAR_OK;
-    double *H = NULL; /* [d][d] */
     if (!R) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_build: R is NULL");
     if (d == 0 || d > OSCAR_CALIB_MAX_HEAD_DIM || (d & (d - 1)) != 0)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT,
@@ -63,11 +63,8 @@ oscar_status ovk_rotation_build(ovk_rotation_kind kind, uint32_t d, const double
         for (uint32_t i = 0; i < d; i++)
             for (uint32_t j = 0; j < d; j++) R[(size_t)i * d + j] = i == j ? 1.0f : 0.0f;
         break;
-    case OSCAR_ROTATION_HADAMARD:
-        H = malloc((size_t)d * d * sizeof *H);
-        if (!H) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "ovk_rotation_build: d = %u", d);
-        OSCAR_TRY(ovk_hadamard_matrix(d, H));
-        for (size_t i = 0; i < (size_t)d * d; i++) R[i] = (float)H[i];
+    case OSCAR_ROTATION_HADAMARD: /* the runtime's int2-hadamard matrix itself */
+        ovk_kv_hadamard(d, R);
         break;
     case OSCAR_ROTATION_OSCAR:
     case OSCAR_ROTATION_OSCAR_NO_PERM:
@@ -77,7 +74,6 @@ oscar_status ovk_rotation_build(ovk_rotation_kind kind, uint32_t d, const double
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_build: unknown rotation kind %d", (int)kind);
     }
 fail:
-    free(H);
     return st;
 }
 

@@ -1,6 +1,7 @@
-/* The batched capture prefill (calib/capture.h) against the reference forward pass
- * (runtime/model_ref.h) on generated models: post-RoPE q/k/v of every layer and token, and the
- * logits, agree to float32 rounding. Tolerance (stated in docs/calibration.md): for each
+/* The calibration capture (calib/capture.h: the reference forward pass with OpenBLAS matmul
+ * and attention kernels) against the reference with its plain loops (runtime/ref/model_ref.h)
+ * on generated models: post-RoPE q/k/v of every layer and token, and the logits, agree to
+ * float32 rounding. Tolerance (stated in docs/calibration.md): for each
  * tensor, max |capture − ref| <= 1e-4 · max |ref| and the normalised squared error <= 1e-9.
  * The summation order differs (OpenBLAS sgemm vs the reference's 8-lane dot), so exact
  * equality is not expected; the measured worst is 2.6e-5 (logits of the 3-layer Q4_1 model), nse 6.5e-11.
@@ -45,15 +46,8 @@ static void store_free(store *s)
     free(s->v);
 }
 
-static void ref_hook(void *user, uint32_t layer, uint32_t pos, const float *q, const float *k, const float *v)
-{
-    store *s = user;
-    memcpy(s->q + ((size_t)layer * T_SEQ + pos) * s->q_dim, q, s->q_dim * sizeof(float));
-    memcpy(s->k + ((size_t)layer * T_SEQ + pos) * s->k_dim, k, s->k_dim * sizeof(float));
-    memcpy(s->v + ((size_t)layer * T_SEQ + pos) * s->k_dim, v, s->k_dim * sizeof(float));
-}
-
-static oscar_status cap_hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
+/* Both forward passes hand out q, k, v through this hook (ovk_ref_qkv_hook). */
+static oscar_status store_hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
                              const float *v)
 {
     store *s = user;
@@ -117,7 +111,7 @@ static void run_case(const char *what, const ovk_model_gen_params *gp)
 
     ovk_model_ref_params rp = ovk_model_ref_params_default();
     rp.n_ctx = 64;
-    rp.qkv_hook = ref_hook;
+    rp.qkv_hook = store_hook;
     rp.qkv_hook_user = &rs;
     CHECK_OK(ovk_model_ref_create(desc, &rp, &ref));
     CHECK_OK(ovk_model_ref_eval(ref, toks, T_SEQ, 0, lref, 1));
@@ -126,7 +120,7 @@ static void run_case(const char *what, const ovk_model_gen_params *gp)
     cp.max_seq_len = 48;
     cp.chunk = 16; /* 24 = 16 + 8, then 16 */
     cp.want_logits = 1;
-    cp.hook = cap_hook;
+    cp.hook = store_hook;
     cp.hook_user = &cs;
     CHECK_OK(ovk_capture_create(desc, &cp, &cap));
     if (!cap) goto done;

@@ -12,6 +12,7 @@
 
 #include "int2_quant.h"
 #include "calib.h"
+#include "orthogonal.h"
 #include "test_util.h"
 
 #define NH 8           /* query heads */
@@ -265,6 +266,16 @@ static void check_hadamard_and_permutation(uint32_t d)
         }
     CHECK_MSG(orth < 1e-12, "d %u: |H^T H - I| = %g", d, orth);
     CHECK_MSG(sym == 0.0, "d %u: H not symmetric (%g)", d, sym);
+    /* mode int2-hadamard's float32 matrix is this one rounded, and its elements are the float32
+     * ±1/sqrtf(d) bit for bit (the arithmetic the runtime had before both shared one formula) */
+    float *Hf = malloc((size_t)d * d * sizeof *Hf);
+    ovk_kv_hadamard(d, Hf);
+    float s = 1.0f / sqrtf((float)d);
+    int same = 1;
+    for (size_t i = 0; i < (size_t)d * d; i++)
+        if (Hf[i] != (float)H[i] || (Hf[i] != s && Hf[i] != -s)) same = 0;
+    CHECK_MSG(same, "d %u: the float32 Hadamard matrix is not the float64 one rounded, or not +-1/sqrtf(d)", d);
+    free(Hf);
     CHECK_OK(ovk_bit_reversal_permutation(d, perm));
     int is_perm = 1, involution = 1, automorphism = 1;
     for (uint32_t p = 0; p < d; p++) {
@@ -281,6 +292,18 @@ static void check_hadamard_and_permutation(uint32_t d)
     free(H);
     free(perm);
     free(seen);
+}
+
+/* The scale of every power-of-two order the calibrator accepts: the float64 element rounded to
+ * float32 is the float32 1/sqrtf(d), and -1/sqrtf(d) where popcount(i & j) is odd. */
+static void check_hadamard_scales(void)
+{
+    for (uint32_t d = 1; d <= 4096; d *= 2) {
+        float s = 1.0f / sqrtf((float)d);
+        CHECK_MSG((float)ovk_hadamard_entry(d, 0, 0) == s && (d == 1 || (float)ovk_hadamard_entry(d, 1, 1) == -s),
+                  "d %u: float64 Hadamard element rounds to %.9g, float32 1/sqrtf(d) is %.9g", d,
+                  (double)(float)ovk_hadamard_entry(d, 0, 0), (double)s);
+    }
 }
 
 static void check_rejections(void)
@@ -785,6 +808,7 @@ int main(void)
     check_hadamard_and_permutation(2);
     check_hadamard_and_permutation(64);
     check_hadamard_and_permutation(128);
+    check_hadamard_scales();
     check_rejections();
     run_synthetic(64, 64);
     run_synthetic(128, 128);

@@ -18,6 +18,7 @@
 #include "int2_quant.h"
 #include "kv_ref.h"
 #include "ops.h" /* ovk_rope_inv_freq */
+#include "orthogonal.h"
 #include "test_gpu.h"
 
 #define SENTINEL_F16 0xA5A5A5A5u
@@ -51,14 +52,6 @@ static void random_orthogonal(float *r, uint32_t n, uint32_t d)
         for (uint32_t i = 0; i < d * d; i++) r[(size_t)m * d * d + i] = (float)q[i];
     }
     free(q);
-}
-
-/* Normalised Walsh-Hadamard matrix [d][d] (d a power of two). */
-static void hadamard(float *r, uint32_t d)
-{
-    float s = 1.0f / sqrtf((float)d);
-    for (uint32_t i = 0; i < d; i++)
-        for (uint32_t j = 0; j < d; j++) r[i * d + j] = __builtin_popcount(i & j) & 1 ? -s : s;
 }
 
 /* Distance in fp16 ulps (steps of the ordered encoding; +0 and -0 are 0 apart). */
@@ -401,7 +394,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
             memcpy(kv_in[k], kv_f32[k], in_elems * 4);
         }
         if (c->mode == KV_MODE_HADAMARD)
-            for (uint32_t m = 0; m < n_rot; m++) hadamard(rot[k] + (size_t)m * d * d, d);
+            for (uint32_t m = 0; m < n_rot; m++) ovk_kv_hadamard(d, rot[k] + (size_t)m * d * d);
         else
             random_orthogonal(rot[k], n_rot, d);
     }

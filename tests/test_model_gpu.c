@@ -470,22 +470,28 @@ typedef struct mean_acc {
     uint32_t n;           /* positions summed (layer 0) */
 } mean_acc;
 
-static void mean_hook(void *user, uint32_t layer, uint32_t pos, const float *q, const float *k, const float *v)
+static oscar_status mean_hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
+                              const float *v)
 {
     mean_acc *a = user;
     uint32_t d = a->hp->head_dim, row = a->hp->n_head_kv * d;
     float x[256];
     (void)q;
-    if (pos < 4) return;
-    for (uint32_t h = 0; h < a->hp->n_head_kv; h++) {
-        memcpy(x, k + h * d, d * sizeof *x);
-        ovk_rope_apply(x, d, a->hp->n_rot, a->hp->rope_type, a->unrope, pos);
-        for (uint32_t j = 0; j < d; j++) {
-            a->k[(size_t)layer * row + h * d + j] += x[j];
-            a->v[(size_t)layer * row + h * d + j] += v[h * d + j];
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t pos = pos0 + t;
+        const float *kt = k + (size_t)t * row, *vt = v + (size_t)t * a->hp->n_head_kv * a->hp->head_dim_v;
+        if (pos < 4) continue;
+        for (uint32_t h = 0; h < a->hp->n_head_kv; h++) {
+            memcpy(x, kt + h * d, d * sizeof *x);
+            ovk_rope_apply(x, d, a->hp->n_rot, a->hp->rope_type, a->unrope, pos);
+            for (uint32_t j = 0; j < d; j++) {
+                a->k[(size_t)layer * row + h * d + j] += x[j];
+                a->v[(size_t)layer * row + h * d + j] += vt[h * d + j];
+            }
         }
+        a->n += layer == 0;
     }
-    a->n += layer == 0;
+    return OSCAR_OK;
 }
 
 /* means [2][n_layer][n_kv][d] (keys before RoPE, values) of the model over toks[0..n) */

@@ -6,8 +6,9 @@
  *    (RoPE as complex rotations, GQA by index arithmetic); RoPE is checked by hand on a known
  *    vector for both pairings.
  * 3. Prefill (all tokens at once, in chunks of any size) and decode (token by token) give
- *    identical logits; on-the-fly dequantization equals pre-dequantized weights; the hooks
- *    see post-RoPE K/V equal to what the cache holds, and a K/V transform takes effect.
+ *    identical logits; on-the-fly dequantization (of every weight, or of the vocabulary
+ *    matrices only) equals pre-dequantized weights; the hooks see post-RoPE K/V equal to what
+ *    the cache holds, a K/V transform takes effect, and a failing hook stops the evaluation.
  * 4. Bad files: truncated, missing tensor, wrong shape, unsupported architecture, unsupported
  *    tensor type, missing key, unsupported RoPE scaling -> the right status and a message
  *    naming the problem.
@@ -382,15 +383,21 @@ static void check_rope_average(void)
     CHECK(!memcmp(same, x, sizeof x));
 }
 
-static void qkv_hook(void *user, uint32_t layer, uint32_t pos, const float *q, const float *k, const float *v)
+/* Logs the batch's tokens one by one (calls counts tokens, not batches). */
+static oscar_status qkv_hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q, const float *k,
+                             const float *v)
 {
     hook_log *h = user;
     (void)q; (void)v;
-    if (h->calls && (layer < h->last_layer)) h->order_ok = 0;
-    h->last_layer = layer;
-    h->last_pos = pos;
-    if (pos < 8 && layer < 2) memcpy(h->k_seen[pos][layer], k, h->k_dim * sizeof(float));
-    h->calls++;
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t pos = pos0 + t;
+        if (h->calls && (layer < h->last_layer)) h->order_ok = 0;
+        h->last_layer = layer;
+        h->last_pos = pos;
+        if (pos < 8 && layer < 2) memcpy(h->k_seen[pos][layer], k + (size_t)t * h->k_dim, h->k_dim * sizeof(float));
+        h->calls++;
+    }
+    return OSCAR_OK;
 }
 
 static void zero_v(void *user, uint32_t layer, uint32_t pos, float *k, float *v)
@@ -399,6 +406,14 @@ static void zero_v(void *user, uint32_t layer, uint32_t pos, float *k, float *v)
     (void)layer; (void)pos; (void)k;
     for (uint32_t i = 0; i < n[0]; i++) v[i] = 0.0f;
     n[1]++;
+}
+
+/* Fails in layer 1 of the batch that starts at position *(uint32_t *)user. */
+static oscar_status failing_hook(void *user, uint32_t layer, uint32_t pos0, uint32_t n, const float *q,
+                                 const float *k, const float *v)
+{
+    (void)n; (void)q; (void)k; (void)v;
+    return layer == 1 && pos0 == *(const uint32_t *)user ? OSCAR_ERROR_INVALID_ARGUMENT : OSCAR_OK;
 }
 
 static void check_prefill_vs_decode(ovk_arch arch, uint32_t type)
@@ -487,6 +502,23 @@ static void check_prefill_vs_decode(ovk_arch arch, uint32_t type)
     ovk_model_ref_kv_cache(r, 0, NULL, &vc);
     CHECK(vc[0] == 0.0f && vc[7 * zv[0] + zv[0] - 1] == 0.0f);
     CHECK_STATUS(ovk_model_ref_eval(r, toks, 1, 8, one, 0), OSCAR_ERROR_CONTEXT_FULL);
+    ovk_model_ref_destroy(r);
+    r = NULL;
+
+    /* Token embedding and LM head left quantized: the same floats, the same logits. A hook
+     * that fails stops the evaluation with its status; n_past is then where its batch began. */
+    uint32_t fail_at = 8;
+    rp = ovk_model_ref_params_default();
+    rp.vocab_on_the_fly = 1;
+    rp.max_batch = 4;
+    rp.qkv_hook = failing_hook;
+    rp.qkv_hook_user = &fail_at;
+    CHECK_OK(ovk_model_ref_create(m, &rp, &r));
+    if (!r) goto done;
+    CHECK_OK(ovk_model_ref_eval(r, toks, 8, 0, chunk, 1));
+    CHECK(!memcmp(chunk, all, sizeof(float) * 8 * V));
+    CHECK_STATUS(ovk_model_ref_eval(r, toks + 8, 6, 8, chunk, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(ovk_model_ref_n_past(r) == 8);
 done:
     ovk_model_ref_destroy(r);
     free(log);

@@ -5,6 +5,7 @@
 #define OSCAR_KV_CACHE_H
 
 #include "kv_pages.h"
+#include "orthogonal.h" /* ovk_kv_hadamard: the rotation of mode int2-hadamard */
 #include "rope.h"
 #include "oscar/kv.h"
 #include "vk_context.h"
@@ -43,10 +44,6 @@ void ovk_kv_commit_step(oscar_kv_cache *c);
 /* Drops the planned step instead (recording or submission failed): pages it reserved go back
  * and every sequence is as before the step. */
 void ovk_kv_cancel_step(oscar_kv_cache *c);
-
-/* The rotation mode int2-hadamard applies: the normalised Walsh-Hadamard matrix [d][d]
- * (Sylvester order), H[i][j] = (-1)^popcount(i & j) / sqrt(d); d a power of two. */
-void ovk_kv_hadamard(uint32_t d, float *H);
 
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);

@@ -84,13 +84,6 @@ static oscar_status check_rotations(const float *r, uint32_t n, uint32_t d, cons
     return OSCAR_OK;
 }
 
-void ovk_kv_hadamard(uint32_t d, float *H)
-{
-    float s = 1.0f / sqrtf((float)d);
-    for (uint32_t i = 0; i < d; i++)
-        for (uint32_t j = 0; j < d; j++) H[i * d + j] = (__builtin_popcount(i & j) & 1) ? -s : s;
-}
-
 /* ---- creation ------------------------------------------------------------------------------ */
 ovk_pipeline_desc ovk_kv_cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                       uint32_t wg, uint32_t n_spec)

@@ -102,11 +102,16 @@ static const float *matrix_row(const ref_matrix *m, uint32_t o, float *scratch)
     return scratch;
 }
 
-/* y[t][o] = sum_i W[o][i] * x[t][i] for t < n. Each weight row is fetched once per batch. */
-static void matmul(const ref_matrix *m, const float *x, float *y, uint32_t n, float *scratch)
+/* y[t][o] = sum_i W[o][i] * x[t][i] for t < n: the caller's kernel for a matrix held as floats
+ * when one is set, else plain loops that fetch each weight row once per batch. */
+static void matmul(const ovk_model_ref *r, const ref_matrix *m, const float *x, float *y, uint32_t n)
 {
+    if (r->params.matmul && m->f) {
+        r->params.matmul(r->params.matmul_user, m->f, m->n_out, m->n_in, x, n, y);
+        return;
+    }
     for (uint32_t o = 0; o < m->n_out; o++) {
-        const float *w = matrix_row(m, o, scratch);
+        const float *w = matrix_row(m, o, r->row);
         for (uint32_t t = 0; t < n; t++) y[(size_t)t * m->n_out + o] = dot(w, x + (size_t)t * m->n_in, m->n_in);
     }
 }
@@ -171,7 +176,7 @@ oscar_status ovk_model_ref_create(const ovk_model_desc *desc, const ovk_model_re
     r->n_ctx = r->params.n_ctx;
     if (!r->n_ctx) r->n_ctx = hp->n_ctx_train && hp->n_ctx_train < 4096 ? hp->n_ctx_train : 4096;
     r->max_batch = r->params.max_batch ? r->params.max_batch : 32;
-    if (r->n_ctx > (1u << 24) || r->max_batch > 4096)
+    if (r->n_ctx > (1u << 24) || r->max_batch > 8192)
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "model_ref: n_ctx %u or max_batch %u out of range", r->n_ctx,
                    r->max_batch);
     r->q_dim = hp->n_head * hp->head_dim;
@@ -179,13 +184,14 @@ oscar_status ovk_model_ref_create(const ovk_model_desc *desc, const ovk_model_re
     r->v_dim = hp->n_head_kv * hp->head_dim_v;
     r->o_dim = hp->n_head * hp->head_dim_v;
     int pre = r->params.predequantize;
+    int pre_vocab = pre && !r->params.vocab_on_the_fly;
 
-    OSCAR_TRY(load_matrix(desc->token_embd, pre, &r->token_embd));
+    OSCAR_TRY(load_matrix(desc->token_embd, pre_vocab, &r->token_embd));
     if (hp->tied_embeddings) {
         r->output = r->token_embd;
         r->output.shared = 1;
     } else {
-        OSCAR_TRY(load_matrix(desc->output, pre, &r->output));
+        OSCAR_TRY(load_matrix(desc->output, pre_vocab, &r->output));
     }
     OSCAR_TRY(load_vector(desc->output_norm, hp->n_embd, &r->output_norm));
     r->layers = calloc(hp->n_layer, sizeof *r->layers);
@@ -274,43 +280,14 @@ void ovk_model_ref_kv_cache(ovk_model_ref *r, uint32_t layer, float **k, float *
 
 /* ---- forward ------------------------------------------------------------------------------- */
 
-/* One attention block for n tokens at pos0.. (r->x in, r->x updated). */
-static void attention_block(ovk_model_ref *r, uint32_t il, uint32_t n, uint32_t pos0)
+/* The plain-loop attention of n tokens at pos0.. over layer il's cache (the maths of
+ * ovk_ref_attention): r->q in, r->att out. */
+static void attention_loops(ovk_model_ref *r, uint32_t il, uint32_t n, uint32_t pos0)
 {
     const ovk_model_hparams *hp = &r->desc->hp;
-    ref_layer *L = &r->layers[il];
+    const ref_layer *L = &r->layers[il];
     uint32_t hd = hp->head_dim, hdv = hp->head_dim_v, group = hp->n_head / hp->n_head_kv;
     float scale = 1.0f / sqrtf((float)hd);
-
-    for (uint32_t t = 0; t < n; t++)
-        ovk_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, L->attn_norm, hp->n_embd,
-                      hp->norm_eps);
-    matmul(&L->wq, r->xb, r->q, n, r->row);
-    matmul(&L->wk, r->xb, r->k, n, r->row);
-    matmul(&L->wv, r->xb, r->v, n, r->row);
-
-    for (uint32_t t = 0; t < n; t++) {
-        float *q = r->q + (size_t)t * r->q_dim; /* [n_head][hd] */
-        float *k = r->k + (size_t)t * r->k_dim; /* [n_kv][hd] */
-        float *v = r->v + (size_t)t * r->v_dim; /* [n_kv][hdv] */
-        uint32_t pos = pos0 + t;
-        if (L->bq) for (uint32_t i = 0; i < r->q_dim; i++) q[i] += L->bq[i];
-        if (L->bk) for (uint32_t i = 0; i < r->k_dim; i++) k[i] += L->bk[i];
-        if (L->bv) for (uint32_t i = 0; i < r->v_dim; i++) v[i] += L->bv[i];
-        for (uint32_t h = 0; h < hp->n_head; h++) {
-            if (L->q_norm) ovk_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, hp->norm_eps);
-            ovk_rope_apply(q + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
-        }
-        for (uint32_t h = 0; h < hp->n_head_kv; h++) {
-            if (L->k_norm) ovk_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, hp->norm_eps);
-            ovk_rope_apply(k + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
-        }
-        if (r->params.qkv_hook) r->params.qkv_hook(r->params.qkv_hook_user, il, pos, q, k, v);
-        if (r->params.kv_transform) r->params.kv_transform(r->params.kv_transform_user, il, pos, k, v);
-        memcpy(L->k_cache + (size_t)pos * r->k_dim, k, r->k_dim * sizeof(float));
-        memcpy(L->v_cache + (size_t)pos * r->v_dim, v, r->v_dim * sizeof(float));
-    }
-
     for (uint32_t t = 0; t < n; t++) {
         uint32_t pos = pos0 + t;
         for (uint32_t h = 0; h < hp->n_head; h++) {
@@ -337,8 +314,55 @@ static void attention_block(ovk_model_ref *r, uint32_t il, uint32_t n, uint32_t 
             }
         }
     }
-    matmul(&L->wo, r->att, r->proj, n, r->row);
+}
+
+/* One attention block for n tokens at pos0.. (r->x in, r->x updated). */
+static oscar_status attention_block(ovk_model_ref *r, uint32_t il, uint32_t n, uint32_t pos0)
+{
+    oscar_status st = OSCAR_OK;
+    const ovk_model_hparams *hp = &r->desc->hp;
+    ref_layer *L = &r->layers[il];
+    uint32_t hd = hp->head_dim;
+
+    for (uint32_t t = 0; t < n; t++)
+        ovk_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, L->attn_norm, hp->n_embd,
+                      hp->norm_eps);
+    matmul(r, &L->wq, r->xb, r->q, n);
+    matmul(r, &L->wk, r->xb, r->k, n);
+    matmul(r, &L->wv, r->xb, r->v, n);
+
+    for (uint32_t t = 0; t < n; t++) {
+        float *q = r->q + (size_t)t * r->q_dim; /* [n_head][hd] */
+        float *k = r->k + (size_t)t * r->k_dim; /* [n_kv][hd] */
+        float *v = r->v + (size_t)t * r->v_dim; /* [n_kv][hdv] */
+        uint32_t pos = pos0 + t;
+        if (L->bq) for (uint32_t i = 0; i < r->q_dim; i++) q[i] += L->bq[i];
+        if (L->bk) for (uint32_t i = 0; i < r->k_dim; i++) k[i] += L->bk[i];
+        if (L->bv) for (uint32_t i = 0; i < r->v_dim; i++) v[i] += L->bv[i];
+        for (uint32_t h = 0; h < hp->n_head; h++) {
+            if (L->q_norm) ovk_rmsnorm(q + h * hd, q + h * hd, L->q_norm, hd, hp->norm_eps);
+            ovk_rope_apply(q + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
+        }
+        for (uint32_t h = 0; h < hp->n_head_kv; h++) {
+            if (L->k_norm) ovk_rmsnorm(k + h * hd, k + h * hd, L->k_norm, hd, hp->norm_eps);
+            ovk_rope_apply(k + h * hd, hd, hp->n_rot, hp->rope_type, r->desc->rope_theta, pos);
+        }
+    }
+    if (r->params.qkv_hook) OSCAR_TRY(r->params.qkv_hook(r->params.qkv_hook_user, il, pos0, n, r->q, r->k, r->v));
+    for (uint32_t t = 0; r->params.kv_transform && t < n; t++)
+        r->params.kv_transform(r->params.kv_transform_user, il, pos0 + t, r->k + (size_t)t * r->k_dim,
+                               r->v + (size_t)t * r->v_dim);
+    memcpy(L->k_cache + (size_t)pos0 * r->k_dim, r->k, (size_t)n * r->k_dim * sizeof(float));
+    memcpy(L->v_cache + (size_t)pos0 * r->v_dim, r->v, (size_t)n * r->v_dim * sizeof(float));
+
+    if (r->params.attention)
+        OSCAR_TRY(r->params.attention(r->params.attention_user, hp, n, pos0, r->q, L->k_cache, L->v_cache, r->att));
+    else
+        attention_loops(r, il, n, pos0);
+    matmul(r, &L->wo, r->att, r->proj, n);
     for (size_t i = 0; i < (size_t)n * hp->n_embd; i++) r->x[i] += r->proj[i];
+fail:
+    return st;
 }
 
 static void ffn_block(ovk_model_ref *r, uint32_t il, uint32_t n)
@@ -348,16 +372,17 @@ static void ffn_block(ovk_model_ref *r, uint32_t il, uint32_t n)
     for (uint32_t t = 0; t < n; t++)
         ovk_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, L->ffn_norm, hp->n_embd,
                       hp->norm_eps);
-    matmul(&L->w_gate, r->xb, r->gate, n, r->row);
-    matmul(&L->w_up, r->xb, r->up, n, r->row);
+    matmul(r, &L->w_gate, r->xb, r->gate, n);
+    matmul(r, &L->w_up, r->xb, r->up, n);
     silu_mul(r->gate, r->up, n * hp->n_ff);
-    matmul(&L->w_down, r->gate, r->proj, n, r->row);
+    matmul(r, &L->w_down, r->gate, r->proj, n);
     for (size_t i = 0; i < (size_t)n * hp->n_embd; i++) r->x[i] += r->proj[i];
 }
 
 oscar_status ovk_model_ref_eval(ovk_model_ref *r, const int32_t *tokens, uint32_t n, uint32_t pos0,
                                   float *logits, int all_logits)
 {
+    oscar_status st = OSCAR_OK;
     if (!r || !tokens || n == 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_model_ref_eval: NULL model/tokens or n = 0");
     const ovk_model_hparams *hp = &r->desc->hp;
@@ -378,8 +403,9 @@ oscar_status ovk_model_ref_eval(ovk_model_ref *r, const int32_t *tokens, uint32_
             const float *e = matrix_row(&r->token_embd, (uint32_t)tokens[c0 + t], r->row);
             memcpy(r->x + (size_t)t * hp->n_embd, e, hp->n_embd * sizeof(float));
         }
+        r->n_past = pos0 + c0; /* positions from here on are being overwritten */
         for (uint32_t il = 0; il < hp->n_layer; il++) {
-            attention_block(r, il, nb, pos0 + c0);
+            OSCAR_TRY(attention_block(r, il, nb, pos0 + c0));
             ffn_block(r, il, nb);
         }
         r->n_past = pos0 + c0 + nb;
@@ -388,13 +414,14 @@ oscar_status ovk_model_ref_eval(ovk_model_ref *r, const int32_t *tokens, uint32_
             for (uint32_t t = 0; t < nb; t++)
                 ovk_rmsnorm(r->xb + (size_t)t * hp->n_embd, r->x + (size_t)t * hp->n_embd, r->output_norm,
                               hp->n_embd, hp->norm_eps);
-            matmul(&r->output, r->xb, logits + (size_t)c0 * hp->n_vocab, nb, r->row);
+            matmul(r, &r->output, r->xb, logits + (size_t)c0 * hp->n_vocab, nb);
         } else if (c0 + nb == n) {
             ovk_rmsnorm(r->xb, r->x + (size_t)(nb - 1) * hp->n_embd, r->output_norm, hp->n_embd, hp->norm_eps);
-            matmul(&r->output, r->xb, logits, 1, r->row);
+            matmul(r, &r->output, r->xb, logits, 1);
         }
     }
-    return OSCAR_OK;
+fail:
+    return st;
 }
 
 oscar_status ovk_model_ref_generate_greedy(ovk_model_ref *r, const int32_t *prompt, uint32_t n_prompt,
