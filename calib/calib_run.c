@@ -235,6 +235,19 @@ static oscar_status capture_hook(void *user, uint32_t layer, uint32_t pos0, uint
 
 /* ---- the run ------------------------------------------------------------------------------- */
 
+oscar_status ovk_calib_model_shape(const char *model_path, uint64_t *fingerprint, uint32_t *head_dim,
+                                   uint32_t *default_group)
+{
+    ovk_model_desc *desc = NULL;
+    oscar_status st = ovk_model_desc_load(model_path, &desc);
+    if (st != OSCAR_OK) return st;
+    if (fingerprint) *fingerprint = desc->fingerprint;
+    if (head_dim) *head_dim = desc->hp.head_dim;
+    if (default_group) *default_group = ovk_int2_default_group(desc->hp.head_dim);
+    ovk_model_desc_destroy(desc);
+    return OSCAR_OK;
+}
+
 oscar_status ovk_calib_run(const ovk_calib_run_params *params, ovk_calib_run_report *report)
 {
     oscar_status st = OSCAR_OK;

@@ -89,6 +89,11 @@ typedef struct ovk_calib_run_report {
  * UNSUPPORTED (a model shape the calibrator cannot handle), OUT_OF_HOST_MEMORY. */
 oscar_status ovk_calib_run(const ovk_calib_run_params *params, ovk_calib_run_report *report);
 
+/* What the command line needs of a model before a run: its fingerprint (as a RotationZoo file
+ * records it), head_dim, and the INT2 group a run uses by default. Any argument may be NULL. */
+oscar_status ovk_calib_model_shape(const char *model_path, uint64_t *fingerprint, uint32_t *head_dim,
+                                   uint32_t *default_group);
+
 void ovk_calib_run_report_free(ovk_calib_run_report *report);
 
 #endif

@@ -11,8 +11,6 @@
 
 #include "calib_run.h"
 #include "common/app_io.h"
-#include "int2_quant.h"
-#include "model_desc.h"
 
 static void usage(FILE *f)
 {
@@ -294,18 +292,17 @@ int main(int argc, char **argv)
         }
     }
     if (print_fp) {
-        ovk_model_desc *desc = NULL;
+        uint64_t fingerprint = 0;
         if (!p.model_path) {
             fprintf(stderr, "oscar-calib: --print-fingerprint needs -m MODEL\n");
             return 2;
         }
-        oscar_status st = ovk_model_desc_load(p.model_path, &desc);
+        oscar_status st = ovk_calib_model_shape(p.model_path, &fingerprint, NULL, NULL);
         if (st != OSCAR_OK) {
             app_fail("oscar-calib", p.model_path, st);
             return 1;
         }
-        printf("%016" PRIx64 "\n", desc->fingerprint);
-        ovk_model_desc_destroy(desc);
+        printf("%016" PRIx64 "\n", fingerprint);
         return 0;
     }
     if (!p.model_path || !p.text_path || !p.out_path) {
@@ -315,10 +312,9 @@ int main(int argc, char **argv)
     if (p.refit_rounds > 0) {
         /* the refit fits one group per row: a usage error, told before the run, when the group is
          * smaller than the model's head_dim (a model that does not load fails in the run) */
-        ovk_model_desc *desc = NULL;
-        if (ovk_model_desc_load(p.model_path, &desc) == OSCAR_OK) {
-            uint32_t hd = desc->hp.head_dim, g = p.group_size ? p.group_size : ovk_int2_default_group(hd);
-            ovk_model_desc_destroy(desc);
+        uint32_t hd = 0, g = 0;
+        if (ovk_calib_model_shape(p.model_path, NULL, &hd, &g) == OSCAR_OK) {
+            if (p.group_size) g = p.group_size;
             if (g < hd) {
                 fprintf(stderr, "oscar-calib: --refit %u: needs one group per row, but the group size %u is below "
                         "head_dim %u (use --refit 0)\n", p.refit_rounds, g, hd);
