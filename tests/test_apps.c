@@ -38,6 +38,7 @@
 #include "oscar/oscar.h"
 #include "test_files.h"
 #include "test_proc.h"
+#include "test_tiny_model.h"
 #include "test_util.h"
 
 static char apps_dir[4096];
@@ -86,21 +87,9 @@ int main(void)
     double t_all = test_now();
 
     /* the generated model, its fingerprint, and RotationZoo files for it and for another */
-    ovk_model_gen_params gp = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
-    gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
-    gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
-    gp.n_ctx_train = 1024;
     const char *model = test_tmp_path("tiny.gguf");
-    CHECK_OK(ovk_model_gen_write(&gp, model));
-    oscar_context *ctx = NULL;
-    oscar_model *m = NULL;
     oscar_model_info info;
-    CHECK_OK(oscar_context_create(NULL, &ctx));
-    if (ctx) CHECK_OK(oscar_model_load(ctx, model, NULL, &m));
-    if (!m) return test_finish();
-    CHECK_OK(oscar_model_get_info(m, &info));
-    oscar_model_destroy(m);
-    oscar_context_destroy(ctx);
+    if (!test_tiny_model(model, &info, NULL, NULL)) return test_finish();
     const char *zoo = test_tmp_path("tiny.rot.gguf"), *zoo_other = test_tmp_path("other.rot.gguf");
     CHECK_OK(test_write_identity_zoo(zoo, &info, info.fingerprint_hex, 0.95f));
     CHECK_OK(test_write_identity_zoo(zoo_other, &info, "0123456789abcdef", 0.95f));

@@ -46,6 +46,7 @@
 #include "oscar/oscar.h"
 #include "test_files.h"
 #include "test_proc.h"
+#include "test_tiny_model.h"
 #include "test_util.h"
 
 static char apps_dir[4096], calib_path[4200];
@@ -472,19 +473,11 @@ int main(void)
     tmp_dir = test_tmp_dir_make("oscar_test_apps_inputs");
     double t0 = test_now();
 
-    ovk_model_gen_params gp = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
-    gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
-    gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
-    gp.n_ctx_train = 1024;
     const char *model = test_tmp_path("tiny.gguf");
-    CHECK_OK(ovk_model_gen_write(&gp, model));
     oscar_context *ctx = NULL;
     oscar_model *m = NULL;
     oscar_model_info info;
-    CHECK_OK(oscar_context_create(NULL, &ctx));
-    if (ctx) CHECK_OK(oscar_model_load(ctx, model, NULL, &m));
-    if (!m) return test_finish();
-    CHECK_OK(oscar_model_get_info(m, &info));
+    if (!test_tiny_model(model, &info, &ctx, &m)) return test_finish();
     /* the -p prompt's length, for a context it fills */
     oscar_chat_message msg = { "user", "Hello, who are you?" };
     char text[512];
