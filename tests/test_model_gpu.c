@@ -917,7 +917,6 @@ static void check_rotation_files(void)
     /* truncated: the last rotation's data cut short */
     CHECK(test_copy_head(test_tmp_path("zoo_layer.gguf"), test_tmp_path("zoo_trunc.gguf"), -100) > 0);
     expect_zoo_error(m, test_tmp_path("zoo_trunc.gguf"), OSCAR_ERROR_BAD_FORMAT, "zoo_trunc.gguf");
-    /* a model file is not a rotation file */
     /* a model given as the rotation file: told which file it is */
     expect_zoo_error(m, test_tmp_path("zoo_model.gguf"), OSCAR_ERROR_MISMATCH, "is a model (general.architecture");
     free(rk), free(rv);
