@@ -48,6 +48,11 @@ void ovk_kv_cancel_step(oscar_kv_cache *c);
  * (Sylvester order), H[i][j] = (-1)^popcount(i & j) / sqrt(d); d a power of two. */
 void ovk_kv_hadamard(uint32_t d, float *H);
 
+/* The page pools of `layer` (INT2 and fp16), for reports of where memory lives. */
+void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **int2, const ovk_buffer **f16);
+/* The arithmetic of the cache's decode attention kernel ("fp32", "f16"), as picked at creation. */
+const char *ovk_kv_attention_variant(const oscar_kv_cache *c);
+
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);
 

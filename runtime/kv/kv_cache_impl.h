@@ -97,6 +97,7 @@ struct oscar_kv_cache {
     uint32_t n_copies, max_copies;
     ovk_cmd cmd;
     ovk_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
+    const char *attn_variant;          /* pl_decode's arithmetic: "fp32" or "f16" */
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
     ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
     /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up

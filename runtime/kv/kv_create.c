@@ -402,6 +402,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
         pd.spec[KV_SPEC_ATTN_U] = u;
         pd.spec[KV_SPEC_ATTN_VU] = vu;
         OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
+        c->attn_variant = use_f16 ? "f16" : "fp32";
     }
     OSCAR_TRY(create_prefill(c));
     free(rot);
@@ -433,6 +434,14 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     kv_book_free(&c->book);
     free(c);
 }
+
+void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **int2, const ovk_buffer **f16)
+{
+    *int2 = &c->int2_pool[layer];
+    *f16 = &c->f16_pool[layer];
+}
+
+const char *ovk_kv_attention_variant(const oscar_kv_cache *c) { return c->attn_variant; }
 
 /* ---- accounting ---------------------------------------------------------------------------- */
 OSCAR_API oscar_status oscar_kv_get_stats(const oscar_kv_cache *c, oscar_kv_stats *s)
