@@ -7,9 +7,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 apps=$(ls build/apps/oscar-* 2>/dev/null || true)
-# ../shared/device/pack.sh pipes `ldconfig -p` into an awk that exits at the first match: under
-# pipefail ldconfig's SIGPIPE fails it now and then (exit 141, .device left empty). Retry.
-for try in 1 2 3; do bash ../shared/device/pack.sh $apps && break; [ $try = 3 ] && exit 1; done
+# What ../shared/device/pack.sh does (the loader, its env script, the apps), done here because that
+# script appends to .git/info/exclude, which a git worktree does not have (.gitignore already
+# ignores .device/).
+loader=$(ldconfig -p | awk '/libvulkan.so.1 .*x86-64/ {print $NF}' | head -n 1)
+[ -n "$loader" ] || { echo "device-pack: no libvulkan.so.1 here: apt-get install libvulkan1" >&2; exit 1; }
+rm -rf .device && mkdir -p .device/lib .device/bin
+cp -L "$loader" .device/lib/libvulkan.so.1
+cp ../shared/device/env.sh .device/env.sh
+for f in $apps; do cp -L "$f" .device/bin/; done
 mkdir -p .device/layers .device/tests
 cp /usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so .device/lib/
 sed 's|"library_path": "[^"]*"|"library_path": "../lib/libVkLayer_khronos_validation.so"|' \

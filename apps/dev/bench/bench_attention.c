@@ -9,7 +9,8 @@
  *                                         Hadamard rotations with random signs per layer)
  *   --variants auto,fp32,f16              decode attention's arithmetic (default auto: what the
  *                                         cache picks for this device); each is timed in turn
- *   --iters N                             timed calls per point (default 20; median reported)
+ *   --iters N                             calls timed one submission each (the median is reported) and
+ *                                         at least as many chained (default 20)
  *   --hold-mib N                          hold N MiB of device memory in 64 MiB buffers for the
  *                                         whole run (as a loaded model would)
  *   --trace                               print every warm-up pass (first-run behaviour)
@@ -21,8 +22,8 @@
  * submission per call (what a caller of oscar_kv_attention sees, host wait and idle GPU between
  * calls included) and --iters calls recorded back to back in one command buffer (what a
  * forward pass sees: the figure the bandwidth and targets are quoted for). Before timing, the
- * chained calls repeat until two passes agree within 2% (at least 3, at most 12 passes, and
- * at least 50 ms of GPU time; a slow device such as lavapipe stops after 2 s), so the driver's and the GPU's warm-up stay out of the figures.
+ * GPU runs 500 ms of chained calls back to back, so that its clock governor has the clocks up
+ * (time_chained).
  * Effective bandwidth = bytes of cache the call reads (INT2 and fp16 regions of every sequence)
  * / time, printed beside the read bandwidth measured in the same run, at its start and end.
  * Where each page pool lives (memory type, its flags and heap) is printed once per cache, with
@@ -145,8 +146,13 @@ fail:
     return st;
 }
 
-/* Warms up with chained passes until two agree within 2% (3..12 passes, >= 50 ms of GPU time;
- * a slow device stops after 2 s), then times one more: microseconds per call. q: [n_rows][heads][d] fp32, the open step's rows. */
+/* Times `iters` chained calls (at least 10 ms of GPU work) after a warm-up of at least 500 ms of
+ * back-to-back GPU work, in submissions of at least 20 ms: microseconds per call. The GPU's
+ * clock governor lowers the clocks while the GPU is idle (a process that spends seconds
+ * compiling pipelines or filling caches from the host), and short bursts of work separated by
+ * host waits do not bring them back: a first process then timed the compute-bound INT2
+ * kernels at a quarter of the SM clock. Sustained work before the timed pass does.
+ * q: [n_rows][heads][d] fp32, the open step's rows. */
 static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, const float *q, uint32_t n_rows, uint32_t heads,
                                  uint32_t d, uint32_t iters, int trace, double *us)
 {
@@ -159,17 +165,19 @@ static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, cons
     OSCAR_TRY(ovk_buffer_upload(ctx, &bq, 0, q, bytes));
     OSCAR_TRY(ovk_cmd_init(ctx, &cmd));
     ovk_binding q_in = { &bq, 0, bytes }, out = { &bo, 0, bytes };
-    double prev = 0, spent_ms = 0, t = 0;
-    if (trace) printf("    warm-up passes (us a call):");
-    for (uint32_t pass = 0; pass < 12; pass++) {
-        OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, iters, &t));
-        spent_ms += t * iters * 1e-3;
-        if (trace) printf(" %.1f", t);
-        if (pass >= 2 && ((spent_ms >= 50.0 && fabs(t - prev) <= 0.02 * prev) || spent_ms >= 2000.0)) break;
-        prev = t;
+    double t = 0, spent_ms = 0;
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, iters, &t)); /* the first: an estimate */
+    if (trace) printf("    warm-up (us a call): first pass %.1f", t);
+    uint32_t n = (uint32_t)(20e3 / (t > 0.1 ? t : 0.1)) + 1; /* calls in 20 ms */
+    if (n > 20000) n = 20000;
+    for (uint32_t pass = 0; pass < 200 && spent_ms < 500.0; pass++) {
+        OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, n, &t));
+        spent_ms += t * n * 1e-3;
+        if (trace && (pass < 4 || spent_ms >= 500.0)) printf(", %.1f", t);
     }
-    if (trace) printf("\n");
-    OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, iters, us));
+    if (trace) printf(" (%.0f ms)\n", spent_ms);
+    uint32_t timed = (uint32_t)(10e3 / (t > 0.1 ? t : 0.1)) + 1;
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, timed > iters ? (timed < 20000 ? timed : 20000) : iters, us));
 fail:
     ovk_cmd_release(ctx, &cmd);
     ovk_buffer_destroy(ctx, &bq);
