@@ -1,17 +1,21 @@
-/* shaders/attn_decode.comp (flash-decoding with its merge and o·R_Vᵀ) against the C reference
+/* shaders/attn_decode.comp (split-K decode attention with its merge and o·R_Vᵀ) against the C reference
  * (runtime/attn_ref.c) on random paged caches: shuffled physical pages, forked sequences
  * sharing pages, lengths at every window and page boundary, several flush points, prefill
  * rows (one sequence, n_visible = n, n-1, ...), small splits (1-token items), empty items,
- * GQA 1/3/4/8, d 64/128/256, G 32/64/128, workgroups 64/128/256, and adversarial scores that
+ * GQA 1/3/4/8, d 64/128/256, G 32/64/128, workgroups 64/128/256, the kernel's tuning constants
+ * (KU, VE, FKU) varied over the cases, the device's own subgroup size (lavapipe's is small:
+ * tiles of few tokens, lanes holding several value slots), and adversarial scores that
  * overflow exp() without the max trick. Every slot no row may read is poisoned with fp16 NaN,
  * so a kernel reading outside its tokens fails the comparison.
  * Every case runs through attn_decode (fp32) and, where the device has shaderFloat16, through
- * attn_decode_f16 (INT2 value sums in packed fp16). The call runs twice back to back (the
- * merge counters must be back at 0 after each) and the second output is checked. In the
- * rotated modes R_V is a random non-symmetric matrix, so a transposed R_V fails.
- * Bounds: normalised squared error <= 1e-5 against the reference over the same dequantized
- * values; fp16 mode also <= 1e-4 against exact attention over the fp32 values before fp16
- * rounding. */
+ * attn_decode_f16 (INT2 dot products and value sums in packed fp16, q rounded to fp16 for the
+ * INT2 keys). The call runs twice back to back (the merge counters must be back at 0 after
+ * each) and the second output is checked. In the rotated modes R_V is a random non-symmetric
+ * matrix, so a transposed R_V fails.
+ * Bounds: normalised squared error <= 1e-5 against the reference over the same stored values
+ * that reproduces the variant's input rounding (the f16 variant's q rounded to fp16); the f16
+ * variant also <= 1e-4 against the fp32-q reference (cases without huge q); fp16 mode also
+ * <= 1e-4 against exact attention over the fp32 values before fp16 rounding. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,7 +110,7 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
     for (uint32_t r = 0; r < n_rows; r++) {
         uint32_t b = rows[r].item_begin, e = rows[r].item_end;
         rows[r].item_begin = k;
-        out[k++] = (struct kv_attn_item){ r, r % 2 ? KV_ITEM_INT2 : KV_ITEM_F16, 3, 3 };
+        out[k++] = (struct kv_attn_item){ r, r % 2 ? KV_ITEM_INT2 : KV_ITEM_F16, 3, 3, rows[r].seq, -1, -1, -1 };
         for (uint32_t i = b; i < e; i++) out[k++] = items[i];
         rows[r].item_end = k;
     }
@@ -125,12 +129,15 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     float *q = malloc(sizeof *q * out_n), *got = malloc(sizeof *got * out_n), *want = malloc(sizeof *want * out_n);
     for (size_t i = 0; i < out_n; i++) q[i] = test_rng_normal() * c->q_mul;
 
-    /* the kernel's chunk for this shape, as the cache picks it; long splits get 64-token
-     * chunks so items run through several */
-    uint32_t shared = ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768;
-    uint32_t item_tokens = ovk_attn_item_tokens(d, c->G, c->P, c->gqa, c->wg, shared);
-    CHECK_MSG(item_tokens >= 64, "%s: item size %u for %u bytes of shared memory", c->name, item_tokens, shared);
-    if (c->split >= 300) item_tokens = 64;
+    /* the kernel's shape for this device, the case's workgroup and tuning constants varied over
+     * the cases (the picker keeps them within the shared memory) */
+    ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size, 1024,
+                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1 };
+    static const uint32_t ves[3] = { 4, 8, 16 };
+    ovk_attn_tuning tune = { strcmp(shader, "attn_decode_f16") == 0, c->wg, 1 + (c->d / 64 + c->gqa) % 3,
+                             ves[(c->P + c->gqa) % 3], 1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4) };
+    ovk_attn_config cfg;
+    CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, &tune, &cfg));
     uint32_t split = c->split;
 
     uint32_t n_items = 0;
@@ -144,6 +151,12 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         free(items);
         items = e;
     }
+    for (uint32_t i = 0; i < n_items; i++) {
+        int int2 = items[i].kind == KV_ITEM_INT2;
+        ovk_attn_item_pages(&items[i], c->P, int2 ? s.int2_table + (size_t)items[i].seq * s.max_int2_pages
+                                                  : s.f16_table + (size_t)items[i].seq * s.max_f16_pages,
+                            int2 ? s.max_int2_pages : s.max_f16_pages);
+    }
 
     attn_ref_cache rc = { .mode = c->mode, .head_dim = d, .group = c->G, .page = c->P, .n_kv = c->nkv,
                           .int2_pool = s.int2_pool, .n_int2_pages = s.n_int2_pages,
@@ -151,6 +164,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
                           .int2_table = s.int2_table, .max_int2_pages = s.max_int2_pages,
                           .f16_table = s.f16_table, .max_f16_pages = s.max_f16_pages,
                           .n_seq = s.n_seq, .sink = s.sink, .flushed_end = s.flushed };
+    int f16 = strcmp(shader, "attn_decode_f16") == 0;
+    float *want_q32 = NULL; /* f16 variant: the reference with fp32 q too */
+    if (f16) {
+        want_q32 = malloc(sizeof *want_q32 * out_n);
+        CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want_q32));
+    }
+    rc.q_f16_int2 = f16;
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
     ovk_buffer b_q, b_rows, b_items, b_pool2, b_pool16, b_t2, b_t16, b_part, b_out;
@@ -172,11 +192,16 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
     uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
     float *rot = attn_scene_random_rv(n_rot, d);
-    if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED)
+    if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED) {
         attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
+        if (want_q32) attn_scene_unrotate(want_q32, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
+    }
     /* centering vectors: OSCAR mode adds μ_V to its output; the other modes must ignore them */
     float *means = attn_scene_random_means(c->nkv, d);
-    if (c->mode == KV_MODE_ROTATED) attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
+    if (c->mode == KV_MODE_ROTATED) {
+        attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
+        if (want_q32) attn_scene_add_mean_v(want_q32, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
+    }
     ovk_buffer b_means;
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
     ovk_buffer b_rot, b_cnt;
@@ -184,14 +209,14 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));
     CHECK_OK(ovk_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
 
-    ovk_pipeline_desc dd = { .shader = shader, .n_buffers = 12, .push_size = sizeof(struct attn_decode_push),
+    ovk_pipeline_desc dd = { .shader = cfg.shader, .n_buffers = 12, .push_size = sizeof(struct attn_decode_push),
                                .n_spec = ATTN_N_SPEC,
-                               .spec = { /* WORKGROUP */ c->wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
+                               .spec = { /* WORKGROUP */ cfg.wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
                                          [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0,
-                                         [KV_SPEC_ITEM_TOKENS] = item_tokens,
-                                         /* the tuning constants vary over the cases */
-                                         [KV_SPEC_ATTN_U] = 1 + (c->d / 64 + c->gqa) % 3, [KV_SPEC_ATTN_VU] = 1 + c->P % 9 } };
+                                         [KV_SPEC_ATTN_SG_MIN] = cfg.sg_min, [KV_SPEC_ATTN_KU] = cfg.ku,
+                                         [KV_SPEC_ATTN_VE] = cfg.ve, [KV_SPEC_ATTN_FKU] = cfg.fku,
+                                         [KV_SPEC_ATTN_PREFETCH] = cfg.prefetch } };
     ovk_pipeline *pd = NULL;
     CHECK_OK(ovk_pipeline_get(ctx, &dd, &pd));
     if (pd) {
@@ -223,8 +248,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         double nse = test_nse(got, want, out_n);
         CHECK_MSG(bad == 0 && nse <= 1e-5, "%s %s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", shader,
                   c->name, bad, nse, s.n_rows, n_items);
-        printf("%-16s %-34s rows %3u items %5u split %4u chunk %4u  nse %.3g", shader, c->name, s.n_rows, n_items, split,
-               item_tokens, nse);
+        printf("%-16s %-34s rows %3u items %5u split %4u wg %3u KU %u VE %2u FKU %u PF %u  nse %.3g", shader, c->name,
+               s.n_rows, n_items, split, cfg.wg, cfg.ku, cfg.ve, cfg.fku, cfg.prefetch, nse);
+        if (want_q32 && c->q_mul <= 1.0f) {
+            double nse_q32 = test_nse(got, want_q32, out_n);
+            CHECK_MSG(nse_q32 <= 1e-4, "%s: nse %.3g vs the fp32-q reference", c->name, nse_q32);
+            printf("  fp32-q %.3g", nse_q32);
+        }
         /* the exact check is meaningful when fp16 rounding moves logits little (no huge q) */
         if (c->mode == KV_MODE_FP16 && c->q_mul <= 1.0f) {
             float *exact = malloc(sizeof *exact * out_n);
@@ -238,12 +268,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     }
     ovk_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt, &b_means };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
-    free(q); free(got); free(want); free(rows); free(items); free(rot); free(means);
+    free(q); free(got); free(want); free(want_q32); free(rows); free(items); free(rot); free(means);
     attn_scene_free(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    const char *only = argc > 1 ? argv[1] : NULL; /* run only the cases whose name holds this text */
     oscar_context *ctx = test_gpu_context();
     test_rng_seed(7);
     const uint32_t R = KV_MODE_ROTATED, F = KV_MODE_FP16, I = KV_MODE_INT2, H = KV_MODE_HADAMARD;
@@ -269,12 +300,14 @@ int main(void)
          * because lavapipe stops any shader loop after 65535 iterations */
         { "int2 72000 one-token items",  R, 64, 64, 64, 1, 1, 64, 1, 4, 16, 1.0f, 1.0f, 0, 0, 36000 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], "attn_decode");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], "attn_decode");
     /* the packed-fp16 variant where the device has fp16 arithmetic (the last case only tests
      * the grid, which the variants share) */
-    if (ctx->info.float16_arithmetic)
-        for (size_t i = 0; i + 1 < sizeof cases / sizeof cases[0]; i++) run_case(ctx, &cases[i], "attn_decode_f16");
-    else
+    if (ctx->info.float16_arithmetic) {
+        for (size_t i = 0; i + 1 < sizeof cases / sizeof cases[0]; i++)
+            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], "attn_decode_f16");
+    } else
         printf("attn_decode_f16: skipped (no shaderFloat16)\n");
     return test_gpu_finish(ctx);
 }

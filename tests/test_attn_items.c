@@ -1,8 +1,9 @@
 /* ovk_attn_build_items (runtime/attn_items.h): for many (sink, flushed_end, n_visible,
  * split) combinations every visible position is covered by exactly one item of the right
  * storage kind, items are at most `split` long and non-empty — except a row that sees
- * nothing, which gets exactly one empty item — rows own contiguous item ranges; plus the
- * argument errors, the grid helper and the item size. Host only. */
+ * nothing, which gets exactly one empty item — rows own contiguous item ranges, items carry
+ * their row's sequence; plus the argument errors, the grid helper, the items' first page ids
+ * and the decode kernel's shape per device (ovk_attn_pick). Host only. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,8 @@ static void check_row(const struct kv_attn_row *row, const struct kv_attn_item *
               items[row->item_begin].begin == items[row->item_begin].end;
     for (uint32_t i = row->item_begin; i < row->item_end && n > 0; i++) {
         const struct kv_attn_item *it = &items[i];
-        ok &= it->row == r && it->begin < it->end && it->end - it->begin <= split;
+        ok &= it->row == r && it->seq == row->seq && it->begin < it->end && it->end - it->begin <= split &&
+              it->page0 == -1 && it->page1 == -1 && it->page2 == -1;
         for (uint32_t x = it->begin; x < it->end; x++) {
             uint32_t p = it->kind == KV_ITEM_INT2 ? x + sink : x;
             int int2 = p >= sink && p < flushed;
@@ -87,21 +89,42 @@ int main(void)
                  OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_STATUS(ovk_attn_build_items(NULL, &dummy, 1, &dummy, &dummy, 4, NULL, NULL, 0, &n_items),
                  OSCAR_ERROR_INVALID_ARGUMENT);
-    /* item size: the largest multiple of 64 (<= the cap) whose shared memory fits */
-    const uint32_t shapes[][6] = { /* d, G, P, gqa, wg, shared bytes */
-        { 128, 128, 64, 4, 128, 32768 }, { 64, 64, 64, 3, 128, 32768 }, { 256, 32, 5, 8, 128, 32768 },
-        { 128, 64, 16, 8, 64, 16384 }, { 64, 32, 1, 1, 64, 49152 } };
+    /* first page ids: logical pages begin/P .. + 2 of the kind's table, -1 past it */
+    {
+        int32_t table[5] = { 7, 3, 9, 4, 11 };
+        struct kv_attn_item it = { 0, KV_ITEM_INT2, 130, 400, 2, -1, -1, -1 };
+        ovk_attn_item_pages(&it, 64, table, 5);
+        CHECK(it.page0 == 9 && it.page1 == 4 && it.page2 == 11);
+        it.begin = 200;
+        ovk_attn_item_pages(&it, 64, table, 5);
+        CHECK(it.page0 == 4 && it.page1 == 11 && it.page2 == -1);
+    }
+    /* the kernel's shape: fits the device's shared memory, workgroups a multiple of d/4 and of
+     * the largest subgroup, the fp32 fallback where asked or without fp16 */
+    const uint32_t shapes[][9] = { /* d, G, P, gqa, min sg, max sg, shared bytes, fp16, centered */
+        { 128, 128, 64, 4, 32, 32, 32768, 1, 0 }, { 64, 64, 64, 3, 8, 8, 32768, 1, 1 }, { 256, 32, 5, 8, 8, 8, 32768, 0, 0 },
+        { 128, 64, 16, 8, 4, 16, 16384, 1, 1 }, { 64, 32, 1, 1, 32, 64, 49152, 1, 0 }, { 256, 128, 64, 8, 8, 32, 32768, 1, 1 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const uint32_t *x = shapes[i];
-        uint32_t it = ovk_attn_item_tokens(x[0], x[1], x[2], x[3], x[4], x[5]);
-        uint64_t bytes = 4ull * ATTN_SHARED_FLOATS(it, x[3], x[4], x[0], x[1], x[2]);
-        uint64_t next = 4ull * ATTN_SHARED_FLOATS(it + 64, x[3], x[4], x[0], x[1], x[2]);
-        CHECK_MSG(it >= 64 && it % 64 == 0 && it <= OSCAR_ATTN_MAX_ITEM_TOKENS && bytes <= x[5] &&
-                      (it == OSCAR_ATTN_MAX_ITEM_TOKENS || next > x[5]),
-                  "item size %u for shape %zu (%llu bytes of %u)", it, i, (unsigned long long)bytes, x[5]);
+        ovk_attn_device dev = { x[4], x[5], 1024, x[6], (int)x[7] };
+        ovk_attn_tuning tune = { -1, 0, 0, 0, 0, -1 };
+        ovk_attn_config cfg;
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], &tune, &cfg));
+        CHECK_MSG(cfg.shared_bytes <= x[6] && cfg.shared_bytes == ovk_attn_shared_bytes(&cfg, x[0], x[1], x[2], x[3], (int)x[8]) &&
+                      cfg.wg % (x[0] / 4) == 0 && cfg.wg % x[5] == 0 && cfg.sg_min == x[4] &&
+                      (cfg.ve == 4 || cfg.ve == 8 || cfg.ve == 16) && cfg.ku >= 1 && cfg.ku <= 4 &&
+                      !strcmp(cfg.variant, x[7] ? "f16" : "fp32"),
+                  "shape %zu: wg %u ku %u ve %u, %u bytes of %u", i, cfg.wg, cfg.ku, cfg.ve, cfg.shared_bytes, x[6]);
+        tune.f16 = 0;
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], &tune, &cfg));
+        CHECK(!strcmp(cfg.variant, "fp32") && !strcmp(cfg.shader, "attn_decode"));
     }
-    CHECK(ovk_attn_item_tokens(128, 128, 64, 4, 128, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
-    CHECK(ovk_attn_item_tokens(256, 32, 1, 16, 256, 16384) == 0); /* nothing fits */
+    {   /* nothing fits */
+        ovk_attn_device dev = { 4, 4, 1024, 2048, 1 };
+        ovk_attn_tuning tune = { -1, 0, 0, 0, 0, -1 };
+        ovk_attn_config cfg;
+        CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
+    }
     uint32_t g[3];
     ovk_attn_grid(200000, 3, g);
     CHECK(g[0] == 65535 && g[1] == 3 && g[2] == 4);

@@ -1,5 +1,6 @@
 /* Work items of flash-decoding attention; the contract is in attn_items.h. */
 #include <assert.h>
+#include <string.h>
 
 #include "attn_items.h"
 #include "error.h"
@@ -8,12 +9,12 @@ static_assert(sizeof(struct attn_decode_push) == 16, "attn_decode_push must matc
 
 /* Appends the items of one range [begin, end) of `kind`, `split` tokens each; counts past
  * max_items without writing. */
-static void add_range(uint32_t row, uint32_t kind, uint32_t begin, uint32_t end, uint32_t split,
+static void add_range(uint32_t row, uint32_t seq, uint32_t kind, uint32_t begin, uint32_t end, uint32_t split,
                       struct kv_attn_item *items, uint32_t max_items, uint32_t *count)
 {
     for (uint32_t b = begin; b < end;) {
         uint32_t e = end - b > split ? b + split : end;
-        if (items && *count < max_items) items[*count] = (struct kv_attn_item){ row, kind, b, e };
+        if (items && *count < max_items) items[*count] = (struct kv_attn_item){ row, kind, b, e, seq, -1, -1, -1 };
         (*count)++;
         b = e;
     }
@@ -34,11 +35,11 @@ oscar_status ovk_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n
         uint32_t sink_end = sink < n ? sink : n;
         uint32_t int2_end = flushed < n ? flushed : n;
         uint32_t recent_begin = flushed > sink ? flushed : sink;
-        add_range(r, KV_ITEM_F16, 0, sink_end, split, items_out, max_items, &count);
-        if (int2_end > sink) add_range(r, KV_ITEM_INT2, 0, int2_end - sink, split, items_out, max_items, &count);
-        add_range(r, KV_ITEM_F16, recent_begin, n, split, items_out, max_items, &count);
+        add_range(r, seq, KV_ITEM_F16, 0, sink_end, split, items_out, max_items, &count);
+        if (int2_end > sink) add_range(r, seq, KV_ITEM_INT2, 0, int2_end - sink, split, items_out, max_items, &count);
+        add_range(r, seq, KV_ITEM_F16, recent_begin, n, split, items_out, max_items, &count);
         if (count == begin) { /* nothing visible: one empty item, so the row's merge still runs (and writes 0) */
-            if (items_out && count < max_items) items_out[count] = (struct kv_attn_item){ r, KV_ITEM_F16, 0, 0 };
+            if (items_out && count < max_items) items_out[count] = (struct kv_attn_item){ r, KV_ITEM_F16, 0, 0, seq, -1, -1, -1 };
             count++;
         }
         if (rows_out) rows_out[r] = (struct kv_attn_row){ seq, n, begin, count };
@@ -49,11 +50,58 @@ oscar_status ovk_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n
     return OSCAR_OK;
 }
 
-uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
+void ovk_attn_item_pages(struct kv_attn_item *item, uint32_t page, const int32_t *table, uint32_t max_pages)
 {
-    uint32_t best = 0;
-    for (uint64_t item = 64; item <= OSCAR_ATTN_MAX_ITEM_TOKENS; item += 64)
-        if (4ull * ATTN_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G, (uint64_t)P) <= shared_bytes)
-            best = (uint32_t)item;
-    return best;
+    int32_t *dst[KV_ITEM_PAGES] = { &item->page0, &item->page1, &item->page2 };
+    for (uint32_t i = 0; i < KV_ITEM_PAGES; i++) {
+        uint64_t lp = (uint64_t)item->begin / page + i;
+        *dst[i] = lp < max_pages ? table[lp] : -1;
+    }
+}
+
+/* ---- the decode kernel's shape ---- */
+uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered)
+{
+    uint64_t wg = cfg->wg, sgmin = cfg->sg_min, ku = cfg->ku, ve = cfg->ve;
+    uint64_t f16 = strcmp(cfg->variant, "f16") == 0;
+    uint64_t floats = ATTN_SHARED_FLOATS(wg, sgmin, (uint64_t)d, (uint64_t)G, (uint64_t)P, (uint64_t)gqa, ku, ve, f16,
+                                         (uint64_t)(centered != 0));
+    return floats * 4 > UINT32_MAX ? UINT32_MAX : (uint32_t)(floats * 4);
+}
+
+static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
+
+oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
+                           const ovk_attn_tuning *tune, ovk_attn_config *out)
+{
+    ovk_attn_config c = { 0 };
+    int f16 = tune->f16 >= 0 ? tune->f16 : 1;
+    c.variant = f16 && dev->float16 ? "f16" : "fp32";
+    c.shader = f16 && dev->float16 ? "attn_decode_f16" : "attn_decode";
+    c.sg_min = dev->min_subgroup;
+    if (!is_pow2(c.sg_min) || c.sg_min < 4 || dev->max_subgroup < c.sg_min)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention: subgroup sizes %u..%u (needs powers of two from 4)",
+                           dev->min_subgroup, dev->max_subgroup);
+    /* values: VE elements a lane for every query head; keys: a lane loads at most 32 value words a tile */
+    c.ve = tune->ve == 4 || tune->ve == 8 || tune->ve == 16 ? tune->ve : gqa <= 2 ? 16 : gqa <= 4 ? 8 : 4;
+    uint32_t ns = d / c.ve, ku = 32 / ns;
+    c.ku = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : ku < 1 ? 1 : ku > 2 ? 2 : ku;
+    c.fku = tune->fku >= 1 && tune->fku <= 8 ? tune->fku : 4;
+    c.prefetch = tune->prefetch >= 0 && tune->prefetch <= 3 ? (uint32_t)tune->prefetch : 3;
+    /* 128 threads (a multiple of d/4 for the merge and of the largest subgroup), halved while the
+     * shared memory does not fit */
+    uint32_t wg = tune->wg ? tune->wg : 128;
+    uint32_t step = d / 4 > dev->max_subgroup ? d / 4 : dev->max_subgroup;
+    if (wg % step) wg = (wg / step + 1) * step;
+    for (c.wg = wg; c.wg >= step; c.wg /= 2) {
+        if (c.wg > dev->max_workgroup || c.wg % step) continue;
+        c.shared_bytes = ovk_attn_shared_bytes(&c, d, G, P, gqa, centered);
+        if (c.shared_bytes <= dev->shared_bytes) break;
+    }
+    if (c.wg < step || c.wg > dev->max_workgroup || c.shared_bytes > dev->shared_bytes)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention: %u query heads per KV head of head_dim %u need more than "
+                           "the %u bytes of shared memory or %u invocations the device allows", gqa, d, dev->shared_bytes,
+                           dev->max_workgroup);
+    *out = c;
+    return OSCAR_OK;
 }

@@ -16,7 +16,7 @@
  * Choosing split: enough items for the GPU (n_items * n_kv >= a few workgroups per compute
  * unit), and few enough items that the partials stay small (prefill rows see long contexts).
  * Lavapipe ends any shader loop after 65535 iterations per invocation: the kernels keep
- * their loops short (chunks of the item, items of a row strided over threads).
+ * their loops short (tiles of an item over subgroups, items of a row strided over threads).
  */
 #ifndef OSCAR_ATTN_ITEMS_H
 #define OSCAR_ATTN_ITEMS_H
@@ -43,13 +43,44 @@ oscar_status ovk_attn_build_items(const uint32_t *row_seq, const uint32_t *row_n
                                     struct kv_attn_row *rows_out, struct kv_attn_item *items_out,
                                     uint32_t max_items, uint32_t *n_items);
 
-/* Largest chunk attn_decode scores at once with `wg` threads, `gqa` query heads per KV head,
- * head_dim d, group G and page P within `shared_bytes` of shared memory: a multiple of 64
- * tokens, at most OSCAR_ATTN_MAX_ITEM_TOKENS; 0 when not even 64 tokens fit (GQA too large for
- * the device). The pipeline takes it as its KV_SPEC_ITEM_TOKENS constant; longer items are
- * processed in chunks of it. */
-#define OSCAR_ATTN_MAX_ITEM_TOKENS 1024u
-uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
+/* Sets an item's first page ids (page0..2: logical pages begin/P .. begin/P + 2 of its kind)
+ * from `table` [max_pages], its sequence's page table of that kind (-1: none; past the table
+ * too). ovk_attn_build_items leaves them -1. */
+void ovk_attn_item_pages(struct kv_attn_item *item, uint32_t page, const int32_t *table, uint32_t max_pages);
+
+/* ---- the decode kernel's shape per device ---- */
+/* What the choice depends on. */
+typedef struct ovk_attn_device {
+    uint32_t min_subgroup, max_subgroup; /* subgroup sizes a compute kernel may run with */
+    uint32_t max_workgroup;              /* invocations of a workgroup */
+    uint32_t shared_bytes;               /* shared memory the kernel may use */
+    int float16;                         /* packed fp16 arithmetic (shaderFloat16) */
+} ovk_attn_device;
+
+/* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
+typedef struct ovk_attn_tuning {
+    int f16;          /* 0: the fp32 variant, 1: packed fp16 where the device has it, -1: choice */
+    uint32_t wg, ku, ve, fku;
+    int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
+} ovk_attn_tuning;
+
+/* The kernel and its specialization constants (common/attn_push.h). */
+typedef struct ovk_attn_config {
+    const char *shader;   /* "attn_decode" (fp32) or "attn_decode_f16" (packed fp16) */
+    const char *variant;  /* "fp32" or "f16" */
+    uint32_t wg, sg_min, ku, ve, fku, prefetch;
+    uint32_t shared_bytes;
+} ovk_attn_config;
+
+/* The one place that picks decode attention's variant and shape for a device: packed fp16
+ * where the device has it (tune->f16 = 0 forces the fp32 fallback), 128-thread workgroups, VE
+ * from the GQA ratio (value sums VE * gqa per lane), KU so that a lane loads at most 32 value
+ * words a tile. Returns OSCAR_ERROR_UNSUPPORTED (and a message) when no shape fits the device. */
+oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
+                           const ovk_attn_tuning *tune, ovk_attn_config *out);
+
+/* Bytes of shared memory attn_decode declares for a configuration (ATTN_SHARED_FLOATS). */
+uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered);
 
 /* Grid covering n workgroups in x (at most OSCAR_ATTN_MAX_GROUPS_X) and z, with y as given:
  * the shaders compute their index as x + z * num_groups_x and skip indices >= n. */

@@ -45,6 +45,11 @@ void ovk_kv_commit_step(oscar_kv_cache *c);
  * and every sequence is as before the step. */
 void ovk_kv_cancel_step(oscar_kv_cache *c);
 
+/* The page pools of `layer` (INT2 and fp16), for reports of where memory lives. */
+void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **int2, const ovk_buffer **f16);
+/* The arithmetic of the cache's decode attention kernel ("fp32", "f16"), as picked at creation. */
+const char *ovk_kv_attention_variant(const oscar_kv_cache *c);
+
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);
 

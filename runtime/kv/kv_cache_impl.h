@@ -16,38 +16,22 @@
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike). */
 #define WG_WRITE 64u
 #define WG_ATTN 128u   /* attn_prefill */
-/* attn_decode: with 256 threads and one score row per thread (U = 1) the H200's compiler keeps
- * the fp16 variant at 128 registers, two workgroups per SM: 128K 146 us vs 176 us with 128
- * threads and U = 2 (docs/performance.md). OSCAR_ATTN_WG, OSCAR_ATTN_U and
- * OSCAR_ATTN_VU override them. */
-#define WG_ATTN_DECODE 256u
-#define ATTN_DECODE_U 1
-#define ATTN_DECODE_VU 8
 #define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads */
-/* Flash-decoding aims for about this many workgroups per attention call (items of at least
- * ATTN_MIN_SPLIT tokens; longer items run in chunks of the kernel's item size). The
- * environment variable OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (for
- * tuning on a device). */
+/* Decode attention aims for about this many workgroups per call (items of at least
+ * ATTN_MIN_SPLIT tokens, a multiple of a page so that INT2 items start on page boundaries): at
+ * 128K one item is then about 1K tokens, 16 tiles over a workgroup's subgroups. The environment
+ * variable OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (tuning). */
 #ifndef OSCAR_ATTN_TARGET_GROUPS
-#define OSCAR_ATTN_TARGET_GROUPS 256u
+#define OSCAR_ATTN_TARGET_GROUPS 1024u
 #endif
 #define ATTN_MIN_SPLIT 64u
 /* Items of the INT2 modes hold at least this many tokens (OSCAR_ATTN_MIN_SPLIT overrides it,
- * for every mode): at 4K context 128-token items (the target's) made int2 decode's step 4.90 ms
- * of GPU time on the H200, 192-token ones 4.70 (int2-hadamard 5.60 -> 5.57); fp16 mode keeps
- * 64, where 192 cost 0.03 ms (docs/performance.md). Contexts from 8K up split
- * coarser anyway. */
-#define ATTN_MIN_SPLIT_INT2 192u
+ * for every mode): four 64-token tiles, one for each subgroup of a 128-thread workgroup. */
+#define ATTN_MIN_SPLIT_INT2 256u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
-/* 1: use attn_decode_f16 (INT2 value sums in packed fp16, scores fp32) where the device has
- * shaderFloat16; 0: attn_decode (all fp32). The environment variable OSCAR_ATTN_F16 (0 or 1)
- * overrides it when the cache is created. */
-#ifndef OSCAR_ATTN_USE_F16
-#define OSCAR_ATTN_USE_F16 1
-#endif
-/* attn_decode's sh_bias holds a chunk's key-center blocks for blocks no shorter than this */
+/* attn_decode's sh_cb holds a tile's key-center blocks for blocks no shorter than this */
 static_assert(ATTN_MIN_CENTER_BLOCK == OSCAR_KEY_CENTER_BLOCK_MIN, "the shaders' shortest key-center block is the API's");
 /* attn_decode's shared memory is kept within this (and the device's limit) */
 #define ATTN_SHARED_BUDGET 32768u
@@ -78,7 +62,6 @@ struct oscar_kv_cache {
     uint32_t flush_offset;      /* index of the first flush slot in `slots` */
     ovk_buffer rows, items;   /* kv_attn_row [max_step_tokens], kv_attn_item [items_cap] */
     uint32_t items_cap, n_items;
-    uint32_t item_tokens;       /* attn_decode's largest item (its KV_SPEC_ITEM_TOKENS) */
     uint32_t target_groups;     /* workgroups an attention call aims for */
     uint32_t min_split;         /* tokens an attention item holds at least (a multiple of ATTN_MIN_SPLIT) */
     ovk_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
@@ -97,6 +80,7 @@ struct oscar_kv_cache {
     uint32_t n_copies, max_copies;
     ovk_cmd cmd;
     ovk_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
+    ovk_attn_config attn;              /* pl_decode's variant and shape (ovk_attn_pick) */
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
     ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
     /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up

@@ -110,6 +110,43 @@ oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t
     return ovk_pipeline_get(c->ctx, &d, out);
 }
 
+/* attn_decode's pipeline: the variant and shape ovk_attn_pick chooses for this device (the
+ * environment's tuning overrides, vk_env.h; OSCAR_ATTN_F16=0 forces the fp32 fallback), logged
+ * with OSCAR_PIPELINE_STATS=1; and the split sizing of the cache's attention calls. */
+static oscar_status create_decode(oscar_kv_cache *c)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_context *ctx = c->ctx;
+    const ovk_env *env = &ctx->env;
+    uint32_t d = c->p.head_dim;
+    ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size,
+                            ctx->limits.maxComputeWorkGroupInvocations < ctx->limits.maxComputeWorkGroupSize[0]
+                                ? ctx->limits.maxComputeWorkGroupInvocations
+                                : ctx->limits.maxComputeWorkGroupSize[0],
+                            ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
+                            ctx->info.float16_arithmetic };
+    if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
+                           "operations in compute shaders");
+    ovk_attn_tuning tune = { env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku, env->attn_prefetch };
+    OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, &tune, &c->attn));
+    ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, 12, sizeof(struct attn_decode_push), c->attn.wg, ATTN_N_SPEC);
+    pd.spec[KV_SPEC_ATTN_SG_MIN] = c->attn.sg_min;
+    pd.spec[KV_SPEC_ATTN_KU] = c->attn.ku;
+    pd.spec[KV_SPEC_ATTN_VE] = c->attn.ve;
+    pd.spec[KV_SPEC_ATTN_FKU] = c->attn.fku;
+    pd.spec[KV_SPEC_ATTN_PREFETCH] = c->attn.prefetch;
+    OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
+    if (env->pipeline_stats)
+        fprintf(stderr, "decode attention: %s (%s) workgroup %u, subgroups of %u..%u, KU %u VE %u FKU %u prefetch %u, "
+                "%u bytes shared\n", c->attn.shader, c->attn.variant, c->attn.wg, ctx->info.min_subgroup_size,
+                ctx->info.max_subgroup_size, c->attn.ku, c->attn.ve, c->attn.fku, c->attn.prefetch, c->attn.shared_bytes);
+    c->target_groups = env->attn_target_groups ? env->attn_target_groups : OSCAR_ATTN_TARGET_GROUPS;
+    c->min_split = env->attn_min_split ? env->attn_min_split : c->p.mode == OSCAR_KV_FP16 ? ATTN_MIN_SPLIT : ATTN_MIN_SPLIT_INT2;
+fail:
+    return st;
+}
+
 /* attn_prefill's pipeline and tile buffers, with the largest tile shape that fits the shared
  * memory attention may use. Leaves pl_prefill NULL (prefill steps then run attn_decode) when
  * tiles would hold fewer than 2 rows, or when the environment variable OSCAR_ATTN_PREFILL is 0
@@ -367,35 +404,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_flush", 5, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     OSCAR_TRY(ovk_kv_get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
-    uint32_t wg_dec = WG_ATTN_DECODE; /* OSCAR_ATTN_WG: 64..1024, a multiple of d/4 */
-    {
-        uint32_t w = ctx->env.attn_wg;
-        if (w && w % (d / 4) == 0) wg_dec = w;
-        if (wg_dec > ctx->limits.maxComputeWorkGroupSize[0] || wg_dec > ctx->limits.maxComputeWorkGroupInvocations)
-            wg_dec = WG_ATTN; /* every device runs 128 */
-        uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
-        if (WG_ATTN % (d / 4)) /* then wg_dec (WG_ATTN, 256 or a checked multiple of d/4) passes too */
-            OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: head_dim %u too large for %u-thread attention", d, WG_ATTN);
-        c->item_tokens = ovk_attn_item_tokens(d, c->p.group_size, c->p.page_tokens, c->gqa, wg_dec, budget);
-        if (c->item_tokens == 0)
-            OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: %u query heads per KV head need more than the %u bytes of shared "
-                       "memory attention may use on this device", c->gqa, budget);
-        c->target_groups = ctx->env.attn_target_groups ? ctx->env.attn_target_groups : OSCAR_ATTN_TARGET_GROUPS;
-        c->min_split = ctx->env.attn_min_split           ? ctx->env.attn_min_split
-                       : p.mode == OSCAR_KV_FP16          ? ATTN_MIN_SPLIT
-                                                          : ATTN_MIN_SPLIT_INT2;
-    }
-    int use_f16 = (ctx->env.attn_f16 >= 0 ? ctx->env.attn_f16 : OSCAR_ATTN_USE_F16) && ctx->info.float16_arithmetic;
-    {
-        /* tuning knobs for device sweeps (vk_env.h): OSCAR_ATTN_U, OSCAR_ATTN_VU, OSCAR_ATTN_WG above */
-        uint32_t u = ctx->env.attn_u ? ctx->env.attn_u : ATTN_DECODE_U, vu = ctx->env.attn_vu ? ctx->env.attn_vu : ATTN_DECODE_VU;
-        ovk_pipeline_desc pd = ovk_kv_cache_desc(c, use_f16 ? "attn_decode_f16" : "attn_decode", 12,
-                                            sizeof(struct attn_decode_push), wg_dec, ATTN_N_SPEC);
-        pd.spec[KV_SPEC_ITEM_TOKENS] = c->item_tokens;
-        pd.spec[KV_SPEC_ATTN_U] = u;
-        pd.spec[KV_SPEC_ATTN_VU] = vu;
-        OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
-    }
+    OSCAR_TRY(create_decode(c));
     OSCAR_TRY(create_prefill(c));
     free(rot);
     *out = c;
@@ -426,6 +435,14 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     kv_book_free(&c->book);
     free(c);
 }
+
+void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **int2, const ovk_buffer **f16)
+{
+    *int2 = &c->int2_pool[layer];
+    *f16 = &c->f16_pool[layer];
+}
+
+const char *ovk_kv_attention_variant(const oscar_kv_cache *c) { return c->attn.variant; }
 
 /* ---- accounting ---------------------------------------------------------------------------- */
 OSCAR_API oscar_status oscar_kv_get_stats(const oscar_kv_cache *c, oscar_kv_stats *s)

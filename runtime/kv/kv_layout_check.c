@@ -5,6 +5,6 @@
 
 static_assert(sizeof(struct kv_token_slot) == 16, "kv_token_slot must match the std430 layout");
 static_assert(sizeof(struct kv_attn_row) == 16, "kv_attn_row must match the std430 layout");
-static_assert(sizeof(struct kv_attn_item) == 16, "kv_attn_item must match the std430 layout");
+static_assert(sizeof(struct kv_attn_item) == 32, "kv_attn_item must match the std430 layout");
 static_assert(KV_INT2_PAGE_WORDS(8, 64, 128, 128) == 2 * 8 * 64 * 9, "INT2 page words");
 static_assert(KV_F16_PAGE_WORDS(8, 64, 128) == 8 * 64 * 128, "fp16 page words");

@@ -121,6 +121,11 @@ static oscar_status plan_attention(oscar_kv_cache *c)
     }
     OSCAR_TRY(ovk_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
                                      c->h_rows, c->h_items, c->items_cap, &c->n_items));
+    for (uint32_t i = 0; i < c->n_items; i++) { /* the items' first page ids, from this step's tables */
+        struct kv_attn_item *it = &c->h_items[i];
+        const kv_seq *q = &c->book.seqs[it->seq];
+        ovk_attn_item_pages(it, c->p.page_tokens, it->kind == KV_ITEM_INT2 ? q->int2_pages : q->f16_pages, c->book.max_pages);
+    }
 fail:
     return st;
 }

@@ -61,6 +61,27 @@ oscar_status attn_ref_read_kv(const attn_ref_cache *c, uint32_t seq, uint32_t po
     return OSCAR_OK;
 }
 
+/* q·k * scale of position pos; with q_f16_int2, an INT2 key less its center against q·scale
+ * rounded to fp16, plus the center against q·scale. */
+static double score(const attn_ref_cache *c, const float *q, const float *k, uint32_t seq, uint32_t pos, uint32_t kvh,
+                    float scale)
+{
+    uint32_t d = c->head_dim;
+    double dot = 0.0;
+    int int2 = c->mode != KV_MODE_FP16 && pos >= c->sink[seq] && pos < c->flushed_end[seq];
+    if (!c->q_f16_int2 || !int2) {
+        for (uint32_t e = 0; e < d; e++) dot += (double)q[e] * k[e];
+        return dot * scale;
+    }
+    float ctr[KV_MAX_HEAD_DIM] = { 0 };
+    if (c->key_centers) f16_row(c->key_centers + ((size_t)(pos / c->center_block) * c->n_kv + kvh) * (d / 2), d, ctr);
+    for (uint32_t e = 0; e < d; e++) {
+        float qs = q[e] * scale;
+        dot += (double)ovk_f16_to_f32(ovk_f32_to_f16(qs)) * (k[e] - ctr[e]) + (double)qs * ctr[e];
+    }
+    return dot;
+}
+
 oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const uint32_t *row_seq,
                                 const uint32_t *row_n_visible, uint32_t n_rows, uint32_t n_head, float scale,
                                 float *out)
@@ -89,9 +110,7 @@ oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const u
             double m = -INFINITY;
             for (uint32_t p = 0; p < n; p++) {
                 OSCAR_TRY(attn_ref_read_kv(c, row_seq[r], p, h / gqa, k, v));
-                double dot = 0.0;
-                for (uint32_t e = 0; e < d; e++) dot += (double)qh[e] * k[e];
-                s[p] = dot * scale;
+                s[p] = score(c, qh, k, row_seq[r], p, h / gqa, scale);
                 if (s[p] > m) m = s[p];
             }
             double l = 0.0;

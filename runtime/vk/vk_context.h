@@ -41,6 +41,7 @@ typedef struct ovk_buffer {
     VkDeviceSize size;     /* bytes */
     void *mapped;          /* host pointer when the memory is host-visible, else NULL */
     int host_coherent;     /* mapped memory needs no flush/invalidate */
+    uint32_t memory_type;  /* index into ctx->mem_props.memoryTypes of its memory */
 } ovk_buffer;
 
 /* ---- pipelines ---------------------------------------------------------------------------- */

@@ -13,12 +13,14 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_SHADER_DIR", "development: load a pipeline's SPIR-V from DIR/NAME.spv when that file exists" },
     { "OSCAR_STEP_FLUSH", "a forward step goes to the GPU in parts growing N times (default 4); 0: one part" },
     { "OSCAR_MATVEC_F16", "1: single-token Q4_0/Q8_0 products in packed fp16 (faster, ~1e-7 relative error)" },
-    { "OSCAR_ATTN_F16", "0 or 1: decode attention's packed-fp16 variant off or on (default on where the device has fp16)" },
+    { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
-    { "OSCAR_ATTN_U", "decode attention score rows per thread, 1..8 (tuning)" },
-    { "OSCAR_ATTN_VU", "decode attention value rows per step, 1..16 (tuning)" },
-    { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 256)" },
+    { "OSCAR_ATTN_KU", "decode attention: INT2 key tokens a lane scores per tile, 1..4 (tuning)" },
+    { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
+    { "OSCAR_ATTN_FKU", "decode attention: fp16 tile tokens per lane group, 1..8 (tuning)" },
+    { "OSCAR_ATTN_PREFETCH", "decode attention: INT2 prefetch, 1 next tile's keys + 2 tile's values early (tuning; default 3)" },
+    { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 1024)" },
     { "OSCAR_ATTN_MIN_SPLIT", "fewest tokens of a decode attention item, a multiple of 64 (tuning)" },
     { "OSCAR_DISABLE_COOPMAT", "1: leave VK_KHR_cooperative_matrix off: no cooperative-matrix kernel runs" },
     { "OSCAR_DISABLE_INTEGER_DOT", "1: leave VK_KHR_shader_integer_dot_product off: int8 dot products run as scalar code" },
@@ -60,8 +62,11 @@ void ovk_env_read(ovk_env *env)
     env->step_flush = (int)number("OSCAR_STEP_FLUSH", 0, 1 << 20, -1);
     env->matvec_f16 = flag("OSCAR_MATVEC_F16");
     env->attn_wg = (uint32_t)number("OSCAR_ATTN_WG", 64, 1024, 0);
-    env->attn_u = (uint32_t)number("OSCAR_ATTN_U", 1, 8, 0);
-    env->attn_vu = (uint32_t)number("OSCAR_ATTN_VU", 1, 16, 0);
+    env->attn_ku = (uint32_t)number("OSCAR_ATTN_KU", 1, 4, 0);
+    long ve = number("OSCAR_ATTN_VE", 4, 16, 0);
+    env->attn_ve = ve == 4 || ve == 8 || ve == 16 ? (uint32_t)ve : 0;
+    env->attn_fku = (uint32_t)number("OSCAR_ATTN_FKU", 1, 8, 0);
+    env->attn_prefetch = (int)number("OSCAR_ATTN_PREFETCH", 0, 3, -1);
     env->attn_target_groups = (uint32_t)number("OSCAR_ATTN_TARGET_GROUPS", 1, (1l << 20) - 1, 0);
     long ms = number("OSCAR_ATTN_MIN_SPLIT", 64, 65536, 0);
     env->attn_min_split = ms % 64 == 0 ? (uint32_t)ms : 0;

@@ -17,11 +17,14 @@ typedef struct ovk_env {
     int matvec_f16;          /* OSCAR_MATVEC_F16: 1 runs single-token products in packed fp16 */
     /* decode attention tuning (0 or -1: the cache's default) */
     uint32_t attn_wg;        /* OSCAR_ATTN_WG: workgroup size of attn_decode, 64..1024 */
-    uint32_t attn_u;         /* OSCAR_ATTN_U: score rows per thread, 1..8 */
-    uint32_t attn_vu;        /* OSCAR_ATTN_VU: value rows per step, 1..16 */
+    uint32_t attn_ku;        /* OSCAR_ATTN_KU: INT2 key tokens a lane scores per tile, 1..4 */
+    uint32_t attn_ve;        /* OSCAR_ATTN_VE: INT2 value elements a lane sums, 4, 8 or 16 */
+    uint32_t attn_fku;       /* OSCAR_ATTN_FKU: fp16 tile tokens per lane group, 1..8 */
+    int attn_prefetch;       /* OSCAR_ATTN_PREFETCH: INT2 tile prefetch bits 0..3; -1: default */
     uint32_t attn_target_groups; /* OSCAR_ATTN_TARGET_GROUPS: workgroups a call aims for */
     uint32_t attn_min_split; /* OSCAR_ATTN_MIN_SPLIT: fewest tokens of an item, a multiple of 64 */
-    int attn_f16;            /* OSCAR_ATTN_F16: 0 or 1 forces the packed-fp16 variant off or on; -1 */
+    int attn_f16;            /* OSCAR_ATTN_F16: 0 forces decode attention's fp32 fallback, 1 packed fp16 where
+                              * the device has it; -1: the picker's choice */
     int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; -1 */
     /* fallbacks forced (each optional feature only speeds things up) */
     int disable_coopmat;     /* OSCAR_DISABLE_COOPMAT: VK_KHR_cooperative_matrix stays off */

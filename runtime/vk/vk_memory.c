@@ -51,6 +51,7 @@ oscar_status ovk_buffer_create(oscar_context *ctx, VkDeviceSize size, ovk_buffer
     OSCAR_VK(r);
     OSCAR_VK(ctx->vk.vkBindBufferMemory(ctx->device, out->buffer, out->memory, 0));
     out->size = size;
+    out->memory_type = (uint32_t)type;
     VkMemoryPropertyFlags flags = ctx->mem_props.memoryTypes[type].propertyFlags;
     out->host_coherent = (flags & VK_MEMORY_PROPERTY_HOST_COHERENT_BIT) != 0;
     if (flags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT)

@@ -82,12 +82,19 @@ struct kv_attn_row {
 };
 
 /* One work item (a split of flash-decoding): a range of one row's tokens in one storage
- * kind. Dispatched as one workgroup per (item, KV head). 16 bytes. */
+ * kind, with the row's sequence and the physical ids of the range's first KV_ITEM_PAGES pages
+ * (so the kernel starts loading codes without a page-table lookup). Dispatched as one
+ * workgroup per (item, KV head). 32 bytes. */
+#define KV_ITEM_PAGES 3
 struct kv_attn_item {
     KV_U32 row;       /* index into the rows array */
     KV_U32 kind;      /* KV_ITEM_INT2: begin/end are INT2 indices j; KV_ITEM_F16: positions p */
     KV_U32 begin;
     KV_U32 end;       /* exclusive */
+    KV_U32 seq;       /* the row's sequence slot (its page tables) */
+    KV_I32 page0;     /* physical page of the kind's logical page begin / P (-1: none) */
+    KV_I32 page1;     /* ... of logical page begin / P + 1 */
+    KV_I32 page2;     /* ... of logical page begin / P + 2 */
 };
 #define KV_ITEM_INT2 0u
 #define KV_ITEM_F16 1u
