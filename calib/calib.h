@@ -330,10 +330,11 @@ uint32_t ovk_calib_key_rope_span(const ovk_calib_params *p);
  * (closed-form sums), symmetric in, symmetric out. span < 2: unchanged. */
 void ovk_rope_spread_covariance(uint32_t d, uint32_t n_rot, int neox, const float *theta, uint32_t span, double *C);
 
-/* Loader-side check of a stored rotation: every entry finite and ‖RᵀR − I‖_max <= tol
+/* Check of a rotation the calibrator built or wrote: every entry finite and ‖RᵀR − I‖_max <= tol
  * (1e-4 is a good tolerance for float32 data). Writes the deviation to *max_dev (may be NULL;
  * +inf when not finite). OSCAR_ERROR_BAD_FORMAT with the offending entry or deviation in the
- * message. Needs no LAPACK: meant to move into runtime/ with the RotationZoo loader. */
+ * message. The measure is the runtime's (ovk_rotation_max_error, runtime/kv/orthogonal.h),
+ * which the KV cache and the RotationZoo loader apply with their own tolerance of 1e-3. */
 oscar_status ovk_rotation_check(const float *R, uint32_t d, double tol, double *max_dev);
 
 /* y = x·R (transpose = 0) or y = x·Rᵀ (transpose = 1) for n rows of x [n][x_stride] (first d

@@ -82,24 +82,15 @@ oscar_status ovk_rotation_check(const float *R, uint32_t d, double tol, double *
     if (max_dev) *max_dev = INFINITY;
     if (!R || d == 0 || d > 4096)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "ovk_rotation_check: R is NULL or d = %u", d);
-    for (size_t i = 0; i < (size_t)d * d; i++)
-        if (!isfinite(R[i]))
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "rotation entry R[%zu][%zu] is not finite (%g)",
-                               i / d, i % d, (double)R[i]);
-    double worst = 0.0;
-    uint32_t wi = 0, wj = 0;
-    for (uint32_t i = 0; i < d; i++)
-        for (uint32_t j = i; j < d; j++) {
-            double s = 0.0; /* (RᵀR)[i][j] = Σ_r R[r][i] R[r][j] */
-            for (uint32_t r = 0; r < d; r++) s += (double)R[(size_t)r * d + i] * (double)R[(size_t)r * d + j];
-            double dev = fabs(s - (i == j ? 1.0 : 0.0));
-            if (dev > worst) { worst = dev; wi = i; wj = j; }
-        }
-    if (max_dev) *max_dev = worst;
-    if (!(worst <= tol))
+    ovk_rotation_error e = ovk_rotation_max_error(R, d);
+    if (!e.finite)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "rotation entry R[%zu][%zu] is not finite (%g)",
+                           e.first_bad / d, e.first_bad % d, (double)R[e.first_bad]);
+    if (max_dev) *max_dev = e.max;
+    if (!(e.max <= tol))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT,
                            "rotation is not orthogonal: |R^T R - I| = %.3g at [%u][%u], tolerance %.3g",
-                           worst, wi, wj, tol);
+                           e.max, e.row, e.col, tol);
     return OSCAR_OK;
 }
 

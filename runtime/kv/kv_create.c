@@ -65,21 +65,12 @@ static oscar_status check_params(oscar_kv_params *p)
 static oscar_status check_rotations(const float *r, uint32_t n, uint32_t d, const char *which)
 {
     for (uint32_t m = 0; m < n; m++) {
-        const float *R = r + (size_t)m * d * d;
-        for (size_t i = 0; i < (size_t)d * d; i++)
-            if (!isfinite(R[i]))
-                OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u]: element (%zu, %zu) is not finite", which, m,
-                                   i / d, i % d);
-        double worst = 0;
-        for (uint32_t i = 0; i < d; i++)
-            for (uint32_t j = i; j < d; j++) {
-                double s = 0;
-                for (uint32_t k = 0; k < d; k++) s += (double)R[k * d + i] * R[k * d + j];
-                double e = fabs(s - (i == j ? 1.0 : 0.0));
-                if (e > worst) worst = e;
-            }
-        if (worst > 1e-3)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u] is not orthogonal: max |R^T R - I| = %.3g", which, m, worst);
+        ovk_rotation_error e = ovk_rotation_max_error(r + (size_t)m * d * d, d);
+        if (!e.finite)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u]: element (%zu, %zu) is not finite", which, m,
+                               e.first_bad / d, e.first_bad % d);
+        if (e.max > 1e-3)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "rotation %s[%u] is not orthogonal: max |R^T R - I| = %.3g", which, m, e.max);
     }
     return OSCAR_OK;
 }

@@ -9,6 +9,7 @@
 #include "gguf.h"
 #include "int2_quant.h"
 #include "model_api.h"
+#include "orthogonal.h"
 #include "oscar/experimental.h"
 
 #define ORTHO_TOLERANCE 1e-3
@@ -19,23 +20,14 @@ static oscar_status check_matrices(const float *r, uint32_t n_layer, uint32_t n_
                                    oscar_status status)
 {
     for (uint32_t m = 0; m < n_layer * n_rot; m++) {
-        const float *R = r + (size_t)m * d * d;
         uint32_t layer = m / n_rot, head = m % n_rot;
-        for (size_t i = 0; i < (size_t)d * d; i++)
-            if (!isfinite(R[i]))
-                OSCAR_RETURN_ERROR(status, "%s of layer %u (head %u): element (%zu, %zu) is not finite", what,
-                                   layer, head, i / d, i % d);
-        double worst = 0;
-        for (uint32_t i = 0; i < d; i++)
-            for (uint32_t j = i; j < d; j++) {
-                double s = 0;
-                for (uint32_t k = 0; k < d; k++) s += (double)R[(size_t)k * d + i] * R[(size_t)k * d + j];
-                double e = fabs(s - (i == j ? 1.0 : 0.0));
-                if (e > worst) worst = e;
-            }
-        if (!(worst <= ORTHO_TOLERANCE))
+        ovk_rotation_error e = ovk_rotation_max_error(r + (size_t)m * d * d, d);
+        if (!e.finite)
+            OSCAR_RETURN_ERROR(status, "%s of layer %u (head %u): element (%zu, %zu) is not finite", what,
+                               layer, head, e.first_bad / d, e.first_bad % d);
+        if (!(e.max <= ORTHO_TOLERANCE))
             OSCAR_RETURN_ERROR(status, "%s of layer %u (head %u) is not orthogonal: max |R^T R - I| = %.3g (limit %g)",
-                               what, layer, head, worst, ORTHO_TOLERANCE);
+                               what, layer, head, e.max, ORTHO_TOLERANCE);
     }
     return OSCAR_OK;
 }
