@@ -60,9 +60,9 @@ static const char *json_sep(void)
 
 static void print_usage(FILE *out, const char *mode);
 
-/* A flag that takes a value: 1 when f is one of `known` (NULL-terminated) and v is there; else
- * prints "unknown option" (pointing to --help) or "needs a value" and returns 0. */
-static int flag_with_value(const char *prog, const char *f, const char *v, const char *const *known)
+void bench_usage(FILE *out, const char *mode) { print_usage(out, mode); }
+
+int bench_flag_with_value(const char *prog, const char *f, const char *v, const char *const *known)
 {
     int is_known = 0;
     for (size_t k = 0; known[k]; k++) is_known |= !strcmp(f, known[k]);
@@ -359,7 +359,7 @@ static int bench_decode(int argc, char **argv)
         static const char *const known[] = { "-m", "--model", "--gen", "--tmp", "--json", "--device", "--rot", "--contexts",
                                              "--batch", "--kv", "--prompt", "--steps", "--ubatch", "--bw-mib", "--layers",
                                              "--fill", NULL };
-        if (!flag_with_value(prog, f, v, known)) return 2;
+        if (!bench_flag_with_value(prog, f, v, known)) return 2;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a.model = v;
         else if (!strcmp(f, "--gen")) a.gen = v;
         else if (!strcmp(f, "--tmp")) a.tmp = v;
@@ -554,7 +554,7 @@ static int bench_ops(int argc, char **argv)
         }
         static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
                                              "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", NULL };
-        if (!flag_with_value(prog, f, v, known)) return 2;
+        if (!bench_flag_with_value(prog, f, v, known)) return 2;
         int ok = 1;
         if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
         else if (!strcmp(f, "--cols")) ok = app_parse_u32(prog, f, v, 1u << 20, &cols);
@@ -845,7 +845,7 @@ static int bench_floor(int argc, char **argv)
             return 0;
         }
         static const char *const known[] = { "--gen", "--contexts", "--kv", "--iters", "--device", NULL };
-        if (!flag_with_value(prog, f, v, known)) return 2;
+        if (!bench_flag_with_value(prog, f, v, known)) return 2;
         int ok = 1;
         if (!strcmp(f, "--gen")) gen = v;
         else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, contexts, &n_contexts);
@@ -962,7 +962,7 @@ static void print_usage(FILE *out, const char *mode)
     static const struct { const char *mode, *text; } modes[] = {
         { "attention", "oscar-bench attention [--heads N] [--kv-heads N] [--head-dim N] [--group N] [--contexts A,B,..]\n"
                        "                      [--batch A,B,..] [--modes fp16,int2,int2-hadamard,oscar] [--variants auto,fp32,f16]\n"
-                       "                      [--iters N] [--hold-mib N] [--trace] [--json FILE] [--device NAME|INDEX]\n" },
+                       "                      [--iters N] [--hold-mib N] [--trace] [--json FILE] [--device NAME|INDEX] [--verbose]\n" },
         { "decode", "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
                     "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard,oscar]\n"
                     "                      [--rot FILE|synthetic] [--prompt N] [--steps N] [--ubatch N] [--bw-mib N]\n"

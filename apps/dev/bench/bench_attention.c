@@ -35,6 +35,7 @@
 
 #include "bench/bench.h"
 #include "common/app_common.h"
+#include "common/app_io.h"
 #include "kv_cache.h"
 #include "oscar/experimental.h"
 #include "oscar/oscar.h"
@@ -327,12 +328,22 @@ int bench_attention(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
+        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
+            bench_usage(stdout, "attention");
+            return 0;
+        }
         if (!strcmp(f, "--trace")) {
             a.trace = 1;
             continue;
         }
-        if (!v) ok = 0;
-        else if (!strcmp(f, "--heads")) ok = app_parse_u32(prog, f, v, 1024, &a.heads);
+        if (!strcmp(f, "--verbose")) {
+            app_set_verbose(1);
+            continue;
+        }
+        static const char *const known[] = { "--heads", "--kv-heads", "--head-dim", "--group", "--iters", "--hold-mib",
+                                             "--contexts", "--batch", "--modes", "--variants", "--json", "--device", NULL };
+        if (!bench_flag_with_value(prog, f, v, known)) return 2;
+        if (!strcmp(f, "--heads")) ok = app_parse_u32(prog, f, v, 1024, &a.heads);
         else if (!strcmp(f, "--kv-heads")) ok = app_parse_u32(prog, f, v, 1024, &a.kv_heads);
         else if (!strcmp(f, "--head-dim")) ok = app_parse_u32(prog, f, v, 1024, &a.head_dim);
         else if (!strcmp(f, "--group")) ok = app_parse_u32(prog, f, v, 1024, &a.group);
@@ -344,14 +355,7 @@ int bench_attention(int argc, char **argv)
         else if (!strcmp(f, "--variants")) ok = parse_variants(v, &a);
         else if (!strcmp(f, "--json")) a.json = v;
         else if (!strcmp(f, "--device")) a.device = v;
-        else {
-            fprintf(stderr, "%s: unknown option '%s'\n", prog, f);
-            return 2;
-        }
-        if (!ok) {
-            if (!v) fprintf(stderr, "%s: %s needs a value\n", prog, f);
-            return 2;
-        }
+        if (!ok) return 2;
         i++;
     }
     for (uint32_t i = 1; i < a.n_contexts; i++)
