@@ -137,7 +137,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     ovk_attn_tuning tune = { strcmp(shader, "attn_decode_f16") == 0, c->wg, 1 + (c->d / 64 + c->gqa) % 3,
                              ves[(c->P + c->gqa) % 3], 1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4) };
     ovk_attn_config cfg;
-    CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, &tune, &cfg));
+    CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
     uint32_t split = c->split;
 
     uint32_t n_items = 0;

@@ -109,21 +109,21 @@ int main(void)
         ovk_attn_device dev = { x[4], x[5], 1024, x[6], (int)x[7] };
         ovk_attn_tuning tune = { -1, 0, 0, 0, 0, -1 };
         ovk_attn_config cfg;
-        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], &tune, &cfg));
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK_MSG(cfg.shared_bytes <= x[6] && cfg.shared_bytes == ovk_attn_shared_bytes(&cfg, x[0], x[1], x[2], x[3], (int)x[8]) &&
                       cfg.wg % (x[0] / 4) == 0 && cfg.wg % x[5] == 0 && cfg.sg_min == x[4] &&
                       (cfg.ve == 4 || cfg.ve == 8 || cfg.ve == 16) && cfg.ku >= 1 && cfg.ku <= 4 &&
                       !strcmp(cfg.variant, x[7] ? "f16" : "fp32"),
                   "shape %zu: wg %u ku %u ve %u, %u bytes of %u", i, cfg.wg, cfg.ku, cfg.ve, cfg.shared_bytes, x[6]);
         tune.f16 = 0;
-        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], &tune, &cfg));
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK(!strcmp(cfg.variant, "fp32") && !strcmp(cfg.shader, "attn_decode"));
     }
     {   /* nothing fits */
         ovk_attn_device dev = { 4, 4, 1024, 2048, 1 };
         ovk_attn_tuning tune = { -1, 0, 0, 0, 0, -1 };
         ovk_attn_config cfg;
-        CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
+        CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, 0, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
     }
     uint32_t g[3];
     ovk_attn_grid(200000, 3, g);

@@ -72,7 +72,7 @@ uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t 
 static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
-                           const ovk_attn_tuning *tune, ovk_attn_config *out)
+                           int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out)
 {
     ovk_attn_config c = { 0 };
     int f16 = tune->f16 >= 0 ? tune->f16 : 1;
@@ -86,7 +86,7 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
     c.ve = tune->ve == 4 || tune->ve == 8 || tune->ve == 16 ? tune->ve : gqa <= 2 ? 16 : gqa <= 4 ? 8 : 4;
     uint32_t ns = d / c.ve, ku = 32 / ns;
     c.ku = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : ku < 1 ? 1 : ku > 2 ? 2 : ku;
-    c.fku = tune->fku >= 1 && tune->fku <= 8 ? tune->fku : 4;
+    c.fku = tune->fku >= 1 && tune->fku <= 8 ? tune->fku : !fp16_mode ? 2 : d <= 128 ? 8 : 4;
     c.prefetch = tune->prefetch >= 0 && tune->prefetch <= 3 ? (uint32_t)tune->prefetch : 3;
     /* 128 threads (a multiple of d/4 for the merge and of the largest subgroup), halved while the
      * shared memory does not fit */

@@ -75,9 +75,10 @@ typedef struct ovk_attn_config {
 /* The one place that picks decode attention's variant and shape for a device: packed fp16
  * where the device has it (tune->f16 = 0 forces the fp32 fallback), 128-thread workgroups, VE
  * from the GQA ratio (value sums VE * gqa per lane), KU so that a lane loads at most 32 value
- * words a tile. Returns OSCAR_ERROR_UNSUPPORTED (and a message) when no shape fits the device. */
+ * words a tile, FKU 8 in fp16 mode (fp16_mode != 0: more bytes in flight) and 2 for the INT2
+ * modes' short fp16 windows (registers, which the INT2 tiles need). Returns OSCAR_ERROR_UNSUPPORTED (and a message) when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
-                           const ovk_attn_tuning *tune, ovk_attn_config *out);
+                           int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out);
 
 /* Bytes of shared memory attn_decode declares for a configuration (ATTN_SHARED_FLOATS). */
 uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered);

@@ -20,7 +20,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
     { "OSCAR_ATTN_FKU", "decode attention: fp16 tile tokens per lane group, 1..8 (tuning)" },
     { "OSCAR_ATTN_PREFETCH", "decode attention: INT2 prefetch, 1 next tile's keys + 2 tile's values early (tuning; default 3)" },
-    { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 1024)" },
+    { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 768)" },
     { "OSCAR_ATTN_MIN_SPLIT", "fewest tokens of a decode attention item, a multiple of 64 (tuning)" },
     { NULL, NULL },
 };
