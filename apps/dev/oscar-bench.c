@@ -902,6 +902,7 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         printf("oscar-bench attention [--heads N] [--kv-heads N] [--head-dim N] [--group N] [--contexts A,B,..]\n"
                "                      [--batch A,B,..] [--modes fp16,int2,int2-hadamard,oscar] [--variants auto,fp32,f16]\n"
+               "                      [--kernels auto,chunked,stream]\n"
                "                      [--iters N] [--hold-mib N] [--trace] [--json FILE] [--device NAME|INDEX]\n"
                "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
                "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard]\n"
