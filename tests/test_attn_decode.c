@@ -1,4 +1,5 @@
-/* shaders/attn_decode.comp (split-K decode attention with its merge and o·R_Vᵀ) against the C reference
+/* The decode attention kernels (shaders/attn_decode.comp, the streaming one, and
+ * attn_decode_chunked.comp; split-K with the merge and o·R_Vᵀ) against the C reference
  * (runtime/attn_ref.c) on random paged caches: shuffled physical pages, forked sequences
  * sharing pages, lengths at every window and page boundary, several flush points, prefill
  * rows (one sequence, n_visible = n, n-1, ...), small splits (1-token items), empty items,
@@ -7,9 +8,9 @@
  * tiles of few tokens, lanes holding several value slots), and adversarial scores that
  * overflow exp() without the max trick. Every slot no row may read is poisoned with fp16 NaN,
  * so a kernel reading outside its tokens fails the comparison.
- * Every case runs through attn_decode (fp32) and, where the device has shaderFloat16, through
- * attn_decode_f16 (INT2 dot products and value sums in packed fp16, q rounded to fp16 for the
- * INT2 keys). The call runs twice back to back (the merge counters must be back at 0 after
+ * Every case runs through both kernels in fp32 and, where the device has shaderFloat16, in
+ * packed fp16 (the streaming kernel: INT2 dot products and value sums in packed fp16, q rounded
+ * to fp16 for the INT2 keys; the chunked one: INT2 value sums in fp16). The call runs twice back to back (the merge counters must be back at 0 after
  * each) and the second output is checked. In the rotated modes R_V is a random non-symmetric
  * matrix, so a transposed R_V fails.
  * Bounds: normalised squared error <= 1e-5 against the reference over the same stored values
@@ -118,8 +119,9 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
     return out;
 }
 
-/* Runs one case through `shader` (attn_decode or attn_decode_f16). */
-static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
+/* Runs one case through a kernel: stream (attn_decode[_f16]) or chunked
+ * (attn_decode_chunked[_f16]), packed fp16 or fp32. */
+static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16)
 {
     attn_scene s = { 0 };
     scene_build(c, &s);
@@ -134,10 +136,16 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
     ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size, 1024,
                             ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1 };
     static const uint32_t ves[3] = { 4, 8, 16 };
-    ovk_attn_tuning tune = { strcmp(shader, "attn_decode_f16") == 0, c->wg, 1 + (c->d / 64 + c->gqa) % 3,
-                             ves[(c->P + c->gqa) % 3], 1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4) };
+    ovk_attn_tuning tune = { stream, f16, c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
+                             1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4) };
     ovk_attn_config cfg;
-    CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, &tune, &cfg));
+    CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
+    CHECK_MSG(cfg.stream == stream, "%s: kernel %s picked", c->name, cfg.variant);
+    if (!stream) {
+        cfg.vu = 1 + c->P % 9;                     /* varied over the cases */
+        if (c->split >= 300) cfg.item_tokens = 64; /* long splits: items run through several chunks */
+    }
+    const char *shader = cfg.shader;
     uint32_t split = c->split;
 
     uint32_t n_items = 0;
@@ -164,13 +172,12 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
                           .int2_table = s.int2_table, .max_int2_pages = s.max_int2_pages,
                           .f16_table = s.f16_table, .max_f16_pages = s.max_f16_pages,
                           .n_seq = s.n_seq, .sink = s.sink, .flushed_end = s.flushed };
-    int f16 = strcmp(shader, "attn_decode_f16") == 0;
-    float *want_q32 = NULL; /* f16 variant: the reference with fp32 q too */
-    if (f16) {
+    float *want_q32 = NULL; /* streaming f16 variant: the reference with fp32 q too */
+    if (f16 && stream) {
         want_q32 = malloc(sizeof *want_q32 * out_n);
         CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want_q32));
     }
-    rc.q_f16_int2 = f16;
+    rc.q_f16_int2 = f16 && stream;
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
     ovk_buffer b_q, b_rows, b_items, b_pool2, b_pool16, b_t2, b_t16, b_part, b_out;
@@ -213,10 +220,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
                                .n_spec = ATTN_N_SPEC,
                                .spec = { /* WORKGROUP */ cfg.wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
-                                         [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0,
-                                         [KV_SPEC_ATTN_SG_MIN] = cfg.sg_min, [KV_SPEC_ATTN_KU] = cfg.ku,
-                                         [KV_SPEC_ATTN_VE] = cfg.ve, [KV_SPEC_ATTN_FKU] = cfg.fku,
-                                         [KV_SPEC_ATTN_PREFETCH] = cfg.prefetch } };
+                                         [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0 } };
+    if (stream) {
+        dd.spec[KV_SPEC_ATTN_SG_MIN] = cfg.sg_min, dd.spec[KV_SPEC_ATTN_KU] = cfg.ku, dd.spec[KV_SPEC_ATTN_VE] = cfg.ve;
+        dd.spec[KV_SPEC_ATTN_FKU] = cfg.fku, dd.spec[KV_SPEC_ATTN_PREFETCH] = cfg.prefetch;
+    } else {
+        dd.spec[KV_SPEC_CH_ITEM_TOKENS] = cfg.item_tokens, dd.spec[KV_SPEC_CH_U] = cfg.u, dd.spec[KV_SPEC_CH_VU] = cfg.vu;
+    }
     ovk_pipeline *pd = NULL;
     CHECK_OK(ovk_pipeline_get(ctx, &dd, &pd));
     if (pd) {
@@ -248,8 +258,12 @@ static void run_case(oscar_context *ctx, const attn_case *c, const char *shader)
         double nse = test_nse(got, want, out_n);
         CHECK_MSG(bad == 0 && nse <= 1e-5, "%s %s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", shader,
                   c->name, bad, nse, s.n_rows, n_items);
-        printf("%-16s %-34s rows %3u items %5u split %4u wg %3u KU %u VE %2u FKU %u PF %u  nse %.3g", shader, c->name,
-               s.n_rows, n_items, split, cfg.wg, cfg.ku, cfg.ve, cfg.fku, cfg.prefetch, nse);
+        if (stream)
+            printf("%-16s %-34s rows %3u items %5u split %4u wg %3u KU %u VE %2u FKU %u PF %u  nse %.3g", shader, c->name,
+                   s.n_rows, n_items, split, cfg.wg, cfg.ku, cfg.ve, cfg.fku, cfg.prefetch, nse);
+        else
+            printf("%-24s %-34s rows %3u items %5u split %4u wg %3u chunk %4u U %u VU %u  nse %.3g", shader, c->name, s.n_rows,
+                   n_items, split, cfg.wg, cfg.item_tokens, cfg.u, cfg.vu, nse);
         if (want_q32 && c->q_mul <= 1.0f) {
             double nse_q32 = test_nse(got, want_q32, out_n);
             CHECK_MSG(nse_q32 <= 1e-4, "%s: nse %.3g vs the fp32-q reference", c->name, nse_q32);
@@ -300,14 +314,17 @@ int main(int argc, char **argv)
          * because lavapipe stops any shader loop after 65535 iterations */
         { "int2 72000 one-token items",  R, 64, 64, 64, 1, 1, 64, 1, 4, 16, 1.0f, 1.0f, 0, 0, 36000 },
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], "attn_decode");
-    /* the packed-fp16 variant where the device has fp16 arithmetic (the last case only tests
-     * the grid, which the variants share) */
-    if (ctx->info.float16_arithmetic) {
-        for (size_t i = 0; i + 1 < sizeof cases / sizeof cases[0]; i++)
-            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], "attn_decode_f16");
-    } else
-        printf("attn_decode_f16: skipped (no shaderFloat16)\n");
+    /* each kernel, fp32 and (where the device has fp16 arithmetic) packed fp16; the last case
+     * only tests the grid, which the variants share */
+    size_t n_cases = sizeof cases / sizeof cases[0];
+    for (int stream = 0; stream < 2; stream++) {
+        for (size_t i = 0; i < n_cases; i++)
+            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 0);
+        if (ctx->info.float16_arithmetic) {
+            for (size_t i = 0; i + 1 < n_cases; i++)
+                if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 1);
+        } else
+            printf("packed fp16 variants: skipped (no shaderFloat16)\n");
+    }
     return test_gpu_finish(ctx);
 }

@@ -107,23 +107,35 @@ int main(void)
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const uint32_t *x = shapes[i];
         ovk_attn_device dev = { x[4], x[5], 1024, x[6], (int)x[7] };
-        ovk_attn_tuning tune = { -1, 0, 0, 0, 0, -1 };
+        ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1 };
         ovk_attn_config cfg;
-        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], &tune, &cfg));
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK_MSG(cfg.shared_bytes <= x[6] && cfg.shared_bytes == ovk_attn_shared_bytes(&cfg, x[0], x[1], x[2], x[3], (int)x[8]) &&
                       cfg.wg % (x[0] / 4) == 0 && cfg.wg % x[5] == 0 && cfg.sg_min == x[4] &&
                       (cfg.ve == 4 || cfg.ve == 8 || cfg.ve == 16) && cfg.ku >= 1 && cfg.ku <= 4 &&
-                      !strcmp(cfg.variant, x[7] ? "f16" : "fp32"),
+                      !strcmp(cfg.variant, x[7] ? "stream-f16" : "stream-fp32"),
                   "shape %zu: wg %u ku %u ve %u, %u bytes of %u", i, cfg.wg, cfg.ku, cfg.ve, cfg.shared_bytes, x[6]);
         tune.f16 = 0;
-        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], &tune, &cfg));
-        CHECK(!strcmp(cfg.variant, "fp32") && !strcmp(cfg.shader, "attn_decode"));
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
+        CHECK(!strcmp(cfg.variant, "stream-fp32") && !strcmp(cfg.shader, "attn_decode"));
+        tune.kernel = -1; /* the default: chunked where it fits */
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
+        CHECK(cfg.stream || (cfg.item_tokens >= 64 && cfg.shared_bytes <= x[6] && !strcmp(cfg.shader, "attn_decode_chunked")));
+        tune.kernel = 1;
+    }
+    /* the chunked kernel's chunk: the largest multiple of 64 (<= the cap) whose shared memory fits */
+    CHECK(ovk_attn_item_tokens(128, 128, 64, 4, 128, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
+    CHECK(ovk_attn_item_tokens(256, 32, 1, 16, 256, 16384) == 0);
+    {
+        uint32_t it = ovk_attn_item_tokens(128, 64, 16, 8, 64, 16384);
+        CHECK(it >= 64 && it % 64 == 0 && 4ull * ATTN_CH_SHARED_FLOATS(it, 8, 64, 128, 64, 16) <= 16384 &&
+              4ull * ATTN_CH_SHARED_FLOATS(it + 64, 8, 64, 128, 64, 16) > 16384);
     }
     {   /* nothing fits */
         ovk_attn_device dev = { 4, 4, 1024, 2048, 1 };
-        ovk_attn_tuning tune = { -1, 0, 0, 0, 0, -1 };
+        ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1 };
         ovk_attn_config cfg;
-        CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
+        CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, 0, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
     }
     uint32_t g[3];
     ovk_attn_grid(200000, 3, g);

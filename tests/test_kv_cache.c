@@ -137,9 +137,9 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
         if (rotated) kv_ref_rotate_rows(q, total, H, d, rk, n_rot > 1 ? s->gqa : H, 0, q_rot);
         else memcpy(q_rot, q, sizeof(float) * total * H * d);
         float scale = 1.0f / sqrtf((float)d);
-        /* the packed-fp16 kernel scores INT2 keys against q rounded to fp16: a reference that
-         * rounds alike (1e-5), and one with fp32 q (1e-4) */
-        int f16 = strcmp(ovk_kv_attention_variant(r->cache), "f16") == 0;
+        /* the streaming kernel's packed-fp16 variant scores INT2 keys against q rounded to fp16:
+         * a reference that rounds alike (1e-5), and one with fp32 q (1e-4) */
+        int f16 = strcmp(ovk_kv_attention_variant(r->cache), "stream-f16") == 0;
         for (int pass = f16 ? 0 : 1; pass < 2; pass++) {
             snap.q_f16_int2 = pass == 0;
             CHECK_OK(attn_ref_attention(&snap, q_rot, row_seq, row_vis, total, H, scale, ref));

@@ -60,10 +60,19 @@ void ovk_attn_item_pages(struct kv_attn_item *item, uint32_t page, const int32_t
 }
 
 /* ---- the decode kernel's shape ---- */
+uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
+{
+    uint32_t best = 0;
+    for (uint64_t item = 64; item <= OSCAR_ATTN_MAX_ITEM_TOKENS; item += 64)
+        if (4ull * ATTN_CH_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G, (uint64_t)P) <= shared_bytes)
+            best = (uint32_t)item;
+    return best;
+}
+
 uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered)
 {
     uint64_t wg = cfg->wg, sgmin = cfg->sg_min, ku = cfg->ku, ve = cfg->ve;
-    uint64_t f16 = strcmp(cfg->variant, "f16") == 0;
+    uint64_t f16 = strcmp(cfg->variant, "stream-f16") == 0;
     uint64_t floats = ATTN_SHARED_FLOATS(wg, sgmin, (uint64_t)d, (uint64_t)G, (uint64_t)P, (uint64_t)gqa, ku, ve, f16,
                                          (uint64_t)(centered != 0));
     return floats * 4 > UINT32_MAX ? UINT32_MAX : (uint32_t)(floats * 4);
@@ -72,12 +81,29 @@ uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t 
 static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
-                           const ovk_attn_tuning *tune, ovk_attn_config *out)
+                           int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out)
 {
     ovk_attn_config c = { 0 };
-    int f16 = tune->f16 >= 0 ? tune->f16 : 1;
-    c.variant = f16 && dev->float16 ? "f16" : "fp32";
-    c.shader = f16 && dev->float16 ? "attn_decode_f16" : "attn_decode";
+    int f16 = (tune->f16 >= 0 ? tune->f16 : 1) && dev->float16;
+    /* the chunked kernel where it fits, unless the streaming one is asked for */
+    if (tune->kernel != 1) {
+        c.wg = tune->wg ? tune->wg : 256;
+        if (c.wg > dev->max_workgroup || c.wg % (d / 4)) c.wg = 128;
+        c.u = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : 1;
+        c.vu = 8;
+        c.item_tokens = ovk_attn_item_tokens(d, G, P, gqa, c.wg, dev->shared_bytes);
+        if (c.item_tokens && c.wg <= dev->max_workgroup && c.wg % (d / 4) == 0) {
+            c.shader = f16 ? "attn_decode_chunked_f16" : "attn_decode_chunked";
+            c.variant = f16 ? "chunked-f16" : "chunked-fp32";
+            c.shared_bytes = 4 * ATTN_CH_SHARED_FLOATS(c.item_tokens, gqa, c.wg, d, G, P);
+            *out = c;
+            return OSCAR_OK;
+        }
+        memset(&c, 0, sizeof c);
+    }
+    c.stream = 1;
+    c.variant = f16 ? "stream-f16" : "stream-fp32";
+    c.shader = f16 ? "attn_decode_f16" : "attn_decode";
     c.sg_min = dev->min_subgroup;
     if (!is_pow2(c.sg_min) || c.sg_min < 4 || dev->max_subgroup < c.sg_min)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention: subgroup sizes %u..%u (needs powers of two from 4)",
@@ -86,7 +112,7 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
     c.ve = tune->ve == 4 || tune->ve == 8 || tune->ve == 16 ? tune->ve : gqa <= 2 ? 16 : gqa <= 4 ? 8 : 4;
     uint32_t ns = d / c.ve, ku = 32 / ns;
     c.ku = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : ku < 1 ? 1 : ku > 2 ? 2 : ku;
-    c.fku = tune->fku >= 1 && tune->fku <= 8 ? tune->fku : 4;
+    c.fku = tune->fku >= 1 && tune->fku <= 8 ? tune->fku : !fp16_mode ? 2 : d <= 128 ? 8 : 4;
     c.prefetch = tune->prefetch >= 0 && tune->prefetch <= 3 ? (uint32_t)tune->prefetch : 3;
     /* 128 threads (a multiple of d/4 for the merge and of the largest subgroup), halved while the
      * shared memory does not fit */

@@ -17,17 +17,19 @@
 #define WG_WRITE 64u
 #define WG_ATTN 128u   /* attn_prefill */
 #define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads */
-/* Decode attention aims for about this many workgroups per call (items of at least
- * ATTN_MIN_SPLIT tokens, a multiple of a page so that INT2 items start on page boundaries): at
- * 128K one item is then about 1K tokens, 16 tiles over a workgroup's subgroups. The environment
- * variable OSCAR_ATTN_TARGET_GROUPS overrides it when the cache is created (tuning). */
-#ifndef OSCAR_ATTN_TARGET_GROUPS
-#define OSCAR_ATTN_TARGET_GROUPS 1024u
-#endif
+/* Decode attention aims for about this many workgroups per call (OSCAR_ATTN_TARGET_GROUPS
+ * overrides it when the cache is created): the chunked kernel 256 (two 256-thread workgroups an
+ * SM), the streaming one 768 (at 128K an item of about 1.4K tokens, 22 tiles over a workgroup's
+ * subgroups; 768 beat 512, 1024 and 2048 on an H100 at 32K and 128K). Items hold at least
+ * ATTN_MIN_SPLIT tokens (a multiple of a page, so INT2 items start on page boundaries), in the
+ * INT2 modes more (OSCAR_ATTN_MIN_SPLIT overrides both): the chunked kernel's 4K step was
+ * fastest with 192-token items on an H200, the streaming kernel's four 64-token tiles give each
+ * subgroup of a 128-thread workgroup one. */
+#define ATTN_CHUNKED_TARGET_GROUPS 256u
+#define ATTN_STREAM_TARGET_GROUPS 768u
 #define ATTN_MIN_SPLIT 64u
-/* Items of the INT2 modes hold at least this many tokens (OSCAR_ATTN_MIN_SPLIT overrides it,
- * for every mode): four 64-token tiles, one for each subgroup of a 128-thread workgroup. */
-#define ATTN_MIN_SPLIT_INT2 256u
+#define ATTN_CHUNKED_MIN_SPLIT_INT2 192u
+#define ATTN_STREAM_MIN_SPLIT_INT2 256u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
@@ -80,7 +82,7 @@ struct oscar_kv_cache {
     uint32_t n_copies, max_copies;
     ovk_cmd cmd;
     ovk_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
-    ovk_attn_config attn;              /* pl_decode's variant and shape (ovk_attn_pick) */
+    ovk_attn_config attn;              /* pl_decode's kernel, variant and shape (ovk_attn_pick) */
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
     ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
     /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up

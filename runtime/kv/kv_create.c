@@ -101,9 +101,10 @@ oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t
     return ovk_pipeline_get(c->ctx, &d, out);
 }
 
-/* attn_decode's pipeline: the variant and shape ovk_attn_pick chooses for this device (the
- * environment's tuning overrides, vk_env.h; OSCAR_ATTN_F16=0 forces the fp32 fallback), logged
- * with OSCAR_PIPELINE_STATS=1; and the split sizing of the cache's attention calls. */
+/* Decode attention's pipeline: the kernel, variant and shape ovk_attn_pick chooses for this
+ * device (the environment's tuning overrides, vk_env.h; OSCAR_ATTN_F16=0 forces the fp32
+ * fallback, OSCAR_ATTN_KERNEL the kernel), logged with OSCAR_PIPELINE_STATS=1; and the split
+ * sizing of the cache's attention calls. */
 static oscar_status create_decode(oscar_kv_cache *c)
 {
     oscar_status st = OSCAR_OK;
@@ -119,21 +120,40 @@ static oscar_status create_decode(oscar_kv_cache *c)
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
-    ovk_attn_tuning tune = { env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku, env->attn_prefetch };
-    OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, &tune, &c->attn));
+    ovk_attn_tuning tune = { env->attn_kernel, env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku,
+                             env->attn_prefetch };
+    OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode == KV_MODE_FP16,
+                              &tune, &c->attn));
     ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, 12, sizeof(struct attn_decode_push), c->attn.wg, ATTN_N_SPEC);
-    pd.spec[KV_SPEC_ATTN_SG_MIN] = c->attn.sg_min;
-    pd.spec[KV_SPEC_ATTN_KU] = c->attn.ku;
-    pd.spec[KV_SPEC_ATTN_VE] = c->attn.ve;
-    pd.spec[KV_SPEC_ATTN_FKU] = c->attn.fku;
-    pd.spec[KV_SPEC_ATTN_PREFETCH] = c->attn.prefetch;
+    if (c->attn.stream) {
+        pd.spec[KV_SPEC_ATTN_SG_MIN] = c->attn.sg_min;
+        pd.spec[KV_SPEC_ATTN_KU] = c->attn.ku;
+        pd.spec[KV_SPEC_ATTN_VE] = c->attn.ve;
+        pd.spec[KV_SPEC_ATTN_FKU] = c->attn.fku;
+        pd.spec[KV_SPEC_ATTN_PREFETCH] = c->attn.prefetch;
+    } else {
+        pd.spec[KV_SPEC_CH_ITEM_TOKENS] = c->attn.item_tokens;
+        pd.spec[KV_SPEC_CH_U] = c->attn.u;
+        pd.spec[KV_SPEC_CH_VU] = c->attn.vu;
+    }
     OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
-    if (env->pipeline_stats)
-        fprintf(stderr, "decode attention: %s (%s) workgroup %u, subgroups of %u..%u, KU %u VE %u FKU %u prefetch %u, "
-                "%u bytes shared\n", c->attn.shader, c->attn.variant, c->attn.wg, ctx->info.min_subgroup_size,
-                ctx->info.max_subgroup_size, c->attn.ku, c->attn.ve, c->attn.fku, c->attn.prefetch, c->attn.shared_bytes);
-    c->target_groups = env->attn_target_groups ? env->attn_target_groups : OSCAR_ATTN_TARGET_GROUPS;
-    c->min_split = env->attn_min_split ? env->attn_min_split : c->p.mode == OSCAR_KV_FP16 ? ATTN_MIN_SPLIT : ATTN_MIN_SPLIT_INT2;
+    if (env->pipeline_stats) {
+        if (c->attn.stream)
+            fprintf(stderr, "decode attention: %s (%s) workgroup %u, subgroups of %u..%u, KU %u VE %u FKU %u prefetch %u, "
+                    "%u bytes shared\n", c->attn.shader, c->attn.variant, c->attn.wg, ctx->info.min_subgroup_size,
+                    ctx->info.max_subgroup_size, c->attn.ku, c->attn.ve, c->attn.fku, c->attn.prefetch, c->attn.shared_bytes);
+        else
+            fprintf(stderr, "decode attention: %s (%s) workgroup %u, chunks of %u tokens, U %u VU %u, %u bytes shared\n",
+                    c->attn.shader, c->attn.variant, c->attn.wg, c->attn.item_tokens, c->attn.u, c->attn.vu, c->attn.shared_bytes);
+    }
+    int fp16 = c->p.mode == OSCAR_KV_FP16;
+    c->target_groups = env->attn_target_groups ? env->attn_target_groups
+                       : c->attn.stream        ? ATTN_STREAM_TARGET_GROUPS
+                                               : ATTN_CHUNKED_TARGET_GROUPS;
+    c->min_split = env->attn_min_split ? env->attn_min_split
+                   : fp16            ? ATTN_MIN_SPLIT
+                   : c->attn.stream  ? ATTN_STREAM_MIN_SPLIT_INT2
+                                     : ATTN_CHUNKED_MIN_SPLIT_INT2;
 fail:
     return st;
 }

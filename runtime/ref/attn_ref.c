@@ -61,23 +61,56 @@ oscar_status attn_ref_read_kv(const attn_ref_cache *c, uint32_t seq, uint32_t po
     return OSCAR_OK;
 }
 
-/* q·k * scale of position pos; with q_f16_int2, an INT2 key less its center against q·scale
- * rounded to fp16, plus the center against q·scale. */
+/* Half-precision rounding of x (through fp32). */
+static float h16(double x) { return ovk_round_f16((float)x); }
+
+/* q·(k - center) of an INT2 key as attn_decode_f16 computes it: q·scale rounded to fp16, per
+ * code word the pairs (e, e + 8), j = 0..7, multiplied and accumulated in fp16 (one rounding
+ * each: a = q_0 c_0, a = fma(q_j, c_j, a)), the word's two halves summed in fp32; per group
+ * scale * sum + min * (sum of the rounded q). codes [d/16] words, params [d/G] words. */
+static double int2_dot_f16(const float *q, float scale, const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G)
+{
+    double s = 0.0;
+    for (uint32_t g = 0; g < d / G; g++) {
+        double dq = 0.0, qs = 0.0;
+        for (uint32_t w = g * G / 16; w < (g + 1) * G / 16; w++) {
+            float a[2] = { 0.0f, 0.0f };
+            for (uint32_t j = 0; j < 8; j++)
+                for (uint32_t half = 0; half < 2; half++) {
+                    uint32_t e = 16 * w + j + 8 * half;
+                    float qh = h16((double)q[e] * scale), c = (float)((codes[w] >> (2 * (j + 8 * half))) & 3u);
+                    a[half] = h16((double)qh * c + (j ? a[half] : 0.0));
+                    qs += qh;
+                }
+            dq += (double)a[0] + a[1];
+        }
+        uint32_t p = params[g];
+        s += (double)ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)) * dq + (double)ovk_f16_to_f32((uint16_t)(p >> 16)) * qs;
+    }
+    return s;
+}
+
+/* q·k * scale of position pos; with q_f16_int2, an INT2 key less its center as
+ * attn_decode_f16 scores it (int2_dot_f16), plus the center against q·scale in fp32. */
 static double score(const attn_ref_cache *c, const float *q, const float *k, uint32_t seq, uint32_t pos, uint32_t kvh,
                     float scale)
 {
-    uint32_t d = c->head_dim;
+    uint32_t d = c->head_dim, G = c->group, P = c->page, nkv = c->n_kv;
     double dot = 0.0;
     int int2 = c->mode != KV_MODE_FP16 && pos >= c->sink[seq] && pos < c->flushed_end[seq];
     if (!c->q_f16_int2 || !int2) {
         for (uint32_t e = 0; e < d; e++) dot += (double)q[e] * k[e];
         return dot * scale;
     }
-    float ctr[KV_MAX_HEAD_DIM] = { 0 };
-    if (c->key_centers) f16_row(c->key_centers + ((size_t)(pos / c->center_block) * c->n_kv + kvh) * (d / 2), d, ctr);
-    for (uint32_t e = 0; e < d; e++) {
-        float qs = q[e] * scale;
-        dot += (double)ovk_f16_to_f32(ovk_f32_to_f16(qs)) * (k[e] - ctr[e]) + (double)qs * ctr[e];
+    uint32_t j = pos - c->sink[seq]; /* attn_ref_read_kv checked the page */
+    int32_t page = c->int2_table[(size_t)seq * c->max_int2_pages + j / P];
+    const uint32_t *base = c->int2_pool + (size_t)page * KV_INT2_PAGE_WORDS(nkv, P, d, G);
+    size_t row = (size_t)kvh * P + j % P, cw = d / 16, pw = d / G;
+    dot = int2_dot_f16(q, scale, base + row * cw, base + (size_t)nkv * P * cw + row * pw, d, G);
+    if (c->key_centers) {
+        float ctr[KV_MAX_HEAD_DIM];
+        f16_row(c->key_centers + ((size_t)(pos / c->center_block) * nkv + kvh) * (d / 2), d, ctr);
+        for (uint32_t e = 0; e < d; e++) dot += (double)(q[e] * scale) * ctr[e];
     }
     return dot;
 }

@@ -36,8 +36,9 @@ typedef struct attn_ref_cache {
     const uint32_t *key_centers;
     uint32_t center_block;
     const uint32_t *means;       /* owner of key_centers in a snapshot (freed with it), else NULL */
-    /* 1: INT2 keys (less their key center) are scored against q·scale rounded to fp16, as
-     * attn_decode_f16 does; the key center's part and fp16 keys keep fp32 q. 0: fp32 q. */
+    /* 1: INT2 keys (less their key center) are scored as attn_decode_f16 does: q·scale rounded
+     * to fp16, each code word's products summed in fp16 in the kernel's order, fp32 beyond; the
+     * key center's part and fp16 keys keep fp32 q. 0: fp32 q, double sums. */
     int q_f16_int2;
 } attn_ref_cache;
 

@@ -14,13 +14,14 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_STEP_FLUSH", "a forward step goes to the GPU in parts growing N times (default 4); 0: one part" },
     { "OSCAR_MATVEC_F16", "1: single-token Q4_0/Q8_0 products in packed fp16 (faster, ~1e-7 relative error)" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
+    { "OSCAR_ATTN_KERNEL", "chunked or stream: decode attention's kernel (default: chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
-    { "OSCAR_ATTN_KU", "decode attention: INT2 key tokens a lane scores per tile, 1..4 (tuning)" },
+    { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream) or thread (chunked) scores at once, 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
     { "OSCAR_ATTN_FKU", "decode attention: fp16 tile tokens per lane group, 1..8 (tuning)" },
     { "OSCAR_ATTN_PREFETCH", "decode attention: INT2 prefetch, 1 next tile's keys + 2 tile's values early (tuning; default 3)" },
-    { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 1024)" },
+    { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 256 chunked, 768 stream)" },
     { "OSCAR_ATTN_MIN_SPLIT", "fewest tokens of a decode attention item, a multiple of 64 (tuning)" },
     { "OSCAR_DISABLE_COOPMAT", "1: leave VK_KHR_cooperative_matrix off: no cooperative-matrix kernel runs" },
     { "OSCAR_DISABLE_INTEGER_DOT", "1: leave VK_KHR_shader_integer_dot_product off: int8 dot products run as scalar code" },
@@ -71,6 +72,8 @@ void ovk_env_read(ovk_env *env)
     long ms = number("OSCAR_ATTN_MIN_SPLIT", 64, 65536, 0);
     env->attn_min_split = ms % 64 == 0 ? (uint32_t)ms : 0;
     env->attn_f16 = (int)number("OSCAR_ATTN_F16", 0, 1, -1);
+    const char *kernel = text("OSCAR_ATTN_KERNEL");
+    env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 1, -1);
     env->disable_coopmat = flag("OSCAR_DISABLE_COOPMAT");
     env->disable_integer_dot = flag("OSCAR_DISABLE_INTEGER_DOT");

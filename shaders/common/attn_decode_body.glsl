@@ -142,13 +142,14 @@ uint item_page(kv_attn_item it, uint lp)
 #include "common/attn_merge.glsl"
 
 // ---- the subgroups' states into the item's partial ----
-// Every subgroup has m (uniform), l, the value offset b (per lane) and its lanes' value sums;
-// `sums` writes a lane's sums of head h, times w, into its subgroup's region of sh_x. The
-// partial of head h: M = max m_s, L = sum l_s e^(m_s - M), o = sum_s e^(m_s - M) (sums_s + b_s).
-void store_partial(uint item_id, uint kvh, float m_run[GQA], float l[GQA], float b[GQA], bool is_int2,
-                   float acc2[SP_MAX][GQA][VE], float acc2_b[SP_MAX][GQA], float accf[FC_MAX][GQA][8])
+// Every subgroup has m (uniform), l, the value offset b (per lane) and its lanes' value sums.
+// The partial of head h: M = max m_s, L = sum l_s e^(m_s - M), o = sum_s e^(m_s - M) (sums_s + b_s).
+
+// Each subgroup's m, l and b into shared memory; then a barrier (also: every subgroup is done
+// with its tiles, so sh_x is free).
+void partial_begin(float m_run[GQA], float l[GQA], float b[GQA])
 {
-    uint t = gl_LocalInvocationID.x, sg = gl_SubgroupID, nsg = gl_NumSubgroups;
+    uint sg = gl_SubgroupID;
     [[unroll]] for (uint h = 0; h < GQA; h++) {
         float ls = subgroupAdd(l[h]), bs = subgroupAdd(b[h]);
         if (subgroupElect()) {
@@ -157,35 +158,87 @@ void store_partial(uint item_id, uint kvh, float m_run[GQA], float l[GQA], float
             sh_bs[sg * GQA + h] = bs;
         }
     }
-    barrier(); // also: every subgroup is done with its tiles (sh_x is free)
-    uint out_base = item_id * N_HEAD + kvh * GQA;
-    uint rs = max(gl_SubgroupSize * max(VE, 8u), D); // floats of a subgroup's region
-    uint rows = is_int2 ? max(gl_SubgroupSize / NS, 1u) : max(gl_SubgroupSize / FL, 1u); // value sums per element
+    barrier();
+}
+
+float partial_max(uint h)
+{
+    float mx = NEG_INF;
+    for (uint s = 0; s < gl_NumSubgroups; s++) mx = max(mx, sh_ms[s * GQA + h]);
+    return mx;
+}
+
+// Floats of a subgroup's region of sh_x (its value sums [rows][d]).
+uint partial_region() { return max(gl_SubgroupSize * max(VE, 8u), D); }
+
+// Head h's partial from the subgroups' value sums in sh_x (rows of d per subgroup, written
+// and a barrier passed), then a barrier.
+void partial_head(uint item_id, uint kvh, uint h, float mx, uint rows)
+{
+    uint t = gl_LocalInvocationID.x, nsg = gl_NumSubgroups, rs = partial_region();
+    uint pb = ((item_id * N_HEAD + kvh * GQA) + h) * PF;
+    for (uint j = t; j < D; j += WG) {
+        float v = 0.0;
+        for (uint s = 0; s < nsg; s++) {
+            float ws = sh_ms[s * GQA + h] == NEG_INF ? 0.0 : exp(sh_ms[s * GQA + h] - mx);
+            float r = ws * sh_bs[s * GQA + h];
+            for (uint k = 0; k < rows; k++) r += sh_x[s * rs + k * D + j];
+            v += r;
+        }
+        partials[pb + 4 + j] = v;
+    }
+    if (t == 0) {
+        float ls = 0.0;
+        for (uint s = 0; s < nsg; s++)
+            ls += sh_ms[s * GQA + h] == NEG_INF ? 0.0 : sh_ls[s * GQA + h] * exp(sh_ms[s * GQA + h] - mx);
+        partials[pb] = mx;
+        partials[pb + 1] = ls;
+    }
+    barrier();
+}
+
+// An INT2 item: q, the subgroups' tiles, the partial. Its accumulators live here only.
+void int2_item(uint item_id, kv_attn_item it, uint kvh)
+{
+    float m_run[GQA], l[GQA], b[GQA]; // running max (uniform in the subgroup), this lane's sum of p and value offset
+    float acc[SP_MAX][GQA][VE];       // this lane's value sums (attn_tiles_int2.glsl)
+    float acc_b[SP_MAX][GQA];         // with several V groups a row: this lane's min terms
     [[unroll]] for (uint h = 0; h < GQA; h++) {
-        float mx = NEG_INF;
-        for (uint s = 0; s < nsg; s++) mx = max(mx, sh_ms[s * GQA + h]);
-        float w = m_run[h] == NEG_INF ? 0.0 : exp(m_run[h] - mx);
-        if (is_int2) int2_store_sums(h, w, sg * rs, acc2, acc2_b);
-        else f16_store_sums(h, w, sg * rs, accf);
-        barrier();
-        for (uint j = t; j < D; j += WG) {
-            float v = 0.0;
-            for (uint s = 0; s < nsg; s++) {
-                float ws = sh_ms[s * GQA + h] == NEG_INF ? 0.0 : exp(sh_ms[s * GQA + h] - mx);
-                float r = ws * sh_bs[s * GQA + h];
-                for (uint k = 0; k < rows; k++) r += sh_x[s * rs + k * D + j];
-                v += r;
-            }
-            partials[(out_base + h) * PF + 4 + j] = v;
+        m_run[h] = NEG_INF, l[h] = 0.0, b[h] = 0.0;
+        [[unroll]] for (uint s = 0; s < SP_MAX; s++) {
+            acc_b[s][h] = 0.0;
+            [[unroll]] for (uint j = 0; j < VE; j++) acc[s][h][j] = 0.0;
         }
-        if (t == 0) {
-            float ls = 0.0;
-            for (uint s = 0; s < nsg; s++)
-                ls += sh_ms[s * GQA + h] == NEG_INF ? 0.0 : sh_ls[s * GQA + h] * exp(sh_ms[s * GQA + h] - mx);
-            partials[(out_base + h) * PF] = mx;
-            partials[(out_base + h) * PF + 1] = ls;
-        }
+    }
+    int2_load_q(it.row, kvh);
+    barrier();
+    int2_tiles(it, kvh, m_run, l, b, acc, acc_b);
+    partial_begin(m_run, l, b);
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        float mx = partial_max(h);
+        int2_store_sums(h, m_run[h] == NEG_INF ? 0.0 : exp(m_run[h] - mx), gl_SubgroupID * partial_region(), acc, acc_b);
         barrier();
+        partial_head(item_id, kvh, h, mx, max(gl_SubgroupSize / NS, 1u));
+    }
+}
+
+// An fp16 item: the subgroups' tiles, the partial.
+void f16_item(uint item_id, kv_attn_item it, uint kvh)
+{
+    float m_run[GQA], l[GQA], b[GQA];
+    float acc[FC_MAX][GQA][8]; // this lane's value sums (attn_tiles_f16.glsl)
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        m_run[h] = NEG_INF, l[h] = 0.0, b[h] = 0.0;
+        [[unroll]] for (uint c = 0; c < FC_MAX; c++)
+            [[unroll]] for (uint j = 0; j < 8; j++) acc[c][h][j] = 0.0;
+    }
+    f16_tiles(it, kvh, m_run, l, acc);
+    partial_begin(m_run, l, b);
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        float mx = partial_max(h);
+        f16_store_sums(h, m_run[h] == NEG_INF ? 0.0 : exp(m_run[h] - mx), gl_SubgroupID * partial_region(), acc);
+        barrier();
+        partial_head(item_id, kvh, h, mx, max(gl_SubgroupSize / FL, 1u));
     }
 }
 
@@ -195,31 +248,8 @@ void main()
     if (item_id >= pc.n_items) return; // uniform over the workgroup
     uint kvh = gl_WorkGroupID.y;
     kv_attn_item it = items[item_id];
-    bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
-
-    float m_run[GQA];            // running max (uniform in the subgroup)
-    float l[GQA];                // this lane's sum of p
-    float b[GQA];                // this lane's value offset sum (one V group a row)
-    float acc2[SP_MAX][GQA][VE]; // INT2: this lane's value sums (attn_tiles_int2.glsl)
-    float acc2_b[SP_MAX][GQA];   // INT2 with several V groups a row: this lane's min terms
-    float accf[FC_MAX][GQA][8];  // fp16: this lane's value sums (attn_tiles_f16.glsl)
-    [[unroll]] for (uint h = 0; h < GQA; h++) {
-        m_run[h] = NEG_INF, l[h] = 0.0, b[h] = 0.0;
-        [[unroll]] for (uint s = 0; s < SP_MAX; s++) {
-            acc2_b[s][h] = 0.0;
-            [[unroll]] for (uint j = 0; j < VE; j++) acc2[s][h][j] = 0.0;
-        }
-        [[unroll]] for (uint c = 0; c < FC_MAX; c++)
-            [[unroll]] for (uint j = 0; j < 8; j++) accf[c][h][j] = 0.0;
-    }
-    if (is_int2) {
-        int2_load_q(it.row, kvh);
-        barrier();
-        int2_tiles(it, kvh, m_run, l, b, acc2, acc2_b);
-    } else {
-        f16_tiles(it, kvh, m_run, l, accf);
-    }
-    store_partial(item_id, kvh, m_run, l, b, is_int2, acc2, acc2_b, accf);
+    if (MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2) int2_item(item_id, it, kvh);
+    else f16_item(item_id, it, kvh);
 
     // count this workgroup in; the last of its (row, KV head) merges
     memoryBarrierBuffer();

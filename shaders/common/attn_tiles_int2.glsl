@@ -31,11 +31,12 @@ vec4 code_x4(uint w, uint e0)
 }
 
 #if ATTN_F16
-// Elements (j, j + 8) of code word w (j < 8) as exact fp16 codes.
+// Elements (j, j + 8) of code word w (j < 8) as exact fp16 codes c.
 f16vec2 code_pair(uint w, uint j)
 {
     return unpackFloat2x16(((w >> (2u * j)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf);
 }
+
 #endif
 
 // q of the KV head's query heads, scaled: sh_q (fp32; the fp32 variant, or for key centers),

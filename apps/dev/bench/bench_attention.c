@@ -9,6 +9,7 @@
  *                                         Hadamard rotations with random signs per layer)
  *   --variants auto,fp32,f16              decode attention's arithmetic (default auto: what the
  *                                         cache picks for this device); each is timed in turn
+ *   --kernels auto,chunked,stream         decode attention's kernel (default auto), likewise
  *   --iters N                             calls timed one submission each (the median is reported) and
  *                                         at least as many chained (default 20)
  *   --hold-mib N                          hold N MiB of device memory in 64 MiB buffers for the
@@ -51,6 +52,8 @@ typedef struct bench_args {
     uint32_t n_modes;
     int variants[MAX_VARIANTS]; /* ctx->env.attn_f16 for each: -1 auto, 0 fp32, 1 packed fp16 */
     uint32_t n_variants;
+    int kernels[MAX_VARIANTS];  /* ctx->env.attn_kernel for each: -1 auto, 0 chunked, 1 stream */
+    uint32_t n_kernels;
     int trace;
     const char *json, *device;
 } bench_args;
@@ -72,6 +75,22 @@ static int cmp_double(const void *a, const void *b)
 }
 
 static const char *variant_name(int v) { return v < 0 ? "auto" : v ? "f16" : "fp32"; }
+
+static int parse_kernels(const char *s, bench_args *a)
+{
+    a->n_kernels = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int v = !strcmp(tok, "auto") ? -1 : !strcmp(tok, "chunked") ? 0 : !strcmp(tok, "stream") ? 1 : -2;
+        if (v == -2 || a->n_kernels == MAX_VARIANTS) {
+            fprintf(stderr, "oscar-bench: --kernels: '%s' is not a list of auto, chunked, stream\n", s);
+            return 0;
+        }
+        a->kernels[a->n_kernels++] = v;
+    }
+    return a->n_kernels > 0;
+}
 
 static int parse_variants(const char *s, bench_args *a)
 {
@@ -201,8 +220,8 @@ static float *synthetic_rotation(uint32_t d, uint32_t seed)
 }
 
 /* Fills `batch` sequences to each context in turn and times one decode attention at each. */
-static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mode mode, int variant, uint32_t batch,
-                            double bw, point *pts, uint32_t *n_pts, FILE *json)
+static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mode mode, int kernel, int variant,
+                            uint32_t batch, double bw, point *pts, uint32_t *n_pts, FILE *json)
 {
     uint32_t max_ctx = 0;
     for (uint32_t i = 0; i < a->n_contexts; i++) max_ctx = a->contexts[i] > max_ctx ? a->contexts[i] : max_ctx;
@@ -217,17 +236,18 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
     float *rv = mode == OSCAR_KV_INT2_ROTATED ? synthetic_rotation(a->head_dim, 11) : NULL;
     p.rot_k = rk, p.rot_v = rv;
     oscar_kv_cache *cache = NULL;
-    int saved = ctx->env.attn_f16;
-    ctx->env.attn_f16 = variant;
+    int saved = ctx->env.attn_f16, saved_kernel = ctx->env.attn_kernel;
+    if (variant >= 0) ctx->env.attn_f16 = variant;
+    if (kernel >= 0) ctx->env.attn_kernel = kernel;
     oscar_status st = oscar_kv_cache_create(ctx, &p, &cache);
-    ctx->env.attn_f16 = saved;
+    ctx->env.attn_f16 = saved, ctx->env.attn_kernel = saved_kernel;
     free(rk), free(rv);
     if (st != OSCAR_OK) {
         printf("%-14s batch %2u: skipped: %s\n", oscar_kv_mode_name(mode), batch, oscar_last_error());
         return 1;
     }
-    const char *kernel = ovk_kv_attention_variant(cache);
-    printf("%s batch %u, %s variant (%s):\n", oscar_kv_mode_name(mode), batch, variant_name(variant), kernel);
+    const char *kname = ovk_kv_attention_variant(cache);
+    printf("%s batch %u, %s variant (%s):\n", oscar_kv_mode_name(mode), batch, variant_name(variant), kname);
     const ovk_buffer *pool2, *pool16;
     ovk_kv_pools(cache, 0, &pool2, &pool16);
     if (mode != OSCAR_KV_FP16) print_placement(ctx, "INT2 page pool", pool2);
@@ -283,14 +303,14 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         pt->bytes = bytes;
         pt->us = us_chained;
         pt->gbps = bytes / (pt->us * 1e3);
-        printf("%-14s %-4s batch %2u  context %6u  %9.1f us  %9.1f us  %7.1f GB/s  %5.1f%% of read bw  %5.2f bits/elem\n",
-               oscar_kv_mode_name(mode), kernel, batch, target, pt->us_call, pt->us, pt->gbps, 100.0 * pt->gbps / bw, pt->bits);
+        printf("%-14s %-12s batch %2u  context %6u  %9.1f us  %9.1f us  %7.1f GB/s  %5.1f%% of read bw  %5.2f bits/elem\n",
+               oscar_kv_mode_name(mode), kname, batch, target, pt->us_call, pt->us, pt->gbps, 100.0 * pt->gbps / bw, pt->bits);
         fflush(stdout);
         if (json) {
             fprintf(json, "%s  {\"mode\": \"%s\", \"variant\": \"%s\", \"batch\": %u, \"context\": %u, \"us\": %.2f, "
                           "\"us_per_submission\": %.2f, \"gbps\": %.1f, \"read_bw_gbps\": %.1f, \"bytes\": %.0f, "
                           "\"bits_per_element\": %.4f}",
-                    json_points++ ? ",\n" : "", oscar_kv_mode_name(mode), kernel, batch, target, pt->us, pt->us_call,
+                    json_points++ ? ",\n" : "", oscar_kv_mode_name(mode), kname, batch, target, pt->us, pt->us_call,
                     pt->gbps, bw, bytes, pt->bits);
             fflush(json); /* a run cut short keeps its points */
         }
@@ -325,6 +345,7 @@ int bench_attention(int argc, char **argv)
     app_parse_u32_list(prog, "", "1,8,32", 1024, a.batches, &a.n_batches);
     app_parse_kv_modes(prog, "", "fp16,int2,int2-hadamard", a.modes, &a.n_modes);
     parse_variants("auto", &a);
+    parse_kernels("auto", &a);
     for (int i = 0; i < argc; i++) {
         const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int ok = 1;
@@ -341,7 +362,7 @@ int bench_attention(int argc, char **argv)
             continue;
         }
         static const char *const known[] = { "--heads", "--kv-heads", "--head-dim", "--group", "--iters", "--hold-mib",
-                                             "--contexts", "--batch", "--modes", "--variants", "--json", "--device", NULL };
+                                             "--contexts", "--batch", "--modes", "--variants", "--kernels", "--json", "--device", NULL };
         if (!bench_flag_with_value(prog, f, v, known)) return 2;
         if (!strcmp(f, "--heads")) ok = app_parse_u32(prog, f, v, 1024, &a.heads);
         else if (!strcmp(f, "--kv-heads")) ok = app_parse_u32(prog, f, v, 1024, &a.kv_heads);
@@ -353,6 +374,7 @@ int bench_attention(int argc, char **argv)
         else if (!strcmp(f, "--batch")) ok = app_parse_u32_list(prog, f, v, 1024, a.batches, &a.n_batches);
         else if (!strcmp(f, "--modes")) ok = app_parse_kv_modes(prog, f, v, a.modes, &a.n_modes);
         else if (!strcmp(f, "--variants")) ok = parse_variants(v, &a);
+        else if (!strcmp(f, "--kernels")) ok = parse_kernels(v, &a);
         else if (!strcmp(f, "--json")) a.json = v;
         else if (!strcmp(f, "--device")) a.device = v;
         if (!ok) return 2;
@@ -409,12 +431,14 @@ int bench_attention(int argc, char **argv)
                       "\"group\": %u,\n \"points\": [\n",
                 info.name, bw, a.heads, a.kv_heads, a.head_dim, a.group);
     }
-    point *pts = calloc((size_t)4 * MAX_VARIANTS * MAX_LIST * MAX_LIST, sizeof *pts);
+    point *pts = calloc((size_t)4 * MAX_VARIANTS * MAX_VARIANTS * MAX_LIST * MAX_LIST, sizeof *pts);
     uint32_t n_pts = 0;
     for (uint32_t bi = 0; bi < a.n_batches && pts; bi++)
         for (uint32_t mi = 0; mi < a.n_modes; mi++)
-            for (uint32_t vi = 0; vi < a.n_variants; vi++)
-                if (!bench_mode_batch(ctx, &a, a.modes[mi], a.variants[vi], a.batches[bi], bw, pts, &n_pts, json)) rc = 1;
+            for (uint32_t ki = 0; ki < a.n_kernels; ki++)
+                for (uint32_t vi = 0; vi < a.n_variants; vi++)
+                    if (!bench_mode_batch(ctx, &a, a.modes[mi], a.kernels[ki], a.variants[vi], a.batches[bi], bw, pts, &n_pts, json))
+                        rc = 1;
     if (oscar_measure_read_bandwidth(ctx, bw_bytes, 20, &bw_end) == OSCAR_OK)
         printf("read bandwidth at the end of the run: %.1f GB/s\n", bw_end);
     if (json) {

@@ -1,0 +1,616 @@
+// Flash-decoding over the paged KV cache, workgroup-wide: one workgroup per (work item, KV
+// head), all its threads on each chunk of the item in turn, with barriers between the phases.
+// The body of shaders/attn_decode_chunked.comp (fp32 arithmetic) and attn_decode_chunked_f16.comp
+// (ATTN_F16 = 1: the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay
+// fp32). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming kernel
+// (attn_decode_body.glsl) for the INT2 modes at every context and for fp16 mode up to 32K.
+//
+// An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
+// loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
+// and works through the item in chunks of up to ITEM_TOKENS tokens (usually a single chunk), each in
+// three phases, with a handful of barriers per chunk:
+//   scores:  thread t scores tokens t, t + WG, ... (U at a time, their K rows loaded together)
+//            for every head against q in shared memory; scores go to sh_p [token][GQA] and
+//            each thread keeps its own maxima.
+//            INT2: s_h = sum_g mn_g * qsum_hg + sc_g * sum_{e in g} q_h[e] * c_e.
+//            With a key-center table (CENTER_BLOCK = B > 0) every key was stored less its
+//            block's center c_b·R_K, so each score gets q_h·(c_b·R_K) back, computed once per
+//            (block, head) of the chunk at its start (sh_bias).
+//   softmax: the maxima are reduced; the running max m moves to include them (what was summed
+//            so far is rescaled by exp(m_old - m)); p = exp(s - m) replaces s in sh_p; each
+//            thread sums its p into l. INT2 chunks with one V group a row (PRE_W) store the
+//            value weight p * scale instead (fp16 pairs in the f16 variant) and sum p * min
+//            per thread, so the value phase's 16 threads of a token do not each redo it.
+//   values:  thread owns 8 elements of d (half an INT2 code word) for ALL GQA heads and a
+//            lane of tokens (lane, lane + LANES, ...): codes are unpacked once for the GQA
+//            heads, VU tokens' loads are issued before use. At the end the lanes are summed in
+//            shared memory, one head at a time (with PRE_W the min terms, summed over the
+//            workgroup, are added once).
+// The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 4].
+// The page-table entries of a chunk are read once into shared memory at its start.
+//
+// Merge (the last workgroup of a (row, KV head)): every workgroup counts itself in
+// counters[row][kvh] after writing its partials; the one that completes the count combines
+// the row's partials of its GQA heads exactly (M = max m_s, L = sum l_s e^(m_s - M),
+// o = sum o_s e^(m_s - M) / L; 0 when nothing was attended; lanes of threads take every
+// LANES_M-th item, branch-free, so their loads overlap), applies R_Vᵀ in the rotated
+// modes, writes out[row][head][d] and resets the counter for the next call. So one dispatch
+// does split-K attention and its merge. Visibility: partials and counters are `coherent`, each
+// workgroup's memoryBarrierBuffer() orders its partial writes before its atomic, and the last
+// one's orders the atomic before its reads.
+//
+// Codes become floats without a conversion instruction: or-ing code c into the mantissa of
+// 1.0 gives x = 1 + c/4 (fp32), so sum_e q_e c_e = 4 * (sum_e q_e x_e - qsum) per group; in
+// fp16 or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly.
+//
+// Nothing assumes a subgroup size: every reduction goes through shared memory and barriers.
+// Shared memory: the host picks ITEM_TOKENS with ovk_attn_item_tokens() (attn_items.h), from
+// the same formula as the declarations below (ATTN_CH_SHARED_FLOATS, common/attn_chunked.h).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "common/kv_layout.h"
+#include "common/attn_chunked.h"
+#include "common/kv_write.h"
+
+#ifndef ATTN_F16
+#define ATTN_F16 0
+#endif
+#if ATTN_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
+
+layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
+layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = KV_SPEC_GROUP) const uint GROUP = 128;
+layout(constant_id = KV_SPEC_PAGE) const uint PAGE = 64;
+layout(constant_id = KV_SPEC_N_KV) const uint N_KV = 1;
+layout(constant_id = KV_SPEC_GQA) const uint GQA = 1;
+layout(constant_id = KV_SPEC_MODE) const uint MODE = KV_MODE_ROTATED;
+layout(constant_id = KV_SPEC_CH_ITEM_TOKENS) const uint ITEM_TOKENS = 512;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint D = HEAD_DIM;
+const uint N_HEAD = N_KV * GQA;
+const uint CW = D / 16;                         // code words per INT2 row
+const uint PWD = D / GROUP;                     // param words per INT2 row
+const uint WPG = GROUP / 16;                    // code words per group
+const uint INT2_PAGE_WORDS = 2 * N_KV * PAGE * (CW + PWD);
+const uint K_PARAM_OFF = N_KV * PAGE * CW;      // word offsets of the four INT2 page regions
+const uint V_CODE_OFF = N_KV * PAGE * (CW + PWD);
+const uint V_PARAM_OFF = N_KV * PAGE * (2 * CW + PWD);
+const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0;  // K code rows 16-byte aligned (CW % 4 == 0)
+const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 4; // fp16 page (K and V) in uvec4 units
+const uint F16_ROW_VEC4 = D / 8;
+layout(constant_id = KV_SPEC_CH_U) const uint U = 2;   // tokens per thread per round of the scores
+layout(constant_id = KV_SPEC_CH_VU) const uint VU = 8; // tokens per lane per step of the values
+const uint LANES = WG / (2 * CW);               // value phase: token lanes (WG % (d/8) == 0)
+const uint NPART = 16;                          // first-level reduction width
+const uint PF = D + 4;                          // floats per partial (kv_layout.h)
+const uint D4 = D / 4;
+const uint LANES_M = WG / D4;                   // merge: item lanes (WG % (d/4) == 0)
+const uint P_FLOATS = ATTN_CH_P_FLOATS(ITEM_TOKENS, GQA, WG, D);
+const uint MAX_PAGES = ATTN_CH_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item can touch
+layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
+layout(constant_id = KV_SPEC_CENTER_BLOCK) const uint CENTER_BLOCK = 0; // B >= 16, or 0: no key-center table
+layout(constant_id = KV_SPEC_SINK) const uint SINK = 64;               // INT2 index j is position SINK + j
+const bool CENTERED = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u;
+// One V group per row (G = head_dim, the default for head_dim <= 128): the softmax phase then
+// turns each INT2 token's p into its value weights once (see values_int2), not each thread of
+// the value phase; with several groups a row the value phase does it from p.
+const bool PRE_W = PWD == 1u;
+const bool ROTATED = MODE == KV_MODE_HADAMARD || MODE == KV_MODE_ROTATED;
+
+// ---- bindings ----
+layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };              // [n_rows][n_head][d] fp32, rotated
+layout(std430, binding = 1) readonly buffer Rows { kv_attn_row rows[]; };  // [n_rows]
+layout(std430, binding = 2) readonly buffer Items { kv_attn_item items[]; }; // [n_items]
+layout(std430, binding = 3) readonly buffer Int2Pool { uint int2_pool[]; };  // [pages][INT2 page words]
+layout(std430, binding = 3) readonly buffer Int2Pool4 { uvec4 int2_pool4[]; }; // same buffer, 16-byte view
+layout(std430, binding = 4) readonly buffer F16Pool4 { uvec4 f16_pool4[]; }; // [pages][fp16 page words / 4]
+layout(std430, binding = 4) readonly buffer F16Pool2 { uvec2 f16_pool2[]; }; // same buffer, 8-byte view
+layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // [n_seq][max_int2_pages]
+layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
+layout(std430, binding = 7) coherent buffer Partials { float partials[]; }; // [n_items][n_head][d + 4]
+layout(std430, binding = 7) coherent buffer Partials4 { vec4 partials4[]; }; // same buffer, 16-byte view
+layout(std430, binding = 8) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
+layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
+layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
+layout(std430, binding = 11) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer,
+layout(std430, binding = 11) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
+
+layout(push_constant) uniform Push { attn_decode_push pc; };
+
+// ---- shared memory (ATTN_CH_SHARED_FLOATS floats in all) ----
+shared vec4 sh_q[GQA * D / 4];      // [GQA][d] scaled q of the workgroup's heads
+shared float sh_qs[GQA * PWD];      // [GQA][d/G] per-group sums of sh_q (INT2)
+shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [LANES][d] lane sums;
+                                    // in the merge [LANES_M][d] lane sums, then [GQA][d] o
+shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
+shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
+shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
+shared float sh_bias[ATTN_CH_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the chunk][GQA] q_h·(c_b·R_K) (CENTERED)
+shared bool sh_last;                // this workgroup completes its (row, KV head)
+
+const float NEG_INF = -1.0 / 0.0;
+
+// Element e (0..15) of code word w as x = 1 + c/4 (fp32).
+float code_x(uint w, uint e)
+{
+    uint b = 2u * e <= 21u ? w << (21u - 2u * e) : w >> (2u * e - 21u);
+    return uintBitsToFloat((b & 0x00600000u) | 0x3F800000u);
+}
+
+vec4 code_x4(uint w, uint e0)
+{
+    return vec4(code_x(w, e0), code_x(w, e0 + 1u), code_x(w, e0 + 2u), code_x(w, e0 + 3u));
+}
+
+#if ATTN_F16
+// Elements (e, e + 8) of code word w (e < 8) as exact fp16 codes.
+f16vec2 code_pair(uint w, uint e)
+{
+    return unpackFloat2x16(((w >> (2u * e)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf);
+}
+#endif
+
+// v[h] <- max (is_max) or sum of v[h] over the workgroup, in every thread. All threads call it.
+void reduce_heads(inout float v[GQA], bool is_max)
+{
+    uint t = gl_LocalInvocationID.x;
+    for (uint h = 0; h < GQA; h++) sh_red[h * WG + t] = v[h];
+    barrier();
+    for (uint i = t; i < GQA * NPART; i += WG) {
+        uint h = i / NPART, c = i % NPART;
+        float r = is_max ? NEG_INF : 0.0;
+        for (uint k = c; k < WG; k += NPART) r = is_max ? max(r, sh_red[h * WG + k]) : r + sh_red[h * WG + k];
+        sh_part[i] = r;
+    }
+    barrier();
+    for (uint h = 0; h < GQA; h++) {
+        float r = is_max ? NEG_INF : 0.0;
+        for (uint c = 0; c < NPART; c++) r = is_max ? max(r, sh_part[h * NPART + c]) : r + sh_part[h * NPART + c];
+        v[h] = r;
+    }
+    barrier();
+}
+
+// Page base (word) and row of token j (an INT2 index, j >= the item's begin) of this KV head.
+void int2_row(uint begin, uint j, uint kvh, out uint base, out uint row)
+{
+    base = sh_page[j / PAGE - begin / PAGE] * INT2_PAGE_WORDS;
+    row = kvh * PAGE + j % PAGE;
+}
+
+// uvec4 index of the fp16 K row of position p of this KV head (V is F16_PAGE_VEC4 / 2 further).
+uint f16_row(uint begin, uint p, uint kvh)
+{
+    return sh_page[p / PAGE - begin / PAGE] * F16_PAGE_VEC4 + (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;
+}
+
+// ---- scores: sh_p[k][h] = q_h . k_k for the item's tokens k < n; m[h] = this thread's max ----
+// The scores of this thread's U tokens k0, k0 + WG, ... (those below n) into sh_p and m;
+// pos0: the position of the chunk's first token (its key-center blocks, CENTERED).
+void store_scores(uint k0, uint n, uint pos0, float s[U][GQA], inout float m[GQA])
+{
+    for (uint u = 0; u < U; u++) {
+        uint k = k0 + u * WG;
+        if (k < n)
+            for (uint h = 0; h < GQA; h++) {
+                float v = s[u][h];
+                if (CENTERED) v += sh_bias[((pos0 + k) / max(CENTER_BLOCK, 1u) - pos0 / max(CENTER_BLOCK, 1u)) * GQA + h];
+                sh_p[k * GQA + h] = v;
+                m[h] = max(m[h], v);
+            }
+    }
+}
+
+// sh_bias for the blocks of positions pos0 .. pos0 + n - 1: q_h·(c_b·R_K) of the chunk's
+// heads (sh_q, scaled). No barrier.
+void center_logits(uint pos0, uint n, uint kvh)
+{
+    uint cbk = max(CENTER_BLOCK, 1u), b0 = pos0 / cbk, nb = (pos0 + n - 1u) / cbk - b0 + 1u;
+    for (uint i = gl_LocalInvocationID.x; i < nb * GQA; i += WG) {
+        uint bi = i / GQA, h = i % GQA;
+        uint cb = KV_CENTER_TABLE_OFF(N_KV, D) + ((b0 + bi) * N_KV + kvh) * (D / 2);
+        float s = 0.0;
+        for (uint w = 0; w < D / 4; w++)
+            s += dot(sh_q[h * (D / 4) + w], vec4(unpackHalf2x16(means_w[cb + 2 * w]), unpackHalf2x16(means_w[cb + 2 * w + 1])));
+        sh_bias[i] = s;
+    }
+}
+
+void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
+{
+    uint t = gl_LocalInvocationID.x;
+    for (uint k0 = t; k0 < n; k0 += U * WG) {
+        uvec4 kc[U][CW / 4];    // K code words of the U tokens
+        uint kp[U][PWD];        // K params (fp16 scale low, min high) per group
+        for (uint u = 0; u < U; u++) {
+            uint base, row;
+            int2_row(begin, begin + min(k0 + u * WG, n - 1), kvh, base, row); // past n: a valid row, unused
+            uint krow = base + row * CW;
+            for (uint c4 = 0; c4 < CW / 4; c4++)
+                kc[u][c4] = K_VEC4 ? int2_pool4[krow / 4 + c4]
+                                   : uvec4(int2_pool[krow + 4 * c4], int2_pool[krow + 4 * c4 + 1],
+                                           int2_pool[krow + 4 * c4 + 2], int2_pool[krow + 4 * c4 + 3]);
+            for (uint g = 0; g < PWD; g++) kp[u][g] = int2_pool[base + K_PARAM_OFF + row * PWD + g];
+        }
+        float s[U][GQA];
+        for (uint u = 0; u < U; u++)
+            for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
+        for (uint g = 0; g < PWD; g++) {
+            float dq[U][GQA];   // sum_{e in g} q_h[e] * x_e
+            for (uint u = 0; u < U; u++)
+                for (uint h = 0; h < GQA; h++) dq[u][h] = 0.0;
+            for (uint w = g * WPG; w < (g + 1) * WPG; w++)
+                for (uint j = 0; j < 4; j++) {
+                    vec4 x[U];
+                    for (uint u = 0; u < U; u++) x[u] = code_x4(kc[u][w / 4][w % 4], 4 * j);
+                    for (uint h = 0; h < GQA; h++) {
+                        vec4 qv = sh_q[h * (D / 4) + w * 4 + j];
+                        for (uint u = 0; u < U; u++) dq[u][h] += dot(qv, x[u]);
+                    }
+                }
+            for (uint u = 0; u < U; u++) {
+                vec2 sm = unpackHalf2x16(kp[u][g]); // x = scale, y = min
+                for (uint h = 0; h < GQA; h++) {
+                    float qs = sh_qs[h * PWD + g];
+                    s[u][h] += 4.0 * sm.x * (dq[u][h] - qs) + sm.y * qs;
+                }
+            }
+        }
+        store_scores(k0, n, pos0, s, m);
+    }
+}
+
+void scores_f16(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
+{
+    uint t = gl_LocalInvocationID.x;
+    for (uint k0 = t; k0 < n; k0 += U * WG) {
+        uint krow[U];
+        for (uint u = 0; u < U; u++) krow[u] = f16_row(begin, begin + min(k0 + u * WG, n - 1), kvh);
+        float s[U][GQA];
+        for (uint u = 0; u < U; u++)
+            for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
+        for (uint c = 0; c < D / 8; c++) {
+            vec4 ka[U], kb[U];
+            for (uint u = 0; u < U; u++) {
+                uvec4 w4 = f16_pool4[krow[u] + c];
+                ka[u] = vec4(unpackHalf2x16(w4.x), unpackHalf2x16(w4.y));
+                kb[u] = vec4(unpackHalf2x16(w4.z), unpackHalf2x16(w4.w));
+            }
+            for (uint h = 0; h < GQA; h++) {
+                vec4 qa = sh_q[h * (D / 4) + 2 * c], qb = sh_q[h * (D / 4) + 2 * c + 1];
+                for (uint u = 0; u < U; u++) s[u][h] += dot(qa, ka[u]) + dot(qb, kb[u]);
+            }
+        }
+        store_scores(k0, n, pos0, s, m);
+    }
+}
+
+// ---- values: acc[h][j] + acc_b[h] = sum_k p_hk v_k[value_elem(j)] over this lane's tokens ----
+// A thread owns 8 elements of d: half `hf` of code word `w` holds elements
+// w*16 + {4hf..4hf+3, 4hf+8..4hf+11} (j = 0..7 in that order), so the fp16 code pairs
+// (e, e + 8) of one word fall to one thread.
+uint value_elem(uint w, uint hf, uint j) { return w * 16 + 4 * hf + j + (j >= 4 ? 4 : 0); }
+
+void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8], inout float acc_b[GQA])
+{
+    // PRE_W: sh_p holds the value weights the softmax phase made of p (and acc_b its min terms);
+    // else p, and each token's weights come from its V params here
+    uint g = w * 16 / GROUP;
+    for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
+        uint vw[VU], vp[VU];    // V code word w, V params of its group (not with PRE_W)
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint base, row;
+            int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
+            vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
+            vp[u] = 0u;
+            if (!PRE_W) vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
+        }
+#if ATTN_F16
+        // p * scale * c summed in fp16 over the VU tokens (bounded: at most VU * 3 * |scale|),
+        // then added to the fp32 sums; the min terms stay fp32
+        f16vec2 a16[GQA][4];    // elements (j, j + 4)
+        [[unroll]] for (uint h = 0; h < GQA; h++)
+            [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = f16vec2(0.0hf);
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint k = k0 + u * LANES;
+            if (k >= n) continue;
+            vec2 sm = unpackHalf2x16(vp[u]);
+            f16vec2 c2[4];
+            [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                f16vec2 ps;
+                if (PRE_W) {
+                    ps = f16vec2(unpackFloat2x16(floatBitsToUint(sh_p[k * GQA + h / 2]))[h & 1]);
+                } else {
+                    float p = sh_p[k * GQA + h];
+                    acc_b[h] += p * sm.y;
+                    ps = f16vec2(float16_t(p * sm.x));
+                }
+                [[unroll]] for (uint j = 0; j < 4; j++) a16[h][j] = fma(ps, c2[j], a16[h][j]);
+            }
+        }
+        [[unroll]] for (uint h = 0; h < GQA; h++)
+            [[unroll]] for (uint j = 0; j < 4; j++) {
+                acc[h][j] += float(a16[h][j].x);
+                acc[h][j + 4] += float(a16[h][j].y);
+            }
+#else
+        // with x = 1 + c/4: mn + sc * c = (mn - 4 sc) + 4 sc * x
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint k = k0 + u * LANES;
+            if (k >= n) continue;
+            vec2 sm = unpackHalf2x16(vp[u]);
+            float sc4 = 4.0 * sm.x, b = sm.y - sc4;
+            float x[8];
+            [[unroll]] for (uint j = 0; j < 4; j++) {
+                x[j] = code_x(vw[u], 4 * hf + j);
+                x[j + 4] = code_x(vw[u], 4 * hf + j + 8);
+            }
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                float p = sh_p[k * GQA + h], ps = PRE_W ? p : p * sc4;
+                if (!PRE_W) acc_b[h] += p * b;
+                [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] += ps * x[j];
+            }
+        }
+#endif
+    }
+}
+
+void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8])
+{
+    for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
+        uvec2 v[VU][2];         // fp16 pairs of elements value_elem(w, hf, 0..3) and (4..7)
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint vrow = 2 * (f16_row(begin, begin + min(k0 + u * LANES, n - 1), kvh) + F16_PAGE_VEC4 / 2) + 4 * w + hf;
+            v[u][0] = f16_pool2[vrow];      // elements w*16 + 4hf + 0..3
+            v[u][1] = f16_pool2[vrow + 2];  // elements w*16 + 4hf + 8..11
+        }
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint k = k0 + u * LANES;
+            if (k >= n) continue;
+            vec2 f[4] = vec2[4](unpackHalf2x16(v[u][0].x), unpackHalf2x16(v[u][0].y),
+                                unpackHalf2x16(v[u][1].x), unpackHalf2x16(v[u][1].y));
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                float p = sh_p[k * GQA + h];
+                [[unroll]] for (uint i = 0; i < 4; i++) {
+                    acc[h][2 * i] += p * f[i].x;
+                    acc[h][2 * i + 1] += p * f[i].y;
+                }
+            }
+        }
+    }
+}
+
+// ---- merge of a (row, KV head) by its last workgroup ----
+// Element j of the value centering vector μ_V of KV head kvh (OSCAR mode; 0 in the others).
+float mean_v(uint kvh, uint j) { return MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0; }
+
+void merge_row(uint row_id, uint kvh)
+{
+    uint t = gl_LocalInvocationID.x;
+    kv_attn_row row = rows[row_id];
+    uint head0 = kvh * GQA;
+    // M per head, strided over the items and reduced (a row may have tens of thousands of
+    // items: lavapipe ends any loop after 65535 iterations per invocation)
+    float mx[GQA];
+    [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = NEG_INF;
+    for (uint s = row.item_begin + t; s < row.item_end; s += WG)
+        [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = max(mx[h], partials[(s * N_HEAD + head0 + h) * PF]);
+    reduce_heads(mx, true);
+    // thread: 4 elements (e4) of every head over the items of its lane; empty items (m = -inf)
+    // weigh 0
+    uint e4 = t % D4, lane = t / D4;
+    float l[GQA];
+    vec4 o[GQA];
+    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = 0.0, o[h] = vec4(0.0);
+    if (lane < LANES_M)
+        for (uint s = row.item_begin + lane; s < row.item_end; s += LANES_M)
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                uint b = (s * N_HEAD + head0 + h) * PF;
+                float ms = partials[b];
+                float w = ms == NEG_INF ? 0.0 : exp(ms - mx[h]);
+                l[h] += partials[b + 1] * w;
+                o[h] += partials4[b / 4 + 1 + e4] * w;
+            }
+    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = e4 == 0 ? l[h] : 0.0; // one thread per lane counts l
+    reduce_heads(l, false);
+    // sum the lanes one head at a time (sh_p [LANES_M][d]), keep o / L in registers, then
+    // gather o of every head into sh_p [GQA][d]
+    const uint EPT = (D + WG - 1) / WG;
+    float o_fin[GQA][EPT];
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        uint b = lane * D + 4 * e4;
+        sh_p[b] = o[h].x, sh_p[b + 1] = o[h].y, sh_p[b + 2] = o[h].z, sh_p[b + 3] = o[h].w;
+        barrier();
+        [[unroll]] for (uint k = 0; k < EPT; k++) {
+            uint e = k * WG + t;
+            float v = 0.0;
+            if (e < D)
+                for (uint ln = 0; ln < LANES_M; ln++) v += sh_p[ln * D + e];
+            o_fin[h][k] = l[h] > 0.0 ? v / l[h] : 0.0;
+        }
+        barrier();
+    }
+    [[unroll]] for (uint h = 0; h < GQA; h++)
+        [[unroll]] for (uint k = 0; k < EPT; k++)
+            if (k * WG + t < D) sh_p[h * D + k * WG + t] = o_fin[h][k];
+    barrier();
+    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes; + μ_V[j] in OSCAR mode, whose stored
+    // values are (v − μ_V)·R_V), else o. Rotated: RP threads share element j, each dotting a
+    // part of row j of R (its loads all in flight) with o of every head; the parts meet in
+    // sh_red. (One thread a row for two of four heads made a call 5 µs longer at 4K on the H200.)
+    const uint HG = WG >= D ? WG / D : 1;
+    if (ROTATED) {
+        const uint RP = HG, RQ = D4 / RP;   // parts of a row, vec4s a part
+        const uint RC = RQ < 16 ? RQ : 16;  // vec4s loaded together (registers: 4 RC)
+        uint part = t / D;                  // < RP for the threads that take part
+        for (uint j = t % D; j < D && t < RP * D; j += WG) {
+            uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4 + part * RQ;
+            float v[GQA];
+            [[unroll]] for (uint h = 0; h < GQA; h++) v[h] = 0.0;
+            for (uint q0 = 0; q0 < RQ; q0 += RC) {
+                vec4 r[RC];
+                [[unroll]] for (uint q = 0; q < RC; q++) r[q] = rot_v[rbase + q0 + q];
+                [[unroll]] for (uint h = 0; h < GQA; h++)
+                    [[unroll]] for (uint q = 0; q < RC; q++) {
+                        uint o4 = h * D + 4 * (part * RQ + q0 + q);
+                        v[h] += dot(r[q], vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
+                    }
+            }
+            [[unroll]] for (uint h = 0; h < GQA; h++) {
+                if (RP == 1) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mean_v(kvh, j);
+                else sh_red[h * WG + t] = v[h];
+            }
+        }
+        if (RP > 1) {
+            barrier();
+            for (uint j = t; j < D; j += WG) {
+                float mu = mean_v(kvh, j);
+                [[unroll]] for (uint h = 0; h < GQA; h++) {
+                    float v = mu;
+                    for (uint p = 0; p < RP; p++) v += sh_red[h * WG + p * D + j];
+                    out_[(row_id * N_HEAD + head0 + h) * D + j] = v;
+                }
+            }
+        }
+    } else {
+        for (uint j = t % D; j < D && t < HG * D; j += WG)
+            for (uint h = t / D; h < GQA; h += HG) out_[(row_id * N_HEAD + head0 + h) * D + j] = sh_p[h * D + j];
+    }
+}
+
+void main()
+{
+    uint item_id = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+    if (item_id >= pc.n_items) return; // uniform over the workgroup
+    uint kvh = gl_WorkGroupID.y;
+    uint t = gl_LocalInvocationID.x;
+    kv_attn_item it = items[item_id];
+    uint seq = rows[it.row].seq;
+    bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
+    bool pre_w = is_int2 && PRE_W; // uniform over the workgroup
+
+    for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
+    barrier();
+    if (is_int2)
+        for (uint i = t; i < GQA * PWD; i += WG) {
+            uint h = i / PWD, g = i % PWD;
+            float s = 0.0;
+            for (uint k = 0; k < GROUP / 4; k++) {
+                vec4 v = sh_q[h * (D / 4) + g * (GROUP / 4) + k];
+                s += (v.x + v.y) + (v.z + v.w);
+            }
+            sh_qs[i] = s;
+        }
+
+    uint vw_ = (t / 2) % CW, hf = t % 2, lane = t / (2 * CW); // value phase: word, half, lane
+    float m_run[GQA];       // running max (the same in every thread)
+    float l[GQA];           // sum of this thread's p
+    float acc[GQA][8];      // this lane's value sums of its 8 elements (see values_*)
+    float acc_b[GQA];
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        m_run[h] = NEG_INF, l[h] = 0.0, acc_b[h] = 0.0;
+        [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] = 0.0;
+    }
+    for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
+        uint n = min(it.end - c0, ITEM_TOKENS);
+        barrier(); // the previous chunk's readers of sh_page and sh_p are done (and sh_q/sh_qs written)
+        uint n_pages = (c0 + n - 1) / PAGE - c0 / PAGE + 1;
+        for (uint i = t; i < n_pages; i += WG) {
+            uint pg = c0 / PAGE + i;
+            sh_page[i] = uint(is_int2 ? int2_table[seq * pc.max_int2_pages + pg] : f16_table[seq * pc.max_f16_pages + pg]);
+        }
+        uint pos0 = c0 + (is_int2 ? SINK : 0u); // position of the chunk's first token
+        if (CENTERED) center_logits(pos0, n, kvh);
+        barrier();
+
+        float m[GQA];
+        [[unroll]] for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
+        if (is_int2) scores_int2(c0, n, pos0, kvh, m);
+        else scores_f16(c0, n, pos0, kvh, m);
+        reduce_heads(m, true); // its first barrier also publishes the scores
+
+        [[unroll]] for (uint h = 0; h < GQA; h++) {
+            float m_new = max(m_run[h], m[h]);
+            float alpha = exp(m_run[h] - m_new); // 0 on the first chunk (m_run = -inf)
+            m_run[h] = m_new;
+            l[h] *= alpha, acc_b[h] *= alpha;
+            [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] *= alpha;
+        }
+        if (pre_w) {
+            // INT2 value weights, once per token and head: with v = mn + sc * c, thread t sums
+            // p * mn (fp32; its x = 1 + c/4 form: p * (mn - 4 sc)) into acc_b over its tokens
+            // and leaves p * sc (fp16 pairs; fp32: p * 4 sc) in the token's slots of sh_p
+            for (uint k = t; k < n; k += WG) {
+                uint base, row;
+                int2_row(c0, c0 + k, kvh, base, row);
+                vec2 sm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row]); // x = scale, y = min
+                float ps[GQA];
+                [[unroll]] for (uint h = 0; h < GQA; h++) {
+                    float p = exp(sh_p[k * GQA + h] - m_run[h]);
+                    l[h] += p;
+#if ATTN_F16
+                    acc_b[h] += p * sm.y;
+                    ps[h] = p * sm.x;
+#else
+                    acc_b[h] += p * (sm.y - 4.0 * sm.x);
+                    ps[h] = p * (4.0 * sm.x);
+#endif
+                }
+#if ATTN_F16
+                [[unroll]] for (uint i = 0; i < (GQA + 1) / 2; i++)
+                    sh_p[k * GQA + i] = uintBitsToFloat(packFloat2x16(f16vec2(ps[2 * i], 2 * i + 1 < GQA ? ps[min(2 * i + 1, GQA - 1)] : 0.0)));
+#else
+                [[unroll]] for (uint h = 0; h < GQA; h++) sh_p[k * GQA + h] = ps[h];
+#endif
+            }
+        } else {
+            [[unroll]] for (uint h = 0; h < GQA; h++)
+                for (uint k = t; k < n; k += WG) {
+                    float p = exp(sh_p[k * GQA + h] - m_run[h]);
+                    sh_p[k * GQA + h] = p;
+                    l[h] += p;
+                }
+        }
+        barrier();
+        if (is_int2) values_int2(c0, n, kvh, vw_, hf, lane, acc, acc_b);
+        else values_f16(c0, n, kvh, vw_, hf, lane, acc);
+    }
+    reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
+    if (pre_w) reduce_heads(acc_b, false); // the min terms of the whole item, added once below
+
+    uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        float lane_b = pre_w ? 0.0 : acc_b[h], item_b = pre_w ? acc_b[h] : 0.0;
+        [[unroll]] for (uint j = 0; j < 8; j++) sh_p[lane * D + value_elem(vw_, hf, j)] = acc[h][j] + lane_b;
+        barrier();
+        for (uint j = t; j < D; j += WG) {
+            float v = item_b;
+            for (uint ln = 0; ln < LANES; ln++) v += sh_p[ln * D + j];
+            partials[(out_base + h) * PF + 4 + j] = v;
+        }
+        if (t == 0) {
+            partials[(out_base + h) * PF] = m_run[h];
+            partials[(out_base + h) * PF + 1] = l[h];
+        }
+        barrier();
+    }
+
+    // count this workgroup in; the last of its (row, KV head) merges
+    memoryBarrierBuffer();
+    barrier();
+    if (t == 0) {
+        kv_attn_row row = rows[it.row];
+        uint done = atomicAdd(counters[it.row * N_KV + kvh], 1u) + 1u;
+        sh_last = done == row.item_end - row.item_begin;
+        if (sh_last) counters[it.row * N_KV + kvh] = 0u; // ready for the next call
+    }
+    barrier();
+    if (sh_last) {
+        memoryBarrierBuffer();
+        merge_row(it.row, kvh);
+    }
+}
