@@ -18,12 +18,13 @@ layout(constant_id = 1) const uint TYPE = 0;        // GGML type id of W
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W (tiles of BM in workgroup x)
     uint cols;   // columns of W, a multiple of the block size (8 for F32/F16/BF16)
     uint n;      // tokens (tiles of BN in workgroup y)
+    uint y_stride; // floats from y[t][0] to y[t + 1][0]: rows, more for a row range of a wider y
 } pc;
 
 #include "common/dequant.glsl"
@@ -100,7 +101,7 @@ void main()
         uint tok = tok0 + TN * tt + j;
         for (uint i = 0u; i < TM; i++) {
             uint row = row0 + TM * tr + i;
-            if (row < pc.rows && tok < pc.n) y[tok * pc.rows + row] = acc[i * TN + j];
+            if (row < pc.rows && tok < pc.n) y[tok * pc.y_stride + row] = acc[i * TN + j];
         }
     }
 }

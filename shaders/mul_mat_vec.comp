@@ -26,12 +26,13 @@ layout(constant_id = 4) const uint W16 = 0;         // 1: binding W starts on 16
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
     uint cols;   // columns of W, a multiple of the block size (8 for F32/F16/BF16)
     uint n;      // tokens (= workgroups in z)
+    uint y_stride; // floats from y[t][0] to y[t + 1][0]: rows, more for a row range of a wider y
 } pc;
 
 #include "common/dequant.glsl"

@@ -36,12 +36,13 @@ layout(constant_id = 4) const uint W16 = 0;         // unused (the units shader'
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer XQ { uvec4 xq4[]; }; // [n][cols/32][4]: 16 fp16 pairs of x * s a block,
 layout(std430, binding = 1) readonly buffer XS { float xs[]; };   // then [n][cols/32] 1/s from word n * cols / 2
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
     uint cols;   // columns of W, a multiple of 32
     uint n;      // tokens (= workgroups in z)
+    uint y_stride; // floats from y[t][0] to y[t + 1][0]: rows, more for a row range of a wider y
 } pc;
 
 #include "common/dequant.glsl"

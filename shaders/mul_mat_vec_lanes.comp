@@ -26,12 +26,13 @@ layout(constant_id = 5) const uint TOKENS = 1;      // tokens per workgroup
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };    // [n][cols] fp32
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][rows] fp32
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
 
 layout(push_constant) uniform Push {
     uint rows;   // rows of W
     uint cols;   // columns of W, a multiple of the block size
     uint n;      // tokens
+    uint y_stride; // floats from y[t][0] to y[t + 1][0]: rows, more for a row range of a wider y
 } pc;
 
 #include "common/dequant.glsl"

@@ -5,7 +5,11 @@
  * shaders (UNITS at 1 to 4 units per pass, 32 threads too; LANES, block types only, at 1 to 3
  * words per pass), the batched LANES product (block types: every token count, 3, 4 and 5
  * tokens per workgroup),
- * and 1, 3, 7 and 64 tokens.
+ * and 1, 3, 7 and 64 tokens. A matrix split by rows (as the model splits one over the
+ * storage-binding limit): each part in its own buffer, its products written into its columns of
+ * a wider y (ovk_op_mul_mat_strided: the mat-vec, batched and tiled kernels at 1, 3 and 40
+ * tokens) equal the whole matrix's product bit for bit and leave the other columns alone; its
+ * lookups (ovk_op_get_rows_part, one per part) fill every row, bit-exact with the reference.
  *
  * Weights: quantized types are random bytes with the fp16 scale fields replaced by sane
  * values, so every bit of every code, scale and high-bit field is exercised (the reference
@@ -194,6 +198,94 @@ done:
     free(ids);
 }
 
+/* A copy of rows row0 .. row0 + n - 1 of W (row_bytes each) in a buffer of its own, padded to a word. */
+static oscar_status part_buffer(oscar_context *ctx, const uint8_t *w, uint64_t row_bytes, uint32_t row0, uint32_t n,
+                                ovk_buffer *out)
+{
+    size_t bytes = (size_t)n * row_bytes, padded = (bytes + 3) & ~(size_t)3;
+    uint8_t *p = calloc(padded, 1);
+    if (!p) return OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+    memcpy(p, w + (size_t)row0 * row_bytes, bytes);
+    oscar_status st = test_gpu_buffer_from(ctx, p, padded, out);
+    free(p);
+    return st;
+}
+
+/* W [rows][cols] split into parts of `per` rows (a multiple of minStorageBufferOffsetAlignment / 4,
+ * the last part shorter): products of every part written into y [n][rows + 5] at the part's
+ * columns, against the whole matrix's product into a packed y, bit for bit; lookups, one per
+ * part, against the reference, bit for bit. */
+static void check_parts(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t per)
+{
+    enum { N_MAX = 40, N_PARTS_MAX = 8 };
+    oscar_context *ctx = ops->ctx;
+    uint32_t stride = rows + 5, n_parts = (rows + per - 1) / per, wide = stride > cols ? stride : cols;
+    uint64_t row_bytes;
+    size_t wbytes;
+    CHECK(n_parts <= N_PARTS_MAX && ovk_ggml_row_size(type, cols, &row_bytes) == OSCAR_OK);
+    if (n_parts > N_PARTS_MAX) return;
+    uint8_t *w = make_weights(type, rows, cols, &wbytes);
+    float *x = malloc((size_t)N_MAX * cols * sizeof *x), *whole = malloc((size_t)N_MAX * rows * sizeof *whole);
+    float *got = malloc((size_t)N_MAX * wide * sizeof *got), *ref = malloc((size_t)N_MAX * cols * sizeof *ref);
+    uint32_t ids[N_MAX];
+    ovk_buffer bw = { 0 }, bx = { 0 }, by = { 0 }, bwhole = { 0 }, bid = { 0 }, parts[N_PARTS_MAX] = { { 0 } };
+    CHECK(w && x && whole && got && ref);
+    if (!w || !x || !whole || !got || !ref) goto done;
+    for (size_t i = 0; i < (size_t)N_MAX * cols; i++) x[i] = test_rng_normal();
+    for (uint32_t i = 0; i < N_MAX; i++) ids[i] = i < 2 * n_parts ? (i / 2) * per + (i & 1 ? per - 1 : 0) : test_rng_u32();
+    for (uint32_t i = 0; i < N_MAX; i++) ids[i] = ids[i] % rows; /* both ends of every part, then random rows */
+    CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)N_MAX * cols * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)N_MAX * wide * 4, &by)); /* y [N_MAX][stride], then lookups [N_MAX][cols] */
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)N_MAX * rows * 4, &bwhole));
+    CHECK_OK(test_gpu_buffer_from(ctx, ids, sizeof ids, &bid));
+    for (uint32_t p = 0; p < n_parts; p++)
+        CHECK_OK(part_buffer(ctx, w, row_bytes, p * per, rows - p * per < per ? rows - p * per : per, &parts[p]));
+    static const uint32_t ns[] = { 1, 3, N_MAX };
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        uint32_t n = ns[k];
+        CHECK_OK(ovk_buffer_fill(ctx, &by, 0, (size_t)N_MAX * stride * 4, 0x7FC00000u));
+        CHECK_OK(run_mul_mat(ops, OP_AUTO, type, &bw, &bx, &bwhole, rows, cols, n));
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        for (uint32_t p = 0; p < n_parts; p++) {
+            uint32_t row0 = p * per, pr = rows - row0 < per ? rows - row0 : per;
+            ovk_binding yp = { &by, (uint64_t)row0 * 4, ((uint64_t)(n - 1) * stride + pr) * 4 };
+            CHECK_OK(ovk_op_mul_mat_strided(ops, &ctx->cmd, type, (ovk_binding){ &parts[p], 0, 0 }, (ovk_binding){ &bx, 0, 0 },
+                                              yp, stride, pr, cols, n));
+        }
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(ovk_buffer_download(ctx, &bwhole, 0, whole, (size_t)n * rows * 4));
+        CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, (size_t)N_MAX * stride * 4));
+        size_t bad = 0, touched = 0;
+        for (uint32_t t = 0; t < N_MAX; t++)
+            for (uint32_t c = 0; c < stride; c++) {
+                uint32_t g = ovk_f32_bits(got[(size_t)t * stride + c]);
+                if (t < n && c < rows) bad += g != ovk_f32_bits(whole[(size_t)t * rows + c]);
+                else touched += g != 0x7FC00000u;
+            }
+        CHECK_MSG(bad == 0 && touched == 0, "%s rows %u in parts of %u, n %u: %zu values differ from the whole product, "
+                  "%zu outside the parts' columns written", ovk_ggml_type_name(type), rows, per, n, bad, touched);
+    }
+    /* the lookup, one dispatch per part */
+    CHECK_OK(ovk_ref_get_rows(type, w, ids, ref, cols, N_MAX));
+    CHECK_OK(ovk_buffer_fill(ctx, &by, 0, (size_t)N_MAX * wide * 4, 0x7FC00000u));
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    for (uint32_t p = 0; p < n_parts; p++)
+        CHECK_OK(ovk_op_get_rows_part(ops, &ctx->cmd, type, (ovk_binding){ &parts[p], 0, 0 }, (ovk_binding){ &bid, 0, 0 },
+                                        (ovk_binding){ &by, 0, 0 }, cols, N_MAX, p * per,
+                                        rows - p * per < per ? rows - p * per : per));
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, (size_t)N_MAX * cols * 4));
+    size_t bad = 0;
+    for (size_t i = 0; i < (size_t)N_MAX * cols; i++) bad += ovk_f32_bits(got[i]) != ovk_f32_bits(ref[i]);
+    CHECK_MSG(bad == 0, "get_rows %s rows %u in parts of %u: %zu values differ", ovk_ggml_type_name(type), rows, per, bad);
+done:
+    ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &bwhole), ovk_buffer_destroy(ctx, &bid);
+    for (uint32_t p = 0; p < N_PARTS_MAX; p++) ovk_buffer_destroy(ctx, &parts[p]);
+    free(w), free(x), free(whole), free(got), free(ref);
+}
+
 /* The packed-fp16 mat-vec: x_f16_blocks (each pair within one fp16 rounding of x * s) and
  * mul_mat_vec_f16 against the fp32 reference, for 1 and 3 tokens of x scaled by x_mul. */
 static void check_f16_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per_group,
@@ -279,6 +371,11 @@ static void check_errors(ovk_ops *ops)
     CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 64, 256, 1), OSCAR_ERROR_INVALID_ARGUMENT);
     ovk_binding past = { &b, 4096, 4 };
     CHECK_STATUS(ovk_op_get_rows(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, past, bb, bb, 8, 1), OSCAR_ERROR_INVALID_ARGUMENT);
+    /* a part: no rows; more rows than the binding holds; y rows closer than rows; y too short for the stride */
+    CHECK_STATUS(ovk_op_get_rows_part(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 8, 1, 0, 0), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_get_rows_part(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 8, 1, 5, 129), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_mul_mat_strided(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 3, 4, 8, 2), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_mul_mat_strided(ops, &ctx->cmd, OSCAR_GGML_TYPE_F32, bb, bb, bb, 1024, 4, 8, 2), OSCAR_ERROR_INVALID_ARGUMENT);
     ops->matvec_shader = OSCAR_MATVEC_LANES; /* block types only */
     CHECK_STATUS(ovk_op_mul_mat(ops, &ctx->cmd, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 8, 1), OSCAR_ERROR_UNSUPPORTED);
     ops->matvec_shader = 7;
@@ -334,6 +431,12 @@ int main(void)
             check_case(&ops, type, 35, 4096, 64, 4);
         }
         ops.matvec_shader = OSCAR_MATVEC_AUTO;
+        { /* split by rows: 3 parts of 36 rows (more where the output offsets must align to more
+           * than 16 bytes) and a fourth of 9 (an odd count) */
+            uint32_t align = ctx->limits.minStorageBufferOffsetAlignment, unit = align > 4 ? align / 4 : 1;
+            uint32_t per = (36 + unit - 1) / unit * unit;
+            check_parts(&ops, type, 3 * per + 9, block == 1 ? 40 : 2 * block, per);
+        }
         if (ovk_op_mul_mat_vec_f16_supported(&ops, type)) {
             /* the packed-fp16 path: 1, 3, 128, 160 blocks, 1 to 4 rows per group, 1 to 3 blocks
              * per pass, 32 to 256 threads, x at scales 1, 3e4 and 1e-4 */

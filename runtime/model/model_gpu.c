@@ -21,11 +21,35 @@ static void report(upload_progress *pr, uint64_t bytes)
     if (pr->fn) pr->fn(pr->user, pr->total ? (float)((double)pr->done / (double)pr->total) : 1.0f);
 }
 
-/* Uploads a matrix as stored (raw GGUF blocks). The kernels read the type and need whole
- * blocks per row; checked here so a step never fails on a shape. */
-static oscar_status upload_matrix(oscar_context *ctx, const ovk_gguf_tensor *t, ovk_gpu_weight *w, upload_progress *pr)
+/* Part i of a weight (i < n_parts), and its rows: part_rows from row i * part_rows on, the last fewer. */
+static const ovk_buffer *weight_part(const ovk_gpu_weight *w, uint32_t i) { return i ? &w->more[i - 1] : &w->buf; }
+static uint32_t weight_part_rows(const ovk_gpu_weight *w, uint32_t i)
+{
+    uint32_t row0 = i * w->part_rows;
+    return w->rows - row0 < w->part_rows ? w->rows - row0 : w->part_rows;
+}
+
+/* Rows per part of a matrix of rows of row_bytes stored in buffers of at most `limit` bytes
+ * (each part's bytes padded to a word): as many as fit, a multiple of
+ * minStorageBufferOffsetAlignment / 4, since a part's outputs are bound from y[row0], at byte
+ * row0 * 4, which must be aligned (each part has its own buffer, bound from 0: the weights
+ * need no alignment). 0 when not one such group of rows fits. */
+static uint32_t part_rows_for(const oscar_context *ctx, uint64_t row_bytes, uint32_t rows, uint64_t limit)
+{
+    uint64_t align = ctx->limits.minStorageBufferOffsetAlignment, unit = align > 4 ? align / 4 : 1;
+    uint64_t per = (limit & ~3ull) / row_bytes;
+    per -= per % unit;
+    return per > rows ? rows : (uint32_t)per;
+}
+
+/* Uploads a matrix of m as stored (raw GGUF blocks): one buffer, or parts of at most
+ * m->part_limit bytes each. The kernels read the type and need whole blocks per row; checked
+ * here so a step never fails on a shape. */
+static oscar_status upload_matrix(ovk_model_gpu *m, const ovk_gguf_tensor *t, ovk_gpu_weight *w, upload_progress *pr)
 {
     oscar_status st = OSCAR_OK;
+    oscar_context *ctx = m->ctx;
+    uint64_t limit = m->part_limit;
     uint32_t block = ovk_op_type_block(t->type);
     if (!ovk_op_type_supported(t->type) || block == 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "tensor %s: type %s is not read by the GPU kernels", t->name,
@@ -33,9 +57,30 @@ static oscar_status upload_matrix(oscar_context *ctx, const ovk_gguf_tensor *t, 
     if (t->ne[0] % block)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "tensor %s: row length %llu is not a multiple of %u (%s on the GPU)",
                            t->name, (unsigned long long)t->ne[0], block, ovk_ggml_type_name(t->type));
-    OSCAR_TRY(ovk_buffer_create(ctx, (t->n_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, &w->buf));
-    OSCAR_TRY(ovk_buffer_upload(ctx, &w->buf, 0, t->data, t->n_bytes));
+    uint64_t row_bytes, rows = t->ne[0] ? t->n_elements / t->ne[0] : 0;
+    OSCAR_TRY(ovk_ggml_row_size(t->type, t->ne[0], &row_bytes));
+    if (rows == 0 || rows > UINT32_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED_FORMAT, "tensor %s: %llu rows", t->name, (unsigned long long)rows);
     w->type = t->type;
+    w->rows = w->part_rows = (uint32_t)rows;
+    w->n_parts = 1;
+    if (((t->n_bytes + 3) & ~3ull) > limit) {
+        w->part_rows = part_rows_for(ctx, row_bytes, w->rows, limit);
+        if (w->part_rows == 0)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "tensor %s: rows of %llu bytes cannot be split into storage bindings of "
+                               "%llu bytes at offsets aligned to %llu", t->name, (unsigned long long)row_bytes,
+                               (unsigned long long)limit, (unsigned long long)ctx->limits.minStorageBufferOffsetAlignment);
+        w->n_parts = ovk_div_up(w->rows, w->part_rows);
+        w->more = calloc(w->n_parts - 1, sizeof *w->more);
+        if (!w->more) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        m->split_matrices++;
+    }
+    for (uint32_t i = 0; i < w->n_parts; i++) {
+        uint64_t row0 = (uint64_t)i * w->part_rows, n = weight_part_rows(w, i);
+        ovk_buffer *b = i ? &w->more[i - 1] : &w->buf;
+        OSCAR_TRY(ovk_buffer_create(ctx, (n * row_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, b));
+        OSCAR_TRY(ovk_buffer_upload(ctx, b, 0, (const char *)t->data + row0 * row_bytes, n * row_bytes));
+    }
     report(pr, t->n_bytes);
 fail:
     return st;
@@ -51,6 +96,7 @@ static oscar_status upload_vector(oscar_context *ctx, const ovk_gguf_tensor *t, 
     OSCAR_TRY(ovk_buffer_create(ctx, t->n_elements * 4, OSCAR_BUFFER_DEVICE, &w->buf));
     OSCAR_TRY(ovk_buffer_upload(ctx, &w->buf, 0, f, t->n_elements * 4));
     w->type = OSCAR_GGML_TYPE_F32;
+    w->rows = w->part_rows = w->n_parts = 1;
     report(pr, t->n_bytes);
 fail:
     free(f);
@@ -59,6 +105,12 @@ fail:
 
 oscar_status ovk_model_gpu_create(oscar_context *ctx, const ovk_model_desc *desc,
                                     void (*progress)(void *user, float fraction), void *user, ovk_model_gpu **out)
+{
+    return ovk_model_gpu_create_split(ctx, desc, 0, progress, user, out);
+}
+
+oscar_status ovk_model_gpu_create_split(oscar_context *ctx, const ovk_model_desc *desc, uint64_t part_limit,
+                                          void (*progress)(void *user, float fraction), void *user, ovk_model_gpu **out)
 {
     oscar_status st = OSCAR_OK;
     ovk_model_gpu *m = NULL;
@@ -69,6 +121,8 @@ oscar_status ovk_model_gpu_create(oscar_context *ctx, const ovk_model_desc *desc
     if (!m) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     m->ctx = ctx;
     m->desc = desc;
+    uint64_t limit = ctx->limits.maxStorageBufferRange; /* the shaders' 32-bit byte offsets reach it too */
+    m->part_limit = part_limit && part_limit < limit ? part_limit : limit;
     m->layers = calloc(hp->n_layer, sizeof *m->layers);
     if (!m->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
 
@@ -76,18 +130,18 @@ oscar_status ovk_model_gpu_create(oscar_context *ctx, const ovk_model_desc *desc
     for (uint64_t i = 0; i < desc->gguf->n_tensors; i++) pr.total += desc->gguf->tensors[i].n_bytes;
     if (progress) progress(user, 0.0f);
 
-    OSCAR_TRY(upload_matrix(ctx, desc->token_embd, &m->token_embd, &pr));
-    if (!hp->tied_embeddings) OSCAR_TRY(upload_matrix(ctx, desc->output, &m->output, &pr));
+    OSCAR_TRY(upload_matrix(m, desc->token_embd, &m->token_embd, &pr));
+    if (!hp->tied_embeddings) OSCAR_TRY(upload_matrix(m, desc->output, &m->output, &pr));
     OSCAR_TRY(upload_vector(ctx, desc->output_norm, &m->output_norm, &pr));
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         const ovk_model_layer *src = &desc->layers[l];
         ovk_gpu_layer *dst = &m->layers[l];
         OSCAR_TRY(upload_vector(ctx, src->attn_norm, &dst->attn_norm, &pr));
         OSCAR_TRY(upload_vector(ctx, src->ffn_norm, &dst->ffn_norm, &pr));
-        OSCAR_TRY(upload_matrix(ctx, src->wq, &dst->wq, &pr));
-        OSCAR_TRY(upload_matrix(ctx, src->wk, &dst->wk, &pr));
-        OSCAR_TRY(upload_matrix(ctx, src->wv, &dst->wv, &pr));
-        OSCAR_TRY(upload_matrix(ctx, src->wo, &dst->wo, &pr));
+        OSCAR_TRY(upload_matrix(m, src->wq, &dst->wq, &pr));
+        OSCAR_TRY(upload_matrix(m, src->wk, &dst->wk, &pr));
+        OSCAR_TRY(upload_matrix(m, src->wv, &dst->wv, &pr));
+        OSCAR_TRY(upload_matrix(m, src->wo, &dst->wo, &pr));
         if (src->bq) {
             OSCAR_TRY(upload_vector(ctx, src->bq, &dst->bq, &pr));
             OSCAR_TRY(upload_vector(ctx, src->bk, &dst->bk, &pr));
@@ -97,9 +151,9 @@ oscar_status ovk_model_gpu_create(oscar_context *ctx, const ovk_model_desc *desc
             OSCAR_TRY(upload_vector(ctx, src->q_norm, &dst->q_norm, &pr));
             OSCAR_TRY(upload_vector(ctx, src->k_norm, &dst->k_norm, &pr));
         }
-        OSCAR_TRY(upload_matrix(ctx, src->w_gate, &dst->w_gate, &pr));
-        OSCAR_TRY(upload_matrix(ctx, src->w_up, &dst->w_up, &pr));
-        OSCAR_TRY(upload_matrix(ctx, src->w_down, &dst->w_down, &pr));
+        OSCAR_TRY(upload_matrix(m, src->w_gate, &dst->w_gate, &pr));
+        OSCAR_TRY(upload_matrix(m, src->w_up, &dst->w_up, &pr));
+        OSCAR_TRY(upload_matrix(m, src->w_down, &dst->w_down, &pr));
     }
     uint32_t half = hp->n_rot / 2;
     OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)(half ? half : 1) * 4, OSCAR_BUFFER_DEVICE, &m->rope_freq));
@@ -113,7 +167,13 @@ fail:
     return st;
 }
 
-static void weight_destroy(oscar_context *ctx, ovk_gpu_weight *w) { ovk_buffer_destroy(ctx, &w->buf); }
+static void weight_destroy(oscar_context *ctx, ovk_gpu_weight *w)
+{
+    ovk_buffer_destroy(ctx, &w->buf);
+    for (uint32_t i = 1; w->more && i < w->n_parts; i++) ovk_buffer_destroy(ctx, &w->more[i - 1]);
+    free(w->more);
+    w->more = NULL;
+}
 
 void ovk_model_gpu_destroy(ovk_model_gpu *m)
 {
@@ -214,7 +274,15 @@ static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_bindi
  * mat-vec (Q4_0, Q8_0) gets x prepared once into s->xq and shared by them (one dispatch and
  * barrier more, Q4_0 products 1.5x faster on the H200); the rest go through
  * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
- * unordered among each other. */
+ * unordered among each other.
+ *
+ * A weight split by rows (over the storage-binding limit) runs one product per part, writing
+ * its columns row0 .. row0 + part rows - 1 of y_i in place: y bound from y_i[0][row0] (aligned,
+ * model_gpu_create_split), the token rows rows_i floats apart (ovk_op_mul_mat_strided). The
+ * alternative, each part into a packed scratch [n][part rows] and copies of its n row pieces
+ * into y, would cost a scratch of y's size, a barrier and n copy regions per part, where the
+ * stride costs one push constant; the parts write disjoint columns and need no barrier among
+ * them. A whole weight records exactly the one dispatch it always did. */
 static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
                              const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows)
 {
@@ -229,9 +297,21 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
         ovk_cmd_barrier(ctx, &s->cmd);
     }
     for (uint32_t i = 0; i < n_w; i++) {
-        ovk_binding wb = bind(&w[i]->buf, 0);
-        if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
-        else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
+        if (w[i]->rows != rows[i])
+            OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a product of %u rows over a weight of %u", rows[i], w[i]->rows);
+        if (w[i]->n_parts == 1) {
+            ovk_binding wb = bind(&w[i]->buf, 0);
+            if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
+            else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
+            continue;
+        }
+        for (uint32_t p = 0; p < w[i]->n_parts; p++) {
+            uint32_t row0 = p * w[i]->part_rows, pr = weight_part_rows(w[i], p);
+            ovk_binding wb = bind(weight_part(w[i], p), 0);
+            ovk_binding yp = { y[i].buffer, y[i].offset + (uint64_t)row0 * 4, ((uint64_t)(n - 1) * rows[i] + pr) * 4 };
+            if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
+            else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
+        }
     }
 fail:
     return st;
@@ -423,8 +503,17 @@ oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs
     int t0 = ovk_cmd_timestamp(ctx, &s->cmd);
     ovk_cmd_copy(ctx, &s->cmd, &s->meta_host, 0, &s->meta, 0, s->meta.size);
     ovk_cmd_barrier(ctx, &s->cmd);
-    OSCAR_TRY(ovk_op_get_rows(&s->ops, &s->cmd, s->m->token_embd.type, bind(&s->m->token_embd.buf, 0),
-                                bind(&s->meta, (uint64_t)n * 4), bind(&s->x, (uint64_t)n * hp->n_embd * 4), hp->n_embd, n));
+    {
+        /* the embedding: one lookup, or one per part of a split table (each fills the rows of its
+         * tokens; the parts write disjoint rows and run unordered) */
+        const ovk_gpu_weight *te = &s->m->token_embd;
+        ovk_binding ids = bind(&s->meta, (uint64_t)n * 4), x = bind(&s->x, (uint64_t)n * hp->n_embd * 4);
+        if (te->n_parts == 1) OSCAR_TRY(ovk_op_get_rows(&s->ops, &s->cmd, te->type, bind(&te->buf, 0), ids, x, hp->n_embd, n));
+        for (uint32_t p = 0; te->n_parts > 1 && p < te->n_parts; p++) {
+            OSCAR_TRY(ovk_op_get_rows_part(&s->ops, &s->cmd, te->type, bind(weight_part(te, p), 0), ids, x, hp->n_embd, n,
+                                             p * te->part_rows, weight_part_rows(te, p)));
+        }
+    }
     /* The step goes to the GPU in parts of growing size: after layer 0, so the GPU starts at
      * once, then after layers 1..g, then g + 1..g^2 + g, ... (g = s->flush_growth). Recording a
      * Llama-3-8B layer takes the host ~30 us and running it the H200 ~150, so each part is

@@ -1,6 +1,7 @@
 /* The llama-family forward pass on Vulkan: weights uploaded once (raw GGUF blocks, one device
- * buffer per tensor), per-session activation buffers allocated once, and a step function that
- * records a whole forward pass over a batch of sequences as ONE command stream, waited on once,
+ * buffer per tensor, or per row range of a matrix larger than a storage binding), per-session
+ * activation buffers allocated once, and a step function that records a whole forward pass
+ * over a batch of sequences as ONE command stream, waited on once,
  * with no host work between its commands (submitted in a few parts as it is recorded, so the
  * GPU starts before the host has finished: flush_growth below):
  *
@@ -25,10 +26,19 @@
 #include "ops.h"
 #include "vk_context.h"
 
-/* A weight on the device: the tensor's bytes, padded to a multiple of 4. */
+/* A weight on the device: the tensor's bytes, padded to a multiple of 4. A matrix larger than
+ * one storage binding may cover (maxStorageBufferRange: 128 MiB on lavapipe, 4 GiB on NVIDIA,
+ * e.g. a 152K-token vocabulary's embedding) is stored split by rows into n_parts buffers, part
+ * i holding rows [i * part_rows, min((i + 1) * part_rows, rows)); every product or lookup over
+ * it then runs one dispatch per part (see mul_mats and the step's get_rows). */
 typedef struct ovk_gpu_weight {
-    ovk_buffer buf;          /* raw GGUF blocks of `type` (F32 for norms and biases) */
-    uint32_t type;             /* ovk_ggml_type */
+    ovk_buffer buf;          /* raw GGUF blocks of `type` (F32 for norms and biases); part 0 when split */
+    ovk_buffer *more;        /* [n_parts - 1] parts 1..: [part_rows][row bytes] blocks each, the last
+                              * part's rows fewer (NULL when whole) */
+    uint32_t type;           /* ovk_ggml_type */
+    uint32_t rows;           /* rows of a matrix (ne[1]); 1 for a vector */
+    uint32_t part_rows;      /* rows per part; rows when whole */
+    uint32_t n_parts;        /* 1: whole in buf */
 } ovk_gpu_weight;
 
 typedef struct ovk_gpu_layer {
@@ -48,6 +58,8 @@ typedef struct ovk_model_gpu {
     ovk_buffer rope_freq;        /* [n_rot/2] fp32 radians per position (desc->rope_theta) */
     ovk_gpu_layer *layers;       /* [n_layer] */
     uint64_t weight_bytes;         /* bytes uploaded */
+    uint64_t part_limit;           /* bytes: the most one weight buffer holds; larger matrices are split */
+    uint32_t split_matrices;       /* matrices stored in more than one part */
 } ovk_model_gpu;
 
 /* Uploads every weight of `desc` (borrowed: it must outlive the result). Norm and bias vectors
@@ -57,6 +69,16 @@ typedef struct ovk_model_gpu {
 oscar_status ovk_model_gpu_create(oscar_context *ctx, const ovk_model_desc *desc,
                                     void (*progress)(void *user, float fraction), void *user,
                                     ovk_model_gpu **out);
+
+/* The same, with matrices split into parts of at most part_limit bytes (0: the device's
+ * maxStorageBufferRange, which ovk_model_gpu_create uses; a larger value is lowered to it).
+ * Part boundaries fall on rows, a multiple of minStorageBufferOffsetAlignment / 4 of them so
+ * that each part's output columns start on an aligned offset. A small limit makes a small
+ * model run the split path (tests). UNSUPPORTED when a limit cannot hold one such group of
+ * rows. */
+oscar_status ovk_model_gpu_create_split(oscar_context *ctx, const ovk_model_desc *desc, uint64_t part_limit,
+                                          void (*progress)(void *user, float fraction), void *user,
+                                          ovk_model_gpu **out);
 /* Waits for nothing (the caller has finished every step) and frees the buffers. NULL: no-op. */
 void ovk_model_gpu_destroy(ovk_model_gpu *m);
 

@@ -83,10 +83,11 @@ static oscar_status record(const ovk_ops *ops, ovk_cmd *cmd, const ovk_pipeline_
     return ovk_cmd_dispatch(ops->ctx, cmd, p, bindings, push, groups);
 }
 
-/* Checks the shared arguments of the three matrix products and returns W's row bytes. */
+/* Checks the shared arguments of the matrix products and returns W's row bytes. y holds token
+ * t's rows at y[t * y_stride ..] (y_stride >= rows floats). */
 static oscar_status check_mul_mat(const ovk_ops *ops, const char *op, uint32_t type, const ovk_binding *w,
-                                  const ovk_binding *x, uint64_t x_bytes, const ovk_binding *y, uint32_t rows,
-                                  uint32_t cols, uint32_t n, uint64_t *row_bytes)
+                                  const ovk_binding *x, uint64_t x_bytes, const ovk_binding *y, uint32_t y_stride,
+                                  uint32_t rows, uint32_t cols, uint32_t n, uint64_t *row_bytes)
 {
     oscar_status st = check_workgroup(ops, op);
     if (st != OSCAR_OK) return st;
@@ -98,13 +99,15 @@ static oscar_status check_mul_mat(const ovk_ops *ops, const char *op, uint32_t t
                            ovk_ggml_type_name(type));
     st = ovk_ggml_row_size(type, cols, row_bytes);
     if (st != OSCAR_OK) return st;
-    if ((uint64_t)rows * *row_bytes > UINT32_MAX || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * rows > UINT32_MAX)
+    if (y_stride < rows)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: y rows %u floats apart hold no %u rows", op, y_stride, rows);
+    if ((uint64_t)rows * *row_bytes > UINT32_MAX || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * y_stride > UINT32_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u x %u %s times %u tokens exceeds 32-bit indexing", op, rows, cols,
                            ovk_ggml_type_name(type), n);
     /* the shaders read whole words: the last block's bytes are rounded up to a word */
     if ((st = check_binding(w, ((uint64_t)rows * *row_bytes + 3) & ~3ull, op, "w")) != OSCAR_OK) return st;
     if ((st = check_binding(x, x_bytes, op, "x")) != OSCAR_OK) return st;
-    return check_binding(y, (uint64_t)n * rows * 4, op, "y");
+    return check_binding(y, n ? ((uint64_t)(n - 1) * y_stride + rows) * 4 : 0, op, "y");
 }
 
 /* ---- matrix products ------------------------------------------------------------------------ */
@@ -139,8 +142,8 @@ static const matvec_shader MV_LANES = { "mul_mat_vec_lanes", 6, 2 };
 /* Records a mat-vec shader over the checked bindings, with ops' tuning or the per-type
  * defaults; `tokens` per workgroup (1 but for the lanes shader). */
 static oscar_status record_matvec(const ovk_ops *ops, ovk_cmd *cmd, const matvec_shader *sh, uint32_t tokens,
-                                  uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t rows,
-                                  uint32_t cols, uint32_t n)
+                                  uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
+                                  uint32_t rows, uint32_t cols, uint32_t n)
 {
     oscar_status st;
     const char *shader = sh->name;
@@ -156,11 +159,11 @@ static oscar_status record_matvec(const ovk_ops *ops, ovk_cmd *cmd, const matvec
     uint32_t groups_z = ovk_div_up(n, tokens);
     if (groups_z > GRID_MAX) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens exceed the grid", shader, n);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 12, .n_spec = sh->n_spec,
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 16, .n_spec = sh->n_spec,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                         /* W16: the uvec4 view of W is aligned */ (w.offset % 16) == 0,
                                         /* TOKENS */ tokens } };
-    uint32_t push[3] = { rows, cols, n }, groups[3];
+    uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
     if ((st = grid_2d(ovk_div_up(rows, per), groups, shader)) != OSCAR_OK) return st;
     groups[2] = groups_z;
     ovk_binding b[3] = { w, x, y };
@@ -190,11 +193,13 @@ static int prefers_batch(uint32_t type, uint32_t n)
     return n <= 16 || type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0;
 }
 
-oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
-                                  ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+/* The products, y's rows y_stride floats apart (the public functions pass rows). */
+static oscar_status mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
+                                ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
+    oscar_status st = check_mul_mat(ops, "mul_mat_vec", type, &w, &x, (uint64_t)n * cols * 4, &y, y_stride, rows, cols, n,
+                                    &row_bytes);
     if (st != OSCAR_OK) return st;
     int is_float = is_float_type(type);
     /* auto: the fastest shader per type on the H200 (docs/performance.md, "Forward-pass
@@ -206,28 +211,29 @@ oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type,
                  : type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 ? OSCAR_MATVEC_LANES
                                                                                   : OSCAR_MATVEC_UNITS;
     switch (shader) {
-    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, rows, cols, n);
-    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, rows, cols, n);
+    case OSCAR_MATVEC_UNITS: return record_matvec(ops, cmd, &MV_UNITS, 1, type, w, x, y, y_stride, rows, cols, n);
+    case OSCAR_MATVEC_RUN8: return record_matvec(ops, cmd, &MV_RUN8, 1, type, w, x, y, y_stride, rows, cols, n);
     case OSCAR_MATVEC_LANES:
         if (is_float)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec: the lanes shader reads block types, not %s",
                                ovk_ggml_type_name(type));
-        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, rows, cols, n);
+        return record_matvec(ops, cmd, &MV_LANES, 1, type, w, x, y, y_stride, rows, cols, n);
     default: OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec: shader variant %u", shader);
     }
 }
 
-oscar_status ovk_op_mul_mat_batch(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
-                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+static oscar_status mul_mat_batch(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
+                                  ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat_batch", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
+    oscar_status st = check_mul_mat(ops, "mul_mat_batch", type, &w, &x, (uint64_t)n * cols * 4, &y, y_stride, rows, cols,
+                                    n, &row_bytes);
     if (st != OSCAR_OK) return st;
     if (is_float_type(type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_batch: the lanes shader reads block types, not %s",
                            ovk_ggml_type_name(type));
     if (n == 0) return OSCAR_OK;
-    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, rows, cols, n);
+    return record_matvec(ops, cmd, &MV_LANES, lanes_tokens(ops, n), type, w, x, y, y_stride, rows, cols, n);
 }
 
 int ovk_op_mul_mat_vec_f16_supported(const ovk_ops *ops, uint32_t type)
@@ -242,17 +248,18 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_f16: needs shaderFloat16 and Q4_0 or Q8_0 weights (%s)",
                            ovk_ggml_type_name(type));
     uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, cols, n,
-                                    &row_bytes);
+    oscar_status st = check_mul_mat(ops, "mul_mat_vec_f16", type, &w, &xq, OSCAR_X_F16_BYTES(n, cols), &y, rows, rows,
+                                    cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
-    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, cols, n);
+    return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, rows, cols, n);
 }
 
-oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
-                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
+                                  ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
     uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, (uint64_t)n * cols * 4, &y, rows, cols, n, &row_bytes);
+    oscar_status st = check_mul_mat(ops, "mul_mat", type, &w, &x, (uint64_t)n * cols * 4, &y, y_stride, rows, cols, n,
+                                    &row_bytes);
     if (st != OSCAR_OK) return st;
     const VkPhysicalDeviceLimits *lim = &ops->ctx->limits;
     uint32_t wg = ops->matmul_workgroup;
@@ -269,25 +276,51 @@ oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t typ
     uint32_t groups[3] = { ovk_div_up(rows, MUL_MAT_BM), ovk_div_up(n, wg / 4), 1 };
     if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat: %u rows x %u tokens exceed the grid", rows, n);
-    ovk_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 12, .n_spec = 2,
+    ovk_pipeline_desc d = { .shader = "mul_mat", .n_buffers = 3, .push_size = 16, .n_spec = 2,
                               .spec = { /* WORKGROUP */ wg, /* TYPE */ type } };
-    uint32_t push[3] = { rows, cols, n };
+    uint32_t push[4] = { rows, cols, n, y_stride };
     ovk_binding b[3] = { w, x, y };
     return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                  ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    return mul_mat_vec(ops, cmd, type, w, x, y, rows, rows, cols, n);
+}
+
+oscar_status ovk_op_mul_mat_batch(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    return mul_mat_batch(ops, cmd, type, w, x, y, rows, rows, cols, n);
+}
+
+oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    return mul_mat_tiled(ops, cmd, type, w, x, y, rows, rows, cols, n);
+}
+
+oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                      ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
+                                      uint32_t n)
+{
+    if (n == 1) return mul_mat_vec(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
+    if (prefers_batch(type, n)) return mul_mat_batch(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
+    return mul_mat_tiled(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
 }
 
 oscar_status ovk_op_mul_mat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                               ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
-    if (n == 1) return ovk_op_mul_mat_vec(ops, cmd, type, w, x, y, rows, cols, n);
-    if (prefers_batch(type, n)) return ovk_op_mul_mat_batch(ops, cmd, type, w, x, y, rows, cols, n);
-    return ovk_op_mul_mat_tiled(ops, cmd, type, w, x, y, rows, cols, n);
+    return ovk_op_mul_mat_strided(ops, cmd, type, w, x, y, rows, rows, cols, n);
 }
 
 /* ---- small kernels -------------------------------------------------------------------------- */
 
-oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
-                               ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n)
+oscar_status ovk_op_get_rows_part(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n, uint32_t row0,
+                                    uint32_t rows)
 {
     oscar_status st = check_workgroup(ops, "get_rows");
     if (st != OSCAR_OK) return st;
@@ -300,16 +333,27 @@ oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ov
     if ((st = ovk_ggml_row_size(type, cols, &row_bytes)) != OSCAR_OK) return st;
     if ((uint64_t)n * cols > UINT32_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "get_rows: %u rows of %u exceed 32-bit indexing", n, cols);
-    if ((st = check_binding(&w, (row_bytes + 3) & ~3ull, "get_rows", "w")) != OSCAR_OK) return st;
+    /* the whole table (rows = UINT32_MAX): its size is not known here, one row at least */
+    uint64_t w_rows = rows == UINT32_MAX ? 1 : rows;
+    if (rows == 0 || w_rows * row_bytes > UINT32_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "get_rows: a part of %u rows of %llu bytes", rows,
+                           (unsigned long long)row_bytes);
+    if ((st = check_binding(&w, (w_rows * row_bytes + 3) & ~3ull, "get_rows", "w")) != OSCAR_OK) return st;
     if ((st = check_binding(&ids, (uint64_t)n * 4, "get_rows", "ids")) != OSCAR_OK) return st;
     if ((st = check_binding(&out, (uint64_t)n * cols * 4, "get_rows", "out")) != OSCAR_OK) return st;
     if (n == 0) return OSCAR_OK;
-    ovk_pipeline_desc d = { .shader = "get_rows", .n_buffers = 3, .push_size = 8, .n_spec = 2,
+    ovk_pipeline_desc d = { .shader = "get_rows", .n_buffers = 3, .push_size = 16, .n_spec = 2,
                               .spec = { /* WORKGROUP */ ops->workgroup, /* TYPE */ type } };
-    uint32_t push[2] = { cols, n }, groups[3];
+    uint32_t push[4] = { cols, n, row0, rows }, groups[3];
     if ((st = grid_2d(n, groups, "get_rows")) != OSCAR_OK) return st;
     ovk_binding b[3] = { w, ids, out };
     return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                               ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n)
+{
+    return ovk_op_get_rows_part(ops, cmd, type, w, ids, out, cols, n, 0, UINT32_MAX);
 }
 
 /* rms_norm with an optional residual (res NULL: none). */

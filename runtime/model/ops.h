@@ -72,6 +72,16 @@ oscar_status ovk_op_mul_mat_batch(const ovk_ops *ops, ovk_cmd *cmd, uint32_t typ
 oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                     ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
+/* ovk_op_mul_mat (the same kernel choice) with token t's rows written at y[t * y_stride + r],
+ * y [n][y_stride] fp32, y_stride >= rows (only columns 0..rows-1 are written): W is a row range
+ * of a larger matrix and y the matching columns of that matrix's output, the binding starting at
+ * the range's first column. A matrix over the storage-binding limit runs as such parts
+ * (model_gpu.c), each result bit for bit the unsplit product's, since a row's sum does not
+ * depend on the rows around it. */
+oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                      ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
+                                      uint32_t n);
+
 /* The packed-fp16 decode mat-vec (shaders/mul_mat_vec_f16.comp): Q4_0 and Q8_0 weights on
  * devices with shaderFloat16, x prepared once by ovk_op_x_f16_blocks and shared by every
  * mat-vec that reads the same x. Error ~1e-7 normalised squared (fp16 products; see the
@@ -97,6 +107,14 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
  * (each < vocab: not checked on the GPU), out [n][cols]. */
 oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n);
+
+/* The lookup from one part of a table split by rows: W [rows][cols] holds the table's rows
+ * row0 .. row0 + rows - 1; out[t] is written for the tokens whose id falls in that range and
+ * left as it is for the others, so one dispatch per part, unordered among each other, fills
+ * every row. */
+oscar_status ovk_op_get_rows_part(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                    ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n, uint32_t row0,
+                                    uint32_t rows);
 
 /* RMS norm of n_rows rows of dim: y = (x * rsqrt(mean(x^2) + eps)) * w. x, y [n_rows][dim]
  * (y may alias x), w [dim]. For qwen3's q/k norm pass rows of head_dim. */

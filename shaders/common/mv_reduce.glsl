@@ -3,8 +3,8 @@
 // summed over the workgroup in shared memory (a tree, no subgroup-size assumption) and
 // written to y.
 //
-// Needs, declared before it: WORKGROUP and ROWS (spec constants), y[] ([n][rows] fp32) and
-// pc.rows, pc.n. A shader whose threads hold sums for several tokens defines MV_TOKENS (a
+// Needs, declared before it: WORKGROUP and ROWS (spec constants), y[] ([n][y_stride] fp32) and
+// pc.rows, pc.n, pc.y_stride. A shader whose threads hold sums for several tokens defines MV_TOKENS (a
 // constant, tokens per workgroup) before including it: acc is then [MV_TOKENS][ROWS].
 #ifndef OSCAR_MV_REDUCE_GLSL
 #define OSCAR_MV_REDUCE_GLSL
@@ -29,7 +29,7 @@ void mv_reduce_store(float acc[MV_SUMS], uint tid, uint row0, uint tok0)
     }
     for (uint i = tid; i < MV_SUMS; i += WORKGROUP) {
         uint t = i / ROWS, r = i % ROWS;
-        if (row0 + r < pc.rows && tok0 + t < pc.n) y[(tok0 + t) * pc.rows + row0 + r] = red[i * WORKGROUP];
+        if (row0 + r < pc.rows && tok0 + t < pc.n) y[(tok0 + t) * pc.y_stride + row0 + r] = red[i * WORKGROUP];
     }
 }
 
