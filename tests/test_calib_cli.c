@@ -20,6 +20,7 @@
  *    and key clips as with both, no value means) or of the values only; the clip fit's key
  *    center averaged over the key spread's context (the calibration sequence's without it).
  */
+#include <cblas.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -389,6 +390,9 @@ static void check_pipeline_orientation(const ovk_model_desc *desc, const ovk_ggu
     }
     CHECK_OK(ovk_calib_covariance(cal, 0, OSCAR_CALIB_ALL_HEADS, OSCAR_CALIB_KEYS, C));
     if (spread) ovk_rope_spread_covariance(d, hp->n_rot, hp->rope_type == OSCAR_ROPE_NEOX, desc->rope_theta, hp->n_ctx_train, C);
+    /* oscar-calib solves on one OpenBLAS thread; the rotation's last bits depend on the count */
+    int blas_threads = openblas_get_num_threads();
+    openblas_set_num_threads(1);
     CHECK_OK(ovk_rotation_build(OSCAR_ROTATION_OSCAR, d, C, R, NULL));
     const ovk_gguf_tensor *t = ovk_gguf_find_tensor(g, "blk.0.attn_k_rot.weight");
     if (t) {
@@ -425,6 +429,7 @@ static void check_pipeline_orientation(const ovk_model_desc *desc, const ovk_ggu
         CHECK_MSG(memcmp(t->data, M, (size_t)d * d * sizeof *M) == 0, "blk.0.attn_k_metric differs from the core's metric");
         free(M);
     }
+    openblas_set_num_threads(blas_threads);
     /* the means: pre-RoPE keys and values of the positions past the 64-token sink */
     CHECK(ctx.n_mean > 0);
     for (int which = 0; which < 2 && ctx.n_mean; which++) {

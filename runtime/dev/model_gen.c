@@ -1,8 +1,11 @@
 /* Small random llama-family GGUF models (see model_gen.h). */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "gguf.h"
@@ -66,13 +69,17 @@ static void rng_seed(gen_rng *r, uint64_t seed)
     r->has_spare = 0;
 }
 
-static double rng_uniform(gen_rng *r) /* (0, 1) */
+static uint64_t rng_next(gen_rng *r)
 {
     r->s ^= r->s >> 12;
     r->s ^= r->s << 25;
     r->s ^= r->s >> 27;
-    uint64_t v = r->s * 0x2545f4914f6cdd1dull;
-    return ((double)(v >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+    return r->s * 0x2545f4914f6cdd1dull;
+}
+
+static double rng_uniform(gen_rng *r) /* (0, 1) */
+{
+    return ((double)(rng_next(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
 static double rng_normal(gen_rng *r) /* N(0, 1), Box-Muller */
@@ -90,30 +97,78 @@ static double rng_normal(gen_rng *r) /* N(0, 1), Box-Muller */
 
 /* ---- tensors ---------------------------------------------------------------------------------- */
 
+/* The tensor's rows come in chunks of GEN_CHUNK_ROWS, each from a generator of its own seeded
+ * from the tensor's seed and the chunk's index, so that threads can fill them in any order and
+ * the file is the same for any number of threads. */
+#define GEN_CHUNK_ROWS 64u
+#define GEN_MAX_THREADS 32
+
+typedef struct gen_job {
+    uint32_t type, n_in, n_out;
+    uint64_t row_bytes, seed;
+    double mean, std;
+    uint8_t *data;             /* [n_out][row_bytes] */
+    atomic_uint next_chunk;    /* the next chunk a thread takes */
+    atomic_int failed;         /* a row failed to quantize */
+} gen_job;
+
+static void *gen_worker(void *arg)
+{
+    gen_job *job = arg;
+    float *row = malloc((size_t)job->n_in * sizeof *row); /* [n_in] */
+    if (!row) {
+        atomic_store(&job->failed, 1);
+        return NULL;
+    }
+    uint32_t n_chunks = (job->n_out + GEN_CHUNK_ROWS - 1) / GEN_CHUNK_ROWS;
+    for (uint32_t c; (c = atomic_fetch_add(&job->next_chunk, 1)) < n_chunks && !atomic_load(&job->failed);) {
+        gen_rng rng;
+        rng_seed(&rng, job->seed + 0x9e3779b97f4a7c15ull * (c + 1ull));
+        uint32_t o_end = (c + 1) * GEN_CHUNK_ROWS < job->n_out ? (c + 1) * GEN_CHUNK_ROWS : job->n_out;
+        for (uint32_t o = c * GEN_CHUNK_ROWS; o < o_end; o++) {
+            for (uint32_t i = 0; i < job->n_in; i++) row[i] = (float)(job->mean + job->std * rng_normal(&rng));
+            if (ovk_ggml_quantize_row(job->type, row, job->data + (size_t)o * job->row_bytes, job->n_in) != OSCAR_OK)
+                atomic_store(&job->failed, 1);
+        }
+    }
+    free(row);
+    return NULL;
+}
+
+static unsigned gen_thread_count(uint32_t n_out)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned n = cpus > 0 ? (unsigned)cpus : 1;
+    unsigned chunks = (n_out + GEN_CHUNK_ROWS - 1) / GEN_CHUNK_ROWS;
+    if (n > GEN_MAX_THREADS) n = GEN_MAX_THREADS;
+    return n < chunks ? n : chunks;
+}
+
 /* Adds a [n_in, n_out] tensor (n_out = 1 for a vector) of values mean + std * N(0,1),
- * quantized to `type`. */
+ * quantized to `type`, on as many threads as the machine has (at most GEN_MAX_THREADS). */
 static oscar_status add_random(ovk_gguf_writer *w, gen_rng *rng, const char *name, uint32_t type, uint32_t n_in,
                                uint32_t n_out, double mean, double std)
 {
     oscar_status st = OSCAR_OK;
-    float *row = NULL;   /* [n_in] */
-    uint8_t *data = NULL; /* [n_out][row_bytes] */
-    uint64_t row_bytes;
-    if (ovk_ggml_row_size(type, n_in, &row_bytes) != OSCAR_OK)
+    gen_job job = { .type = type, .n_in = n_in, .n_out = n_out, .mean = mean, .std = std };
+    if (ovk_ggml_row_size(type, n_in, &job.row_bytes) != OSCAR_OK)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "model_gen: tensor %s: row length %u does not fit type %s",
                            name, n_in, ovk_ggml_type_name(type));
-    row = malloc((size_t)n_in * sizeof *row);
-    data = malloc((size_t)row_bytes * n_out);
-    if (!row || !data) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_gen: out of memory for %s", name);
-    for (uint32_t o = 0; o < n_out; o++) {
-        for (uint32_t i = 0; i < n_in; i++) row[i] = (float)(mean + std * rng_normal(rng));
-        OSCAR_TRY(ovk_ggml_quantize_row(type, row, data + (size_t)o * row_bytes, n_in));
-    }
+    job.seed = rng_next(rng);
+    atomic_init(&job.next_chunk, 0);
+    atomic_init(&job.failed, 0);
+    job.data = malloc((size_t)job.row_bytes * n_out);
+    if (!job.data) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_gen: out of memory for %s", name);
+    pthread_t threads[GEN_MAX_THREADS];
+    unsigned n_threads = gen_thread_count(n_out), started = 0;
+    while (started + 1 < n_threads && pthread_create(&threads[started], NULL, gen_worker, &job) == 0) started++;
+    gen_worker(&job); /* this thread works too: the tensor is made even where no thread starts */
+    for (unsigned t = 0; t < started; t++) pthread_join(threads[t], NULL);
+    if (atomic_load(&job.failed)) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "model_gen: cannot make tensor %s", name);
     uint64_t ne[2] = {n_in, n_out};
-    OSCAR_TRY(ovk_gguf_writer_add_tensor(w, name, type, n_out > 1 ? 2 : 1, ne, data));
+    OSCAR_TRY(ovk_gguf_writer_add_tensor(w, name, type, n_out > 1 ? 2 : 1, ne, job.data));
 fail:
-    free(row);
-    free(data);
+    free(job.data);
     return st;
 }
 
