@@ -99,9 +99,9 @@ typedef struct oscar_vk_device {
     uint32_t queue_family;              /* a family with VK_QUEUE_COMPUTE_BIT */
     uint32_t queue_index;               /* the queue of that family the library submits to */
     /* What the application enabled at vkCreateDevice, which the library cannot query from a
-     * VkDevice: the VkPhysicalDeviceFeatures2 chain (the one in VkDeviceCreateInfo.pNext, or a
-     * VkPhysicalDeviceFeatures2 wrapping pEnabledFeatures; NULL: none enabled) and the enabled
-     * device extensions. The library reads VkPhysicalDeviceVulkan11Features,
+     * VkDevice: the feature chain (VkDeviceCreateInfo.pNext as it was, whatever structure comes
+     * first, or a VkPhysicalDeviceFeatures2 wrapping pEnabledFeatures in front of it; NULL: none
+     * enabled) and the enabled device extensions. The library reads VkPhysicalDeviceVulkan11Features,
      * VkPhysicalDeviceVulkan12Features, VkPhysicalDeviceVulkan13Features,
      * VkPhysicalDevice16BitStorageFeatures, VkPhysicalDeviceShaderFloat16Int8Features,
      * VkPhysicalDeviceVulkanMemoryModelFeatures, VkPhysicalDeviceSubgroupSizeControlFeatures,

@@ -106,6 +106,19 @@ static int queue_family_props(VkPhysicalDevice pd, uint32_t family, VkQueueFamil
     return 1;
 }
 
+/* The physical device's position in the instance's enumeration (0 when not found). */
+static uint32_t device_index(VkInstance instance, VkPhysicalDevice pd)
+{
+    uint32_t n = 0, index = 0;
+    if (vkEnumeratePhysicalDevices(instance, &n, NULL) != VK_SUCCESS || n == 0) return 0;
+    VkPhysicalDevice *pds = calloc(n, sizeof *pds);
+    VkResult r = pds ? vkEnumeratePhysicalDevices(instance, &n, pds) : VK_ERROR_OUT_OF_HOST_MEMORY;
+    for (uint32_t i = 0; (r == VK_SUCCESS || r == VK_INCOMPLETE) && i < n; i++)
+        if (pds[i] == pd) index = i;
+    free(pds);
+    return index;
+}
+
 /* Checks the description and fills `info` and `caps` with what the physical device has
  * (ovk_query_device), `en` with what the application enabled. Loads the instance's entry points. */
 static oscar_status describe(const oscar_vk_device *d, oscar_device_info *info, ovk_device_caps *caps, ext_enabled *en)
@@ -122,7 +135,8 @@ static oscar_status describe(const oscar_vk_device *d, oscar_device_info *info, 
                            VK_API_VERSION_MAJOR(d->api_version), VK_API_VERSION_MINOR(d->api_version));
     OSCAR_TRY(ovk_loader_init(d->get_instance_proc_addr));
     volkLoadInstanceOnly(d->instance);
-    ovk_query_device(d->instance, d->physical_device, 0, info, NULL, NULL, NULL, NULL, caps);
+    ovk_query_device(d->instance, d->physical_device, device_index(d->instance, d->physical_device), info, NULL, NULL,
+                     NULL, NULL, caps);
     if (info->api_version < VK_API_VERSION_1_2)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "device '%s' supports Vulkan %u.%u; OSCAR-VK needs 1.2", info->name,
                            VK_API_VERSION_MAJOR(info->api_version), VK_API_VERSION_MINOR(info->api_version));
