@@ -47,40 +47,49 @@ static oscar_status bind(const oscar_kv_cache *c, const oscar_vk_buffer *b, uint
     return OSCAR_OK;
 }
 
+/* The checks both record calls begin with: the cache and cb, then the step's tensors a and b of
+ * [T][heads][head_dim] each (k and v may be fp16, q and out not). */
+static oscar_status bind_pair(const oscar_kv_cache *c, VkCommandBuffer cb, const char *op, const oscar_vk_buffer *a,
+                              const oscar_vk_buffer *b, const char *const names[2], int kv, ovk_buffer wrap[2],
+                              ovk_binding bound[2])
+{
+    oscar_status st = check_cache(c, cb, op);
+    uint32_t heads = st == OSCAR_OK ? (kv ? c->p.n_kv_head : c->p.n_head) : 0;
+    if (st == OSCAR_OK) st = bind(c, a, heads, kv, op, names[0], &wrap[0], &bound[0]);
+    if (st == OSCAR_OK) st = bind(c, b, heads, kv, op, names[1], &wrap[1], &bound[1]);
+    return st;
+}
+
 OSCAR_API oscar_status oscar_vk_kv_append(oscar_kv_cache *c, VkCommandBuffer cb, uint32_t layer, const oscar_vk_buffer *k,
                                          const oscar_vk_buffer *v)
 {
-    oscar_status st = OSCAR_OK;
-    ovk_buffer wk, wv;
-    ovk_binding bk, bv;
+    static const char *const names[2] = { "k", "v" };
+    ovk_buffer wrap[2];
+    ovk_binding kv[2];
     const char *op = "oscar_vk_kv_append";
-    OSCAR_TRY(check_cache(c, cb, op));
-    OSCAR_TRY(bind(c, k, c->p.n_kv_head, 1, op, "k", &wk, &bk));
-    OSCAR_TRY(bind(c, v, c->p.n_kv_head, 1, op, "v", &wv, &bv));
-    if (k->type != v->type) OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "%s: k and v have different types", op);
+    oscar_status st = bind_pair(c, cb, op, k, v, names, 1, wrap, kv);
+    if (st != OSCAR_OK) return st;
+    if (k->type != v->type) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: k and v have different types", op);
     ovk_cmd_adopt(&c->ext_cmd, cb);
-    st = ovk_kv_record_append(c, &c->ext_cmd, layer, &bk, &bv, k->type == OSCAR_VK_F16);
+    st = ovk_kv_record_append(c, &c->ext_cmd, layer, &kv[0], &kv[1], k->type == OSCAR_VK_F16);
     c->ext_cmd.recording = 0;
-fail:
     return st;
 }
 
 OSCAR_API oscar_status oscar_vk_kv_attention(oscar_kv_cache *c, VkCommandBuffer cb, uint32_t layer,
                                             const oscar_vk_buffer *q, const oscar_vk_buffer *out)
 {
-    oscar_status st = OSCAR_OK;
-    ovk_buffer wq, wo;
-    ovk_binding bq, bo;
+    static const char *const names[2] = { "q", "out" };
+    ovk_buffer wrap[2];
+    ovk_binding qo[2];
     const char *op = "oscar_vk_kv_attention";
-    OSCAR_TRY(check_cache(c, cb, op));
-    OSCAR_TRY(bind(c, q, c->p.n_head, 0, op, "q", &wq, &bq));
-    OSCAR_TRY(bind(c, out, c->p.n_head, 0, op, "out", &wo, &bo));
-    if (q->buffer == out->buffer && q->offset < out->offset + bo.range && out->offset < q->offset + bq.range)
-        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "%s: out overlaps q", op);
+    oscar_status st = bind_pair(c, cb, op, q, out, names, 0, wrap, qo);
+    if (st != OSCAR_OK) return st;
+    if (q->buffer == out->buffer && q->offset < out->offset + qo[1].range && out->offset < q->offset + qo[0].range)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: out overlaps q", op);
     ovk_cmd_adopt(&c->ext_cmd, cb);
-    st = ovk_kv_record_attention(c, &c->ext_cmd, layer, &bq, &bo);
+    st = ovk_kv_record_attention(c, &c->ext_cmd, layer, &qo[0], &qo[1]);
     c->ext_cmd.recording = 0;
-fail:
     return st;
 }
 
