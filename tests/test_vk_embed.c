@@ -1,7 +1,7 @@
 /* The KV cache on an application's own device (oscar/vulkan.h).
  *
  * 1. apps/examples/oscar-embed (its own instance, device, buffers and command buffer, the
- *    validation layer on, the library given its vkGetInstanceProcAddr and no loader path of its
+ *    validation layer with its synchronization checks on, the library given its vkGetInstanceProcAddr and no loader path of its
  *    own) dumps every step's inputs and outputs; the same inputs replayed through the
  *    host-pointer API (oscar_kv_append / oscar_kv_attention) on a context of the library's must
  *    give the same outputs bit for bit: the kernels are the same. Modes fp16, int2 and
@@ -92,7 +92,7 @@ done:
 static void check_example(oscar_context *ctx, const char *app, const char *name, const char *const *extra)
 {
     const char *dump = test_tmp_path(name);
-    const char *args[16] = { "--validation", "--dump", dump };
+    const char *args[16] = { "--sync-validation", "--dump", dump };
     int n = 3;
     for (; *extra && n < 15; extra++) args[n++] = *extra;
     args[n] = NULL;

@@ -59,6 +59,7 @@
  *     own stage and access as the destination. A VkMemoryBarrier or VkBufferMemoryBarrier over
  *     the ranges given here both do.
  * The library's own buffers need nothing of the caller: every call starts with the barrier above.
+ * Recorded calls are not timed: oscar_kv_stats.last_gpu_ms keeps the last host-pointer call's.
  *
  * Buffers. An oscar_vk_buffer is a range of a VkBuffer created on the context's device with
  * VK_BUFFER_USAGE_STORAGE_BUFFER_BIT and bound to memory, in VK_SHARING_MODE_EXCLUSIVE owned by
