@@ -1,8 +1,9 @@
 /* The KV cache on an application's own device (oscar/vulkan.h).
  *
  * 1. apps/examples/oscar-embed (its own instance, device, buffers and command buffer, the
- *    validation layer with its synchronization checks on, the library given its vkGetInstanceProcAddr and no loader path of its
- *    own) dumps every step's inputs and outputs; the same inputs replayed through the
+ *    validation layer with its synchronization checks on, the library given its
+ *    vkGetInstanceProcAddr and no loader path of its own) dumps every step's inputs and
+ *    outputs; the same inputs replayed through the
  *    host-pointer API (oscar_kv_append / oscar_kv_attention) on a context of the library's must
  *    give the same outputs bit for bit: the kernels are the same. Modes fp16, int2 and
  *    int2-hadamard, K/V in fp32 and fp16, the flush recorded by the program or left to
