@@ -38,8 +38,9 @@
  *     execution (the application waited on its fence): the library reuses its staging memory and
  *     descriptor sets from step to step.
  *   - Without oscar_vk_kv_flush, oscar_kv_step_end submits the quantization of the tokens that
- *     leave the recent window itself (a step of every flush_tokens tokens has some), so the step's
- *     command buffers must have completed before oscar_kv_step_end too.
+ *     leave the recent window itself (once a sequence is longer than sink + recent tokens, about
+ *     one step in flush_tokens has some), so the step's command buffers must have completed
+ *     before oscar_kv_step_end too.
  *
  * Barriers. The library's commands read and write the application's buffers in compute shaders
  * only (VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT): k, v and q with VK_ACCESS_SHADER_READ_BIT, out
@@ -71,9 +72,11 @@
  *   out  : [T][n_head][head_dim] OSCAR_VK_F32, written (every element of the T rows).
  * Rows are packed: element (t, h, i) is at offset + ((t * heads + h) * head_dim + i) * element
  * size, head_dim contiguous, no padding between heads or tokens. offset must be a multiple of
- * the device's minStorageBufferOffsetAlignment (and of 4), size at least the layout's bytes and
- * at most maxStorageBufferRange; out must not overlap q, k or v. A bad range is
- * OSCAR_ERROR_INVALID_ARGUMENT with one line naming the argument, before anything is recorded.
+ * the device's minStorageBufferOffsetAlignment (and of 4), size at least the layout's bytes
+ * (which must not exceed maxStorageBufferRange: the library binds exactly those bytes). out must
+ * not overlap q; it may reuse the memory of the layer's k or v, which the append has read by
+ * then. A bad range is OSCAR_ERROR_INVALID_ARGUMENT with one line naming the argument, before
+ * anything is recorded.
  */
 #ifndef OSCAR_VULKAN_H
 #define OSCAR_VULKAN_H
