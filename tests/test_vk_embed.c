@@ -115,9 +115,17 @@ static void check_example(oscar_context *ctx, const char *app, const char *name,
 }
 
 /* ---- 2. bad input ---------------------------------------------------------------------------- */
-static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL other_gipa(VkInstance instance, const char *name)
+/* The loader this process uses, through another function: the same loader. */
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL forwarding_gipa(VkInstance instance, const char *name)
 {
     return vkGetInstanceProcAddr(instance, name);
+}
+
+/* A loader other than the one this process uses (it resolves nothing). */
+static VKAPI_ATTR PFN_vkVoidFunction VKAPI_CALL other_gipa(VkInstance instance, const char *name)
+{
+    (void)instance, (void)name;
+    return NULL;
 }
 
 /* A description of the test context's own device, enabling what `chain` says. */
@@ -154,6 +162,8 @@ static void check_device_descriptions(oscar_context *ctx)
     check_error(oscar_vk_context_create(&d, NULL, &ext), OSCAR_ERROR_INVALID_ARGUMENT, "device", "no device");
     CHECK(ext == NULL);
     d = describe(ctx, NULL);
+    d.get_instance_proc_addr = forwarding_gipa;
+    CHECK_OK(oscar_vk_check_device(&d, NULL, 0));
     d.get_instance_proc_addr = other_gipa;
     check_error(oscar_vk_check_device(&d, NULL, 0), OSCAR_ERROR_INVALID_STATE, "one loader", "a second loader");
     d = describe(ctx, NULL);

@@ -39,6 +39,16 @@ static void load_loader(void)
     loader_status = OSCAR_OK;
 }
 
+/* 1 when two vkGetInstanceProcAddr lead to the same loader. The pointers themselves may differ
+ * for one loader (a non-PIE program's canonical PLT entry against the library's own symbol),
+ * the global commands they return do not. */
+static int same_loader(PFN_vkGetInstanceProcAddr a, PFN_vkGetInstanceProcAddr b)
+{
+    if (a == b) return 1;
+    PFN_vkVoidFunction fa = a(VK_NULL_HANDLE, "vkCreateInstance"), fb = b(VK_NULL_HANDLE, "vkCreateInstance");
+    return fa && fa == fb;
+}
+
 oscar_status ovk_loader_init(PFN_vkGetInstanceProcAddr app_gipa)
 {
     oscar_status st = OSCAR_OK;
@@ -53,7 +63,7 @@ oscar_status ovk_loader_init(PFN_vkGetInstanceProcAddr app_gipa)
     loader_tried = 1;
     if (loader_status != OSCAR_OK)
         st = ovk_error_set(loader_status, __FILE__, __LINE__, "%s", loader_error);
-    else if (app_gipa && app_gipa != loader_gipa)
+    else if (app_gipa && !same_loader(app_gipa, loader_gipa))
         st = ovk_error_set(OSCAR_ERROR_INVALID_STATE, __FILE__, __LINE__,
                            "oscar_vk_context_create: get_instance_proc_addr differs from the Vulkan loader this "
                            "process already uses (an earlier context's); a process uses one loader");
