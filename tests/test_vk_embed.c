@@ -21,8 +21,8 @@
 
 /* ---- 1. the example against the host-pointer path -------------------------------------------- */
 typedef struct dump_header {
-    uint32_t version, mode, n_layer, n_head, n_kv_head, head_dim, page_tokens, sink, recent, flush, max_context, n_seqs,
-        n_steps;
+    uint32_t version, mode, n_layer, n_head, n_kv_head, head_dim, page_tokens, sink, recent, flush, max_context,
+        max_step_tokens, n_seqs, n_steps;
 } dump_header;
 
 static int read_all(FILE *f, void *dst, size_t bytes) { return fread(dst, 1, bytes, f) == bytes; }
@@ -39,7 +39,7 @@ static size_t replay(oscar_context *ctx, const char *path, size_t *differ, uint6
     oscar_kv_cache *cache = NULL;
     float *k = NULL, *v = NULL, *q = NULL, *out = NULL, *got = NULL;
     if (!f || !read_all(f, magic, 8) || memcmp(magic, "OSCAREMB", 8) != 0 || !read_all(f, &h, sizeof h) || h.version != 1 ||
-        h.n_seqs > 8) {
+        h.n_seqs > 8 || h.max_step_tokens > 4096) {
         CHECK_MSG(0, "%s is not a dump of oscar-embed", path);
         goto done;
     }
@@ -47,7 +47,7 @@ static size_t replay(oscar_context *ctx, const char *path, size_t *differ, uint6
     p.mode = (oscar_kv_mode)h.mode;
     p.n_layer = h.n_layer, p.n_head = h.n_head, p.n_kv_head = h.n_kv_head, p.head_dim = h.head_dim;
     p.page_tokens = h.page_tokens, p.sink_tokens = h.sink, p.recent_tokens = h.recent, p.flush_tokens = h.flush;
-    p.max_sequences = h.n_seqs, p.max_context = h.max_context, p.max_step_tokens = 32;
+    p.max_sequences = h.n_seqs, p.max_context = h.max_context, p.max_step_tokens = h.max_step_tokens;
     CHECK_OK(oscar_kv_cache_create(ctx, &p, &cache));
     if (!cache) goto done;
     int32_t seqs[8];

@@ -19,8 +19,8 @@
  * --sync-validation its synchronization checks too; any warning or error fails the run (exit 1).
  * --dump writes the configuration, every step's inputs and outputs (tests/test_vk_embed.c
  * replays them through the host-pointer API and compares bit for bit):
- *   "OSCAREMB", u32 [13] = { 1, mode, n_layer, n_head, n_kv_head, head_dim, page_tokens, sink,
- *   recent, flush, max_context, n_seqs, n_steps }, then per step u32 n_new[n_seqs] and per layer
+ *   "OSCAREMB", u32 [14] = { 1, mode, n_layer, n_head, n_kv_head, head_dim, page_tokens, sink,
+ *   recent, flush, max_context, max_step_tokens, n_seqs, n_steps }, then per step u32 n_new[n_seqs] and per layer
  *   float32 k[T][n_kv_head][head_dim], v (same), q[T][n_head][head_dim], out (same).
  */
 #include <stdint.h>
@@ -274,7 +274,9 @@ typedef struct options {
     const char *dump;
 } options;
 
-/* Offsets of layer l's tensors in the device buffer: k, v, q, out, each aligned for binding. */
+/* Byte offsets of layer l's tensors in the device buffer (and in the staging and readback
+ * buffers, which mirror it), each aligned for binding: k, v [MAX_STEP_TOKENS][N_KV_HEAD][HEAD_DIM]
+ * fp32 (fp16 with --f16-kv, in the first half), q, out [MAX_STEP_TOKENS][N_HEAD][HEAD_DIM] fp32. */
 typedef struct layout {
     VkDeviceSize k[N_LAYER], v[N_LAYER], q[N_LAYER], out[N_LAYER], bytes;
 } layout;
@@ -397,6 +399,9 @@ static int run(app_vk *vk, const options *o)
     int ok = 0;
     oscar_context *ctx = NULL;
     oscar_kv_cache *cache = NULL;
+    /* dev: device-local, the tensors the library reads and writes (layout above); staging:
+     * host-visible, this program's upload of the step's inputs; readback: host-visible, the
+     * step's outputs copied back. All three are L.bytes long. */
     app_buffer dev = { 0 }, staging = { 0 }, readback = { 0 };
     FILE *dump = NULL;
 
@@ -432,9 +437,9 @@ static int run(app_vk *vk, const options *o)
             fprintf(stderr, "%s: --dump: cannot write %s\n", prog, o->dump);
             goto done;
         }
-        uint32_t h[13] = { 1, (uint32_t)o->mode, N_LAYER, N_HEAD, N_KV_HEAD, HEAD_DIM, kp.page_tokens, kp.sink_tokens,
-                           kp.recent_tokens, kp.flush_tokens, kp.max_context, N_SEQS, o->steps };
-        if (fwrite("OSCAREMB", 1, 8, dump) != 8 || fwrite(h, 4, 13, dump) != 13) goto done;
+        uint32_t h[14] = { 1, (uint32_t)o->mode, N_LAYER, N_HEAD, N_KV_HEAD, HEAD_DIM, kp.page_tokens, kp.sink_tokens,
+                           kp.recent_tokens, kp.flush_tokens, kp.max_context, kp.max_step_tokens, N_SEQS, o->steps };
+        if (fwrite("OSCAREMB", 1, 8, dump) != 8 || fwrite(h, 4, 14, dump) != 14) goto done;
     }
     double checksum = 0;
     for (uint32_t step = 0; step < o->steps; step++) {
