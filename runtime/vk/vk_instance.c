@@ -65,8 +65,8 @@ oscar_status ovk_loader_init(PFN_vkGetInstanceProcAddr app_gipa)
         st = ovk_error_set(loader_status, __FILE__, __LINE__, "%s", loader_error);
     else if (app_gipa && !same_loader(app_gipa, loader_gipa))
         st = ovk_error_set(OSCAR_ERROR_INVALID_STATE, __FILE__, __LINE__,
-                           "oscar_vk_context_create: get_instance_proc_addr differs from the Vulkan loader this "
-                           "process already uses (an earlier context's); a process uses one loader");
+                           "oscar_vk_device: get_instance_proc_addr leads to another Vulkan loader than the one "
+                           "this process already uses (an earlier context's); a process uses one loader");
     pthread_mutex_unlock(&loader_lock);
     return st;
 }
@@ -270,9 +270,9 @@ static uint32_t find_compute_queue_family(VkPhysicalDevice pd, uint32_t *timesta
 /* Fills `info` (and, when given, the feature structs to enable and the optional arithmetic's
  * capabilities) for a physical device of `instance`. */
 void ovk_query_device(VkInstance instance, VkPhysicalDevice pd, uint32_t index, oscar_device_info *info,
-                         VkPhysicalDeviceVulkan11Features *f11, VkPhysicalDeviceVulkan12Features *f12,
-                         VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *fsc, VkPhysicalDeviceFeatures *f10,
-                         ovk_device_caps *caps)
+                      VkPhysicalDeviceVulkan11Features *f11, VkPhysicalDeviceVulkan12Features *f12,
+                      VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *fsc, VkPhysicalDeviceFeatures *f10,
+                      ovk_device_caps *caps)
 {
     memset(info, 0, sizeof *info);
     info->index = index;
@@ -415,7 +415,8 @@ OSCAR_API oscar_status oscar_list_devices(oscar_device_info *out, uint32_t *coun
     uint32_t n = 0;
     st = enumerate(instance, &pds, &n);
     if (st == OSCAR_OK) {
-        for (uint32_t i = 0; out && i < n && i < *count; i++) ovk_query_device(instance, pds[i], i, &out[i], NULL, NULL, NULL, NULL, NULL);
+        for (uint32_t i = 0; out && i < n && i < *count; i++)
+            ovk_query_device(instance, pds[i], i, &out[i], NULL, NULL, NULL, NULL, NULL);
         *count = n;
     }
     free(pds);
