@@ -11,10 +11,13 @@
  * 2. Bad input, in process, on a context made from the test context's own device: each gets
  *    its status and one line naming the problem, and the features the context uses are the
  *    ones the description enabled.
+ * 3. The model level on such a context: a generated model's logits equal those on the test
+ *    context, bit for bit, when the description enables what that context enabled.
  */
 #include <string.h>
 
 #include "kv_cache_impl.h"
+#include "model_gen.h"
 #include "oscar/vulkan.h"
 #include "test_gpu.h"
 #include "test_proc.h"
@@ -259,6 +262,75 @@ done:
     oscar_context_destroy(ext);
 }
 
+/* ---- 3. the model level ----------------------------------------------------------------------- */
+/* Loads the model on ctx, prefills the same tokens in mode int2 with small fp16 windows (the
+ * prompt reaches the INT2 pages) and decodes one token; logits of both steps into
+ * logits[2][n_vocab]. Returns 1 when every call succeeded. */
+static int run_model(oscar_context *ctx, const char *path, float *logits, uint32_t n_vocab)
+{
+    oscar_model *m = NULL;
+    oscar_session *s = NULL;
+    int32_t seq = -1, prompt[40], next = 7;
+    for (int i = 0; i < 40; i++) prompt[i] = (int32_t)((i * 37 + 11) % n_vocab);
+    oscar_session_params sp = oscar_session_params_default();
+    sp.kv_mode = OSCAR_KV_INT2, sp.n_ctx = 128, sp.sink_tokens = 4, sp.recent_tokens = 8, sp.n_batch = 16;
+    int ok = oscar_model_load(ctx, path, NULL, &m) == OSCAR_OK && oscar_session_create(m, &sp, &s) == OSCAR_OK &&
+             oscar_session_seq_add(s, &seq) == OSCAR_OK && oscar_session_prefill(s, seq, prompt, 40, logits) == OSCAR_OK &&
+             oscar_session_decode(s, 1, &seq, &next, logits + n_vocab) == OSCAR_OK;
+    CHECK_MSG(ok, "the model on %s context: %s", ctx->external ? "an application's" : "the test", oscar_last_error());
+    oscar_session_destroy(s);
+    oscar_model_destroy(m);
+    return ok;
+}
+
+static void check_model(oscar_context *ctx)
+{
+    ovk_model_gen_params gp = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);
+    gp.n_embd = 128, gp.n_head = 2, gp.n_head_kv = 1, gp.head_dim = 64, gp.n_ff = 256;
+    gp.weight_type = gp.embd_type = OSCAR_GGML_TYPE_Q4_0;
+    const char *path = test_tmp_path("tiny.gguf");
+    CHECK_OK(ovk_model_gen_write(&gp, path));
+    /* describe what the test context enabled on its device */
+    const oscar_device_info *has = &ctx->info;
+    VkPhysicalDeviceShaderIntegerDotProductFeatures idot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .shaderIntegerDotProduct = (VkBool32)has->integer_dot_product };
+    VkPhysicalDeviceSubgroupSizeControlFeatures sc = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES,
+                                                       .pNext = &idot, .subgroupSizeControl = (VkBool32)has->subgroup_size_control,
+                                                       .computeFullSubgroups = (VkBool32)has->compute_full_subgroups };
+    VkPhysicalDeviceVulkan12Features f12 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES, .pNext = &sc,
+                                             .shaderFloat16 = (VkBool32)has->float16_arithmetic,
+                                             .shaderInt8 = (VkBool32)has->int8_arithmetic,
+                                             .storageBuffer8BitAccess = (VkBool32)has->storage_8bit };
+    VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12,
+                                             .storageBuffer16BitAccess = (VkBool32)has->storage_16bit };
+    VkPhysicalDeviceFeatures2 f2 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f11 };
+    f2.features.shaderInt16 = (VkBool32)has->int16_arithmetic, f2.features.shaderInt64 = (VkBool32)has->int64_arithmetic;
+    const char *exts[2];
+    uint32_t n_exts = 0;
+    if (has->integer_dot_product) exts[n_exts++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+    if (has->subgroup_size_control) exts[n_exts++] = VK_EXT_SUBGROUP_SIZE_CONTROL_EXTENSION_NAME;
+    oscar_vk_device d = describe(ctx, &f2);
+    d.enabled_extension_count = n_exts, d.enabled_extensions = exts;
+    oscar_context *ext = NULL;
+    CHECK_OK(oscar_vk_context_create(&d, NULL, &ext));
+    oscar_device_info got;
+    if (ext && oscar_context_device_info(ext, &got) == OSCAR_OK)
+        CHECK_MSG(got.float16_arithmetic == has->float16_arithmetic && got.integer_dot_product == has->integer_dot_product &&
+                  got.min_subgroup_size == has->min_subgroup_size && got.max_subgroup_size == has->max_subgroup_size,
+                  "the description enables other features than the test context has");
+    uint32_t n_vocab = gp.n_vocab;
+    float *a = malloc(2ull * n_vocab * 4), *b = malloc(2ull * n_vocab * 4);
+    if (ext && a && b && run_model(ctx, path, a, n_vocab) && run_model(ext, path, b, n_vocab)) {
+        size_t differ = 0;
+        for (size_t i = 0; i < 2ull * n_vocab; i++) differ += memcmp(&a[i], &b[i], 4) != 0;
+        CHECK_MSG(differ == 0, "the model's logits: %zu of %u differ between the two contexts", differ, 2 * n_vocab);
+        if (differ == 0) printf("model level: %u logits bit for bit\n", 2 * n_vocab);
+    }
+    free(a), free(b);
+    oscar_context_destroy(ext);
+}
+
 int main(void)
 {
     char apps[4096], app[4200];
@@ -280,6 +352,7 @@ int main(void)
 
     check_device_descriptions(ctx);
     check_buffers(ctx);
+    check_model(ctx);
     test_tmp_dir_remove();
     return test_gpu_finish(ctx);
 }
