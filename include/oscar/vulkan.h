@@ -105,13 +105,13 @@ typedef struct oscar_vk_device {
     /* What the application enabled at vkCreateDevice, which the library cannot query from a
      * VkDevice: the feature chain (VkDeviceCreateInfo.pNext as it was, whatever structure comes
      * first, or a VkPhysicalDeviceFeatures2 wrapping pEnabledFeatures in front of it; NULL: none
-     * enabled) and the enabled device extensions. The library reads VkPhysicalDeviceVulkan11Features,
-     * VkPhysicalDeviceVulkan12Features, VkPhysicalDeviceVulkan13Features,
-     * VkPhysicalDevice16BitStorageFeatures, VkPhysicalDeviceShaderFloat16Int8Features,
-     * VkPhysicalDeviceVulkanMemoryModelFeatures, VkPhysicalDeviceSubgroupSizeControlFeatures,
-     * VkPhysicalDeviceShaderIntegerDotProductFeatures and
-     * VkPhysicalDeviceCooperativeMatrixFeaturesKHR from the chain and skips other structures.
-     * Only what is enabled here is used; the pointers are read during creation only. */
+     * enabled) and the enabled device extensions. From the chain the library reads
+     * VkPhysicalDeviceFeatures2, VkPhysicalDeviceVulkan11Features, ...Vulkan12Features,
+     * ...Vulkan13Features, ...16BitStorageFeatures, ...8BitStorageFeatures,
+     * ...ShaderFloat16Int8Features, ...VulkanMemoryModelFeatures, ...SubgroupSizeControlFeatures,
+     * ...ShaderIntegerDotProductFeatures and ...CooperativeMatrixFeaturesKHR (VkPhysicalDevice...)
+     * and skips other structures. Only what is enabled here is used; the pointers are read during
+     * creation only. */
     const VkPhysicalDeviceFeatures2 *enabled_features;
     uint32_t enabled_extension_count;
     const char *const *enabled_extensions;
@@ -122,9 +122,9 @@ typedef struct oscar_vk_device {
  * subgroup arithmetic and shuffle operations in compute shaders (device properties: the decode
  * attention kernel). Optional (each only turns on a faster kernel): shaderFloat16 (fp16
  * attention and products), storageBuffer16BitAccess, subgroupSizeControl with
- * computeFullSubgroups (and VK_EXT_subgroup_size_control below 1.3), VK_KHR_shader_integer_dot_
- * product with shaderIntegerDotProduct, VK_KHR_cooperative_matrix with cooperativeMatrix and
- * vulkanMemoryModel + vulkanMemoryModelDeviceScope, VK_EXT_memory_budget.
+ * computeFullSubgroups (and VK_EXT_subgroup_size_control below 1.3),
+ * VK_KHR_shader_integer_dot_product with shaderIntegerDotProduct, VK_KHR_cooperative_matrix with
+ * cooperativeMatrix and vulkanMemoryModel + vulkanMemoryModelDeviceScope, VK_EXT_memory_budget.
  * Writes a NUL-terminated report into report[report_size] (may be NULL): one line per optional
  * feature the physical device offers but the description does not enable, "name: effect".
  * Returns OSCAR_OK, or OSCAR_ERROR_MISSING_FEATURE / OSCAR_ERROR_INVALID_ARGUMENT with
