@@ -81,6 +81,10 @@ struct oscar_kv_cache {
     const ovk_buffer **copy_dst; /* [n_copies] */
     uint32_t n_copies, max_copies;
     ovk_cmd cmd;
+    /* oscar/vulkan.h: the descriptor sets of commands recorded into the application's command
+     * buffers (reset at each step_begin), and whether this step's flush was recorded there */
+    ovk_cmd ext_cmd;
+    int ext_flushed;
     ovk_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
     ovk_attn_config attn;              /* pl_decode's kernel, variant and shape (ovk_attn_pick) */
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */

@@ -431,6 +431,7 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     if (!c) return;
     oscar_context *ctx = c->ctx;
     ovk_cmd_release(ctx, &c->cmd);
+    ovk_cmd_release(ctx, &c->ext_cmd);
     for (uint32_t l = 0; c->int2_pool && l < c->p.n_layer; l++) ovk_buffer_destroy(ctx, &c->int2_pool[l]);
     for (uint32_t l = 0; c->f16_pool && l < c->p.n_layer; l++) ovk_buffer_destroy(ctx, &c->f16_pool[l]);
     free(c->int2_pool);

@@ -198,6 +198,12 @@ OSCAR_API oscar_status oscar_kv_step_begin(oscar_kv_cache *c, uint32_t n_seqs, c
     oscar_status st = OSCAR_OK;
     if (!c || !seqs || !n_new) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_step_begin: NULL argument");
     OSCAR_TRY(kv_book_step_plan(&c->book, n_seqs, seqs, n_new));
+    c->ext_flushed = 0;
+    /* the last step's command buffers have completed (oscar/vulkan.h): their sets are free */
+    if ((st = ovk_cmd_reset_sets(c->ctx, &c->ext_cmd)) != OSCAR_OK) {
+        ovk_kv_cancel_step(c);
+        return st;
+    }
     if ((st = plan_attention(c)) != OSCAR_OK || (st = ovk_kv_upload_step(c)) != OSCAR_OK) ovk_kv_cancel_step(c);
 fail:
     return st;
@@ -458,7 +464,7 @@ OSCAR_API oscar_status oscar_kv_step_end(oscar_kv_cache *c)
     oscar_status st = OSCAR_OK;
     if (!c) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_kv_step_end: NULL cache");
     if (!c->book.plan.active) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "oscar_kv_step_end without oscar_kv_step_begin");
-    if (c->book.plan.n_flush) {
+    if (c->book.plan.n_flush && !c->ext_flushed) {
         OSCAR_TRY(ovk_cmd_begin(c->ctx, &c->cmd));
         int t0 = ovk_cmd_timestamp(c->ctx, &c->cmd);
         for (uint32_t l = 0; l < c->p.n_layer && st == OSCAR_OK; l++) st = ovk_kv_record_flush(c, &c->cmd, l);

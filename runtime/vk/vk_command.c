@@ -82,8 +82,7 @@ oscar_status ovk_cmd_begin(oscar_context *ctx, ovk_cmd *cmd)
     OSCAR_VK(ctx->vk.vkResetCommandPool(ctx->device, cmd->pool, 0));
     cmd->part = 0;
     cmd->cb = cmd->parts[0];
-    for (uint32_t i = 0; i < cmd->n_desc_pools; i++) OSCAR_VK(ctx->vk.vkResetDescriptorPool(ctx->device, cmd->desc_pools[i], 0));
-    cmd->cur_desc_pool = 0;
+    OSCAR_TRY(ovk_cmd_reset_sets(ctx, cmd));
     VkCommandBufferBeginInfo bi = { .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
                                     .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT };
     OSCAR_VK(ctx->vk.vkBeginCommandBuffer(cmd->cb, &bi));
@@ -243,6 +242,21 @@ oscar_status ovk_cmd_submit(oscar_context *ctx, ovk_cmd *cmd)
     VkSubmitInfo si = { .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO, .commandBufferCount = 1, .pCommandBuffers = &cmd->cb };
     OSCAR_VK(ctx->vk.vkQueueSubmit(ctx->queue, 1, &si, cmd->fences[cmd->part]));
     cmd->pending = 1;
+fail:
+    return st;
+}
+
+void ovk_cmd_adopt(ovk_cmd *cmd, VkCommandBuffer cb)
+{
+    cmd->cb = cb;
+    cmd->recording = 1;
+}
+
+oscar_status ovk_cmd_reset_sets(oscar_context *ctx, ovk_cmd *cmd)
+{
+    oscar_status st = OSCAR_OK;
+    for (uint32_t i = 0; i < cmd->n_desc_pools; i++) OSCAR_VK(ctx->vk.vkResetDescriptorPool(ctx->device, cmd->desc_pools[i], 0));
+    cmd->cur_desc_pool = 0;
 fail:
     return st;
 }

@@ -171,7 +171,8 @@ struct oscar_context {
     VkDevice device;
     struct VolkDeviceTable vk;          /* device-level entry points */
     VkQueue queue;
-    uint32_t queue_family;
+    uint32_t queue_family, queue_index;
+    int external;                       /* instance and device are an application's (oscar_vk_context_create): never destroyed here */
     VkPipelineCache pipeline_cache;
     char *pipeline_cache_path;
     VkPhysicalDeviceMemoryProperties mem_props;
@@ -191,6 +192,18 @@ struct oscar_context {
     volatile uint64_t validation_messages;
     ovk_env env;                      /* the environment, read once at creation (vk_env.h) */
 };
+
+/* Context creation (vk_instance.c). ovk_loader_init opens the Vulkan loader once per process:
+ * through app_gipa when given (no dlopen), else libvulkan.so.1 / OSCAR_VULKAN_LIBRARY; an
+ * app_gipa other than the loader in use is INVALID_STATE. ovk_query_device fills `info` (and,
+ * when given, the features to enable and caps) for a physical device. ovk_context_open
+ * finishes a context whose device, physical, queue_family and queue_index are set. */
+oscar_status ovk_loader_init(PFN_vkGetInstanceProcAddr app_gipa);
+void ovk_query_device(VkInstance instance, VkPhysicalDevice pd, uint32_t index, oscar_device_info *info,
+                      VkPhysicalDeviceVulkan11Features *f11, VkPhysicalDeviceVulkan12Features *f12,
+                      VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *fsc, VkPhysicalDeviceFeatures *f10,
+                      ovk_device_caps *caps);
+oscar_status ovk_context_open(oscar_context *ctx, const char *pipeline_cache_path);
 
 /* Buffers (vk_memory.c). Sizes are bytes. Synchronous uploads/downloads use the context's
  * staging buffer and stream; they must not be called while ctx->cmd is recording. */
@@ -240,6 +253,13 @@ static inline oscar_status ovk_cmd_submit_wait(oscar_context *ctx, ovk_cmd *cmd)
     oscar_status st = ovk_cmd_submit(ctx, cmd);
     return st != OSCAR_OK ? st : ovk_cmd_wait(ctx, cmd);
 }
+/* A stream that records into a command buffer someone else allocated and submits (an
+ * application's, oscar/vulkan.h): zero-initialised, it has no pool, fences or timestamps, only
+ * the descriptor pools ovk_cmd_dispatch grows. ovk_cmd_adopt points it at cb and marks it
+ * recording (the caller clears `recording` when done); ovk_cmd_reset_sets frees its descriptor
+ * sets once the command buffers that used them have completed. ovk_cmd_release frees it. */
+void ovk_cmd_adopt(ovk_cmd *cmd, VkCommandBuffer cb);
+oscar_status ovk_cmd_reset_sets(oscar_context *ctx, ovk_cmd *cmd);
 /* Nanoseconds between two timestamps of a finished stream. */
 oscar_status ovk_cmd_elapsed_ns(oscar_context *ctx, ovk_cmd *cmd, int from, int to, double *ns);
 

@@ -10,7 +10,11 @@
 #include "vk_context.h"
 
 /* ---- loader ------------------------------------------------------------------------------ */
-static pthread_once_t loader_once = PTHREAD_ONCE_INIT;
+/* One loader per process: the first context decides, either an application's
+ * vkGetInstanceProcAddr (oscar_vk_context_create) or the library opened with dlopen. */
+static pthread_mutex_t loader_lock = PTHREAD_MUTEX_INITIALIZER;
+static int loader_tried;
+static PFN_vkGetInstanceProcAddr loader_gipa;
 static oscar_status loader_status = OSCAR_ERROR_NO_LOADER;
 static char loader_error[512];
 
@@ -31,14 +35,40 @@ static void load_loader(void)
         return;
     }
     volkInitializeCustom(gipa);
+    loader_gipa = gipa;
     loader_status = OSCAR_OK;
 }
 
-static oscar_status ensure_loader(void)
+/* 1 when two vkGetInstanceProcAddr lead to the same loader. The pointers themselves may differ
+ * for one loader (a non-PIE program's canonical PLT entry against the library's own symbol),
+ * the global commands they return do not. */
+static int same_loader(PFN_vkGetInstanceProcAddr a, PFN_vkGetInstanceProcAddr b)
 {
-    pthread_once(&loader_once, load_loader);
-    if (loader_status != OSCAR_OK) OSCAR_RETURN_ERROR(loader_status, "%s", loader_error);
-    return OSCAR_OK;
+    if (a == b) return 1;
+    PFN_vkVoidFunction fa = a(VK_NULL_HANDLE, "vkCreateInstance"), fb = b(VK_NULL_HANDLE, "vkCreateInstance");
+    return fa && fa == fb;
+}
+
+oscar_status ovk_loader_init(PFN_vkGetInstanceProcAddr app_gipa)
+{
+    oscar_status st = OSCAR_OK;
+    pthread_mutex_lock(&loader_lock);
+    if (app_gipa && (!loader_tried || loader_status != OSCAR_OK)) {
+        volkInitializeCustom(app_gipa);
+        loader_gipa = app_gipa;
+        loader_status = OSCAR_OK;
+    } else if (!loader_tried) {
+        load_loader();
+    }
+    loader_tried = 1;
+    if (loader_status != OSCAR_OK)
+        st = ovk_error_set(loader_status, __FILE__, __LINE__, "%s", loader_error);
+    else if (app_gipa && !same_loader(app_gipa, loader_gipa))
+        st = ovk_error_set(OSCAR_ERROR_INVALID_STATE, __FILE__, __LINE__,
+                           "oscar_vk_device: get_instance_proc_addr leads to another Vulkan loader than the one "
+                           "this process already uses (an earlier context's); a process uses one loader");
+    pthread_mutex_unlock(&loader_lock);
+    return st;
 }
 
 /* ---- VkResult -> status ------------------------------------------------------------------- */
@@ -134,7 +164,7 @@ static oscar_status create_instance(oscar_context *ctx, int validation, VkInstan
     oscar_status st = OSCAR_OK;
     *out = VK_NULL_HANDLE;
     if (messenger) *messenger = VK_NULL_HANDLE;
-    if ((st = ensure_loader()) != OSCAR_OK) return st;
+    if ((st = ovk_loader_init(NULL)) != OSCAR_OK) return st;
     if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_NO_DEVICE, "the Vulkan loader is older than 1.1");
 
@@ -239,10 +269,10 @@ static uint32_t find_compute_queue_family(VkPhysicalDevice pd, uint32_t *timesta
 
 /* Fills `info` (and, when given, the feature structs to enable and the optional arithmetic's
  * capabilities) for a physical device of `instance`. */
-static void query_device(VkInstance instance, VkPhysicalDevice pd, uint32_t index, oscar_device_info *info,
-                         VkPhysicalDeviceVulkan11Features *f11, VkPhysicalDeviceVulkan12Features *f12,
-                         VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *fsc, VkPhysicalDeviceFeatures *f10,
-                         ovk_device_caps *caps)
+void ovk_query_device(VkInstance instance, VkPhysicalDevice pd, uint32_t index, oscar_device_info *info,
+                      VkPhysicalDeviceVulkan11Features *f11, VkPhysicalDeviceVulkan12Features *f12,
+                      VkPhysicalDeviceSubgroupSizeControlFeaturesEXT *fsc, VkPhysicalDeviceFeatures *f10,
+                      ovk_device_caps *caps)
 {
     memset(info, 0, sizeof *info);
     info->index = index;
@@ -385,7 +415,8 @@ OSCAR_API oscar_status oscar_list_devices(oscar_device_info *out, uint32_t *coun
     uint32_t n = 0;
     st = enumerate(instance, &pds, &n);
     if (st == OSCAR_OK) {
-        for (uint32_t i = 0; out && i < n && i < *count; i++) query_device(instance, pds[i], i, &out[i], NULL, NULL, NULL, NULL, NULL);
+        for (uint32_t i = 0; out && i < n && i < *count; i++)
+            ovk_query_device(instance, pds[i], i, &out[i], NULL, NULL, NULL, NULL, NULL);
         *count = n;
     }
     free(pds);
@@ -498,6 +529,33 @@ static void save_pipeline_cache(oscar_context *ctx)
     free(data);
 }
 
+/* The part of a context's creation that follows vkCreateDevice (ctx->device, physical,
+ * queue_family and queue_index set): device entry points, queue, memory properties, limits,
+ * pipeline cache, profiles, the context's own stream. Shared with oscar_vk_context_create. */
+oscar_status ovk_context_open(oscar_context *ctx, const char *pipeline_cache_path)
+{
+    oscar_status st = OSCAR_OK;
+    volkLoadDeviceTable(&ctx->vk, ctx->device);
+    ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, ctx->queue_index, &ctx->queue);
+    vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->mem_props);
+    VkPhysicalDeviceProperties props;
+    vkGetPhysicalDeviceProperties(ctx->physical, &props);
+    ctx->limits = props.limits;
+
+    OSCAR_TRY(load_pipeline_cache(ctx, pipeline_cache_path));
+    /* OSCAR_PROFILE=1: GPU time per shader and host time per step phase; =host: the host's only
+     * (no timestamp after each dispatch, so the GPU runs as it does unprofiled) */
+    if (ctx->env.profile) {
+        int host_only = ctx->env.profile == 2;
+        if ((!host_only && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile))) ||
+            !(ctx->host_profile = calloc(1, sizeof *ctx->host_profile)))
+            OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    }
+    OSCAR_TRY(ovk_cmd_init(ctx, &ctx->cmd));
+fail:
+    return st;
+}
+
 OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, oscar_context **out)
 {
     oscar_status st = OSCAR_OK;
@@ -519,7 +577,7 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     OSCAR_TRY(enumerate(ctx->instance, &pds, &n));
     infos = calloc(n, sizeof *infos);
     if (!infos) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    for (uint32_t i = 0; i < n; i++) query_device(ctx->instance, pds[i], i, &infos[i], NULL, NULL, NULL, NULL, NULL);
+    for (uint32_t i = 0; i < n; i++) ovk_query_device(ctx->instance, pds[i], i, &infos[i], NULL, NULL, NULL, NULL, NULL);
     const char *want = ctx->env.device ? ctx->env.device : p.device;
     uint32_t chosen = 0;
     OSCAR_TRY(choose_device(infos, n, want, &chosen));
@@ -530,7 +588,7 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
     VkPhysicalDeviceVulkan11Features f11 = { .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES, .pNext = &f12 };
     VkPhysicalDeviceFeatures f10;
     ovk_device_caps caps;
-    query_device(ctx->instance, ctx->physical, chosen, &ctx->info, &f11, &f12, &fsc, &f10, &caps);
+    ovk_query_device(ctx->instance, ctx->physical, chosen, &ctx->info, &f11, &f12, &fsc, &f10, &caps);
     if (ctx->info.api_version < VK_API_VERSION_1_2)
         OSCAR_FAIL(OSCAR_ERROR_MISSING_FEATURE, "device '%s' supports Vulkan %u.%u; OSCAR-VK needs 1.2",
                    ctx->info.name, VK_API_VERSION_MAJOR(ctx->info.api_version), VK_API_VERSION_MINOR(ctx->info.api_version));
@@ -570,23 +628,7 @@ OSCAR_API oscar_status oscar_context_create(const oscar_context_params *params, 
                                .enabledExtensionCount = n_dev_exts, .ppEnabledExtensionNames = dev_exts,
                                .pEnabledFeatures = &f10 };
     OSCAR_VK(vkCreateDevice(ctx->physical, &dci, NULL, &ctx->device));
-    volkLoadDeviceTable(&ctx->vk, ctx->device);
-    ctx->vk.vkGetDeviceQueue(ctx->device, ctx->queue_family, 0, &ctx->queue);
-    vkGetPhysicalDeviceMemoryProperties(ctx->physical, &ctx->mem_props);
-    VkPhysicalDeviceProperties props;
-    vkGetPhysicalDeviceProperties(ctx->physical, &props);
-    ctx->limits = props.limits;
-
-    OSCAR_TRY(load_pipeline_cache(ctx, p.pipeline_cache_path));
-    /* OSCAR_PROFILE=1: GPU time per shader and host time per step phase; =host: the host's only
-     * (no timestamp after each dispatch, so the GPU runs as it does unprofiled) */
-    if (ctx->env.profile) {
-        int host_only = ctx->env.profile == 2;
-        if ((!host_only && ctx->info.timestamps && !(ctx->profile = calloc(1, sizeof *ctx->profile))) ||
-            !(ctx->host_profile = calloc(1, sizeof *ctx->host_profile)))
-            OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    }
-    OSCAR_TRY(ovk_cmd_init(ctx, &ctx->cmd));
+    OSCAR_TRY(ovk_context_open(ctx, p.pipeline_cache_path));
 
     free(pds);
     free(infos);
@@ -603,7 +645,8 @@ OSCAR_API void oscar_context_destroy(oscar_context *ctx)
 {
     if (!ctx) return;
     if (ctx->device) {
-        ctx->vk.vkDeviceWaitIdle(ctx->device);
+        /* an application's device may be busy with its own work: wait for ours only */
+        if (!ctx->external) ctx->vk.vkDeviceWaitIdle(ctx->device);
         ovk_cmd_release(ctx, &ctx->cmd);
         ovk_profile_print(ctx->profile, "GPU time per shader (a timestamp after every dispatch serializes them)", stderr);
         ovk_profile_print(ctx->host_profile, "host time per phase of a forward step (submit+wait includes the GPU's)", stderr);
@@ -617,10 +660,10 @@ OSCAR_API void oscar_context_destroy(oscar_context *ctx)
         }
         save_pipeline_cache(ctx);
         if (ctx->pipeline_cache) ctx->vk.vkDestroyPipelineCache(ctx->device, ctx->pipeline_cache, NULL);
-        ctx->vk.vkDestroyDevice(ctx->device, NULL);
+        if (!ctx->external) ctx->vk.vkDestroyDevice(ctx->device, NULL);
     }
     if (ctx->messenger) vkDestroyDebugUtilsMessengerEXT(ctx->instance, ctx->messenger, NULL);
-    if (ctx->instance) vkDestroyInstance(ctx->instance, NULL);
+    if (ctx->instance && !ctx->external) vkDestroyInstance(ctx->instance, NULL);
     free(ctx->pipeline_cache_path);
     free(ctx->profile);
     free(ctx->host_profile);
