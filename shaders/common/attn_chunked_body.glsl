@@ -385,8 +385,8 @@ void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout 
 }
 
 // ---- merge of a (row, KV head) by its last workgroup ----
-// Element j of the value centering vector μ_V of KV head kvh (OSCAR mode; 0 in the others).
-float mean_v(uint kvh, uint j) { return MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0; }
+#define OUT_SCRATCH sh_p
+#include "common/attn_finish.glsl"
 
 void merge_row(uint row_id, uint kvh)
 {
@@ -417,69 +417,7 @@ void merge_row(uint row_id, uint kvh)
             }
     [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = e4 == 0 ? l[h] : 0.0; // one thread per lane counts l
     reduce_heads(l, false);
-    // sum the lanes one head at a time (sh_p [LANES_M][d]), keep o / L in registers, then
-    // gather o of every head into sh_p [GQA][d]
-    const uint EPT = (D + WG - 1) / WG;
-    float o_fin[GQA][EPT];
-    [[unroll]] for (uint h = 0; h < GQA; h++) {
-        uint b = lane * D + 4 * e4;
-        sh_p[b] = o[h].x, sh_p[b + 1] = o[h].y, sh_p[b + 2] = o[h].z, sh_p[b + 3] = o[h].w;
-        barrier();
-        [[unroll]] for (uint k = 0; k < EPT; k++) {
-            uint e = k * WG + t;
-            float v = 0.0;
-            if (e < D)
-                for (uint ln = 0; ln < LANES_M; ln++) v += sh_p[ln * D + e];
-            o_fin[h][k] = l[h] > 0.0 ? v / l[h] : 0.0;
-        }
-        barrier();
-    }
-    [[unroll]] for (uint h = 0; h < GQA; h++)
-        [[unroll]] for (uint k = 0; k < EPT; k++)
-            if (k * WG + t < D) sh_p[h * D + k * WG + t] = o_fin[h][k];
-    barrier();
-    // out = o·R_Vᵀ: out[j] = dot(R[j], o) (rotated modes; + μ_V[j] in OSCAR mode, whose stored
-    // values are (v − μ_V)·R_V), else o. Rotated: RP threads share element j, each dotting a
-    // part of row j of R (its loads all in flight) with o of every head; the parts meet in
-    // sh_red. (One thread a row for two of four heads made a call 5 µs longer at 4K on the H200.)
-    const uint HG = WG >= D ? WG / D : 1;
-    if (ROTATED) {
-        const uint RP = HG, RQ = D4 / RP;   // parts of a row, vec4s a part
-        const uint RC = RQ < 16 ? RQ : 16;  // vec4s loaded together (registers: 4 RC)
-        uint part = t / D;                  // < RP for the threads that take part
-        for (uint j = t % D; j < D && t < RP * D; j += WG) {
-            uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4 + part * RQ;
-            float v[GQA];
-            [[unroll]] for (uint h = 0; h < GQA; h++) v[h] = 0.0;
-            for (uint q0 = 0; q0 < RQ; q0 += RC) {
-                vec4 r[RC];
-                [[unroll]] for (uint q = 0; q < RC; q++) r[q] = rot_v[rbase + q0 + q];
-                [[unroll]] for (uint h = 0; h < GQA; h++)
-                    [[unroll]] for (uint q = 0; q < RC; q++) {
-                        uint o4 = h * D + 4 * (part * RQ + q0 + q);
-                        v[h] += dot(r[q], vec4(sh_p[o4], sh_p[o4 + 1], sh_p[o4 + 2], sh_p[o4 + 3]));
-                    }
-            }
-            [[unroll]] for (uint h = 0; h < GQA; h++) {
-                if (RP == 1) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mean_v(kvh, j);
-                else sh_red[h * WG + t] = v[h];
-            }
-        }
-        if (RP > 1) {
-            barrier();
-            for (uint j = t; j < D; j += WG) {
-                float mu = mean_v(kvh, j);
-                [[unroll]] for (uint h = 0; h < GQA; h++) {
-                    float v = mu;
-                    for (uint p = 0; p < RP; p++) v += sh_red[h * WG + p * D + j];
-                    out_[(row_id * N_HEAD + head0 + h) * D + j] = v;
-                }
-            }
-        }
-    } else {
-        for (uint j = t % D; j < D && t < HG * D; j += WG)
-            for (uint h = t / D; h < GQA; h += HG) out_[(row_id * N_HEAD + head0 + h) * D + j] = sh_p[h * D + j];
-    }
+    write_output(o, l, lane, e4, kvh, row_id, head0);
 }
 
 void main()
