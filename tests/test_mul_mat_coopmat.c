@@ -1,0 +1,161 @@
+/* The cooperative-matrix matmul (shaders/mul_mat.coopmat.comp, ovk_op_mul_mat_coopmat) against
+ * its two references (docs/accuracy.md), for every weight type the GPU reads: the faithful one
+ * (ovk_ref_mul_mat_f16: dequantized W and x rounded to fp16, sums in double), NSE <= 1e-5, and
+ * the exact one (ovk_ref_mul_mat: the same stored weights, x as given), NSE <= 1e-4. Shapes with
+ * M, N and K off the tiles: rows and tokens that leave partial tiles (37, 130, 300 rows; 5, 45,
+ * 129, 200 tokens), K a few blocks with a partial step for the float types (72, 264 columns),
+ * several K-quant blocks (256, 768); the default launch plan and other warp-tile plans
+ * (ops->matmul_coopmat). y is checked to be written at exactly [n][rows]: a NaN-filled tail stays.
+ * Small integers (|w|, |x| <= 3, F16, 256 columns) are exact in fp32 whatever the order:
+ * bit-exact. ovk_op_mul_mat chooses this kernel for a prefill batch where the device has it.
+ *
+ * Skipped (exit 77, one line saying why) where the context has no cooperative matrices
+ * (lavapipe, a build without glslang 13); the refusal there, and with OSCAR_DISABLE_COOPMAT=1
+ * on a device that has them, is checked first. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ggml_types.h"
+#include "half.h"
+#include "ops.h"
+#include "ops_ref.h"
+#include "test_accuracy.h"
+#include "test_gpu.h"
+#include "test_weights.h"
+
+#define TAIL 64u /* floats after y [n][rows] that must stay NaN */
+
+static ovk_binding bind(ovk_buffer *b) { return (ovk_binding){ b, 0, 0 }; }
+
+/* One product of W [rows][cols] (w, wbytes bytes) by x [n][cols] through ovk_op_mul_mat_coopmat
+ * (auto: through ovk_op_mul_mat) into got [n][rows]; returns the floats of the tail written. */
+static size_t run(ovk_ops *ops, uint32_t type, const uint8_t *w, size_t wbytes, const float *x, float *got,
+                  uint32_t rows, uint32_t cols, uint32_t n, int autopick)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t ny = (size_t)n * rows;
+    float *all = malloc((ny + TAIL) * 4);
+    ovk_buffer bw, bx, by;
+    CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)n * cols * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (ny + TAIL) * 4, &by));
+    CHECK_OK(ovk_buffer_fill(ctx, &by, 0, (ny + TAIL) * 4, 0x7FC00000u)); /* NaN: a tile left unwritten shows */
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    ovk_binding yb = { &by, 0, ny * 4 };
+    if (autopick) CHECK_OK(ovk_op_mul_mat(ops, &ctx->cmd, type, bind(&bw), bind(&bx), yb, rows, cols, n));
+    else CHECK_OK(ovk_op_mul_mat_coopmat(ops, &ctx->cmd, type, bind(&bw), bind(&bx), yb, rows, cols, n));
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, all, (ny + TAIL) * 4));
+    memcpy(got, all, ny * 4);
+    size_t touched = 0;
+    for (size_t i = 0; i < TAIL; i++) touched += ovk_f32_bits(all[ny + i]) != 0x7FC00000u;
+    ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &by);
+    free(all);
+    return touched;
+}
+
+/* Random W of `type` and Gaussian x: the product against both references. */
+static void check_type(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t n, int autopick)
+{
+    size_t wbytes, ny = (size_t)n * rows;
+    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
+    float *x = malloc((size_t)n * cols * 4), *got = malloc(ny * 4), *faithful = malloc(ny * 4), *exact = malloc(ny * 4);
+    CHECK(w && x && got && faithful && exact);
+    if (!w || !x || !got || !faithful || !exact) goto done;
+    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = test_rng_normal();
+    CHECK_OK(ovk_ref_mul_mat_f16(type, w, x, faithful, rows, cols, n));
+    CHECK_OK(ovk_ref_mul_mat(type, w, x, exact, rows, cols, n));
+    size_t touched = run(ops, type, w, wbytes, x, got, rows, cols, n, autopick);
+    char what[160];
+    const uint32_t *t = ops->matmul_coopmat;
+    snprintf(what, sizeof what, "%s %s %u x %u, %u tokens, plan %ux%ux%ux%u", autopick ? "mul_mat(auto)" : "mul_mat.coopmat",
+             ovk_ggml_type_name(type), rows, cols, n, t[0], t[1], t[2], t[3]);
+    test_check_accuracy(what, got, faithful, exact, ny);
+    CHECK_MSG(touched == 0, "%s: %zu floats written past y", what, touched);
+done:
+    free(w), free(x), free(got), free(faithful), free(exact);
+}
+
+/* F16 weights and x of small integers: every sum exact in fp32, the result bit for bit. */
+static void check_integers(ovk_ops *ops, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    size_t ny = (size_t)n * rows, wbytes = (size_t)rows * cols * 2;
+    float *wf = malloc((size_t)rows * cols * 4), *x = malloc((size_t)n * cols * 4), *got = malloc(ny * 4), *ref = malloc(ny * 4);
+    uint16_t *w = malloc(wbytes);
+    for (size_t i = 0; i < (size_t)rows * cols; i++) wf[i] = (float)((int)(test_rng_u32() % 7) - 3);
+    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = (float)((int)(test_rng_u32() % 7) - 3);
+    for (size_t i = 0; i < (size_t)rows * cols; i++) w[i] = ovk_f32_to_f16(wf[i]);
+    CHECK_OK(ovk_ref_mul_mat(OSCAR_GGML_TYPE_F16, w, x, ref, rows, cols, n));
+    size_t touched = run(ops, OSCAR_GGML_TYPE_F16, (const uint8_t *)w, wbytes, x, got, rows, cols, n, 0);
+    size_t diff = 0;
+    for (size_t i = 0; i < ny; i++) diff += ovk_f32_bits(got[i]) != ovk_f32_bits(ref[i]);
+    CHECK_MSG(diff == 0 && touched == 0, "integers %u x %u, %u tokens: %zu of %zu differ, %zu written past y", rows, cols,
+              n, diff, ny, touched);
+    printf("mul_mat.coopmat F16 integers %u x %u, %u tokens: %zu of %zu differ from the exact sums\n", rows, cols, n, diff, ny);
+    free(wf), free(x), free(got), free(ref), free(w);
+}
+
+/* Without cooperative matrices the variant is refused and the auto product still runs. */
+static void check_refused(oscar_context *ctx)
+{
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
+    CHECK(!ovk_op_mul_mat_coopmat_supported(&ops));
+    ovk_buffer buf;
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, 1 << 16, &buf));
+    ovk_binding b = bind(&buf);
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    CHECK_STATUS(ovk_op_mul_mat_coopmat(&ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, b, b, b, 64, 64, 64),
+                 OSCAR_ERROR_MISSING_FEATURE);
+    CHECK(strstr(oscar_last_error(), ctx->info.name) != NULL);
+    CHECK(!ctx->env.disable_coopmat || strstr(oscar_last_error(), "OSCAR_DISABLE_COOPMAT") != NULL);
+    ovk_cmd_abort(ctx, &ctx->cmd);
+    ovk_buffer_destroy(ctx, &buf);
+    check_type(&ops, OSCAR_GGML_TYPE_Q4_0, 37, 96, 45, 1); /* the tiled kernel: exact to fp32 sums */
+}
+
+int main(void)
+{
+    test_rng_seed(41);
+    oscar_context *ctx = test_gpu_context();
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
+    if (!ovk_op_mul_mat_coopmat_supported(&ops)) {
+        check_refused(ctx);
+        char why[512];
+        snprintf(why, sizeof why, "no fp16 cooperative matrices for mul_mat on '%s' (device lists %u shapes, %s; this build %s "
+                 "the kernel)", ctx->info.name, ctx->info.coopmat_shape_count,
+                 ctx->info.cooperative_matrix ? "enabled" : "VK_KHR_cooperative_matrix not enabled",
+                 (oscar_built_kernels() & OSCAR_BUILT_COOPMAT) ? "has" : "lacks");
+        test_gpu_release(ctx);
+        if (test_checks_failed) return test_finish();
+        test_skip(why);
+    }
+    static const uint32_t types[] = { OSCAR_GGML_TYPE_F32,  OSCAR_GGML_TYPE_F16,  OSCAR_GGML_TYPE_BF16,
+                                      OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
+                                      OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        uint32_t type = types[i], block = ovk_op_type_block(type);
+        uint32_t k_small = block == 8 ? 72 : block == 32 ? 96 : 256, k_big = block == 8 ? 264 : block == 32 ? 288 : 768;
+        check_type(&ops, type, 37, k_small, 5, 0);
+        check_type(&ops, type, 37, k_small, 45, 0);
+        check_type(&ops, type, 130, k_big, 129, 0);
+    }
+    check_type(&ops, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 200, 1); /* the auto product takes this kernel */
+    static const uint32_t plans[][4] = { { 1, 1, 1, 1 }, { 4, 1, 2, 4 }, { 1, 4, 2, 2 }, { 2, 2, 4, 4 } };
+    for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++) {
+        memcpy(ops.matmul_coopmat, plans[p], sizeof plans[p]);
+        check_type(&ops, OSCAR_GGML_TYPE_Q4_K, 130, 768, 129, 0);
+        check_type(&ops, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0);
+    }
+    memset(ops.matmul_coopmat, 0, sizeof ops.matmul_coopmat);
+    check_integers(&ops, 67, 256, 45);
+    check_integers(&ops, 160, 256, 200);
+
+    setenv("OSCAR_DISABLE_COOPMAT", "1", 1);
+    oscar_context *off = test_gpu_context();
+    unsetenv("OSCAR_DISABLE_COOPMAT");
+    check_refused(off);
+    test_gpu_release(off);
+    return test_gpu_finish(ctx);
+}
