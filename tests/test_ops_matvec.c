@@ -23,7 +23,9 @@
  * result's sqrt(cols) * rms(term), so the normalised squared error sum (gpu - ref)^2 /
  * sum ref^2 stays near u^2 * small factor (~1e-13 measured; ~3e-10 for the lanes shader's Q4_1,
  * which dots 1024 + q and takes the offset out once: common/dequant_word.glsl); 1e-6 leaves a wide margin
- * yet fails on a single wrong element of a 4096-column row (~1/4096 = 2.4e-4).
+ * yet fails on a single wrong element of a 4096-column row (~1/4096 = 2.4e-4). Where the device
+ * has cooperative matrices the auto product of 64 tokens (40 in the split check) runs on them
+ * (mul_mat.coopmat: fp16 inputs, ~1e-7; test_mul_mat_coopmat holds it to its faithful reference).
  * The packed-fp16 mat-vec (mul_mat_vec_f16: Q4_0 and Q8_0 where the device has shaderFloat16)
  * rounds x * 2^k and each product to fp16: ~2^-12 relative per product, random in sign, so its
  * error is ~1e-7; it is held to 2e-6 (still far below one wrong element), with x of unit scale
