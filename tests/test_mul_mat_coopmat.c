@@ -1,5 +1,6 @@
-/* The cooperative-matrix matmul (shaders/mul_mat.coopmat.comp, ovk_op_mul_mat_coopmat) against
- * its two references (docs/accuracy.md), for every weight type the GPU reads: the faithful one
+/* The cooperative-matrix matmul (shaders/mul_mat.coopmat.comp, ovk_op_mul_mat_coopmat) and its
+ * scalar emulation (mul_mat_emu.f16.comp: the same tiles, offsets and stores) against their two
+ * references (docs/accuracy.md), for every weight type the GPU reads: the faithful one
  * (ovk_ref_mul_mat_f16: dequantized W and x rounded to fp16, sums in double), NSE <= 1e-5, and
  * the exact one (ovk_ref_mul_mat: the same stored weights, x as given), NSE <= 1e-4. Shapes with
  * M, N and K off the tiles: rows and tokens that leave partial tiles (37, 130, 300 rows; 5, 45,
@@ -9,14 +10,18 @@
  * Small integers (|w|, |x| <= 3, F16, 256 columns) are exact in fp32 whatever the order:
  * bit-exact. ovk_op_mul_mat chooses this kernel for a prefill batch where the device has it.
  *
- * Skipped (exit 77, one line saying why) where the context has no cooperative matrices
- * (lavapipe, a build without glslang 13); the refusal there, and with OSCAR_DISABLE_COOPMAT=1
- * on a device that has them, is checked first. */
+ * The emulation runs first, on any device with fp16 arithmetic, at the shape 16 x 16 x 16 (and
+ * 16 x 8 x 16, 16 x 16 x 8 for F16, Q4_0 and Q6_K at 130 x K x 129 with the default plan), so
+ * that lavapipe checks the kernel's indexing (each pipeline takes lavapipe seconds to compile).
+ * The kernel itself is then skipped (exit 77, one line saying why) where the context has no
+ * cooperative matrices (lavapipe, a build without glslang 13); the refusal there, and with
+ * OSCAR_DISABLE_COOPMAT=1 on a device that has them, is checked. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "ggml_types.h"
 #include "half.h"
+#include "mul_mat_coopmat.h"
 #include "ops.h"
 #include "ops_ref.h"
 #include "test_accuracy.h"
@@ -27,10 +32,24 @@
 
 static ovk_binding bind(ovk_buffer *b) { return (ovk_binding){ b, 0, 0 }; }
 
-/* One product of W [rows][cols] (w, wbytes bytes) by x [n][cols] through ovk_op_mul_mat_coopmat
- * (auto: through ovk_op_mul_mat) into got [n][rows]; returns the floats of the tail written. */
-static size_t run(ovk_ops *ops, uint32_t type, const uint8_t *w, size_t wbytes, const float *x, float *got,
-                  uint32_t rows, uint32_t cols, uint32_t n, int autopick)
+/* Which product runs: the kernel through ovk_op_mul_mat_coopmat, through ovk_op_mul_mat (auto),
+ * or its emulation at the shape tm x tn x tk. */
+typedef struct variant {
+    enum { V_COOPMAT, V_AUTO, V_EMULATED } kind;
+    uint32_t tm, tn, tk;
+} variant;
+
+static const char *variant_name(const variant *v, char *buf, size_t size)
+{
+    if (v->kind == V_EMULATED) snprintf(buf, size, "mul_mat_emu %ux%ux%u", v->tm, v->tn, v->tk);
+    else snprintf(buf, size, "%s", v->kind == V_AUTO ? "mul_mat(auto)" : "mul_mat.coopmat");
+    return buf;
+}
+
+/* One product of W [rows][cols] (w, wbytes bytes) by x [n][cols] by variant v into got [n][rows];
+ * returns the floats of the tail written. */
+static size_t run(ovk_ops *ops, const variant *v, uint32_t type, const uint8_t *w, size_t wbytes, const float *x,
+                  float *got, uint32_t rows, uint32_t cols, uint32_t n)
 {
     oscar_context *ctx = ops->ctx;
     size_t ny = (size_t)n * rows;
@@ -42,8 +61,9 @@ static size_t run(ovk_ops *ops, uint32_t type, const uint8_t *w, size_t wbytes, 
     CHECK_OK(ovk_buffer_fill(ctx, &by, 0, (ny + TAIL) * 4, 0x7FC00000u)); /* NaN: a tile left unwritten shows */
     CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
     ovk_binding yb = { &by, 0, ny * 4 };
-    if (autopick) CHECK_OK(ovk_op_mul_mat(ops, &ctx->cmd, type, bind(&bw), bind(&bx), yb, rows, cols, n));
-    else CHECK_OK(ovk_op_mul_mat_coopmat(ops, &ctx->cmd, type, bind(&bw), bind(&bx), yb, rows, cols, n));
+    if (v->kind == V_AUTO) CHECK_OK(ovk_op_mul_mat(ops, &ctx->cmd, type, bind(&bw), bind(&bx), yb, rows, cols, n));
+    else if (v->kind == V_COOPMAT) CHECK_OK(ovk_op_mul_mat_coopmat(ops, &ctx->cmd, type, bind(&bw), bind(&bx), yb, rows, cols, n));
+    else CHECK_OK(ovk_mmc_record_emulated(ops, &ctx->cmd, v->tm, v->tn, v->tk, type, bind(&bw), bind(&bx), yb, rows, rows, cols, n));
     CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
     CHECK_OK(ovk_buffer_download(ctx, &by, 0, all, (ny + TAIL) * 4));
     memcpy(got, all, ny * 4);
@@ -55,7 +75,7 @@ static size_t run(ovk_ops *ops, uint32_t type, const uint8_t *w, size_t wbytes, 
 }
 
 /* Random W of `type` and Gaussian x: the product against both references. */
-static void check_type(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t n, int autopick)
+static void check_type(ovk_ops *ops, const variant *v, uint32_t type, uint32_t rows, uint32_t cols, uint32_t n)
 {
     size_t wbytes, ny = (size_t)n * rows;
     uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
@@ -65,10 +85,10 @@ static void check_type(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols
     for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = test_rng_normal();
     CHECK_OK(ovk_ref_mul_mat_f16(type, w, x, faithful, rows, cols, n));
     CHECK_OK(ovk_ref_mul_mat(type, w, x, exact, rows, cols, n));
-    size_t touched = run(ops, type, w, wbytes, x, got, rows, cols, n, autopick);
-    char what[160];
+    size_t touched = run(ops, v, type, w, wbytes, x, got, rows, cols, n);
+    char what[160], name[48];
     const uint32_t *t = ops->matmul_coopmat;
-    snprintf(what, sizeof what, "%s %s %u x %u, %u tokens, plan %ux%ux%ux%u", autopick ? "mul_mat(auto)" : "mul_mat.coopmat",
+    snprintf(what, sizeof what, "%s %s %u x %u, %u tokens, plan %ux%ux%ux%u", variant_name(v, name, sizeof name),
              ovk_ggml_type_name(type), rows, cols, n, t[0], t[1], t[2], t[3]);
     test_check_accuracy(what, got, faithful, exact, ny);
     CHECK_MSG(touched == 0, "%s: %zu floats written past y", what, touched);
@@ -77,7 +97,7 @@ done:
 }
 
 /* F16 weights and x of small integers: every sum exact in fp32, the result bit for bit. */
-static void check_integers(ovk_ops *ops, uint32_t rows, uint32_t cols, uint32_t n)
+static void check_integers(ovk_ops *ops, const variant *v, uint32_t rows, uint32_t cols, uint32_t n)
 {
     size_t ny = (size_t)n * rows, wbytes = (size_t)rows * cols * 2;
     float *wf = malloc((size_t)rows * cols * 4), *x = malloc((size_t)n * cols * 4), *got = malloc(ny * 4), *ref = malloc(ny * 4);
@@ -86,12 +106,14 @@ static void check_integers(ovk_ops *ops, uint32_t rows, uint32_t cols, uint32_t 
     for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = (float)((int)(test_rng_u32() % 7) - 3);
     for (size_t i = 0; i < (size_t)rows * cols; i++) w[i] = ovk_f32_to_f16(wf[i]);
     CHECK_OK(ovk_ref_mul_mat(OSCAR_GGML_TYPE_F16, w, x, ref, rows, cols, n));
-    size_t touched = run(ops, OSCAR_GGML_TYPE_F16, (const uint8_t *)w, wbytes, x, got, rows, cols, n, 0);
+    size_t touched = run(ops, v, OSCAR_GGML_TYPE_F16, (const uint8_t *)w, wbytes, x, got, rows, cols, n);
     size_t diff = 0;
     for (size_t i = 0; i < ny; i++) diff += ovk_f32_bits(got[i]) != ovk_f32_bits(ref[i]);
-    CHECK_MSG(diff == 0 && touched == 0, "integers %u x %u, %u tokens: %zu of %zu differ, %zu written past y", rows, cols,
-              n, diff, ny, touched);
-    printf("mul_mat.coopmat F16 integers %u x %u, %u tokens: %zu of %zu differ from the exact sums\n", rows, cols, n, diff, ny);
+    char name[48];
+    variant_name(v, name, sizeof name);
+    CHECK_MSG(diff == 0 && touched == 0, "%s integers %u x %u, %u tokens: %zu of %zu differ, %zu written past y", name, rows,
+              cols, n, diff, ny, touched);
+    printf("%s F16 integers %u x %u, %u tokens: %zu of %zu differ from the exact sums\n", name, rows, cols, n, diff, ny);
     free(wf), free(x), free(got), free(ref), free(w);
 }
 
@@ -111,7 +133,36 @@ static void check_refused(oscar_context *ctx)
     CHECK(!ctx->env.disable_coopmat || strstr(oscar_last_error(), "OSCAR_DISABLE_COOPMAT") != NULL);
     ovk_cmd_abort(ctx, &ctx->cmd);
     ovk_buffer_destroy(ctx, &buf);
-    check_type(&ops, OSCAR_GGML_TYPE_Q4_0, 37, 96, 45, 1); /* the tiled kernel: exact to fp32 sums */
+    variant autopick = { V_AUTO, 0, 0, 0 };
+    check_type(&ops, &autopick, OSCAR_GGML_TYPE_Q4_0, 37, 96, 45); /* the tiled kernel: exact to fp32 sums */
+}
+
+/* By variant v: every weight type at odd shapes (all: else one float, one 32-block and one
+ * K-quant type at the largest), then (all) the warp-tile plans and exact integers. */
+static void check_all(ovk_ops *ops, const variant *v, int all)
+{
+    static const uint32_t types[] = { OSCAR_GGML_TYPE_F32,  OSCAR_GGML_TYPE_F16,  OSCAR_GGML_TYPE_BF16,
+                                      OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
+                                      OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        uint32_t type = types[i], block = ovk_op_type_block(type);
+        uint32_t k_small = block == 8 ? 72 : block == 32 ? 96 : 256, k_big = block == 8 ? 264 : block == 32 ? 288 : 768;
+        if (!all && type != OSCAR_GGML_TYPE_F16 && type != OSCAR_GGML_TYPE_Q4_0 && type != OSCAR_GGML_TYPE_Q6_K) continue;
+        if (all) check_type(ops, v, type, 37, k_small, 5);
+        if (all) check_type(ops, v, type, 37, k_small, 45);
+        check_type(ops, v, type, 130, k_big, 129);
+    }
+    if (!all) return;
+    check_type(ops, v, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 200);
+    static const uint32_t tiles[][4] = { { 1, 1, 1, 1 }, { 4, 1, 2, 4 }, { 1, 4, 2, 2 }, { 2, 2, 4, 4 } };
+    for (size_t p = 0; p < sizeof tiles / sizeof tiles[0]; p++) {
+        memcpy(ops->matmul_coopmat, tiles[p], sizeof tiles[p]);
+        check_type(ops, v, OSCAR_GGML_TYPE_Q4_K, 130, 768, 129);
+        check_type(ops, v, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33);
+    }
+    memset(ops->matmul_coopmat, 0, sizeof ops->matmul_coopmat);
+    check_integers(ops, v, 67, 256, 45);
+    check_integers(ops, v, 160, 256, 200);
 }
 
 int main(void)
@@ -120,6 +171,12 @@ int main(void)
     oscar_context *ctx = test_gpu_context();
     ovk_ops ops;
     ovk_ops_init(&ops, ctx);
+    if (ctx->info.float16_arithmetic) { /* the emulation: the kernel's indexing on any device */
+        static const variant emu[] = { { V_EMULATED, 16, 16, 16 }, { V_EMULATED, 16, 8, 16 }, { V_EMULATED, 16, 16, 8 } };
+        for (size_t i = 0; i < sizeof emu / sizeof emu[0]; i++) check_all(&ops, &emu[i], i == 0);
+    } else {
+        printf("mul_mat_emu: skipped (no fp16 arithmetic on '%s')\n", ctx->info.name);
+    }
     if (!ovk_op_mul_mat_coopmat_supported(&ops)) {
         check_refused(ctx);
         char why[512];
@@ -131,26 +188,9 @@ int main(void)
         if (test_checks_failed) return test_finish();
         test_skip(why);
     }
-    static const uint32_t types[] = { OSCAR_GGML_TYPE_F32,  OSCAR_GGML_TYPE_F16,  OSCAR_GGML_TYPE_BF16,
-                                      OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
-                                      OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
-    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-        uint32_t type = types[i], block = ovk_op_type_block(type);
-        uint32_t k_small = block == 8 ? 72 : block == 32 ? 96 : 256, k_big = block == 8 ? 264 : block == 32 ? 288 : 768;
-        check_type(&ops, type, 37, k_small, 5, 0);
-        check_type(&ops, type, 37, k_small, 45, 0);
-        check_type(&ops, type, 130, k_big, 129, 0);
-    }
-    check_type(&ops, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 200, 1); /* the auto product takes this kernel */
-    static const uint32_t plans[][4] = { { 1, 1, 1, 1 }, { 4, 1, 2, 4 }, { 1, 4, 2, 2 }, { 2, 2, 4, 4 } };
-    for (size_t p = 0; p < sizeof plans / sizeof plans[0]; p++) {
-        memcpy(ops.matmul_coopmat, plans[p], sizeof plans[p]);
-        check_type(&ops, OSCAR_GGML_TYPE_Q4_K, 130, 768, 129, 0);
-        check_type(&ops, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0);
-    }
-    memset(ops.matmul_coopmat, 0, sizeof ops.matmul_coopmat);
-    check_integers(&ops, 67, 256, 45);
-    check_integers(&ops, 160, 256, 200);
+    static const variant coopmat = { V_COOPMAT, 0, 0, 0 }, autopick = { V_AUTO, 0, 0, 0 };
+    check_all(&ops, &coopmat, 1);
+    check_type(&ops, &autopick, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 200); /* the auto product takes this kernel */
 
     setenv("OSCAR_DISABLE_COOPMAT", "1", 1);
     oscar_context *off = test_gpu_context();

@@ -21,17 +21,10 @@ static const oscar_coopmat_shape *pick_shape(const oscar_context *ctx)
     return best;
 }
 
-oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan)
+/* The plan for shape s, n tokens and subgroups of at most `sg` threads (see ovk_mmc_plan_for). */
+static oscar_status plan_shape(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t sg, uint32_t n, ovk_mmc_plan *plan)
 {
     oscar_context *ctx = ops->ctx;
-    const char *shader = ovk_pick_variant(ctx, "mul_mat");
-    if (!shader || strcmp(shader, "mul_mat.coopmat") != 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: no fp16 cooperative matrices on '%s'%s",
-                           ctx->info.name, ctx->env.disable_coopmat ? " (OSCAR_DISABLE_COOPMAT=1)" : "");
-    const oscar_coopmat_shape *s = pick_shape(ctx);
-    if (!s)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: '%s' lists no fp16 shape with K dividing %u",
-                           ctx->info.name, MMC_BK);
     const uint32_t *t = ops->matmul_coopmat;
     /* default: 2 x 2 warp tiles of 4 x 4 matrices (128 x 128 at 16 x 16), fewer token matrices
      * for a short batch so that a workgroup does not multiply padding */
@@ -41,9 +34,7 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
     if (plan->sg_m * plan->sg_n > 16 || plan->cm * plan->cn > 32)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat.coopmat: %u x %u warp tiles of %u x %u matrices", plan->sg_m,
                            plan->sg_n, plan->cm, plan->cn);
-    /* a multiple of the largest subgroup size the device may pick, so every subgroup is full */
-    uint32_t sg = ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
-    plan->workgroup = plan->sg_m * plan->sg_n * sg;
+    plan->workgroup = plan->sg_m * plan->sg_n * sg; /* every subgroup full, whatever size the device picks */
     plan->bm = plan->sg_m * plan->cm * plan->tm;
     plan->bn = plan->sg_n * plan->cn * plan->tn;
     uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
@@ -59,23 +50,72 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
     return OSCAR_OK;
 }
 
+/* The largest subgroup size the device may use. */
+static uint32_t max_subgroup(const oscar_context *ctx)
+{
+    return ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
+}
+
+oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan)
+{
+    oscar_context *ctx = ops->ctx;
+    const char *shader = ovk_pick_variant(ctx, "mul_mat");
+    if (!shader || strcmp(shader, "mul_mat.coopmat") != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: no fp16 cooperative matrices on '%s'%s",
+                           ctx->info.name, ctx->env.disable_coopmat ? " (OSCAR_DISABLE_COOPMAT=1)" : "");
+    const oscar_coopmat_shape *s = pick_shape(ctx);
+    if (!s)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: '%s' lists no fp16 shape with K dividing %u",
+                           ctx->info.name, MMC_BK);
+    return plan_shape(ops, s, max_subgroup(ctx), n, plan);
+}
+
+/* Records `shader` with plan p over checked arguments. */
+static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_mmc_plan *p, uint32_t type,
+                             ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
+                             uint32_t n)
+{
+    if (rows == 0 || n == 0) return OSCAR_OK;
+    uint32_t groups[3] = { ovk_div_up(rows, p->bm), ovk_div_up(n, p->bn), 1 };
+    if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows x %u tokens exceed the grid", shader, rows, n);
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 16, .n_spec = MMC_SPEC_COUNT,
+                            .spec = { [MMC_SPEC_WORKGROUP] = p->workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p->tm,
+                                      [MMC_SPEC_TN] = p->tn, [MMC_SPEC_TK] = p->tk, [MMC_SPEC_SG_M] = p->sg_m,
+                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
+    uint32_t push[4] = { rows, cols, n, y_stride };
+    ovk_binding b[3] = { w, x, y };
+    ovk_pipeline *pl;
+    oscar_status st = ovk_pipeline_get(ops->ctx, &d, &pl);
+    if (st != OSCAR_OK) return st;
+    return ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
+}
+
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
                             ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
     ovk_mmc_plan p;
     oscar_status st = ovk_mmc_plan_for(ops, n, &p);
     if (st != OSCAR_OK) return st;
-    if (rows == 0 || n == 0) return OSCAR_OK;
-    uint32_t groups[3] = { ovk_div_up(rows, p.bm), ovk_div_up(n, p.bn), 1 };
-    if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat.coopmat: %u rows x %u tokens exceed the grid", rows, n);
-    ovk_pipeline_desc d = { .shader = "mul_mat.coopmat", .n_buffers = 3, .push_size = 16, .n_spec = MMC_SPEC_COUNT,
-                            .spec = { [MMC_SPEC_WORKGROUP] = p.workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p.tm,
-                                      [MMC_SPEC_TN] = p.tn, [MMC_SPEC_TK] = p.tk, [MMC_SPEC_SG_M] = p.sg_m,
-                                      [MMC_SPEC_SG_N] = p.sg_n, [MMC_SPEC_CM] = p.cm, [MMC_SPEC_CN] = p.cn } };
-    uint32_t push[4] = { rows, cols, n, y_stride };
-    ovk_binding b[3] = { w, x, y };
-    ovk_pipeline *pl;
-    if ((st = ovk_pipeline_get(ops->ctx, &d, &pl)) != OSCAR_OK) return st;
-    return ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
+    return dispatch(ops, cmd, "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
 }
+
+oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
+                                     uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
+                                     uint32_t rows, uint32_t cols, uint32_t n)
+{
+    oscar_context *ctx = ops->ctx;
+    const char *shader = ovk_pick_variant(ctx, "mul_mat_emu");
+    uint32_t min_sg = ctx->info.min_subgroup_size ? ctx->info.min_subgroup_size : ctx->info.subgroup_size;
+    if (!shader)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_emu: no fp16 arithmetic on '%s'", ctx->info.name);
+    if (tk % 4 || MMC_BK % tk || tm % 4 || tm * tn > MMC_EMU_ELEMS * min_sg)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_emu: shape %u x %u x %u (subgroups of %u and more)", tm, tn,
+                           tk, min_sg);
+    oscar_coopmat_shape s = { .m = tm, .n = tn, .k = tk };
+    ovk_mmc_plan p;
+    oscar_status st = plan_shape(ops, &s, max_subgroup(ctx), n, &p);
+    if (st != OSCAR_OK) return st;
+    return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
+}
+

@@ -25,4 +25,12 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
                             ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
 
+/* The same product by the kernel's scalar emulation (shaders/mul_mat_emu.f16.comp: its tiles,
+ * offsets and stores, the matrix operations in plain code, the fp16 rounding the same) for the
+ * shape tm x tn x tk, on any device with fp16 arithmetic: the tests check the kernel's indexing
+ * with it where no cooperative matrices run. Arguments checked as ovk_mmc_record's. */
+oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
+                                     uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
+                                     uint32_t rows, uint32_t cols, uint32_t n);
+
 #endif

@@ -15,5 +15,6 @@
 #define MMC_SPEC_COUNT 9
 
 #define MMC_BK 32u /* columns per step: one Q4_0/Q4_1/Q8_0 block, an eighth of a K-quant block */
+#define MMC_EMU_ELEMS 64u /* the emulation (mul_mat_emu.f16.comp): accumulator elements a lane holds at most */
 
 #endif
