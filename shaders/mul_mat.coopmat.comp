@@ -17,6 +17,7 @@
 // subgroups, each takes several warp tiles one pass after another (every pass re-reads the
 // tiles), and where it runs more, the extra ones only load.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_cooperative_matrix : require
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_KHR_shader_subgroup_basic : require

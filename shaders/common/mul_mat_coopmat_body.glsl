@@ -1,7 +1,8 @@
 // The body of the cooperative-matrix matmul (shaders/mul_mat.coopmat.comp describes it), shared
 // with its scalar emulation (shaders/mul_mat_emu.f16.comp): the including shader enables the
 // extensions, and defines MMC_EMULATE for the emulation; common/mul_mat_coopmat_ops.glsl spells
-// the matrix operations either way.
+// the matrix operations either way. Loops over the matrices are unrolled (MMC_UNROLL): an array
+// of cooperative matrices indexed at run time would leave the registers.
 #include "common/mul_mat_coopmat.h"
 
 layout(local_size_x_id = MMC_SPEC_WORKGROUP) in;
@@ -47,7 +48,7 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
 // columns 4 (t % 8) ..); outside the matrix zeros. (A macro: the arrays' sizes are
 // specialization constants, which function parameters do not take.)
 #define LOAD_STEP(K0)                                                                                     \
-    for (uint i = 0u; i < W_RUNS; i++) {                                                                  \
+    MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
         bool live = r < BM && row0 + r < pc.rows && col < pc.cols;                                        \
         uint row = min(row0 + r, pc.rows - 1u), c = min(col, pc.cols - 8u);                               \
@@ -56,7 +57,7 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
         wv[2u * i] = live ? f16vec4(w[0], w[1], w[2], w[3]) : f16vec4(0.0);                               \
         wv[2u * i + 1u] = live ? f16vec4(w[4], w[5], w[6], w[7]) : f16vec4(0.0);                          \
     }                                                                                                     \
-    for (uint i = 0u; i < X_VECS; i++) {                                                                  \
+    MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u), col = (K0) + (t % (BK / 4u)) * 4u;               \
         bool live = j < BN && tok0 + j < pc.n && col < pc.cols;                                           \
         vec4 x = xv[(min(tok0 + j, pc.n - 1u) * pc.cols + min(col, pc.cols - 4u)) >> 2];                  \
@@ -80,30 +81,30 @@ void main()
         uint wt = gl_SubgroupID + pass * gl_NumSubgroups; // this subgroup's warp tile (none when >= WARPS)
         bool own = wt < WARPS;
         uint wm = (wt % SG_M) * CM * TM, wn = (wt / SG_M) * CN * TN; // its first row and token in the tile
-        for (uint i = 0u; i < CM * CN; i++)
+        MMC_UNROLL for (uint i = 0u; i < CM * CN; i++)
             acc[i] = MMC_ZERO;
         LOAD_STEP(0u)
         for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
-            for (uint i = 0u; i < W_RUNS; i++) {
+            MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {
                 uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u;
                 if (r < BM) {
                     sw[r * SK + kq] = wv[2u * i];
                     sw[r * SK + kq + 1u] = wv[2u * i + 1u];
                 }
             }
-            for (uint i = 0u; i < X_VECS; i++) {
+            MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {
                 uint t = tid + i * WORKGROUP, j = t / (BK / 4u);
                 if (j < BN) sx[j * SK + t % (BK / 4u)] = xh[i];
             }
             barrier();
             LOAD_STEP(k0 + BK) // past the end: zeros
             if (own) {
-                for (uint kk = 0u; kk < BK; kk += TK) {
-                    for (uint i = 0u; i < CM; i++)
+                MMC_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {
+                    MMC_UNROLL for (uint i = 0u; i < CM; i++)
                         MMC_LOAD_A(ma[i], (wm + i * TM) * SK + kk / 4u);
-                    for (uint j = 0u; j < CN; j++) {
+                    MMC_UNROLL for (uint j = 0u; j < CN; j++) {
                         MMC_LOAD_B(mb, (wn + j * TN) * SK + kk / 4u);
-                        for (uint i = 0u; i < CM; i++) acc[i * CN + j] = MMC_MUL_ADD(ma[i], mb, acc[i * CN + j]);
+                        MMC_UNROLL for (uint i = 0u; i < CM; i++) acc[i * CN + j] = MMC_MUL_ADD(ma[i], mb, acc[i * CN + j]);
                     }
                 }
             }
@@ -111,8 +112,8 @@ void main()
         }
         if (own) {
             // y[tok][row] is the accumulator (row, tok) stored column-major with stride y_stride
-            for (uint i = 0u; i < CM; i++) {
-                for (uint j = 0u; j < CN; j++) {
+            MMC_UNROLL for (uint i = 0u; i < CM; i++) {
+                MMC_UNROLL for (uint j = 0u; j < CN; j++) {
                     uint row = row0 + wm + i * TM, tok = tok0 + wn + j * TN;
                     if (row >= pc.rows || tok >= pc.n) continue;
                     if (row + TM <= pc.rows && tok + TN <= pc.n) {

@@ -14,6 +14,7 @@
 
 #ifndef MMC_EMULATE
 
+#define MMC_UNROLL [[unroll]] // GL_EXT_control_flow_attributes
 #define MMC_ACC coopmat<float, gl_ScopeSubgroup, TM, TN, gl_MatrixUseAccumulator>
 #define MMC_A coopmat<float16_t, gl_ScopeSubgroup, TM, TK, gl_MatrixUseA>
 #define MMC_B coopmat<float16_t, gl_ScopeSubgroup, TK, TN, gl_MatrixUseB>
@@ -25,6 +26,7 @@
 
 #else
 
+#define MMC_UNROLL // unrolled, the emulation takes lavapipe minutes to compile
 const uint MMC_EMU_E = MMC_EMU_ELEMS;
 struct mmc_acc {
     float e[MMC_EMU_E]; // this lane's elements lane + e * gl_SubgroupSize of a TM x TN accumulator
