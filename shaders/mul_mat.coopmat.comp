@@ -1,9 +1,9 @@
 #version 450
 // Dequantizing matrix-matrix product (prefill) on cooperative matrices: y[t][r] = sum_c W[r][c] *
 // x[t][c], the interface of mul_mat.comp (W [rows][cols] in its raw GGUF blocks, x [n][cols] fp32,
-// y [n][y_stride] fp32). Inputs are rounded to fp16 (W after dequantization in fp32, x as read),
-// products accumulated in fp32 by the device's matrix units (runtime/ref/mul_mat_f16_ref.c is
-// the rounding-faithful reference).
+// y [n][y_stride] fp32). Inputs are rounded to fp16 (W after dequantization in fp32, x as read;
+// beyond the fp16 range clamped to +-65504), products accumulated in fp32 by the device's matrix
+// units (ovk_ref_mul_mat_f16 in runtime/ref/ops_ref.c is the rounding-faithful reference).
 //
 // A workgroup computes a BM x BN tile (rows x tokens). Per step of BK = 32 columns its threads
 // dequantize the W tile (runs of 8 elements, as mul_mat.comp) and convert the x tile, both to

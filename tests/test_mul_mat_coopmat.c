@@ -9,7 +9,7 @@
  * (ops->matmul_coopmat); y is checked to be written at exactly [n][rows], also with its rows
  * rows + 5 floats apart (a part of a matrix split by rows): a NaN-filled tail and gap stay.
  * Small integers (|w|, |x| <= 3, F16, 256 columns) are exact in fp32 whatever the order:
- * bit-exact. ovk_op_mul_mat chooses this kernel for a prefill batch where the device has it.
+ * bit-exact. Inputs beyond the fp16 range are clamped to +-65504 (finite results, faithful bound). ovk_op_mul_mat chooses this kernel for a prefill batch where the device has it.
  *
  * Where the context has no cooperative matrices (lavapipe, a build without glslang 13) the
  * emulation runs instead, given fp16 arithmetic, at the shape 16 x 16 x 16 (and 16 x 8 x 16,
@@ -18,6 +18,7 @@
  * kernel's refusal is checked and the test is skipped (exit 77, one line saying why). On a
  * device with them, the kernel runs every case and its refusal with OSCAR_DISABLE_COOPMAT=1 is
  * checked. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,6 +106,29 @@ done:
     free(w), free(x), free(got), free(faithful), free(exact);
 }
 
+/* Values beyond the fp16 range (F32 weights of +-1e6, x of +-1e5 among N(0, 1) data): clamped to
+ * +-65504, as the faithful reference does, so the result is finite and tight against it (not
+ * against the exact product, which the clamping departs from on purpose). */
+static void check_outliers(ovk_ops *ops, const variant *v, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    size_t wbytes, ny = (size_t)n * rows;
+    uint8_t *w = test_make_weights(OSCAR_GGML_TYPE_F32, rows, cols, &wbytes);
+    float *wf = (float *)w, *x = malloc((size_t)n * cols * 4), *got = malloc(ny * 4), *faithful = malloc(ny * 4);
+    for (size_t i = 0; i < (size_t)n * cols; i++) x[i] = test_rng_normal();
+    for (uint32_t k = 0; k < 40; k++) {
+        wf[test_rng_u32() % ((size_t)rows * cols)] = test_rng_u32() & 1 ? 1e6f : -1e6f;
+        x[test_rng_u32() % ((size_t)n * cols)] = test_rng_u32() & 1 ? 1e5f : -1e5f;
+    }
+    CHECK_OK(ovk_ref_mul_mat_f16(OSCAR_GGML_TYPE_F32, w, x, faithful, rows, cols, n));
+    size_t touched = run(ops, v, OSCAR_GGML_TYPE_F32, w, wbytes, x, got, rows, cols, n, 0), bad = 0;
+    for (size_t i = 0; i < ny; i++) bad += !isfinite(got[i]);
+    char what[96], name[48];
+    snprintf(what, sizeof what, "%s F32 outliers %u x %u, %u tokens", variant_name(v, name, sizeof name), rows, cols, n);
+    test_check_accuracy(what, got, faithful, NULL, ny);
+    CHECK_MSG(bad == 0 && touched == 0, "%s: %zu results not finite, %zu written outside y", what, bad, touched);
+    free(w), free(x), free(got), free(faithful);
+}
+
 /* F16 weights and x of small integers: every sum exact in fp32, the result bit for bit. */
 static void check_integers(ovk_ops *ops, const variant *v, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -171,6 +195,7 @@ static void check_all(ovk_ops *ops, const variant *v, int all)
         check_type(ops, v, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0);
     }
     memset(ops->matmul_coopmat, 0, sizeof ops->matmul_coopmat);
+    check_outliers(ops, v, 67, 264, 45);
     check_integers(ops, v, 67, 256, 45);
     check_integers(ops, v, 160, 256, 200);
 }

@@ -7,6 +7,12 @@
 #include "half.h"
 #include "ops_ref.h"
 
+/* f to fp16 as the cooperative-matrix kernel rounds it: clamped to the fp16 range, then to nearest. */
+static float round_f16_clamped(float f)
+{
+    return ovk_round_f16(f > 65504.0f ? 65504.0f : f < -65504.0f ? -65504.0f : f);
+}
+
 /* The product, with W's dequantized values and x rounded to fp16 first when f16 is set. */
 static oscar_status mul_mat(uint32_t type, const void *w, const float *x, float *y, uint32_t rows, uint32_t cols,
                             uint32_t n, int f16)
@@ -20,13 +26,13 @@ static oscar_status mul_mat(uint32_t type, const void *w, const float *x, float 
     if (f16) {
         xr = malloc((size_t)n * cols * sizeof *xr + 1);
         if (!xr) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "mul_mat reference: %u x %u floats", n, cols);
-        for (size_t i = 0; i < (size_t)n * cols; i++) xr[i] = ovk_round_f16(x[i]);
+        for (size_t i = 0; i < (size_t)n * cols; i++) xr[i] = round_f16_clamped(x[i]);
         x = xr;
     }
     for (uint32_t r = 0; r < rows; r++) {
         OSCAR_TRY(ovk_ggml_dequantize_row(type, (const uint8_t *)w + r * row_bytes, row, cols));
         if (f16)
-            for (uint32_t c = 0; c < cols; c++) row[c] = ovk_round_f16(row[c]);
+            for (uint32_t c = 0; c < cols; c++) row[c] = round_f16_clamped(row[c]);
         for (uint32_t t = 0; t < n; t++) {
             const float *xt = x + (size_t)t * cols;
             double s = 0.0;

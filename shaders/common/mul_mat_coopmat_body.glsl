@@ -43,6 +43,10 @@ shared float so[WARPS * TM * TN];    // [warp tile][TN][TM] fp32: an edge matrix
 const uint W_RUNS = (BM * (BK / 8u) + WORKGROUP - 1u) / WORKGROUP; // runs of 8 weights a thread loads per step
 const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x a thread loads per step
 
+// v in fp16, rounded to nearest, values beyond the fp16 range clamped to +-65504 (not infinite:
+// an infinite input would turn a product with a zero into NaN).
+f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
+
 // The step at column K0 of this thread's part of the tiles, into registers wv (two fp16 x4 a run;
 // run t = tid + i * WORKGROUP: row t / 4, columns 8 (t % 4) ..) and xh (vec4 t: token t / 8,
 // columns 4 (t % 8) ..); outside the matrix zeros. (A macro: the arrays' sizes are
@@ -54,14 +58,14 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
         uint row = min(row0 + r, pc.rows - 1u), c = min(col, pc.cols - 8u);                               \
         float w[8];                                                                                       \
         dequant8(row * rb + (c / be) * bb, c % be, w);                                                    \
-        wv[2u * i] = live ? f16vec4(w[0], w[1], w[2], w[3]) : f16vec4(0.0);                               \
-        wv[2u * i + 1u] = live ? f16vec4(w[4], w[5], w[6], w[7]) : f16vec4(0.0);                          \
+        wv[2u * i] = live ? to_f16(vec4(w[0], w[1], w[2], w[3])) : f16vec4(0.0);                          \
+        wv[2u * i + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);                     \
     }                                                                                                     \
     MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u), col = (K0) + (t % (BK / 4u)) * 4u;               \
         bool live = j < BN && tok0 + j < pc.n && col < pc.cols;                                           \
         vec4 x = xv[(min(tok0 + j, pc.n - 1u) * pc.cols + min(col, pc.cols - 4u)) >> 2];                  \
-        xh[i] = live ? f16vec4(x) : f16vec4(0.0);                                                         \
+        xh[i] = live ? to_f16(x) : f16vec4(0.0);                                                          \
     }
 
 void main()
