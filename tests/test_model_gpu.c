@@ -10,6 +10,8 @@
  *    ops.h): the same, except that greedy decoding may leave the reference at a near-tie (the
  *    reference's logits of the two tokens within 2e-2 of their rms: these random models
  *    amplify the fp16 rounding to a logits NSE of 1e-6..1e-4 within a few steps).
+ *    Where the device has cooperative matrices, F32/F16/BF16 models again with the prefill
+ *    products on them (OSCAR_MATMUL_COOPMAT, fp16 inputs): the same, greedy up to a near-tie.
  * 2. Prefill in chunks == prefill at once; batched decode of 3 sequences == each alone (NSE
  *    1e-6); a fork continues both branches as the reference does; the benchmark's synthetic
  *    fill stores a sequence as a prefill of the same length does.
@@ -40,6 +42,7 @@
 #include "model_api.h"
 #include "model_desc.h"
 #include "model_gen.h"
+#include "ops.h"
 #include "model_ref.h"
 #include "oscar/experimental.h"
 #include "test_proc.h"
@@ -1200,6 +1203,7 @@ int main(void)
     tmp_dir = test_tmp_dir_make("ovk_model_gpu");
     test_rng_seed(1234);
     double t0 = test_now();
+    ctx->env.matmul_coopmat = 0; /* every product in fp32, but in the section that turns it on */
 
     static const uint32_t types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                       OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
@@ -1227,6 +1231,19 @@ int main(void)
         printf("Q4_0 and Q8_0 with packed-fp16 single-row products (OSCAR_MATVEC_F16=1): greedy checked\n");
     } else {
         printf("packed-fp16 products: skipped (no shaderFloat16)\n");
+    }
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
+    if (ovk_op_mul_mat_coopmat_supported(&ops)) { /* prefill products on cooperative matrices (fp16 inputs) */
+        ctx->env.matmul_coopmat = 1;
+        /* the 12-token prompt of a float type takes them (a block type's, the batched mat-vec) */
+        for (size_t a = 0; a < 3; a++) check_arch_type(archs[a], OSCAR_GGML_TYPE_F16, 0, 32, 0);
+        check_arch_type(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_F32, 0, 8, 0);
+        check_arch_type(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_BF16, 1, 8, 0);
+        ctx->env.matmul_coopmat = 0;
+        printf("prefill products on cooperative matrices: prefill logits and greedy checked\n");
+    } else {
+        printf("prefill products on cooperative matrices: skipped (none on this device)\n");
     }
     double t1 = test_now();
     check_chunks_batches_forks();

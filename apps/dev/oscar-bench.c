@@ -539,6 +539,7 @@ static int bench_ops(int argc, char **argv)
     uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0, mv_shader = OSCAR_MATVEC_AUTO, mv_wg = 0, mv_unroll = 0;
     uint32_t tokens = 1, mv_tokens = 0; /* --tokens: the product of a batch; --mv-tokens: its tokens per workgroup */
     int barriers = 1;                   /* --no-barriers: chain the products without a barrier between them */
+    uint32_t mm_tile[4] = { 0 };        /* --mm-tile: the cooperative-matrix matmul's plan (ovk_ops.matmul_coopmat) */
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                           OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
@@ -553,7 +554,7 @@ static int bench_ops(int argc, char **argv)
             continue;
         }
         static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
-                                             "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", NULL };
+                                             "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", "--mm-tile", NULL };
         if (!bench_flag_with_value(prog, f, v, known)) return 2;
         int ok = 1;
         if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
@@ -562,9 +563,13 @@ static int bench_ops(int argc, char **argv)
         else if (!strcmp(f, "--rows-per-group")) ok = app_parse_u32(prog, f, v, 256, &per_group);
         else if (!strcmp(f, "--mv-workgroup")) ok = app_parse_u32(prog, f, v, 256, &mv_wg);
         else if (!strcmp(f, "--mv-unroll")) ok = app_parse_u32(prog, f, v, 8, &mv_unroll);
-        else if (!strcmp(f, "--tokens")) ok = app_parse_u32(prog, f, v, 512, &tokens);
+        else if (!strcmp(f, "--tokens")) ok = app_parse_u32(prog, f, v, 8192, &tokens);
         else if (!strcmp(f, "--mv-tokens")) ok = app_parse_u32(prog, f, v, 32, &mv_tokens);
         else if (!strcmp(f, "--types")) only = v;
+        else if (!strcmp(f, "--mm-tile")) {
+            ok = sscanf(v, "%ux%ux%ux%u", &mm_tile[0], &mm_tile[1], &mm_tile[2], &mm_tile[3]) == 4;
+            if (!ok) fprintf(stderr, "%s: --mm-tile is WMxWNxCMxCN (warp tiles, matrices per warp tile), e.g. 2x2x4x4\n", prog);
+        }
         else if (!strcmp(f, "--mv-shader")) {
             if (!strcmp(v, "auto")) mv_shader = OSCAR_MATVEC_AUTO;
             else if (!strcmp(v, "units")) mv_shader = OSCAR_MATVEC_UNITS;
@@ -602,8 +607,6 @@ static int bench_ops(int argc, char **argv)
            (unsigned long long)(bw_bytes >> 20));
     printf("mat-vec %u x %u, %u token%s, %u dispatches chained per type (%s)\n", rows, cols, tokens, tokens > 1 ? "s" : "",
            iters, barriers ? "a barrier between them" : "no barriers");
-    if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens), then the tiled matmul\n", tokens,
-                           OSCAR_MATVEC_BATCH_MAX);
     ovk_ops ops;
     ovk_ops_init(&ops, ctx);
     ops.matvec_rows = per_group; /* 0: the per-type default */
@@ -611,6 +614,10 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_workgroup = mv_wg;
     ops.matvec_unroll = mv_unroll;
     ops.matvec_tokens = mv_tokens;
+    memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
+    if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens, else the %s matmul), then the "
+                           "tiled fp32 matmul\n", tokens, OSCAR_MATVEC_BATCH_MAX,
+                           ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix" : "tiled");
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
@@ -973,7 +980,7 @@ static void print_usage(FILE *out, const char *mode)
         { "ops", "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
                  "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
                  "                      [--no-barriers]\n"
-                 "                      [--tokens N] [--mv-tokens N]\n"
+                 "                      [--tokens N] [--mv-tokens N] [--mm-tile WMxWNxCMxCN]\n"
                  "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n" },
         { "floor", "oscar-bench floor     [--gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0] [--contexts A,B,..] [--kv int2,fp16]\n"
                    "                      [--iters N] [--device NAME|INDEX]\n" },

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "ggml_types.h"
+#include "mul_mat_coopmat.h"
 #include "ops.h"
 
 /* Tile of shaders/mul_mat.comp: 64 rows x (threads / 4) tokens, 32 columns a step; its shared
@@ -43,6 +44,7 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
     ops->matvec_unroll = 0;
     ops->matvec_tokens = 0;
     ops->matmul_workgroup = 0;
+    for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -283,6 +285,29 @@ static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t typ
     return record(ops, cmd, &d, b, push, groups);
 }
 
+static oscar_status mul_mat_coopmat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
+                                    ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    uint64_t row_bytes;
+    oscar_status st = check_mul_mat(ops, "mul_mat.coopmat", type, &w, &x, (uint64_t)n * cols * 4, &y, y_stride, rows,
+                                    cols, n, &row_bytes);
+    if (st != OSCAR_OK) return st;
+    return ovk_mmc_record(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
+}
+
+int ovk_op_mul_mat_coopmat_supported(const ovk_ops *ops)
+{
+    ovk_mmc_plan plan;
+    if (!(ops->ctx->features.enabled & OVK_NEEDS_COOPMAT)) return 0; /* no error recorded on the common path */
+    return ovk_mmc_plan_for(ops, 1024, &plan) == OSCAR_OK;
+}
+
+oscar_status ovk_op_mul_mat_coopmat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                      ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    return mul_mat_coopmat(ops, cmd, type, w, x, y, rows, rows, cols, n);
+}
+
 oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                   ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -307,6 +332,8 @@ oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
 {
     if (n == 1) return mul_mat_vec(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     if (prefers_batch(type, n)) return mul_mat_batch(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
+    if (ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops))
+        return mul_mat_coopmat(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     return mul_mat_tiled(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
 }
 

@@ -33,6 +33,9 @@ typedef struct ovk_ops {
     uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch; 0: 4 */
     uint32_t matmul_workgroup; /* threads of the tiled matmul (tiles of 64 rows x threads/4 tokens), a
                                 * power of two in 32..256; 0: 256 where the device allows, else 128 */
+    uint32_t matmul_coopmat[4]; /* the cooperative-matrix matmul's warp tiles along rows and tokens, then
+                                 * matrices per warp tile along rows and tokens; 0: 2, 2, 4 and 4 (fewer
+                                 * token matrices for n <= 64 at 16 x 16) */
 } ovk_ops;
 
 /* Which decode mat-vec shader ovk_op_mul_mat_vec records. */
@@ -54,7 +57,8 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx);
 /* y[t][r] = sum_c W[r][c] * x[t][c]: W [rows][cols] of `type` (GGUF order, cols contiguous),
  * x [n][cols] fp32, y [n][rows] fp32. n = 1 records the mat-vec kernel (decode); a few tokens
  * of a block type (1 < n <= 16, or <= OSCAR_MATVEC_BATCH_MAX for Q4_0/Q4_1/Q8_0) the batched
- * lanes product (batched decode); else the tiled matmul (prefill). */
+ * lanes product (batched decode); else the cooperative-matrix matmul where the device has it,
+ * the tiled matmul elsewhere or with OSCAR_MATMUL_COOPMAT=0 (prefill). */
 oscar_status ovk_op_mul_mat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                               ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
@@ -68,9 +72,20 @@ oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type,
 oscar_status ovk_op_mul_mat_batch(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                     ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
-/* The same product by the tiled matmul kernel for any n. */
+/* The same product by the tiled matmul kernel (fp32 FMAs, shaders/mul_mat.comp) for any n. */
 oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                     ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
+
+/* Whether the device runs the cooperative-matrix matmul (VK_KHR_cooperative_matrix with an fp16 x
+ * fp16 + fp32 subgroup shape whose K divides 32, the variant built, not OSCAR_DISABLE_COOPMAT). */
+int ovk_op_mul_mat_coopmat_supported(const ovk_ops *ops);
+
+/* The same product by the cooperative-matrix matmul (shaders/mul_mat.coopmat.comp) for any n:
+ * dequantized W and x rounded to fp16, sums in fp32 (ovk_ref_mul_mat_f16 is its faithful
+ * reference; NSE ~1e-7 against the fp32 product). MISSING_FEATURE where not supported.
+ * ovk_op_mul_mat takes it in place of the tiled kernel where supported. */
+oscar_status ovk_op_mul_mat_coopmat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
+                                      ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* ovk_op_mul_mat (the same kernel choice) with token t's rows written at y[t * y_stride + r],
  * y [n][y_stride] fp32, y_stride >= rows (only columns 0..rows-1 are written): W is a row range

@@ -4,19 +4,35 @@
 
 #include "error.h"
 #include "ggml_types.h"
+#include "half.h"
 #include "ops_ref.h"
 
-oscar_status ovk_ref_mul_mat(uint32_t type, const void *w, const float *x, float *y,
-                               uint32_t rows, uint32_t cols, uint32_t n)
+/* f to fp16 as the cooperative-matrix kernel rounds it: clamped to the fp16 range, then to nearest. */
+static float round_f16_clamped(float f)
+{
+    return ovk_round_f16(f > 65504.0f ? 65504.0f : f < -65504.0f ? -65504.0f : f);
+}
+
+/* The product, with W's dequantized values and x rounded to fp16 first when f16 is set. */
+static oscar_status mul_mat(uint32_t type, const void *w, const float *x, float *y, uint32_t rows, uint32_t cols,
+                            uint32_t n, int f16)
 {
     oscar_status st = OSCAR_OK;
-    float *row = NULL;
+    float *row = NULL, *xr = NULL;
     uint64_t row_bytes;
     OSCAR_TRY(ovk_ggml_row_size(type, cols, &row_bytes));
     row = malloc((size_t)cols * sizeof *row + 1);
     if (!row) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "mul_mat reference: %u floats", cols);
+    if (f16) {
+        xr = malloc((size_t)n * cols * sizeof *xr + 1);
+        if (!xr) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "mul_mat reference: %u x %u floats", n, cols);
+        for (size_t i = 0; i < (size_t)n * cols; i++) xr[i] = round_f16_clamped(x[i]);
+        x = xr;
+    }
     for (uint32_t r = 0; r < rows; r++) {
         OSCAR_TRY(ovk_ggml_dequantize_row(type, (const uint8_t *)w + r * row_bytes, row, cols));
+        if (f16)
+            for (uint32_t c = 0; c < cols; c++) row[c] = round_f16_clamped(row[c]);
         for (uint32_t t = 0; t < n; t++) {
             const float *xt = x + (size_t)t * cols;
             double s = 0.0;
@@ -26,7 +42,20 @@ oscar_status ovk_ref_mul_mat(uint32_t type, const void *w, const float *x, float
     }
 fail:
     free(row);
+    free(xr);
     return st;
+}
+
+oscar_status ovk_ref_mul_mat(uint32_t type, const void *w, const float *x, float *y,
+                               uint32_t rows, uint32_t cols, uint32_t n)
+{
+    return mul_mat(type, w, x, y, rows, cols, n, 0);
+}
+
+oscar_status ovk_ref_mul_mat_f16(uint32_t type, const void *w, const float *x, float *y,
+                                   uint32_t rows, uint32_t cols, uint32_t n)
+{
+    return mul_mat(type, w, x, y, rows, cols, n, 1);
 }
 
 oscar_status ovk_ref_get_rows(uint32_t type, const void *w, const uint32_t *ids, float *out,

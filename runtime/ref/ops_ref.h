@@ -18,6 +18,12 @@
 oscar_status ovk_ref_mul_mat(uint32_t type, const void *w, const float *x, float *y,
                                uint32_t rows, uint32_t cols, uint32_t n);
 
+/* The rounding-faithful reference of the cooperative-matrix matmul (shaders/mul_mat.coopmat.comp):
+ * ovk_ref_mul_mat with every dequantized weight and every x rounded to fp16 (clamped to +-65504,
+ * then to nearest even) before the products, summed in double. Same shapes and statuses. */
+oscar_status ovk_ref_mul_mat_f16(uint32_t type, const void *w, const float *x, float *y,
+                                   uint32_t rows, uint32_t cols, uint32_t n);
+
 /* out[t][c] = W[ids[t]][c] dequantized: w [vocab][row bytes], ids [n], out [n][cols]. */
 oscar_status ovk_ref_get_rows(uint32_t type, const void *w, const uint32_t *ids, float *out,
                                 uint32_t cols, uint32_t n);

@@ -1,0 +1,121 @@
+/* The cooperative-matrix matmul's plan per device and its dispatch; see mul_mat_coopmat.h. */
+#include <string.h>
+
+#include "mul_mat_coopmat.h"
+
+#include "common/mul_mat_coopmat.h"
+
+#define GRID_MAX 65535u
+
+/* The fp16 shape the kernel uses: 16 x 16 x 16 where listed, else the largest M x N whose K
+ * divides the step (and is a multiple of 4: the shared tiles are read in fp16 x4). */
+static const oscar_coopmat_shape *pick_shape(const oscar_context *ctx)
+{
+    const oscar_coopmat_shape *best = NULL;
+    for (uint32_t i = 0; i < ctx->info.coopmat_shape_count; i++) {
+        const oscar_coopmat_shape *s = &ctx->info.coopmat_shapes[i];
+        if (!ovk_coopmat_shape_f16_f32(s) || s->k % 4 || MMC_BK % s->k || s->m % 4 || s->m > 64 || s->n > 64) continue;
+        if (s->m == 16 && s->n == 16 && s->k == 16) return s;
+        if (!best || s->m * s->n > best->m * best->n) best = s;
+    }
+    return best;
+}
+
+/* The plan for shape s, n tokens and subgroups of at most `sg` threads (see ovk_mmc_plan_for). */
+static oscar_status plan_shape(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t sg, uint32_t n, ovk_mmc_plan *plan)
+{
+    oscar_context *ctx = ops->ctx;
+    const uint32_t *t = ops->matmul_coopmat;
+    /* default: 2 x 2 warp tiles of 4 x 4 matrices (128 x 128 at 16 x 16), fewer token matrices
+     * for a short batch so that a workgroup does not multiply padding */
+    uint32_t cn = n > 2 * 2 * s->n ? 4 : n > 2 * s->n ? 2 : 1;
+    *plan = (ovk_mmc_plan){ .tm = s->m, .tn = s->n, .tk = s->k, .sg_m = t[0] ? t[0] : 2, .sg_n = t[1] ? t[1] : 2,
+                            .cm = t[2] ? t[2] : 4, .cn = t[3] ? t[3] : cn };
+    if (plan->sg_m * plan->sg_n > 16 || plan->cm * plan->cn > 32)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat.coopmat: %u x %u warp tiles of %u x %u matrices", plan->sg_m,
+                           plan->sg_n, plan->cm, plan->cn);
+    plan->workgroup = plan->sg_m * plan->sg_n * sg; /* every subgroup full, whatever size the device picks */
+    plan->bm = plan->sg_m * plan->cm * plan->tm;
+    plan->bn = plan->sg_n * plan->cn * plan->tn;
+    uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
+    uint64_t shared = (uint64_t)(plan->bm + plan->bn) * sk * 8 + (uint64_t)plan->sg_m * plan->sg_n * plan->tm * plan->tn * 4;
+    const VkPhysicalDeviceLimits *lim = &ctx->limits;
+    if (plan->workgroup > lim->maxComputeWorkGroupInvocations || plan->workgroup > lim->maxComputeWorkGroupSize[0])
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: %u subgroups of %u threads exceed '%s''s workgroup",
+                           plan->sg_m * plan->sg_n, sg, ctx->info.name);
+    if (shared > lim->maxComputeSharedMemorySize)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: a %u x %u tile needs %llu bytes of shared memory, "
+                           "'%s' has %u", plan->bm, plan->bn, (unsigned long long)shared, ctx->info.name,
+                           lim->maxComputeSharedMemorySize);
+    return OSCAR_OK;
+}
+
+/* The largest subgroup size the device may use. */
+static uint32_t max_subgroup(const oscar_context *ctx)
+{
+    return ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
+}
+
+oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan)
+{
+    oscar_context *ctx = ops->ctx;
+    const char *shader = ovk_pick_variant(ctx, "mul_mat");
+    if (!shader || strcmp(shader, "mul_mat.coopmat") != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: no fp16 cooperative matrices on '%s'%s",
+                           ctx->info.name, ctx->env.disable_coopmat ? " (OSCAR_DISABLE_COOPMAT=1)" : "");
+    const oscar_coopmat_shape *s = pick_shape(ctx);
+    if (!s)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: '%s' lists no fp16 shape with K dividing %u",
+                           ctx->info.name, MMC_BK);
+    return plan_shape(ops, s, max_subgroup(ctx), n, plan);
+}
+
+/* Records `shader` with plan p over checked arguments. */
+static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_mmc_plan *p, uint32_t type,
+                             ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
+                             uint32_t n)
+{
+    if (rows == 0 || n == 0) return OSCAR_OK;
+    uint32_t groups[3] = { ovk_div_up(rows, p->bm), ovk_div_up(n, p->bn), 1 };
+    if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows x %u tokens exceed the grid", shader, rows, n);
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 16, .n_spec = MMC_SPEC_COUNT,
+                            .spec = { [MMC_SPEC_WORKGROUP] = p->workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p->tm,
+                                      [MMC_SPEC_TN] = p->tn, [MMC_SPEC_TK] = p->tk, [MMC_SPEC_SG_M] = p->sg_m,
+                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
+    uint32_t push[4] = { rows, cols, n, y_stride };
+    ovk_binding b[3] = { w, x, y };
+    ovk_pipeline *pl;
+    oscar_status st = ovk_pipeline_get(ops->ctx, &d, &pl);
+    if (st != OSCAR_OK) return st;
+    return ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
+}
+
+oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
+                            ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    ovk_mmc_plan p;
+    oscar_status st = ovk_mmc_plan_for(ops, n, &p);
+    if (st != OSCAR_OK) return st;
+    return dispatch(ops, cmd, "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
+}
+
+oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
+                                     uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
+                                     uint32_t rows, uint32_t cols, uint32_t n)
+{
+    oscar_context *ctx = ops->ctx;
+    const char *shader = ovk_pick_variant(ctx, "mul_mat_emu");
+    uint32_t min_sg = ctx->info.min_subgroup_size ? ctx->info.min_subgroup_size : ctx->info.subgroup_size;
+    if (!shader)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_emu: no fp16 arithmetic on '%s'", ctx->info.name);
+    if (tk % 4 || MMC_BK % tk || tm % 4 || tm * tn > MMC_EMU_ELEMS * min_sg)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_emu: shape %u x %u x %u (subgroups of %u and more)", tm, tn,
+                           tk, min_sg);
+    oscar_coopmat_shape s = { .m = tm, .n = tn, .k = tk };
+    ovk_mmc_plan p;
+    oscar_status st = plan_shape(ops, &s, max_subgroup(ctx), n, &p);
+    if (st != OSCAR_OK) return st;
+    return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
+}
+

@@ -1,0 +1,140 @@
+// The body of the cooperative-matrix matmul (shaders/mul_mat.coopmat.comp describes it), shared
+// with its scalar emulation (shaders/mul_mat_emu.f16.comp): the including shader enables the
+// extensions, and defines MMC_EMULATE for the emulation; common/mul_mat_coopmat_ops.glsl spells
+// the matrix operations either way. Loops over the matrices are unrolled (MMC_UNROLL): an array
+// of cooperative matrices indexed at run time would leave the registers.
+#include "common/mul_mat_coopmat.h"
+
+layout(local_size_x_id = MMC_SPEC_WORKGROUP) in;
+layout(constant_id = MMC_SPEC_WORKGROUP) const uint WORKGROUP = 128;
+layout(constant_id = MMC_SPEC_TYPE) const uint TYPE = 0; // GGML type id of W
+layout(constant_id = MMC_SPEC_TM) const uint TM = 16;    // the device's coopmat shape (fp16 x fp16 + fp32)
+layout(constant_id = MMC_SPEC_TN) const uint TN = 16;
+layout(constant_id = MMC_SPEC_TK) const uint TK = 16;    // divides BK = 32, a multiple of 4
+layout(constant_id = MMC_SPEC_SG_M) const uint SG_M = 2; // warp tiles along rows
+layout(constant_id = MMC_SPEC_SG_N) const uint SG_N = 2; // along tokens
+layout(constant_id = MMC_SPEC_CM) const uint CM = 4;     // matrices per warp tile along rows
+layout(constant_id = MMC_SPEC_CN) const uint CN = 4;     // along tokens
+
+layout(std430, binding = 0) readonly buffer W { uint wq[]; };     // [rows][row bytes] GGUF blocks
+layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };     // [n][cols] fp32
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };    // [n][y_stride] fp32, columns 0..rows-1 written
+
+layout(push_constant) uniform Push {
+    uint rows;     // rows of W (tiles of BM in workgroup x)
+    uint cols;     // columns of W, a multiple of the block size (8 for F32/F16/BF16)
+    uint n;        // tokens (tiles of BN in workgroup y)
+    uint y_stride; // floats from y[t][0] to y[t + 1][0]
+} pc;
+
+#include "common/dequant.glsl"
+
+const uint BK = MMC_BK;
+const uint BM = SG_M * CM * TM, BN = SG_N * CN * TN;
+const uint WARPS = SG_M * SG_N;
+const uint SK = BK / 4u + 2u; // shared row stride in f16vec4 (80 bytes: 16-byte aligned, rows spread over banks)
+
+shared f16vec4 sw[BM * SK];          // [BM][SK] fp16 x4: W[row0 + r][k0 + 4i ..], dequantized
+shared f16vec4 sx[BN * SK];          // [BN][SK] fp16 x4: x[tok0 + j][k0 + 4i ..]
+shared float so[WARPS * TM * TN];    // [warp tile][TN][TM] fp32: an edge matrix on its way to y
+
+#include "common/mul_mat_coopmat_ops.glsl"
+
+const uint W_RUNS = (BM * (BK / 8u) + WORKGROUP - 1u) / WORKGROUP; // runs of 8 weights a thread loads per step
+const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x a thread loads per step
+
+// v in fp16, rounded to nearest, values beyond the fp16 range clamped to +-65504 (not infinite:
+// an infinite input would turn a product with a zero into NaN).
+f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
+
+// The step at column K0 of this thread's part of the tiles, into registers wv (two fp16 x4 a run;
+// run t = tid + i * WORKGROUP: row t / 4, columns 8 (t % 4) ..) and xh (vec4 t: token t / 8,
+// columns 4 (t % 8) ..); outside the matrix zeros. (A macro: the arrays' sizes are
+// specialization constants, which function parameters do not take.)
+#define LOAD_STEP(K0)                                                                                     \
+    MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
+        bool live = r < BM && row0 + r < pc.rows && col < pc.cols;                                        \
+        uint row = min(row0 + r, pc.rows - 1u), c = min(col, pc.cols - 8u);                               \
+        float w[8];                                                                                       \
+        dequant8(row * rb + (c / be) * bb, c % be, w);                                                    \
+        wv[2u * i] = live ? to_f16(vec4(w[0], w[1], w[2], w[3])) : f16vec4(0.0);                          \
+        wv[2u * i + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);                     \
+    }                                                                                                     \
+    MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, j = t / (BK / 4u), col = (K0) + (t % (BK / 4u)) * 4u;               \
+        bool live = j < BN && tok0 + j < pc.n && col < pc.cols;                                           \
+        vec4 x = xv[(min(tok0 + j, pc.n - 1u) * pc.cols + min(col, pc.cols - 4u)) >> 2];                  \
+        xh[i] = live ? to_f16(x) : f16vec4(0.0);                                                          \
+    }
+
+void main()
+{
+    uint tid = gl_LocalInvocationID.x;
+    uint row0 = gl_WorkGroupID.x * BM, tok0 = gl_WorkGroupID.y * BN;
+    uint be = dq_block_elems(), bb = dq_block_bytes(), rb = dq_row_bytes(pc.cols);
+    uint passes = (WARPS + gl_NumSubgroups - 1u) / gl_NumSubgroups; // the same for every subgroup
+
+    f16vec4 wv[W_RUNS * 2u]; // this thread's runs of W and vec4s of x of the next step
+    f16vec4 xh[X_VECS];
+    MMC_ACC acc[CM * CN];
+    MMC_A ma[CM];
+    MMC_B mb;
+
+    for (uint pass = 0u; pass < passes; pass++) {
+        uint wt = gl_SubgroupID + pass * gl_NumSubgroups; // this subgroup's warp tile (none when >= WARPS)
+        bool own = wt < WARPS;
+        uint wm = (wt % SG_M) * CM * TM, wn = (wt / SG_M) * CN * TN; // its first row and token in the tile
+        MMC_UNROLL for (uint i = 0u; i < CM * CN; i++)
+            acc[i] = MMC_ZERO;
+        LOAD_STEP(0u)
+        for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
+            MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {
+                uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u;
+                if (r < BM) {
+                    sw[r * SK + kq] = wv[2u * i];
+                    sw[r * SK + kq + 1u] = wv[2u * i + 1u];
+                }
+            }
+            MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {
+                uint t = tid + i * WORKGROUP, j = t / (BK / 4u);
+                if (j < BN) sx[j * SK + t % (BK / 4u)] = xh[i];
+            }
+            barrier();
+            LOAD_STEP(k0 + BK) // past the end: zeros
+            if (own) {
+                MMC_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {
+                    MMC_UNROLL for (uint i = 0u; i < CM; i++)
+                        MMC_LOAD_A(ma[i], (wm + i * TM) * SK + kk / 4u);
+                    MMC_UNROLL for (uint j = 0u; j < CN; j++) {
+                        MMC_LOAD_B(mb, (wn + j * TN) * SK + kk / 4u);
+                        MMC_UNROLL for (uint i = 0u; i < CM; i++) acc[i * CN + j] = MMC_MUL_ADD(ma[i], mb, acc[i * CN + j]);
+                    }
+                }
+            }
+            barrier();
+        }
+        if (own) {
+            // y[tok][row] is the accumulator (row, tok) stored column-major with stride y_stride
+            MMC_UNROLL for (uint i = 0u; i < CM; i++) {
+                MMC_UNROLL for (uint j = 0u; j < CN; j++) {
+                    uint row = row0 + wm + i * TM, tok = tok0 + wn + j * TN;
+                    if (row >= pc.rows || tok >= pc.n) continue;
+                    if (row + TM <= pc.rows && tok + TN <= pc.n) {
+                        MMC_STORE(acc[i * CN + j], y, tok * pc.y_stride + row, pc.y_stride);
+                        continue;
+                    }
+                    // an edge matrix: through this warp tile's slot of so, then the part inside
+                    MMC_STORE(acc[i * CN + j], so, wt * TM * TN, TM);
+                    subgroupMemoryBarrierShared();
+                    subgroupBarrier();
+                    for (uint e = gl_SubgroupInvocationID; e < TM * TN; e += gl_SubgroupSize) {
+                        uint r = row + e % TM, t = tok + e / TM;
+                        if (r < pc.rows && t < pc.n) y[t * pc.y_stride + r] = so[wt * TM * TN + e];
+                    }
+                    subgroupBarrier(); // the slot is read before the next edge matrix overwrites it
+                }
+            }
+        }
+    }
+}

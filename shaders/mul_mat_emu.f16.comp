@@ -1,0 +1,11 @@
+#version 450
+// The cooperative-matrix matmul (mul_mat.coopmat.comp) with its matrix operations in scalar code
+// (common/mul_mat_coopmat_ops.glsl): the same tiles, offsets, strides, passes and edge stores on
+// any device with fp16 arithmetic, so that its indexing is tested where no cooperative matrices
+// run it (lavapipe). Not a fast path: only ovk_mmc_record_emulated records it.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define MMC_EMULATE
+#include "common/mul_mat_coopmat_body.glsl"
