@@ -617,7 +617,8 @@ static int bench_ops(int argc, char **argv)
     memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
     if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens, else the %s matmul), then the "
                            "tiled fp32 matmul\n", tokens, OSCAR_MATVEC_BATCH_MAX,
-                           ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix" : "tiled");
+                           ctx->env.matmul_coopmat == 1 && ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix"
+                                                                                                  : "tiled");
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);

@@ -13,8 +13,8 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_SHADER_DIR", "development: load a pipeline's SPIR-V from DIR/NAME.spv when that file exists" },
     { "OSCAR_STEP_FLUSH", "a forward step goes to the GPU in parts growing N times (default 4); 0: one part" },
     { "OSCAR_MATVEC_F16", "1: single-token Q4_0/Q8_0 products in packed fp16 (faster, ~1e-7 relative error)" },
-    { "OSCAR_MATMUL_COOPMAT", "0: prefill products in fp32 on the tiled kernel where cooperative matrices would run them "
-                              "(fp16 inputs, ~1e-7 relative error; the default where the device has them)" },
+    { "OSCAR_MATMUL_COOPMAT", "1: prefill products on cooperative matrices where the device has them (fp16 inputs, "
+                              "~1e-7 relative error; not yet the default: unmeasured on a GPU); 0 or unset: fp32" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
     { "OSCAR_ATTN_KERNEL", "chunked or stream: decode attention's kernel (default: chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },

@@ -15,7 +15,7 @@ typedef struct ovk_env {
     const char *shader_dir;  /* OSCAR_SHADER_DIR: SPIR-V overrides (development); NULL: none */
     int step_flush;          /* OSCAR_STEP_FLUSH: growth of a step's submitted parts; -1: default */
     int matvec_f16;          /* OSCAR_MATVEC_F16: 1 runs single-token products in packed fp16 */
-    int matmul_coopmat;      /* OSCAR_MATMUL_COOPMAT: 0 keeps batched products off cooperative matrices; -1 */
+    int matmul_coopmat;      /* OSCAR_MATMUL_COOPMAT: 1 runs batched products on cooperative matrices; 0, -1: fp32 */
     /* decode attention tuning (0 or -1: the cache's default) */
     uint32_t attn_wg;        /* OSCAR_ATTN_WG: workgroup size of attn_decode, 64..1024 */
     uint32_t attn_ku;        /* OSCAR_ATTN_KU: INT2 key tokens a lane scores per tile, 1..4 */
