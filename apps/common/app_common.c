@@ -19,7 +19,7 @@ double app_now(void)
 /* ---- parsing ------------------------------------------------------------------------------ */
 
 /* Parses one positive integer with an optional K suffix from s; sets *end past it. */
-static int parse_one_u32(const char *s, uint32_t max, uint32_t *out, const char **end_out)
+static int parse_one_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out, const char **end_out)
 {
     if (*s < '0' || *s > '9') return 0;
     char *end;
@@ -30,7 +30,7 @@ static int parse_one_u32(const char *s, uint32_t max, uint32_t *out, const char 
         v *= 1024;
         end++;
     }
-    if (v == 0 || v > max) return 0;
+    if (v < min || v > max) return 0;
     *out = (uint32_t)v;
     *end_out = end;
     return 1;
@@ -39,7 +39,7 @@ static int parse_one_u32(const char *s, uint32_t max, uint32_t *out, const char 
 int app_parse_u32(const char *prog, const char *flag, const char *s, uint32_t max, uint32_t *out)
 {
     const char *end;
-    if (!s || !parse_one_u32(s, max, out, &end) || *end) {
+    if (!s || !parse_one_u32(s, 1, max, out, &end) || *end) {
         fprintf(stderr, "%s: %s needs a whole number from 1 to %u, got '%s'\n", prog, flag, max, s ? s : "");
         return 0;
     }
@@ -74,13 +74,20 @@ int app_parse_float(const char *prog, const char *flag, const char *s, float lo,
 
 int app_parse_u32_list(const char *prog, const char *flag, const char *s, uint32_t max, uint32_t *out, uint32_t *n)
 {
+    return app_parse_u32_list_range(prog, flag, s, 1, max, APP_MAX_LIST, out, n);
+}
+
+int app_parse_u32_list_range(const char *prog, const char *flag, const char *s, uint32_t min, uint32_t max,
+                             uint32_t max_n, uint32_t *out, uint32_t *n)
+{
     *n = 0;
     const char *p = s;
     while (p && *p) {
         const char *end;
-        if (*n == APP_MAX_LIST || !parse_one_u32(p, max, &out[*n], &end) || (*end && *end != ',')) {
-            fprintf(stderr, "%s: %s needs a comma-separated list of at most %d numbers from 1 to %u, got '%s'\n", prog, flag,
-                    APP_MAX_LIST, max, s);
+        if (*n == max_n || !parse_one_u32(p, min, max, &out[*n], &end) || (*end && *end != ',') ||
+            (*end == ',' && !end[1])) {
+            fprintf(stderr, "%s: %s needs a comma-separated list of at most %u numbers from %u to %u, got '%s'\n", prog,
+                    flag, max_n, min, max, s);
             return 0;
         }
         (*n)++;

@@ -27,6 +27,9 @@ int app_parse_u64(const char *prog, const char *flag, const char *s, uint64_t *o
 int app_parse_float(const char *prog, const char *flag, const char *s, float lo, float hi, float *out);
 /* A comma-separated list of positive integers ("4096,8K,131072"), at most APP_MAX_LIST. */
 int app_parse_u32_list(const char *prog, const char *flag, const char *s, uint32_t max, uint32_t *out, uint32_t *n);
+/* The same with numbers from min to max (min 0 allows 0), at most max_n of them. */
+int app_parse_u32_list_range(const char *prog, const char *flag, const char *s, uint32_t min, uint32_t max,
+                             uint32_t max_n, uint32_t *out, uint32_t *n);
 /* One KV mode by name: fp16, int2, int2-hadamard, oscar. */
 int app_parse_kv_mode(const char *prog, const char *flag, const char *s, oscar_kv_mode *out);
 /* A comma-separated list of KV modes, at most 4. */

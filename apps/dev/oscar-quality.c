@@ -138,30 +138,6 @@ static void print_help(void)
            (unsigned)N_AGREE_PROMPTS, (unsigned)N_AGREE_PROMPTS);
 }
 
-/* A comma-separated list of at most max_n integers in 0..max (0 allowed, unlike app_parse_u32_list). */
-static int parse_u32_list0(const char *flag, const char *s, uint32_t max, uint32_t max_n, uint32_t *out, uint32_t *n)
-{
-    *n = 0;
-    const char *p = s;
-    while (*p) {
-        char *end;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || *p == '-' || *p == '+' || v > max || *n == max_n || (*end && *end != ',') ||
-            (*end == ',' && !end[1])) {
-            fprintf(stderr, PROG ": %s needs a comma-separated list of at most %u numbers from 0 to %u, got '%s'\n", flag,
-                    max_n, max, s);
-            return 0;
-        }
-        out[(*n)++] = (uint32_t)v;
-        p = *end ? end + 1 : end;
-    }
-    if (*n == 0) {
-        fprintf(stderr, PROG ": %s needs a comma-separated list of numbers, got '%s'\n", flag, s);
-        return 0;
-    }
-    return 1;
-}
-
 /* "NAME=KVMODE[:ROTFILE]" into m; one line and 0 when malformed. */
 static int parse_mode(const char *s, const q_args *a, q_mode *m)
 {
@@ -300,8 +276,8 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
         else if (!strcmp(f, "--seed")) ok = app_parse_u64(PROG, f, v, &a->seed);
         else if (!strcmp(f, "--agree-prompts")) ok = app_parse_u32(PROG, f, v, N_AGREE_PROMPTS, &a->agree_n_prompts);
         else if (!strcmp(f, "--agree-tokens")) ok = app_parse_u32(PROG, f, v, 1u << 16, &a->agree_tokens);
-        else if (!strcmp(f, "--agree-sink")) ok = parse_u32_list0(f, v, 1u << 24, MAX_WINDOWS, a->agree_sink, &a->n_agree_sink);
-        else ok = parse_u32_list0(f, v, 1u << 24, MAX_WINDOWS, a->agree_recent, &a->n_agree_recent);
+        else if (!strcmp(f, "--agree-sink")) ok = app_parse_u32_list_range(PROG, f, v, 0, 1u << 24, MAX_WINDOWS, a->agree_sink, &a->n_agree_sink);
+        else ok = app_parse_u32_list_range(PROG, f, v, 0, 1u << 24, MAX_WINDOWS, a->agree_recent, &a->n_agree_recent);
         if (!ok) return 1;
         i++;
     }
