@@ -41,48 +41,23 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
 
-layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
-layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
-layout(constant_id = KV_SPEC_GROUP) const uint GROUP = 128;
-layout(constant_id = KV_SPEC_PAGE) const uint PAGE = 64;
-layout(constant_id = KV_SPEC_N_KV) const uint N_KV = 1;
-layout(constant_id = KV_SPEC_GQA) const uint GQA = 1;
-layout(constant_id = KV_SPEC_MODE) const uint MODE = KV_MODE_ROTATED;
+#include "common/attn_decode_decl.glsl"
+
 layout(constant_id = KV_SPEC_ATTN_SG_MIN) const uint SG_MIN = 32;
 layout(constant_id = KV_SPEC_ATTN_KU) const uint KU = 2;
 layout(constant_id = KV_SPEC_ATTN_VE) const uint VE = 8;
 layout(constant_id = KV_SPEC_ATTN_FKU) const uint FKU = 4;
 layout(constant_id = KV_SPEC_ATTN_PREFETCH) const uint PREFETCH = 3;
-layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
-layout(constant_id = KV_SPEC_CENTER_BLOCK) const uint CENTER_BLOCK = 0; // B >= 16, or 0: no key-center table
-layout(constant_id = KV_SPEC_SINK) const uint SINK = 64;               // INT2 index j is position SINK + j
 
-const uint WG = gl_WorkGroupSize.x;
-const uint D = HEAD_DIM;
-const uint N_HEAD = N_KV * GQA;
-const uint CW = D / 16;                         // code words per INT2 row
-const uint CW4 = (CW + 3) / 4;                  // ... in 16-byte loads
-const uint PWD = D / GROUP;                     // param words per INT2 row
-const uint WPG = GROUP / 16;                    // code words per group
-const uint INT2_PAGE_WORDS = 2 * N_KV * PAGE * (CW + PWD);
-const uint K_PARAM_OFF = N_KV * PAGE * CW;      // word offsets of the four INT2 page regions
-const uint V_CODE_OFF = N_KV * PAGE * (CW + PWD);
-const uint V_PARAM_OFF = N_KV * PAGE * (2 * CW + PWD);
+const uint CW4 = (CW + 3) / 4;                  // code words per INT2 row in 16-byte loads
 const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0 && (CW % 4) == 0; // K code rows 16-byte aligned
-const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 4; // fp16 page (K and V) in uvec4 units
-const uint F16_ROW_VEC4 = D / 8;
 const uint NS = D / VE;                         // INT2 value slots of a row (VE elements each)
 const uint SP_MAX = NS > SG_MIN ? NS / SG_MIN : 1; // value slots a lane holds (subgroups smaller than NS)
 const uint VT_MAX = KU * NS;                    // value tokens a lane takes per tile (at most)
 const uint FL = D / 8;                          // fp16 tiles: lanes of a row (8 elements each)
 const uint FC_MAX = FL > SG_MIN ? FL / SG_MIN : 1; // row chunks a lane holds (subgroups smaller than FL)
 const uint NSG_MAX = WG / SG_MIN;
-const uint PF = D + 4;                          // floats per partial (kv_layout.h)
-const uint D4 = D / 4;
-const uint LANES_M = WG / D4;                   // merge: item lanes (WG % (d/4) == 0)
-const bool CENTERED = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u;
 const bool PRE_W = PWD == 1u;                   // one V group a row: weights made once per token
-const bool ROTATED = MODE == KV_MODE_HADAMARD || MODE == KV_MODE_ROTATED;
 const uint CB_MAX = ATTN_CB_MAX(PAGE, KU);
 const uint X_FLOATS = ATTN_X_FLOATS(WG, SG_MIN, D, GQA, KU, VE);
 const uint VB = 8;                              // f16 value sums: tokens summed in fp16 before fp32
@@ -90,25 +65,6 @@ const bool K_NEXT = (PREFETCH & 1u) != 0u;      // the next tile's keys loaded b
 const uint V_PRE = (PREFETCH / 2u) % 2u * (VT_MAX * SP_MAX <= 32u ? 1u : 0u);
 const bool V_PRELOAD = V_PRE != 0u;             // a tile's value codes loaded before its key math
 const uint VL = V_PRE * VT_MAX + (1u - V_PRE) * VB; // value tokens loaded at once
-
-// ---- bindings ----
-layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };              // [n_rows][n_head][d] fp32, rotated
-layout(std430, binding = 1) readonly buffer Rows { kv_attn_row rows[]; };  // [n_rows]
-layout(std430, binding = 2) readonly buffer Items { kv_attn_item items[]; }; // [n_items]
-layout(std430, binding = 3) readonly buffer Int2Pool { uint int2_pool[]; };  // [pages][INT2 page words]
-layout(std430, binding = 3) readonly buffer Int2Pool4 { uvec4 int2_pool4[]; }; // same buffer, 16-byte view
-layout(std430, binding = 4) readonly buffer F16Pool4 { uvec4 f16_pool4[]; }; // [pages][fp16 page words / 4]
-layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // [n_seq][max_int2_pages]
-layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
-layout(std430, binding = 7) coherent buffer Partials { float partials[]; }; // [n_items][n_head][d + 4]
-layout(std430, binding = 7) coherent buffer Partials4 { vec4 partials4[]; }; // same buffer, 16-byte view
-layout(std430, binding = 8) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
-layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
-layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
-layout(std430, binding = 11) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer,
-layout(std430, binding = 11) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
-
-layout(push_constant) uniform Push { attn_decode_push pc; };
 
 // ---- shared memory (ATTN_SHARED_FLOATS floats in all) ----
 shared vec4 sh_q[ATTN_Q_FLOATS(GQA, D, ATTN_F16, CENTER_BLOCK) / 4]; // [GQA][d/4] scaled q (fp32)
