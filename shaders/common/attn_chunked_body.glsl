@@ -110,26 +110,10 @@ f16vec2 code_pair(uint w, uint e)
 }
 #endif
 
-// v[h] <- max (is_max) or sum of v[h] over the workgroup, in every thread. All threads call it.
-void reduce_heads(inout float v[GQA], bool is_max)
-{
-    uint t = gl_LocalInvocationID.x;
-    for (uint h = 0; h < GQA; h++) sh_red[h * WG + t] = v[h];
-    barrier();
-    for (uint i = t; i < GQA * NPART; i += WG) {
-        uint h = i / NPART, c = i % NPART;
-        float r = is_max ? NEG_INF : 0.0;
-        for (uint k = c; k < WG; k += NPART) r = is_max ? max(r, sh_red[h * WG + k]) : r + sh_red[h * WG + k];
-        sh_part[i] = r;
-    }
-    barrier();
-    for (uint h = 0; h < GQA; h++) {
-        float r = is_max ? NEG_INF : 0.0;
-        for (uint c = 0; c < NPART; c++) r = is_max ? max(r, sh_part[h * NPART + c]) : r + sh_part[h * NPART + c];
-        v[h] = r;
-    }
-    barrier();
-}
+// reduce_heads and the merge of a (row, KV head) by its last workgroup (merge_row), lane sums
+// in sh_p
+#define OUT_SCRATCH sh_p
+#include "common/attn_merge.glsl"
 
 // Page base (word) and row of token j (an INT2 index, j >= the item's begin) of this KV head.
 void int2_row(uint begin, uint j, uint kvh, out uint base, out uint row)
@@ -339,42 +323,6 @@ void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout 
             }
         }
     }
-}
-
-// ---- merge of a (row, KV head) by its last workgroup ----
-#define OUT_SCRATCH sh_p
-#include "common/attn_finish.glsl"
-
-void merge_row(uint row_id, uint kvh)
-{
-    uint t = gl_LocalInvocationID.x;
-    kv_attn_row row = rows[row_id];
-    uint head0 = kvh * GQA;
-    // M per head, strided over the items and reduced (a row may have tens of thousands of
-    // items: lavapipe ends any loop after 65535 iterations per invocation)
-    float mx[GQA];
-    [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = NEG_INF;
-    for (uint s = row.item_begin + t; s < row.item_end; s += WG)
-        [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = max(mx[h], partials[(s * N_HEAD + head0 + h) * PF]);
-    reduce_heads(mx, true);
-    // thread: 4 elements (e4) of every head over the items of its lane; empty items (m = -inf)
-    // weigh 0
-    uint e4 = t % D4, lane = t / D4;
-    float l[GQA];
-    vec4 o[GQA];
-    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = 0.0, o[h] = vec4(0.0);
-    if (lane < LANES_M)
-        for (uint s = row.item_begin + lane; s < row.item_end; s += LANES_M)
-            [[unroll]] for (uint h = 0; h < GQA; h++) {
-                uint b = (s * N_HEAD + head0 + h) * PF;
-                float ms = partials[b];
-                float w = ms == NEG_INF ? 0.0 : exp(ms - mx[h]);
-                l[h] += partials[b + 1] * w;
-                o[h] += partials4[b / 4 + 1 + e4] * w;
-            }
-    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = e4 == 0 ? l[h] : 0.0; // one thread per lane counts l
-    reduce_heads(l, false);
-    write_output(o, l, lane, e4, kvh, row_id, head0);
 }
 
 void main()

@@ -95,6 +95,7 @@ uint item_page(kv_attn_item it, uint lp)
 
 #include "common/attn_tiles_int2.glsl"
 #include "common/attn_tiles_f16.glsl"
+#define OUT_SCRATCH sh_x
 #include "common/attn_merge.glsl"
 
 // ---- the subgroups' states into the item's partial ----

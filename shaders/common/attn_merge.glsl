@@ -1,8 +1,9 @@
-// The merge of decode attention (included by attn_decode_body.glsl): the last workgroup of a
+// The merge of decode attention (included by both kernels' bodies): the last workgroup of a
 // (row, KV head) combines the row's partials [n_items][n_head][d + 4] of its GQA heads exactly
 // (M = max m_s, L = sum l_s e^(m_s - M), o = sum o_s e^(m_s - M) / L; 0 when nothing was
 // attended), applies R_Vᵀ (and + μ_V in OSCAR mode) in the rotated modes and writes
-// out[row][head][d]. Uses sh_x as [LANES_M][d] lane sums, then [GQA][d] outputs.
+// out[row][head][d]. Uses OUT_SCRATCH (the includer's shared array) as [LANES_M][d] lane sums,
+// then [GQA][d] outputs.
 
 // v[h] <- max (is_max) or sum of v[h] over the workgroup, in every thread. All threads call it.
 void reduce_heads(inout float v[GQA], bool is_max)
@@ -26,7 +27,6 @@ void reduce_heads(inout float v[GQA], bool is_max)
     barrier();
 }
 
-#define OUT_SCRATCH sh_x
 #include "common/attn_finish.glsl"
 
 void merge_row(uint row_id, uint kvh)
