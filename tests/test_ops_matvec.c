@@ -38,6 +38,7 @@
 #include "ops.h"
 #include "ops_ref.h"
 #include "test_gpu.h"
+#include "test_weights.h"
 
 #define NSE_BOUND 1e-6
 #define NSE_BOUND_F16 2e-6
@@ -48,54 +49,6 @@ static const uint32_t types[] = {
 };
 #define N_TYPES (sizeof types / sizeof types[0])
 static const uint32_t workgroups[] = { 64, 128, 256 };
-
-/* Byte offsets of the fp16 scale fields in one block of `type` (-1 ends the list). */
-static const int *scale_fields(uint32_t type)
-{
-    static const int q0[] = { 0, -1 }, q1[] = { 0, 2, -1 }, q6k[] = { 208, -1 }, none[] = { -1 };
-    switch (type) {
-    case OSCAR_GGML_TYPE_Q4_0:
-    case OSCAR_GGML_TYPE_Q8_0: return q0;
-    case OSCAR_GGML_TYPE_Q4_1:
-    case OSCAR_GGML_TYPE_Q4_K:
-    case OSCAR_GGML_TYPE_Q5_K: return q1;
-    case OSCAR_GGML_TYPE_Q6_K: return q6k;
-    default: return none;
-    }
-}
-
-/* Fills a [rows][cols] weight matrix of `type` (returned malloc'd, size rounded up to a
- * word, *bytes set to that size). */
-static uint8_t *make_weights(uint32_t type, uint32_t rows, uint32_t cols, size_t *bytes)
-{
-    uint64_t row_bytes;
-    if (ovk_ggml_row_size(type, cols, &row_bytes) != OSCAR_OK) return NULL;
-    size_t total = (size_t)row_bytes * rows;
-    *bytes = (total + 3) & ~(size_t)3;
-    uint8_t *w = calloc(*bytes, 1);
-    float *row = malloc(cols * sizeof *row);
-    if (!w || !row) { free(w); free(row); return NULL; }
-    const ovk_ggml_type_info *ti = ovk_ggml_type_get(type);
-    if (ti->block_size == 1) {
-        for (uint32_t r = 0; r < rows; r++) {
-            for (uint32_t c = 0; c < cols; c++) row[c] = test_rng_normal();
-            ovk_ggml_quantize_row(type, row, w + r * row_bytes, cols);
-        }
-    } else {
-        for (size_t i = 0; i < total; i++) w[i] = (uint8_t)test_rng_u32();
-        const int *f = scale_fields(type);
-        for (size_t b = 0; b < total / ti->type_size; b++) {
-            for (int k = 0; f[k] >= 0; k++) {
-                float s = (0.002f + 0.02f * test_rng_uniform()) * (test_rng_u32() & 1 ? 1.0f : -1.0f);
-                uint16_t h = ovk_f32_to_f16(s);
-                w[b * ti->type_size + f[k]] = (uint8_t)h;
-                w[b * ti->type_size + f[k] + 1] = (uint8_t)(h >> 8);
-            }
-        }
-    }
-    free(row);
-    return w;
-}
 
 /* Records one op on the context's stream and waits for it. */
 typedef enum { OP_VEC, OP_TILED, OP_AUTO, OP_BATCH } op_kind;
@@ -122,7 +75,7 @@ static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols
     static const uint32_t ns[] = { 1, 3, 7, 64 };
     const uint32_t n_max = 64;
     size_t wbytes;
-    uint8_t *w = make_weights(type, rows, cols, &wbytes);
+    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
     float *x = malloc((size_t)n_max * cols * sizeof *x);
     float *ref = malloc((size_t)n_max * (rows > cols ? rows : cols) * sizeof *ref);
     float *got = malloc((size_t)n_max * (rows > cols ? rows : cols) * sizeof *got);
@@ -224,7 +177,7 @@ static void check_parts(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t col
     size_t wbytes;
     CHECK(n_parts <= N_PARTS_MAX && ovk_ggml_row_size(type, cols, &row_bytes) == OSCAR_OK);
     if (n_parts > N_PARTS_MAX) return;
-    uint8_t *w = make_weights(type, rows, cols, &wbytes);
+    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
     float *x = malloc((size_t)N_MAX * cols * sizeof *x), *whole = malloc((size_t)N_MAX * rows * sizeof *whole);
     float *got = malloc((size_t)N_MAX * wide * sizeof *got), *ref = malloc((size_t)N_MAX * cols * sizeof *ref);
     uint32_t ids[N_MAX];
@@ -294,7 +247,7 @@ static void check_f16_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t 
     oscar_context *ctx = ops->ctx;
     const uint32_t n_max = 3, nb = cols / 32;
     size_t wbytes;
-    uint8_t *w = make_weights(type, rows, cols, &wbytes);
+    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
     float *x = malloc((size_t)n_max * cols * sizeof *x), *ref = malloc((size_t)n_max * rows * sizeof *ref);
     float *got = malloc((size_t)n_max * rows * sizeof *got);
     uint8_t *xq = malloc(OSCAR_X_F16_BYTES(n_max, cols));
