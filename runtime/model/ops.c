@@ -259,7 +259,8 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
 int ovk_op_mul_mat_vec_q8_supported(const ovk_ops *ops, uint32_t type)
 {
     return ops->ctx->info.subgroup_arithmetic &&
-           (type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0);
+           (type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0 ||
+            type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K);
 }
 
 oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq, uint32_t cols)
@@ -275,7 +276,7 @@ oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char 
 {
     oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and Q4_0, Q4_1 or Q8_0 (%s)",
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and Q4_0, Q4_1, Q8_0, Q4_K or Q5_K (%s)",
                            ovk_ggml_type_name(type));
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_q8", type, &w, &xq, OSCAR_X_Q8_BYTES(cols), &y, rows, rows, cols,
@@ -299,9 +300,10 @@ oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char 
     if (rows == 0) return OSCAR_OK;
     /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
     uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1);
-    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 4, .push_size = 8, .n_spec = 5,
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 4, .push_size = 8, .n_spec = 6,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
-                                      /* GROUP_ROWS */ group_rows } };
+                                      /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
+                                      (w.offset % 16) == 0 } };
     uint32_t push[2] = { rows, cols }, groups[3];
     if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
     ovk_binding b[4] = { w, { xq.buffer, xq.offset, cols }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u },

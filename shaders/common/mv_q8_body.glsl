@@ -1,5 +1,4 @@
-// Decode product of a 32-element block type (Q4_0, Q4_1, Q8_0) with x quantized to int8
-// blocks: y[r] = sum over blocks b of the block term of row r, W [rows][cols] in its raw GGUF
+// Decode product of Q4_0, Q4_1, Q8_0, Q4_K or Q5_K weights with x quantized to int8 blocks: y[r] = sum over blocks b of the block term of row r, W [rows][cols] in its raw GGUF
 // blocks, x as common/q8_layout.h (codes and fp32 scales per 32 elements, made by
 // quantize_q8.comp). The includer defines dot4(a, b), the dot product of the four signed bytes
 // of two words (common/dot4_scalar.glsl or common/dot4_idot.glsl).
@@ -8,14 +7,18 @@
 //   Q8_0  float(sum q * c) * (d * xd)
 //   Q4_0  float(sum q * c - 8 * sum c) * (d * xd)         (q the nibble 0..15, value (q - 8) d)
 //   Q4_1  float(sum q * c) * (d * xd) + float(sum c) * (m * xd)
+//   Q4_K, Q5_K, per sub-block of 32 with 6-bit scale sc and min m (q 0..15, Q5_K 0..31):
+//         float(sum q * c) * ((d * sc) * xd) - float(sum c) * ((dmin * m) * xd)
 // c the x codes, xd the x block's scale; runtime/ref/matvec_q8_ref.c computes the same.
 //
 // Work: a workgroup owns GROUP_ROWS consecutive rows; its subgroups take ROWS of them at a time
 // (subgroup g rows g * ROWS.., then g + gl_NumSubgroups ..), so any subgroup size works (a
-// subgroup of 64 runs more passes, one of 4 leaves some rows to the next subgroup). Lane l takes
-// blocks l, l + S, l + 2 S, ... (S = gl_SubgroupSize), UNROLL blocks per pass: every weight and x
-// load of a pass is issued before the first dot product (the index of a block past the row is
-// clamped and its term dropped by a select), and the x codes of a block serve the ROWS rows.
+// subgroup of 64 runs more passes, one of 4 leaves some rows to the next subgroup). A task is a
+// block of a 32-element type or a 64-element chunk of a K-quant block (its two sub-blocks share
+// the quant bytes). Lane l takes tasks l, l + S, l + 2 S, ... (S = gl_SubgroupSize), UNROLL
+// tasks per pass: every weight and x load of a pass is issued before the first dot product (the
+// index of a task past the row is clamped and its term dropped by a select), and the x codes of
+// a task serve the ROWS rows.
 // Each row's lane sums are added by subgroupAdd and written by one lane: no shared memory, no
 // barrier. Needs subgroup arithmetic (ops.c runs this only where the device has it) and a
 // workgroup that is a whole number of subgroups.
@@ -28,10 +31,12 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;  // threads, a multiple of the subgroup size
 layout(constant_id = 1) const uint TYPE = 2;         // GGML type id of W: Q4_0, Q4_1 or Q8_0
 layout(constant_id = 2) const uint ROWS = 2;         // rows a subgroup sums at once
-layout(constant_id = 3) const uint UNROLL = 2;       // blocks per lane per pass
+layout(constant_id = 3) const uint UNROLL = 2;       // tasks per lane per pass
 layout(constant_id = 4) const uint GROUP_ROWS = 8;   // rows per workgroup, a multiple of ROWS
+layout(constant_id = 5) const uint W16 = 0;          // 1: binding W starts on 16 bytes, wq4 may be used
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
+layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [cols / 32][2] x codes, 16 int8 a uvec4
 layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [cols / 32] x scales
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [rows] fp32
@@ -44,43 +49,106 @@ layout(push_constant) uniform Push {
 const uint GGML_Q4_0 = 2u;
 const uint GGML_Q4_1 = 3u;
 const uint GGML_Q8_0 = 8u;
-const uint BLOCK_BYTES = TYPE == GGML_Q8_0 ? 34u : TYPE == GGML_Q4_1 ? 20u : 18u;
-const uint QWORDS = TYPE == GGML_Q8_0 ? 8u : 4u; // words of quants per block
+const uint GGML_Q4_K = 12u;
+const uint GGML_Q5_K = 13u;
+const bool KQ = TYPE == GGML_Q4_K || TYPE == GGML_Q5_K;
+const uint BLOCK_BYTES = TYPE == GGML_Q8_0 ? 34u : TYPE == GGML_Q4_1 ? 20u : TYPE == GGML_Q4_K ? 144u
+                       : TYPE == GGML_Q5_K ? 176u : 18u;
+const uint QWORDS = TYPE == GGML_Q8_0 ? 8u : 4u; // words of quants per block of a 32-element type
+const uint TASK_X = KQ ? 2u : 1u;                // x blocks (32 elements) per task: a K-quant chunk is 64
 
-// The block at byte o (even; 4-aligned for Q4_1): its quants as words (Q8_0: 4 codes a word;
-// Q4_0/Q4_1: byte j holds element j low and j + 16 high) and its fp16 header (Q4_1: d | m << 16).
-// Q4_0 and Q8_0 blocks start on 2 or 0 mod 4: the words i .. i + QWORDS are loaded and the
-// quants shifted out of word pairs where the header ends mid-word.
-void load_block(uint o, out uint q[8], out uint head)
+// What a lane loads of one row for one task: the quants as words (Q8_0: 4 codes a word;
+// Q4_0/Q4_1: byte j holds element j low and j + 16 high; K-quants: byte l holds element l of the
+// chunk's first sub-block low and of its second high), Q5_K's fifth bits (byte l bit 2c and
+// 2c + 1 for chunk c) and the header (fp16 d in head.x, Q4_1 m in its high half; K-quants: d |
+// dmin << 16, then scales[12] in head.yzw).
+struct Task {
+    uint q[8];
+    uint qh[8];
+    uvec4 head;
+};
+
+// Task t of the row at byte rb: block t (32-element types) or chunk t & 3 of block t >> 2
+// (K-quants). Q4_0 and Q8_0 blocks start on 2 or 0 mod 4: the words i .. i + QWORDS are loaded
+// and the quants shifted out of word pairs where the header ends mid-word. K-quant blocks start
+// on 16 bytes (144 and 176 are multiples of 16), so with W16 their pieces are 16-byte loads.
+Task load_task(uint rb, uint t)
 {
-    uint i = o >> 2;
-    uint w[9];
-    for (uint k = 0u; k <= QWORDS; k++) w[k] = wq[i + k];
+    Task w;
+    w.head = uvec4(0u);
+    for (uint k = 0u; k < 8u; k++) w.q[k] = w.qh[k] = 0u;
+    if (KQ) {
+        uint base = rb + (t >> 2) * BLOCK_BYTES, qs = base + (TYPE == GGML_Q5_K ? 48u : 16u) + 32u * (t & 3u);
+        if (W16 == 1u) {
+            w.head = wq4[base >> 4];
+            uvec4 a = wq4[qs >> 4], b = wq4[(qs >> 4) + 1u];
+            w.q = uint[8](a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
+            if (TYPE == GGML_Q5_K) {
+                uvec4 c = wq4[(base >> 4) + 1u], d = wq4[(base >> 4) + 2u];
+                w.qh = uint[8](c.x, c.y, c.z, c.w, d.x, d.y, d.z, d.w);
+            }
+        } else {
+            w.head = uvec4(wq[base >> 2], wq[(base >> 2) + 1u], wq[(base >> 2) + 2u], wq[(base >> 2) + 3u]);
+            for (uint k = 0u; k < 8u; k++) w.q[k] = wq[(qs >> 2) + k];
+            if (TYPE == GGML_Q5_K)
+                for (uint k = 0u; k < 8u; k++) w.qh[k] = wq[(base >> 2) + 4u + k];
+        }
+        return w;
+    }
+    uint o = rb + t * BLOCK_BYTES, i = o >> 2;
+    uint v[9];
+    for (uint k = 0u; k <= QWORDS; k++) v[k] = wq[i + k];
     if (TYPE == GGML_Q4_1) {
-        head = w[0];
-        for (uint k = 0u; k < QWORDS; k++) q[k] = w[k + 1u];
+        w.head.x = v[0];
+        for (uint k = 0u; k < QWORDS; k++) w.q[k] = v[k + 1u];
     } else {
         bool high = (o & 2u) != 0u; // header in the word's high half, quants word-aligned after it
-        head = high ? w[0] >> 16 : w[0] & 0xFFFFu;
-        for (uint k = 0u; k < QWORDS; k++) q[k] = high ? w[k + 1u] : (w[k] >> 16) | (w[k + 1u] << 16);
+        w.head.x = high ? v[0] >> 16 : v[0] & 0xFFFFu;
+        for (uint k = 0u; k < QWORDS; k++) w.q[k] = high ? v[k + 1u] : (v[k] >> 16) | (v[k + 1u] << 16);
     }
-    for (uint k = QWORDS; k < 8u; k++) q[k] = 0u;
+    return w;
 }
 
-// The block term (see the top) for quants q, header head, x codes c and their sum, x scale xd.
-float block_term(uint q[8], uint head, uvec4 c[2], int csum, float xd)
+// Byte i (0..11) of a K-quant block's scales, and sub-block s's 6-bit scale and min (ggml_types.h).
+uint k_byte(uvec4 h, uint i) { return (h[1u + (i >> 2)] >> (8u * (i & 3u))) & 0xFFu; }
+uvec2 k_scale_min(uvec4 h, uint s)
 {
+    if (s < 4u) return uvec2(k_byte(h, s) & 63u, k_byte(h, s + 4u) & 63u);
+    return uvec2((k_byte(h, s + 4u) & 15u) | (k_byte(h, s - 4u) >> 6) << 4, (k_byte(h, s + 4u) >> 4) | (k_byte(h, s) >> 6) << 4);
+}
+
+// The task's term (see the top) for x codes c (two uvec4 a block), their block sums csum and the
+// x scales xd; t the task index (for a K-quant chunk's number).
+float task_term(Task w, uint t, uvec4 c[4], int csum[2], float xd[2])
+{
+    const uint M = 0x0F0F0F0Fu;
+    if (KQ) {
+        uint ch = t & 3u;
+        int s0 = 0, s1 = 0;
+        for (uint k = 0u; k < 8u; k++) {
+            uint lo = w.q[k] & M, hi = (w.q[k] >> 4) & M;
+            if (TYPE == GGML_Q5_K) {
+                lo |= ((w.qh[k] >> (2u * ch)) & 0x01010101u) << 4;
+                hi |= ((w.qh[k] >> (2u * ch + 1u)) & 0x01010101u) << 4;
+            }
+            s0 += dot4(lo, c[k >> 2][k & 3u]);
+            s1 += dot4(hi, c[2u + (k >> 2)][k & 3u]);
+        }
+        vec2 dm = unpackHalf2x16(w.head.x);
+        uvec2 a = k_scale_min(w.head, 2u * ch), b = k_scale_min(w.head, 2u * ch + 1u);
+        return (float(s0) * ((dm.x * float(a.x)) * xd[0]) - float(csum[0]) * ((dm.y * float(a.y)) * xd[0])) +
+               (float(s1) * ((dm.x * float(b.x)) * xd[1]) - float(csum[1]) * ((dm.y * float(b.y)) * xd[1]));
+    }
     int s = 0;
     if (TYPE == GGML_Q8_0) {
-        for (uint k = 0u; k < 4u; k++) s += dot4(q[k], c[0][k]) + dot4(q[k + 4u], c[1][k]);
+        for (uint k = 0u; k < 4u; k++) s += dot4(w.q[k], c[0][k]) + dot4(w.q[k + 4u], c[1][k]);
     } else {
-        for (uint k = 0u; k < 4u; k++)
-            s += dot4(q[k] & 0x0F0F0F0Fu, c[0][k]) + dot4((q[k] >> 4) & 0x0F0F0F0Fu, c[1][k]);
+        for (uint k = 0u; k < 4u; k++) s += dot4(w.q[k] & M, c[0][k]) + dot4((w.q[k] >> 4) & M, c[1][k]);
     }
-    vec2 dm = unpackHalf2x16(head);
-    if (TYPE == GGML_Q4_0) return float(s - 8 * csum) * (dm.x * xd);
-    if (TYPE == GGML_Q4_1) return float(s) * (dm.x * xd) + float(csum) * (dm.y * xd);
-    return float(s) * (dm.x * xd);
+    vec2 dm = unpackHalf2x16(w.head.x);
+    if (TYPE == GGML_Q4_0) return float(s - 8 * csum[0]) * (dm.x * xd[0]);
+    if (TYPE == GGML_Q4_1) return float(s) * (dm.x * xd[0]) + float(csum[0]) * (dm.y * xd[0]);
+    return float(s) * (dm.x * xd[0]);
 }
 
 void main()
@@ -88,7 +156,7 @@ void main()
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
     uint g0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * GROUP_ROWS;
     uint g1 = min(g0 + GROUP_ROWS, pc.rows);
-    uint nb = pc.cols / 32u, rb = nb * BLOCK_BYTES;
+    uint nt = pc.cols / (32u * TASK_X), rb = (KQ ? pc.cols / 256u : pc.cols / 32u) * BLOCK_BYTES;
     for (uint r0 = g0 + gl_SubgroupID * ROWS; r0 < g1; r0 += gl_NumSubgroups * ROWS) { // uniform in the subgroup
         uint rbase[ROWS]; // byte offset of each row, the last row standing in for rows past the end
         float acc[ROWS];
@@ -96,25 +164,35 @@ void main()
             rbase[i] = min(r0 + i, pc.rows - 1u) * rb;
             acc[i] = 0.0;
         }
-        for (uint b0 = lane; b0 < nb; b0 += UNROLL * S) {
-            uvec4 c[UNROLL][2];
-            float xd[UNROLL];
-            uint q[UNROLL][ROWS][8], head[UNROLL][ROWS];
+        for (uint t0 = lane; t0 < nt; t0 += UNROLL * S) {
+            uvec4 c[UNROLL][4]; // x codes of the task's TASK_X blocks, two uvec4 a block (fixed sizes:
+            float xd[UNROLL][2]; // glslang's optimizer fails on arrays sized by TASK_X passed on)
+            Task w[UNROLL][ROWS];
             for (uint u = 0u; u < UNROLL; u++) { // every load of the pass first
-                uint b = min(b0 + u * S, nb - 1u);
-                c[u][0] = xc[2u * b];
-                c[u][1] = xc[2u * b + 1u];
-                xd[u] = xs[b];
-                for (uint i = 0u; i < ROWS; i++) load_block(rbase[i] + b * BLOCK_BYTES, q[u][i], head[u][i]);
+                uint t = min(t0 + u * S, nt - 1u);
+                c[u][2] = c[u][3] = uvec4(0u);
+                xd[u][1] = 0.0;
+                for (uint j = 0u; j < TASK_X; j++) {
+                    uint b = t * TASK_X + j;
+                    c[u][2u * j] = xc[2u * b];
+                    c[u][2u * j + 1u] = xc[2u * b + 1u];
+                    xd[u][j] = xs[b];
+                }
+                for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], t);
             }
             for (uint u = 0u; u < UNROLL; u++) {
-                bool live = b0 + u * S < nb;
-                int csum = 0;
-                if (TYPE != GGML_Q8_0)
-                    for (uint k = 0u; k < 4u; k++) csum += dot4(c[u][0][k], 0x01010101u) + dot4(c[u][1][k], 0x01010101u);
+                uint t = min(t0 + u * S, nt - 1u);
+                bool live = t0 + u * S < nt;
+                int csum[2] = int[2](0, 0);
+                for (uint j = 0u; j < TASK_X; j++) {
+                    csum[j] = 0;
+                    if (TYPE != GGML_Q8_0)
+                        for (uint k = 0u; k < 4u; k++)
+                            csum[j] += dot4(c[u][2u * j][k], 0x01010101u) + dot4(c[u][2u * j + 1u][k], 0x01010101u);
+                }
                 for (uint i = 0u; i < ROWS; i++) {
-                    float t = block_term(q[u][i], head[u][i], c[u], csum, xd[u]);
-                    acc[i] += live ? t : 0.0;
+                    float v = task_term(w[u][i], t, c[u], csum, xd[u]);
+                    acc[i] += live ? v : 0.0;
                 }
             }
         }
