@@ -1,5 +1,5 @@
 /* The int8 decode mat-vec (ovk_op_mul_mat_vec_q8, shaders/mul_mat_vec_q8[.idot].comp) against
- * its two references (docs/accuracy.md), for Q4_0, Q4_1, Q8_0, Q4_K and Q5_K: x is quantized on the GPU
+ * its two references (docs/accuracy.md), for Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K: x is quantized on the GPU
  * (ovk_op_x_q8; its scales bit-exact with ovk_ref_q8_quantize, its codes at most one step away,
  * at a rounding tie), and the product is checked against ovk_ref_mul_mat_vec_q8 fed the GPU's
  * codes (NSE <= 1e-5) and against ovk_ref_mul_mat, the same stored weights times the unrounded
@@ -8,7 +8,7 @@
  * where integer dot products are enabled), 1 to 4 rows a subgroup, 1 to 3 blocks a lane per
  * pass, 64 to 256 threads; rows not a multiple of the rows a workgroup owns; rows of 1 block to
  * 14336 columns (K-quants from 256), and odd block counts (rows starting 2 bytes past a word for
- * Q4_0 and Q8_0).
+ * Q4_0, Q8_0 and Q6_K).
  * A matrix split by rows: the parts' products, each into its columns of y, equal the whole
  * product bit for bit. Skips (77) where the device has no subgroup arithmetic. */
 #include <math.h>
@@ -26,7 +26,7 @@
 #include "test_weights.h"
 
 static const uint32_t types[] = { OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1, OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_K,
-                                  OSCAR_GGML_TYPE_Q5_K };
+                                  OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
 static const char *const variants[] = { "mul_mat_vec_q8", "mul_mat_vec_q8.idot" };
 
 /* Quantizes x [cols] into bq on the GPU, then records the product of each part of W (parts of
@@ -140,8 +140,8 @@ static void check_errors(ovk_ops *ops)
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 8192, &b));
     ovk_binding bb = { &b, 0, 0 };
     CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-    CHECK(!ovk_op_mul_mat_vec_q8_supported(ops, OSCAR_GGML_TYPE_Q6_K));
-    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q6_K, bb, bb, bb, 1, 256),
+    CHECK(!ovk_op_mul_mat_vec_q8_supported(ops, OSCAR_GGML_TYPE_F16));
+    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 256),
                  OSCAR_ERROR_UNSUPPORTED);
     CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 96),
                  OSCAR_ERROR_INVALID_ARGUMENT);
@@ -188,7 +188,7 @@ int main(void)
             /* 1 block, 3 blocks (odd: every other row 2 bytes off a word), 4096, 5120 (odd rows per
              * workgroup count), 14336: at 1..4 rows a subgroup, 1..3 blocks a pass, 64..256 threads */
             static const uint32_t cols[] = { 32, 96, 4096, 5120, 14336, 256, 768 }, rows[] = { 37, 67, 33, 41, 19, 37, 67 };
-            int kq = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
+            int kq = ovk_ggml_type_get(type)->block_size == 256;
             for (uint32_t c = 0; c < 7; c++) {
                 if (cols[c] % (kq ? 256 : 32)) continue; /* K-quants: 256 and 768 for the short rows */
                 ops.matvec_workgroup = wgs[c % 3];

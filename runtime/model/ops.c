@@ -260,7 +260,7 @@ int ovk_op_mul_mat_vec_q8_supported(const ovk_ops *ops, uint32_t type)
 {
     return ops->ctx->info.subgroup_arithmetic &&
            (type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0 ||
-            type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K);
+            type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K || type == OSCAR_GGML_TYPE_Q6_K);
 }
 
 oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq, uint32_t cols)
@@ -276,7 +276,7 @@ oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char 
 {
     oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and Q4_0, Q4_1, Q8_0, Q4_K or Q5_K (%s)",
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and a quant type Q4_0..Q6_K (%s)",
                            ovk_ggml_type_name(type));
     uint64_t row_bytes;
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_q8", type, &w, &xq, OSCAR_X_Q8_BYTES(cols), &y, rows, rows, cols,

@@ -37,19 +37,42 @@ static void k_scale_min(const uint8_t *scales, uint32_t s, int *sc, int *m)
     }
 }
 
+/* The term of x block j (0..7) of the Q6_K block at p: its two halves of 16 elements. */
+static float q6k_term(const uint8_t *p, uint32_t j, const uint32_t *x_codes, size_t x0, float xd)
+{
+    uint32_t h = j / 4, t = j % 4;
+    float d = f16_at(p + 208), term = 0.0f;
+    for (uint32_t half = 0; half < 2; half++) {
+        int32_t s = 0, csum = 0;
+        for (uint32_t l = 16 * half; l < 16 * half + 16; l++) {
+            int c = ovk_ref_q8_code(x_codes, x0 + l);
+            int q = ((p[64 * h + l + 32 * (t % 2)] >> (4 * (t / 2))) & 15) | ((p[128 + 32 * h + l] >> (2 * t)) & 3) << 4;
+            s += q * c;
+            csum += c;
+        }
+        int sc = (int8_t)p[192 + 8 * h + 2 * t + half];
+        term += (float)(s - 32 * csum) * ((d * (float)sc) * xd);
+    }
+    return term;
+}
+
 oscar_status ovk_ref_mul_mat_vec_q8(uint32_t type, const void *w, const uint32_t *x_codes, const float *x_scales,
                                       float *y, uint32_t rows, uint32_t cols)
 {
-    int kq = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
-    if (type != OSCAR_GGML_TYPE_Q8_0 && type != OSCAR_GGML_TYPE_Q4_1 && type != OSCAR_GGML_TYPE_Q4_0 && !kq)
+    int kq = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K, q6k = type == OSCAR_GGML_TYPE_Q6_K;
+    if (type != OSCAR_GGML_TYPE_Q8_0 && type != OSCAR_GGML_TYPE_Q4_1 && type != OSCAR_GGML_TYPE_Q4_0 && !kq && !q6k)
         return OSCAR_ERROR_INVALID_ARGUMENT;
-    uint32_t block = kq ? 256 : 32, bytes = (uint32_t)ovk_ggml_type_get(type)->type_size;
+    uint32_t block = kq || q6k ? 256 : 32, bytes = (uint32_t)ovk_ggml_type_get(type)->type_size;
     if (cols % block) return OSCAR_ERROR_INVALID_ARGUMENT;
     for (uint32_t r = 0; r < rows; r++) {
         double acc = 0.0;
         float pending = 0.0f; /* a K-quant chunk's first sub-block term, added to its second in fp32 */
         for (uint32_t b = 0; b < cols / 32; b++) { /* x blocks */
             const uint8_t *p = (const uint8_t *)w + ((size_t)r * (cols / block) + b * 32 / block) * bytes;
+            if (q6k) {
+                acc += q6k_term(p, b % 8, x_codes, (size_t)b * 32, x_scales[b]);
+                continue;
+            }
             int32_t s = 0, csum = 0;
             for (uint32_t i = 0; i < 32; i++) {
                 int c = ovk_ref_q8_code(x_codes, (size_t)b * 32 + i);

@@ -1,4 +1,4 @@
-// Decode product of Q4_0, Q4_1, Q8_0, Q4_K or Q5_K weights with x quantized to int8 blocks: y[r] = sum over blocks b of the block term of row r, W [rows][cols] in its raw GGUF
+// Decode product of Q4_0, Q4_1, Q8_0, Q4_K, Q5_K or Q6_K weights with x quantized to int8 blocks: y[r] = sum over blocks b of the block term of row r, W [rows][cols] in its raw GGUF
 // blocks, x as common/q8_layout.h (codes and fp32 scales per 32 elements, made by
 // quantize_q8.comp). The includer defines dot4(a, b), the dot product of the four signed bytes
 // of two words (common/dot4_scalar.glsl or common/dot4_idot.glsl).
@@ -9,13 +9,15 @@
 //   Q4_1  float(sum q * c) * (d * xd) + float(sum c) * (m * xd)
 //   Q4_K, Q5_K, per sub-block of 32 with 6-bit scale sc and min m (q 0..15, Q5_K 0..31):
 //         float(sum q * c) * ((d * sc) * xd) - float(sum c) * ((dmin * m) * xd)
+//   Q6_K, per half of the x block (16 elements, int8 scale sc; q 0..63, value (q - 32) d sc):
+//         float(sum q * c - 32 * sum c) * ((d * sc) * xd), the two halves added
 // c the x codes, xd the x block's scale; runtime/ref/matvec_q8_ref.c computes the same.
 //
 // Work: a workgroup owns GROUP_ROWS consecutive rows; its subgroups take ROWS of them at a time
 // (subgroup g rows g * ROWS.., then g + gl_NumSubgroups ..), so any subgroup size works (a
 // subgroup of 64 runs more passes, one of 4 leaves some rows to the next subgroup). A task is a
-// block of a 32-element type or a 64-element chunk of a K-quant block (its two sub-blocks share
-// the quant bytes). Lane l takes tasks l, l + S, l + 2 S, ... (S = gl_SubgroupSize), UNROLL
+// block of a 32-element type, a 64-element chunk of a Q4_K/Q5_K block (its two sub-blocks share
+// the quant bytes) or 32 elements of a Q6_K block. Lane l takes tasks l, l + S, l + 2 S, ... (S = gl_SubgroupSize), UNROLL
 // tasks per pass: every weight and x load of a pass is issued before the first dot product (the
 // index of a task past the row is clamped and its term dropped by a select), and the x codes of
 // a task serve the ROWS rows.
@@ -51,27 +53,44 @@ const uint GGML_Q4_1 = 3u;
 const uint GGML_Q8_0 = 8u;
 const uint GGML_Q4_K = 12u;
 const uint GGML_Q5_K = 13u;
+const uint GGML_Q6_K = 14u;
 const bool KQ = TYPE == GGML_Q4_K || TYPE == GGML_Q5_K;
 const uint BLOCK_BYTES = TYPE == GGML_Q8_0 ? 34u : TYPE == GGML_Q4_1 ? 20u : TYPE == GGML_Q4_K ? 144u
-                       : TYPE == GGML_Q5_K ? 176u : 18u;
+                       : TYPE == GGML_Q5_K ? 176u : TYPE == GGML_Q6_K ? 210u : 18u;
 const uint QWORDS = TYPE == GGML_Q8_0 ? 8u : 4u; // words of quants per block of a 32-element type
 const uint TASK_X = KQ ? 2u : 1u;                // x blocks (32 elements) per task: a K-quant chunk is 64
 
 // What a lane loads of one row for one task: the quants as words (Q8_0: 4 codes a word;
-// Q4_0/Q4_1: byte j holds element j low and j + 16 high; K-quants: byte l holds element l of the
-// chunk's first sub-block low and of its second high), Q5_K's fifth bits (byte l bit 2c and
-// 2c + 1 for chunk c) and the header (fp16 d in head.x, Q4_1 m in its high half; K-quants: d |
-// dmin << 16, then scales[12] in head.yzw).
+// Q4_0/Q4_1: byte j holds element j low and j + 16 high; Q4_K/Q5_K: byte l holds element l of
+// the chunk's first sub-block low and of its second high; Q6_K: the 32 ql bytes holding the
+// task's low four bits), the high bits (Q5_K: byte l bit 2c and 2c + 1 for chunk c; Q6_K: the
+// 32 qh bytes, two bits for each of four x blocks) and the header (fp16 d in head.x, Q4_1 m in
+// its high half; Q4_K/Q5_K: d | dmin << 16, then scales[12] in head.yzw; Q6_K: the two int8
+// sub-block scales in head.y).
 struct Task {
     uint q[8];
     uint qh[8];
     uvec4 head;
 };
 
-// Task t of the row at byte rb: block t (32-element types) or chunk t & 3 of block t >> 2
-// (K-quants). Q4_0 and Q8_0 blocks start on 2 or 0 mod 4: the words i .. i + QWORDS are loaded
-// and the quants shifted out of word pairs where the header ends mid-word. K-quant blocks start
-// on 16 bytes (144 and 176 are multiples of 16), so with W16 their pieces are 16-byte loads.
+// n (4 or 8) words from byte o (even): words i .. i + n - 1 loaded, and word i + n where o is 2
+// past a word (the data may end at o + 4n), each then shifted out of a word pair.
+void load_words(uint o, uint n, inout uint q[8])
+{
+    uint i = o >> 2;
+    bool high = (o & 2u) != 0u;
+    uint v[9];
+    for (uint k = 0u; k < n; k++) v[k] = wq[i + k];
+    v[n] = high ? wq[i + n] : 0u;
+    for (uint k = 0u; k < n; k++) q[k] = high ? (v[k] >> 16) | (v[k + 1u] << 16) : v[k];
+}
+
+uint load_u16(uint o) { return (wq[o >> 2] >> ((o & 2u) << 3)) & 0xFFFFu; } // o even
+
+// Task t of the row at byte rb: block t (32-element types), chunk t & 3 of block t >> 2
+// (Q4_K/Q5_K) or x block t & 7 of block t >> 3 (Q6_K). Q4_0, Q8_0 and Q6_K blocks start on 2
+// or 0 mod 4 (load_words). Q4_K/Q5_K blocks start on 16 bytes (144 and 176 are multiples of 16),
+// so with W16 their pieces are 16-byte loads.
 Task load_task(uint rb, uint t)
 {
     Task w;
@@ -95,16 +114,21 @@ Task load_task(uint rb, uint t)
         }
         return w;
     }
-    uint o = rb + t * BLOCK_BYTES, i = o >> 2;
-    uint v[9];
-    for (uint k = 0u; k <= QWORDS; k++) v[k] = wq[i + k];
+    if (TYPE == GGML_Q6_K) {
+        uint o = rb + (t >> 3) * BLOCK_BYTES, h = (t >> 2) & 1u, j = t & 3u;
+        load_words(o + 64u * h + 32u * (j & 1u), 8u, w.q);
+        load_words(o + 128u + 32u * h, 8u, w.qh);
+        w.head.x = load_u16(o + 208u);
+        w.head.y = load_u16(o + 192u + 8u * h + 2u * j);
+        return w;
+    }
+    uint o = rb + t * BLOCK_BYTES;
     if (TYPE == GGML_Q4_1) {
-        w.head.x = v[0];
-        for (uint k = 0u; k < QWORDS; k++) w.q[k] = v[k + 1u];
+        w.head.x = wq[o >> 2];
+        for (uint k = 0u; k < QWORDS; k++) w.q[k] = wq[(o >> 2) + 1u + k];
     } else {
-        bool high = (o & 2u) != 0u; // header in the word's high half, quants word-aligned after it
-        w.head.x = high ? v[0] >> 16 : v[0] & 0xFFFFu;
-        for (uint k = 0u; k < QWORDS; k++) w.q[k] = high ? v[k + 1u] : (v[k] >> 16) | (v[k + 1u] << 16);
+        w.head.x = load_u16(o);
+        load_words(o + 2u, QWORDS, w.q);
     }
     return w;
 }
@@ -117,11 +141,25 @@ uvec2 k_scale_min(uvec4 h, uint s)
     return uvec2((k_byte(h, s + 4u) & 15u) | (k_byte(h, s - 4u) >> 6) << 4, (k_byte(h, s + 4u) >> 4) | (k_byte(h, s) >> 6) << 4);
 }
 
-// The task's term (see the top) for x codes c (two uvec4 a block), their block sums csum and the
-// x scales xd; t the task index (for a K-quant chunk's number).
-float task_term(Task w, uint t, uvec4 c[4], int csum[2], float xd[2])
+// The task's term (see the top) for x codes c (two uvec4 a block), the sums of each uvec4's codes
+// cs and the x scales xd; t the task index (for a K-quant chunk's or x block's number).
+float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
 {
     const uint M = 0x0F0F0F0Fu;
+    int csum[2] = int[2](cs[0] + cs[1], cs[2] + cs[3]);
+    if (TYPE == GGML_Q6_K) {
+        uint j = t & 3u;
+        int s0 = 0, s1 = 0;
+        for (uint k = 0u; k < 4u; k++) {
+            uint lo = ((j >= 2u ? w.q[k] >> 4 : w.q[k]) & M) | (((w.qh[k] >> (2u * j)) & 0x03030303u) << 4);
+            uint hi = ((j >= 2u ? w.q[k + 4u] >> 4 : w.q[k + 4u]) & M) | (((w.qh[k + 4u] >> (2u * j)) & 0x03030303u) << 4);
+            s0 += dot4(lo, c[0][k]);
+            s1 += dot4(hi, c[1][k]);
+        }
+        float d = unpackHalf2x16(w.head.x).x;
+        int sc0 = bitfieldExtract(int(w.head.y), 0, 8), sc1 = bitfieldExtract(int(w.head.y), 8, 8);
+        return float(s0 - 32 * cs[0]) * ((d * float(sc0)) * xd[0]) + float(s1 - 32 * cs[1]) * ((d * float(sc1)) * xd[0]);
+    }
     if (KQ) {
         uint ch = t & 3u;
         int s0 = 0, s1 = 0;
@@ -156,7 +194,7 @@ void main()
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
     uint g0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * GROUP_ROWS;
     uint g1 = min(g0 + GROUP_ROWS, pc.rows);
-    uint nt = pc.cols / (32u * TASK_X), rb = (KQ ? pc.cols / 256u : pc.cols / 32u) * BLOCK_BYTES;
+    uint nt = pc.cols / (32u * TASK_X), rb = (KQ || TYPE == GGML_Q6_K ? pc.cols / 256u : pc.cols / 32u) * BLOCK_BYTES;
     for (uint r0 = g0 + gl_SubgroupID * ROWS; r0 < g1; r0 += gl_NumSubgroups * ROWS) { // uniform in the subgroup
         uint rbase[ROWS]; // byte offset of each row, the last row standing in for rows past the end
         float acc[ROWS];
@@ -183,15 +221,11 @@ void main()
             for (uint u = 0u; u < UNROLL; u++) {
                 uint t = min(t0 + u * S, nt - 1u);
                 bool live = t0 + u * S < nt;
-                int csum[2] = int[2](0, 0);
-                for (uint j = 0u; j < TASK_X; j++) {
-                    csum[j] = 0;
-                    if (TYPE != GGML_Q8_0)
-                        for (uint k = 0u; k < 4u; k++)
-                            csum[j] += dot4(c[u][2u * j][k], 0x01010101u) + dot4(c[u][2u * j + 1u][k], 0x01010101u);
-                }
+                int cs[4] = int[4](0, 0, 0, 0); // code sums of each uvec4 of x codes
+                for (uint j = 0u; j < 2u * TASK_X && TYPE != GGML_Q8_0; j++)
+                    for (uint k = 0u; k < 4u; k++) cs[j] += dot4(c[u][j][k], 0x01010101u);
                 for (uint i = 0u; i < ROWS; i++) {
-                    float v = task_term(w[u][i], t, c[u], csum, xd[u]);
+                    float v = task_term(w[u][i], t, c[u], cs, xd[u]);
                     acc[i] += live ? v : 0.0;
                 }
             }
