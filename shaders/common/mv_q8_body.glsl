@@ -31,7 +31,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;  // threads, a multiple of the subgroup size
-layout(constant_id = 1) const uint TYPE = 2;         // GGML type id of W: Q4_0, Q4_1 or Q8_0
+layout(constant_id = 1) const uint TYPE = 2;         // GGML type id of W: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K or Q6_K
 layout(constant_id = 2) const uint ROWS = 2;         // rows a subgroup sums at once
 layout(constant_id = 3) const uint UNROLL = 2;       // tasks per lane per pass
 layout(constant_id = 4) const uint GROUP_ROWS = 8;   // rows per workgroup, a multiple of ROWS
@@ -48,15 +48,9 @@ layout(push_constant) uniform Push {
     uint cols; // columns of W, a multiple of 32
 } pc;
 
-const uint GGML_Q4_0 = 2u;
-const uint GGML_Q4_1 = 3u;
-const uint GGML_Q8_0 = 8u;
-const uint GGML_Q4_K = 12u;
-const uint GGML_Q5_K = 13u;
-const uint GGML_Q6_K = 14u;
+#include "common/dequant.glsl" // the type ids, block sizes and dq_u16
+
 const bool KQ = TYPE == GGML_Q4_K || TYPE == GGML_Q5_K;
-const uint BLOCK_BYTES = TYPE == GGML_Q8_0 ? 34u : TYPE == GGML_Q4_1 ? 20u : TYPE == GGML_Q4_K ? 144u
-                       : TYPE == GGML_Q5_K ? 176u : TYPE == GGML_Q6_K ? 210u : 18u;
 const uint QWORDS = TYPE == GGML_Q8_0 ? 8u : 4u; // words of quants per block of a 32-element type
 const uint TASK_X = KQ ? 2u : 1u;                // x blocks (32 elements) per task: a K-quant chunk is 64
 
@@ -85,8 +79,6 @@ void load_words(uint o, uint n, inout uint q[8])
     for (uint k = 0u; k < n; k++) q[k] = high ? (v[k] >> 16) | (v[k + 1u] << 16) : v[k];
 }
 
-uint load_u16(uint o) { return (wq[o >> 2] >> ((o & 2u) << 3)) & 0xFFFFu; } // o even
-
 // Task t of the row at byte rb: block t (32-element types), chunk t & 3 of block t >> 2
 // (Q4_K/Q5_K) or x block t & 7 of block t >> 3 (Q6_K). Q4_0, Q8_0 and Q6_K blocks start on 2
 // or 0 mod 4 (load_words). Q4_K/Q5_K blocks start on 16 bytes (144 and 176 are multiples of 16),
@@ -97,7 +89,7 @@ Task load_task(uint rb, uint t)
     w.head = uvec4(0u);
     for (uint k = 0u; k < 8u; k++) w.q[k] = w.qh[k] = 0u;
     if (KQ) {
-        uint base = rb + (t >> 2) * BLOCK_BYTES, qs = base + (TYPE == GGML_Q5_K ? 48u : 16u) + 32u * (t & 3u);
+        uint base = rb + (t >> 2) * dq_block_bytes(), qs = base + (TYPE == GGML_Q5_K ? 48u : 16u) + 32u * (t & 3u);
         if (W16 == 1u) {
             w.head = wq4[base >> 4];
             uvec4 a = wq4[qs >> 4], b = wq4[(qs >> 4) + 1u];
@@ -115,19 +107,19 @@ Task load_task(uint rb, uint t)
         return w;
     }
     if (TYPE == GGML_Q6_K) {
-        uint o = rb + (t >> 3) * BLOCK_BYTES, h = (t >> 2) & 1u, j = t & 3u;
+        uint o = rb + (t >> 3) * dq_block_bytes(), h = (t >> 2) & 1u, j = t & 3u;
         load_words(o + 64u * h + 32u * (j & 1u), 8u, w.q);
         load_words(o + 128u + 32u * h, 8u, w.qh);
-        w.head.x = load_u16(o + 208u);
-        w.head.y = load_u16(o + 192u + 8u * h + 2u * j);
+        w.head.x = dq_u16(o + 208u);
+        w.head.y = dq_u16(o + 192u + 8u * h + 2u * j);
         return w;
     }
-    uint o = rb + t * BLOCK_BYTES;
+    uint o = rb + t * dq_block_bytes();
     if (TYPE == GGML_Q4_1) {
         w.head.x = wq[o >> 2];
         for (uint k = 0u; k < QWORDS; k++) w.q[k] = wq[(o >> 2) + 1u + k];
     } else {
-        w.head.x = load_u16(o);
+        w.head.x = dq_u16(o);
         load_words(o + 2u, QWORDS, w.q);
     }
     return w;
@@ -194,7 +186,7 @@ void main()
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
     uint g0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * GROUP_ROWS;
     uint g1 = min(g0 + GROUP_ROWS, pc.rows);
-    uint nt = pc.cols / (32u * TASK_X), rb = (KQ || TYPE == GGML_Q6_K ? pc.cols / 256u : pc.cols / 32u) * BLOCK_BYTES;
+    uint nt = pc.cols / (32u * TASK_X), rb = dq_row_bytes(pc.cols);
     for (uint r0 = g0 + gl_SubgroupID * ROWS; r0 < g1; r0 += gl_NumSubgroups * ROWS) { // uniform in the subgroup
         uint rbase[ROWS]; // byte offset of each row, the last row standing in for rows past the end
         float acc[ROWS];
