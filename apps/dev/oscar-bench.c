@@ -718,16 +718,18 @@ static int bench_ops(int argc, char **argv)
             }
         }
     }
-    if (info.float16_arithmetic) { /* the preparation of x for the packed-fp16 kernel */
+    for (int q8 = 0; q8 < 2; q8++) { /* the preparation of x for the packed-fp16 and the int8 kernels */
+        if (q8 ? !info.subgroup_arithmetic : !info.float16_arithmetic) continue;
         double ns = 0;
         oscar_status st = ovk_cmd_begin(ctx, &cmd);
         int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
         for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-            st = ovk_op_x_f16_blocks(&ops, &cmd, (ovk_binding){ &x, 0, 0 }, (ovk_binding){ &xq, 0, 0 }, cols, 1);
+            ovk_binding bx = { &x, 0, 0 }, bq = { &xq, 0, 0 };
+            st = q8 ? ovk_op_x_q8(&ops, &cmd, bx, bq, cols) : ovk_op_x_f16_blocks(&ops, &cmd, bx, bq, cols, 1);
             ovk_cmd_barrier(ctx, &cmd);
         }
         st = end_timed(ctx, &cmd, t0, st, &ns);
-        if (st == OSCAR_OK) printf("x_f16_blocks of %u columns: %.1f us\n", cols, ns * 1e-3 / iters);
+        if (st == OSCAR_OK) printf("%s of %u columns: %.1f us\n", q8 ? "x_q8" : "x_f16_blocks", cols, ns * 1e-3 / iters);
         else rc = 1;
     }
     ovk_buffer_destroy(ctx, &x);
