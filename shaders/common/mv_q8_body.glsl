@@ -1,4 +1,5 @@
-// Decode product of Q4_0, Q4_1, Q8_0, Q4_K, Q5_K or Q6_K weights with x quantized to int8 blocks: y[r] = sum over blocks b of the block term of row r, W [rows][cols] in its raw GGUF
+// Decode product of Q4_0, Q4_1, Q8_0, Q4_K, Q5_K or Q6_K weights with x quantized to int8
+// blocks: y[r] = sum over blocks b of the block term of row r, W [rows][cols] in its raw GGUF
 // blocks, x as common/q8_layout.h (codes and fp32 scales per 32 elements, made by
 // quantize_q8.comp). The includer defines dot4(a, b), the dot product of the four signed bytes
 // of two words (common/dot4_scalar.glsl or common/dot4_idot.glsl).
@@ -17,13 +18,13 @@
 // (subgroup g rows g * ROWS.., then g + gl_NumSubgroups ..), so any subgroup size works (a
 // subgroup of 64 runs more passes, one of 4 leaves some rows to the next subgroup). A task is a
 // block of a 32-element type, a 64-element chunk of a Q4_K/Q5_K block (its two sub-blocks share
-// the quant bytes) or 32 elements of a Q6_K block. Lane l takes tasks l, l + S, l + 2 S, ... (S = gl_SubgroupSize), UNROLL
-// tasks per pass: every weight and x load of a pass is issued before the first dot product (the
-// index of a task past the row is clamped and its term dropped by a select), and the x codes of
-// a task serve the ROWS rows.
-// Each row's lane sums are added by subgroupAdd and written by one lane: no shared memory, no
-// barrier. Needs subgroup arithmetic (ops.c runs this only where the device has it) and a
-// workgroup that is a whole number of subgroups.
+// the quant bytes) or 32 elements of a Q6_K block. Lane l takes tasks l, l + S, l + 2 S, ...
+// (S = gl_SubgroupSize), UNROLL tasks per pass: every weight and x load of a pass is issued
+// before the first dot product (the index of a task past the row is clamped and its term
+// dropped by a select), and the x codes of a task serve the ROWS rows. Each row's lane sums are
+// added by subgroupAdd and written by one lane: no shared memory, no barrier. Needs subgroup
+// arithmetic (ops.c runs this only where the device has it) and a workgroup that is a whole
+// number of subgroups.
 #ifndef OSCAR_MV_Q8_BODY_GLSL
 #define OSCAR_MV_Q8_BODY_GLSL
 #extension GL_KHR_shader_subgroup_basic : require
@@ -31,7 +32,7 @@
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;  // threads, a multiple of the subgroup size
-layout(constant_id = 1) const uint TYPE = 2;         // GGML type id of W: Q4_0, Q4_1, Q8_0, Q4_K, Q5_K or Q6_K
+layout(constant_id = 1) const uint TYPE = 2;         // GGML type id of W: Q4_0 .. Q6_K (above)
 layout(constant_id = 2) const uint ROWS = 2;         // rows a subgroup sums at once
 layout(constant_id = 3) const uint UNROLL = 2;       // tasks per lane per pass
 layout(constant_id = 4) const uint GROUP_ROWS = 8;   // rows per workgroup, a multiple of ROWS
