@@ -9,7 +9,12 @@
  *    Q8_0 again with the opt-in single-row products in packed fp16 (OSCAR_MATVEC_F16=1,
  *    ops.h): the same, except that greedy decoding may leave the reference at a near-tie (the
  *    reference's logits of the two tokens within 2e-2 of their rms: these random models
- *    amplify the fp16 rounding to a logits NSE of 1e-6..1e-4 within a few steps).
+ *    amplify the fp16 rounding to a logits NSE of 1e-6..1e-4 within a few steps). Every quant
+ *    type with the int8 single-row products (OSCAR_MATVEC_Q8=1) where the device has subgroup
+ *    arithmetic: 23 decode steps teacher-forced with the reference's greedy tokens, their logits'
+ *    NSE against the reference's bounded in median and worst step (Q8_MEDIAN_NSE, Q8_WORST_NSE:
+ *    these random models amplify a product's error about a million-fold, so greedy tokens leave
+ *    the reference within a few steps for int8 rounding, and only SmolLM2 below checks tokens).
  *    Where the device has cooperative matrices, F32/F16/BF16 models again with the prefill
  *    products on them (OSCAR_MATMUL_COOPMAT, fp16 inputs): the same, greedy up to a near-tie.
  * 2. Prefill in chunks == prefill at once; batched decode of 3 sequences == each alone (NSE
@@ -49,6 +54,13 @@
 #include "test_gpu.h"
 
 static oscar_context *ctx;
+/* Logits NSE of decode steps with int8 single-row products against the reference, on the
+ * generated models: their median over a run and the worst step. These random 2-layer models
+ * amplify a product's error about a million-fold (fp32 products, ~1e-13 each: steps up to 2e-7),
+ * so int8 x (~3e-5 a product) gives steps of 1e-4..0.4, medians 1e-3..5e-3 (lavapipe, 23 steps
+ * of each arch and type); a wrong input or row gives ~1 or more at every step. */
+#define Q8_MEDIAN_NSE 2e-2
+#define Q8_WORST_NSE 1.0
 static const char *tmp_dir; /* the test's scratch folder */
 
 /* Small shapes lavapipe runs quickly: 2 layers, n_embd 256, 4 heads / 2 KV heads of 64, n_ff
@@ -198,6 +210,62 @@ static void check_arch_type(ovk_arch arch, uint32_t type, int tied, uint32_t n_g
         CHECK_MSG(!exact && margin <= 2e-2 * rms, "%s %s tied %d: greedy tokens differ from the reference%s",
                   ovk_arch_name(arch), ovk_ggml_type_name(type), tied, exact ? "" : " (not at a near-tie)");
     }
+done:
+    oscar_session_destroy(s);
+    free(lg), free(lr);
+    pair_close(&p);
+}
+
+/* The int8 single-row products (the context's OSCAR_MATVEC_Q8 set to 1) teacher-forced: the GPU
+ * decodes the reference's greedy tokens and each step's logits are compared with the
+ * reference's at the same history. Greedy decoding is no measure on these random models: any
+ * per-step error leaves the reference's tokens within a few steps (int8 x: margins 0.01-0.4 of
+ * the logits' rms at the first difference). */
+static double worst_q8_nse, worst_q8_median;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void check_q8_forced(ovk_arch arch, uint32_t type, uint32_t n_steps)
+{
+    char name[64];
+    snprintf(name, sizeof name, "q8_%s_%s.gguf", ovk_arch_name(arch), ovk_ggml_type_name(type));
+    ovk_model_gen_params gp = small_params(arch, type, 0, 11 + type + 100 * arch);
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path(name)));
+    pair p;
+    if (!pair_open(test_tmp_path(name), &p)) return;
+    enum { N_PROMPT = 12, N_MAX = 40 };
+    uint32_t V = p.n_vocab, n_ref = 0;
+    int32_t hist[N_PROMPT + N_MAX];
+    float *lg = malloc(V * sizeof *lg), *lr = malloc((size_t)(N_PROMPT + N_MAX) * V * sizeof *lr);
+    oscar_session *s = new_session(p.gm, OSCAR_KV_FP16, 1, 64);
+    int32_t seq = -1;
+    CHECK(lg && lr && n_steps <= N_MAX);
+    if (!s || !lg || !lr || n_steps > N_MAX) goto done;
+    random_tokens(hist, N_PROMPT, V);
+    CHECK_OK(ovk_model_ref_generate_greedy(p.ref, hist, N_PROMPT, n_steps, NULL, NULL, hist + N_PROMPT, &n_ref));
+    CHECK_OK(ovk_model_ref_eval(p.ref, hist, N_PROMPT + n_ref, 0, lr, 1)); /* [N_PROMPT + n_ref][V] */
+    CHECK_OK(oscar_session_seq_add(s, &seq));
+    CHECK_OK(oscar_session_prefill(s, seq, hist, N_PROMPT, lg));
+    double nse[N_MAX];
+    uint32_t n = 0;
+    for (uint32_t i = 0; i + 1 < n_ref; i++) {
+        if (oscar_session_decode(s, 1, &seq, &hist[N_PROMPT + i], lg) != OSCAR_OK) {
+            CHECK_MSG(0, "decode: %s", oscar_last_error());
+            break;
+        }
+        nse[n++] = test_nse(lg, lr + (size_t)(N_PROMPT + i) * V, V);
+    }
+    qsort(nse, n, sizeof nse[0], cmp_double);
+    double median = n ? nse[n / 2] : 1e30, worst = n ? nse[n - 1] : 1e30;
+    if (median > worst_q8_median) worst_q8_median = median;
+    if (worst > worst_q8_nse) worst_q8_nse = worst;
+    CHECK_MSG(n + 1 == n_steps && median <= Q8_MEDIAN_NSE && worst <= Q8_WORST_NSE,
+              "%s %s, int8 products: %u decode steps' logits NSE median %.3g (bound %g), worst %.3g (bound %g)",
+              ovk_arch_name(arch), ovk_ggml_type_name(type), n, median, Q8_MEDIAN_NSE, worst, Q8_WORST_NSE);
 done:
     oscar_session_destroy(s);
     free(lg), free(lr);
@@ -1165,6 +1233,47 @@ static void check_smollm2(const char *path)
     }
     oscar_session_destroy(s);
 
+    /* the int8 single-row products (OSCAR_MATVEC_Q8=1, the default where integer dot products are
+     * fast) against the fp32 ones, 64 greedy tokens: equal, or the first difference at a near-tie
+     * of the fp32 path's logits (their gap printed) */
+    if (ctx->info.subgroup_arithmetic) {
+        enum { N_GEN = 64 };
+        uint32_t V = in.n_vocab;
+        float *lg = malloc((size_t)(N_GEN + 1) * V * sizeof *lg); /* fp32 path's logits per step, then the int8 path's last */
+        int32_t tok[2][N_GEN];
+        int saved = ctx->env.matvec_q8;
+        CHECK(lg != NULL);
+        for (int q8 = 0; q8 < 2 && lg; q8++) {
+            ctx->env.matvec_q8 = q8; /* read when a session is created */
+            s = NULL;
+            CHECK_OK(oscar_session_create(m, &sp, &s));
+            int32_t seq;
+            if (!s || oscar_session_seq_add(s, &seq) != OSCAR_OK) break;
+            CHECK_OK(oscar_session_prefill(s, seq, prompt, 5, lg + (size_t)(q8 ? N_GEN : 0) * V));
+            for (uint32_t i = 0; i < N_GEN; i++) {
+                tok[q8][i] = (int32_t)ovk_argmax(lg + (size_t)(q8 ? N_GEN : i) * V, V);
+                if (i + 1 < N_GEN)
+                    CHECK_OK(oscar_session_decode(s, 1, &seq, &tok[q8][i], lg + (size_t)(q8 ? N_GEN : i + 1) * V));
+            }
+            oscar_session_destroy(s);
+        }
+        ctx->env.matvec_q8 = saved;
+        uint32_t i = 0;
+        while (lg && i < N_GEN && tok[0][i] == tok[1][i]) i++;
+        if (lg && i == N_GEN) {
+            printf("SmolLM2 int8 single-row products: the fp32 products' %d greedy tokens\n", N_GEN);
+        } else if (lg) {
+            const float *l = lg + (size_t)i * V;
+            double ss = 0;
+            for (uint32_t v = 0; v < V; v++) ss += (double)l[v] * l[v];
+            double gap = (double)l[tok[0][i]] - l[tok[1][i]], rms = sqrt(ss / V);
+            printf("SmolLM2 int8 single-row products: first difference from the fp32 products at token %u of %d: fp32 %d, "
+                   "int8 %d, fp32 logit gap %.4g (%.3g of the logits' rms)\n", i, N_GEN, tok[0][i], tok[1][i], gap, gap / rms);
+            CHECK_MSG(gap <= 2e-2 * rms, "SmolLM2 int8 products leave the fp32 tokens at step %u, not at a near-tie", i);
+        }
+        free(lg);
+    }
+
     /* chat: "Paris" in fp16 and INT2 modes (small fp16 windows so the prompt is mostly INT2) */
     oscar_chat_message msg = { "user", "What is the capital of France?" };
     char chat[512];
@@ -1209,7 +1318,9 @@ int main(void)
                                       OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                       OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
     static const ovk_arch archs[] = { OSCAR_ARCH_LLAMA, OSCAR_ARCH_QWEN2, OSCAR_ARCH_QWEN3 };
-    /* 1: every product in fp32 (the default), greedy tokens exact */
+    /* 1: every product in fp32 (the default but where integer dot products are fast), greedy tokens exact */
+    int q8_saved = ctx->env.matvec_q8;
+    ctx->env.matvec_q8 = 0; /* the context's copy of OSCAR_MATVEC_Q8, read when a session is created */
     for (size_t a = 0; a < 3; a++)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
             uint32_t ty = types[t];
@@ -1220,6 +1331,15 @@ int main(void)
     check_arch_type(OSCAR_ARCH_QWEN3, OSCAR_GGML_TYPE_F16, 1, 8, 1);
     printf("3 archs x 9 weight types (+2 tied), fp32 products: worst prefill logits NSE vs reference %.3g (%.1f s)\n",
            worst_prefill_nse, test_now() - t0);
+    if (ctx->info.subgroup_arithmetic) { /* the single-row products of the quant types with x in int8 */
+        ctx->env.matvec_q8 = 1;
+        for (size_t a = 0; a < 3; a++)
+            for (size_t t = 3; t < sizeof types / sizeof types[0]; t++) check_q8_forced(archs[a], types[t], 24);
+        printf("Q8_0 Q4_0 Q4_1 Q4_K Q5_K Q6_K with int8 single-row products (OSCAR_MATVEC_Q8=1), 23 teacher-forced "
+               "decode steps: logits NSE vs reference, largest median %.3g (bound %g), worst step %.3g (bound %g)\n",
+               worst_q8_median, Q8_MEDIAN_NSE, worst_q8_nse, Q8_WORST_NSE);
+    }
+    ctx->env.matvec_q8 = q8_saved;
     if (ctx->info.float16_arithmetic) { /* the opt-in single-row products of Q4_0 and Q8_0 in packed fp16 */
         setenv("OSCAR_MATVEC_F16", "1", 1);
         for (size_t a = 0; a < 3; a++) {

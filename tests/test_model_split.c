@@ -5,7 +5,8 @@
  *    generated models: the embedding and LM head (vocabulary 333) into parts of 36 rows and a
  *    last one of 9, each layer matrix into 4..16 parts. Models: llama F32 untied, qwen2 Q4_K
  *    with a Q6_K embedding tied to the LM head (as Qwen2.5-Coder), qwen3 Q4_0 untied (also
- *    with the packed-fp16 single-row products where the device has them). A scenario of 23
+ *    with the packed-fp16 single-row products where the device has them; qwen2 again with the
+ *    int8 single-row products where it has subgroup arithmetic). A scenario of 23
  *    logits rows: a 40-token prefill (the tiled matmul) and 7 greedy decode steps (the
  *    mat-vec), then 3 sequences prefilled with 5 tokens each (the batched lanes product for
  *    block types) and 4 decode steps of the 3 together (a 3-row LM head: parts write their
@@ -142,11 +143,13 @@ static size_t rows_differing(const float *a, const float *b, uint32_t n_rows, ui
 
 /* ---- 1. a forced part limit ----------------------------------------------------------------- */
 
-static void check_forced(const char *path, ovk_arch arch, uint32_t type, uint32_t embd_type, int tied, int f16)
+/* products: 0 fp32, 1 packed-fp16 single-row products, 2 int8 single-row products (the
+ * context's OSCAR_MATVEC_F16 / OSCAR_MATVEC_Q8, read when a session is created) */
+static void check_forced(const char *path, ovk_arch arch, uint32_t type, uint32_t embd_type, int tied, int products)
 {
     char name[96];
     snprintf(name, sizeof name, "%s %s (embedding %s)%s%s", ovk_arch_name(arch), ovk_ggml_type_name(type),
-             ovk_ggml_type_name(embd_type), tied ? " tied" : "", f16 ? " packed-fp16" : "");
+             ovk_ggml_type_name(embd_type), tied ? " tied" : "", products == 1 ? " packed-fp16" : products == 2 ? " int8" : "");
     ovk_model_gen_params gp = ovk_model_gen_params_default(arch);
     gp.weight_type = type, gp.embd_type = embd_type;
     gp.n_layer = 2, gp.n_embd = 256, gp.n_head = 4, gp.n_head_kv = 2, gp.head_dim = 64, gp.n_ff = 512;
@@ -162,7 +165,8 @@ static void check_forced(const char *path, ovk_arch arch, uint32_t type, uint32_
     int32_t prompt[40], g_whole[N_GREEDY], g_split[N_GREEDY];
     for (uint32_t i = 0; i < n_prompt; i++) prompt[i] = 3 + (int32_t)(test_rng_u32() % (V - 3));
     float *whole = malloc((size_t)SCENARIO_ROWS(1) * V * 4), *split = malloc((size_t)SCENARIO_ROWS(1) * V * 4);
-    ctx->env.matvec_f16 = f16;
+    ctx->env.matvec_f16 = products == 1;
+    ctx->env.matvec_q8 = products == 2;
     CHECK(m->gpu->split_matrices == 0);
     if (!run_scenario(m, V, prompt, n_prompt, 1, whole, g_whole)) goto done;
 
@@ -183,9 +187,10 @@ static void check_forced(const char *path, ovk_arch arch, uint32_t type, uint32_
     printf("%s: %u matrices split (embedding: %u parts of %u rows, last %u): %u logits rows %s the unsplit model's\n", name,
            m->gpu->split_matrices, te->n_parts, te->part_rows, V - (te->n_parts - 1) * te->part_rows, SCENARIO_ROWS(1),
            bad ? "DIFFER FROM" : "bit for bit");
-    if (!f16) check_reference(m, prompt, n_prompt, split, g_split, name);
+    if (!products) check_reference(m, prompt, n_prompt, split, g_split, name);
 done:
     ctx->env.matvec_f16 = 0;
+    ctx->env.matvec_q8 = 0;
     free(whole), free(split);
     oscar_model_destroy(m);
 }
@@ -250,12 +255,15 @@ int main(void)
     test_tmp_dir_make("ovk_model_split");
     double t0 = test_now();
     test_rng_seed(99);
+    ctx->env.matvec_q8 = 0; /* fp32 products where the reference's tokens are expected */
     const char *path = test_tmp_path("m.gguf");
     check_forced(path, OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F32, 0, 0);
     check_forced(path, OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q6_K, 1, 0);
     check_forced(path, OSCAR_ARCH_QWEN3, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_0, 0, 0);
     if (ctx->info.float16_arithmetic) check_forced(path, OSCAR_ARCH_QWEN3, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_0, 0, 1);
     else printf("packed-fp16 products: skipped (no shaderFloat16)\n");
+    if (ctx->info.subgroup_arithmetic) check_forced(path, OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q6_K, 1, 2);
+    else printf("int8 products: skipped (no subgroup arithmetic)\n");
     printf("forced part limit: %.1f s\n", test_now() - t0);
     check_device_limit(path);
     test_tmp_dir_remove();

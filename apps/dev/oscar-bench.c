@@ -625,7 +625,9 @@ static int bench_ops(int argc, char **argv)
     ovk_cmd cmd;
     ovk_buffer x = { 0 }, y = { 0 }, xq = { 0 };
     if (ovk_cmd_init(ctx, &cmd) != OSCAR_OK || ovk_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
-        ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols), OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
+        ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols) > OSCAR_X_Q8_BYTES(cols) ? OSCAR_X_F16_BYTES(1, cols)
+                                                                                  : OSCAR_X_Q8_BYTES(cols),
+                          OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
         ovk_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
         ovk_buffer_fill(ctx, &x, 0, (uint64_t)tokens * cols * 4, 0x3F800000u) != OSCAR_OK) {
         fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
@@ -645,22 +647,28 @@ static int bench_ops(int argc, char **argv)
         oscar_status st = ovk_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
         if (st == OSCAR_OK) st = ovk_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
         /* one token: the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16
-         * one on x prepared once, as a forward pass shares it between the products of one input;
+         * one and (Q4_0, Q4_1, Q8_0 with subgroup arithmetic) the int8 one, each on x prepared
+         * once, as a forward pass shares it between the products of one input (--rows-per-group,
+         * --mv-unroll and --mv-workgroup tune the int8 one too: rows a subgroup, blocks a pass);
          * --tokens > 1: the default product of the batch, then the tiled matmul */
-        for (int var = 0; var < 2 && st == OSCAR_OK; var++) {
-            int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1;
-            if (f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) break;
+        for (int var = 0; var < 3 && st == OSCAR_OK; var++) {
+            int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1, q8 = tokens == 1 && var == 2;
+            if ((f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) || (q8 && !ovk_op_mul_mat_vec_q8_supported(&ops, type)) ||
+                (var == 2 && !q8))
+                continue;
             double ns = 0;
             st = ovk_cmd_begin(ctx, &cmd);
-            if (f16 && st == OSCAR_OK) {
-                st = ovk_op_x_f16_blocks(&ops, &cmd, (ovk_binding){ &x, 0, 0 }, (ovk_binding){ &xq, 0, 0 }, cols, 1);
+            if ((f16 || q8) && st == OSCAR_OK) {
+                ovk_binding bx = { &x, 0, 0 }, bq = { &xq, 0, 0 };
+                st = q8 ? ovk_op_x_q8(&ops, &cmd, bx, bq, cols) : ovk_op_x_f16_blocks(&ops, &cmd, bx, bq, cols, 1);
                 ovk_cmd_barrier(ctx, &cmd);
             }
             int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
             for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
                 ovk_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
                 ovk_binding bq = { &xq, 0, 0 };
-                st = f16     ? ovk_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
+                st = q8      ? ovk_op_mul_mat_vec_q8(&ops, &cmd, NULL, type, bw_, bq, by, rows, cols)
+                     : f16   ? ovk_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
                      : tiled ? ovk_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                              : ovk_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
                 if (barriers) ovk_cmd_barrier(ctx, &cmd);
@@ -669,7 +677,7 @@ static int bench_ops(int argc, char **argv)
             if (st != OSCAR_OK) break;
             double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
             printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", ovk_ggml_type_name(type),
-                   f16 ? " f16" : tiled ? " tiled" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+                   q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
         }
@@ -718,16 +726,18 @@ static int bench_ops(int argc, char **argv)
             }
         }
     }
-    if (info.float16_arithmetic) { /* the preparation of x for the packed-fp16 kernel */
+    for (int q8 = 0; q8 < 2; q8++) { /* the preparation of x for the packed-fp16 and the int8 kernels */
+        if (q8 ? !info.subgroup_arithmetic : !info.float16_arithmetic) continue;
         double ns = 0;
         oscar_status st = ovk_cmd_begin(ctx, &cmd);
         int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
         for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-            st = ovk_op_x_f16_blocks(&ops, &cmd, (ovk_binding){ &x, 0, 0 }, (ovk_binding){ &xq, 0, 0 }, cols, 1);
+            ovk_binding bx = { &x, 0, 0 }, bq = { &xq, 0, 0 };
+            st = q8 ? ovk_op_x_q8(&ops, &cmd, bx, bq, cols) : ovk_op_x_f16_blocks(&ops, &cmd, bx, bq, cols, 1);
             ovk_cmd_barrier(ctx, &cmd);
         }
         st = end_timed(ctx, &cmd, t0, st, &ns);
-        if (st == OSCAR_OK) printf("x_f16_blocks of %u columns: %.1f us\n", cols, ns * 1e-3 / iters);
+        if (st == OSCAR_OK) printf("%s of %u columns: %.1f us\n", q8 ? "x_q8" : "x_f16_blocks", cols, ns * 1e-3 / iters);
         else rc = 1;
     }
     ovk_buffer_destroy(ctx, &x);

@@ -241,10 +241,13 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
     s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
     s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;
-    if (s->matvec_f16) {
+    s->matvec_q8 = ctx->info.subgroup_arithmetic &&
+                   (ctx->env.matvec_q8 >= 0 ? ctx->env.matvec_q8 : (ctx->features.preferred & OVK_NEEDS_IDOT) != 0);
+    if (s->matvec_f16 || s->matvec_q8) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
-        OSCAR_TRY(ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, widest), OSCAR_BUFFER_DEVICE, &s->xq));
+        uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES(widest);
+        OSCAR_TRY(ovk_buffer_create(ctx, f16 > q8 ? f16 : q8, OSCAR_BUFFER_DEVICE, &s->xq));
     }
     *out = s;
     return OSCAR_OK;
@@ -270,9 +273,9 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
 static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_binding){ b, 0, bytes }; }
 
 /* The products of one input: y_i = W_i x for the n_w weights, with x [n][cols] (each y_i
- * [n][rows_i]). With s->matvec_f16, a single row whose weights all have the packed-fp16
- * mat-vec (Q4_0, Q8_0) gets x prepared once into s->xq and shared by them (one dispatch and
- * barrier more, Q4_0 products 1.5x faster on the H200); the rest go through
+ * [n][rows_i]). With s->matvec_q8 (or else s->matvec_f16), a single row whose weights all have
+ * the int8 mat-vec (the quant types Q4_0..Q6_K; packed fp16: Q4_0, Q8_0) gets x prepared once into s->xq
+ * and shared by them (one dispatch and barrier more); the rest go through
  * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
  * unordered among each other.
  *
@@ -288,12 +291,14 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
-    int f16 = s->matvec_f16 && n == 1 && cols % 32 == 0;
+    int q8 = s->matvec_q8 && n == 1 && cols % 32 == 0;
+    for (uint32_t i = 0; i < n_w && q8; i++) q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
+    int f16 = !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
     ovk_binding xq = { &s->xq, 0, 0 };
     ovk_cmd_barrier(ctx, &s->cmd);
-    if (f16) {
-        OSCAR_TRY(ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
+    if (f16 || q8) {
+        OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
         ovk_cmd_barrier(ctx, &s->cmd);
     }
     for (uint32_t i = 0; i < n_w; i++) {
@@ -301,7 +306,8 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a product of %u rows over a weight of %u", rows[i], w[i]->rows);
         if (w[i]->n_parts == 1) {
             ovk_binding wb = bind(&w[i]->buf, 0);
-            if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
+            if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, y[i], rows[i], cols));
+            else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;
         }
@@ -309,7 +315,8 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             uint32_t row0 = p * w[i]->part_rows, pr = weight_part_rows(w[i], p);
             ovk_binding wb = bind(weight_part(w[i], p), 0);
             ovk_binding yp = { y[i].buffer, y[i].offset + (uint64_t)row0 * 4, ((uint64_t)(n - 1) * rows[i] + pr) * 4 };
-            if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
+            if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, yp, pr, cols));
+            else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }
     }

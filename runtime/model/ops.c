@@ -1,10 +1,12 @@
 /* Recording the forward-pass kernels other than attention; see ops.h. Each op validates
  * shapes and bindings on the host (the shaders trust them), then records one dispatch. */
 #include <math.h>
+#include <string.h>
 
 #include "ggml_types.h"
 #include "mul_mat_coopmat.h"
 #include "ops.h"
+#include "q8_dot.h"
 
 /* Tile of shaders/mul_mat.comp: 64 rows x (threads / 4) tokens, 32 columns a step; its shared
  * memory, the two tiles transposed with rows padded by 4 floats. */
@@ -254,6 +256,61 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
                                     cols, n, &row_bytes);
     if (st != OSCAR_OK) return st;
     return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, rows, cols, n);
+}
+
+int ovk_op_mul_mat_vec_q8_supported(const ovk_ops *ops, uint32_t type)
+{
+    return ops->ctx->info.subgroup_arithmetic &&
+           (type == OSCAR_GGML_TYPE_Q4_0 || type == OSCAR_GGML_TYPE_Q4_1 || type == OSCAR_GGML_TYPE_Q8_0 ||
+            type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K || type == OSCAR_GGML_TYPE_Q6_K);
+}
+
+oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq, uint32_t cols)
+{
+    oscar_status st;
+    if ((st = check_binding(&xq, OSCAR_X_Q8_BYTES(cols), "x_q8", "xq")) != OSCAR_OK) return st;
+    ovk_binding codes = { xq.buffer, xq.offset, cols }, scales = { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u };
+    return ovk_q8_quantize(ops->ctx, cmd, x, codes, scales, cols, 1);
+}
+
+oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
+                                     ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols)
+{
+    oscar_context *ctx = ops->ctx;
+    if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and a quant type Q4_0..Q6_K (%s)",
+                           ovk_ggml_type_name(type));
+    uint64_t row_bytes;
+    oscar_status st = check_mul_mat(ops, "mul_mat_vec_q8", type, &w, &xq, OSCAR_X_Q8_BYTES(cols), &y, rows, rows, cols,
+                                    1, &row_bytes);
+    if (st != OSCAR_OK) return st;
+    if (variant && strcmp(variant, "mul_mat_vec_q8") != 0 && strcmp(variant, "mul_mat_vec_q8.idot") != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: no variant '%s'", variant);
+    if (variant && !ovk_variant_usable(ctx, variant))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_vec_q8: this context cannot run '%s'", variant);
+    if (!variant && !(variant = ovk_pick_variant(ctx, "mul_mat_vec_q8")))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "mul_mat_vec_q8: no variant in this build");
+    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : 2, unroll = ops->matvec_unroll ? ops->matvec_unroll : 2;
+    uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
+    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0 || wg % ctx->info.max_subgroup_size != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: workgroup %u is not a power of two in 32..256 "
+                           "and a multiple of the subgroup size %u", wg, ctx->info.max_subgroup_size);
+    if (per < 1 || per > 8 || unroll < 1 || unroll > 8)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u rows and %u blocks per pass (1..8 each)", per,
+                           unroll);
+    if (rows == 0) return OSCAR_OK;
+    /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
+    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1);
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 4, .push_size = 8, .n_spec = 6,
+                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
+                                      /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
+                                      (w.offset % 16) == 0 } };
+    uint32_t push[2] = { rows, cols }, groups[3];
+    if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
+    ovk_binding b[4] = { w, { xq.buffer, xq.offset, cols }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u },
+                         y };
+    return record(ops, cmd, &d, b, push, groups);
 }
 
 static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,

@@ -118,6 +118,30 @@ oscar_status ovk_op_x_f16_blocks(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x
 oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                       ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
+/* The int8 decode mat-vec (shaders/mul_mat_vec_q8[.idot].comp): Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and
+ * Q6_K weights times x quantized to int8 blocks of 32 (common/q8_layout.h), exact integer block sums scaled in
+ * fp32, one subgroup per few rows and its sums added by subgroupAdd. Needs subgroup arithmetic;
+ * the integer dot products are OpSDot where the device runs them fast, scalar code elsewhere.
+ * Error against the unrounded x ~3e-5 normalised squared (the int8 rounding of x; docs/accuracy.md). */
+int ovk_op_mul_mat_vec_q8_supported(const ovk_ops *ops, uint32_t type);
+
+/* Prepared x of cols (a multiple of 32) elements: codes [cols / 4] words at byte 0, scales
+ * [cols / 32] fp32 at OSCAR_X_Q8_SCALES(cols) (256-aligned: every device's storage offset
+ * alignment). */
+#define OSCAR_X_Q8_SCALES(cols) (((uint64_t)(cols) + 255u) & ~(uint64_t)255u)
+#define OSCAR_X_Q8_BYTES(cols) (OSCAR_X_Q8_SCALES(cols) + (uint64_t)(cols) / 8u)
+
+/* xq [OSCAR_X_Q8_BYTES(cols)] <- one row x [cols] fp32 (finite), by quantize_q8.comp. */
+oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq, uint32_t cols);
+
+/* y [rows] = W [rows][cols] x for the x prepared in xq (one token). `variant` NULL picks
+ * mul_mat_vec_q8.idot where integer dot products are fast, else mul_mat_vec_q8; a name forces
+ * one (MISSING_FEATURE where the context cannot run it). ops->matvec_rows (rows a subgroup sums
+ * at once, default 2), matvec_unroll (blocks, K-quant chunks or Q6_K x blocks per lane per pass, default 2) and matvec_workgroup
+ * tune it. */
+oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
+                                     ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols);
+
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */
 oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
