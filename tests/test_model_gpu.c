@@ -1233,9 +1233,9 @@ static void check_smollm2(const char *path)
     }
     oscar_session_destroy(s);
 
-    /* the int8 single-row products (OSCAR_MATVEC_Q8=1, the default where integer dot products are
-     * fast) against the fp32 ones, 64 greedy tokens: equal, or the first difference at a near-tie
-     * of the fp32 path's logits (their gap printed) */
+    /* the int8 single-row products (OSCAR_MATVEC_Q8=1, opt-in) against the fp32 ones, 64 greedy
+     * tokens: equal, or the first difference at a near-tie of the fp32 path's logits (their gap
+     * printed) */
     if (ctx->info.subgroup_arithmetic) {
         enum { N_GEN = 64 };
         uint32_t V = in.n_vocab;

@@ -241,8 +241,7 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
     s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
     s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;
-    s->matvec_q8 = ctx->info.subgroup_arithmetic &&
-                   (ctx->env.matvec_q8 >= 0 ? ctx->env.matvec_q8 : (ctx->features.preferred & OVK_NEEDS_IDOT) != 0);
+    s->matvec_q8 = ctx->info.subgroup_arithmetic && ctx->env.matvec_q8 == 1; /* opt-in (forward-kernels.md) */
     if (s->matvec_f16 || s->matvec_q8) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
