@@ -15,7 +15,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_MATVEC_F16", "1: single-token Q4_0/Q8_0 products in packed fp16 (faster, ~1e-7 relative error)" },
     { "OSCAR_MATMUL_COOPMAT", "1: prefill products on cooperative matrices where the device has them (fp16 inputs, "
                               "~1e-7 relative error; not yet the default: unmeasured on a GPU); 0 or unset: fp32" },
-    { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (opt-in until its chat answers match the fp32 ones)" },
+    { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (opt-in: it can flip a greedy near-tie)" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
     { "OSCAR_ATTN_KERNEL", "chunked or stream: decode attention's kernel (default: chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
