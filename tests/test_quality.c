@@ -199,7 +199,9 @@ int main(void)
                     const char *again = table_row(gp, "again");
                     CHECK_MSG(ok0 && c0 == 0 && e0 == 0 && again && strstr(again, "± 0.0000 (") == NULL,
                               "the baseline again: %.200s", again ? again : "(no row)");
-                    CHECK_MSG(ok1 && c1 > 0 && isfinite(e1) && e1 >= 0, "int2's paired change: %+g%% ± %g%%", c1, e1);
+                    /* nonzero either way: on a random model INT2 noise can lower the perplexity too */
+                    CHECK_MSG(ok1 && isfinite(c1) && c1 != 0 && isfinite(e1) && e1 > 0, "int2's paired change: %+g%% ± %g%%", c1,
+                              e1);
                     printf("  int2 ctx 256, windows 4 + 8: %+.2f%% ± %.2f%% (paired); the baseline again %+.2f%% ± %.2f%%\n",
                            c1, e1, c0, e0);
                 }
