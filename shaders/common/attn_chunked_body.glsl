@@ -443,17 +443,5 @@ void main()
     }
 
     // count this workgroup in; the last of its (row, KV head) merges
-    memoryBarrierBuffer();
-    barrier();
-    if (t == 0) {
-        kv_attn_row row = rows[it.row];
-        uint done = atomicAdd(counters[it.row * N_KV + kvh], 1u) + 1u;
-        sh_last = done == row.item_end - row.item_begin;
-        if (sh_last) counters[it.row * N_KV + kvh] = 0u; // ready for the next call
-    }
-    barrier();
-    if (sh_last) {
-        memoryBarrierBuffer();
-        merge_row(it.row, kvh);
-    }
+    count_and_merge(it.row, kvh);
 }

@@ -209,17 +209,5 @@ void main()
     else f16_item(item_id, it, kvh);
 
     // count this workgroup in; the last of its (row, KV head) merges
-    memoryBarrierBuffer();
-    barrier();
-    if (gl_LocalInvocationID.x == 0) {
-        kv_attn_row row = rows[it.row];
-        uint done = atomicAdd(counters[it.row * N_KV + kvh], 1u) + 1u;
-        sh_last = done == row.item_end - row.item_begin;
-        if (sh_last) counters[it.row * N_KV + kvh] = 0u; // ready for the next call
-    }
-    barrier();
-    if (sh_last) {
-        memoryBarrierBuffer();
-        merge_row(it.row, kvh);
-    }
+    count_and_merge(it.row, kvh);
 }

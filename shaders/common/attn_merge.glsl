@@ -70,3 +70,23 @@ void merge_row(uint row_id, uint kvh)
     reduce_heads(l, false);
     write_output(o, l, lane, e4, kvh, row_id, head0);
 }
+
+// Called by every thread once its partials are written: counts the workgroup in
+// counters[row][kvh]; the workgroup that completes the count merges the row (merge_row) and
+// resets the counter for the next call. Uses the includer's shared bool sh_last.
+void count_and_merge(uint row_id, uint kvh)
+{
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationID.x == 0) {
+        kv_attn_row row = rows[row_id];
+        uint done = atomicAdd(counters[row_id * N_KV + kvh], 1u) + 1u;
+        sh_last = done == row.item_end - row.item_begin;
+        if (sh_last) counters[row_id * N_KV + kvh] = 0u; // ready for the next call
+    }
+    barrier();
+    if (sh_last) {
+        memoryBarrierBuffer();
+        merge_row(row_id, kvh);
+    }
+}
