@@ -12,9 +12,9 @@
  *    block types) and 4 decode steps of the 3 together (a 3-row LM head: parts write their
  *    columns of rows vocab floats apart). Every logit is bit for bit the unsplit model's and
  *    the greedy tokens are the same; in fp32 the prefill logits are within NSE 1e-4 of the C
- *    reference and the greedy tokens equal the reference's (the GPU sums in another order
- *    than the reference's double sums, so these are not bit-exact; test_ops_matvec checks the
- *    lookup bit for bit against the reference).
+ *    reference and the greedy tokens equal the reference's, or first differ at a near-tie
+ *    (test_greedy.h: the GPU sums in another order than the reference's double sums, so these
+ *    are not bit-exact; test_ops_matvec checks the lookup bit for bit against the reference).
  * 2. The device's own limit, where a storage binding holds at most 256 MiB (lavapipe: 128 MiB):
  *    a tied model whose F32 embedding (vocabulary x 2048 floats: few, long rows, which lavapipe
  *    runs in a fraction of a second, where the rows of a quantized table of the same size take
@@ -35,6 +35,7 @@
 #include "model_api.h"
 #include "model_gen.h"
 #include "model_ref.h"
+#include "test_greedy.h"
 #include "test_gpu.h"
 
 static oscar_context *ctx;
@@ -125,10 +126,11 @@ static void check_reference(oscar_model *m, const int32_t *prompt, uint32_t n_pr
     double nse = test_nse(lg, lr, V);
     CHECK_MSG(nse <= 1e-4, "%s: prefill logits NSE %.3g against the reference", name, nse);
     CHECK_OK(ovk_model_ref_generate_greedy(ref, prompt, n_prompt, N_GREEDY, NULL, NULL, ref_tok, &n_ref));
-    CHECK_MSG(n_ref == N_GREEDY && !memcmp(ref_tok, greedy, sizeof ref_tok), "%s: greedy tokens differ from the reference's",
-              name);
+    int same = n_ref == N_GREEDY && !memcmp(ref_tok, greedy, sizeof ref_tok);
+    CHECK_MSG(n_ref == N_GREEDY && test_greedy_matches(ref, prompt, n_prompt, ref_tok, greedy, N_GREEDY, V, 0, name),
+              "%s: greedy tokens differ from the reference's (not at a near-tie)", name);
     printf("  %s: prefill logits NSE %.3g against the reference, %u greedy tokens %s\n", name, nse, N_GREEDY,
-           n_ref == N_GREEDY && !memcmp(ref_tok, greedy, sizeof ref_tok) ? "equal" : "DIFFER");
+           same ? "equal" : "equal up to a near-tie");
     free(lr);
     ovk_model_ref_destroy(ref);
 }
@@ -255,7 +257,10 @@ int main(void)
     test_tmp_dir_make("ovk_model_split");
     double t0 = test_now();
     test_rng_seed(99);
-    ctx->env.matvec_q8 = 0; /* fp32 products where the reference's tokens are expected */
+    /* fp32 products where the reference's tokens are expected (the int8 mat-vec and the
+     * cooperative-matrix matmul, the defaults where they are fast, round their inputs) */
+    ctx->env.matvec_q8 = 0;
+    ctx->env.matmul_coopmat = 0;
     const char *path = test_tmp_path("m.gguf");
     check_forced(path, OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F32, 0, 0);
     check_forced(path, OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q6_K, 1, 0);
