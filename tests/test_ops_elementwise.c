@@ -2,7 +2,9 @@
  * workgroups 64/128/256: rms_norm (hidden rows and per-head rows; also fused with the
  * residual add before it, whose sum must equal the fp32 add bit for bit), rope (normal and neox,
  * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
- * broadcast, in place), scale and argmax; a command stream submitted in parts (ovk_cmd_flush,
+ * broadcast, in place), scale and argmax; rms_norm, its residual form and swiglu with x
+ * prepared for the int8 mat-vec in the same dispatch, bit for bit the separate kernels' y and
+ * int8 blocks (ovk_op_x_q8, tested against its C reference in test_q8_dot); a command stream submitted in parts (ovk_cmd_flush,
  * more flushes than parts, and an abort after flushes); the OSCAR_PROFILE=1 profiler; and
  * OSCAR_SHADER_DIR, whose SPIR-V file replaces the embedded shader (announced on stderr).
  *
@@ -139,6 +141,64 @@ static void test_rope(ovk_ops *ops, ovk_rope_type mode, uint32_t head_dim, uint3
     ovk_buffer_destroy(ctx, &bf);
     ovk_buffer_destroy(ctx, &by);
     free(x), free(ref), free(got), free(freq), free(factors), free(pos);
+}
+
+/* ---- the same with x prepared for the int8 mat-vec ------------------------------------------ */
+
+/* Each fused kernel against its unfused kernel followed by ovk_op_x_q8, both on the device:
+ * y, the int8 blocks and (with the residual) the updated x, bit for bit. */
+static void test_x_q8_fused(ovk_ops *ops, uint32_t dim)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t qb = OSCAR_X_Q8_BYTES(dim);
+    float *x = malloc(dim * 4), *res = malloc(dim * 4), *w = malloc(dim * 4);
+    float *y[2] = { malloc(dim * 4), malloc(dim * 4) }, *xo[2] = { malloc(dim * 4), malloc(dim * 4) };
+    uint8_t *q[2] = { malloc(qb), malloc(qb) };
+    for (uint32_t i = 0; i < dim; i++) x[i] = test_rng_normal(), res[i] = test_rng_normal(), w[i] = 1.0f + 0.1f * test_rng_normal();
+    for (uint32_t i = 0; i < 32; i++) x[i] = 0.0f, res[i] = 0.0f; /* an all-zero first block: scale 0 */
+    ovk_buffer bw = buf_from(ctx, w, dim * 4), bres = buf_from(ctx, res, dim * 4);
+    ovk_buffer bx[2] = { buf_from(ctx, x, dim * 4), buf_from(ctx, x, dim * 4) };
+    ovk_buffer by[2] = { buf_from(ctx, NULL, dim * 4), buf_from(ctx, NULL, dim * 4) };
+    ovk_buffer bq[2] = { buf_from(ctx, NULL, qb), buf_from(ctx, NULL, qb) };
+    static const char *const names[4] = { "rms_norm", "add_rms_norm", "rms_norm in place", "swiglu" };
+    for (int kind = 0; kind < 4; kind++) {
+        for (int fused = 0; fused < 2; fused++) {
+            CHECK_OK(ovk_buffer_upload(ctx, &bx[fused], 0, x, dim * 4));
+            ovk_binding xb = bind(&bx[fused]), yb = kind == 2 ? xb : bind(&by[fused]), rb = bind(&bres), qbnd = bind(&bq[fused]);
+            begin(ctx);
+            if (kind == 3 && fused) CHECK_OK(ovk_op_swiglu_x_q8(ops, &ctx->cmd, xb, rb, yb, qbnd, dim));
+            else if (kind == 3) CHECK_OK(ovk_op_swiglu(ops, &ctx->cmd, xb, rb, yb, dim));
+            else if (fused) CHECK_OK(ovk_op_rms_norm_x_q8(ops, &ctx->cmd, xb, kind == 1 ? &rb : NULL, bind(&bw), yb, qbnd, dim, 1e-5f));
+            else if (kind == 1) CHECK_OK(ovk_op_add_rms_norm(ops, &ctx->cmd, xb, rb, bind(&bw), yb, dim, 1, 1e-5f));
+            else CHECK_OK(ovk_op_rms_norm(ops, &ctx->cmd, xb, bind(&bw), yb, dim, 1, 1e-5f));
+            if (!fused) {
+                ovk_cmd_barrier(ctx, &ctx->cmd);
+                CHECK_OK(ovk_op_x_q8(ops, &ctx->cmd, yb, qbnd, dim));
+            }
+            finish(ctx);
+            CHECK_OK(ovk_buffer_download(ctx, kind == 2 ? &bx[fused] : &by[fused], 0, y[fused], dim * 4));
+            CHECK_OK(ovk_buffer_download(ctx, &bx[fused], 0, xo[fused], dim * 4));
+            CHECK_OK(ovk_buffer_download(ctx, &bq[fused], 0, q[fused], qb));
+        }
+        CHECK_MSG(count_bit_diffs(y[0], y[1], dim) == 0, "%s_x_q8 dim %u wg %u: y differs from the unfused kernel's",
+                  names[kind], dim, ops->workgroup);
+        CHECK_MSG(count_bit_diffs(xo[0], xo[1], dim) == 0, "%s_x_q8 dim %u: x differs from the unfused kernel's", names[kind], dim);
+        CHECK_MSG(memcmp(q[0], q[1], dim) == 0 && memcmp(q[0] + OSCAR_X_Q8_SCALES(dim), q[1] + OSCAR_X_Q8_SCALES(dim), dim / 8) == 0,
+                  "%s_x_q8 dim %u wg %u: int8 blocks differ from ovk_op_x_q8's", names[kind], dim, ops->workgroup);
+    }
+    /* bad input: a row not in blocks of 32, a short xq */
+    begin(ctx);
+    CHECK_STATUS(ovk_op_rms_norm_x_q8(ops, &ctx->cmd, bind(&bx[0]), NULL, bind(&bw), bind(&by[0]), bind(&bq[0]), dim - 16, 1e-5f),
+                 OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_op_swiglu_x_q8(ops, &ctx->cmd, bind(&bx[0]), bind(&bres), bind(&by[0]),
+                                    (ovk_binding){ &bq[0], 0, qb - 4 }, dim), OSCAR_ERROR_INVALID_ARGUMENT);
+    finish(ctx);
+    for (int i = 0; i < 2; i++) {
+        ovk_buffer_destroy(ctx, &bx[i]), ovk_buffer_destroy(ctx, &by[i]), ovk_buffer_destroy(ctx, &bq[i]);
+        free(y[i]), free(xo[i]), free(q[i]);
+    }
+    ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bres);
+    free(x), free(res), free(w);
 }
 
 /* ---- swiglu, add, scale ---------------------------------------------------------------------- */
@@ -371,6 +431,8 @@ int main(void)
         test_rms_norm(&ops, 4096, 3, 1e-6f);
         test_rms_norm(&ops, 128, 7 * 16, 1e-6f);        /* qwen3 q norm: 7 tokens x 16 heads */
         test_rms_norm(&ops, 64, 4, 1e-5f);              /* rows shorter than the workgroup */
+        test_x_q8_fused(&ops, 4096);
+        test_x_q8_fused(&ops, 576 + 32 * (uint32_t)k); /* rows of 18..20 blocks */
         test_rope(&ops, OSCAR_ROPE_NORMAL, 64, 64, 9, 6, 10000.0, 1.0, 0);
         test_rope(&ops, OSCAR_ROPE_NEOX, 128, 128, 4, 5, 1000000.0, 1.0, 0);
         test_rope(&ops, OSCAR_ROPE_NEOX, 128, 64, 3, 4, 10000.0, 0.25, 0); /* partial, linear scaling */

@@ -440,14 +440,31 @@ oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ov
     return ovk_op_get_rows_part(ops, cmd, type, w, ids, out, cols, n, 0, UINT32_MAX);
 }
 
-/* rms_norm with an optional residual (res NULL: none). */
-static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
-                             ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
+/* Codes and scales of one prepared row of cols (OSCAR_X_Q8_BYTES), as two bindings, for a
+ * kernel that writes them a word per thread (common/q8_quantize.glsl: workgroups of a multiple
+ * of 8 threads; rms_norm's only grows from ops->workgroup by doubling). */
+static oscar_status x_q8_parts(ovk_binding xq, uint32_t cols, uint32_t workgroup, const char *op, ovk_binding parts[2])
 {
-    const char *op = res ? "add_rms_norm" : "rms_norm";
+    oscar_status st;
+    if (cols % OSCAR_Q8_BLOCK || workgroup % 8)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u columns (a multiple of %u) in workgroups of %u (a multiple "
+                           "of 8)", op, cols, OSCAR_Q8_BLOCK, workgroup);
+    if ((st = check_binding(&xq, OSCAR_X_Q8_BYTES(cols), op, "xq")) != OSCAR_OK) return st;
+    parts[0] = (ovk_binding){ xq.buffer, xq.offset, cols };
+    parts[1] = (ovk_binding){ xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u };
+    return OSCAR_OK;
+}
+
+/* rms_norm with an optional residual (res NULL: none) and an optional int8 copy of y (xq NULL:
+ * none; one row). */
+static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
+                             ovk_binding w, ovk_binding y, const ovk_binding *xq, uint32_t dim, uint32_t n_rows,
+                             float eps)
+{
+    const char *op = xq ? "rms_norm_x_q8" : res ? "add_rms_norm" : "rms_norm";
     oscar_status st = check_workgroup(ops, op);
     if (st != OSCAR_OK) return st;
-    if (dim == 0 || (uint64_t)dim * n_rows > UINT32_MAX || !(eps >= 0.0f))
+    if (dim == 0 || (uint64_t)dim * n_rows > UINT32_MAX || !(eps >= 0.0f) || (xq && n_rows != 1))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows of %u, eps %g", op, n_rows, dim, (double)eps);
     uint64_t bytes = (uint64_t)dim * n_rows * 4;
     if ((st = check_binding(&x, bytes, op, "x")) != OSCAR_OK) return st;
@@ -455,7 +472,9 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
     if ((st = check_binding(&y, bytes, op, "y")) != OSCAR_OK) return st;
     if (res && (st = check_binding(res, bytes, op, "res")) != OSCAR_OK) return st;
     if (res && y.buffer == x.buffer && y.offset < x.offset + bytes && x.offset < y.offset + bytes)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "add_rms_norm: y overlaps x");
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: y overlaps x", op);
+    ovk_binding q8[2] = { y, y }; /* without an int8 copy bindings 4 and 5 are not written */
+    if (xq && (st = x_q8_parts(*xq, dim, ops->workgroup, op, q8)) != OSCAR_OK) return st;
     if (n_rows == 0) return OSCAR_OK;
     /* a row per workgroup: long rows (a decode step's single hidden row) get up to 1024 threads,
      * 8 elements each, so the row's loads are in flight together (one 4096-wide row took
@@ -463,25 +482,31 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
     uint32_t wg = ops->workgroup, limit = ops->ctx->limits.maxComputeWorkGroupInvocations;
     if (ops->ctx->limits.maxComputeWorkGroupSize[0] < limit) limit = ops->ctx->limits.maxComputeWorkGroupSize[0];
     while (wg < 1024 && 2 * wg <= limit && 8ull * wg < dim) wg *= 2;
-    ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 4, .push_size = 12, .n_spec = 2,
-                              .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL } };
+    ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 6, .push_size = 12, .n_spec = 3,
+                              .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL, /* Q8_OUT */ xq != NULL } };
     struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
     uint32_t groups[3];
     if ((st = grid_2d(n_rows, groups, op)) != OSCAR_OK) return st;
-    ovk_binding b[4] = { x, w, y, res ? *res : x }; /* without a residual binding 3 is not read */
+    ovk_binding b[6] = { x, w, y, res ? *res : x, q8[0], q8[1] }; /* without a residual binding 3 is not read */
     return record(ops, cmd, &d, b, &push, groups);
 }
 
 oscar_status ovk_op_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding w,
                                ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
-    return rms_norm(ops, cmd, x, NULL, w, y, dim, n_rows, eps);
+    return rms_norm(ops, cmd, x, NULL, w, y, NULL, dim, n_rows, eps);
 }
 
 oscar_status ovk_op_add_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
                                    ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
-    return rms_norm(ops, cmd, x, &res, w, y, dim, n_rows, eps);
+    return rms_norm(ops, cmd, x, &res, w, y, NULL, dim, n_rows, eps);
+}
+
+oscar_status ovk_op_rms_norm_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
+                                    ovk_binding w, ovk_binding y, ovk_binding xq, uint32_t dim, float eps)
+{
+    return rms_norm(ops, cmd, x, res, w, y, &xq, dim, 1, eps);
 }
 
 oscar_status ovk_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,
@@ -539,15 +564,37 @@ static oscar_status elementwise(const ovk_ops *ops, ovk_cmd *cmd, const char *sh
     return record(ops, cmd, &d, b, push, groups);
 }
 
+/* swiglu with an optional int8 copy of y (xq NULL: none; one row). */
+static oscar_status swiglu(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up, ovk_binding y,
+                           const ovk_binding *xq, uint32_t n)
+{
+    const char *op = xq ? "swiglu_x_q8" : "swiglu";
+    oscar_status st = check_workgroup(ops, op);
+    if (st != OSCAR_OK) return st;
+    if ((st = check_binding(&gate, (uint64_t)n * 4, op, "gate")) != OSCAR_OK) return st;
+    if ((st = check_binding(&up, (uint64_t)n * 4, op, "up")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, (uint64_t)n * 4, op, "y")) != OSCAR_OK) return st;
+    ovk_binding q8[2] = { y, y }; /* without an int8 copy bindings 3 and 4 are not written */
+    if (xq && (st = x_q8_parts(*xq, n, ops->workgroup, op, q8)) != OSCAR_OK) return st;
+    if (n == 0) return OSCAR_OK;
+    ovk_pipeline_desc d = { .shader = "swiglu", .n_buffers = 5, .push_size = 4, .n_spec = 2,
+                              .spec = { /* WORKGROUP */ ops->workgroup, /* Q8_OUT */ xq != NULL } };
+    uint32_t groups[3], threads = xq ? n / 4u : n; /* with xq: one per word of 4 */
+    if ((st = grid_2d(ovk_div_up(threads, ops->workgroup), groups, op)) != OSCAR_OK) return st;
+    ovk_binding b[5] = { gate, up, y, q8[0], q8[1] };
+    return record(ops, cmd, &d, b, &n, groups);
+}
+
 oscar_status ovk_op_swiglu(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up,
                              ovk_binding y, uint32_t n)
 {
-    oscar_status st;
-    if ((st = check_binding(&gate, (uint64_t)n * 4, "swiglu", "gate")) != OSCAR_OK) return st;
-    if ((st = check_binding(&up, (uint64_t)n * 4, "swiglu", "up")) != OSCAR_OK) return st;
-    if ((st = check_binding(&y, (uint64_t)n * 4, "swiglu", "y")) != OSCAR_OK) return st;
-    ovk_binding b[3] = { gate, up, y };
-    return elementwise(ops, cmd, "swiglu", b, 3, &n, 4, n);
+    return swiglu(ops, cmd, gate, up, y, NULL, n);
+}
+
+oscar_status ovk_op_swiglu_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up, ovk_binding y,
+                                  ovk_binding xq, uint32_t n)
+{
+    return swiglu(ops, cmd, gate, up, y, &xq, n);
 }
 
 oscar_status ovk_op_read_stream(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding src, uint64_t bytes,

@@ -166,6 +166,12 @@ oscar_status ovk_op_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ov
 oscar_status ovk_op_add_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
                                    ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps);
 
+/* One row of ovk_op_rms_norm (res NULL) or ovk_op_add_rms_norm (res), y the same, and y also
+ * prepared for the int8 mat-vec: xq [OSCAR_X_Q8_BYTES(dim)] as ovk_op_x_q8 would write it from
+ * y (dim a multiple of 32). Saves the decode step a dispatch and a barrier per product group. */
+oscar_status ovk_op_rms_norm_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
+                                    ovk_binding w, ovk_binding y, ovk_binding xq, uint32_t dim, float eps);
+
 /* Host side: the rope frequency table inv_freq[i] = freq_scale * freq_base^(-2i/n_rot) / f_i
  * for i < n_rot/2 (f_i = factors[i], or 1 when factors is NULL), computed in double. Upload it
  * once per model; theta_i = pos * inv_freq[i]. Linear scaling: freq_scale = 1 / factor. The
@@ -195,6 +201,11 @@ oscar_status ovk_op_read_stream(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding sr
 /* y = silu(gate) * up, elementwise over n. y may alias gate or up. */
 oscar_status ovk_op_swiglu(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up,
                              ovk_binding y, uint32_t n);
+
+/* ovk_op_swiglu of one row, y the same, and y also prepared for the int8 mat-vec: xq
+ * [OSCAR_X_Q8_BYTES(n)] as ovk_op_x_q8 would write it from y (n a multiple of 32). */
+oscar_status ovk_op_swiglu_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up, ovk_binding y,
+                                  ovk_binding xq, uint32_t n);
 
 /* y[i] = a[i] + b[i % nb]: residual (nb = n) or a bias broadcast over rows (nb = row length).
  * a, y [n] (y may alias a), b [nb]. */
