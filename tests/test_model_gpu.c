@@ -51,6 +51,7 @@
 #include "model_ref.h"
 #include "oscar/experimental.h"
 #include "test_proc.h"
+#include "test_greedy.h"
 #include "test_gpu.h"
 
 static oscar_context *ctx;
@@ -192,24 +193,10 @@ static void check_arch_type(ovk_arch arch, uint32_t type, int tied, uint32_t n_g
         }
         CHECK_OK(oscar_session_last_argmax(s, &gpu_tok[i], 1));
     }
-    int same = n_ref == n_greedy && !memcmp(ref_tok, gpu_tok, n_greedy * sizeof *gpu_tok);
-    if (!same) {
-        /* the reference's logit margin at the first difference, against the rms of its logits */
-        uint32_t i = 0;
-        while (i < n_greedy && ref_tok[i] == gpu_tok[i]) i++;
-        int32_t hist[64];
-        memcpy(hist, prompt, n_prompt * 4);
-        memcpy(hist + n_prompt, ref_tok, i * 4);
-        CHECK_OK(ovk_model_ref_eval(p.ref, hist, n_prompt + i, 0, lr, 0));
-        double ss = 0;
-        for (uint32_t v = 0; v < V; v++) ss += (double)lr[v] * lr[v];
-        double margin = i < n_greedy ? (double)lr[ref_tok[i]] - lr[gpu_tok[i]] : 1e30, rms = sqrt(ss / V);
-        fprintf(stderr, "  %s %s tied %d: first difference at step %u: ref %d (logit %.6f) gpu %d (ref logit %.6f), margin "
-                        "%.3g of rms %.3g\n", ovk_arch_name(arch), ovk_ggml_type_name(type), tied, i, ref_tok[i],
-                lr[ref_tok[i]], gpu_tok[i], lr[gpu_tok[i]], margin, rms);
-        CHECK_MSG(!exact && margin <= 2e-2 * rms, "%s %s tied %d: greedy tokens differ from the reference%s",
-                  ovk_arch_name(arch), ovk_ggml_type_name(type), tied, exact ? "" : " (not at a near-tie)");
-    }
+    char what[64];
+    snprintf(what, sizeof what, "%s %s tied %d", ovk_arch_name(arch), ovk_ggml_type_name(type), tied);
+    CHECK_MSG(n_ref == n_greedy && test_greedy_matches(p.ref, prompt, n_prompt, ref_tok, gpu_tok, n_greedy, V, exact, what),
+              "%s: greedy tokens differ from the reference%s", what, exact ? "" : " (not at a near-tie)");
 done:
     oscar_session_destroy(s);
     free(lg), free(lr);
@@ -1319,8 +1306,9 @@ int main(void)
                                       OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
     static const ovk_arch archs[] = { OSCAR_ARCH_LLAMA, OSCAR_ARCH_QWEN2, OSCAR_ARCH_QWEN3 };
     /* 1: every product in fp32 (the default but where integer dot products are fast), greedy tokens exact */
-    int q8_saved = ctx->env.matvec_q8;
-    ctx->env.matvec_q8 = 0; /* the context's copy of OSCAR_MATVEC_Q8, read when a session is created */
+    /* the context's copy of OSCAR_MATVEC_Q8, read when a session is created: the sections compare
+     * fp32 products but those that turn the int8 ones on (the default where they are fast) */
+    ctx->env.matvec_q8 = 0;
     for (size_t a = 0; a < 3; a++)
         for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
             uint32_t ty = types[t];
@@ -1339,7 +1327,7 @@ int main(void)
                "decode steps: logits NSE vs reference, largest median %.3g (bound %g), worst step %.3g (bound %g)\n",
                worst_q8_median, Q8_MEDIAN_NSE, worst_q8_nse, Q8_WORST_NSE);
     }
-    ctx->env.matvec_q8 = q8_saved;
+    ctx->env.matvec_q8 = 0;
     if (ctx->info.float16_arithmetic) { /* the opt-in single-row products of Q4_0 and Q8_0 in packed fp16 */
         setenv("OSCAR_MATVEC_F16", "1", 1);
         for (size_t a = 0; a < 3; a++) {

@@ -241,7 +241,9 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
     s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
     s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;
-    s->matvec_q8 = ctx->info.subgroup_arithmetic && ctx->env.matvec_q8 == 1; /* opt-in (forward-kernels.md) */
+    /* int8 products by default where the device runs integer dot products fast (forward-kernels.md) */
+    s->matvec_q8 = ctx->info.subgroup_arithmetic &&
+                   (ctx->env.matvec_q8 == 1 || (ctx->env.matvec_q8 == -1 && ctx->info.integer_dot_4x8_signed_accelerated));
     if (s->matvec_f16 || s->matvec_q8) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
@@ -271,12 +273,21 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
 /* The first `bytes` bytes of a buffer (a whole-weight binding when bytes is 0). */
 static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_binding){ b, 0, bytes }; }
 
+/* Whether the products of one input x [n][cols] by the n_w weights w run as int8 mat-vecs:
+ * with s->matvec_q8, a single row whose weights all have one. */
+static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32_t n_w, const ovk_gpu_weight *const *w)
+{
+    int q8 = s->matvec_q8 && n == 1 && cols % 32 == 0;
+    for (uint32_t i = 0; i < n_w && q8; i++) q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
+    return q8;
+}
+
 /* The products of one input: y_i = W_i x for the n_w weights, with x [n][cols] (each y_i
- * [n][rows_i]). With s->matvec_q8 (or else s->matvec_f16), a single row whose weights all have
- * the int8 mat-vec (the quant types Q4_0..Q6_K; packed fp16: Q4_0, Q8_0) gets x prepared once into s->xq
- * and shared by them (one dispatch and barrier more); the rest go through
- * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
- * unordered among each other.
+ * [n][rows_i]). Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
+ * all have the packed-fp16 mat-vec: Q4_0, Q8_0), x is prepared once into s->xq and shared by
+ * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8),
+ * else here (one dispatch and barrier more); the rest go through ovk_op_mul_mat. Starts with a
+ * barrier (x was just written); the products themselves run unordered among each other.
  *
  * A weight split by rows (over the storage-binding limit) runs one product per part, writing
  * its columns row0 .. row0 + part rows - 1 of y_i in place: y bound from y_i[0][row0] (aligned,
@@ -286,17 +297,16 @@ static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_bindi
  * stride costs one push constant; the parts write disjoint columns and need no barrier among
  * them. A whole weight records exactly the one dispatch it always did. */
 static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
-                             const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows)
+                             const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows, int x_ready)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
-    int q8 = s->matvec_q8 && n == 1 && cols % 32 == 0;
-    for (uint32_t i = 0; i < n_w && q8; i++) q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
+    int q8 = products_q8(s, cols, n, n_w, w);
     int f16 = !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
     ovk_binding xq = { &s->xq, 0, 0 };
     ovk_cmd_barrier(ctx, &s->cmd);
-    if (f16 || q8) {
+    if (f16 || (q8 && !x_ready)) {
         OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
         ovk_cmd_barrier(ctx, &s->cmd);
     }
@@ -344,15 +354,21 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     ovk_binding pos = { &s->meta, meta_pos_offset(s), (uint64_t)n * 4 };
     ovk_binding freq = bind(&s->m->rope_freq, 0);
 
-    /* attention */
+    ovk_binding xq = { &s->xq, 0, 0 };
+    const ovk_gpu_weight *w_qkv[3] = { &L->wq, &L->wk, &L->wv }, *w_gate_up[2] = { &L->w_gate, &L->w_up };
+    const ovk_gpu_weight *w_out[1] = { &L->wo }, *w_down[1] = { &L->w_down };
+
+    /* attention (the norm prepares x for int8 products itself) */
     ovk_cmd_barrier(ctx, cmd);
-    if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    int q8 = products_q8(s, D, n, 3, w_qkv);
+    if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq, D,
+                                           hp->norm_eps));
+    else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
-        const ovk_gpu_weight *w[3] = { &L->wq, &L->wk, &L->wv };
         ovk_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w, y, rows));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, q8));
     }
     if (L->bq.buf.buffer) { /* qwen2 */
         ovk_cmd_barrier(ctx, cmd);
@@ -371,26 +387,28 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     }
     OSCAR_TRY(ovk_kv_record_flush(s->kv, cmd, l));
     {
-        const ovk_gpu_weight *w[1] = { &L->wo };
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w, &proj, rows));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, 0));
     }
 
-    /* MLP (the attention's residual added by its norm) */
+    /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
+     * and by SwiGLU) */
     ovk_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    q8 = products_q8(s, D, n, 2, w_gate_up);
+    if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
-        const ovk_gpu_weight *w[2] = { &L->w_gate, &L->w_up };
         ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w, y, rows));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, q8));
     }
     ovk_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
+    q8 = products_q8(s, F, n, 1, w_down);
+    if (q8) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
+    else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     {
-        const ovk_gpu_weight *w[1] = { &L->w_down };
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w, &proj, rows));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, q8));
     }
 fail:
     return st;
@@ -416,10 +434,13 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     ovk_cmd_barrier(ctx, cmd);
     OSCAR_TRY(ovk_op_get_rows(&s->ops, cmd, OSCAR_GGML_TYPE_F32, bind(&s->x, (uint64_t)n * D * 4), rows, xo, D, n_out));
     ovk_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
+    int q8 = products_q8(s, D, n_out, 1, &head);
+    if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(&s->ops, cmd, xo, NULL, bind(&s->m->output_norm.buf, 0), xo,
+                                           (ovk_binding){ &s->xq, 0, 0 }, D, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, q8));
     }
     ovk_cmd_barrier(ctx, cmd);
     OSCAR_TRY(ovk_op_argmax(&s->ops, cmd, logits, amax, V, n_out));

@@ -389,7 +389,7 @@ oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
 {
     if (n == 1) return mul_mat_vec(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     if (prefers_batch(type, n)) return mul_mat_batch(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
-    if (ops->ctx->env.matmul_coopmat == 1 && ovk_op_mul_mat_coopmat_supported(ops))
+    if (ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops)) /* by default where the device has them */
         return mul_mat_coopmat(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     return mul_mat_tiled(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
 }
