@@ -21,24 +21,50 @@ static const oscar_coopmat_shape *pick_shape(const oscar_context *ctx)
     return best;
 }
 
+/* The default plans, tried in order: 4 x 4 warp tiles of 2 x 4 matrices (128 x 256 at 16 x
+ * 16; on the H100 1.7x the throughput of the second at 512 tokens, 79 against 45 TFLOPS:
+ * sixteen subgroups hide the tile loads' latency where four do not), then 2 x 2 warp tiles of
+ * 4 x 4 matrices where a workgroup cannot hold the first (threads or shared memory). The token
+ * matrices shrink for a short batch so that a workgroup does not multiply padding. */
+static const uint32_t default_plans[2][3] = { { 4, 4, 2 }, { 2, 2, 4 } }; /* sg_m, sg_n, cm */
+
+/* Plan p for shape s, n tokens and subgroups of at most `sg` threads, from ops' tuning where it
+ * sets a value and from default d elsewhere; its shared memory in *shared. */
+static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t sg, uint32_t n, const uint32_t d[3],
+                      ovk_mmc_plan *p, uint64_t *shared)
+{
+    const uint32_t *t = ops->matmul_coopmat;
+    uint32_t sg_n = t[1] ? t[1] : d[1];
+    uint32_t cn = n > 2 * sg_n * s->n ? 4 : n > sg_n * s->n ? 2 : 1;
+    *p = (ovk_mmc_plan){ .tm = s->m, .tn = s->n, .tk = s->k, .sg_m = t[0] ? t[0] : d[0], .sg_n = sg_n,
+                         .cm = t[2] ? t[2] : d[2], .cn = t[3] ? t[3] : cn };
+    p->workgroup = p->sg_m * p->sg_n * sg; /* every subgroup full, whatever size the device picks */
+    p->bm = p->sg_m * p->cm * p->tm;
+    p->bn = p->sg_n * p->cn * p->tn;
+    uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
+    *shared = (uint64_t)(p->bm + p->bn) * sk * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4;
+}
+
+/* Whether a workgroup of plan p fits the device. */
+static int plan_fits(const oscar_context *ctx, const ovk_mmc_plan *p, uint64_t shared)
+{
+    const VkPhysicalDeviceLimits *lim = &ctx->limits;
+    return p->workgroup <= lim->maxComputeWorkGroupInvocations && p->workgroup <= lim->maxComputeWorkGroupSize[0] &&
+           shared <= lim->maxComputeSharedMemorySize;
+}
+
 /* The plan for shape s, n tokens and subgroups of at most `sg` threads (see ovk_mmc_plan_for). */
 static oscar_status plan_shape(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t sg, uint32_t n, ovk_mmc_plan *plan)
 {
     oscar_context *ctx = ops->ctx;
-    const uint32_t *t = ops->matmul_coopmat;
-    /* default: 2 x 2 warp tiles of 4 x 4 matrices (128 x 128 at 16 x 16), fewer token matrices
-     * for a short batch so that a workgroup does not multiply padding */
-    uint32_t cn = n > 2 * 2 * s->n ? 4 : n > 2 * s->n ? 2 : 1;
-    *plan = (ovk_mmc_plan){ .tm = s->m, .tn = s->n, .tk = s->k, .sg_m = t[0] ? t[0] : 2, .sg_n = t[1] ? t[1] : 2,
-                            .cm = t[2] ? t[2] : 4, .cn = t[3] ? t[3] : cn };
+    uint64_t shared = 0;
+    for (uint32_t i = 0; i < 2; i++) {
+        plan_fill(ops, s, sg, n, default_plans[i], plan, &shared);
+        if (plan_fits(ctx, plan, shared)) break;
+    }
     if (plan->sg_m * plan->sg_n > 16 || plan->cm * plan->cn > 32)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat.coopmat: %u x %u warp tiles of %u x %u matrices", plan->sg_m,
                            plan->sg_n, plan->cm, plan->cn);
-    plan->workgroup = plan->sg_m * plan->sg_n * sg; /* every subgroup full, whatever size the device picks */
-    plan->bm = plan->sg_m * plan->cm * plan->tm;
-    plan->bn = plan->sg_n * plan->cn * plan->tn;
-    uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
-    uint64_t shared = (uint64_t)(plan->bm + plan->bn) * sk * 8 + (uint64_t)plan->sg_m * plan->sg_n * plan->tm * plan->tn * 4;
     const VkPhysicalDeviceLimits *lim = &ctx->limits;
     if (plan->workgroup > lim->maxComputeWorkGroupInvocations || plan->workgroup > lim->maxComputeWorkGroupSize[0])
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: %u subgroups of %u threads exceed '%s''s workgroup",
