@@ -253,10 +253,13 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
         rng = rng * 1664525u + 1013904223u;
         tokens[i] = (int32_t)((rng >> 8) % m->info.n_vocab);
     }
-    /* prefill speed: a warm-up prefill (pipelines), then the timed one on a fresh sequence */
+    /* prefill speed: a warm-up prefill, then the timed one on a fresh sequence. The warm-up has
+     * the timed run's step sizes (a full ubatch and the remainder), so every pipeline the timed
+     * run uses is created before it: a kernel's plan may depend on the step's tokens, and a
+     * driver takes up to seconds to compile a cooperative-matrix pipeline */
     double prefill_tok_s = 0;
     if (ok) {
-        uint32_t warm = a->prompt < 64 ? a->prompt : 64;
+        uint32_t warm = a->prompt <= a->ubatch ? a->prompt : a->ubatch + a->prompt % a->ubatch;
         st = oscar_session_seq_add(s, &seqs[0]);
         if (st == OSCAR_OK) st = oscar_session_prefill(s, seqs[0], tokens, warm, NULL);
         if (st == OSCAR_OK) st = oscar_session_seq_reset(s, seqs[0]);
@@ -617,7 +620,7 @@ static int bench_ops(int argc, char **argv)
     memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
     if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens, else the %s matmul), then the "
                            "tiled fp32 matmul\n", tokens, OSCAR_MATVEC_BATCH_MAX,
-                           ctx->env.matmul_coopmat == 1 && ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix"
+                           ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix"
                                                                                                   : "tiled");
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
