@@ -60,6 +60,29 @@ double test_nse(const float *a, const float *ref, size_t n)
     return num / den;
 }
 
+void test_random_orthogonal(float *r, uint32_t n, uint32_t d)
+{
+    double *q = malloc(sizeof(double) * d * d);
+    for (uint32_t m = 0; m < n; m++) {
+        for (uint32_t i = 0; i < d * d; i++) q[i] = test_rng_normal();
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < d; i++) {
+                for (uint32_t j = 0; j < i; j++) {
+                    double dot = 0;
+                    for (uint32_t k = 0; k < d; k++) dot += q[i * d + k] * q[j * d + k];
+                    for (uint32_t k = 0; k < d; k++) q[i * d + k] -= dot * q[j * d + k];
+                }
+                double nn = 0;
+                for (uint32_t k = 0; k < d; k++) nn += q[i * d + k] * q[i * d + k];
+                nn = 1.0 / sqrt(nn);
+                for (uint32_t k = 0; k < d; k++) q[i * d + k] *= nn;
+            }
+        }
+        for (uint32_t i = 0; i < d * d; i++) r[(size_t)m * d * d + i] = (float)q[i];
+    }
+    free(q);
+}
+
 double test_now(void)
 {
     struct timespec ts;
