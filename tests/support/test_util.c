@@ -83,6 +83,26 @@ void test_random_orthogonal(float *r, uint32_t n, uint32_t d)
     free(q);
 }
 
+char *test_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    size_t n = len > 0 ? (size_t)len : 0;
+    char *buf = malloc(n + 1);
+    if (buf && fread(buf, 1, n, f) != n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = '\0';
+    if (size) *size = n;
+    return buf;
+}
+
 double test_now(void)
 {
     struct timespec ts;

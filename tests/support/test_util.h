@@ -63,6 +63,10 @@ const char *test_tmp_dir_make(const char *prefix);
 const char *test_tmp_path(const char *name);
 void test_tmp_dir_remove(void);
 
+/* Reads a whole file into a malloc'ed buffer with a NUL after its *size bytes (size may be
+ * NULL). NULL when it cannot be opened or read. */
+char *test_read_file(const char *path, size_t *size);
+
 /* 1 when a writer's temporary file for `path` is left beside it ("<path>.<anything>.tmp"). */
 int test_tmp_leftover(const char *path);
 
