@@ -123,17 +123,8 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
         static const char *const with_value[] = { "-m", "--model", "--kv", "--rot", "--ctx", "-c", "--ctx-size", "--temp",
                                                   "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--seed", "-s",
                                                   "--system", "-sys", "--system-prompt", "--device", "-p", "--prompt",
-                                                  "-f", "--file", "-n", "--n-predict", "--sink", "--recent" };
-        int known = 0;
-        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(f, with_value[k]);
-        if (!known) {
-            fprintf(stderr, PROG ": unknown option '%s' (oscar-chat --help lists them)\n", f);
-            return 1;
-        }
-        if (!v) {
-            fprintf(stderr, PROG ": %s needs a value\n", f);
-            return 1;
-        }
+                                                  "-f", "--file", "-n", "--n-predict", "--sink", "--recent", NULL };
+        if (!app_flag_with_value(PROG, PROG, f, v, with_value)) return 1;
         i++;
         int ok = 1;
         uint32_t u;
@@ -169,15 +160,7 @@ static int parse_args(int argc, char **argv, chat_args *a, int *exit_code)
         fprintf(stderr, PROG ": give the turn with -p or with -f, not both\n");
         return 1;
     }
-    if (a->rot && !a->kv_set) a->kv = OSCAR_KV_INT2_ROTATED;
-    if (a->kv == OSCAR_KV_INT2_ROTATED && !a->rot) {
-        fprintf(stderr, PROG ": --kv oscar needs a rotation file (--rot FILE, made by oscar-calib for this model)\n");
-        return 1;
-    }
-    if (a->rot && a->kv != OSCAR_KV_INT2_ROTATED) {
-        fprintf(stderr, PROG ": --rot needs --kv oscar (the %s mode uses no rotation file)\n", oscar_kv_mode_name(a->kv));
-        return 1;
-    }
+    if (!app_check_kv_rot(PROG, &a->kv, a->kv_set, a->rot)) return 1;
     if (a->sink > (1u << 24) || a->recent > (1u << 24)) {
         fprintf(stderr, PROG ": --sink and --recent take at most %u tokens\n", 1u << 24);
         return 1;

@@ -98,26 +98,21 @@ static int parse_args(int argc, char **argv, ppl_args *a, int *exit_code)
             i++;
             continue;
         }
+        static const char *const known[] = { "-m", "--model", "-f", "--file", "--rot", "--device", "--kv", "--ctx", "-c",
+                                             "--ctx-size", "--chunks", "--parallel", "--sink", "--recent", NULL };
+        if (!app_flag_with_value(PROG, PROG, f, v, known)) return 1;
         int ok = 1;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "-f") || !strcmp(f, "--file")) a->file = v;
         else if (!strcmp(f, "--rot")) a->rot = v;
         else if (!strcmp(f, "--device")) a->device = v;
-        else if (!strcmp(f, "--kv")) ok = v && app_parse_kv_mode(PROG, f, v, &a->kv), a->kv_set = 1;
+        else if (!strcmp(f, "--kv")) ok = app_parse_kv_mode(PROG, f, v, &a->kv), a->kv_set = 1;
         else if (!strcmp(f, "--ctx") || !strcmp(f, "-c") || !strcmp(f, "--ctx-size"))
-            ok = v && app_parse_u32(PROG, f, v, 1u << 20, &a->ctx);
-        else if (!strcmp(f, "--chunks")) ok = v && app_parse_u32(PROG, f, v, 1u << 24, &a->chunks);
-        else if (!strcmp(f, "--parallel")) ok = v && app_parse_u32(PROG, f, v, 256, &a->parallel);
-        else if (!strcmp(f, "--sink")) ok = v && app_parse_u64(PROG, f, v, &a->sink);
-        else if (!strcmp(f, "--recent")) ok = v && app_parse_u64(PROG, f, v, &a->recent);
-        else {
-            fprintf(stderr, PROG ": unknown option '%s' (oscar-perplexity --help lists them)\n", f);
-            return 1;
-        }
-        if (!v) {
-            fprintf(stderr, PROG ": %s needs a value\n", f);
-            return 1;
-        }
+            ok = app_parse_u32(PROG, f, v, 1u << 20, &a->ctx);
+        else if (!strcmp(f, "--chunks")) ok = app_parse_u32(PROG, f, v, 1u << 24, &a->chunks);
+        else if (!strcmp(f, "--parallel")) ok = app_parse_u32(PROG, f, v, 256, &a->parallel);
+        else if (!strcmp(f, "--sink")) ok = app_parse_u64(PROG, f, v, &a->sink);
+        else if (!strcmp(f, "--recent")) ok = app_parse_u64(PROG, f, v, &a->recent);
         if (!ok) return 1;
         i++;
     }
@@ -133,15 +128,7 @@ static int parse_args(int argc, char **argv, ppl_args *a, int *exit_code)
         fprintf(stderr, PROG ": --sink and --recent take at most %u tokens\n", 1u << 24);
         return 1;
     }
-    if (a->rot && !a->kv_set) a->kv = OSCAR_KV_INT2_ROTATED;
-    if (a->kv == OSCAR_KV_INT2_ROTATED && !a->rot) {
-        fprintf(stderr, PROG ": --kv oscar needs a rotation file (--rot FILE)\n");
-        return 1;
-    }
-    if (a->rot && a->kv != OSCAR_KV_INT2_ROTATED) {
-        fprintf(stderr, PROG ": --rot needs --kv oscar (the %s mode uses no rotation file)\n", oscar_kv_mode_name(a->kv));
-        return 1;
-    }
+    if (!app_check_kv_rot(PROG, &a->kv, a->kv_set, a->rot)) return 1;
     return 0;
 }
 

@@ -33,36 +33,33 @@ endif()
 # ---- probes: compile a tiny shader per extension, keep the answer ------------------------------
 # Each runs at configure time; its output goes to build/shaders/probes/<name>.log.
 set(probe_dir ${CMAKE_SOURCE_DIR}/cmake/probes)
-execute_process(
-  COMMAND ${GLSLC} --target-env=vulkan1.2 -O -o ${SHADER_OUT}/probes/integer_dot.spv ${probe_dir}/integer_dot.comp
-  RESULT_VARIABLE rc_c OUTPUT_VARIABLE out_c ERROR_VARIABLE out_c)
-set(rc_v 1)
-if(rc_c EQUAL 0)
-  execute_process(COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${SHADER_OUT}/probes/integer_dot.spv
-                  RESULT_VARIABLE rc_v OUTPUT_VARIABLE out_v ERROR_VARIABLE out_v)
-endif()
-file(WRITE ${SHADER_OUT}/probes/integer_dot.log "${out_c}${out_v}")
-if(rc_c EQUAL 0 AND rc_v EQUAL 0)
-  set(OSCAR_SHADERS_IDOT ON)
-else()
-  set(OSCAR_SHADERS_IDOT OFF)
-endif()
 
-set(OSCAR_SHADERS_COOPMAT OFF)
-if(OSCAR_GLSLANG_COOPMAT)
-  execute_process(
-    COMMAND ${OSCAR_GLSLANG_COOPMAT} -V --target-env vulkan1.2 -o ${SHADER_OUT}/probes/coopmat.spv ${probe_dir}/coopmat.comp
-    RESULT_VARIABLE rc_c OUTPUT_VARIABLE out_c ERROR_VARIABLE out_c)
+# Compiles cmake/probes/<name>.comp into probes/<name>.spv with the compiler command after
+# `validator` (its output file and source included), validates that with `validator`, and sets
+# <var> ON when both pass, else OFF.
+function(oscar_shader_probe name var validator)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc_c OUTPUT_VARIABLE out_c ERROR_VARIABLE out_c)
   set(rc_v 1)
   set(out_v "")
   if(rc_c EQUAL 0)
-    execute_process(COMMAND ${OSCAR_SPIRV_VAL_COOPMAT} --target-env vulkan1.2 ${SHADER_OUT}/probes/coopmat.spv
+    execute_process(COMMAND ${validator} --target-env vulkan1.2 ${SHADER_OUT}/probes/${name}.spv
                     RESULT_VARIABLE rc_v OUTPUT_VARIABLE out_v ERROR_VARIABLE out_v)
   endif()
-  file(WRITE ${SHADER_OUT}/probes/coopmat.log "${out_c}${out_v}")
+  file(WRITE ${SHADER_OUT}/probes/${name}.log "${out_c}${out_v}")
   if(rc_c EQUAL 0 AND rc_v EQUAL 0)
-    set(OSCAR_SHADERS_COOPMAT ON)
+    set(${var} ON PARENT_SCOPE)
+  else()
+    set(${var} OFF PARENT_SCOPE)
   endif()
+endfunction()
+
+oscar_shader_probe(integer_dot OSCAR_SHADERS_IDOT ${SPIRV_VAL}
+  ${GLSLC} --target-env=vulkan1.2 -O -o ${SHADER_OUT}/probes/integer_dot.spv ${probe_dir}/integer_dot.comp)
+
+set(OSCAR_SHADERS_COOPMAT OFF)
+if(OSCAR_GLSLANG_COOPMAT)
+  oscar_shader_probe(coopmat OSCAR_SHADERS_COOPMAT ${OSCAR_SPIRV_VAL_COOPMAT}
+    ${OSCAR_GLSLANG_COOPMAT} -V --target-env vulkan1.2 -o ${SHADER_OUT}/probes/coopmat.spv ${probe_dir}/coopmat.comp)
 else()
   file(WRITE ${SHADER_OUT}/probes/coopmat.log "no glslangValidator and spirv-val in ${OSCAR_SHADER_VENV}/bin\n")
 endif()

@@ -96,13 +96,9 @@ int main(void)
     CHECK(test_copy_head(model, test_tmp_path("truncated.gguf"), 4000) == 4000); /* a truncated model */
     /* a text: repeated English sentences, long enough for a few perplexity chunks */
     const char *text = test_tmp_path("text.txt");
+    CHECK(test_write_ppl_text(text));
     {
-        FILE *f = fopen(text, "w");
-        for (int i = 0; i < 40; i++)
-            fprintf(f, "The quick brown fox jumps over the lazy dog number %d. Then the fox runs home to the other "
-                       "side of the hill, where the river meets the sea.\n", i);
-        fclose(f);
-        f = fopen(test_tmp_path("short.txt"), "w");
+        FILE *f = fopen(test_tmp_path("short.txt"), "w");
         fprintf(f, "Too short.\n");
         fclose(f);
     }

@@ -128,8 +128,8 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     uint32_t d = c->d, n_head = c->nkv * c->gqa;
     float scale = 1.0f / sqrtf((float)d);
     size_t out_n = (size_t)s.n_rows * n_head * d;
-    float *q = malloc(sizeof *q * out_n), *got = malloc(sizeof *got * out_n), *want = malloc(sizeof *want * out_n);
-    for (size_t i = 0; i < out_n; i++) q[i] = test_rng_normal() * c->q_mul;
+    float *q = attn_scene_random_q(&s, n_head, c->q_mul);
+    float *got = malloc(sizeof *got * out_n), *want = malloc(sizeof *want * out_n);
 
     /* the kernel's shape for this device, the case's workgroup and tuning constants varied over
      * the cases (the picker keeps them within the shared memory) */
@@ -166,12 +166,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
                             int2 ? s.max_int2_pages : s.max_f16_pages);
     }
 
-    attn_ref_cache rc = { .mode = c->mode, .head_dim = d, .group = c->G, .page = c->P, .n_kv = c->nkv,
-                          .int2_pool = s.int2_pool, .n_int2_pages = s.n_int2_pages,
-                          .f16_pool = s.f16_pool, .n_f16_pages = s.n_f16_pages,
-                          .int2_table = s.int2_table, .max_int2_pages = s.max_int2_pages,
-                          .f16_table = s.f16_table, .max_f16_pages = s.max_f16_pages,
-                          .n_seq = s.n_seq, .sink = s.sink, .flushed_end = s.flushed };
+    attn_ref_cache rc = attn_scene_ref_cache(&s);
     float *want_q32 = NULL; /* streaming f16 variant: the reference with fp32 q too */
     if (f16 && stream) {
         want_q32 = malloc(sizeof *want_q32 * out_n);
@@ -180,17 +175,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     rc.q_f16_int2 = f16 && stream;
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
-    ovk_buffer b_q, b_rows, b_items, b_pool2, b_pool16, b_t2, b_t16, b_part, b_out;
+    ovk_buffer b_q, b_rows, b_items, b_part, b_out;
+    attn_scene_buffers cache;
     size_t part_bytes = sizeof(float) * n_items * n_head * KV_PARTIAL_FLOATS(d);
     CHECK_OK(test_gpu_buffer_from(ctx, q, sizeof *q * out_n, &b_q));
     CHECK_OK(test_gpu_buffer_from(ctx, rows, sizeof *rows * s.n_rows, &b_rows));
     CHECK_OK(test_gpu_buffer_from(ctx, items, sizeof *items * (n_items ? n_items : 1), &b_items));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.int2_pool,
-                                  4 * (KV_INT2_PAGE_WORDS(c->nkv, c->P, d, c->G) * s.n_int2_pages + 4), &b_pool2));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.f16_pool, 4 * (KV_F16_PAGE_WORDS(c->nkv, c->P, d) * s.n_f16_pages + 4),
-                                  &b_pool16));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.int2_table, 4 * s.n_seq * s.max_int2_pages, &b_t2));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.f16_table, 4 * s.n_seq * s.max_f16_pages, &b_t16));
+    CHECK_OK(attn_scene_upload(ctx, &s, &cache));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, part_bytes ? part_bytes : 16, &b_part));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof *got * out_n, &b_out));
     CHECK_OK(ovk_buffer_fill(ctx, &b_part, 0, part_bytes ? part_bytes : 16, POISON));
@@ -199,16 +190,10 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
     uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
     float *rot = attn_scene_random_rv(n_rot, d);
-    if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED) {
-        attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
-        if (want_q32) attn_scene_unrotate(want_q32, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
-    }
     /* centering vectors: OSCAR mode adds μ_V to its output; the other modes must ignore them */
     float *means = attn_scene_random_means(c->nkv, d);
-    if (c->mode == KV_MODE_ROTATED) {
-        attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
-        if (want_q32) attn_scene_add_mean_v(want_q32, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
-    }
+    attn_scene_kernel_output(&s, want, c->gqa, rot, c->rot_per_head, means);
+    if (want_q32) attn_scene_kernel_output(&s, want_q32, c->gqa, rot, c->rot_per_head, means);
     ovk_buffer b_means;
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
     ovk_buffer b_rot, b_cnt;
@@ -230,19 +215,14 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     ovk_pipeline *pd = NULL;
     CHECK_OK(ovk_pipeline_get(ctx, &dd, &pd));
     if (pd) {
-        ovk_binding bd[12] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &b_pool2, 0, 0 },
-                                 { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_part, 0, 0 },
-                                 { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 }, { &b_means, 0, 0 } };
+        ovk_binding bd[12] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &cache.int2_pool, 0, 0 },
+                                 { &cache.f16_pool, 0, 0 }, { &cache.int2_table, 0, 0 }, { &cache.f16_table, 0, 0 },
+                                 { &b_part, 0, 0 }, { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 },
+                                 { &b_means, 0, 0 } };
         struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale };
         uint32_t gd[3];
         ovk_attn_grid(n_items, c->nkv, gd);
-        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
-        ovk_cmd_barrier(ctx, &ctx->cmd);
-        ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, b_out.buffer, 0, b_out.size, POISON); /* the 2nd call must write it all */
-        ovk_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pd, bd, &pushd, gd));
-        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(attn_scene_run_twice(ctx, pd, bd, &pushd, gd, &b_out));
         CHECK_OK(ovk_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
         uint32_t *cnt = malloc(4 * s.n_rows * c->nkv);
         CHECK_OK(ovk_buffer_download(ctx, &b_cnt, 0, cnt, 4 * s.n_rows * c->nkv));
@@ -251,11 +231,8 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
         CHECK_MSG(nonzero == 0, "%s: %u merge counters not back at 0", c->name, nonzero);
         free(cnt);
 
-        size_t bad = 0, bad_ref = 0;
-        for (size_t i = 0; i < out_n; i++) bad += !isfinite(got[i]);
-        for (size_t i = 0; i < out_n; i++) bad_ref += !isfinite(want[i]);
-        CHECK_MSG(bad_ref == 0, "%s: reference has %zu non-finite values", c->name, bad_ref);
-        double nse = test_nse(got, want, out_n);
+        size_t bad;
+        double nse = attn_scene_nse(c->name, got, want, out_n, &bad);
         CHECK_MSG(bad == 0 && nse <= 1e-5, "%s %s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", shader,
                   c->name, bad, nse, s.n_rows, n_items);
         if (stream)
@@ -280,8 +257,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
         }
         printf("\n");
     }
-    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_part, &b_out, &b_rot, &b_cnt, &b_means };
+    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_part, &b_out, &b_rot, &b_cnt, &b_means };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
+    attn_scene_buffers_destroy(ctx, &cache);
     free(q); free(got); free(want); free(want_q32); free(rows); free(items); free(rot); free(means);
     attn_scene_free(&s);
 }

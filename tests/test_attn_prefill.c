@@ -76,8 +76,8 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     uint32_t d = c->d, n_head = c->nkv * c->gqa;
     float scale = 1.0f / sqrtf((float)d);
     size_t out_n = (size_t)s.n_rows * n_head * d;
-    float *q = malloc(sizeof *q * out_n), *got = malloc(sizeof *got * out_n), *want = malloc(sizeof *want * out_n);
-    for (size_t i = 0; i < out_n; i++) q[i] = test_rng_normal() * c->q_mul;
+    float *q = attn_scene_random_q(&s, n_head, c->q_mul);
+    float *got = malloc(sizeof *got * out_n), *want = malloc(sizeof *want * out_n);
 
     uint32_t shared = ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768;
     uint32_t rows_pt = 0, chunk = 0;
@@ -108,35 +108,24 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     }
     CHECK(covered == s.n_rows);
 
-    attn_ref_cache rc = { .mode = c->mode, .head_dim = d, .group = c->G, .page = c->P, .n_kv = c->nkv,
-                          .int2_pool = s.int2_pool, .n_int2_pages = s.n_int2_pages,
-                          .f16_pool = s.f16_pool, .n_f16_pages = s.n_f16_pages,
-                          .int2_table = s.int2_table, .max_int2_pages = s.max_int2_pages,
-                          .f16_table = s.f16_table, .max_f16_pages = s.max_f16_pages,
-                          .n_seq = s.n_seq, .sink = s.sink, .flushed_end = s.flushed };
+    attn_ref_cache rc = attn_scene_ref_cache(&s);
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
     /* R_V: the reference output is in the rotated basis; the kernel returns o·R_Vᵀ */
     uint32_t n_rot = c->rot_per_head ? c->nkv : 1;
     float *rot = attn_scene_random_rv(n_rot, d);
-    if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED)
-        attn_scene_unrotate(want, s.n_rows, n_head, c->gqa, d, rot, c->rot_per_head);
     /* centering vectors: OSCAR mode adds μ_V to its output; the other modes must ignore them */
     float *means = attn_scene_random_means(c->nkv, d);
-    if (c->mode == KV_MODE_ROTATED) attn_scene_add_mean_v(want, s.n_rows, n_head, c->gqa, d, means + (size_t)c->nkv * d);
+    attn_scene_kernel_output(&s, want, c->gqa, rot, c->rot_per_head, means);
     ovk_buffer b_means;
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
 
-    ovk_buffer b_q, b_rows, b_tiles, b_pool2, b_pool16, b_t2, b_t16, b_rot, b_out;
+    ovk_buffer b_q, b_rows, b_tiles, b_rot, b_out;
+    attn_scene_buffers cache;
     CHECK_OK(test_gpu_buffer_from(ctx, q, sizeof *q * out_n, &b_q));
     CHECK_OK(test_gpu_buffer_from(ctx, rows, sizeof *rows * s.n_rows, &b_rows));
     CHECK_OK(test_gpu_buffer_from(ctx, tiles, sizeof *tiles * n_tiles, &b_tiles));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.int2_pool,
-                                  4 * (KV_INT2_PAGE_WORDS(c->nkv, c->P, d, c->G) * s.n_int2_pages + 4), &b_pool2));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.f16_pool, 4 * (KV_F16_PAGE_WORDS(c->nkv, c->P, d) * s.n_f16_pages + 4),
-                                  &b_pool16));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.int2_table, 4 * s.n_seq * s.max_int2_pages, &b_t2));
-    CHECK_OK(test_gpu_buffer_from(ctx, s.f16_table, 4 * s.n_seq * s.max_f16_pages, &b_t16));
+    CHECK_OK(attn_scene_upload(ctx, &s, &cache));
     CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, sizeof *got * out_n, &b_out));
     CHECK_OK(ovk_buffer_fill(ctx, &b_out, 0, sizeof *got * out_n, POISON));
@@ -150,35 +139,27 @@ static void run_case(oscar_context *ctx, const attn_case *c)
     ovk_pipeline *pp = NULL;
     CHECK_OK(ovk_pipeline_get(ctx, &pdesc, &pp));
     if (pp) {
-        ovk_binding b[10] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_tiles, 0, 0 }, { &b_pool2, 0, 0 },
-                                { &b_pool16, 0, 0 }, { &b_t2, 0, 0 }, { &b_t16, 0, 0 }, { &b_rot, 0, 0 },
-                                { &b_out, 0, 0 }, { &b_means, 0, 0 } };
+        ovk_binding b[10] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_tiles, 0, 0 }, { &cache.int2_pool, 0, 0 },
+                                { &cache.f16_pool, 0, 0 }, { &cache.int2_table, 0, 0 }, { &cache.f16_table, 0, 0 },
+                                { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_means, 0, 0 } };
         struct attn_prefill_push push = { n_tiles, s.max_int2_pages, s.max_f16_pages, scale };
         uint32_t g[3];
         ovk_attn_grid(n_tiles, c->nkv, g);
         double t0 = (test_now() * 1e3);
-        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
-        ovk_cmd_barrier(ctx, &ctx->cmd);
-        ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, b_out.buffer, 0, b_out.size, POISON); /* the 2nd call must write it all */
-        ovk_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(ovk_cmd_dispatch(ctx, &ctx->cmd, pp, b, &push, g));
-        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(attn_scene_run_twice(ctx, pp, b, &push, g, &b_out));
         double ms = ((test_now() * 1e3) - t0) / 2;
         CHECK_OK(ovk_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
 
-        size_t bad = 0, bad_ref = 0;
-        for (size_t i = 0; i < out_n; i++) bad += !isfinite(got[i]);
-        for (size_t i = 0; i < out_n; i++) bad_ref += !isfinite(want[i]);
-        CHECK_MSG(bad_ref == 0, "%s: reference has %zu non-finite values", c->name, bad_ref);
-        double nse = test_nse(got, want, out_n);
+        size_t bad;
+        double nse = attn_scene_nse(c->name, got, want, out_n, &bad);
         CHECK_MSG(bad == 0 && nse <= 1e-5, "%s: %zu non-finite, nse %.3g vs reference (%u rows, %u tiles of %u, chunk %u)",
                   c->name, bad, nse, s.n_rows, n_tiles, rows_pt, chunk);
         printf("attn_prefill %-30s rows %4u tiles %3u x %2u chunk %2u  nse %.3g  %.1f ms\n", c->name, s.n_rows, n_tiles,
                rows_pt, chunk, nse, ms);
     }
-    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_pool2, &b_pool16, &b_t2, &b_t16, &b_rot, &b_out, &b_means };
+    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_rot, &b_out, &b_means };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
+    attn_scene_buffers_destroy(ctx, &cache);
     free(q); free(got); free(want); free(rows); free(tiles); free(rot); free(means); free(sink); free(fe);
     attn_scene_free(&s);
 }

@@ -320,19 +320,6 @@ static void check_contents(const ovk_gguf *g, const fixture *fx, uint32_t alignm
     CHECK(ovk_gguf_find_key(g, "missing") == NULL);
 }
 
-static uint8_t *read_whole(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *p = malloc(len > 0 ? (size_t)len : 1);
-    *n = fread(p, 1, (size_t)len, f);
-    fclose(f);
-    return p;
-}
-
 static void test_round_trip(uint32_t alignment)
 {
     ovk_gguf_writer *w = NULL;
@@ -412,7 +399,7 @@ static void test_round_trip(uint32_t alignment)
         for (int k = 0; k < fx.n; k++) CHECK_OK(ovk_gguf_writer_stream_tensor(ws, fx.data[k], fx.bytes[k]));
         CHECK_OK(ovk_gguf_writer_stream_end(ws));
         size_t sn = 0;
-        uint8_t *sp = read_whole(path2, &sn);
+        char *sp = test_read_file(path2, &sn);
         CHECK(sp && sn == mem_n && memcmp(sp, mem, mem_n) == 0);
         free(sp);
         /* a wrong size aborts */

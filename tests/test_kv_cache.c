@@ -31,26 +31,6 @@ typedef struct history {
     uint32_t len[MAX_SEQ];
 } history;
 
-static void random_orthogonal(uint32_t d, float *R)
-{
-    /* Gram-Schmidt on a random matrix: orthogonal and (almost surely) not symmetric */
-    double *A = malloc(sizeof(double) * d * d);
-    for (uint32_t i = 0; i < d * d; i++) A[i] = test_rng_normal();
-    for (uint32_t i = 0; i < d; i++) {
-        for (uint32_t j = 0; j < i; j++) {
-            double dot = 0;
-            for (uint32_t k = 0; k < d; k++) dot += A[i * d + k] * A[j * d + k];
-            for (uint32_t k = 0; k < d; k++) A[i * d + k] -= dot * A[j * d + k];
-        }
-        double n = 0;
-        for (uint32_t k = 0; k < d; k++) n += A[i * d + k] * A[i * d + k];
-        n = sqrt(n);
-        for (uint32_t k = 0; k < d; k++) A[i * d + k] /= n;
-    }
-    for (uint32_t i = 0; i < d * d; i++) R[i] = (float)A[i];
-    free(A);
-}
-
 /* Exact attention of one row (fp64) over the history: out [n_head][d]. */
 static void exact_attention(const history *h, const shape *s, uint32_t seq, uint32_t n_vis, const float *q, float scale,
                             float *out)
@@ -202,7 +182,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     if (mode == OSCAR_KV_INT2_ROTATED) {
         uint32_t n = r.n_layer * (per_head ? s->n_kv : 1);
         rot = malloc(sizeof(float) * n * s->d * s->d * 2);
-        for (uint32_t m = 0; m < 2 * n; m++) random_orthogonal(s->d, rot + (size_t)m * s->d * s->d);
+        test_random_orthogonal(rot, 2 * n, s->d);
         CHECK(rot[1] != rot[s->d]); /* not symmetric */
         p.rot_k = rot, p.rot_v = rot + (size_t)n * s->d * s->d, p.rot_per_head = per_head;
         p.clip_k = clip_k, p.clip_v = clip_v;
@@ -293,8 +273,7 @@ static void bad_input(oscar_context *ctx)
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     /* rotations: not orthogonal, NaN */
     float *rot = malloc(sizeof(float) * 64 * 64 * 2);
-    random_orthogonal(64, rot);
-    random_orthogonal(64, rot + 64 * 64);
+    test_random_orthogonal(rot, 2, 64);
     q = p, q.mode = OSCAR_KV_INT2_ROTATED, q.rot_k = rot, q.rot_v = rot + 64 * 64;
     CHECK_OK(oscar_kv_cache_create(ctx, &q, &c));
     oscar_kv_cache_destroy(c);
@@ -309,7 +288,7 @@ static void bad_input(oscar_context *ctx)
     /* centering vectors: only with rotations (mode oscar), finite */
     float *mean = calloc(2 * 64, sizeof(float)); /* [n_kv 2][d 64] */
     rot[5] = 0.0f;
-    random_orthogonal(64, rot);
+    test_random_orthogonal(rot, 1, 64);
     q = p, q.mode = OSCAR_KV_INT2_HADAMARD, q.mean_k = mean;
     CHECK_STATUS(oscar_kv_cache_create(ctx, &q, &c), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(strstr(oscar_last_error(), "mean_k / mean_v need mode oscar") != NULL);

@@ -29,31 +29,6 @@ static const uint32_t workgroups[] = { 32, 64, 128, 256, 48, 7 };
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* n random orthogonal d x d matrices r [n][d][d] (Gram-Schmidt on Gaussian rows, twice, in
- * double). Such an R is not symmetric, so using Rᵀ by mistake shows. */
-static void random_orthogonal(float *r, uint32_t n, uint32_t d)
-{
-    double *q = malloc(sizeof(double) * d * d);
-    for (uint32_t m = 0; m < n; m++) {
-        for (uint32_t i = 0; i < d * d; i++) q[i] = test_rng_normal();
-        for (int pass = 0; pass < 2; pass++) {
-            for (uint32_t i = 0; i < d; i++) {
-                for (uint32_t j = 0; j < i; j++) {
-                    double dot = 0;
-                    for (uint32_t k = 0; k < d; k++) dot += q[i * d + k] * q[j * d + k];
-                    for (uint32_t k = 0; k < d; k++) q[i * d + k] -= dot * q[j * d + k];
-                }
-                double nn = 0;
-                for (uint32_t k = 0; k < d; k++) nn += q[i * d + k] * q[i * d + k];
-                nn = 1.0 / sqrt(nn);
-                for (uint32_t k = 0; k < d; k++) q[i * d + k] *= nn;
-            }
-        }
-        for (uint32_t i = 0; i < d * d; i++) r[(size_t)m * d * d + i] = (float)q[i];
-    }
-    free(q);
-}
-
 /* Distance in fp16 ulps (steps of the ordered encoding; +0 and -0 are 0 apart). */
 static uint32_t f16_ulps(uint16_t a, uint16_t b)
 {
@@ -396,7 +371,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
         if (c->mode == KV_MODE_HADAMARD)
             for (uint32_t m = 0; m < n_rot; m++) ovk_kv_hadamard(d, rot[k] + (size_t)m * d * d);
         else
-            random_orthogonal(rot[k], n_rot, d);
+            test_random_orthogonal(rot[k], n_rot, d);
     }
     /* centering vectors [K,V][NKV][d]: random in OSCAR mode (subtracted before the rotation),
      * ignored by the other modes (non-zero there too, so reading them would show); then the
@@ -620,7 +595,7 @@ static void test_rotate(oscar_context *ctx, uint32_t d, uint32_t nkv, uint32_t g
     float *x = malloc(n * 4), *want = malloc(n * 4), *got = malloc(n * 4);
     float *r = malloc(sizeof(float) * n_rot * d * d); /* [n_rot][d][d] */
     for (size_t i = 0; i < n; i++) x[i] = test_rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
-    random_orthogonal(r, n_rot, d);
+    test_random_orthogonal(r, n_rot, d);
     kv_ref_rotate_rows(x, n_rows, H, d, r, hpr, transpose, want);
     /* the reference's orientation, on one head */
     {

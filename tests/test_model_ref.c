@@ -590,45 +590,33 @@ static void check_bad_files(void)
         CHECK_STATUS(ovk_model_desc_load(test_tmp_path("trunc.gguf"), &m), OSCAR_ERROR_BAD_FORMAT);
         CHECK(m == NULL && strstr(oscar_last_error(), "trunc.gguf") != NULL);
     }
-    rewrite_spec s;
-    memset(&s, 0, sizeof s);
-    s.drop_tensor = "blk.1.ffn_up.weight";
-    CHECK_OK(rewrite(good, test_tmp_path("bad1.gguf"), &s));
-    expect_load_error(test_tmp_path("bad1.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.1.ffn_up.weight", "missing");
-
-    memset(&s, 0, sizeof s);
-    s.drop_tensor = "blk.0.attn_k.bias"; /* qwen2 requires its biases */
-    CHECK_OK(rewrite(good, test_tmp_path("bad2.gguf"), &s));
-    expect_load_error(test_tmp_path("bad2.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.bias", "missing");
-
-    memset(&s, 0, sizeof s);
-    s.shape_tensor = "blk.0.attn_k.weight";
-    CHECK_OK(rewrite(good, test_tmp_path("bad3.gguf"), &s));
-    expect_load_error(test_tmp_path("bad3.gguf"), OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.weight", "ne[1] = 16, expected 32");
-
-    memset(&s, 0, sizeof s);
-    s.str_key = "general.architecture";
-    s.str_value = "mamba";
-    CHECK_OK(rewrite(good, test_tmp_path("bad4.gguf"), &s));
-    expect_load_error(test_tmp_path("bad4.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "general.architecture", "mamba");
-
-    memset(&s, 0, sizeof s);
-    s.drop_key = "qwen2.block_count";
-    CHECK_OK(rewrite(good, test_tmp_path("bad5.gguf"), &s));
-    expect_load_error(test_tmp_path("bad5.gguf"), OSCAR_ERROR_BAD_FORMAT, "qwen2.block_count", NULL);
-
-    memset(&s, 0, sizeof s);
-    s.str_key = "qwen2.rope.scaling.type";
-    s.str_value = "yarn";
-    CHECK_OK(rewrite(good, test_tmp_path("bad6.gguf"), &s));
-    expect_load_error(test_tmp_path("bad6.gguf"), OSCAR_ERROR_UNSUPPORTED_FORMAT, "rope.scaling.type", "yarn");
-
-    /* A qwen2 file relabelled qwen3: its keys are under qwen2., so qwen3.block_count is missing. */
-    memset(&s, 0, sizeof s);
-    s.str_key = "general.architecture";
-    s.str_value = "qwen3";
-    CHECK_OK(rewrite(good, test_tmp_path("bad7.gguf"), &s));
-    expect_load_error(test_tmp_path("bad7.gguf"), OSCAR_ERROR_BAD_FORMAT, "qwen3.block_count", NULL);
+    /* One change each to the good file, and the load error it must give (both strings in the
+     * message; NULL: any). */
+    static const struct {
+        rewrite_spec change;
+        oscar_status status;
+        const char *needle1, *needle2;
+    } bad[] = {
+        { { .drop_tensor = "blk.1.ffn_up.weight" }, OSCAR_ERROR_BAD_FORMAT, "blk.1.ffn_up.weight", "missing" },
+        /* qwen2 requires its biases */
+        { { .drop_tensor = "blk.0.attn_k.bias" }, OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.bias", "missing" },
+        { { .shape_tensor = "blk.0.attn_k.weight" }, OSCAR_ERROR_BAD_FORMAT, "blk.0.attn_k.weight",
+          "ne[1] = 16, expected 32" },
+        { { .str_key = "general.architecture", .str_value = "mamba" }, OSCAR_ERROR_UNSUPPORTED_FORMAT,
+          "general.architecture", "mamba" },
+        { { .drop_key = "qwen2.block_count" }, OSCAR_ERROR_BAD_FORMAT, "qwen2.block_count", NULL },
+        { { .str_key = "qwen2.rope.scaling.type", .str_value = "yarn" }, OSCAR_ERROR_UNSUPPORTED_FORMAT,
+          "rope.scaling.type", "yarn" },
+        /* a qwen2 file relabelled qwen3: its keys are under qwen2., so qwen3.block_count is missing */
+        { { .str_key = "general.architecture", .str_value = "qwen3" }, OSCAR_ERROR_BAD_FORMAT, "qwen3.block_count",
+          NULL },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "bad%zu.gguf", i + 1);
+        CHECK_OK(rewrite(good, test_tmp_path(name), &bad[i].change));
+        expect_load_error(test_tmp_path(name), bad[i].status, bad[i].needle1, bad[i].needle2);
+    }
 
     /* Unsupported weight type: Q5_0 (the file is valid GGUF, the runtime does not run it). */
     ovk_model_gen_params q = ovk_model_gen_params_default(OSCAR_ARCH_LLAMA);

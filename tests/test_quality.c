@@ -23,6 +23,7 @@
 
 #include "model_gen.h"
 #include "oscar/oscar.h"
+#include "test_files.h"
 #include "test_proc.h"
 #include "test_util.h"
 
@@ -98,11 +99,7 @@ int main(void)
     gp.seed = 2;
     CHECK_OK(ovk_model_gen_write(&gp, other));
     const char *text = test_tmp_path("text.txt");
-    FILE *f = fopen(text, "w");
-    for (int i = 0; i < 40; i++)
-        fprintf(f, "The quick brown fox jumps over the lazy dog number %d. Then the fox runs home to the other side "
-                   "of the hill, where the river meets the sea.\n", i);
-    fclose(f);
+    CHECK(test_write_ppl_text(text));
 
     /* a RotationZoo file from the calibrator, when it is built */
     char calib[4200], zoo[600], zoo_other[600], ovk_mode[700];

@@ -77,21 +77,6 @@ static size_t unhex(const char *h, size_t hl, char *out)
     return n;
 }
 
-/* Reads a whole file (NUL-terminated); NULL when missing. */
-static char *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long sz = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)sz + 1);
-    if (buf && fread(buf, 1, (size_t)sz, f) != (size_t)sz) { free(buf); buf = NULL; }
-    fclose(f);
-    if (buf) { buf[sz] = '\0'; *size = (size_t)sz; }
-    return buf;
-}
-
 /* Splits a buffer into lines in place (LF terminated); returns the count, lines in *out. */
 static size_t split_lines(char *buf, char ***out)
 {
@@ -354,7 +339,7 @@ static void test_synthetic_spm(void)
 static ovk_tokenizer *load_smollm2(char **keep_buf, char ***keep_lines)
 {
     size_t size = 0;
-    char *buf = read_file(data_path("smollm2_vocab.txt"), &size);
+    char *buf = test_read_file(data_path("smollm2_vocab.txt"), &size);
     CHECK_MSG(buf != NULL, "cannot read %s (set OSCAR_SOURCE_DIR to the source tree)", data_path("smollm2_vocab.txt"));
     if (!buf) return NULL;
     char **lines = NULL;
@@ -419,7 +404,7 @@ static void test_smollm2(void)
     CHECK(!ovk_tokenizer_is_eog(tok, 1));               /* <|im_start|> */
 
     size_t size = 0;
-    char *buf = read_file(data_path("smollm2_golden.txt"), &size);
+    char *buf = test_read_file(data_path("smollm2_golden.txt"), &size);
     CHECK_MSG(buf != NULL, "cannot read %s", data_path("smollm2_golden.txt"));
     char **lines = NULL;
     size_t n_lines = buf ? split_lines(buf, &lines) : 0, cases = 0;
@@ -510,7 +495,7 @@ static void test_smollm2(void)
 static void test_pretokenizer(void)
 {
     size_t size = 0;
-    char *buf = read_file(data_path("pretok_golden.txt"), &size);
+    char *buf = test_read_file(data_path("pretok_golden.txt"), &size);
     CHECK_MSG(buf != NULL, "cannot read %s", data_path("pretok_golden.txt"));
     if (!buf) return;
     char **lines = NULL;

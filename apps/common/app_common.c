@@ -246,6 +246,29 @@ void app_warn_context(const char *prog, uint32_t n_ctx, const oscar_model_info *
                 "what it was made for)\n", prog, info->n_ctx_train, n_ctx, info->n_ctx_train);
 }
 
+int app_flag_with_value(const char *prog, const char *cmd, const char *f, const char *v, const char *const *known)
+{
+    int is_known = 0;
+    for (size_t k = 0; known[k]; k++) is_known |= !strcmp(f, known[k]);
+    if (!is_known) fprintf(stderr, "%s: unknown option '%s' (%s --help lists them)\n", prog, f, cmd);
+    else if (!v) fprintf(stderr, "%s: %s needs a value\n", prog, f);
+    return is_known && v;
+}
+
+int app_check_kv_rot(const char *prog, oscar_kv_mode *kv, int kv_set, const char *rot)
+{
+    if (rot && !kv_set) *kv = OSCAR_KV_INT2_ROTATED;
+    if (*kv == OSCAR_KV_INT2_ROTATED && !rot) {
+        fprintf(stderr, "%s: --kv oscar needs a rotation file (--rot FILE, made by oscar-calib for this model)\n", prog);
+        return 0;
+    }
+    if (rot && *kv != OSCAR_KV_INT2_ROTATED) {
+        fprintf(stderr, "%s: --rot needs --kv oscar (the %s mode uses no rotation file)\n", prog, oscar_kv_mode_name(*kv));
+        return 0;
+    }
+    return 1;
+}
+
 int app_skip_llama_flag(const char *prog, int argc, char **argv, int *i)
 {
     static const struct {

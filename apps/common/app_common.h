@@ -64,6 +64,16 @@ int app_rotation_load(const char *prog, const char *path, const oscar_model *mod
  * warns the same way; quality past it is not what the model was made for). */
 void app_warn_context(const char *prog, uint32_t n_ctx, const oscar_model_info *info);
 
+/* A flag that takes a value: 1 when f is one of known[] (NULL-terminated) and a value v follows.
+ * Else prints one line and returns 0: "<prog>: unknown option 'F' (<cmd> --help lists them)",
+ * cmd being the command whose --help lists the flags, or "<prog>: F needs a value". */
+int app_flag_with_value(const char *prog, const char *cmd, const char *f, const char *v, const char *const *known);
+
+/* --kv and --rot together: --rot alone selects oscar (*kv is set when kv_set is 0), oscar needs
+ * a rotation file and the other modes take none. When they do not fit, prints one line
+ * ("--kv oscar needs a rotation file ...", "--rot needs --kv oscar ...") and returns 0. */
+int app_check_kv_rot(const char *prog, oscar_kv_mode *kv, int kv_set, const char *rot);
+
 /* Flags of llama.cpp's tools that do not apply here (-ngl, -t, -fa, ...): when argv[*i] is one,
  * prints a one-line note, skips its value (argv[*i + 1], when it takes one) and returns 1. */
 int app_skip_llama_flag(const char *prog, int argc, char **argv, int *i);

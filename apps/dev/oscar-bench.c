@@ -62,15 +62,6 @@ static void print_usage(FILE *out, const char *mode);
 
 void bench_usage(FILE *out, const char *mode) { print_usage(out, mode); }
 
-int bench_flag_with_value(const char *prog, const char *f, const char *v, const char *const *known)
-{
-    int is_known = 0;
-    for (size_t k = 0; known[k]; k++) is_known |= !strcmp(f, known[k]);
-    if (!is_known) fprintf(stderr, "%s: unknown option '%s' (oscar-bench --help lists them)\n", prog, f);
-    else if (!v) fprintf(stderr, "%s: %s needs a value\n", prog, f);
-    return is_known && v;
-}
-
 /* ==== decode: a whole model ==================================================================== */
 
 typedef struct decode_args {
@@ -362,7 +353,7 @@ static int bench_decode(int argc, char **argv)
         static const char *const known[] = { "-m", "--model", "--gen", "--tmp", "--json", "--device", "--rot", "--contexts",
                                              "--batch", "--kv", "--prompt", "--steps", "--ubatch", "--bw-mib", "--layers",
                                              "--fill", NULL };
-        if (!bench_flag_with_value(prog, f, v, known)) return 2;
+        if (!app_flag_with_value(prog, "oscar-bench", f, v, known)) return 2;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a.model = v;
         else if (!strcmp(f, "--gen")) a.gen = v;
         else if (!strcmp(f, "--tmp")) a.tmp = v;
@@ -558,7 +549,7 @@ static int bench_ops(int argc, char **argv)
         }
         static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
                                              "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", "--mm-tile", NULL };
-        if (!bench_flag_with_value(prog, f, v, known)) return 2;
+        if (!app_flag_with_value(prog, "oscar-bench", f, v, known)) return 2;
         int ok = 1;
         if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
         else if (!strcmp(f, "--cols")) ok = app_parse_u32(prog, f, v, 1u << 20, &cols);
@@ -866,7 +857,7 @@ static int bench_floor(int argc, char **argv)
             return 0;
         }
         static const char *const known[] = { "--gen", "--contexts", "--kv", "--iters", "--device", NULL };
-        if (!bench_flag_with_value(prog, f, v, known)) return 2;
+        if (!app_flag_with_value(prog, "oscar-bench", f, v, known)) return 2;
         int ok = 1;
         if (!strcmp(f, "--gen")) gen = v;
         else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, contexts, &n_contexts);

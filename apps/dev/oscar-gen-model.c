@@ -63,17 +63,8 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--verbose")) { app_set_verbose(1); continue; }
         static const char *const with_value[] = { "-o", "--arch", "--type", "--embd-type", "--layers", "--embd", "--heads",
                                                   "--kv-heads", "--head-dim", "--ffn", "--vocab", "--ctx", "--rope-base",
-                                                  "--seed" };
-        int known = 0;
-        for (size_t k = 0; k < sizeof with_value / sizeof with_value[0]; k++) known |= !strcmp(a, with_value[k]);
-        if (!known) {
-            fprintf(stderr, PROG ": unknown option '%s' (oscar-gen-model --help lists them)\n", a);
-            return 2;
-        }
-        if (!v) {
-            fprintf(stderr, PROG ": %s needs a value\n", a);
-            return 2;
-        }
+                                                  "--seed", NULL };
+        if (!app_flag_with_value(PROG, PROG, a, v, with_value)) return 2;
         i++;
         int ok = 1;
         if (!strcmp(a, "-o")) out = v;

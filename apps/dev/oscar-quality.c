@@ -232,17 +232,9 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
         static const char *const known[] = { "-m", "--model", "-f", "--file", "--device", "--mode", "--tasks", "--ctx",
                                              "--max-chunks", "--parallel", "--sink", "--recent", "--group-size", "--passkey-lengths",
                                              "--passkey-trials", "--seed", "--agree-prompts", "--agree-tokens",
-                                             "--agree-sink", "--agree-recent" };
-        int is_known = 0, ok = 1;
-        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++) is_known |= !strcmp(f, known[k]);
-        if (!is_known) {
-            fprintf(stderr, PROG ": unknown option '%s' (oscar-quality --help lists them)\n", f);
-            return 1;
-        }
-        if (!v) {
-            fprintf(stderr, PROG ": %s needs a value\n", f);
-            return 1;
-        }
+                                             "--agree-sink", "--agree-recent", NULL };
+        if (!app_flag_with_value(PROG, PROG, f, v, known)) return 1;
+        int ok = 1;
         uint64_t u64 = 0;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
         else if (!strcmp(f, "-f") || !strcmp(f, "--file")) a->file = v;

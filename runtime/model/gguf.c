@@ -295,6 +295,25 @@ static oscar_status rd_value(cursor *c, uint32_t type, ovk_gguf_value *v)
 
 static int has_nul(ovk_gguf_str s) { return memchr(s.ptr, 0, (size_t)s.len) != NULL; }
 
+/* Reads the name of entry i of a section (a metadata key, a tensor name) into a NUL-terminated
+ * copy *out, left NULL on failure. c->where names the entry by number while the name is read,
+ * "<section> #i", and by the name from then on, "<entry> '<name>'" (at most 200 bytes shown).
+ * field: what messages call the string ("key", "name"); it may hold no NUL byte. */
+static oscar_status rd_name(cursor *c, uint64_t i, const char *section, const char *entry, const char *field, const char **out)
+{
+    oscar_status st;
+    ovk_gguf_str s;
+    char shown[201];
+    snprintf(c->where, sizeof c->where, "%s #%llu", section, (unsigned long long)i);
+    if ((st = rd_str(c, &s, field))) return st;
+    if (has_nul(s)) return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "%s contains a NUL byte", field);
+    printable(shown, sizeof shown, s.ptr, s.len);
+    snprintf(c->where, sizeof c->where, "%s '%s'", entry, shown);
+    *out = str_dup(s);
+    if (!*out) return CUR_FAIL(c, OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for a %s", field);
+    return OSCAR_OK;
+}
+
 static uint64_t align_up(uint64_t x, uint64_t a, int *overflow)
 {
     uint64_t r = x % a;
@@ -340,15 +359,7 @@ static oscar_status parse_metadata(cursor *c, ovk_gguf *g, uint64_t n_kv)
     if (!g->kv || !g->key_index) return CUR_FAIL(c, OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for %llu keys", (unsigned long long)n_kv);
     for (uint64_t i = 0; i < n_kv; i++) {
         ovk_gguf_kv *kv = &g->kv[i];
-        ovk_gguf_str key;
-        snprintf(c->where, sizeof c->where, "metadata #%llu", (unsigned long long)i);
-        if ((st = rd_str(c, &key, "key"))) return st;
-        if (has_nul(key)) return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "key contains a NUL byte");
-        char shown[201];
-        printable(shown, sizeof shown, key.ptr, key.len);
-        snprintf(c->where, sizeof c->where, "key '%s'", shown);
-        kv->key = str_dup(key);
-        if (!kv->key) return CUR_FAIL(c, OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for a key");
+        if ((st = rd_name(c, i, "metadata", "key", "key", &kv->key))) return st;
         g->n_kv = i + 1; /* from here on close() frees this entry */
         uint32_t type;
         if ((st = rd_u32(c, &type, "value type"))) return st;
@@ -374,15 +385,7 @@ static oscar_status parse_tensor_info(cursor *c, ovk_gguf *g, uint64_t i)
 {
     oscar_status st;
     ovk_gguf_tensor *t = &g->tensors[i];
-    ovk_gguf_str name;
-    snprintf(c->where, sizeof c->where, "tensor #%llu", (unsigned long long)i);
-    if ((st = rd_str(c, &name, "name"))) return st;
-    if (has_nul(name)) return CUR_FAIL(c, OSCAR_ERROR_BAD_FORMAT, "name contains a NUL byte");
-    char shown[201];
-    printable(shown, sizeof shown, name.ptr, name.len);
-    snprintf(c->where, sizeof c->where, "tensor '%s'", shown);
-    t->name = str_dup(name);
-    if (!t->name) return CUR_FAIL(c, OSCAR_ERROR_OUT_OF_HOST_MEMORY, "no memory for a name");
+    if ((st = rd_name(c, i, "tensor", "tensor", "name", &t->name))) return st;
     g->n_tensors = i + 1;
     if ((st = rd_u32(c, &t->n_dims, "n_dims"))) return st;
     if (t->n_dims < 1 || t->n_dims > OSCAR_GGUF_MAX_DIMS)
@@ -572,6 +575,17 @@ static oscar_status get_kv(const ovk_gguf *g, const char *key, const ovk_gguf_kv
     return OSCAR_OK;
 }
 
+/* Finds a key whose value has exactly `type`; another type is BAD_FORMAT naming both. */
+static oscar_status get_typed(const ovk_gguf *g, const char *key, ovk_gguf_type type, const ovk_gguf_kv **kv)
+{
+    oscar_status st = get_kv(g, key, kv);
+    if (st) return st;
+    if ((*kv)->value.type != type)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected %s", g->path, key,
+                           ovk_gguf_type_name((*kv)->value.type), ovk_gguf_type_name(type));
+    return OSCAR_OK;
+}
+
 /* An integer value as a signed/unsigned pair within [lo, hi] (hi as uint64). */
 static oscar_status get_int(const ovk_gguf *g, const char *key, const char *want, int64_t lo, uint64_t hi,
                             int *neg, uint64_t *mag)
@@ -643,11 +657,8 @@ oscar_status ovk_gguf_get_f32(const ovk_gguf *g, const char *key, float *out)
 oscar_status ovk_gguf_get_bool(const ovk_gguf *g, const char *key, int *out)
 {
     const ovk_gguf_kv *kv;
-    oscar_status st = get_kv(g, key, &kv);
+    oscar_status st = get_typed(g, key, OSCAR_GGUF_TYPE_BOOL, &kv);
     if (st) return st;
-    if (kv->value.type != OSCAR_GGUF_TYPE_BOOL)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected bool", g->path, key,
-                           ovk_gguf_type_name(kv->value.type));
     *out = kv->value.u64 != 0;
     return OSCAR_OK;
 }
@@ -655,11 +666,8 @@ oscar_status ovk_gguf_get_bool(const ovk_gguf *g, const char *key, int *out)
 oscar_status ovk_gguf_get_str(const ovk_gguf *g, const char *key, const char **out)
 {
     const ovk_gguf_kv *kv;
-    oscar_status st = get_kv(g, key, &kv);
+    oscar_status st = get_typed(g, key, OSCAR_GGUF_TYPE_STRING, &kv);
     if (st) return st;
-    if (kv->value.type != OSCAR_GGUF_TYPE_STRING)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected string", g->path, key,
-                           ovk_gguf_type_name(kv->value.type));
     *out = kv->value.cstr;
     return OSCAR_OK;
 }
@@ -667,11 +675,8 @@ oscar_status ovk_gguf_get_str(const ovk_gguf *g, const char *key, const char **o
 oscar_status ovk_gguf_get_array(const ovk_gguf *g, const char *key, int elem_type, const ovk_gguf_array **out)
 {
     const ovk_gguf_kv *kv;
-    oscar_status st = get_kv(g, key, &kv);
+    oscar_status st = get_typed(g, key, OSCAR_GGUF_TYPE_ARRAY, &kv);
     if (st) return st;
-    if (kv->value.type != OSCAR_GGUF_TYPE_ARRAY)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' has type %s, expected array", g->path, key,
-                           ovk_gguf_type_name(kv->value.type));
     if (elem_type >= 0 && kv->value.arr.type != (ovk_gguf_type)elem_type)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: key '%s' is an array of %s, expected an array of %s", g->path,
                            key, ovk_gguf_type_name(kv->value.arr.type), ovk_gguf_type_name((uint32_t)elem_type));

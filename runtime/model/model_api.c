@@ -359,9 +359,7 @@ OSCAR_API oscar_status oscar_session_seq_reset(oscar_session *s, int32_t seq)
     oscar_status st = OSCAR_OK;
     int32_t id = -1;
     if (!s) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "oscar_session_seq_reset: NULL session");
-    OSCAR_TRY(lookup(s, seq, &id));
-    OSCAR_TRY(oscar_kv_seq_free(s->kv, id));
-    s->kv_seq[seq] = -1;
+    OSCAR_TRY(oscar_session_seq_free(s, seq));
     OSCAR_TRY(oscar_kv_seq_add(s->kv, &id)); /* a slot was just freed, so this cannot run out */
     s->kv_seq[seq] = id;
 fail:

@@ -484,6 +484,39 @@ static oscar_status opt_bool(const ovk_gguf *g, const char *key, int *out)
     return ovk_gguf_get_bool(g, key, out);
 }
 
+/* Borrowed views of the strings of a (at most INT32_MAX of them): *ptrs and *lens, malloc'ed
+ * with one spare entry (never a malloc of 0 bytes), are the caller's to free, also on failure.
+ * what: one string in messages ("token", "merge"). */
+static oscar_status string_views(const ovk_gguf *g, const ovk_gguf_array *a, const char *what, const char ***ptrs,
+                                 uint32_t **lens)
+{
+    oscar_status st = OSCAR_OK;
+    const uint32_t n = (uint32_t)a->count;
+    *ptrs = malloc((n + 1) * sizeof **ptrs);
+    *lens = malloc((n + 1) * sizeof **lens);
+    if (!*ptrs || !*lens) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
+    for (uint32_t i = 0; i < n; i++) {
+        if (a->strs[i].len > UINT32_MAX) OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: %s %u too long", g->path, what, i);
+        (*ptrs)[i] = a->strs[i].ptr;
+        (*lens)[i] = (uint32_t)a->strs[i].len;
+    }
+fail:
+    return st;
+}
+
+/* The array `key` with one number per token, or *a = NULL when the file has no such key. */
+static oscar_status opt_token_array(const ovk_gguf *g, const char *key, uint32_t n_tokens, const ovk_gguf_array **a)
+{
+    *a = NULL;
+    if (!ovk_gguf_find_key(g, key)) return OSCAR_OK;
+    oscar_status st = ovk_gguf_get_array(g, key, -1, a);
+    if (st) return st;
+    if ((*a)->count != n_tokens)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_BAD_FORMAT, "%s: %s: %llu entries for %u tokens", g->path, key,
+                           (unsigned long long)(*a)->count, n_tokens);
+    return OSCAR_OK;
+}
+
 oscar_status ovk_model_tokenizer_create(const ovk_gguf *g, ovk_tokenizer **out)
 {
     oscar_status st = OSCAR_OK;
@@ -502,31 +535,18 @@ oscar_status ovk_model_tokenizer_create(const ovk_gguf *g, ovk_tokenizer **out)
         OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.tokens: %llu tokens", g->path,
                    (unsigned long long)a->count);
     d.n_tokens = (uint32_t)a->count;
-    tokens = malloc(d.n_tokens * sizeof *tokens);
-    token_lens = malloc(d.n_tokens * sizeof *token_lens);
-    if (!tokens || !token_lens) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
-    for (uint32_t i = 0; i < d.n_tokens; i++) {
-        if (a->strs[i].len > UINT32_MAX) OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: token %u too long", g->path, i);
-        tokens[i] = a->strs[i].ptr;
-        token_lens[i] = (uint32_t)a->strs[i].len;
-    }
+    OSCAR_TRY(string_views(g, a, "token", &tokens, &token_lens));
     d.tokens = tokens;
     d.token_lens = token_lens;
-    if (ovk_gguf_find_key(g, "tokenizer.ggml.scores")) {
-        OSCAR_TRY(ovk_gguf_get_array(g, "tokenizer.ggml.scores", -1, &a));
-        if (a->count != d.n_tokens)
-            OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.scores: %llu entries for %u tokens", g->path,
-                       (unsigned long long)a->count, d.n_tokens);
+    OSCAR_TRY(opt_token_array(g, "tokenizer.ggml.scores", d.n_tokens, &a));
+    if (a) {
         scores = malloc(d.n_tokens * sizeof *scores);
         if (!scores) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
         for (uint32_t i = 0; i < d.n_tokens; i++) scores[i] = (float)ovk_gguf_array_number(a, i);
         d.scores = scores;
     }
-    if (ovk_gguf_find_key(g, "tokenizer.ggml.token_type")) {
-        OSCAR_TRY(ovk_gguf_get_array(g, "tokenizer.ggml.token_type", -1, &a));
-        if (a->count != d.n_tokens)
-            OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.token_type: %llu entries for %u tokens", g->path,
-                       (unsigned long long)a->count, d.n_tokens);
+    OSCAR_TRY(opt_token_array(g, "tokenizer.ggml.token_type", d.n_tokens, &a));
+    if (a) {
         types = malloc(d.n_tokens * sizeof *types);
         if (!types) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
         for (uint32_t i = 0; i < d.n_tokens; i++) types[i] = (int32_t)ovk_gguf_array_int(a, i);
@@ -536,14 +556,7 @@ oscar_status ovk_model_tokenizer_create(const ovk_gguf *g, ovk_tokenizer **out)
         OSCAR_TRY(ovk_gguf_get_array(g, "tokenizer.ggml.merges", OSCAR_GGUF_TYPE_STRING, &a));
         if (a->count > INT32_MAX) OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: tokenizer.ggml.merges too long", g->path);
         d.n_merges = (uint32_t)a->count;
-        merges = malloc((d.n_merges + 1) * sizeof *merges);
-        merge_lens = malloc((d.n_merges + 1) * sizeof *merge_lens);
-        if (!merges || !merge_lens) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "tokenizer: out of memory");
-        for (uint32_t i = 0; i < d.n_merges; i++) {
-            if (a->strs[i].len > UINT32_MAX) OSCAR_FAIL(OSCAR_ERROR_BAD_FORMAT, "%s: merge %u too long", g->path, i);
-            merges[i] = a->strs[i].ptr;
-            merge_lens[i] = (uint32_t)a->strs[i].len;
-        }
+        OSCAR_TRY(string_views(g, a, "merge", &merges, &merge_lens));
         d.merges = merges;
         d.merge_lens = merge_lens;
     }

@@ -209,6 +209,11 @@ def left_edge(fig):
 
 # ---- collecting series ---------------------------------------------------------------------------
 
+def points_with(run, kind, key):
+    """The run's points of one kind that record `key`, in input order."""
+    return [p for p in run.points if point_kind(p) == kind and number(p, key) is not None]
+
+
 def collect(runs, kind, xkey, ykey, by_model):
     """Panels of series of one kind: {(device, model or None, batch): [(run, name, first point,
     [(x, y), ...])]}, model only when by_model; panels and series in input order."""
@@ -371,9 +376,7 @@ def prefill_bars(runs):
     """(run, point, label, tok/s) for every prefill point, in input order."""
     bars = []
     for run in runs:
-        for p in run.points:
-            if point_kind(p) != "prefill" or number(p, "tok_s") is None:
-                continue
+        for p in points_with(run, "prefill", "tok_s"):
             parts = [run.device]
             if run.get("model"):
                 parts.append(str(run.get("model")))
@@ -575,24 +578,32 @@ def figure_runs(used):
     return ", ".join(f"`{r.stem}`" for r in used)
 
 
-def attention_section(runs, used):
-    out = ["## Decode attention", ""]
+def section_start(title, used, missing, figure, alt, caption):
+    """A section's heading, then its figure (an SVG beside the page, with its alt text) and the
+    caption, which ends naming the runs drawn; where no run has points for it (used is None),
+    the line `missing` instead."""
+    out = [f"## {title}", ""]
     if used is None:
-        return out + ["No run has attention points (`oscar-bench attention --json`).", ""]
-    out += ["![Decode attention: µs per layer call against context](attention.svg)", "",
-            "One attention call of one layer during a decode step, µs against context (log-log), a panel "
-            "for each device and batch size, colours by KV mode, peers dotted. The dashed line is the int2 "
-            "cache's bytes at the read bandwidth the run measured: the time a call would take if it only "
-            "had to read its bytes. "
-            f"Runs: {figure_runs(used)}.", ""]
+        return out + [missing, ""]
+    return out + [f"![{alt}]({figure})", "", f"{caption} Runs: {figure_runs(used)}.", ""]
+
+
+def attention_section(runs, used):
+    out = section_start(
+        "Decode attention", used, "No run has attention points (`oscar-bench attention --json`).", "attention.svg",
+        "Decode attention: µs per layer call against context",
+        "One attention call of one layer during a decode step, µs against context (log-log), a panel "
+        "for each device and batch size, colours by KV mode, peers dotted. The dashed line is the int2 "
+        "cache's bytes at the read bandwidth the run measured: the time a call would take if it only "
+        "had to read its bytes.")
+    if used is None:
+        return out
     out += comparisons(used, "attention", "us", "µs", lower_is_better=True)
     out += ["| device | KV | batch | context | µs a call | µs, int2 bytes at read bandwidth | bits/element |",
             "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
     for run in used:
         limits = read_limits(run)
-        for p in run.points:
-            if point_kind(p) != "attention" or number(p, "us") is None:
-                continue
+        for p in points_with(run, "attention", "us"):
             batch, ctx = int(number(p, "batch") or 1), number(p, "context")
             lim = limits.get((batch, ctx)) if point_mode(p) == "int2" else None
             out.append(f"| {md_escape(run.device)} | {md_escape(series_name(run, p))} | {batch} | "
@@ -639,20 +650,18 @@ def comparisons(used, kind, key, unit, lower_is_better):
 
 
 def decode_section(runs, used):
-    out = ["## Whole-model decode", ""]
+    out = section_start(
+        "Whole-model decode", used, "No run has decode points (`oscar-bench decode --json`).", "decode.svg",
+        "Whole-model decode: tokens/s against context",
+        "Decode tokens/s of a whole model against the context every sequence holds (log-2 context), a "
+        "panel for each device, model and batch size, colours by KV mode, peers dotted.")
     if used is None:
-        return out + ["No run has decode points (`oscar-bench decode --json`).", ""]
-    out += ["![Whole-model decode: tokens/s against context](decode.svg)", "",
-            "Decode tokens/s of a whole model against the context every sequence holds (log-2 context), a "
-            "panel for each device, model and batch size, colours by KV mode, peers dotted. "
-            f"Runs: {figure_runs(used)}.", ""]
+        return out
     out += comparisons(used, "decode", "tok_s", "tok/s", lower_is_better=False)
     out += ["| device | model | KV | batch | context | tok/s | ms a step | GPU ms a step | bits/element |",
             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for run in used:
-        for p in run.points:
-            if point_kind(p) != "decode" or number(p, "tok_s") is None:
-                continue
+        for p in points_with(run, "decode", "tok_s"):
             ctx = number(p, "context")
             out.append(f"| {md_escape(run.device)} | {md_escape(run.get('model', NOT_RECORDED))} | "
                        f"{md_escape(series_name(run, p))} | {int(number(p, 'batch') or 1)} | "
@@ -664,17 +673,14 @@ def decode_section(runs, used):
 
 
 def prefill_section(runs, used):
-    out = ["## Prefill", ""]
+    out = section_start("Prefill", used, "No run has prefill points (`oscar-bench decode --json` writes them).",
+                        "prefill.svg", "Prefill tokens/s",
+                        "Prefill tokens/s (log), one bar a run and KV mode, coloured as in the other charts.")
     if used is None:
-        return out + ["No run has prefill points (`oscar-bench decode --json` writes them).", ""]
-    out += ["![Prefill tokens/s](prefill.svg)", "",
-            f"Prefill tokens/s (log), one bar a run and KV mode, coloured as in the other charts. "
-            f"Runs: {figure_runs(used)}.", ""]
+        return out
     out += ["| device | model | KV | prompt | tok/s | seconds |", "| --- | --- | --- | --- | ---: | ---: |"]
     for run in used:
-        for p in run.points:
-            if point_kind(p) != "prefill" or number(p, "tok_s") is None:
-                continue
+        for p in points_with(run, "prefill", "tok_s"):
             tokens = number(p, "tokens")
             prompt = p.get("note") or (f"{fmt_tokens(tokens)} tokens" if tokens else NOT_RECORDED)
             out.append(f"| {md_escape(run.device)} | {md_escape(run.get('model', NOT_RECORDED))} | "

@@ -6,6 +6,7 @@
 #include "attn_scene.h"
 #include "common/kv_layout.h"
 #include "half.h"
+#include "test_gpu.h"
 #include "test_util.h"
 
 void attn_scene_free(attn_scene *s)
@@ -58,6 +59,7 @@ static uint32_t assign_pages(int32_t *table, uint32_t n_seq, uint32_t width, con
 
 void attn_scene_build(const attn_scene_shape *c, attn_scene *s)
 {
+    s->shape = *c;
     uint32_t S = c->sink, R = c->recent, P = c->P, d = c->d, nkv = c->nkv;
     uint32_t lens[] = { 1, S ? S - 1 : 2, S ? S : 3, S + 1, S + R - 1, S + R, S + R + 1, P - 1, P, P + 1,
                         2 * P + 5, S + R + 3 * P + 7, 1 + attn_scene_rng_below(S + R + 2 * P) };
@@ -189,4 +191,81 @@ void attn_scene_add_mean_v(float *out, uint32_t n_rows, uint32_t n_head, uint32_
 {
     for (size_t rh = 0; rh < (size_t)n_rows * n_head; rh++)
         for (uint32_t j = 0; j < d; j++) out[rh * d + j] += mean_v[(rh % n_head) / gqa * d + j];
+}
+
+float *attn_scene_random_q(const attn_scene *s, uint32_t n_head, float q_mul)
+{
+    size_t n = (size_t)s->n_rows * n_head * s->shape.d;
+    float *q = malloc(sizeof *q * n);
+    for (size_t i = 0; i < n; i++) q[i] = test_rng_normal() * q_mul;
+    return q;
+}
+
+attn_ref_cache attn_scene_ref_cache(const attn_scene *s)
+{
+    const attn_scene_shape *c = &s->shape;
+    attn_ref_cache rc = { .mode = c->mode, .head_dim = c->d, .group = c->G, .page = c->P, .n_kv = c->nkv,
+                          .int2_pool = s->int2_pool, .n_int2_pages = s->n_int2_pages,
+                          .f16_pool = s->f16_pool, .n_f16_pages = s->n_f16_pages,
+                          .int2_table = s->int2_table, .max_int2_pages = s->max_int2_pages,
+                          .f16_table = s->f16_table, .max_f16_pages = s->max_f16_pages,
+                          .n_seq = s->n_seq, .sink = s->sink, .flushed_end = s->flushed };
+    return rc;
+}
+
+oscar_status attn_scene_upload(oscar_context *ctx, const attn_scene *s, attn_scene_buffers *b)
+{
+    const attn_scene_shape *c = &s->shape;
+    oscar_status st;
+    memset(b, 0, sizeof *b);
+    if ((st = test_gpu_buffer_from(ctx, s->int2_pool,
+                                   4 * (KV_INT2_PAGE_WORDS(c->nkv, c->P, c->d, c->G) * s->n_int2_pages + 4),
+                                   &b->int2_pool)))
+        return st;
+    if ((st = test_gpu_buffer_from(ctx, s->f16_pool, 4 * (KV_F16_PAGE_WORDS(c->nkv, c->P, c->d) * s->n_f16_pages + 4),
+                                   &b->f16_pool)))
+        return st;
+    if ((st = test_gpu_buffer_from(ctx, s->int2_table, 4 * s->n_seq * s->max_int2_pages, &b->int2_table))) return st;
+    return test_gpu_buffer_from(ctx, s->f16_table, 4 * s->n_seq * s->max_f16_pages, &b->f16_table);
+}
+
+void attn_scene_buffers_destroy(oscar_context *ctx, attn_scene_buffers *b)
+{
+    ovk_buffer_destroy(ctx, &b->int2_pool);
+    ovk_buffer_destroy(ctx, &b->f16_pool);
+    ovk_buffer_destroy(ctx, &b->int2_table);
+    ovk_buffer_destroy(ctx, &b->f16_table);
+}
+
+void attn_scene_kernel_output(const attn_scene *s, float *out, uint32_t gqa, const float *rot, int per_head,
+                              const float *means)
+{
+    const attn_scene_shape *c = &s->shape;
+    uint32_t n_head = c->nkv * gqa;
+    if (c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED)
+        attn_scene_unrotate(out, s->n_rows, n_head, gqa, c->d, rot, per_head);
+    if (c->mode == KV_MODE_ROTATED) attn_scene_add_mean_v(out, s->n_rows, n_head, gqa, c->d, means + (size_t)c->nkv * c->d);
+}
+
+oscar_status attn_scene_run_twice(oscar_context *ctx, const ovk_pipeline *p, const ovk_binding *bindings,
+                                  const void *push, const uint32_t grid[3], const ovk_buffer *out)
+{
+    oscar_status st;
+    if ((st = ovk_cmd_begin(ctx, &ctx->cmd))) return st;
+    if ((st = ovk_cmd_dispatch(ctx, &ctx->cmd, p, bindings, push, grid))) return st;
+    ovk_cmd_barrier(ctx, &ctx->cmd);
+    ctx->vk.vkCmdFillBuffer(ctx->cmd.cb, out->buffer, 0, out->size, ATTN_SCENE_POISON);
+    ovk_cmd_barrier(ctx, &ctx->cmd);
+    if ((st = ovk_cmd_dispatch(ctx, &ctx->cmd, p, bindings, push, grid))) return st;
+    return ovk_cmd_submit_wait(ctx, &ctx->cmd);
+}
+
+double attn_scene_nse(const char *name, const float *got, const float *want, size_t n, size_t *bad)
+{
+    size_t bad_ref = 0;
+    *bad = 0;
+    for (size_t i = 0; i < n; i++) *bad += !isfinite(got[i]);
+    for (size_t i = 0; i < n; i++) bad_ref += !isfinite(want[i]);
+    CHECK_MSG(bad_ref == 0, "%s: reference has %zu non-finite values", name, bad_ref);
+    return test_nse(got, want, n);
 }

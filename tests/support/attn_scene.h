@@ -8,7 +8,11 @@
 #ifndef OSCAR_TEST_ATTN_SCENE_H
 #define OSCAR_TEST_ATTN_SCENE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "attn_ref.h"
+#include "vk_context.h"
 
 #define ATTN_SCENE_POISON 0x7E007E00u /* two fp16 NaNs */
 
@@ -21,6 +25,7 @@ typedef struct attn_scene_shape {
 
 /* One generated cache: host pools/tables in kv_layout.h format plus fp32 originals. */
 typedef struct attn_scene {
+    attn_scene_shape shape;          /* what it was built for */
     uint32_t n_seq, n_int2_pages, n_f16_pages, max_int2_pages, max_f16_pages;
     uint32_t *len, *sink, *flushed;  /* [n_seq] */
     int32_t *int2_table, *f16_table; /* [n_seq][max_*_pages] */
@@ -49,6 +54,35 @@ float *attn_scene_random_means(uint32_t n_kv, uint32_t d);
 /* out[row][h] += mean_v[h / gqa] for out [n_rows][n_head][d]: the value offset the OSCAR mode's
  * attention adds back after o·R_Vᵀ. */
 void attn_scene_add_mean_v(float *out, uint32_t n_rows, uint32_t n_head, uint32_t gqa, uint32_t d, const float *mean_v);
+/* Queries for the rows: [n_rows][n_head][d] normal values times q_mul, malloc'ed. */
+float *attn_scene_random_q(const attn_scene *s, uint32_t n_head, float q_mul);
+
+/* The cache as the C reference reads it (no key centers): views of s's tables and pools. */
+attn_ref_cache attn_scene_ref_cache(const attn_scene *s);
+
+/* The cache on the device: pools (with 16 spare bytes each) and page tables, bound as the
+ * attention kernels bind them. */
+typedef struct attn_scene_buffers {
+    ovk_buffer int2_pool, f16_pool, int2_table, f16_table;
+} attn_scene_buffers;
+oscar_status attn_scene_upload(oscar_context *ctx, const attn_scene *s, attn_scene_buffers *b);
+void attn_scene_buffers_destroy(oscar_context *ctx, attn_scene_buffers *b);
+
+/* The reference output out [n_rows][n_kv * gqa][d] (in the stored basis) turned into what the
+ * kernels return: o·R_Vᵀ in the rotated modes (rot, per_head: as attn_scene_unrotate), and
+ * μ_V added in OSCAR mode (means: attn_scene_random_means's [K,V][n_kv][d]). */
+void attn_scene_kernel_output(const attn_scene *s, float *out, uint32_t gqa, const float *rot, int per_head,
+                              const float *means);
+
+/* Records the pipeline twice in one submission with out poisoned in between (the second call
+ * must write all of it) and waits. */
+oscar_status attn_scene_run_twice(oscar_context *ctx, const ovk_pipeline *p, const ovk_binding *bindings,
+                                  const void *push, const uint32_t grid[3], const ovk_buffer *out);
+
+/* Normalised squared error of got against want [n]; *bad counts got's non-finite values. A
+ * non-finite value in want fails the test (`name` says which case). */
+double attn_scene_nse(const char *name, const float *got, const float *want, size_t n, size_t *bad);
+
 /* Uniform in [0, n) (0 for n = 0). */
 uint32_t attn_scene_rng_below(uint32_t n);
 

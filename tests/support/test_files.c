@@ -101,3 +101,13 @@ int test_cut_vocabulary(const char *src, const char *dst, uint32_t n_tokens)
     ovk_gguf_close(g);
     return ok;
 }
+
+int test_write_ppl_text(const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return 0;
+    for (int i = 0; i < 40; i++)
+        fprintf(f, "The quick brown fox jumps over the lazy dog number %d. Then the fox runs home to the other side "
+                   "of the hill, where the river meets the sea.\n", i);
+    return fclose(f) == 0;
+}

@@ -21,4 +21,8 @@ int test_fill_tensor(const char *path, const char *name, const void *pattern, si
  * their first n_tokens entries, the rest as it was. Returns 1 when done. */
 int test_cut_vocabulary(const char *src, const char *dst, uint32_t n_tokens);
 
+/* A text for the perplexity programs: 40 numbered lines of English sentences, long enough for a
+ * few chunks of a tiny model's context. Returns 1 when written. */
+int test_write_ppl_text(const char *path);
+
 #endif

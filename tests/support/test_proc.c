@@ -18,17 +18,10 @@
 
 char *test_slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return calloc(1, 1);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)(n > 0 ? n : 0) + 1);
-    size_t r = s ? fread(s, 1, (size_t)(n > 0 ? n : 0), f) : 0;
-    fclose(f);
+    size_t n = 0;
+    char *s = test_read_file(path, &n);
     if (!s) return calloc(1, 1);
-    s[r] = 0;
-    for (size_t i = 0; i < r; i++) /* a random model may print a NUL byte */
+    for (size_t i = 0; i < n; i++) /* a random model may print a NUL byte */
         if (!s[i]) s[i] = '?';
     return s;
 }

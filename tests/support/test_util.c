@@ -60,6 +60,49 @@ double test_nse(const float *a, const float *ref, size_t n)
     return num / den;
 }
 
+void test_random_orthogonal(float *r, uint32_t n, uint32_t d)
+{
+    double *q = malloc(sizeof(double) * d * d);
+    for (uint32_t m = 0; m < n; m++) {
+        for (uint32_t i = 0; i < d * d; i++) q[i] = test_rng_normal();
+        for (int pass = 0; pass < 2; pass++) {
+            for (uint32_t i = 0; i < d; i++) {
+                for (uint32_t j = 0; j < i; j++) {
+                    double dot = 0;
+                    for (uint32_t k = 0; k < d; k++) dot += q[i * d + k] * q[j * d + k];
+                    for (uint32_t k = 0; k < d; k++) q[i * d + k] -= dot * q[j * d + k];
+                }
+                double nn = 0;
+                for (uint32_t k = 0; k < d; k++) nn += q[i * d + k] * q[i * d + k];
+                nn = 1.0 / sqrt(nn);
+                for (uint32_t k = 0; k < d; k++) q[i * d + k] *= nn;
+            }
+        }
+        for (uint32_t i = 0; i < d * d; i++) r[(size_t)m * d * d + i] = (float)q[i];
+    }
+    free(q);
+}
+
+char *test_read_file(const char *path, size_t *size)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    size_t n = len > 0 ? (size_t)len : 0;
+    char *buf = malloc(n + 1);
+    if (buf && fread(buf, 1, n, f) != n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = '\0';
+    if (size) *size = n;
+    return buf;
+}
+
 double test_now(void)
 {
     struct timespec ts;

@@ -63,8 +63,16 @@ const char *test_tmp_dir_make(const char *prefix);
 const char *test_tmp_path(const char *name);
 void test_tmp_dir_remove(void);
 
+/* Reads a whole file into a malloc'ed buffer with a NUL after its *size bytes (size may be
+ * NULL). NULL when it cannot be opened or read. */
+char *test_read_file(const char *path, size_t *size);
+
 /* 1 when a writer's temporary file for `path` is left beside it ("<path>.<anything>.tmp"). */
 int test_tmp_leftover(const char *path);
+
+/* n random orthogonal d x d matrices r [n][d][d] (Gram-Schmidt on Gaussian rows, twice, in
+ * double). Such an R is not symmetric, so using Rᵀ by mistake shows. */
+void test_random_orthogonal(float *r, uint32_t n, uint32_t d);
 
 /* Normalised squared error: sum (a-b)^2 / sum b^2 (b is the reference); 0 when both are 0. */
 double test_nse(const float *a, const float *ref, size_t n);

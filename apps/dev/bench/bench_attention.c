@@ -363,7 +363,7 @@ int bench_attention(int argc, char **argv)
         }
         static const char *const known[] = { "--heads", "--kv-heads", "--head-dim", "--group", "--iters", "--hold-mib",
                                              "--contexts", "--batch", "--modes", "--variants", "--kernels", "--json", "--device", NULL };
-        if (!bench_flag_with_value(prog, f, v, known)) return 2;
+        if (!app_flag_with_value(prog, "oscar-bench", f, v, known)) return 2;
         if (!strcmp(f, "--heads")) ok = app_parse_u32(prog, f, v, 1024, &a.heads);
         else if (!strcmp(f, "--kv-heads")) ok = app_parse_u32(prog, f, v, 1024, &a.kv_heads);
         else if (!strcmp(f, "--head-dim")) ok = app_parse_u32(prog, f, v, 1024, &a.head_dim);
