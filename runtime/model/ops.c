@@ -291,7 +291,14 @@ oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char 
     if (!variant && !(variant = ovk_pick_variant(ctx, "mul_mat_vec_q8")))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "mul_mat_vec_q8: no variant in this build");
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
-    uint32_t per = ops->matvec_rows ? ops->matvec_rows : 2, unroll = ops->matvec_unroll ? ops->matvec_unroll : 2;
+    /* rows per subgroup and tasks per lane and pass: H200 sweep (oscar-bench ops --rows-per-group,
+     * --mv-unroll over 14336 x 4096, 4096 x 4096 and 4096 x 14336): one row and two tasks for the
+     * 32-element types and Q6_K (Q6_K 4096 x 14336 23.0 us against 32.9 at two rows and two tasks;
+     * Q4_0 13.9 against 18.5), two rows and one task for the 64-element chunks of Q4_K and Q5_K
+     * (Q4_K 14336 x 4096 14.9 against 17.5) */
+    int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : chunks ? 2 : 1;
+    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : chunks ? 1 : 2;
     uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0 || wg % ctx->info.max_subgroup_size != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: workgroup %u is not a power of two in 32..256 "
