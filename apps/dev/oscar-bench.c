@@ -610,7 +610,7 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_tokens = mv_tokens;
     memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
     if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens, else the %s matmul), then the "
-                           "tiled fp32 matmul\n", tokens, OSCAR_MATVEC_BATCH_MAX,
+                           "tiled fp32 matmul and the cooperative-matrix one (cm)\n", tokens, OSCAR_MATVEC_BATCH_MAX,
                            ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix"
                                                                                                   : "tiled");
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
@@ -644,11 +644,13 @@ static int bench_ops(int argc, char **argv)
          * one and (Q4_0, Q4_1, Q8_0 with subgroup arithmetic) the int8 one, each on x prepared
          * once, as a forward pass shares it between the products of one input (--rows-per-group,
          * --mv-unroll and --mv-workgroup tune the int8 one too: rows a subgroup, blocks a pass);
-         * --tokens > 1: the default product of the batch, then the tiled matmul */
+         * --tokens > 1: the default product of the batch, then the tiled matmul and (where the
+         * device has them) the cooperative-matrix one */
         for (int var = 0; var < 3 && st == OSCAR_OK; var++) {
             int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1, q8 = tokens == 1 && var == 2;
+            int coopmat = tokens > 1 && var == 2;
             if ((f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) || (q8 && !ovk_op_mul_mat_vec_q8_supported(&ops, type)) ||
-                (var == 2 && !q8))
+                (coopmat && !ovk_op_mul_mat_coopmat_supported(&ops)))
                 continue;
             double ns = 0;
             st = ovk_cmd_begin(ctx, &cmd);
@@ -664,6 +666,7 @@ static int bench_ops(int argc, char **argv)
                 st = q8      ? ovk_op_mul_mat_vec_q8(&ops, &cmd, NULL, type, bw_, bq, by, rows, cols)
                      : f16   ? ovk_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
                      : tiled ? ovk_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
+                     : coopmat ? ovk_op_mul_mat_coopmat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                              : ovk_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
                 if (barriers) ovk_cmd_barrier(ctx, &cmd);
             }
@@ -671,7 +674,7 @@ static int bench_ops(int argc, char **argv)
             if (st != OSCAR_OK) break;
             double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
             printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", ovk_ggml_type_name(type),
-                   q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+                   q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : coopmat ? " cm" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
         }
