@@ -33,6 +33,8 @@
  *    freed sequence, oscar mode without rotations -> status + message, never a crash.
  * 6. SmolLM2 (optional): greedy continuation of "The capital of France is" equals the C
  *    reference's 16 tokens; the chat prompt answers "Paris" in fp16, int2 and int2-hadamard.
+ * Every section runs its products in fp32 (the int8 mat-vec and the cooperative-matrix matmul,
+ * the defaults where a device runs them fast, are off) but those that turn one on.
  */
 #include <math.h>
 #include <stdio.h>
@@ -1220,9 +1222,9 @@ static void check_smollm2(const char *path)
     }
     oscar_session_destroy(s);
 
-    /* the int8 single-row products (OSCAR_MATVEC_Q8=1, opt-in) against the fp32 ones, 64 greedy
-     * tokens: equal, or the first difference at a near-tie of the fp32 path's logits (their gap
-     * printed) */
+    /* the int8 single-row products (OSCAR_MATVEC_Q8=1; the default where integer dot products are
+     * fast) against the fp32 ones, 64 greedy tokens: equal, or the first difference at a near-tie
+     * of the fp32 path's logits (their gap printed) */
     if (ctx->info.subgroup_arithmetic) {
         enum { N_GEN = 64 };
         uint32_t V = in.n_vocab;
