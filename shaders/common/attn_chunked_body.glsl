@@ -52,13 +52,6 @@
 #include "common/attn_chunked.h"
 #include "common/kv_write.h"
 
-#ifndef ATTN_F16
-#define ATTN_F16 0
-#endif
-#if ATTN_F16
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#endif
-
 #include "common/attn_decode_decl.glsl"
 
 layout(constant_id = KV_SPEC_CH_ITEM_TOKENS) const uint ITEM_TOKENS = 512;
@@ -89,26 +82,6 @@ shared float sh_bias[ATTN_CH_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the c
 shared bool sh_last;                // this workgroup completes its (row, KV head)
 
 const float NEG_INF = -1.0 / 0.0;
-
-// Element e (0..15) of code word w as x = 1 + c/4 (fp32).
-float code_x(uint w, uint e)
-{
-    uint b = 2u * e <= 21u ? w << (21u - 2u * e) : w >> (2u * e - 21u);
-    return uintBitsToFloat((b & 0x00600000u) | 0x3F800000u);
-}
-
-vec4 code_x4(uint w, uint e0)
-{
-    return vec4(code_x(w, e0), code_x(w, e0 + 1u), code_x(w, e0 + 2u), code_x(w, e0 + 3u));
-}
-
-#if ATTN_F16
-// Elements (e, e + 8) of code word w (e < 8) as exact fp16 codes.
-f16vec2 code_pair(uint w, uint e)
-{
-    return unpackFloat2x16(((w >> (2u * e)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf);
-}
-#endif
 
 // reduce_heads and the merge of a (row, KV head) by its last workgroup (merge_row), lane sums
 // in sh_p

@@ -34,13 +34,6 @@
 #include "common/attn_push.h"
 #include "common/kv_write.h"
 
-#ifndef ATTN_F16
-#define ATTN_F16 0
-#endif
-#if ATTN_F16
-#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#endif
-
 #include "common/attn_decode_decl.glsl"
 
 layout(constant_id = KV_SPEC_ATTN_SG_MIN) const uint SG_MIN = 32;

@@ -1,7 +1,15 @@
 // Declarations shared by the decode-attention kernels (common/attn_decode_body.glsl, the
 // streaming one, and common/attn_chunked_body.glsl): the cache's shape as specialization
 // constants, the INT2 and fp16 page geometry, and the bindings of one dispatch. Include after
-// kv_layout.h and the push-constant struct attn_decode_push.
+// kv_layout.h and the push-constant struct attn_decode_push. ATTN_F16 (default 0) picks the
+// packed-fp16 value sums.
+
+#ifndef ATTN_F16
+#define ATTN_F16 0
+#endif
+#if ATTN_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 
 layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
 layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
@@ -50,3 +58,28 @@ layout(std430, binding = 11) readonly buffer Means { float means[]; };       // 
 layout(std430, binding = 11) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
+
+// INT2 codes become numbers without a conversion instruction. fp32: or-ing code c into the
+// mantissa of 1.0 gives x = 1 + c/4, so q·c = 4 (q·x - qsum) and scale * c + min =
+// 4 scale * x + (min - 4 scale). fp16: or-ing c into 1024.0 gives 1024 + c, less 1024 = c
+// exactly, for two elements (e, e + 8) of a word at once.
+
+// Element e (0..15) of code word w as x = 1 + c/4 (fp32).
+float code_x(uint w, uint e)
+{
+    uint b = 2u * e <= 21u ? w << (21u - 2u * e) : w >> (2u * e - 21u);
+    return uintBitsToFloat((b & 0x00600000u) | 0x3F800000u);
+}
+
+vec4 code_x4(uint w, uint e0)
+{
+    return vec4(code_x(w, e0), code_x(w, e0 + 1u), code_x(w, e0 + 2u), code_x(w, e0 + 3u));
+}
+
+#if ATTN_F16
+// Elements (e, e + 8) of code word w (e < 8) as exact fp16 codes c.
+f16vec2 code_pair(uint w, uint e)
+{
+    return unpackFloat2x16(((w >> (2u * e)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf);
+}
+#endif

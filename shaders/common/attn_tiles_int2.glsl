@@ -12,32 +12,7 @@
 //           at the tile's start, before the key math.
 // The lanes exchange the tile's weights (p * scale with one V group a row, else p) through the
 // subgroup's part of sh_x [SG * KU][GQA]: no workgroup barrier.
-//
-// Codes become numbers without a conversion instruction. fp32: or-ing code c into the
-// mantissa of 1.0 gives x = 1 + c/4, so q·c = 4 (q·x - qsum) and scale * c + min =
-// 4 scale * x + (min - 4 scale). fp16: or-ing c into 1024.0 gives 1024 + c, less 1024 = c
-// exactly, for two elements (e, e + 8) of a word at once.
-
-// Element e (0..15) of code word w as x = 1 + c/4 (fp32).
-float code_x(uint w, uint e)
-{
-    uint b = 2u * e <= 21u ? w << (21u - 2u * e) : w >> (2u * e - 21u);
-    return uintBitsToFloat((b & 0x00600000u) | 0x3F800000u);
-}
-
-vec4 code_x4(uint w, uint e0)
-{
-    return vec4(code_x(w, e0), code_x(w, e0 + 1u), code_x(w, e0 + 2u), code_x(w, e0 + 3u));
-}
-
-#if ATTN_F16
-// Elements (j, j + 8) of code word w (j < 8) as exact fp16 codes c.
-f16vec2 code_pair(uint w, uint j)
-{
-    return unpackFloat2x16(((w >> (2u * j)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf);
-}
-
-#endif
+// The codes become numbers through code_x4 and code_pair (common/attn_decode_decl.glsl).
 
 // q of the KV head's query heads, scaled: sh_q (fp32; the fp32 variant, or for key centers),
 // sh_q2 (fp16 pairs (e, e + 8) of each code word: the f16 variant) and the group sums sh_qs of
