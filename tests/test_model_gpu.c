@@ -414,29 +414,6 @@ static void check_synthetic_fill(void)
 
 /* ---- 3. KV modes --------------------------------------------------------------------------- */
 
-/* A random orthogonal, non-symmetric d x d matrix (Gram-Schmidt of a Gaussian matrix). */
-static void random_rotation(float *R, uint32_t d)
-{
-    double *m = malloc((size_t)d * d * sizeof *m);
-    for (size_t i = 0; i < (size_t)d * d; i++) m[i] = test_rng_normal();
-    for (uint32_t i = 0; i < d; i++) {
-        double *row = m + (size_t)i * d;
-        for (int pass = 0; pass < 2; pass++)
-            for (uint32_t j = 0; j < i; j++) {
-                const double *o = m + (size_t)j * d;
-                double dot = 0;
-                for (uint32_t k = 0; k < d; k++) dot += row[k] * o[k];
-                for (uint32_t k = 0; k < d; k++) row[k] -= dot * o[k];
-            }
-        double n = 0;
-        for (uint32_t k = 0; k < d; k++) n += row[k] * row[k];
-        n = 1.0 / sqrt(n);
-        for (uint32_t k = 0; k < d; k++) row[k] *= n;
-    }
-    for (size_t i = 0; i < (size_t)d * d; i++) R[i] = (float)m[i];
-    free(m);
-}
-
 /* Runs a 48-token prompt and 16 teacher-forced decode steps in `mode` with fp16 windows of 4
  * sink + 8 recent tokens; returns the worst logits NSE against the float reference. */
 static double run_mode(pair *p, oscar_kv_mode mode, const oscar_rotation_set *rs, const int32_t *toks, uint32_t window)
@@ -592,8 +569,8 @@ static void check_kv_modes(void)
     uint32_t L = 2, d = 64, KV = 2;
     float *rk = malloc((size_t)L * KV * d * d * 4), *rv = malloc((size_t)L * KV * d * d * 4);
     for (uint32_t m = 0; m < L * KV; m++) {
-        random_rotation(rk + (size_t)m * d * d, d);
-        random_rotation(rv + (size_t)m * d * d, d);
+        test_random_orthogonal(rk + (size_t)m * d * d, 1, d);
+        test_random_orthogonal(rv + (size_t)m * d * d, 1, d);
     }
     oscar_rotation_set *per_layer = NULL, *per_head = NULL;
     CHECK_OK(oscar_rotation_set_create(p.gm, L, 1, rk, rv, NULL, NULL, &per_layer));
@@ -802,8 +779,8 @@ static void check_rotation_files(void)
     uint32_t d = in.head_dim, n = in.n_layer * in.n_head_kv;
     float *rk = malloc((size_t)n * d * d * 4), *rv = malloc((size_t)n * d * d * 4);
     for (uint32_t i = 0; i < n; i++) {
-        random_rotation(rk + (size_t)i * d * d, d);
-        random_rotation(rv + (size_t)i * d * d, d);
+        test_random_orthogonal(rk + (size_t)i * d * d, 1, d);
+        test_random_orthogonal(rv + (size_t)i * d * d, 1, d);
     }
     CHECK(rk[1] != rk[d]); /* non-symmetric, so a transpose would show */
     zoo_spec z = { NULL, 0, 0, 0, 1, 0, 0 };
