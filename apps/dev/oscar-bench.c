@@ -610,9 +610,11 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_tokens = mv_tokens;
     memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
     if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens, else the %s matmul), then the "
-                           "tiled fp32 matmul and the cooperative-matrix one (cm)\n", tokens, OSCAR_MATVEC_BATCH_MAX,
+                           "tiled fp32 matmul (and up to %u tokens the cooperative-matrix one, cm)\n", tokens,
+                           OSCAR_MATVEC_BATCH_MAX,
                            ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix"
-                                                                                                  : "tiled");
+                                                                                                  : "tiled",
+                           OSCAR_MATVEC_BATCH_MAX);
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
@@ -645,10 +647,11 @@ static int bench_ops(int argc, char **argv)
          * once, as a forward pass shares it between the products of one input (--rows-per-group,
          * --mv-unroll and --mv-workgroup tune the int8 one too: rows a subgroup, blocks a pass);
          * --tokens > 1: the default product of the batch, then the tiled matmul and (where the
-         * device has them) the cooperative-matrix one */
+         * device has them, for a batch the default gives to the batched lanes product) the
+         * cooperative-matrix one */
         for (int var = 0; var < 3 && st == OSCAR_OK; var++) {
             int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1, q8 = tokens == 1 && var == 2;
-            int coopmat = tokens > 1 && var == 2;
+            int coopmat = tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 2; /* above, the default is it */
             if ((f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) || (q8 && !ovk_op_mul_mat_vec_q8_supported(&ops, type)) ||
                 (coopmat && !ovk_op_mul_mat_coopmat_supported(&ops)))
                 continue;
