@@ -10,12 +10,15 @@
  * so a kernel reading outside its tokens fails the comparison.
  * Every case runs through both kernels in fp32 and, where the device has shaderFloat16, in
  * packed fp16 (the streaming kernel: INT2 dot products and value sums in packed fp16, q rounded
- * to fp16 for the INT2 keys; the chunked one: INT2 value sums in fp16). The call runs twice back to back (the merge counters must be back at 0 after
+ * to fp16 for the INT2 keys; the chunked one: INT2 value sums in fp16), and the INT2 cases
+ * through the chunked kernel's integer-dot variant where the device has integer dot products
+ * (INT2 keys scored against q quantized to int8 blocks). The call runs twice back to back (the merge counters must be back at 0 after
  * each) and the second output is checked. In the rotated modes R_V is a random non-symmetric
  * matrix, so a transposed R_V fails.
  * Bounds: normalised squared error <= 1e-5 against the reference over the same stored values
- * that reproduces the variant's input rounding (the f16 variant's q rounded to fp16); the f16
- * variant also <= 1e-4 against the fp32-q reference (cases without huge q); fp16 mode also
+ * that reproduces the variant's input rounding (the f16 variant's q rounded to fp16, the idot
+ * variant's quantized to int8); these two also <= 1e-4 against the fp32-q reference (cases
+ * without huge q); fp16 mode also
  * <= 1e-4 against exact attention over the fp32 values before fp16 rounding. */
 #include <math.h>
 #include <stdlib.h>
@@ -120,8 +123,8 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
 }
 
 /* Runs one case through a kernel: stream (attn_decode[_f16]) or chunked
- * (attn_decode_chunked[_f16]), packed fp16 or fp32. */
-static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16)
+ * (attn_decode_chunked[_f16], attn_decode_chunked_f16.idot with idot), packed fp16 or fp32. */
+static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16, int idot)
 {
     attn_scene s = { 0 };
     scene_build(c, &s);
@@ -134,13 +137,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     /* the kernel's shape for this device, the case's workgroup and tuning constants varied over
      * the cases (the picker keeps them within the shared memory) */
     ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size, 1024,
-                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1 };
+                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot };
     static const uint32_t ves[3] = { 4, 8, 16 };
     ovk_attn_tuning tune = { stream, f16, c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
-                             1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4) };
+                             1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4), idot };
     ovk_attn_config cfg;
     CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
-    CHECK_MSG(cfg.stream == stream, "%s: kernel %s picked", c->name, cfg.variant);
+    CHECK_MSG(cfg.stream == stream && cfg.idot == idot, "%s: kernel %s picked", c->name, cfg.variant);
     if (!stream) {
         cfg.vu = 1 + c->P % 9;                     /* varied over the cases */
         if (c->split >= 300) cfg.item_tokens = 64; /* long splits: items run through several chunks */
@@ -167,12 +170,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     }
 
     attn_ref_cache rc = attn_scene_ref_cache(&s);
-    float *want_q32 = NULL; /* streaming f16 variant: the reference with fp32 q too */
-    if (f16 && stream) {
+    float *want_q32 = NULL; /* streaming f16 and idot variants: the reference with fp32 q too */
+    if ((f16 && stream) || idot) {
         want_q32 = malloc(sizeof *want_q32 * out_n);
         CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want_q32));
     }
     rc.q_f16_int2 = f16 && stream;
+    rc.q_q8_int2 = idot;
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
     ovk_buffer b_q, b_rows, b_items, b_part, b_out;
@@ -297,12 +301,18 @@ int main(int argc, char **argv)
     size_t n_cases = sizeof cases / sizeof cases[0];
     for (int stream = 0; stream < 2; stream++) {
         for (size_t i = 0; i < n_cases; i++)
-            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 0);
+            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 0, 0);
         if (ctx->info.float16_arithmetic) {
             for (size_t i = 0; i + 1 < n_cases; i++)
-                if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 1);
+                if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 1, 0);
         } else
             printf("packed fp16 variants: skipped (no shaderFloat16)\n");
     }
+    /* the integer-dot variant: INT2 cases only (fp16 mode never takes it) */
+    if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
+        for (size_t i = 0; i + 1 < n_cases; i++)
+            if (cases[i].mode != KV_MODE_FP16 && (!only || strstr(cases[i].name, only))) run_case(ctx, &cases[i], 0, 1, 1);
+    } else
+        printf("integer-dot variant: skipped (no integer dot products or shaderFloat16, or not built)\n");
     return test_gpu_finish(ctx);
 }

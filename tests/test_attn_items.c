@@ -106,8 +106,8 @@ int main(void)
         { 128, 64, 16, 8, 4, 16, 16384, 1, 1 }, { 64, 32, 1, 1, 32, 64, 49152, 1, 0 }, { 256, 128, 64, 8, 8, 32, 32768, 1, 1 } };
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         const uint32_t *x = shapes[i];
-        ovk_attn_device dev = { x[4], x[5], 1024, x[6], (int)x[7] };
-        ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1 };
+        ovk_attn_device dev = { x[4], x[5], 1024, x[6], (int)x[7], 0 };
+        ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1, -1 };
         ovk_attn_config cfg;
         CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK_MSG(cfg.shared_bytes <= x[6] && cfg.shared_bytes == ovk_attn_shared_bytes(&cfg, x[0], x[1], x[2], x[3], (int)x[8]) &&
@@ -121,19 +121,35 @@ int main(void)
         tune.kernel = -1; /* the default: chunked where it fits */
         CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK(cfg.stream || (cfg.item_tokens >= 64 && cfg.shared_bytes <= x[6] && !strcmp(cfg.shader, "attn_decode_chunked")));
+        /* integer-dot keys: with packed fp16 where accelerated (dev.idot 2) or asked for (1), never in fp16 mode */
+        tune.f16 = -1;
+        for (int idot = 0; idot <= 2; idot++)
+            for (int ask = -1; ask <= 1; ask++)
+                for (int fp16_mode = 0; fp16_mode <= 1; fp16_mode++) {
+                    dev.idot = idot, tune.idot = ask;
+                    CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], fp16_mode, &tune, &cfg));
+                    int want = x[7] && !fp16_mode && x[0] % 32 == 0 && (ask >= 0 ? ask && idot : idot == 2);
+                    CHECK_MSG(cfg.stream || (cfg.idot == want && !strcmp(cfg.shader, want ? "attn_decode_chunked_f16.idot" : x[7] ? "attn_decode_chunked_f16" : "attn_decode_chunked") &&
+                                             cfg.shared_bytes <= x[6] &&
+                                             cfg.item_tokens == ovk_attn_item_tokens(x[0], x[1], x[2], x[3], cfg.wg, x[6], want)),
+                              "shape %zu, idot %d asked %d fp16 mode %d: %s", i, idot, ask, fp16_mode, cfg.shader);
+                }
+        dev.idot = 0, tune.idot = -1, tune.f16 = -1;
         tune.kernel = 1;
     }
     /* the chunked kernel's chunk: the largest multiple of 64 (<= the cap) whose shared memory fits */
-    CHECK(ovk_attn_item_tokens(128, 128, 64, 4, 128, 32768) == OSCAR_ATTN_MAX_ITEM_TOKENS);
-    CHECK(ovk_attn_item_tokens(256, 32, 1, 16, 256, 16384) == 0);
+    CHECK(ovk_attn_item_tokens(128, 128, 64, 4, 128, 32768, 0) == OSCAR_ATTN_MAX_ITEM_TOKENS);
+    CHECK(ovk_attn_item_tokens(256, 32, 1, 16, 256, 16384, 0) == 0);
     {
-        uint32_t it = ovk_attn_item_tokens(128, 64, 16, 8, 64, 16384);
-        CHECK(it >= 64 && it % 64 == 0 && 4ull * ATTN_CH_SHARED_FLOATS(it, 8, 64, 128, 64, 16) <= 16384 &&
-              4ull * ATTN_CH_SHARED_FLOATS(it + 64, 8, 64, 128, 64, 16) > 16384);
+        for (int idot = 0; idot <= 1; idot++) {
+            uint32_t it = ovk_attn_item_tokens(128, 64, 16, 8, 64, 16384, idot);
+            CHECK(it >= 64 && it % 64 == 0 && 4ull * ATTN_CH_SHARED_FLOATS(it, 8, 64, 128, 64, 16, idot) <= 16384 &&
+                  4ull * ATTN_CH_SHARED_FLOATS(it + 64, 8, 64, 128, 64, 16, idot) > 16384);
+        }
     }
     {   /* nothing fits */
-        ovk_attn_device dev = { 4, 4, 1024, 2048, 1 };
-        ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1 };
+        ovk_attn_device dev = { 4, 4, 1024, 2048, 1, 2 };
+        ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1, -1 };
         ovk_attn_config cfg;
         CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, 0, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
     }

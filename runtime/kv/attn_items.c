@@ -60,11 +60,12 @@ void ovk_attn_item_pages(struct kv_attn_item *item, uint32_t page, const int32_t
 }
 
 /* ---- the decode kernel's shape ---- */
-uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes)
+uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, int idot)
 {
     uint32_t best = 0;
     for (uint64_t item = 64; item <= OSCAR_ATTN_MAX_ITEM_TOKENS; item += 64)
-        if (4ull * ATTN_CH_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G, (uint64_t)P) <= shared_bytes)
+        if (4ull * ATTN_CH_SHARED_FLOATS(item, (uint64_t)gqa, (uint64_t)wg, (uint64_t)d, (uint64_t)G, (uint64_t)P,
+                                         (uint64_t)(idot != 0)) <= shared_bytes)
             best = (uint32_t)item;
     return best;
 }
@@ -91,11 +92,12 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         if (c.wg > dev->max_workgroup || c.wg % (d / 4)) c.wg = 128;
         c.u = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : 1;
         c.vu = 8;
-        c.item_tokens = ovk_attn_item_tokens(d, G, P, gqa, c.wg, dev->shared_bytes);
+        c.idot = f16 && !fp16_mode && d % 32 == 0 && (tune->idot >= 0 ? tune->idot && dev->idot : dev->idot == 2);
+        c.item_tokens = ovk_attn_item_tokens(d, G, P, gqa, c.wg, dev->shared_bytes, c.idot);
         if (c.item_tokens && c.wg <= dev->max_workgroup && c.wg % (d / 4) == 0) {
-            c.shader = f16 ? "attn_decode_chunked_f16" : "attn_decode_chunked";
-            c.variant = f16 ? "chunked-f16" : "chunked-fp32";
-            c.shared_bytes = 4 * ATTN_CH_SHARED_FLOATS(c.item_tokens, gqa, c.wg, d, G, P);
+            c.shader = c.idot ? "attn_decode_chunked_f16.idot" : f16 ? "attn_decode_chunked_f16" : "attn_decode_chunked";
+            c.variant = c.idot ? "chunked-f16-idot" : f16 ? "chunked-f16" : "chunked-fp32";
+            c.shared_bytes = 4 * ATTN_CH_SHARED_FLOATS(c.item_tokens, gqa, c.wg, d, G, P, c.idot);
             *out = c;
             return OSCAR_OK;
         }

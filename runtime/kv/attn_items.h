@@ -56,6 +56,8 @@ typedef struct ovk_attn_device {
     uint32_t max_workgroup;              /* invocations of a workgroup */
     uint32_t shared_bytes;               /* shared memory the kernel may use */
     int float16;                         /* packed fp16 arithmetic (shaderFloat16) */
+    int idot;                            /* 1: integer dot products enabled and the idot kernel built; 2: and
+                                          * accelerated (the driver says so) */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
@@ -64,13 +66,15 @@ typedef struct ovk_attn_tuning {
     int f16;          /* 0: the fp32 variant, 1: packed fp16 where the device has it, -1: choice */
     uint32_t wg, ku, ve, fku;
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
+    int idot;         /* chunked kernel, INT2 keys: 0 fp32 scores, 1 integer dot products where enabled, -1: choice */
 } ovk_attn_tuning;
 
 /* The kernel and its specialization constants (common/attn_push.h, common/attn_chunked.h). */
 typedef struct ovk_attn_config {
     int stream;           /* 1: attn_decode (streaming subgroups), 0: attn_decode_chunked */
-    const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16 */
-    const char *variant;  /* "chunked-fp32", "chunked-f16", "stream-fp32" or "stream-f16" */
+    const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys */
+    const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32" or "stream-f16" */
+    int idot;             /* chunked: the integer-dot variant */
     uint32_t wg;
     uint32_t sg_min, ku, ve, fku, prefetch;  /* streaming */
     uint32_t item_tokens, u, vu;             /* chunked: its KV_SPEC_CH_* */
@@ -81,7 +85,9 @@ typedef struct ovk_attn_config {
  * kernel: attn_decode_chunked (256 threads, U 1, VU 8, the longest chunk the shared memory
  * holds), which an H100 ran faster for the INT2 modes at 4K-128K and fp16 mode up to 32K, unless
  * tune->kernel = 1 or the chunk does not fit; else the streaming attn_decode. The arithmetic:
- * packed fp16 where the device has it (tune->f16 = 0 forces the fp32 fallback). The streaming
+ * packed fp16 where the device has it (tune->f16 = 0 forces the fp32 fallback); with it, INT2
+ * keys by integer dot products where they are accelerated (dev->idot = 2; tune->idot = 1 asks
+ * for them wherever enabled, 0 never). The streaming
  * kernel's shape: 128-thread workgroups, VE
  * from the GQA ratio (value sums VE * gqa per lane), KU so that a lane loads at most 32 value
  * words a tile, FKU 8 in fp16 mode (fp16_mode != 0: more bytes in flight) and 2 for the INT2
@@ -90,10 +96,11 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
                            int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out);
 
 /* Largest chunk attn_decode_chunked scores at once with `wg` threads, `gqa` query heads per KV
- * head, head_dim d, group G and page P within `shared_bytes` of shared memory: a multiple of 64
- * tokens, at most OSCAR_ATTN_MAX_ITEM_TOKENS; 0 when not even 64 tokens fit. */
+ * head, head_dim d, group G and page P within `shared_bytes` of shared memory (idot: the
+ * integer-dot variant's): a multiple of 64 tokens, at most OSCAR_ATTN_MAX_ITEM_TOKENS; 0 when
+ * not even 64 tokens fit. */
 #define OSCAR_ATTN_MAX_ITEM_TOKENS 1024u
-uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes);
+uint32_t ovk_attn_item_tokens(uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, int idot);
 
 /* Bytes of shared memory the streaming attn_decode declares for a configuration (ATTN_SHARED_FLOATS). */
 uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered);

@@ -103,7 +103,7 @@ oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t
 
 /* Decode attention's pipeline: the kernel, variant and shape ovk_attn_pick chooses for this
  * device (the environment's tuning overrides, vk_env.h; OSCAR_ATTN_F16=0 forces the fp32
- * fallback, OSCAR_ATTN_KERNEL the kernel), logged with OSCAR_PIPELINE_STATS=1; and the split
+ * fallback, OSCAR_ATTN_IDOT the integer-dot keys, OSCAR_ATTN_KERNEL the kernel), logged with OSCAR_PIPELINE_STATS=1; and the split
  * sizing of the cache's attention calls. */
 static oscar_status create_decode(oscar_kv_cache *c)
 {
@@ -116,12 +116,14 @@ static oscar_status create_decode(oscar_kv_cache *c)
                                 ? ctx->limits.maxComputeWorkGroupInvocations
                                 : ctx->limits.maxComputeWorkGroupSize[0],
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
-                            ctx->info.float16_arithmetic };
+                            ctx->info.float16_arithmetic, 0 };
+    if (ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"))
+        dev.idot = (ctx->features.preferred & OVK_NEEDS_IDOT) ? 2 : 1;
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
     ovk_attn_tuning tune = { env->attn_kernel, env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku,
-                             env->attn_prefetch };
+                             env->attn_prefetch, env->attn_idot };
     OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode == KV_MODE_FP16,
                               &tune, &c->attn));
     ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, 12, sizeof(struct attn_decode_push), c->attn.wg, ATTN_N_SPEC);

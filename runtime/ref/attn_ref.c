@@ -5,6 +5,7 @@
 #include "attn_ref.h"
 #include "error.h"
 #include "half.h"
+#include "q8_ref.h"
 
 /* Dequantizes one INT2 row: codes [d/16] words, params [d/G] words (lo fp16 scale, hi min). */
 static void dequant_row(const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G, float *out)
@@ -90,15 +91,40 @@ static double int2_dot_f16(const float *q, float scale, const uint32_t *codes, c
     return s;
 }
 
-/* q·k * scale of position pos; with q_f16_int2, an INT2 key less its center as
- * attn_decode_f16 scores it (int2_dot_f16), plus the center against q·scale in fp32. */
+/* q·(k - center) of an INT2 key as attn_decode_chunked_f16.idot computes it: q·scale (fp32)
+ * quantized to int8 blocks of 32 as ovk_ref_q8_quantize does, then exact sums of the quantized
+ * q (code times block scale) against the codes, per group scale * sum + min * (sum of the
+ * quantized q). codes [d/16] words, params [d/G] words. */
+static double int2_dot_q8(const float *q, float scale, const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G)
+{
+    float qs32[KV_MAX_HEAD_DIM], qd[KV_MAX_HEAD_DIM / OSCAR_Q8_BLOCK];
+    uint32_t qc[KV_MAX_HEAD_DIM / 4];
+    for (uint32_t e = 0; e < d; e++) qs32[e] = q[e] * scale;
+    ovk_ref_q8_quantize(qs32, d / OSCAR_Q8_BLOCK, qc, qd);
+    double s = 0.0;
+    for (uint32_t g = 0; g < d / G; g++) {
+        double dq = 0.0, qs = 0.0;
+        for (uint32_t e = g * G; e < (g + 1) * G; e++) {
+            double qe = (double)ovk_ref_q8_code(qc, e) * qd[e / OSCAR_Q8_BLOCK];
+            dq += qe * (double)((codes[e / 16] >> (2 * (e % 16))) & 3u);
+            qs += qe;
+        }
+        uint32_t p = params[g];
+        s += (double)ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)) * dq + (double)ovk_f16_to_f32((uint16_t)(p >> 16)) * qs;
+    }
+    return s;
+}
+
+/* q·k * scale of position pos; with q_f16_int2 or q_q8_int2, an INT2 key less its center as
+ * attn_decode_f16 scores it (int2_dot_f16), or the integer-dot variant (int2_dot_q8), plus the
+ * center against q·scale in fp32. */
 static double score(const attn_ref_cache *c, const float *q, const float *k, uint32_t seq, uint32_t pos, uint32_t kvh,
                     float scale)
 {
     uint32_t d = c->head_dim, G = c->group, P = c->page, nkv = c->n_kv;
     double dot = 0.0;
     int int2 = c->mode != KV_MODE_FP16 && pos >= c->sink[seq] && pos < c->flushed_end[seq];
-    if (!c->q_f16_int2 || !int2) {
+    if ((!c->q_f16_int2 && !c->q_q8_int2) || !int2) {
         for (uint32_t e = 0; e < d; e++) dot += (double)q[e] * k[e];
         return dot * scale;
     }
@@ -106,7 +132,8 @@ static double score(const attn_ref_cache *c, const float *q, const float *k, uin
     int32_t page = c->int2_table[(size_t)seq * c->max_int2_pages + j / P];
     const uint32_t *base = c->int2_pool + (size_t)page * KV_INT2_PAGE_WORDS(nkv, P, d, G);
     size_t row = (size_t)kvh * P + j % P, cw = d / 16, pw = d / G;
-    dot = int2_dot_f16(q, scale, base + row * cw, base + (size_t)nkv * P * cw + row * pw, d, G);
+    const uint32_t *codes = base + row * cw, *params = base + (size_t)nkv * P * cw + row * pw;
+    dot = c->q_q8_int2 ? int2_dot_q8(q, scale, codes, params, d, G) : int2_dot_f16(q, scale, codes, params, d, G);
     if (c->key_centers) {
         float ctr[KV_MAX_HEAD_DIM];
         f16_row(c->key_centers + ((size_t)(pos / c->center_block) * nkv + kvh) * (d / 2), d, ctr);
@@ -124,7 +151,7 @@ oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const u
     float *k = NULL, *v = NULL;
     double *s = NULL, *o = NULL;
     if (d == 0 || d > KV_MAX_HEAD_DIM || nkv == 0 || n_head % nkv != 0 || c->group == 0 || d % c->group != 0 ||
-        d % 16 != 0 || c->page == 0)
+        d % 16 != 0 || c->page == 0 || (c->q_q8_int2 && d % OSCAR_Q8_BLOCK != 0))
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: bad shape (d %u, G %u, P %u, n_kv %u, n_head %u)", d,
                    c->group, c->page, nkv, n_head);
     uint32_t gqa = n_head / nkv, max_n = 0;

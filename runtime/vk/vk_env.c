@@ -13,10 +13,13 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_SHADER_DIR", "development: load a pipeline's SPIR-V from DIR/NAME.spv when that file exists" },
     { "OSCAR_STEP_FLUSH", "a forward step goes to the GPU in parts growing N times (default 4); 0: one part" },
     { "OSCAR_MATVEC_F16", "1: single-token Q4_0/Q8_0 products in packed fp16 (faster, ~1e-7 relative error)" },
-    { "OSCAR_MATMUL_COOPMAT", "1: prefill products on cooperative matrices where the device has them (fp16 inputs, "
-                              "~1e-7 relative error; not yet the default: unmeasured on a GPU); 0 or unset: fp32" },
-    { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (opt-in: it can flip a greedy near-tie)" },
+    { "OSCAR_MATMUL_COOPMAT", "0: prefill products in fp32; 1 or unset: on cooperative matrices where the device has them "
+                              "(fp16 inputs, ~1e-7 relative error)" },
+    { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (the default where integer "
+                         "dot products are accelerated; it can flip a greedy near-tie)" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
+    { "OSCAR_ATTN_IDOT", "0: decode attention scores INT2 keys in fp32; 1: by integer dot products with q in int8 (the "
+                         "default where they are accelerated)" },
     { "OSCAR_ATTN_KERNEL", "chunked or stream: decode attention's kernel (default: chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
@@ -77,6 +80,7 @@ void ovk_env_read(ovk_env *env)
     long ms = number("OSCAR_ATTN_MIN_SPLIT", 64, 65536, 0);
     env->attn_min_split = ms % 64 == 0 ? (uint32_t)ms : 0;
     env->attn_f16 = (int)number("OSCAR_ATTN_F16", 0, 1, -1);
+    env->attn_idot = (int)number("OSCAR_ATTN_IDOT", 0, 1, -1);
     const char *kernel = text("OSCAR_ATTN_KERNEL");
     env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 1, -1);

@@ -1,8 +1,9 @@
 // Flash-decoding over the paged KV cache, workgroup-wide: one workgroup per (work item, KV
 // head), all its threads on each chunk of the item in turn, with barriers between the phases.
-// The body of shaders/attn_decode_chunked.comp (fp32 arithmetic) and attn_decode_chunked_f16.comp
+// The body of shaders/attn_decode_chunked.comp (fp32 arithmetic), attn_decode_chunked_f16.comp
 // (ATTN_F16 = 1: the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay
-// fp32). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming kernel
+// fp32) and attn_decode_chunked_f16.idot.comp (ATTN_IDOT = 1 as well: INT2 keys scored by
+// integer dot products of their codes with q quantized to int8, see scores_int2). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming kernel
 // (attn_decode_body.glsl) for the INT2 modes at every context and for fp16 mode up to 32K.
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
@@ -54,6 +55,14 @@
 
 #include "common/attn_decode_decl.glsl"
 
+#ifndef ATTN_IDOT
+#define ATTN_IDOT 0
+#endif
+#if ATTN_IDOT
+#include "common/dot4_idot.glsl"
+#include "common/q8_layout.h"
+#endif
+
 layout(constant_id = KV_SPEC_CH_ITEM_TOKENS) const uint ITEM_TOKENS = 512;
 
 const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0;  // K code rows 16-byte aligned (CW % 4 == 0)
@@ -80,6 +89,14 @@ shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction result
 shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
 shared float sh_bias[ATTN_CH_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the chunk][GQA] q_h·(c_b·R_K) (CENTERED)
 shared bool sh_last;                // this workgroup completes its (row, KV head)
+#if ATTN_IDOT
+// sh_q quantized to int8 in blocks of 32 (OSCAR_Q8_BLOCK), laid out for the codes: word j of
+// uvec4 w of a head holds elements 16w + j + {0, 4, 8, 12} in bytes 0..3, the elements that
+// byte lanes of (code word w >> 2j) & 0x03030303 hold
+shared uvec4 sh_qi4[GQA * D / 16];  // [GQA][d/16] int8 q
+shared float sh_qd[GQA * D / 32];   // [GQA][d/32] block scales
+shared float sh_qbs[GQA * D / 32];  // [GQA][d/32] block sums of the quantized q (scale * sum of codes)
+#endif
 
 const float NEG_INF = -1.0 / 0.0;
 
@@ -152,6 +169,37 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
         float s[U][GQA];
         for (uint u = 0; u < U; u++)
             for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
+#if ATTN_IDOT
+        // s_h = sum_g sc_g * sum_{b in g} d_hb * (integer sum of q codes * key codes) + mn_g * qsum_hg
+        for (uint g = 0; g < PWD; g++) {
+            float dq[U][GQA];
+            for (uint u = 0; u < U; u++)
+                for (uint h = 0; h < GQA; h++) dq[u][h] = 0.0;
+            for (uint b = g * (GROUP / 32); b < (g + 1) * (GROUP / 32); b++) {
+                int is[U][GQA];
+                for (uint u = 0; u < U; u++)
+                    for (uint h = 0; h < GQA; h++) is[u][h] = 0;
+                [[unroll]] for (uint ww = 0; ww < 2; ww++) {
+                    uint w = 2 * b + ww;
+                    uint cw[U];
+                    for (uint u = 0; u < U; u++) cw[u] = kc[u][w / 4][w % 4];
+                    for (uint h = 0; h < GQA; h++) {
+                        uvec4 qw = sh_qi4[h * (D / 16) + w];
+                        [[unroll]] for (uint j = 0; j < 4; j++)
+                            for (uint u = 0; u < U; u++) is[u][h] += dot4(qw[j], (cw[u] >> (2u * j)) & 0x03030303u);
+                    }
+                }
+                for (uint h = 0; h < GQA; h++) {
+                    float d = sh_qd[h * (D / 32) + b];
+                    for (uint u = 0; u < U; u++) dq[u][h] += d * float(is[u][h]);
+                }
+            }
+            for (uint u = 0; u < U; u++) {
+                vec2 sm = unpackHalf2x16(kp[u][g]); // x = scale, y = min
+                for (uint h = 0; h < GQA; h++) s[u][h] += sm.x * dq[u][h] + sm.y * sh_qs[h * PWD + g];
+            }
+        }
+#else
         for (uint g = 0; g < PWD; g++) {
             float dq[U][GQA];   // sum_{e in g} q_h[e] * x_e
             for (uint u = 0; u < U; u++)
@@ -173,9 +221,39 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
                 }
             }
         }
+#endif
         store_scores(k0, n, pos0, s, m);
     }
 }
+
+#if ATTN_IDOT
+// Block i = (h, b) of sh_q to int8 (as common/q8_quantize.glsl: scale amax / 127, codes
+// roundEven(v / scale)) into sh_qi4, sh_qd and sh_qbs.
+void quantize_q_block(uint i)
+{
+    uint h = i / (D / 32), b = i % (D / 32);
+    float amax = 0.0;
+    [[unroll]] for (uint k = 0; k < 8; k++) {
+        vec4 v = abs(sh_q[h * (D / 4) + b * 8 + k]);
+        amax = max(amax, max(max(v.x, v.y), max(v.z, v.w)));
+    }
+    float dq = amax * OSCAR_Q8_INV_127;
+    int sum = 0;
+    [[unroll]] for (uint ww = 0; ww < 2; ww++) {
+        uint w = 2 * b + ww;
+        uvec4 words = uvec4(0u);
+        [[unroll]] for (uint k = 0; k < 16; k++) {
+            float v = sh_q[h * (D / 4) + w * 4 + k / 4][k % 4];
+            int c = dq > 0.0 ? clamp(int(roundEven(v / dq)), -127, 127) : 0;
+            sum += c;
+            words[k % 4] |= uint(c & 0xFF) << (8u * (k / 4)); // element 16w + k: word k % 4, byte k / 4
+        }
+        sh_qi4[h * (D / 16) + w] = words;
+    }
+    sh_qd[i] = dq;
+    sh_qbs[i] = dq * float(sum);
+}
+#endif
 
 void scores_f16(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 {
@@ -311,14 +389,24 @@ void main()
 
     for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
     barrier();
+#if ATTN_IDOT
+    if (is_int2) {
+        for (uint i = t; i < GQA * (D / 32); i += WG) quantize_q_block(i);
+        barrier();
+    }
+#endif
     if (is_int2)
         for (uint i = t; i < GQA * PWD; i += WG) {
             uint h = i / PWD, g = i % PWD;
             float s = 0.0;
+#if ATTN_IDOT
+            for (uint b = 0; b < GROUP / 32; b++) s += sh_qbs[h * (D / 32) + g * (GROUP / 32) + b];
+#else
             for (uint k = 0; k < GROUP / 4; k++) {
                 vec4 v = sh_q[h * (D / 4) + g * (GROUP / 4) + k];
                 s += (v.x + v.y) + (v.z + v.w);
             }
+#endif
             sh_qs[i] = s;
         }
 
