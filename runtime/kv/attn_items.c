@@ -91,7 +91,7 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         c.wg = tune->wg ? tune->wg : 256;
         if (c.wg > dev->max_workgroup || c.wg % (d / 4)) c.wg = 128;
         c.u = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : 1;
-        c.vu = 8;
+        c.vu = tune->vu >= 1 && tune->vu <= 16 ? tune->vu : 8;
         c.idot = f16 && !fp16_mode && d % 32 == 0 && (tune->idot >= 0 ? tune->idot && dev->idot : dev->idot == 2);
         c.item_tokens = ovk_attn_item_tokens(d, G, P, gqa, c.wg, dev->shared_bytes, c.idot);
         if (c.item_tokens && c.wg <= dev->max_workgroup && c.wg % (d / 4) == 0) {

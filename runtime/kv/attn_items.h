@@ -67,6 +67,7 @@ typedef struct ovk_attn_tuning {
     uint32_t wg, ku, ve, fku;
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
     int idot;         /* chunked kernel, INT2 keys: 0 fp32 scores, 1 integer dot products where enabled, -1: choice */
+    uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (8) */
 } ovk_attn_tuning;
 
 /* The kernel and its specialization constants (common/attn_push.h, common/attn_chunked.h). */

@@ -123,7 +123,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
     ovk_attn_tuning tune = { env->attn_kernel, env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku,
-                             env->attn_prefetch, env->attn_idot };
+                             env->attn_prefetch, env->attn_idot, env->attn_vu };
     OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode == KV_MODE_FP16,
                               &tune, &c->attn));
     ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, 12, sizeof(struct attn_decode_push), c->attn.wg, ATTN_N_SPEC);

@@ -25,6 +25,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
     { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream) or thread (chunked) scores at once, 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
+    { "OSCAR_ATTN_VU", "decode attention (chunked): INT2 and fp16 value tokens a lane loads at once, 1..16 (tuning; default 8)" },
     { "OSCAR_ATTN_FKU", "decode attention: fp16 tile tokens per lane group, 1..8 (tuning)" },
     { "OSCAR_ATTN_PREFETCH", "decode attention: INT2 prefetch, 1 next tile's keys + 2 tile's values early (tuning; default 3)" },
     { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 256 chunked, 768 stream)" },
@@ -81,6 +82,7 @@ void ovk_env_read(ovk_env *env)
     env->attn_min_split = ms % 64 == 0 ? (uint32_t)ms : 0;
     env->attn_f16 = (int)number("OSCAR_ATTN_F16", 0, 1, -1);
     env->attn_idot = (int)number("OSCAR_ATTN_IDOT", 0, 1, -1);
+    env->attn_vu = (uint32_t)number("OSCAR_ATTN_VU", 1, 16, 0);
     const char *kernel = text("OSCAR_ATTN_KERNEL");
     env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 1, -1);
