@@ -67,7 +67,7 @@ typedef struct ovk_attn_tuning {
     uint32_t wg, ku, ve, fku;
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
     int idot;         /* chunked kernel, INT2 keys: 0 fp32 scores, 1 integer dot products where enabled, -1: choice */
-    uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (8) */
+    uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (16 with integer-dot keys, else 8) */
 } ovk_attn_tuning;
 
 /* The kernel and its specialization constants (common/attn_push.h, common/attn_chunked.h). */
@@ -83,7 +83,7 @@ typedef struct ovk_attn_config {
 } ovk_attn_config;
 
 /* The one place that picks decode attention's kernel, variant and shape for a device. The
- * kernel: attn_decode_chunked (256 threads, U 1, VU 8, the longest chunk the shared memory
+ * kernel: attn_decode_chunked (256 threads, U 1, VU 8 or 16, the longest chunk the shared memory
  * holds), which an H100 ran faster for the INT2 modes at 4K-128K and fp16 mode up to 32K, unless
  * tune->kernel = 1 or the chunk does not fit; else the streaming attn_decode. The arithmetic:
  * packed fp16 where the device has it (tune->f16 = 0 forces the fp32 fallback); with it, INT2

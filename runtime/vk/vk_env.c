@@ -25,7 +25,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
     { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream) or thread (chunked) scores at once, 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
-    { "OSCAR_ATTN_VU", "decode attention (chunked): INT2 and fp16 value tokens a lane loads at once, 1..16 (tuning; default 8)" },
+    { "OSCAR_ATTN_VU", "decode attention (chunked): INT2 and fp16 value tokens a lane loads at once, 1..16 (tuning; default 16 with integer-dot keys, else 8)" },
     { "OSCAR_ATTN_FKU", "decode attention: fp16 tile tokens per lane group, 1..8 (tuning)" },
     { "OSCAR_ATTN_PREFETCH", "decode attention: INT2 prefetch, 1 next tile's keys + 2 tile's values early (tuning; default 3)" },
     { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 256 chunked, 768 stream)" },

@@ -89,7 +89,6 @@ shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction result
 shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
 shared float sh_bias[ATTN_CH_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the chunk][GQA] q_h·(c_b·R_K) (CENTERED)
 shared bool sh_last;                // this workgroup completes its (row, KV head)
-shared uint sh_vp[ATTN_CH_VP_FLOATS(ITEM_TOKENS, D, GROUP)]; // PRE_W: [ITEM_TOKENS] V params word of each token (fp16 scale, min)
 #if ATTN_IDOT
 // sh_q quantized to int8 in blocks of 32 (OSCAR_Q8_BLOCK), laid out for the codes: word j of
 // uvec4 w of a head holds elements 16w + j + {0, 4, 8, 12} in bytes 0..3, the elements that
@@ -166,8 +165,6 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
                                    : uvec4(int2_pool[krow + 4 * c4], int2_pool[krow + 4 * c4 + 1],
                                            int2_pool[krow + 4 * c4 + 2], int2_pool[krow + 4 * c4 + 3]);
             for (uint g = 0; g < PWD; g++) kp[u][g] = int2_pool[base + K_PARAM_OFF + row * PWD + g];
-            // the softmax phase's V params, loaded now so that their latency overlaps the keys'
-            if (PRE_W && k0 + u * WG < n) sh_vp[k0 + u * WG] = int2_pool[base + V_PARAM_OFF + row];
         }
         float s[U][GQA];
         for (uint u = 0; u < U; u++)
@@ -452,7 +449,9 @@ void main()
             // p * mn (fp32; its x = 1 + c/4 form: p * (mn - 4 sc)) into acc_b over its tokens
             // and leaves p * sc (fp16 pairs; fp32: p * 4 sc) in the token's slots of sh_p
             for (uint k = t; k < n; k += WG) {
-                vec2 sm = unpackHalf2x16(sh_vp[k]); // x = scale, y = min (written by this thread)
+                uint base, row;
+                int2_row(c0, c0 + k, kvh, base, row);
+                vec2 sm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row]); // x = scale, y = min
                 float ps[GQA];
                 [[unroll]] for (uint h = 0; h < GQA; h++) {
                     float p = exp(sh_p[k * GQA + h] - m_run[h]);
