@@ -145,7 +145,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
     CHECK_MSG(cfg.stream == stream && cfg.idot == idot, "%s: kernel %s picked", c->name, cfg.variant);
     if (!stream) {
-        cfg.vu = 1 + c->P % 9;                     /* varied over the cases */
+        cfg.vu = idot && c->gqa % 2 == 0 ? 16 : 1 + c->P % 9; /* varied over the cases; 16: the idot default */
         if (c->split >= 300) cfg.item_tokens = 64; /* long splits: items run through several chunks */
     }
     const char *shader = cfg.shader;
