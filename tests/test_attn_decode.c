@@ -146,7 +146,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     CHECK_MSG(cfg.stream == stream && cfg.idot == idot, "%s: kernel %s picked", c->name, cfg.variant);
     if (!stream) {
         cfg.vu = idot && c->gqa % 2 == 0 ? 16 : 1 + c->P % 9; /* varied over the cases; 16: the idot default */
-        if (c->split >= 300) cfg.item_tokens = 64; /* long splits: items run through several chunks */
+        if (c->split >= 300 && !c->long_len) cfg.item_tokens = 64; /* long splits: items run through several chunks */
     }
     const char *shader = cfg.shader;
     uint32_t split = c->split;
@@ -292,6 +292,9 @@ int main(int argc, char **argv)
         { "fp16 adversarial q x300",     F, 64, 64, 16, 2, 8, 64, 23, 4, 24, 300.0f, 1.0f, 0, 0 },
         /* P = 5, one KV head, d/G = 1: INT2 pages are not 16-byte multiples (scalar code loads) */
         { "int2 unaligned pages P5",     R, 64, 64, 5, 1, 2, 64, 9, 4, 12, 1.0f, 1.0f, 0, 0 },
+        /* one long sequence in items of 700 tokens, each one chunk: every thread scores and
+         * weighs several tokens, every value lane several rounds */
+        { "int2 long chunks d64 G64 gqa2",  R, 64, 64, 16, 2, 2, 64, 700, 4, 24, 1.0f, 1.0f, 0, 0, 2000 },
         /* more than 65535 items in all (x/z grid split); each row stays under 65535 items
          * because lavapipe stops any shader loop after 65535 iterations */
         { "int2 72000 one-token items",  R, 64, 64, 64, 1, 1, 64, 1, 4, 16, 1.0f, 1.0f, 0, 0, 36000 },

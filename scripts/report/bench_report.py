@@ -613,37 +613,52 @@ def attention_section(runs, used):
     return out
 
 
+def same_shape(a, b):
+    """Whether two runs measured the same model shape, as far as both record it."""
+    for k in ("n_layer", "n_kv_head", "kv_heads", "heads", "head_dim"):
+        if a.get(k) is not None and b.get(k) is not None and a.get(k) != b.get(k):
+            return False
+    return True
+
+
 def comparisons(used, kind, key, unit, lower_is_better):
-    """For each device and batch: every series at the longest context where the device has an
-    int2 point, against int2."""
+    """For each run of ours and batch: every series of that run and of the device's peer runs at
+    the longest context where the run has an int2 point, against int2 (each int2 series in turn
+    where kernel variants split it)."""
     lines = []
-    by_device = {}
+
+    def is_int2(name):
+        return name == "int2" or name.startswith("int2, ")
+
+    def add(values, run):
+        for p in run.points:
+            if point_kind(p) != kind or number(p, key) is None or number(p, "context") is None:
+                continue
+            values[(int(number(p, "batch") or 1), number(p, "context"), series_name(run, p))] = number(p, key)
+
     for run in used:
-        by_device.setdefault(run.device, []).append(run)
-    for device, druns in by_device.items():
+        if run.peer:
+            continue
         values = {}
-        for run in druns:
-            for p in run.points:
-                if point_kind(p) != kind or number(p, key) is None or number(p, "context") is None:
-                    continue
-                batch = int(number(p, "batch") or 1)
-                values[(batch, number(p, "context"), series_name(run, p))] = number(p, key)
+        add(values, run)
+        for peer in used:
+            if peer.peer and peer.device == run.device and same_shape(peer, run):
+                add(values, peer)
         for batch in sorted({b for b, _, _ in values}):
-            ctxs = [c for b, c, name in values if b == batch and name == "int2"]
-            if not ctxs:
-                continue
-            ctx = max(ctxs)
-            ref = values[(batch, ctx, "int2")]
-            others = [(name, v) for (b, c, name), v in values.items() if b == batch and c == ctx and name != "int2"]
-            if not others:
-                continue
-            parts = []
-            for name, v in others:
-                if lower_is_better:
-                    parts.append(f"{name} {fmt(v)} {unit} (int2 takes {fmt(ref / v, 3)}× its time)")
-                else:
-                    parts.append(f"{name} {fmt(v)} {unit} (int2 is {fmt(ref / v, 3)}× as fast)")
-            lines.append(f"- {device}, batch {batch}, {fmt_tokens(ctx)} tokens: int2 {fmt(ref)} {unit}; " + "; ".join(parts) + ".")
+            for ref_name in sorted({name for b, _, name in values if b == batch and is_int2(name)}):
+                ctx = max(c for b, c, name in values if b == batch and name == ref_name)
+                ref = values[(batch, ctx, ref_name)]
+                others = [(name, v) for (b, c, name), v in values.items() if b == batch and c == ctx and not is_int2(name)]
+                if not others:
+                    continue
+                parts = []
+                for name, v in others:
+                    if lower_is_better:
+                        parts.append(f"{name} {fmt(v)} {unit} (int2 takes {fmt(ref / v, 3)}× its time)")
+                    else:
+                        parts.append(f"{name} {fmt(v)} {unit} (int2 is {fmt(ref / v, 3)}× as fast)")
+                lines.append(f"- {run.device} (`{run.stem}`), batch {batch}, {fmt_tokens(ctx)} tokens: {ref_name} "
+                             f"{fmt(ref)} {unit}; " + "; ".join(parts) + ".")
     if lines:
         lines = ["At the longest context each device measured int2:", ""] + lines + [""]
     return lines

@@ -132,6 +132,39 @@ class Report(unittest.TestCase):
             self.assertIn("variant coopmat", svg)
             self.assertNotIn("<dc:date>", svg)
 
+    def test_comparisons_per_run_variant_and_shape(self):
+        def decode(layers, tok_s):
+            return {"device": "Some GPU", "n_layer": layers, "points": [
+                {"kind": "decode", "kv": kv, "batch": 1, "context": 4096, "tok_s": v} for kv, v in tok_s.items()]}
+        runs = {
+            "ours-big.json": decode(32, {"int2": 100.0, "fp16": 80.0}),
+            "ours-big-older.json": decode(32, {"int2": 90.0, "fp16": 70.0}),
+            "ours-small.json": decode(28, {"int2": 300.0}),
+            "peer-big.json": dict(decode(32, {"f16": 50.0}), peer="other-engine"),
+            "peer-small.json": dict(decode(28, {"f16": 200.0}), peer="other-engine"),
+            "att.json": {"device": "Some GPU", "points": [
+                {"mode": m, "variant": v, "batch": 1, "context": 4096, "us": us}
+                for m, v, us in (("int2", "a", 10.0), ("int2", "b", 20.0), ("fp16", "a", 40.0))]},
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, run in runs.items():
+                with open(os.path.join(tmp, name), "w") as f:
+                    json.dump(run, f)
+            out = os.path.join(tmp, "out")
+            rc, log = generate([tmp], out)
+            self.assertEqual(rc, 0, log)
+            with open(os.path.join(out, "README.md"), encoding="utf-8") as f:
+                page = f.read()
+            # each run against its own fp16 and the peer of its shape only
+            self.assertIn("(`ours-big`), batch 1, 4,096 tokens: int2 100 tok/s; fp16 80 tok/s (int2 is 1.25× as fast); "
+                          "other-engine (f16) 50 tok/s (int2 is 2× as fast).", page)
+            self.assertIn("(`ours-big-older`), batch 1, 4,096 tokens: int2 90 tok/s; fp16 70 tok/s", page)
+            self.assertIn("(`ours-small`), batch 1, 4,096 tokens: int2 300 tok/s; other-engine (f16) 200 tok/s "
+                          "(int2 is 1.5× as fast).", page)
+            # each int2 variant in turn
+            self.assertIn("int2, variant a 10 µs; fp16, variant a 40 µs (int2 takes 0.25× its time).", page)
+            self.assertIn("int2, variant b 20 µs; fp16, variant a 40 µs (int2 takes 0.5× its time).", page)
+
     def test_sidecar_fills_what_the_run_lacks(self):
         run = {"device": "Some GPU", "driver": "from the run",
                "points": [{"kind": "decode", "kv": "fp16", "batch": 1, "context": 1024, "tok_s": 9.0}]}

@@ -76,6 +76,7 @@ const uint MAX_PAGES = ATTN_CH_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item
 // turns each INT2 token's p into its value weights once (see values_int2), not each thread of
 // the value phase; with several groups a row the value phase does it from p.
 const bool PRE_W = PWD == 1u;
+const uint PV = 4;                              // PRE_W: V params a thread loads at once
 
 layout(std430, binding = 4) readonly buffer F16Pool2 { uvec2 f16_pool2[]; }; // F16Pool4, 8-byte view
 
@@ -448,28 +449,38 @@ void main()
             // INT2 value weights, once per token and head: with v = mn + sc * c, thread t sums
             // p * mn (fp32; its x = 1 + c/4 form: p * (mn - 4 sc)) into acc_b over its tokens
             // and leaves p * sc (fp16 pairs; fp32: p * 4 sc) in the token's slots of sh_p
-            for (uint k = t; k < n; k += WG) {
-                uint base, row;
-                int2_row(c0, c0 + k, kvh, base, row);
-                vec2 sm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row]); // x = scale, y = min
-                float ps[GQA];
-                [[unroll]] for (uint h = 0; h < GQA; h++) {
-                    float p = exp(sh_p[k * GQA + h] - m_run[h]);
-                    l[h] += p;
+            // (the V params of a thread's next PV tokens are loaded together, so that their
+            // latency is paid once, not once a token)
+            for (uint k0 = t; k0 < n; k0 += PV * WG) {
+                uint vpw[PV];
+                [[unroll]] for (uint j = 0; j < PV; j++) {
+                    uint base, row;
+                    int2_row(c0, c0 + min(k0 + j * WG, n - 1), kvh, base, row); // past n: a valid row, unused
+                    vpw[j] = int2_pool[base + V_PARAM_OFF + row];
+                }
+                [[unroll]] for (uint i = 0; i < PV; i++) {
+                    uint k = k0 + i * WG;
+                    if (k >= n) break;
+                    vec2 sm = unpackHalf2x16(vpw[i]); // x = scale, y = min
+                    float ps[GQA];
+                    [[unroll]] for (uint h = 0; h < GQA; h++) {
+                        float p = exp(sh_p[k * GQA + h] - m_run[h]);
+                        l[h] += p;
 #if ATTN_F16
-                    acc_b[h] += p * sm.y;
-                    ps[h] = p * sm.x;
+                        acc_b[h] += p * sm.y;
+                        ps[h] = p * sm.x;
 #else
-                    acc_b[h] += p * (sm.y - 4.0 * sm.x);
-                    ps[h] = p * (4.0 * sm.x);
+                        acc_b[h] += p * (sm.y - 4.0 * sm.x);
+                        ps[h] = p * (4.0 * sm.x);
+#endif
+                    }
+#if ATTN_F16
+                    [[unroll]] for (uint i2 = 0; i2 < (GQA + 1) / 2; i2++)
+                        sh_p[k * GQA + i2] = uintBitsToFloat(packFloat2x16(f16vec2(ps[2 * i2], 2 * i2 + 1 < GQA ? ps[min(2 * i2 + 1, GQA - 1)] : 0.0)));
+#else
+                    [[unroll]] for (uint h = 0; h < GQA; h++) sh_p[k * GQA + h] = ps[h];
 #endif
                 }
-#if ATTN_F16
-                [[unroll]] for (uint i = 0; i < (GQA + 1) / 2; i++)
-                    sh_p[k * GQA + i] = uintBitsToFloat(packFloat2x16(f16vec2(ps[2 * i], 2 * i + 1 < GQA ? ps[min(2 * i + 1, GQA - 1)] : 0.0)));
-#else
-                [[unroll]] for (uint h = 0; h < GQA; h++) sh_p[k * GQA + h] = ps[h];
-#endif
             }
         } else {
             [[unroll]] for (uint h = 0; h < GQA; h++)
