@@ -155,6 +155,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
     c->min_split = env->attn_min_split ? env->attn_min_split
                    : fp16            ? ATTN_MIN_SPLIT
                    : c->attn.stream  ? ATTN_STREAM_MIN_SPLIT_INT2
+                   : c->attn.idot    ? ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2
                                      : ATTN_CHUNKED_MIN_SPLIT_INT2;
 fail:
     return st;
