@@ -12,12 +12,12 @@
  * packed fp16 (the streaming kernel: INT2 dot products and value sums in packed fp16, q rounded
  * to fp16 for the INT2 keys; the chunked one: INT2 value sums in fp16), and the INT2 cases
  * through the chunked kernel's integer-dot variant where the device has integer dot products
- * (INT2 keys scored against q quantized to int8 blocks). The call runs twice back to back (the merge counters must be back at 0 after
+ * (INT2 keys scored against q quantized to two levels of int8 in blocks of 32). The call runs twice back to back (the merge counters must be back at 0 after
  * each) and the second output is checked. In the rotated modes R_V is a random non-symmetric
  * matrix, so a transposed R_V fails.
  * Bounds: normalised squared error <= 1e-5 against the reference over the same stored values
  * that reproduces the variant's input rounding (the f16 variant's q rounded to fp16, the idot
- * variant's quantized to int8); these two also <= 1e-4 against the fp32-q reference (cases
+ * variant's quantized to two levels of int8); these two also <= 1e-4 against the fp32-q reference (cases
  * without huge q); fp16 mode also
  * <= 1e-4 against exact attention over the fp32 values before fp16 rounding. */
 #include <math.h>

@@ -121,14 +121,14 @@ int main(void)
         tune.kernel = -1; /* the default: chunked where it fits */
         CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK(cfg.stream || (cfg.item_tokens >= 64 && cfg.shared_bytes <= x[6] && !strcmp(cfg.shader, "attn_decode_chunked")));
-        /* integer-dot keys: with packed fp16 where accelerated (dev.idot 2) or asked for (1), never in fp16 mode */
+        /* integer-dot keys: with packed fp16 where asked for and enabled, never in fp16 mode */
         tune.f16 = -1;
         for (int idot = 0; idot <= 2; idot++)
             for (int ask = -1; ask <= 1; ask++)
                 for (int fp16_mode = 0; fp16_mode <= 1; fp16_mode++) {
                     dev.idot = idot, tune.idot = ask;
                     CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], fp16_mode, &tune, &cfg));
-                    int want = x[7] && !fp16_mode && x[0] % 32 == 0 && (ask >= 0 ? ask && idot : idot == 2);
+                    int want = x[7] && !fp16_mode && x[0] % 32 == 0 && ask == 1 && idot;
                     CHECK_MSG(cfg.stream || (cfg.idot == want && !strcmp(cfg.shader, want ? "attn_decode_chunked_f16.idot" : x[7] ? "attn_decode_chunked_f16" : "attn_decode_chunked") &&
                                              cfg.shared_bytes <= x[6] &&
                                              cfg.item_tokens == ovk_attn_item_tokens(x[0], x[1], x[2], x[3], cfg.wg, x[6], want)),

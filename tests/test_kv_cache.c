@@ -117,11 +117,14 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
         if (rotated) kv_ref_rotate_rows(q, total, H, d, rk, n_rot > 1 ? s->gqa : H, 0, q_rot);
         else memcpy(q_rot, q, sizeof(float) * total * H * d);
         float scale = 1.0f / sqrtf((float)d);
-        /* the streaming kernel's packed-fp16 variant scores INT2 keys against q rounded to fp16:
-         * a reference that rounds alike (1e-5), and one with fp32 q (1e-4) */
+        /* the streaming kernel's packed-fp16 variant scores INT2 keys against q rounded to fp16,
+         * the chunked kernel's integer-dot variant against q in two levels of int8: a reference
+         * that rounds alike (1e-5), and one with fp32 q (1e-4) */
         int f16 = strcmp(ovk_kv_attention_variant(r->cache), "stream-f16") == 0;
-        for (int pass = f16 ? 0 : 1; pass < 2; pass++) {
-            snap.q_f16_int2 = pass == 0;
+        int q8 = strcmp(ovk_kv_attention_variant(r->cache), "chunked-f16-idot") == 0;
+        for (int pass = f16 || q8 ? 0 : 1; pass < 2; pass++) {
+            snap.q_f16_int2 = pass == 0 && f16;
+            snap.q_q8_int2 = pass == 0 && q8;
             CHECK_OK(attn_ref_attention(&snap, q_rot, row_seq, row_vis, total, H, scale, ref));
             if (rotated) {
                 kv_ref_rotate_rows(ref, total, H, d, rv, n_rot > 1 ? s->gqa : H, 1, out_ref);
@@ -131,10 +134,10 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
                 for (size_t rh = 0; rh < (size_t)total * H; rh++)
                     for (uint32_t e = 0; e < d; e++) ref[rh * d + e] += r->mean_v[((size_t)l * s->n_kv + (rh % H) / s->gqa) * d + e];
             double e = test_nse(out, ref, (size_t)total * H * d);
-            if (e > r->worst_ref && (pass == 0 || !f16)) r->worst_ref = e;
-            double bound = f16 && pass == 1 ? 1e-4 : 1e-5;
+            if (e > r->worst_ref && (pass == 0 || !(f16 || q8))) r->worst_ref = e;
+            double bound = (f16 || q8) && pass == 1 ? 1e-4 : 1e-5;
             CHECK_MSG(e <= bound, "mode %s layer %u: GPU vs reference over the cache (%s q) NSE %.3g", oscar_kv_mode_name(r->mode),
-                      l, pass == 0 ? "fp16" : "fp32", e);
+                      l, pass == 1 ? "fp32" : f16 ? "fp16" : "int8", e);
         }
         for (uint32_t i = 0; i < n_seqs; i++)
             if (snap.flushed_end[seqs[i]] > snap.sink[seqs[i]] && r->mode != OSCAR_KV_FP16) only_f16 = 0;
@@ -244,9 +247,9 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     CHECK_OK(oscar_kv_get_stats(r.cache, &stats));
     CHECK(stats.int2_tokens + stats.f16_tokens == la + lc);
     if (mode != OSCAR_KV_FP16) CHECK(stats.int2_tokens > 0);
-    printf("d=%u G=%u kv=%u gqa=%u page=%u %-13s%s%s: worst NSE vs reference %.2e, vs exact (fp16 only) %.2e over %d calls, "
+    printf("d=%u G=%u kv=%u gqa=%u page=%u %-13s%s%s [%s]: worst NSE vs reference %.2e, vs exact (fp16 only) %.2e over %d calls, "
            "%.3f bits/elem\n", s->d, s->G, s->n_kv, s->gqa, s->page, oscar_kv_mode_name(mode), per_head ? " per-head" : "",
-           p.experimental ? " key-centers" : "",
+           p.experimental ? " key-centers" : "", ovk_kv_attention_variant(r.cache),
            r.worst_ref, r.worst_exact_f16, r.checked_exact, stats.bits_per_element);
     CHECK(r.checked_exact > 0);
     oscar_kv_cache_destroy(r.cache);
@@ -432,5 +435,15 @@ int main(void)
     scenario(ctx, &s128, OSCAR_KV_FP16, 0);
     scenario(ctx, &s128g32, OSCAR_KV_INT2_HADAMARD, 0);
     scenario(ctx, &s128g1, OSCAR_KV_INT2, 0);
+    /* the integer-dot keys wherever the device runs them, accelerated or not */
+    if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
+        int saved = ctx->env.attn_idot;
+        ctx->env.attn_idot = 1;
+        scenario(ctx, &s64, OSCAR_KV_INT2, 0);
+        scenario(ctx, &s128, OSCAR_KV_INT2_ROTATED, 1);
+        scenario(ctx, &s128g32, OSCAR_KV_INT2_HADAMARD, 0);
+        ctx->env.attn_idot = saved;
+    } else
+        printf("integer-dot keys: skipped (no integer dot products or shaderFloat16, or not built)\n");
     return test_gpu_finish(ctx);
 }

@@ -66,7 +66,7 @@ typedef struct ovk_attn_tuning {
     int f16;          /* 0: the fp32 variant, 1: packed fp16 where the device has it, -1: choice */
     uint32_t wg, ku, ve, fku;
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
-    int idot;         /* chunked kernel, INT2 keys: 0 fp32 scores, 1 integer dot products where enabled, -1: choice */
+    int idot;         /* chunked kernel, INT2 keys: 1 integer dot products where enabled; 0 or -1: fp32 scores */
     uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (16 with integer-dot keys, else 8) */
 } ovk_attn_tuning;
 
@@ -87,8 +87,8 @@ typedef struct ovk_attn_config {
  * holds), which an H100 ran faster for the INT2 modes at 4K-128K and fp16 mode up to 32K, unless
  * tune->kernel = 1 or the chunk does not fit; else the streaming attn_decode. The arithmetic:
  * packed fp16 where the device has it (tune->f16 = 0 forces the fp32 fallback); with it, INT2
- * keys by integer dot products where they are accelerated (dev->idot = 2; tune->idot = 1 asks
- * for them wherever enabled, 0 never). The streaming
+ * keys by integer dot products where tune->idot = 1 asks for them and the device has them (not
+ * by default: see the comment in ovk_attn_pick). The streaming
  * kernel's shape: 128-thread workgroups, VE
  * from the GQA ratio (value sums VE * gqa per lane), KU so that a lane loads at most 32 value
  * words a tile, FKU 8 in fp16 mode (fp16_mode != 0: more bytes in flight) and 2 for the INT2

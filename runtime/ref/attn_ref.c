@@ -92,22 +92,32 @@ static double int2_dot_f16(const float *q, float scale, const uint32_t *codes, c
 }
 
 /* q·(k - center) of an INT2 key as attn_decode_chunked_f16.idot computes it: q·scale (fp32)
- * quantized to int8 blocks of 32 as ovk_ref_q8_quantize does, then exact sums of the quantized
- * q (code times block scale) against the codes, per group scale * sum + min * (sum of the
- * quantized q). codes [d/16] words, params [d/G] words. */
+ * quantized in blocks of 32 to two levels of int8, c1 as ovk_ref_q8_quantize does (scale d1 =
+ * amax / 127) and c2 = roundEven((x - d1 c1) / d) clamped to ±127 with d = d1 * (float)(1/254),
+ * so that x ≈ d (254 c1 + c2); then exact sums of those values against the codes, per group
+ * scale * sum + min * (sum of the quantized q). codes [d/16] words, params [d/G] words. */
 static double int2_dot_q8(const float *q, float scale, const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G)
 {
-    float qs32[KV_MAX_HEAD_DIM], qd[KV_MAX_HEAD_DIM / OSCAR_Q8_BLOCK];
+    float qs32[KV_MAX_HEAD_DIM] = { 0 }, qd[KV_MAX_HEAD_DIM / OSCAR_Q8_BLOCK] = { 0 };
     uint32_t qc[KV_MAX_HEAD_DIM / 4];
+    double qv[KV_MAX_HEAD_DIM];
     for (uint32_t e = 0; e < d; e++) qs32[e] = q[e] * scale;
     ovk_ref_q8_quantize(qs32, d / OSCAR_Q8_BLOCK, qc, qd);
+    for (uint32_t e = 0; e < d; e++) {
+        float d1 = qd[e / OSCAR_Q8_BLOCK], unit = d1 * (float)(1.0 / 254.0);
+        int c1 = ovk_ref_q8_code(qc, e), c2 = 0;
+        if (unit > 0.0f) {
+            float r = qs32[e] - d1 * (float)c1, c = nearbyintf(r / unit);
+            c2 = c > 127.0f ? 127 : c < -127.0f ? -127 : (int)c;
+        }
+        qv[e] = (double)unit * (254 * c1 + c2);
+    }
     double s = 0.0;
     for (uint32_t g = 0; g < d / G; g++) {
         double dq = 0.0, qs = 0.0;
         for (uint32_t e = g * G; e < (g + 1) * G; e++) {
-            double qe = (double)ovk_ref_q8_code(qc, e) * qd[e / OSCAR_Q8_BLOCK];
-            dq += qe * (double)((codes[e / 16] >> (2 * (e % 16))) & 3u);
-            qs += qe;
+            dq += qv[e] * (double)((codes[e / 16] >> (2 * (e % 16))) & 3u);
+            qs += qv[e];
         }
         uint32_t p = params[g];
         s += (double)ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)) * dq + (double)ovk_f16_to_f32((uint16_t)(p >> 16)) * qs;

@@ -41,9 +41,9 @@ typedef struct attn_ref_cache {
      * key center's part and fp16 keys keep fp32 q. 0: fp32 q, double sums. */
     int q_f16_int2;
     /* 1: INT2 keys (less their key center) are scored as the integer-dot variant of
-     * attn_decode_chunked does: q·scale (an fp32 product) quantized to int8 in blocks of 32
-     * (q8_ref.h), the scores exact over those int8 values times their block scales. The key
-     * center's part and fp16 keys keep fp32 q. */
+     * attn_decode_chunked does: q·scale (an fp32 product) quantized in blocks of 32 to two
+     * levels of int8 (the first as q8_ref.h, the second its remainder at 1/254 of its scale), the
+     * scores exact over those values. The key center's part and fp16 keys keep fp32 q. */
     int q_q8_int2;
 } attn_ref_cache;
 

@@ -18,8 +18,8 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (the default where integer "
                          "dot products are accelerated; it can flip a greedy near-tie)" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
-    { "OSCAR_ATTN_IDOT", "0: decode attention scores INT2 keys in fp32; 1: by integer dot products with q in int8 (the "
-                         "default where they are accelerated)" },
+    { "OSCAR_ATTN_IDOT", "1: decode attention scores INT2 keys by integer dot products with q in two levels of int8 "
+                         "(slower on an H100 today); 0 or unset: in fp32" },
     { "OSCAR_ATTN_KERNEL", "chunked or stream: decode attention's kernel (default: chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },

@@ -23,9 +23,9 @@
 #define ATTN_CH_ITEM_PAGES(item, P) ((item) / (P) + 2)
 #define ATTN_CH_P_FLOATS(item, gqa, wg, d) ATTN_MAX2(ATTN_MAX2((item) * (gqa), 8 * (wg)), (gqa) * (d))
 #define ATTN_CH_BIAS_FLOATS(item, gqa) (((item) / ATTN_MIN_CENTER_BLOCK + 2) * (gqa))
-/* the integer-dot variant (idot != 0) adds q as int8 [gqa][d/4] words and its blocks' scales
- * and sums [gqa][d/32] each */
-#define ATTN_CH_IDOT_FLOATS(gqa, d, idot) ((idot) != 0 ? (gqa) * (d) / 4 + 2 * (gqa) * ((d) / 32) : 0)
+/* the integer-dot variant (idot != 0) adds q as two levels of int8 [2][gqa][d/4] words and its
+ * blocks' scales and sums [gqa][d/32] each */
+#define ATTN_CH_IDOT_FLOATS(gqa, d, idot) ((idot) != 0 ? (gqa) * (d) / 2 + 2 * (gqa) * ((d) / 32) : 0)
 #define ATTN_CH_SHARED_FLOATS(item, gqa, wg, d, G, P, idot)                                                    \
     ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_CH_P_FLOATS(item, gqa, wg, d) + (gqa) * (wg) + (gqa) * 16 +      \
      ATTN_CH_ITEM_PAGES(item, P) + 1 + ATTN_CH_BIAS_FLOATS(item, gqa) + ATTN_CH_IDOT_FLOATS(gqa, d, idot))

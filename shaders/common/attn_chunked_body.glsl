@@ -3,7 +3,7 @@
 // The body of shaders/attn_decode_chunked.comp (fp32 arithmetic), attn_decode_chunked_f16.comp
 // (ATTN_F16 = 1: the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay
 // fp32) and attn_decode_chunked_f16.idot.comp (ATTN_IDOT = 1 as well: INT2 keys scored by
-// integer dot products of their codes with q quantized to int8, see scores_int2). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming kernel
+// integer dot products of their codes with q quantized to two levels of int8, see scores_int2). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming kernel
 // (attn_decode_body.glsl) for the INT2 modes at every context and for fp16 mode up to 32K.
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
@@ -61,6 +61,7 @@
 #if ATTN_IDOT
 #include "common/dot4_idot.glsl"
 #include "common/q8_layout.h"
+const float ATTN_Q_INV_254 = 0.003937007859349251; // (float)(1/254.0): the second level's scale factor
 #endif
 
 layout(constant_id = KV_SPEC_CH_ITEM_TOKENS) const uint ITEM_TOKENS = 512;
@@ -91,12 +92,14 @@ shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the it
 shared float sh_bias[ATTN_CH_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the chunk][GQA] q_h·(c_b·R_K) (CENTERED)
 shared bool sh_last;                // this workgroup completes its (row, KV head)
 #if ATTN_IDOT
-// sh_q quantized to int8 in blocks of 32 (OSCAR_Q8_BLOCK), laid out for the codes: word j of
-// uvec4 w of a head holds elements 16w + j + {0, 4, 8, 12} in bytes 0..3, the elements that
-// byte lanes of (code word w >> 2j) & 0x03030303 hold
-shared uvec4 sh_qi4[GQA * D / 16];  // [GQA][d/16] int8 q
-shared float sh_qd[GQA * D / 32];   // [GQA][d/32] block scales
-shared float sh_qbs[GQA * D / 32];  // [GQA][d/32] block sums of the quantized q (scale * sum of codes)
+// sh_q quantized in blocks of 32 (OSCAR_Q8_BLOCK) to two levels of int8: q ≈ d (254 c1 + c2),
+// c1 the block's int8 codes at scale 254 d = amax / 127 (as common/q8_quantize.glsl), c2 those of
+// what c1 leaves at scale d (|c2| <= 127), so q is held to about 16 bits. Laid out for the key
+// codes: word j of uvec4 w of a head holds elements 16w + j + {0, 4, 8, 12} in bytes 0..3, the
+// elements that the byte lanes of (code word w >> 2j) & 0x03030303 hold.
+shared uint sh_qi[2 * GQA * D / 4];   // [c1, c2][GQA][d/16][4] int8 q
+shared float sh_qd[GQA * D / 32];      // [GQA][d/32] block scales d
+shared float sh_qbs[GQA * D / 32];     // [GQA][d/32] block sums of the quantized q (d * sum of 254 c1 + c2)
 #endif
 
 const float NEG_INF = -1.0 / 0.0;
@@ -171,7 +174,8 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
         for (uint u = 0; u < U; u++)
             for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
 #if ATTN_IDOT
-        // s_h = sum_g sc_g * sum_{b in g} d_hb * (integer sum of q codes * key codes) + mn_g * qsum_hg
+        // s_h = sum_g sc_g * sum_{b in g} d_hb * (254 * c1·codes + c2·codes) + mn_g * qsum_hg, the
+        // block's integer exact (at most 32 * 3 * 127 * 255)
         for (uint g = 0; g < PWD; g++) {
             float dq[U][GQA];
             for (uint u = 0; u < U; u++)
@@ -184,10 +188,15 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
                     uint w = 2 * b + ww;
                     uint cw[U];
                     for (uint u = 0; u < U; u++) cw[u] = kc[u][w / 4][w % 4];
-                    for (uint h = 0; h < GQA; h++) {
-                        uvec4 qw = sh_qi4[h * (D / 16) + w];
-                        [[unroll]] for (uint j = 0; j < 4; j++)
-                            for (uint u = 0; u < U; u++) is[u][h] += dot4(qw[j], (cw[u] >> (2u * j)) & 0x03030303u);
+                    // one q word of each level at a time (a head's whole uvec4 of both levels
+                    // held at once cost the kernel 50 registers)
+                    [[unroll]] for (uint j = 0; j < 4; j++) {
+                        uint c[U];
+                        for (uint u = 0; u < U; u++) c[u] = (cw[u] >> (2u * j)) & 0x03030303u;
+                        for (uint h = 0; h < GQA; h++) {
+                            uint qhi = sh_qi[(h * (D / 16) + w) * 4 + j], qlo = sh_qi[((GQA + h) * (D / 16) + w) * 4 + j];
+                            for (uint u = 0; u < U; u++) is[u][h] += 254 * dot4(qhi, c[u]) + dot4(qlo, c[u]);
+                        }
                     }
                 }
                 for (uint h = 0; h < GQA; h++) {
@@ -228,8 +237,9 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 }
 
 #if ATTN_IDOT
-// Block i = (h, b) of sh_q to int8 (as common/q8_quantize.glsl: scale amax / 127, codes
-// roundEven(v / scale)) into sh_qi4, sh_qd and sh_qbs.
+// Block i = (h, b) of sh_q to two levels of int8 into sh_qi4, sh_qd and sh_qbs: c1 as
+// common/q8_quantize.glsl (scale d1 = amax / 127, roundEven(v / d1)), c2 = roundEven((v - d1 c1)
+// / d) with d = d1 / 254.
 void quantize_q_block(uint i)
 {
     uint h = i / (D / 32), b = i % (D / 32);
@@ -238,21 +248,27 @@ void quantize_q_block(uint i)
         vec4 v = abs(sh_q[h * (D / 4) + b * 8 + k]);
         amax = max(amax, max(max(v.x, v.y), max(v.z, v.w)));
     }
-    float dq = amax * OSCAR_Q8_INV_127;
+    float d1 = amax * OSCAR_Q8_INV_127, d = d1 * ATTN_Q_INV_254;
     int sum = 0;
     [[unroll]] for (uint ww = 0; ww < 2; ww++) {
         uint w = 2 * b + ww;
-        uvec4 words = uvec4(0u);
+        uvec4 hi = uvec4(0u), lo = uvec4(0u);
         [[unroll]] for (uint k = 0; k < 16; k++) {
             float v = sh_q[h * (D / 4) + w * 4 + k / 4][k % 4];
-            int c = dq > 0.0 ? clamp(int(roundEven(v / dq)), -127, 127) : 0;
-            sum += c;
-            words[k % 4] |= uint(c & 0xFF) << (8u * (k / 4)); // element 16w + k: word k % 4, byte k / 4
+            int c1 = d1 > 0.0 ? clamp(int(roundEven(v / d1)), -127, 127) : 0;
+            float r = v - d1 * float(c1);
+            int c2 = d > 0.0 ? clamp(int(roundEven(r / d)), -127, 127) : 0;
+            sum += 254 * c1 + c2;
+            hi[k % 4] |= uint(c1 & 0xFF) << (8u * (k / 4)); // element 16w + k: word k % 4, byte k / 4
+            lo[k % 4] |= uint(c2 & 0xFF) << (8u * (k / 4));
         }
-        sh_qi4[h * (D / 16) + w] = words;
+        [[unroll]] for (uint j = 0; j < 4; j++) {
+            sh_qi[(h * (D / 16) + w) * 4 + j] = hi[j];
+            sh_qi[((GQA + h) * (D / 16) + w) * 4 + j] = lo[j];
+        }
     }
-    sh_qd[i] = dq;
-    sh_qbs[i] = dq * float(sum);
+    sh_qd[i] = d;
+    sh_qbs[i] = d * float(sum);
 }
 #endif
 
