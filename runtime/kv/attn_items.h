@@ -56,8 +56,7 @@ typedef struct ovk_attn_device {
     uint32_t max_workgroup;              /* invocations of a workgroup */
     uint32_t shared_bytes;               /* shared memory the kernel may use */
     int float16;                         /* packed fp16 arithmetic (shaderFloat16) */
-    int idot;                            /* 1: integer dot products enabled and the idot kernel built; 2: and
-                                          * accelerated (the driver says so) */
+    int idot;                            /* integer dot products enabled and the idot kernel built */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
