@@ -3,8 +3,9 @@
 // The body of shaders/attn_decode_chunked.comp (fp32 arithmetic), attn_decode_chunked_f16.comp
 // (ATTN_F16 = 1: the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay
 // fp32) and attn_decode_chunked_f16.idot.comp (ATTN_IDOT = 1 as well: INT2 keys scored by
-// integer dot products of their codes with q quantized to two levels of int8, see scores_int2). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming kernel
-// (attn_decode_body.glsl) for the INT2 modes at every context and for fp16 mode up to 32K.
+// integer dot products of their codes with q quantized to two levels of int8, see scores_int2;
+// opt-in). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming
+// kernel (attn_decode_body.glsl) for the INT2 modes at every context and for fp16 mode up to 32K.
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
 // loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
@@ -95,7 +96,7 @@ shared bool sh_last;                // this workgroup completes its (row, KV hea
 // sh_q quantized in blocks of 32 (OSCAR_Q8_BLOCK) to two levels of int8: q ≈ d (254 c1 + c2),
 // c1 the block's int8 codes at scale 254 d = amax / 127 (as common/q8_quantize.glsl), c2 those of
 // what c1 leaves at scale d (|c2| <= 127), so q is held to about 16 bits. Laid out for the key
-// codes: word j of uvec4 w of a head holds elements 16w + j + {0, 4, 8, 12} in bytes 0..3, the
+// codes: word 4w + j of a head holds elements 16w + j + {0, 4, 8, 12} in bytes 0..3, the
 // elements that the byte lanes of (code word w >> 2j) & 0x03030303 hold.
 shared uint sh_qi[2 * GQA * D / 4];   // [c1, c2][GQA][d/16][4] int8 q
 shared float sh_qd[GQA * D / 32];      // [GQA][d/32] block scales d
@@ -237,7 +238,7 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 }
 
 #if ATTN_IDOT
-// Block i = (h, b) of sh_q to two levels of int8 into sh_qi4, sh_qd and sh_qbs: c1 as
+// Block i = (h, b) of sh_q to two levels of int8 into sh_qi, sh_qd and sh_qbs: c1 as
 // common/q8_quantize.glsl (scale d1 = amax / 127, roundEven(v / d1)), c2 = roundEven((v - d1 c1)
 // / d) with d = d1 / 254.
 void quantize_q_block(uint i)
