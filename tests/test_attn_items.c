@@ -123,7 +123,7 @@ int main(void)
         CHECK(cfg.stream || (cfg.item_tokens >= 64 && cfg.shared_bytes <= x[6] && !strcmp(cfg.shader, "attn_decode_chunked")));
         /* integer-dot keys: with packed fp16 where asked for and enabled, never in fp16 mode */
         tune.f16 = -1;
-        for (int idot = 0; idot <= 2; idot++)
+        for (int idot = 0; idot <= 1; idot++)
             for (int ask = -1; ask <= 1; ask++)
                 for (int fp16_mode = 0; fp16_mode <= 1; fp16_mode++) {
                     dev.idot = idot, tune.idot = ask;
@@ -148,7 +148,7 @@ int main(void)
         }
     }
     {   /* nothing fits */
-        ovk_attn_device dev = { 4, 4, 1024, 2048, 1, 2 };
+        ovk_attn_device dev = { 4, 4, 1024, 2048, 1, 1 };
         ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1, -1 };
         ovk_attn_config cfg;
         CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, 0, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);

@@ -94,7 +94,7 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         /* integer-dot keys only when asked for: with q in two levels of int8 they hold the accuracy
          * policy but take the kernel past 128 registers, slower than fp32 keys on an H100 */
         c.idot = f16 && !fp16_mode && d % 32 == 0 && tune->idot == 1 && dev->idot;
-        /* 16 value tokens a lane in flight with integer-dot keys (their scores leave the registers) */
+        /* 16 value tokens a lane in flight with integer-dot keys (the H100's best of 8, 12 and 16) */
         c.vu = tune->vu >= 1 && tune->vu <= 16 ? tune->vu : c.idot ? 16 : 8;
         c.item_tokens = ovk_attn_item_tokens(d, G, P, gqa, c.wg, dev->shared_bytes, c.idot);
         if (c.item_tokens && c.wg <= dev->max_workgroup && c.wg % (d / 4) == 0) {

@@ -24,7 +24,8 @@
  * ATTN_MIN_SPLIT tokens (a multiple of a page, so INT2 items start on page boundaries), in the
  * INT2 modes more (OSCAR_ATTN_MIN_SPLIT overrides both): the chunked kernel's 4K step was
  * fastest with 192-token items on an H200, and with 512 once its keys were scored by integer
- * dot products (H100: 19.4 against 20.7 us at 4K, 25.1 against 28.2 at 8K); the streaming
+ * dot products (H100, q in one level of int8: 19.4 against 20.7 us at 4K, 25.1 against 28.2 at
+ * 8K); the streaming
  * kernel's four 64-token tiles give each subgroup of a 128-thread workgroup one. */
 #define ATTN_CHUNKED_TARGET_GROUPS 256u
 #define ATTN_STREAM_TARGET_GROUPS 768u

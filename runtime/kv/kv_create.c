@@ -116,8 +116,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
                                 ? ctx->limits.maxComputeWorkGroupInvocations
                                 : ctx->limits.maxComputeWorkGroupSize[0],
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
-                            ctx->info.float16_arithmetic, 0 };
-    dev.idot = ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot");
+                            ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot") };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
