@@ -102,9 +102,12 @@ static oscar_status add_desc_pool(oscar_context *ctx, ovk_cmd *cmd)
     VkDescriptorPool *grown = realloc(cmd->desc_pools, (cmd->n_desc_pools + 1) * sizeof *grown);
     if (!grown) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     cmd->desc_pools = grown;
-    VkDescriptorPoolSize size = { .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = SETS_PER_POOL * OSCAR_MAX_BINDINGS };
+    VkDescriptorPoolSize sizes[2] = {
+        { .type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, .descriptorCount = SETS_PER_POOL * OSCAR_MAX_BINDINGS },
+        { .type = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, .descriptorCount = SETS_PER_POOL * 2 },
+    };
     VkDescriptorPoolCreateInfo dpci = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO, .maxSets = SETS_PER_POOL,
-                                        .poolSizeCount = 1, .pPoolSizes = &size };
+                                        .poolSizeCount = ctx->texel_buffers ? 2 : 1, .pPoolSizes = sizes };
     OSCAR_VK(ctx->vk.vkCreateDescriptorPool(ctx->device, &dpci, NULL, &cmd->desc_pools[cmd->n_desc_pools]));
     cmd->n_desc_pools++;
 fail:
@@ -141,10 +144,19 @@ oscar_status ovk_cmd_dispatch(oscar_context *ctx, ovk_cmd *cmd, const ovk_pipeli
     VkDescriptorSet set;
     OSCAR_TRY(alloc_set(ctx, cmd, p->set_layout, &set));
     VkDescriptorBufferInfo infos[OSCAR_MAX_BINDINGS];
+    VkBufferView views[OSCAR_MAX_BINDINGS];
     VkWriteDescriptorSet writes[OSCAR_MAX_BINDINGS];
     for (uint32_t i = 0; i < p->desc.n_buffers; i++) {
         const ovk_binding *b = &bindings[i];
         VkDeviceSize range = b->range ? b->range : b->buffer->size - b->offset;
+        if ((p->desc.texel_bindings >> i) & 1) {
+            OSCAR_TRY(ovk_buffer_texel_view(ctx, b->buffer, b->offset, range, &views[i]));
+            writes[i] = (VkWriteDescriptorSet){ .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
+                                                .dstBinding = i, .descriptorCount = 1,
+                                                .descriptorType = VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+                                                .pTexelBufferView = &views[i] };
+            continue;
+        }
         if (range > ctx->limits.maxStorageBufferRange)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: binding %u covers %llu bytes; the device allows %u per binding",
                                p->name, i, (unsigned long long)range, ctx->limits.maxStorageBufferRange);

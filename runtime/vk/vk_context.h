@@ -35,6 +35,8 @@ typedef enum ovk_buffer_kind {
     OSCAR_BUFFER_READBACK, /* host-visible, cached when possible: downloads */
 } ovk_buffer_kind;
 
+#define OVK_BUFFER_VIEWS 4 /* texel views a buffer keeps */
+
 typedef struct ovk_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;
@@ -42,6 +44,11 @@ typedef struct ovk_buffer {
     void *mapped;          /* host pointer when the memory is host-visible, else NULL */
     int host_coherent;     /* mapped memory needs no flush/invalidate */
     uint32_t memory_type;  /* index into ctx->mem_props.memoryTypes of its memory */
+    /* R32G32B32A32_UINT views of byte ranges [view_offset, + view_range), made on the first
+     * dispatch that binds the range as a texel buffer (ovk_buffer_texel_view) and kept until
+     * the buffer is destroyed: a dispatch's views must outlive its command buffer */
+    VkBufferView views[OVK_BUFFER_VIEWS];
+    VkDeviceSize view_offset[OVK_BUFFER_VIEWS], view_range[OVK_BUFFER_VIEWS];
 } ovk_buffer;
 
 /* ---- pipelines ---------------------------------------------------------------------------- */
@@ -60,6 +67,9 @@ typedef struct ovk_pipeline_desc {
     uint32_t n_spec;
     uint32_t spec[OSCAR_MAX_SPEC];      /* values for constant_id 0..n_spec-1 */
     uint32_t required_subgroup_size;    /* 0: the driver's choice; else needs subgroup size control */
+    uint32_t texel_bindings;            /* bit i: binding i is a uniform texel buffer of 16-byte
+                                         * R32G32B32A32_UINT texels (needs ctx->texel_buffers), else
+                                         * a storage buffer */
 } ovk_pipeline_desc;
 
 typedef struct ovk_pipeline {
@@ -191,6 +201,8 @@ struct oscar_context {
     ovk_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;
     ovk_env env;                      /* the environment, read once at creation (vk_env.h) */
+    int texel_buffers;                  /* R32G32B32A32_UINT uniform texel buffers work: every buffer
+                                         * can be bound as one (ovk_pipeline_desc.texel_bindings) */
 };
 
 /* Context creation (vk_instance.c). ovk_loader_init opens the Vulkan loader once per process:
@@ -209,6 +221,11 @@ oscar_status ovk_context_open(oscar_context *ctx, const char *pipeline_cache_pat
  * staging buffer and stream; they must not be called while ctx->cmd is recording. */
 oscar_status ovk_buffer_create(oscar_context *ctx, VkDeviceSize size, ovk_buffer_kind kind, ovk_buffer *out);
 void ovk_buffer_destroy(oscar_context *ctx, ovk_buffer *buf);
+/* The R32G32B32A32_UINT view of b's bytes [offset, offset + range), made once and kept in the
+ * buffer (its view cache is bookkeeping, not contents: hence the const). offset must be a
+ * multiple of minTexelBufferOffsetAlignment, range of 16. */
+oscar_status ovk_buffer_texel_view(oscar_context *ctx, const ovk_buffer *b, VkDeviceSize offset, VkDeviceSize range,
+                                   VkBufferView *out);
 oscar_status ovk_buffer_upload(oscar_context *ctx, ovk_buffer *dst, VkDeviceSize offset, const void *src, size_t bytes);
 oscar_status ovk_buffer_download(oscar_context *ctx, const ovk_buffer *src, VkDeviceSize offset, void *dst, size_t bytes);
 /* Fills `bytes` bytes at `offset` with a repeated 32-bit word (both multiples of 4). */

@@ -541,6 +541,9 @@ oscar_status ovk_context_open(oscar_context *ctx, const char *pipeline_cache_pat
     VkPhysicalDeviceProperties props;
     vkGetPhysicalDeviceProperties(ctx->physical, &props);
     ctx->limits = props.limits;
+    VkFormatProperties texel;
+    vkGetPhysicalDeviceFormatProperties(ctx->physical, VK_FORMAT_R32G32B32A32_UINT, &texel);
+    ctx->texel_buffers = (texel.bufferFeatures & VK_FORMAT_FEATURE_UNIFORM_TEXEL_BUFFER_BIT) != 0;
 
     OSCAR_TRY(load_pipeline_cache(ctx, pipeline_cache_path));
     /* OSCAR_PROFILE=1: GPU time per shader and host time per step phase; =host: the host's only

@@ -19,7 +19,8 @@ oscar_status ovk_buffer_create(oscar_context *ctx, VkDeviceSize size, ovk_buffer
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
         .size = size,
-        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
+                 (ctx->texel_buffers ? VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
     };
     OSCAR_VK(ctx->vk.vkCreateBuffer(ctx->device, &bci, NULL, &out->buffer));
@@ -62,9 +63,42 @@ fail:
     return st;
 }
 
+oscar_status ovk_buffer_texel_view(oscar_context *ctx, const ovk_buffer *b, VkDeviceSize offset, VkDeviceSize range,
+                                   VkBufferView *out)
+{
+    oscar_status st = OSCAR_OK;
+    ovk_buffer *cache = (ovk_buffer *)b; /* the view cache only: see vk_context.h */
+    int free_slot = -1;
+    for (int i = 0; i < OVK_BUFFER_VIEWS; i++) {
+        if (b->views[i] && b->view_offset[i] == offset && b->view_range[i] == range) {
+            *out = b->views[i];
+            return OSCAR_OK;
+        }
+        if (!b->views[i] && free_slot < 0) free_slot = i;
+    }
+    if (!ctx->texel_buffers || offset % ctx->limits.minTexelBufferOffsetAlignment || range == 0 || range % 16 ||
+        offset + range > b->size || range / 16 > ctx->limits.maxTexelBufferElements)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "texel view of bytes %llu..+%llu of a %llu-byte buffer: needs "
+                           "R32G32B32A32_UINT texel buffers, an offset aligned to %llu, whole 16-byte texels, at most %u",
+                           (unsigned long long)offset, (unsigned long long)range, (unsigned long long)b->size,
+                           (unsigned long long)ctx->limits.minTexelBufferOffsetAlignment, ctx->limits.maxTexelBufferElements);
+    if (free_slot < 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "a buffer bound as more than %d texel ranges", OVK_BUFFER_VIEWS);
+    VkBufferViewCreateInfo ci = { .sType = VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO, .buffer = b->buffer,
+                                  .format = VK_FORMAT_R32G32B32A32_UINT, .offset = offset, .range = range };
+    OSCAR_VK(ctx->vk.vkCreateBufferView(ctx->device, &ci, NULL, &cache->views[free_slot]));
+    cache->view_offset[free_slot] = offset;
+    cache->view_range[free_slot] = range;
+    *out = b->views[free_slot];
+fail:
+    return st;
+}
+
 void ovk_buffer_destroy(oscar_context *ctx, ovk_buffer *buf)
 {
     if (!ctx || !buf) return;
+    for (int i = 0; i < OVK_BUFFER_VIEWS; i++)
+        if (buf->views[i]) ctx->vk.vkDestroyBufferView(ctx->device, buf->views[i], NULL);
     if (buf->buffer) ctx->vk.vkDestroyBuffer(ctx->device, buf->buffer, NULL);
     if (buf->memory) ctx->vk.vkFreeMemory(ctx->device, buf->memory, NULL);
     memset(buf, 0, sizeof *buf);

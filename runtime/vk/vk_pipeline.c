@@ -10,6 +10,7 @@ static int same_desc(const ovk_pipeline_desc *a, const ovk_pipeline_desc *b)
 {
     return strcmp(a->shader, b->shader) == 0 && a->n_buffers == b->n_buffers && a->push_size == b->push_size &&
            a->n_spec == b->n_spec && a->required_subgroup_size == b->required_subgroup_size &&
+           a->texel_bindings == b->texel_bindings &&
            memcmp(a->spec, b->spec, a->n_spec * sizeof a->spec[0]) == 0;
 }
 
@@ -82,6 +83,9 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
         (desc->push_size & 3) || strlen(desc->shader) >= sizeof p->name)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "pipeline '%s': too many bindings, push bytes or constants",
                            desc->shader);
+    if (desc->texel_bindings && (!ctx->texel_buffers || desc->texel_bindings >> desc->n_buffers))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s': texel-buffer bindings %#x (device: %s)", desc->shader,
+                           desc->texel_bindings, ctx->texel_buffers ? "have them" : "no R32G32B32A32_UINT texel buffers");
     if (desc->push_size > ctx->limits.maxPushConstantsSize)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s' needs %u push-constant bytes, device allows %u",
                            desc->shader, desc->push_size, ctx->limits.maxPushConstantsSize);
@@ -118,7 +122,10 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
 
     VkDescriptorSetLayoutBinding bindings[OSCAR_MAX_BINDINGS];
     for (uint32_t i = 0; i < desc->n_buffers; i++)
-        bindings[i] = (VkDescriptorSetLayoutBinding){ .binding = i, .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+        bindings[i] = (VkDescriptorSetLayoutBinding){ .binding = i,
+                                                      .descriptorType = (desc->texel_bindings >> i) & 1
+                                                                            ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                                            : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                                       .descriptorCount = 1, .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT };
     VkDescriptorSetLayoutCreateInfo dslci = { .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
                                               .bindingCount = desc->n_buffers, .pBindings = bindings };

@@ -1,0 +1,48 @@
+/* Weight planes (weight_planes.h). */
+#include "weight_planes.h"
+
+#include <string.h>
+
+#include "ggml_types.h"
+
+int ovk_planes_type(uint32_t type) { return ovk_planes_code_bytes(type) != 0; }
+
+uint32_t ovk_planes_code_bytes(uint32_t type)
+{
+    switch (type) {
+    case OSCAR_GGML_TYPE_Q4_0:
+    case OSCAR_GGML_TYPE_Q4_1: return 16;
+    case OSCAR_GGML_TYPE_Q8_0: return 32;
+    default: return 0;
+    }
+}
+
+uint32_t ovk_planes_scale_words(uint32_t cols) { return (cols / 32 + 3) & ~3u; }
+
+uint64_t ovk_planes_scale_offset(uint32_t type, uint32_t rows, uint32_t cols)
+{
+    return (uint64_t)rows * (cols / 32) * ovk_planes_code_bytes(type);
+}
+
+uint64_t ovk_planes_bytes(uint32_t type, uint32_t rows, uint32_t cols)
+{
+    return ovk_planes_scale_offset(type, rows, cols) + (uint64_t)rows * ovk_planes_scale_words(cols) * 4;
+}
+
+void ovk_planes_pack(uint32_t type, const void *src, uint32_t rows, uint32_t cols, void *dst)
+{
+    const uint8_t *in = src;
+    uint8_t *codes = dst, *scales = codes + ovk_planes_scale_offset(type, rows, cols);
+    uint32_t blocks = cols / 32, code_bytes = ovk_planes_code_bytes(type), words = ovk_planes_scale_words(cols);
+    /* the block's fp16 fields come first: d, then m for Q4_1 */
+    uint32_t head = type == OSCAR_GGML_TYPE_Q4_1 ? 4 : 2, block_bytes = head + code_bytes;
+    memset(scales, 0, (size_t)rows * words * 4);
+    for (uint64_t r = 0; r < rows; r++) {
+        for (uint32_t b = 0; b < blocks; b++, in += block_bytes) {
+            memcpy(codes, in + head, code_bytes);
+            codes += code_bytes;
+            uint8_t *s = scales + (r * words + b) * 4;
+            memcpy(s, in, head); /* d | m << 16, little-endian as stored; m stays 0 without one */
+        }
+    }
+}

@@ -1,0 +1,134 @@
+/* The texel-fetch decode mat-vec over weight planes (shaders/mul_mat_vec_planes.comp) against
+ * the C reference product of the GGUF blocks (ovk_ref_mul_mat), for Q4_0, Q4_1 and Q8_0: one
+ * block to 160 blocks a row (block counts that are and are not multiples of the four a scale
+ * texel holds), row counts that leave the last thread part of its rows, 1 to 8 rows per thread
+ * and 1 to 256 threads, x bound at an offset inside a larger buffer. ovk_planes_pack is
+ * checked byte for byte against the GGUF fields it moves.
+ *
+ * Weights are random bytes with sane fp16 scale fields (test_make_weights): every code bit
+ * counts. Bound: as test_ops_matvec's fp32 products, NSE 1e-6 against the double reference
+ * (the kernel's only rounding is its fp32 sum; ~1e-13 measured), which one wrong element of a
+ * 4096-column row (~2.4e-4) fails. Devices without texel buffers skip the products. */
+#include <string.h>
+
+#include "ggml_types.h"
+#include "ops.h"
+#include "ops_ref.h"
+#include "test_gpu.h"
+#include "test_weights.h"
+#include "weight_planes.h"
+
+#define NSE_BOUND 1e-6
+
+static const uint32_t types[] = { OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1, OSCAR_GGML_TYPE_Q8_0 };
+
+/* The planes hold each block's code bytes and fp16 fields where weight_planes.h says. */
+static void check_pack(uint32_t type, const uint8_t *w, const uint8_t *planes, uint32_t rows, uint32_t cols)
+{
+    uint32_t blocks = cols / 32, code = ovk_planes_code_bytes(type), head = type == OSCAR_GGML_TYPE_Q4_1 ? 4 : 2;
+    const uint8_t *scales = planes + ovk_planes_scale_offset(type, rows, cols);
+    size_t bad = 0;
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t b = 0; b < blocks; b++) {
+            const uint8_t *blk = w + ((size_t)r * blocks + b) * (head + code);
+            const uint8_t *s = scales + ((size_t)r * ovk_planes_scale_words(cols) + b) * 4;
+            uint8_t want[4] = { blk[0], blk[1], head == 4 ? blk[2] : 0, head == 4 ? blk[3] : 0 };
+            bad += memcmp(planes + ((size_t)r * blocks + b) * code, blk + head, code) != 0;
+            bad += memcmp(s, want, 4) != 0;
+        }
+    CHECK_MSG(bad == 0, "planes of %s %u x %u: %zu blocks misplaced", ovk_ggml_type_name(type), rows, cols, bad);
+}
+
+static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t wbytes;
+    uint64_t pbytes = ovk_planes_bytes(type, rows, cols);
+    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
+    uint8_t *planes = malloc(pbytes);
+    float *x = calloc((size_t)cols + 16, sizeof *x), *ref = malloc((size_t)rows * 4), *got = malloc((size_t)rows * 4);
+    CHECK(w && planes && x && ref && got);
+    if (!w || !planes || !x || !ref || !got) goto done;
+    ovk_planes_pack(type, w, rows, cols, planes);
+    check_pack(type, w, planes, rows, cols);
+    for (uint32_t i = 0; i < cols; i++) x[16 + i] = test_rng_normal(); /* x starts 64 bytes into its buffer */
+    CHECK_OK(ovk_ref_mul_mat(type, w, x + 16, ref, rows, cols, 1));
+
+    ops->matvec_workgroup = wg;
+    ops->matvec_rows = per;
+    ovk_buffer bw = { 0 }, bx = { 0 }, by = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, planes, pbytes, &bw));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, ((size_t)cols + 16) * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)rows * 4, &by));
+    CHECK_OK(ovk_buffer_fill(ctx, &by, 0, (size_t)rows * 4, 0x7FC00000u));
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    CHECK_OK(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bx, 64, 0 },
+                                       (ovk_binding){ &by, 0, 0 }, rows, cols));
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, (size_t)rows * 4));
+    double nse = test_nse(got, ref, rows);
+    CHECK_MSG(nse <= NSE_BOUND, "mul_mat_vec_planes %s rows %u cols %u wg %u rows/thread %u: nse %.3g",
+              ovk_ggml_type_name(type), rows, cols, wg, per, nse);
+    if (getenv("OSCAR_TEST_VERBOSE"))
+        printf("planes %-4s rows %3u cols %4u wg %3u rows/thread %u: nse %.3g\n", ovk_ggml_type_name(type), rows, cols, wg,
+               per, nse);
+    ovk_buffer_destroy(ctx, &bw);
+    ovk_buffer_destroy(ctx, &bx);
+    ovk_buffer_destroy(ctx, &by);
+    ops->matvec_workgroup = ops->matvec_rows = 0;
+done:
+    free(w);
+    free(planes);
+    free(x);
+    free(ref);
+    free(got);
+}
+
+/* Refusals: a type without planes, x at an offset no texel view may start at, too many rows
+ * per thread. */
+static void check_errors(ovk_ops *ops)
+{
+    oscar_context *ctx = ops->ctx;
+    ovk_buffer b = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, 1 << 16, &b));
+    ovk_binding bb = { &b, 0, 0 }, odd = { &b, 4, 0 };
+    CHECK(!ovk_op_mul_mat_vec_planes_supported(ops, OSCAR_GGML_TYPE_Q4_K));
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 4, 256),
+                 OSCAR_ERROR_UNSUPPORTED);
+    if (ctx->texel_buffers) {
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, odd, bb, 4, 64),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 48),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+        ops->matvec_rows = 9;
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 64),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+        ops->matvec_rows = 0;
+    }
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    ovk_buffer_destroy(ctx, &b);
+}
+
+int main(void)
+{
+    oscar_context *ctx = test_gpu_context();
+    test_rng_seed(11);
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
+    check_errors(&ops);
+    if (!ctx->texel_buffers) {
+        printf("no R32G32B32A32_UINT texel buffers on this device: the planes mat-vec does not run\n");
+        return test_gpu_finish(ctx);
+    }
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        uint32_t type = types[t];
+        check_case(&ops, type, 1, 32, 1, 1);      /* one block, one row */
+        check_case(&ops, type, 37, 96, 8, 4);     /* 3 blocks: a partial scale texel; the last thread 1 row of 4 */
+        check_case(&ops, type, 67, 576, 16, 2);   /* 18 blocks (SmolLM2's rows) */
+        check_case(&ops, type, 33, 4096, 64, 8);  /* 128 blocks, 8 rows a thread */
+        check_case(&ops, type, 41, 5120, 256, 3); /* 160 blocks, 3 rows a thread */
+        check_case(&ops, type, 130, 1536, 0, 0);  /* the defaults */
+    }
+    return test_gpu_finish(ctx);
+}
