@@ -1,6 +1,6 @@
 #version 450
-// Decode product of Q4_0, Q4_1 or Q8_0 weights stored as planes (runtime/model/weight_planes.h),
-// read through 16-byte texel fetches: y[r] = sum_c W[r][c] * x[c] for one token.
+// Product of Q4_0, Q4_1 or Q8_0 weights stored as planes (runtime/model/weight_planes.h), read
+// through 16-byte texel fetches: y[t][r] = sum_c W[r][c] * x[t][c], token t = workgroup z.
 //
 // For devices where a texel fetch is the cheap load: lavapipe turns every storage-buffer load
 // into a loop over the SIMD lanes with a bounds check per lane, and a texel fetch into a plain
@@ -16,14 +16,14 @@ layout(constant_id = 1) const uint TYPE = 3;      // GGML type id of W: 2 (Q4_0)
 layout(constant_id = 2) const uint ROWS = 4;      // rows per thread
 
 layout(binding = 0) uniform usamplerBuffer wt;   // the planes: [rows][blocks] code texels, then [rows][scale words / 4] scale texels
-layout(binding = 1) uniform usamplerBuffer xt;   // [cols / 4] texels of fp32 x bits
-layout(std430, binding = 2) writeonly buffer Y { float y[]; }; // [rows] fp32
+layout(binding = 1) uniform usamplerBuffer xt;   // [n][cols / 4] texels of fp32 x bits
+layout(std430, binding = 2) writeonly buffer Y { float y[]; }; // [n][y_stride] fp32, columns 0..rows-1 written
 
 layout(push_constant) uniform Push {
     uint rows;         // rows of W
     uint cols;         // columns of W, a multiple of 32
     uint scale_texel;  // texel index of the scale plane
-    uint pad;
+    uint y_stride;     // floats from y[t][0] to y[t + 1][0]
 } pc;
 
 #include "common/grid.glsl"
@@ -62,7 +62,8 @@ void main()
 {
     uint row0 = grid_invocation() * ROWS;
     if (row0 >= pc.rows) return;
-    uint blocks = pc.cols / 32u, scale_texels = (blocks + 3u) / 4u;
+    uint tok = gl_WorkGroupID.z;
+    uint blocks = pc.cols / 32u, scale_texels = (blocks + 3u) / 4u, x0 = tok * (pc.cols / 4u);
     int code[ROWS], scale[ROWS]; // first code texel and scale texel of each row (rows past the end repeat the last)
     float acc[ROWS];
     for (uint i = 0u; i < ROWS; i++) {
@@ -78,7 +79,7 @@ void main()
             uint b = b4 + k;
             if (b >= blocks) break;
             vec4 xs[8];
-            for (uint j = 0u; j < 8u; j++) xs[j] = uintBitsToFloat(texelFetch(xt, int(b * 8u + j)));
+            for (uint j = 0u; j < 8u; j++) xs[j] = uintBitsToFloat(texelFetch(xt, int(x0 + b * 8u + j)));
             float xsum = 0.0;
             if (TYPE != 8u)
                 for (uint j = 0u; j < 8u; j++) xsum += (xs[j].x + xs[j].y) + (xs[j].z + xs[j].w);
@@ -96,5 +97,5 @@ void main()
         }
     }
     for (uint i = 0u; i < ROWS; i++)
-        if (row0 + i < pc.rows) y[row0 + i] = acc[i];
+        if (row0 + i < pc.rows) y[tok * pc.y_stride + row0 + i] = acc[i];
 }

@@ -1,9 +1,10 @@
-/* The texel-fetch decode mat-vec over weight planes (shaders/mul_mat_vec_planes.comp) against
- * the C reference product of the GGUF blocks (ovk_ref_mul_mat), for Q4_0, Q4_1 and Q8_0: one
- * block to 160 blocks a row (block counts that are and are not multiples of the four a scale
- * texel holds), row counts that leave the last thread part of its rows, 1 to 8 rows per thread
- * and 1 to 256 threads, x bound at an offset inside a larger buffer. ovk_planes_pack is
- * checked byte for byte against the GGUF fields it moves.
+/* The texel-fetch product over weight planes (shaders/mul_mat_vec_planes.comp) against the C
+ * reference product of the GGUF blocks (ovk_ref_mul_mat), for Q4_0, Q4_1 and Q8_0: one block to
+ * 160 blocks a row (block counts that are and are not multiples of the four a scale texel
+ * holds), row counts that leave the last thread part of its rows, 1 to 8 rows per thread, 1 to
+ * 256 threads, 1 and 5 tokens with y rows further apart than W's (columns between them left
+ * alone), x bound at an offset inside a larger buffer. ovk_planes_pack is checked byte for byte
+ * against the GGUF fields it moves.
  *
  * Weights are random bytes with sane fp16 scale fields (test_make_weights): every code bit
  * counts. Bound: as test_ops_matvec's fp32 products, NSE 1e-6 against the double reference
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "ggml_types.h"
+#include "half.h"
 #include "ops.h"
 #include "ops_ref.h"
 #include "test_gpu.h"
@@ -46,32 +48,43 @@ static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols
     uint64_t pbytes = ovk_planes_bytes(type, rows, cols);
     uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
     uint8_t *planes = malloc(pbytes);
-    float *x = calloc((size_t)cols + 16, sizeof *x), *ref = malloc((size_t)rows * 4), *got = malloc((size_t)rows * 4);
+    const uint32_t n_max = 5, stride = rows + 3;
+    size_t ybytes = (size_t)n_max * stride * 4;
+    float *x = calloc((size_t)n_max * cols + 16, sizeof *x), *ref = malloc((size_t)n_max * rows * 4), *got = malloc(ybytes);
     CHECK(w && planes && x && ref && got);
     if (!w || !planes || !x || !ref || !got) goto done;
     ovk_planes_pack(type, w, rows, cols, planes);
     check_pack(type, w, planes, rows, cols);
-    for (uint32_t i = 0; i < cols; i++) x[16 + i] = test_rng_normal(); /* x starts 64 bytes into its buffer */
-    CHECK_OK(ovk_ref_mul_mat(type, w, x + 16, ref, rows, cols, 1));
+    for (uint32_t i = 0; i < n_max * cols; i++) x[16 + i] = test_rng_normal(); /* x starts 64 bytes into its buffer */
 
     ops->matvec_workgroup = wg;
     ops->matvec_rows = per;
     ovk_buffer bw = { 0 }, bx = { 0 }, by = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, planes, pbytes, &bw));
-    CHECK_OK(test_gpu_buffer_from(ctx, x, ((size_t)cols + 16) * 4, &bx));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)rows * 4, &by));
-    CHECK_OK(ovk_buffer_fill(ctx, &by, 0, (size_t)rows * 4, 0x7FC00000u));
-    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-    CHECK_OK(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bx, 64, 0 },
-                                       (ovk_binding){ &by, 0, 0 }, rows, cols));
-    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
-    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, (size_t)rows * 4));
-    double nse = test_nse(got, ref, rows);
-    CHECK_MSG(nse <= NSE_BOUND, "mul_mat_vec_planes %s rows %u cols %u wg %u rows/thread %u: nse %.3g",
-              ovk_ggml_type_name(type), rows, cols, wg, per, nse);
-    if (getenv("OSCAR_TEST_VERBOSE"))
-        printf("planes %-4s rows %3u cols %4u wg %3u rows/thread %u: nse %.3g\n", ovk_ggml_type_name(type), rows, cols, wg,
-               per, nse);
+    CHECK_OK(test_gpu_buffer_from(ctx, x, ((size_t)n_max * cols + 16) * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ybytes, &by));
+    for (uint32_t n = 1; n <= n_max; n += n_max - 1) {
+        CHECK_OK(ovk_ref_mul_mat(type, w, x + 16, ref, rows, cols, n));
+        CHECK_OK(ovk_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bx, 64, 0 },
+                                           (ovk_binding){ &by, 0, 0 }, stride, rows, cols, n));
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, ybytes));
+        size_t touched = 0;
+        for (uint32_t t = 0; t < n_max; t++)
+            for (uint32_t r = 0; r < stride; r++) {
+                float v = got[(size_t)t * stride + r];
+                if (t < n && r < rows) got[(size_t)t * rows + r] = v; /* packed in place: t * rows <= t * stride */
+                else touched += ovk_f32_bits(v) != 0x7FC00000u;
+            }
+        double nse = test_nse(got, ref, (size_t)n * rows);
+        CHECK_MSG(nse <= NSE_BOUND && touched == 0, "mul_mat_vec_planes %s rows %u cols %u n %u wg %u rows/thread %u: "
+                  "nse %.3g, %zu floats outside y written", ovk_ggml_type_name(type), rows, cols, n, wg, per, nse, touched);
+        if (getenv("OSCAR_TEST_VERBOSE"))
+            printf("planes %-4s rows %3u cols %4u n %u wg %3u rows/thread %u: nse %.3g\n", ovk_ggml_type_name(type), rows,
+                   cols, n, wg, per, nse);
+    }
     ovk_buffer_destroy(ctx, &bw);
     ovk_buffer_destroy(ctx, &bx);
     ovk_buffer_destroy(ctx, &by);
@@ -84,8 +97,8 @@ done:
     free(got);
 }
 
-/* Refusals: a type without planes, x at an offset no texel view may start at, too many rows
- * per thread. */
+/* Refusals: a type without planes, x at an offset no texel view may start at, columns not
+ * whole blocks, y rows closer than W's, too many rows per thread. */
 static void check_errors(ovk_ops *ops)
 {
     oscar_context *ctx = ops->ctx;
@@ -94,15 +107,17 @@ static void check_errors(ovk_ops *ops)
     ovk_binding bb = { &b, 0, 0 }, odd = { &b, 4, 0 };
     CHECK(!ovk_op_mul_mat_vec_planes_supported(ops, OSCAR_GGML_TYPE_Q4_K));
     CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-    CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 4, 256),
+    CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 4, 4, 256, 1),
                  OSCAR_ERROR_UNSUPPORTED);
     if (ctx->texel_buffers) {
-        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, odd, bb, 4, 64),
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, odd, bb, 4, 4, 64, 1),
                      OSCAR_ERROR_INVALID_ARGUMENT);
-        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 48),
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 4, 48, 1),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 3, 4, 64, 1),
                      OSCAR_ERROR_INVALID_ARGUMENT);
         ops->matvec_rows = 9;
-        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 64),
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 4, 64, 1),
                      OSCAR_ERROR_INVALID_ARGUMENT);
         ops->matvec_rows = 0;
     }

@@ -6,6 +6,7 @@
 
 #include "ggml_types.h"
 #include "model_gpu.h"
+#include "weight_planes.h"
 
 /* ---- weights ------------------------------------------------------------------------------- */
 
@@ -40,6 +41,25 @@ static uint32_t part_rows_for(const oscar_context *ctx, uint64_t row_bytes, uint
     uint64_t per = (limit & ~3ull) / row_bytes;
     per -= per % unit;
     return per > rows ? rows : (uint32_t)per;
+}
+
+/* Uploads the planes of a whole Q4_0/Q4_1/Q8_0 matrix (weight_planes.h) beside its blocks, when
+ * they fit one texel view. */
+static oscar_status upload_planes(ovk_model_gpu *m, const ovk_gguf_tensor *t, ovk_gpu_weight *w)
+{
+    oscar_status st = OSCAR_OK;
+    uint32_t cols = (uint32_t)t->ne[0];
+    uint64_t bytes = ovk_planes_bytes(t->type, w->rows, cols);
+    if (bytes / 16 > m->ctx->limits.maxTexelBufferElements) return OSCAR_OK; /* the blocks' products serve it */
+    void *host = malloc(bytes);
+    if (!host) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    ovk_planes_pack(t->type, t->data, w->rows, cols, host);
+    OSCAR_TRY(ovk_buffer_create(m->ctx, bytes, OSCAR_BUFFER_DEVICE, &w->planes));
+    OSCAR_TRY(ovk_buffer_upload(m->ctx, &w->planes, 0, host, bytes));
+    m->planes_bytes += bytes;
+fail:
+    free(host);
+    return st;
 }
 
 /* Uploads a matrix of m as stored (raw GGUF blocks): one buffer, or parts of at most
@@ -81,6 +101,7 @@ static oscar_status upload_matrix(ovk_model_gpu *m, const ovk_gguf_tensor *t, ov
         OSCAR_TRY(ovk_buffer_create(ctx, (n * row_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, b));
         OSCAR_TRY(ovk_buffer_upload(ctx, b, 0, (const char *)t->data + row0 * row_bytes, n * row_bytes));
     }
+    if (m->planes && w->n_parts == 1 && ovk_planes_type(t->type)) OSCAR_TRY(upload_planes(m, t, w));
     report(pr, t->n_bytes);
 fail:
     return st;
@@ -123,6 +144,8 @@ oscar_status ovk_model_gpu_create_split(oscar_context *ctx, const ovk_model_desc
     m->desc = desc;
     uint64_t limit = ctx->limits.maxStorageBufferRange; /* the shaders' 32-bit byte offsets reach it too */
     m->part_limit = part_limit && part_limit < limit ? part_limit : limit;
+    m->planes = ctx->texel_buffers && (ctx->env.matvec_planes == 1 || (ctx->env.matvec_planes == -1 &&
+                                                                       ctx->info.type == OSCAR_DEVICE_CPU));
     m->layers = calloc(hp->n_layer, sizeof *m->layers);
     if (!m->layers) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
 
@@ -170,6 +193,7 @@ fail:
 static void weight_destroy(oscar_context *ctx, ovk_gpu_weight *w)
 {
     ovk_buffer_destroy(ctx, &w->buf);
+    ovk_buffer_destroy(ctx, &w->planes);
     for (uint32_t i = 1; w->more && i < w->n_parts; i++) ovk_buffer_destroy(ctx, &w->more[i - 1]);
     free(w->more);
     w->more = NULL;
@@ -301,8 +325,12 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
-    int q8 = products_q8(s, cols, n, n_w, w);
-    int f16 = !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
+    /* the texel-fetch products where every weight has planes, for any token count (on lavapipe
+     * 8x faster than the tiled matmul at 37 tokens); the others' x is then not made */
+    int planes = x.offset % ctx->limits.minTexelBufferOffsetAlignment == 0;
+    for (uint32_t i = 0; i < n_w && planes; i++) planes = w[i]->planes.buffer != VK_NULL_HANDLE;
+    int q8 = !planes && products_q8(s, cols, n, n_w, w);
+    int f16 = !planes && !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
     ovk_binding xq = { &s->xq, 0, 0 };
     ovk_cmd_barrier(ctx, &s->cmd);
@@ -315,7 +343,9 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a product of %u rows over a weight of %u", rows[i], w[i]->rows);
         if (w[i]->n_parts == 1) {
             ovk_binding wb = bind(&w[i]->buf, 0);
-            if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, y[i], rows[i], cols));
+            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes, 0), x, y[i],
+                                                            rows[i], rows[i], cols, n));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, y[i], rows[i], cols));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;

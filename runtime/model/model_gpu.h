@@ -39,6 +39,9 @@ typedef struct ovk_gpu_weight {
     uint32_t rows;           /* rows of a matrix (ne[1]); 1 for a vector */
     uint32_t part_rows;      /* rows per part; rows when whole */
     uint32_t n_parts;        /* 1: whole in buf */
+    ovk_buffer planes;       /* the same weights as planes (weight_planes.h) for the texel-fetch
+                              * decode product, where the model keeps them (ovk_model_gpu.planes);
+                              * empty (no VkBuffer) otherwise */
 } ovk_gpu_weight;
 
 typedef struct ovk_gpu_layer {
@@ -60,6 +63,9 @@ typedef struct ovk_model_gpu {
     uint64_t weight_bytes;         /* bytes uploaded */
     uint64_t part_limit;           /* bytes: the most one weight buffer holds; larger matrices are split */
     uint32_t split_matrices;       /* matrices stored in more than one part */
+    int planes;                    /* Q4_0/Q4_1/Q8_0 matrices also kept as planes: the texel-fetch
+                                    * product is preferred here (lavapipe) or OSCAR_MATVEC_PLANES=1 */
+    uint64_t planes_bytes;         /* bytes of those second copies */
 } ovk_model_gpu;
 
 /* Uploads every weight of `desc` (borrowed: it must outlive the result). Norm and bias vectors

@@ -254,7 +254,8 @@ int ovk_op_mul_mat_vec_planes_preferred(const ovk_ops *ops)
 }
 
 oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
-                                       ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols)
+                                       ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
+                                       uint32_t n)
 {
     oscar_status st;
     if (!ovk_op_mul_mat_vec_planes_supported(ops, type))
@@ -263,20 +264,26 @@ oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : 8, per = ops->matvec_rows ? ops->matvec_rows : 4;
     if (wg > 256 || per > 8)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u threads of %u rows", wg, per);
-    if (cols == 0 || cols % 32 || (uint64_t)rows * cols > UINT32_MAX)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u x %u", rows, cols);
+    if (cols == 0 || cols % 32 || y_stride < rows || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * y_stride > UINT32_MAX ||
+        n > GRID_MAX)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u x %u, %u tokens, y rows %u apart", rows, cols,
+                           n, y_stride);
     uint64_t bytes = ovk_planes_bytes(type, rows, cols);
     if ((st = check_binding(&planes, bytes, "mul_mat_vec_planes", "planes")) != OSCAR_OK) return st;
-    if ((st = check_binding(&x, (uint64_t)cols * 4, "mul_mat_vec_planes", "x")) != OSCAR_OK) return st;
-    if ((st = check_binding(&y, (uint64_t)rows * 4, "mul_mat_vec_planes", "y")) != OSCAR_OK) return st;
-    if (rows == 0) return OSCAR_OK;
-    planes.range = bytes; /* the views cover exactly the texels read */
-    x.range = (uint64_t)cols * 4;
+    if ((st = check_binding(&x, (uint64_t)n * cols * 4, "mul_mat_vec_planes", "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, n ? ((uint64_t)(n - 1) * y_stride + rows) * 4 : 0, "mul_mat_vec_planes", "y")) != OSCAR_OK)
+        return st;
+    if (rows == 0 || n == 0) return OSCAR_OK;
+    /* one view per weight, and one per x buffer whatever the token count (its buffer's whole
+     * texels from the offset), so each buffer keeps a view or two (OVK_BUFFER_VIEWS) */
+    planes.range = bytes;
+    x.range = (x.buffer->size - x.offset) & ~(VkDeviceSize)15;
     ovk_pipeline_desc d = { .shader = "mul_mat_vec_planes", .n_buffers = 3, .push_size = 16, .n_spec = 3,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per },
                             .texel_bindings = 0x3 };
-    uint32_t push[4] = { rows, cols, (uint32_t)(ovk_planes_scale_offset(type, rows, cols) / 16), 0 }, groups[3];
+    uint32_t push[4] = { rows, cols, (uint32_t)(ovk_planes_scale_offset(type, rows, cols) / 16), y_stride }, groups[3];
     if ((st = grid_2d(ovk_div_up(ovk_div_up(rows, per), wg), groups, "mul_mat_vec_planes")) != OSCAR_OK) return st;
+    groups[2] = n;
     ovk_binding b[3] = { planes, x, y };
     return record(ops, cmd, &d, b, push, groups);
 }

@@ -118,16 +118,19 @@ oscar_status ovk_op_x_f16_blocks(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x
 oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                       ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
-/* The texel-fetch decode mat-vec (shaders/mul_mat_vec_planes.comp): Q4_0, Q4_1 and Q8_0 weights
- * as planes (weight_planes.h) times fp32 x, for devices whose storage-buffer loads are slow and
- * texel fetches fast (lavapipe: ovk_op_mul_mat_vec_planes_preferred). y [rows] = W x for one
- * token; planes and x bound as texel buffers (offsets aligned to minTexelBufferOffsetAlignment).
- * Exact to fp32 summation order, as the other fp32 mat-vecs. ops->matvec_workgroup (threads,
- * 1..256, default 8) and matvec_rows (rows per thread, 1..8, default 4) tune it. */
+/* The texel-fetch product (shaders/mul_mat_vec_planes.comp): Q4_0, Q4_1 and Q8_0 weights as
+ * planes (weight_planes.h) times fp32 x, for devices whose storage-buffer loads are slow and
+ * texel fetches fast (lavapipe: ovk_op_mul_mat_vec_planes_preferred). y [n][y_stride] = W x for
+ * x [n][cols], one workgroup row per token (each reads the weights again: a CPU's caches hold
+ * a layer's); planes and x bound as texel buffers (offsets aligned to
+ * minTexelBufferOffsetAlignment). Exact to fp32 summation order, as the other fp32 products.
+ * ops->matvec_workgroup (threads, 1..256, default 8) and matvec_rows (rows per thread, 1..8,
+ * default 4) tune it. */
 int ovk_op_mul_mat_vec_planes_supported(const ovk_ops *ops, uint32_t type);
 int ovk_op_mul_mat_vec_planes_preferred(const ovk_ops *ops);
 oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
-                                       ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols);
+                                       ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
+                                       uint32_t n);
 
 /* The int8 decode mat-vec (shaders/mul_mat_vec_q8[.idot].comp): Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and
  * Q6_K weights times x quantized to int8 blocks of 32 (common/q8_layout.h), exact integer block sums scaled in
