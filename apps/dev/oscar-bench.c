@@ -48,6 +48,7 @@
 #include "model_api.h"
 #include "model_gen.h"
 #include "ops.h"
+#include "weight_planes.h"
 #include "oscar/oscar.h"
 #include "oscar/experimental.h"
 
@@ -518,6 +519,40 @@ static oscar_status end_timed(oscar_context *ctx, ovk_cmd *cmd, int t0, oscar_st
     return st;
 }
 
+/* Times the texel-fetch product over weight planes (ops.h: the products of CPU devices) like
+ * the others, its weights rotating over as many copies as a buffer keeps views (the planes'
+ * own layout, weight_planes.h), and prints its line. */
+static oscar_status bench_planes(oscar_context *ctx, const ovk_ops *ops_in, const uint32_t tile[2], ovk_cmd *cmd,
+                                 uint32_t type, uint32_t rows,
+                                 uint32_t cols, uint32_t tokens, uint32_t iters, int barriers, ovk_buffer *x, ovk_buffer *y,
+                                 double bw)
+{
+    ovk_ops tuned = *ops_in, *ops = &tuned;
+    tuned.matvec_workgroup = tile[0];
+    tuned.matvec_rows = tile[1];
+    uint64_t bytes = ovk_planes_bytes(type, rows, cols), mat = (bytes + 255) & ~255ull;
+    uint32_t copies = OVK_BUFFER_VIEWS;
+    ovk_buffer w = { 0 };
+    double ns = 0;
+    oscar_status st = ovk_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
+    if (st == OSCAR_OK) st = ovk_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
+    if (st == OSCAR_OK) st = ovk_cmd_begin(ctx, cmd);
+    int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, cmd) : -1;
+    for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
+        st = ovk_op_mul_mat_vec_planes(ops, cmd, type, (ovk_binding){ &w, (it % copies) * mat, bytes },
+                                       (ovk_binding){ x, 0, 0 }, (ovk_binding){ y, 0, 0 }, rows, rows, cols, tokens);
+        if (barriers) ovk_cmd_barrier(ctx, cmd);
+    }
+    st = end_timed(ctx, cmd, t0, st, &ns);
+    if (st == OSCAR_OK) {
+        double us = ns * 1e-3 / iters, gbps = (double)bytes / (us * 1e3);
+        printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw\n", ovk_ggml_type_name(type), " planes",
+               bytes / 1e6, us, gbps, 100.0 * gbps / bw);
+    }
+    ovk_buffer_destroy(ctx, &w);
+    return st;
+}
+
 /* Times the decode mat-vec y = W·x for each weight type, W [rows][cols], `iters` dispatches
  * chained in one command buffer with a barrier between them (as in a forward pass), and the
  * bandwidth probe chained alike over the same bytes (what a read-only kernel takes at that
@@ -534,6 +569,7 @@ static int bench_ops(int argc, char **argv)
     uint32_t tokens = 1, mv_tokens = 0; /* --tokens: the product of a batch; --mv-tokens: its tokens per workgroup */
     int barriers = 1;                   /* --no-barriers: chain the products without a barrier between them */
     uint32_t mm_tile[4] = { 0 };        /* --mm-tile: the cooperative-matrix matmul's plan (ovk_ops.matmul_coopmat) */
+    uint32_t planes_tile[2] = { 0 };    /* --planes-tile: the planes product's threads and rows a thread (0: defaults) */
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                           OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
@@ -548,7 +584,7 @@ static int bench_ops(int argc, char **argv)
             continue;
         }
         static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
-                                             "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", "--mm-tile", NULL };
+                                             "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", "--mm-tile", "--planes-tile", NULL };
         if (!app_flag_with_value(prog, "oscar-bench", f, v, known)) return 2;
         int ok = 1;
         if (!strcmp(f, "--rows")) ok = app_parse_u32(prog, f, v, 1u << 20, &rows);
@@ -560,7 +596,10 @@ static int bench_ops(int argc, char **argv)
         else if (!strcmp(f, "--tokens")) ok = app_parse_u32(prog, f, v, 8192, &tokens);
         else if (!strcmp(f, "--mv-tokens")) ok = app_parse_u32(prog, f, v, 32, &mv_tokens);
         else if (!strcmp(f, "--types")) only = v;
-        else if (!strcmp(f, "--mm-tile")) {
+        else if (!strcmp(f, "--planes-tile")) {
+            ok = sscanf(v, "%ux%u", &planes_tile[0], &planes_tile[1]) == 2;
+            if (!ok) fprintf(stderr, "%s: --planes-tile is THREADSxROWS (a workgroup's threads, rows a thread), e.g. 8x4\n", prog);
+        } else if (!strcmp(f, "--mm-tile")) {
             ok = sscanf(v, "%ux%ux%ux%u", &mm_tile[0], &mm_tile[1], &mm_tile[2], &mm_tile[3]) == 4;
             if (!ok) fprintf(stderr, "%s: --mm-tile is WMxWNxCMxCN (warp tiles, matrices per warp tile), e.g. 2x2x4x4\n", prog);
         }
@@ -681,6 +720,8 @@ static int bench_ops(int argc, char **argv)
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
         }
+        if (st == OSCAR_OK && ovk_op_mul_mat_vec_planes_supported(&ops, type)) /* the texel-fetch product over planes */
+            st = bench_planes(ctx, &ops, planes_tile, &cmd, type, rows, cols, tokens, iters, barriers, &x, &y, bw);
         if (st == OSCAR_OK) { /* the bound at this size: the bandwidth probe over the same bytes, chained alike */
             uint64_t bytes = (row_bytes * rows + 15) & ~15ull; /* inside the 256-byte-aligned copy */
             double ns = 0;
@@ -991,7 +1032,7 @@ static void print_usage(FILE *out, const char *mode)
         { "ops", "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
                  "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
                  "                      [--no-barriers]\n"
-                 "                      [--tokens N] [--mv-tokens N] [--mm-tile WMxWNxCMxCN]\n"
+                 "                      [--tokens N] [--mv-tokens N] [--mm-tile WMxWNxCMxCN] [--planes-tile THREADSxROWS]\n"
                  "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n" },
         { "floor", "oscar-bench floor     [--gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0] [--contexts A,B,..] [--kv int2,fp16]\n"
                    "                      [--iters N] [--device NAME|INDEX]\n" },
