@@ -43,20 +43,25 @@ static uint32_t part_rows_for(const oscar_context *ctx, uint64_t row_bytes, uint
     return per > rows ? rows : (uint32_t)per;
 }
 
-/* Uploads the planes of a whole Q4_0/Q4_1/Q8_0 matrix (weight_planes.h) beside its blocks, when
- * they fit one texel view. */
-static oscar_status upload_planes(ovk_model_gpu *m, const ovk_gguf_tensor *t, ovk_gpu_weight *w)
+/* Uploads the planes of a Q4_0/Q4_1/Q8_0 matrix (weight_planes.h) beside its blocks, a buffer
+ * per part as the blocks, when every part fits one texel view. */
+static oscar_status upload_planes(ovk_model_gpu *m, const ovk_gguf_tensor *t, ovk_gpu_weight *w, uint64_t row_bytes)
 {
     oscar_status st = OSCAR_OK;
     uint32_t cols = (uint32_t)t->ne[0];
-    uint64_t bytes = ovk_planes_bytes(t->type, w->rows, cols);
-    if (bytes / 16 > m->ctx->limits.maxTexelBufferElements) return OSCAR_OK; /* the blocks' products serve it */
-    void *host = malloc(bytes);
+    uint64_t most = ovk_planes_bytes(t->type, w->part_rows, cols);
+    if (most / 16 > m->ctx->limits.maxTexelBufferElements) return OSCAR_OK; /* the blocks' products serve it */
+    void *host = malloc(most);
     if (!host) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    ovk_planes_pack(t->type, t->data, w->rows, cols, host);
-    OSCAR_TRY(ovk_buffer_create(m->ctx, bytes, OSCAR_BUFFER_DEVICE, &w->planes));
-    OSCAR_TRY(ovk_buffer_upload(m->ctx, &w->planes, 0, host, bytes));
-    m->planes_bytes += bytes;
+    if (!(w->planes = calloc(w->n_parts, sizeof *w->planes))) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    for (uint32_t i = 0; i < w->n_parts; i++) {
+        uint32_t rows = weight_part_rows(w, i);
+        uint64_t bytes = ovk_planes_bytes(t->type, rows, cols);
+        ovk_planes_pack(t->type, (const char *)t->data + (uint64_t)i * w->part_rows * row_bytes, rows, cols, host);
+        OSCAR_TRY(ovk_buffer_create(m->ctx, bytes, OSCAR_BUFFER_DEVICE, &w->planes[i]));
+        OSCAR_TRY(ovk_buffer_upload(m->ctx, &w->planes[i], 0, host, bytes));
+        m->planes_bytes += bytes;
+    }
 fail:
     free(host);
     return st;
@@ -101,7 +106,7 @@ static oscar_status upload_matrix(ovk_model_gpu *m, const ovk_gguf_tensor *t, ov
         OSCAR_TRY(ovk_buffer_create(ctx, (n * row_bytes + 3) & ~3ull, OSCAR_BUFFER_DEVICE, b));
         OSCAR_TRY(ovk_buffer_upload(ctx, b, 0, (const char *)t->data + row0 * row_bytes, n * row_bytes));
     }
-    if (m->planes && w->n_parts == 1 && ovk_planes_type(t->type)) OSCAR_TRY(upload_planes(m, t, w));
+    if (m->planes && ovk_planes_type(t->type)) OSCAR_TRY(upload_planes(m, t, w, row_bytes));
     report(pr, t->n_bytes);
 fail:
     return st;
@@ -193,7 +198,9 @@ fail:
 static void weight_destroy(oscar_context *ctx, ovk_gpu_weight *w)
 {
     ovk_buffer_destroy(ctx, &w->buf);
-    ovk_buffer_destroy(ctx, &w->planes);
+    for (uint32_t i = 0; w->planes && i < w->n_parts; i++) ovk_buffer_destroy(ctx, &w->planes[i]);
+    free(w->planes);
+    w->planes = NULL;
     for (uint32_t i = 1; w->more && i < w->n_parts; i++) ovk_buffer_destroy(ctx, &w->more[i - 1]);
     free(w->more);
     w->more = NULL;
@@ -328,7 +335,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
     /* the texel-fetch products where every weight has planes, for any token count (on lavapipe
      * 8x faster than the tiled matmul at 37 tokens); the others' x is then not made */
     int planes = x.offset % ctx->limits.minTexelBufferOffsetAlignment == 0;
-    for (uint32_t i = 0; i < n_w && planes; i++) planes = w[i]->planes.buffer != VK_NULL_HANDLE;
+    for (uint32_t i = 0; i < n_w && planes; i++) planes = w[i]->planes != NULL;
     int q8 = !planes && products_q8(s, cols, n, n_w, w);
     int f16 = !planes && !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
@@ -343,7 +350,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a product of %u rows over a weight of %u", rows[i], w[i]->rows);
         if (w[i]->n_parts == 1) {
             ovk_binding wb = bind(&w[i]->buf, 0);
-            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes, 0), x, y[i],
+            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
                                                             rows[i], rows[i], cols, n));
             else if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, y[i], rows[i], cols));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
@@ -354,7 +361,9 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             uint32_t row0 = p * w[i]->part_rows, pr = weight_part_rows(w[i], p);
             ovk_binding wb = bind(weight_part(w[i], p), 0);
             ovk_binding yp = { y[i].buffer, y[i].offset + (uint64_t)row0 * 4, ((uint64_t)(n - 1) * rows[i] + pr) * 4 };
-            if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, yp, pr, cols));
+            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[p], 0), x, yp,
+                                                            rows[i], pr, cols, n));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, yp, pr, cols));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }

@@ -39,9 +39,9 @@ typedef struct ovk_gpu_weight {
     uint32_t rows;           /* rows of a matrix (ne[1]); 1 for a vector */
     uint32_t part_rows;      /* rows per part; rows when whole */
     uint32_t n_parts;        /* 1: whole in buf */
-    ovk_buffer planes;       /* the same weights as planes (weight_planes.h) for the texel-fetch
-                              * decode product, where the model keeps them (ovk_model_gpu.planes);
-                              * empty (no VkBuffer) otherwise */
+    ovk_buffer *planes;      /* [n_parts] each part's rows as planes (weight_planes.h) for the
+                              * texel-fetch products, where the model keeps them
+                              * (ovk_model_gpu.planes); NULL otherwise */
 } ovk_gpu_weight;
 
 typedef struct ovk_gpu_layer {
