@@ -118,9 +118,16 @@ int main(void)
         tune.f16 = 0;
         CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK(!strcmp(cfg.variant, "stream-fp32") && !strcmp(cfg.shader, "attn_decode"));
-        tune.kernel = -1; /* the default: chunked where it fits */
-        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
-        CHECK(cfg.stream || (cfg.item_tokens >= 64 && cfg.shared_bytes <= x[6] && !strcmp(cfg.shader, "attn_decode_chunked")));
+        tune.kernel = -1; /* the default: chunked where it fits, 256 threads (a CPU: 64) where d/4 divides them */
+        for (int cpu = 0; cpu <= 1; cpu++) {
+            dev.cpu = cpu;
+            CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
+            uint32_t want_wg = cpu && 64 % (x[0] / 4) == 0 ? 64 : 256 % (x[0] / 4) == 0 ? 256 : 128;
+            CHECK_MSG(cfg.stream || (cfg.item_tokens >= 64 && cfg.shared_bytes <= x[6] && cfg.wg == want_wg &&
+                                     !strcmp(cfg.shader, "attn_decode_chunked")),
+                      "shape %zu, cpu %d: %s of %u threads", i, cpu, cfg.shader, cfg.wg);
+        }
+        dev.cpu = 0;
         /* integer-dot keys: with packed fp16 where asked for and enabled, never in fp16 mode */
         tune.f16 = -1;
         for (int idot = 0; idot <= 1; idot++)

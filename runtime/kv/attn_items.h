@@ -57,6 +57,8 @@ typedef struct ovk_attn_device {
     uint32_t shared_bytes;               /* shared memory the kernel may use */
     int float16;                         /* packed fp16 arithmetic (shaderFloat16) */
     int idot;                            /* integer dot products enabled and the idot kernel built */
+    int cpu;                             /* a CPU device (lavapipe): barriers and shared memory are
+                                          * costly there, workgroups kept small */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */

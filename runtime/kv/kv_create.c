@@ -116,7 +116,8 @@ static oscar_status create_decode(oscar_kv_cache *c)
                                 ? ctx->limits.maxComputeWorkGroupInvocations
                                 : ctx->limits.maxComputeWorkGroupSize[0],
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
-                            ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot") };
+                            ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"),
+                            ctx->info.type == OSCAR_DEVICE_CPU };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
@@ -415,7 +416,8 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(ovk_cmd_init(ctx, &c->cmd));
     OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 0, &c->pl_append));
     OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_flush", 5, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
-    OSCAR_TRY(ovk_kv_get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
+    c->wg_rotate = ctx->info.type == OSCAR_DEVICE_CPU ? d / 4 : WG_ROTATE;
+    OSCAR_TRY(ovk_kv_get_pipeline(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), c->wg_rotate, KV_SPEC_TRANSPOSE, 0, &c->pl_rot));
     OSCAR_TRY(create_decode(c));
     OSCAR_TRY(create_prefill(c));
     free(rot);

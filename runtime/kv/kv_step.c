@@ -300,7 +300,7 @@ static oscar_status dispatch_q_prep(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
     if (rope) {
         ovk_pipeline **slot = &c->pl_q_prep[rope_spec(rope)];
         if (!*slot) {
-            ovk_pipeline_desc pd = ovk_kv_cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), WG_ROTATE, ATTN_N_SPEC);
+            ovk_pipeline_desc pd = ovk_kv_cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), c->wg_rotate, ATTN_N_SPEC);
             pd.spec[KV_SPEC_TRANSPOSE] = rotated ? 0 : 2; /* 2: RoPE alone */
             pd.spec[KV_SPEC_ROPE] = rope_spec(rope);
             oscar_status st = ovk_pipeline_get(c->ctx, &pd, slot);
