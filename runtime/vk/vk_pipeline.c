@@ -89,6 +89,8 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
     if (desc->push_size > ctx->limits.maxPushConstantsSize)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s' needs %u push-constant bytes, device allows %u",
                            desc->shader, desc->push_size, ctx->limits.maxPushConstantsSize);
+    if (desc->n_spec > 0 && desc->spec[0] == 0) /* constant 0 is every shader's workgroup size */
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "pipeline '%s': workgroup size 0", desc->shader);
     if (desc->n_spec > 0 && desc->spec[0] > ctx->limits.maxComputeWorkGroupSize[0])
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s': workgroup size %u exceeds the device's %u",
                            desc->shader, desc->spec[0], ctx->limits.maxComputeWorkGroupSize[0]);
