@@ -149,6 +149,8 @@ oscar_status ovk_model_gpu_create_split(oscar_context *ctx, const ovk_model_desc
     m->desc = desc;
     uint64_t limit = ctx->limits.maxStorageBufferRange; /* the shaders' 32-bit byte offsets reach it too */
     m->part_limit = part_limit && part_limit < limit ? part_limit : limit;
+    /* planes on CPU devices, where the texel-fetch products are 10x the storage-buffer ones
+     * (docs/performance.md, "CPU through lavapipe"); on GPUs the other kernels are faster */
     m->planes = ctx->texel_buffers && (ctx->env.matvec_planes == 1 || (ctx->env.matvec_planes == -1 &&
                                                                        ctx->info.type == OSCAR_DEVICE_CPU));
     m->layers = calloc(hp->n_layer, sizeof *m->layers);

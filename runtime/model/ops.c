@@ -246,13 +246,6 @@ int ovk_op_mul_mat_vec_planes_supported(const ovk_ops *ops, uint32_t type)
     return ops->ctx->texel_buffers && ovk_planes_type(type);
 }
 
-/* The CPU device (lavapipe): measured there, planes 10x+ faster than every storage-buffer
- * mat-vec (docs/performance.md, "CPU through lavapipe"); on GPUs the other kernels win. */
-int ovk_op_mul_mat_vec_planes_preferred(const ovk_ops *ops)
-{
-    return ops->ctx->texel_buffers && ops->ctx->info.type == OSCAR_DEVICE_CPU;
-}
-
 oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
                                        ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                                        uint32_t n)

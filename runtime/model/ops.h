@@ -120,14 +120,13 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
 
 /* The texel-fetch product (shaders/mul_mat_vec_planes.comp): Q4_0, Q4_1 and Q8_0 weights as
  * planes (weight_planes.h) times fp32 x, for devices whose storage-buffer loads are slow and
- * texel fetches fast (lavapipe: ovk_op_mul_mat_vec_planes_preferred). y [n][y_stride] = W x for
+ * texel fetches fast (lavapipe; the model keeps planes on CPU devices). y [n][y_stride] = W x for
  * x [n][cols], one workgroup row per token (each reads the weights again: a CPU's caches hold
  * a layer's); planes and x bound as texel buffers (offsets aligned to
  * minTexelBufferOffsetAlignment). Exact to fp32 summation order, as the other fp32 products.
  * ops->matvec_workgroup (threads, 1..256, default 8) and matvec_rows (rows per thread, 1..8,
  * default 4) tune it. */
 int ovk_op_mul_mat_vec_planes_supported(const ovk_ops *ops, uint32_t type);
-int ovk_op_mul_mat_vec_planes_preferred(const ovk_ops *ops);
 oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
                                        ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                                        uint32_t n);

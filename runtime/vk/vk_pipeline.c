@@ -83,9 +83,12 @@ oscar_status ovk_pipeline_get(oscar_context *ctx, const ovk_pipeline_desc *desc,
         (desc->push_size & 3) || strlen(desc->shader) >= sizeof p->name)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "pipeline '%s': too many bindings, push bytes or constants",
                            desc->shader);
-    if (desc->texel_bindings && (!ctx->texel_buffers || desc->texel_bindings >> desc->n_buffers))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s': texel-buffer bindings %#x (device: %s)", desc->shader,
-                           desc->texel_bindings, ctx->texel_buffers ? "have them" : "no R32G32B32A32_UINT texel buffers");
+    if (desc->texel_bindings >> desc->n_buffers)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "pipeline '%s': texel-buffer bindings %#x past its %u bindings",
+                           desc->shader, desc->texel_bindings, desc->n_buffers);
+    if (desc->texel_bindings && !ctx->texel_buffers)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s' needs R32G32B32A32_UINT uniform texel buffers",
+                           desc->shader);
     if (desc->push_size > ctx->limits.maxPushConstantsSize)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "pipeline '%s' needs %u push-constant bytes, device allows %u",
                            desc->shader, desc->push_size, ctx->limits.maxPushConstantsSize);
