@@ -1,7 +1,7 @@
 /* The texel-fetch product over weight planes (shaders/mul_mat_vec_planes.comp) against the C
- * reference product of the GGUF blocks (ovk_ref_mul_mat), for Q4_0, Q4_1 and Q8_0: one block to
- * 160 blocks a row (block counts that are and are not multiples of the four a scale texel
- * holds), row counts that leave the last thread part of its rows, 1 to 8 rows per thread, 1 to
+ * reference product of the GGUF blocks (ovk_ref_mul_mat), for Q4_0, Q4_1, Q8_0 (one block to
+ * 160 blocks a row, counts that are and are not multiples of the four a scale texel holds),
+ * Q4_K and Q6_K (one to 35 blocks of 256), row counts that leave the last thread part of its rows, 1 to 8 rows per thread, 1 to
  * 256 threads, 1 and 5 tokens with y rows further apart than W's (columns between them left
  * alone), x bound at an offset inside a larger buffer. ovk_planes_pack is checked byte for byte
  * against the GGUF fields it moves.
@@ -22,11 +22,23 @@
 
 #define NSE_BOUND 1e-6
 
-static const uint32_t types[] = { OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1, OSCAR_GGML_TYPE_Q8_0 };
+static const uint32_t types[] = { OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1, OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_K,
+                                  OSCAR_GGML_TYPE_Q6_K };
 
 /* The planes hold each block's code bytes and fp16 fields where weight_planes.h says. */
 static void check_pack(uint32_t type, const uint8_t *w, const uint8_t *planes, uint32_t rows, uint32_t cols)
 {
+    if (type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q6_K) { /* each block as stored, then zeros */
+        uint32_t stored = type == OSCAR_GGML_TYPE_Q4_K ? 144 : 210, padded = ovk_planes_code_bytes(type);
+        size_t bad = 0, n = (size_t)rows * (cols / 256);
+        for (size_t b = 0; b < n; b++) {
+            bad += memcmp(planes + b * padded, w + b * stored, stored) != 0;
+            for (uint32_t k = stored; k < padded; k++) bad += planes[b * padded + k] != 0;
+        }
+        CHECK_MSG(bad == 0 && ovk_planes_bytes(type, rows, cols) == n * padded, "planes of %s %u x %u: %zu bytes misplaced",
+                  ovk_ggml_type_name(type), rows, cols, bad);
+        return;
+    }
     uint32_t blocks = cols / 32, code = ovk_planes_code_bytes(type), head = type == OSCAR_GGML_TYPE_Q4_1 ? 4 : 2;
     const uint8_t *scales = planes + ovk_planes_scale_offset(type, rows, cols);
     size_t bad = 0;
@@ -105,9 +117,9 @@ static void check_errors(ovk_ops *ops)
     ovk_buffer b = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 1 << 16, &b));
     ovk_binding bb = { &b, 0, 0 }, odd = { &b, 4, 0 };
-    CHECK(!ovk_op_mul_mat_vec_planes_supported(ops, OSCAR_GGML_TYPE_Q4_K));
+    CHECK(!ovk_op_mul_mat_vec_planes_supported(ops, OSCAR_GGML_TYPE_Q5_K));
     CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-    CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 4, 4, 256, 1),
+    CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q5_K, bb, bb, bb, 4, 4, 256, 1),
                  OSCAR_ERROR_UNSUPPORTED);
     if (ctx->texel_buffers) {
         CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, odd, bb, 4, 4, 64, 1),
@@ -138,6 +150,14 @@ int main(void)
     }
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         uint32_t type = types[t];
+        if (type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q6_K) {
+            check_case(&ops, type, 1, 256, 1, 1);     /* one block, one row */
+            check_case(&ops, type, 37, 768, 8, 4);    /* 3 blocks; the last thread 1 row of 4 */
+            check_case(&ops, type, 67, 1536, 16, 2);  /* Qwen2.5-1.5B's rows */
+            check_case(&ops, type, 33, 4096, 64, 8);  /* 16 blocks, 8 rows a thread */
+            check_case(&ops, type, 130, 8960, 0, 0);  /* 35 blocks, the defaults */
+            continue;
+        }
         check_case(&ops, type, 1, 32, 1, 1);      /* one block, one row */
         check_case(&ops, type, 37, 96, 8, 4);     /* 3 blocks: a partial scale texel; the last thread 1 row of 4 */
         check_case(&ops, type, 67, 576, 16, 2);   /* 18 blocks (SmolLM2's rows) */

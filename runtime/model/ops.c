@@ -252,12 +252,13 @@ oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_
 {
     oscar_status st;
     if (!ovk_op_mul_mat_vec_planes_supported(ops, type))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_planes: needs texel buffers and Q4_0, Q4_1 or Q8_0 (%s)",
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_planes: needs texel buffers and Q4_0, Q4_1, Q8_0, Q4_K or Q6_K (%s)",
                            ovk_ggml_type_name(type));
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : 8, per = ops->matvec_rows ? ops->matvec_rows : 4;
     if (wg > 256 || per > 8)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u threads of %u rows", wg, per);
-    if (cols == 0 || cols % 32 || y_stride < rows || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * y_stride > UINT32_MAX ||
+    uint32_t block = ovk_op_type_block(type); /* 32, or 256 for the K types */
+    if (cols == 0 || cols % block || y_stride < rows || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * y_stride > UINT32_MAX ||
         n > GRID_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u x %u, %u tokens, y rows %u apart", rows, cols,
                            n, y_stride);

@@ -118,7 +118,7 @@ oscar_status ovk_op_x_f16_blocks(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x
 oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                       ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
-/* The texel-fetch product (shaders/mul_mat_vec_planes.comp): Q4_0, Q4_1 and Q8_0 weights as
+/* The texel-fetch product (shaders/mul_mat_vec_planes.comp): Q4_0, Q4_1, Q8_0, Q4_K and Q6_K weights as
  * planes (weight_planes.h) times fp32 x, for devices whose storage-buffer loads are slow and
  * texel fetches fast (lavapipe; the model keeps planes on CPU devices). y [n][y_stride] = W x for
  * x [n][cols], one workgroup row per token (each reads the weights again: a CPU's caches hold
