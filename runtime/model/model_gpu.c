@@ -43,7 +43,7 @@ static uint32_t part_rows_for(const oscar_context *ctx, uint64_t row_bytes, uint
     return per > rows ? rows : (uint32_t)per;
 }
 
-/* Uploads the planes of a Q4_0/Q4_1/Q8_0 matrix (weight_planes.h) beside its blocks, a buffer
+/* Uploads the planes of a Q4_0/Q4_1/Q8_0/Q4_K/Q6_K matrix (weight_planes.h) beside its blocks, a buffer
  * per part as the blocks, when every part fits one texel view. */
 static oscar_status upload_planes(ovk_model_gpu *m, const ovk_gguf_tensor *t, ovk_gpu_weight *w, uint64_t row_bytes)
 {

@@ -63,7 +63,7 @@ typedef struct ovk_model_gpu {
     uint64_t weight_bytes;         /* bytes uploaded */
     uint64_t part_limit;           /* bytes: the most one weight buffer holds; larger matrices are split */
     uint32_t split_matrices;       /* matrices stored in more than one part */
-    int planes;                    /* Q4_0/Q4_1/Q8_0 matrices also kept as planes: the texel-fetch
+    int planes;                    /* Q4_0/Q4_1/Q8_0/Q4_K/Q6_K matrices also kept as planes: the texel-fetch
                                     * product is preferred here (lavapipe) or OSCAR_MATVEC_PLANES=1 */
     uint64_t planes_bytes;         /* bytes of those second copies */
 } ovk_model_gpu;

@@ -17,7 +17,7 @@ const ovk_env_row ovk_env_table[] = {
                               "(fp16 inputs, ~1e-7 relative error)" },
     { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (the default where integer "
                          "dot products are accelerated; it can flip a greedy near-tie)" },
-    { "OSCAR_MATVEC_PLANES", "1: the products of Q4_0/Q4_1/Q8_0 weights read weight planes by texel fetches (a second copy of "
+    { "OSCAR_MATVEC_PLANES", "1: the products of Q4_0/Q4_1/Q8_0/Q4_K/Q6_K weights read weight planes by texel fetches (a second copy of "
                              "those weights; the default on CPU devices); 0: never" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
     { "OSCAR_ATTN_IDOT", "1: decode attention scores INT2 keys by integer dot products with q in two levels of int8 "
