@@ -1,13 +1,17 @@
 #version 450
-// Product of Q4_0, Q4_1 or Q8_0 weights stored as planes (runtime/model/weight_planes.h), read
-// through 16-byte texel fetches: y[t][r] = sum_c W[r][c] * x[t][c], token t = workgroup z.
+// Product of Q4_0, Q4_1, Q8_0, Q4_K or Q6_K weights stored as planes
+// (runtime/model/weight_planes.h), read through 16-byte texel fetches:
+// y[t][r] = sum_c W[r][c] * x[t][c], token t = workgroup z.
 //
 // For devices where a texel fetch is the cheap load: lavapipe turns every storage-buffer load
 // into a loop over the SIMD lanes with a bounds check per lane, and a texel fetch into a plain
 // gather (~15x the read bandwidth on a 2-core x86). Each thread owns ROWS whole rows and walks
 // them block by block: no shared memory, no barrier, no reduction, any subgroup size. A
-// block's 32 x values (8 texels) are fetched once for the ROWS rows; its codes are one texel
-// (Q4_0, Q4_1) or two (Q8_0), its scale word one of the four in a scale texel.
+// block's x texels (8, or 64 for the K types) are fetched once for the ROWS rows; a 32-element
+// block's codes are one texel (Q4_0, Q4_1) or two (Q8_0), its scale word one of the four in a
+// scale texel; a K block is 9 (Q4_K) or 14 (Q6_K) texels. Every loop but the walk over the
+// blocks is unrolled: llvmpipe
+// turns a variable array index into a loop over the lanes.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 
@@ -23,8 +27,8 @@ layout(std430, binding = 2) writeonly buffer Y { float y[]; }; // [n][y_stride] 
 
 layout(push_constant) uniform Push {
     uint rows;         // rows of W
-    uint cols;         // columns of W, a multiple of 32
-    uint scale_texel;  // texel index of the scale plane
+    uint cols;         // columns of W, a multiple of the block (32, 256 for the K types)
+    uint scale_texel;  // texel index of the scale plane (the K types: none, unused)
     uint y_stride;     // floats from y[t][0] to y[t + 1][0]
 } pc;
 
@@ -167,7 +171,7 @@ void main()
     if (TYPE == Q4_K || TYPE == Q6_K) {
         float acc[ROWS];
         k_rows(row0, tok, acc);
-        for (uint i = 0u; i < ROWS; i++)
+        [[unroll]] for (uint i = 0u; i < ROWS; i++)
             if (row0 + i < pc.rows) y[tok * pc.y_stride + row0 + i] = acc[i];
         return;
     }
@@ -204,6 +208,6 @@ void main()
             }
         }
     }
-    for (uint i = 0u; i < ROWS; i++)
+    [[unroll]] for (uint i = 0u; i < ROWS; i++)
         if (row0 + i < pc.rows) y[tok * pc.y_stride + row0 + i] = acc[i];
 }
