@@ -10,8 +10,7 @@
 // block's x texels (8, or 64 for the K types) are fetched once for the ROWS rows; a 32-element
 // block's codes are one texel (Q4_0, Q4_1) or two (Q8_0), its scale word one of the four in a
 // scale texel; a K block is 9 (Q4_K) or 14 (Q6_K) texels. Every loop but the walk over the
-// blocks is unrolled: llvmpipe
-// turns a variable array index into a loop over the lanes.
+// blocks is unrolled: llvmpipe turns a variable array index into a loop over the lanes.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 
