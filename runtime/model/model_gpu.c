@@ -60,7 +60,6 @@ static oscar_status upload_planes(ovk_model_gpu *m, const ovk_gguf_tensor *t, ov
         ovk_planes_pack(t->type, (const char *)t->data + (uint64_t)i * w->part_rows * row_bytes, rows, cols, host);
         OSCAR_TRY(ovk_buffer_create(m->ctx, bytes, OSCAR_BUFFER_DEVICE, &w->planes[i]));
         OSCAR_TRY(ovk_buffer_upload(m->ctx, &w->planes[i], 0, host, bytes));
-        m->planes_bytes += bytes;
     }
 fail:
     free(host);

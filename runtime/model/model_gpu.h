@@ -65,7 +65,6 @@ typedef struct ovk_model_gpu {
     uint32_t split_matrices;       /* matrices stored in more than one part */
     int planes;                    /* Q4_0/Q4_1/Q8_0/Q4_K/Q6_K matrices also kept as planes: the texel-fetch
                                     * product is preferred here (lavapipe) or OSCAR_MATVEC_PLANES=1 */
-    uint64_t planes_bytes;         /* bytes of those second copies */
 } ovk_model_gpu;
 
 /* Uploads every weight of `desc` (borrowed: it must outlive the result). Norm and bias vectors

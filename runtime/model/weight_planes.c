@@ -7,6 +7,10 @@
 
 static int is_k_type(uint32_t type) { return type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q6_K; }
 
+/* Elements and stored bytes of a block (ggml_types.h's table). */
+static uint32_t block_elems(uint32_t type) { return ovk_ggml_type_get(type)->block_size; }
+static uint32_t block_bytes(uint32_t type) { return ovk_ggml_type_get(type)->type_size; }
+
 int ovk_planes_type(uint32_t type) { return ovk_planes_code_bytes(type) != 0; }
 
 uint32_t ovk_planes_code_bytes(uint32_t type)
@@ -20,8 +24,6 @@ uint32_t ovk_planes_code_bytes(uint32_t type)
     default: return 0;
     }
 }
-
-static uint32_t block_elems(uint32_t type) { return is_k_type(type) ? OSCAR_QK_K : 32; }
 
 uint32_t ovk_planes_scale_words(uint32_t cols) { return (cols / 32 + 3) & ~3u; }
 
@@ -42,20 +44,20 @@ void ovk_planes_pack(uint32_t type, const void *src, uint32_t rows, uint32_t col
     uint8_t *codes = dst;
     uint32_t blocks = cols / block_elems(type), code_bytes = ovk_planes_code_bytes(type);
     if (is_k_type(type)) { /* the blocks as stored, each padded with zeros to whole texels */
-        uint32_t block_bytes = type == OSCAR_GGML_TYPE_Q4_K ? 144 : 210;
-        for (uint64_t b = 0; b < (uint64_t)rows * blocks; b++, in += block_bytes, codes += code_bytes) {
-            memcpy(codes, in, block_bytes);
-            memset(codes + block_bytes, 0, code_bytes - block_bytes);
+        uint32_t stored = block_bytes(type);
+        for (uint64_t b = 0; b < (uint64_t)rows * blocks; b++, in += stored, codes += code_bytes) {
+            memcpy(codes, in, stored);
+            memset(codes + stored, 0, code_bytes - stored);
         }
         return;
     }
     uint8_t *scales = codes + ovk_planes_scale_offset(type, rows, cols);
     uint32_t words = ovk_planes_scale_words(cols);
     /* the block's fp16 fields come first: d, then m for Q4_1 */
-    uint32_t head = type == OSCAR_GGML_TYPE_Q4_1 ? 4 : 2, block_bytes = head + code_bytes;
+    uint32_t stored = block_bytes(type), head = stored - code_bytes;
     memset(scales, 0, (size_t)rows * words * 4);
     for (uint64_t r = 0; r < rows; r++) {
-        for (uint32_t b = 0; b < blocks; b++, in += block_bytes) {
+        for (uint32_t b = 0; b < blocks; b++, in += stored) {
             memcpy(codes, in + head, code_bytes);
             codes += code_bytes;
             uint8_t *s = scales + (r * words + b) * 4;
