@@ -17,7 +17,7 @@
 #define WG_WRITE 64u
 #define WG_ATTN 128u   /* attn_prefill */
 #define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads; on a CPU
-                        * d/4 threads, a whole sum each (oscar_kv_cache.wg_rotate: 2.5x faster on lavapipe) */
+                        * d/4 threads, a whole sum each (oscar_kv_cache.wg_rotate: 4.7x faster on lavapipe) */
 /* Decode attention aims for about this many workgroups per call (OSCAR_ATTN_TARGET_GROUPS
  * overrides it when the cache is created): the chunked kernel 256 (two 256-thread workgroups an
  * SM), the streaming one 768 (at 128K an item of about 1.4K tokens, 22 tiles over a workgroup's
