@@ -1,6 +1,6 @@
-/* The decode attention kernels (shaders/attn_decode.comp, the streaming one, and
- * attn_decode_chunked.comp; split-K with the merge and o·R_Vᵀ) against the C reference
- * (runtime/attn_ref.c) on random paged caches: shuffled physical pages, forked sequences
+/* The decode attention kernels (shaders/attn_decode.comp, the streaming one,
+ * attn_decode_chunked.comp, both split-K with the merge and o·R_Vᵀ, and attn_decode_rows.comp)
+ * against the C reference (runtime/attn_ref.c) on random paged caches: shuffled physical pages, forked sequences
  * sharing pages, lengths at every window and page boundary, several flush points, prefill
  * rows (one sequence, n_visible = n, n-1, ...), small splits (1-token items), empty items,
  * GQA 1/3/4/8, d 64/128/256, G 32/64/128, workgroups 64/128/256, the kernel's tuning constants
@@ -8,6 +8,8 @@
  * tiles of few tokens, lanes holding several value slots), and adversarial scores that
  * overflow exp() without the max trick. Every slot no row may read is poisoned with fp16 NaN,
  * so a kernel reading outside its tokens fails the comparison.
+ * Every case runs through the CPU-shaped rows kernel (attn_decode_rows.comp: fp32, texel
+ * fetches, R_V at a texel offset behind a NaN copy) where the device has texel buffers.
  * Every case runs through both kernels in fp32 and, where the device has shaderFloat16, in
  * packed fp16 (the streaming kernel: INT2 dot products and value sums in packed fp16, q rounded
  * to fp16 for the INT2 keys; the chunked one: INT2 value sums in fp16), and the INT2 cases
@@ -122,10 +124,12 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
     return out;
 }
 
-/* Runs one case through a kernel: stream (attn_decode[_f16]) or chunked
- * (attn_decode_chunked[_f16], attn_decode_chunked_f16.idot with idot), packed fp16 or fp32. */
-static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16, int idot)
+/* Runs one case through a kernel: 1 stream (attn_decode[_f16]), 0 chunked
+ * (attn_decode_chunked[_f16], attn_decode_chunked_f16.idot with idot), packed fp16 or fp32, or
+ * 2 rows (attn_decode_rows, fp32, texel buffers; its R_V at a texel offset). */
+static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16, int idot)
 {
+    int stream = kernel == 1, by_rows = kernel == 2;
     attn_scene s = { 0 };
     scene_build(c, &s);
     uint32_t d = c->d, n_head = c->nkv * c->gqa;
@@ -137,19 +141,23 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     /* the kernel's shape for this device, the case's workgroup and tuning constants varied over
      * the cases (the picker keeps them within the shared memory) */
     ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size, 1024,
-                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot };
+                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot, 0,
+                            ctx->texel_buffers };
     static const uint32_t ves[3] = { 4, 8, 16 };
-    ovk_attn_tuning tune = { stream, f16, c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
+    ovk_attn_tuning tune = { kernel, f16, by_rows ? c->wg / 16 : c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
                              1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4), idot };
     ovk_attn_config cfg;
     CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
-    CHECK_MSG(cfg.stream == stream && cfg.idot == idot, "%s: kernel %s picked", c->name, cfg.variant);
-    if (!stream) {
+    CHECK_MSG(cfg.stream == stream && cfg.rows == by_rows && cfg.idot == idot, "%s: kernel %s picked", c->name, cfg.variant);
+    if (!stream && !by_rows) {
         cfg.vu = idot && c->gqa % 2 == 0 ? 16 : 1 + c->P % 9; /* varied over the cases; 16: the idot default */
         if (c->split >= 300 && !c->long_len) cfg.item_tokens = 64; /* long splits: items run through several chunks */
     }
     const char *shader = cfg.shader;
     uint32_t split = c->split;
+    /* the rows kernel walks a row's items in one invocation; lavapipe's 65535 loop iterations
+     * bound how many: the cache gives it whole ranges (one item a kind), so long rows do here */
+    if (by_rows && c->long_len > 4096) split = 1u << 30;
 
     uint32_t n_items = 0;
     struct kv_attn_row *rows = malloc(sizeof *rows * s.n_rows);
@@ -201,7 +209,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
     ovk_buffer b_means;
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof *means * 2 * c->nkv * d, &b_means));
     ovk_buffer b_rot, b_cnt;
-    CHECK_OK(test_gpu_buffer_from(ctx, rot, sizeof *rot * n_rot * d * d, &b_rot));
+    /* the rows kernel reads R_V at a texel offset (a layer's): behind one poisoned copy */
+    size_t rot_n = (size_t)n_rot * d * d;
+    float *rot_at = calloc(2 * rot_n, sizeof *rot_at);
+    for (size_t i = 0; i < rot_n; i++) rot_at[i] = NAN, rot_at[rot_n + i] = rot[i];
+    uint32_t rot_base = by_rows ? (uint32_t)(rot_n / 4) : 0;
+    CHECK_OK(test_gpu_buffer_from(ctx, by_rows ? rot_at : rot, sizeof *rot * rot_n * (by_rows ? 2 : 1), &b_rot));
+    free(rot_at);
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));
     CHECK_OK(ovk_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
 
@@ -210,7 +224,11 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
                                .spec = { /* WORKGROUP */ cfg.wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
                                          [KV_SPEC_ROT_PER_HEAD] = c->rot_per_head != 0 } };
-    if (stream) {
+    if (by_rows) {
+        dd.spec[KV_SPEC_ROWS_TB] = cfg.tb;
+        dd.texel_bindings = 1u << 3 | 1u << 4 | 1u << 8;
+        dd.push_size = sizeof(struct attn_rows_push);
+    } else if (stream) {
         dd.spec[KV_SPEC_ATTN_SG_MIN] = cfg.sg_min, dd.spec[KV_SPEC_ATTN_KU] = cfg.ku, dd.spec[KV_SPEC_ATTN_VE] = cfg.ve;
         dd.spec[KV_SPEC_ATTN_FKU] = cfg.fku, dd.spec[KV_SPEC_ATTN_PREFETCH] = cfg.prefetch;
     } else {
@@ -224,9 +242,11 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
                                  { &b_part, 0, 0 }, { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 },
                                  { &b_means, 0, 0 } };
         struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale };
+        struct attn_rows_push pushr = { s.n_rows, s.max_int2_pages, s.max_f16_pages, scale, rot_base };
         uint32_t gd[3];
-        ovk_attn_grid(n_items, c->nkv, gd);
-        CHECK_OK(attn_scene_run_twice(ctx, pd, bd, &pushd, gd, &b_out));
+        if (by_rows) ovk_attn_grid((s.n_rows * n_head + cfg.wg - 1) / cfg.wg, 1, gd);
+        else ovk_attn_grid(n_items, c->nkv, gd);
+        CHECK_OK(attn_scene_run_twice(ctx, pd, bd, by_rows ? (const void *)&pushr : (const void *)&pushd, gd, &b_out));
         CHECK_OK(ovk_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
         uint32_t *cnt = malloc(4 * s.n_rows * c->nkv);
         CHECK_OK(ovk_buffer_download(ctx, &b_cnt, 0, cnt, 4 * s.n_rows * c->nkv));
@@ -239,7 +259,10 @@ static void run_case(oscar_context *ctx, const attn_case *c, int stream, int f16
         double nse = attn_scene_nse(c->name, got, want, out_n, &bad);
         CHECK_MSG(bad == 0 && nse <= 1e-5, "%s %s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", shader,
                   c->name, bad, nse, s.n_rows, n_items);
-        if (stream)
+        if (by_rows)
+            printf("%-24s %-34s rows %3u items %5u split %4u wg %3u TB %u  nse %.3g", shader, c->name, s.n_rows, n_items,
+                   split, cfg.wg, cfg.tb, nse);
+        else if (stream)
             printf("%-16s %-34s rows %3u items %5u split %4u wg %3u KU %u VE %2u FKU %u PF %u  nse %.3g", shader, c->name,
                    s.n_rows, n_items, split, cfg.wg, cfg.ku, cfg.ve, cfg.fku, cfg.prefetch, nse);
         else
@@ -311,6 +334,12 @@ int main(int argc, char **argv)
         } else
             printf("packed fp16 variants: skipped (no shaderFloat16)\n");
     }
+    /* the rows kernel (fp32 only), where the device has texel buffers */
+    if (ctx->texel_buffers) {
+        for (size_t i = 0; i < n_cases; i++)
+            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], 2, 0, 0);
+    } else
+        printf("rows kernel: skipped (no R32G32B32A32_UINT uniform texel buffers)\n");
     /* the integer-dot variant: INT2 cases only (fp16 mode never takes it) */
     if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
         for (size_t i = 0; i + 1 < n_cases; i++)

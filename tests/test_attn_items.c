@@ -127,6 +127,19 @@ int main(void)
                                      !strcmp(cfg.shader, "attn_decode_chunked")),
                       "shape %zu, cpu %d: %s of %u threads", i, cpu, cfg.shader, cfg.wg);
         }
+        /* the rows kernel: the default on a CPU device with texel buffers, asked for (2) on any
+         * device with them, never without them */
+        for (int cpu = 0; cpu <= 1; cpu++)
+            for (int texel = 0; texel <= 1; texel++)
+                for (int ask = -1; ask <= 2; ask += 3) {
+                    dev.cpu = cpu, dev.texel = texel, tune.kernel = ask;
+                    CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
+                    int want = texel && (ask == 2 || cpu);
+                    CHECK_MSG(cfg.rows == want && (!want || (!strcmp(cfg.shader, "attn_decode_rows") && cfg.wg == 8 &&
+                                                             cfg.tb == 4 && !cfg.stream)),
+                              "shape %zu, cpu %d texel %d kernel %d: %s", i, cpu, texel, ask, cfg.shader);
+                }
+        tune.kernel = -1, dev.texel = 0;
         dev.cpu = 0;
         /* integer-dot keys: with packed fp16 where asked for and enabled, never in fp16 mode */
         tune.f16 = -1;

@@ -6,6 +6,7 @@
 #include "error.h"
 
 static_assert(sizeof(struct attn_decode_push) == 16, "attn_decode_push must match the GLSL push block");
+static_assert(sizeof(struct attn_rows_push) == 20, "attn_rows_push must match the GLSL push block");
 
 /* Appends the items of one range [begin, end) of `kind`, `split` tokens each; counts past
  * max_items without writing. */
@@ -86,6 +87,18 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
 {
     ovk_attn_config c = { 0 };
     int f16 = (tune->f16 >= 0 ? tune->f16 : 1) && dev->float16;
+    /* the rows kernel: no shared memory, no barrier, fp32; a workgroup of 8 invocations (one
+     * SIMD group of llvmpipe's), 4 tokens a round */
+    if ((tune->kernel == 2 || (tune->kernel < 0 && dev->cpu)) && dev->texel) {
+        c.rows = 1;
+        c.shader = "attn_decode_rows";
+        c.variant = "rows";
+        c.wg = tune->wg ? tune->wg : 8;
+        if (c.wg > dev->max_workgroup) c.wg = dev->max_workgroup;
+        c.tb = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : 4;
+        *out = c;
+        return OSCAR_OK;
+    }
     /* the chunked kernel where it fits, unless the streaming one is asked for */
     if (tune->kernel != 1) {
         /* 256 threads (two workgroups an SM on big GPUs); 64 on a CPU, where lavapipe runs a

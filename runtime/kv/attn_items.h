@@ -59,11 +59,12 @@ typedef struct ovk_attn_device {
     int idot;                            /* integer dot products enabled and the idot kernel built */
     int cpu;                             /* a CPU device (lavapipe): barriers and shared memory are
                                           * costly there, workgroups kept small */
+    int texel;                           /* R32G32B32A32_UINT uniform texel buffers (ctx->texel_buffers) */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
 typedef struct ovk_attn_tuning {
-    int kernel;       /* 0: chunked, 1: streaming, -1: choice */
+    int kernel;       /* 0: chunked, 1: streaming, 2: rows (texel buffers), -1: choice */
     int f16;          /* 0: the fp32 variant, 1: packed fp16 where the device has it, -1: choice */
     uint32_t wg, ku, ve, fku;
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
@@ -73,17 +74,22 @@ typedef struct ovk_attn_tuning {
 
 /* The kernel and its specialization constants (common/attn_push.h, common/attn_chunked.h). */
 typedef struct ovk_attn_config {
-    int stream;           /* 1: attn_decode (streaming subgroups), 0: attn_decode_chunked */
-    const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys */
-    const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32" or "stream-f16" */
+    int stream;           /* 1: attn_decode (streaming subgroups), 0: attn_decode_chunked or _rows */
+    int rows;             /* 1: attn_decode_rows (an invocation per row and query head, texel fetches) */
+    const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys; attn_decode_rows */
+    const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32", "stream-f16" or "rows" */
     int idot;             /* chunked: the integer-dot variant */
     uint32_t wg;
     uint32_t sg_min, ku, ve, fku, prefetch;  /* streaming */
     uint32_t item_tokens, u, vu;             /* chunked: its KV_SPEC_CH_* */
+    uint32_t tb;                             /* rows: tokens a round (KV_SPEC_ROWS_TB) */
     uint32_t shared_bytes;
 } ovk_attn_config;
 
-/* The one place that picks decode attention's kernel, variant and shape for a device. The
+/* The one place that picks decode attention's kernel, variant and shape for a device. On a CPU
+ * device with texel buffers (or where tune->kernel = 2 asks for it on any device with them):
+ * attn_decode_rows, 8-invocation workgroups, 4 tokens a round (lavapipe: 0.1 against 1.6 ms a
+ * call for SmolLM2-135M at 70 tokens, docs/kv-cache.md). Otherwise the
  * kernel: attn_decode_chunked (256 threads, U 1, VU 8 or 16, the longest chunk the shared memory
  * holds), which an H100 ran faster for the INT2 modes at 4K-128K and fp16 mode up to 32K, unless
  * tune->kernel = 1 or the chunk does not fit; else the streaming attn_decode. The arithmetic:

@@ -31,6 +31,8 @@
 #define ATTN_CHUNKED_TARGET_GROUPS 256u
 #define ATTN_STREAM_TARGET_GROUPS 768u
 #define ATTN_MIN_SPLIT 64u
+/* the rows kernel walks a whole row in one invocation: items only separate storage kinds */
+#define ATTN_ROWS_MIN_SPLIT (1u << 30)
 #define ATTN_CHUNKED_MIN_SPLIT_INT2 192u
 #define ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2 512u
 #define ATTN_STREAM_MIN_SPLIT_INT2 256u

@@ -101,6 +101,20 @@ oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t
     return ovk_pipeline_get(c->ctx, &d, out);
 }
 
+/* Whether attn_decode_rows can take this cache: a row's walk within lavapipe's 65535 loop
+ * iterations an invocation (a round of ATTN_ROWS_TB tokens is one; a sequence's longest row
+ * crosses at most 3 items), and the pools and R_V within the device's texel-buffer size. */
+static int rows_fit(const oscar_kv_cache *c)
+{
+    uint64_t tokens = (uint64_t)c->book.max_pages * c->p.page_tokens;
+    uint64_t limit = c->ctx->limits.maxTexelBufferElements;
+    if (tokens / c->attn.tb + 3 + c->p.head_dim > 65000) return 0;
+    if (c->rot_v.size / 16 > limit) return 0;
+    for (uint32_t l = 0; l < c->p.n_layer; l++)
+        if (c->int2_pool[l].size / 16 > limit || c->f16_pool[l].size / 16 > limit) return 0;
+    return 1;
+}
+
 /* Decode attention's pipeline: the kernel, variant and shape ovk_attn_pick chooses for this
  * device (the environment's tuning overrides, vk_env.h; OSCAR_ATTN_F16=0 forces the fp32
  * fallback, OSCAR_ATTN_IDOT the integer-dot keys, OSCAR_ATTN_KERNEL the kernel), logged with OSCAR_PIPELINE_STATS=1; and the split
@@ -117,7 +131,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
                                 : ctx->limits.maxComputeWorkGroupSize[0],
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
                             ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"),
-                            ctx->info.type == OSCAR_DEVICE_CPU };
+                            ctx->info.type == OSCAR_DEVICE_CPU, ctx->texel_buffers };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
@@ -125,8 +139,18 @@ static oscar_status create_decode(oscar_kv_cache *c)
                              env->attn_prefetch, env->attn_idot, env->attn_vu };
     OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode == KV_MODE_FP16,
                               &tune, &c->attn));
-    ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, 12, sizeof(struct attn_decode_push), c->attn.wg, ATTN_N_SPEC);
-    if (c->attn.stream) {
+    if (c->attn.rows && !rows_fit(c)) { /* the rows kernel cannot take this cache: the chunked one */
+        tune.kernel = 0;
+        OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0,
+                                  c->mode == KV_MODE_FP16, &tune, &c->attn));
+    }
+    ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, 12,
+                                             c->attn.rows ? sizeof(struct attn_rows_push) : sizeof(struct attn_decode_push),
+                                             c->attn.wg, ATTN_N_SPEC);
+    if (c->attn.rows) {
+        pd.spec[KV_SPEC_ROWS_TB] = c->attn.tb;
+        pd.texel_bindings = 1u << 3 | 1u << 4 | 1u << 8; /* the pools and R_V */
+    } else if (c->attn.stream) {
         pd.spec[KV_SPEC_ATTN_SG_MIN] = c->attn.sg_min;
         pd.spec[KV_SPEC_ATTN_KU] = c->attn.ku;
         pd.spec[KV_SPEC_ATTN_VE] = c->attn.ve;
@@ -139,7 +163,9 @@ static oscar_status create_decode(oscar_kv_cache *c)
     }
     OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
     if (env->pipeline_stats) {
-        if (c->attn.stream)
+        if (c->attn.rows)
+            fprintf(stderr, "decode attention: %s workgroup %u, %u tokens a round\n", c->attn.shader, c->attn.wg, c->attn.tb);
+        else if (c->attn.stream)
             fprintf(stderr, "decode attention: %s (%s) workgroup %u, subgroups of %u..%u, KU %u VE %u FKU %u prefetch %u, "
                     "%u bytes shared\n", c->attn.shader, c->attn.variant, c->attn.wg, ctx->info.min_subgroup_size,
                     ctx->info.max_subgroup_size, c->attn.ku, c->attn.ve, c->attn.fku, c->attn.prefetch, c->attn.shared_bytes);
@@ -152,6 +178,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
                        : c->attn.stream        ? ATTN_STREAM_TARGET_GROUPS
                                                : ATTN_CHUNKED_TARGET_GROUPS;
     c->min_split = env->attn_min_split ? env->attn_min_split
+                   : c->attn.rows    ? ATTN_ROWS_MIN_SPLIT
                    : fp16            ? ATTN_MIN_SPLIT
                    : c->attn.stream  ? ATTN_STREAM_MIN_SPLIT_INT2
                    : c->attn.idot    ? ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2
@@ -169,6 +196,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = c->ctx;
     if (ctx->env.attn_prefill == 0) return OSCAR_OK;
+    if (c->attn.rows && ctx->env.attn_prefill != 1) return OSCAR_OK; /* the rows kernel takes prefill rows as well */
     uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
     if (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2)
         return OSCAR_OK;

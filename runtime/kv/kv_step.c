@@ -325,6 +325,18 @@ static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t
 {
     if (c->n_tiles) return record_prefill(c, cmd, layer, q, out);
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    if (c->attn.rows) { /* R_V bound whole (one texel view for every layer), the layer's by rot_base */
+        uint32_t n_rows = c->book.plan.n_tokens;
+        struct attn_rows_push rp = { n_rows, c->book.max_pages, c->book.max_pages, c->p.attn_scale,
+                                     (uint32_t)(layer * rot_bytes / 16) };
+        ovk_binding b[12] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+                                { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
+                                { &c->partials, 0, 0 }, { &c->rot_v, 0, 0 }, *out, { &c->counters, 0, 0 },
+                                mean_binding(c, layer) }; /* partials and counters unread */
+        uint32_t groups[3];
+        ovk_attn_grid((uint32_t)(((uint64_t)n_rows * c->p.n_head + c->attn.wg - 1) / c->attn.wg), 1, groups);
+        return ovk_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &rp, groups);
+    }
     struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
     ovk_binding b[12] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
                             { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },

@@ -150,6 +150,7 @@ oscar_status ovk_cmd_dispatch(oscar_context *ctx, ovk_cmd *cmd, const ovk_pipeli
         const ovk_binding *b = &bindings[i];
         VkDeviceSize range = b->range ? b->range : b->buffer->size - b->offset;
         if ((p->desc.texel_bindings >> i) & 1) {
+            if (!b->range) range = ovk_texel_bytes(range); /* the rest of the buffer, its last texel whole */
             OSCAR_TRY(ovk_buffer_texel_view(ctx, b->buffer, b->offset, range, &views[i]));
             writes[i] = (VkWriteDescriptorSet){ .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, .dstSet = set,
                                                 .dstBinding = i, .descriptorCount = 1,

@@ -37,6 +37,10 @@ typedef enum ovk_buffer_kind {
 
 #define OVK_BUFFER_VIEWS 4 /* texel views a buffer keeps */
 
+/* Bytes rounded up to whole 16-byte texels: every VkBuffer is made that long, so a texel view of
+ * a buffer's rest covers its last bytes (ovk_buffer.size stays the size asked for). */
+static inline VkDeviceSize ovk_texel_bytes(VkDeviceSize bytes) { return (bytes + 15) / 16 * 16; }
+
 typedef struct ovk_buffer {
     VkBuffer buffer;
     VkDeviceMemory memory;

@@ -22,7 +22,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
     { "OSCAR_ATTN_IDOT", "1: decode attention scores INT2 keys by integer dot products with q in two levels of int8 "
                          "(slower on an H100 today); 0 or unset: in fp32" },
-    { "OSCAR_ATTN_KERNEL", "chunked or stream: decode attention's kernel (default: chunked where it fits)" },
+    { "OSCAR_ATTN_KERNEL", "chunked, stream or rows: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
     { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream) or thread (chunked) scores at once, 1..4 (tuning)" },
@@ -87,7 +87,7 @@ void ovk_env_read(ovk_env *env)
     env->attn_idot = (int)number("OSCAR_ATTN_IDOT", 0, 1, -1);
     env->attn_vu = (uint32_t)number("OSCAR_ATTN_VU", 1, 16, 0);
     const char *kernel = text("OSCAR_ATTN_KERNEL");
-    env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : -1;
+    env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : !strcmp(kernel, "rows") ? 2 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 1, -1);
     env->disable_coopmat = flag("OSCAR_DISABLE_COOPMAT");
     env->disable_integer_dot = flag("OSCAR_DISABLE_INTEGER_DOT");

@@ -18,7 +18,7 @@ oscar_status ovk_buffer_create(oscar_context *ctx, VkDeviceSize size, ovk_buffer
     if (size == 0) size = 4; /* a zero-sized VkBuffer is invalid; keep callers simple */
     VkBufferCreateInfo bci = {
         .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
-        .size = size,
+        .size = ovk_texel_bytes(size), /* whole texels, so a texel view reaches the last bytes */
         .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT |
                  (ctx->texel_buffers ? VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT : 0),
         .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
@@ -77,7 +77,7 @@ oscar_status ovk_buffer_texel_view(oscar_context *ctx, const ovk_buffer *b, VkDe
         if (!b->views[i] && free_slot < 0) free_slot = i;
     }
     if (!ctx->texel_buffers || offset % ctx->limits.minTexelBufferOffsetAlignment || range == 0 || range % 16 ||
-        offset + range > b->size || range / 16 > ctx->limits.maxTexelBufferElements)
+        offset + range > ovk_texel_bytes(b->size) || range / 16 > ctx->limits.maxTexelBufferElements)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "texel view of bytes %llu..+%llu of a %llu-byte buffer: needs "
                            "R32G32B32A32_UINT texel buffers, an offset aligned to %llu, whole 16-byte texels, at most %u",
                            (unsigned long long)offset, (unsigned long long)range, (unsigned long long)b->size,

@@ -22,6 +22,9 @@
 #define KV_SPEC_ATTN_VE 14
 #define KV_SPEC_ATTN_FKU 18
 #define KV_SPEC_ATTN_PREFETCH 19
+/* attn_decode_rows (the CPU kernel) reuses id 10 with its own meaning:
+ *   ROWS_TB tokens a round of its token loop, unrolled (loop iterations per row = tokens / TB) */
+#define KV_SPEC_ROWS_TB 10
 #define ATTN_N_SPEC 20 /* n_spec covering every id of kv_layout.h, kv_write.h and this file */
 
 /* attn_decode's shared memory in floats, for workgroups of `wg` threads, subgroups of at least
@@ -58,6 +61,15 @@ struct attn_decode_push {
     KV_U32 max_int2_pages; /* row width of the INT2 page table (entries per sequence) */
     KV_U32 max_f16_pages;  /* row width of the fp16 page table */
     KV_F32 scale;          /* logit scale applied to q (usually 1/sqrt(d)) */
+};
+
+/* attn_decode_rows: one invocation per (row, query head), n_rows * n_head in all. 20 bytes. */
+struct attn_rows_push {
+    KV_U32 n_rows;         /* rows in the rows buffer */
+    KV_U32 max_int2_pages; /* row width of the INT2 page table */
+    KV_U32 max_f16_pages;  /* row width of the fp16 page table */
+    KV_F32 scale;          /* logit scale applied to q */
+    KV_U32 rot_base;       /* texel of the layer's R_V in the bound R_V buffer (d * d / 4 per matrix) */
 };
 
 #endif
