@@ -248,7 +248,42 @@ typedef struct append_case {
     uint32_t d, G, P, nkv, wg, mode, per_head, input_f16;
     uint32_t gx_max;
     uint32_t center_block; /* OSCAR mode: a key-center table of blocks of this many positions, 0: none */
+    int texel;             /* kv_append_texel (the CPU shape: R by texel fetches at a texel offset) */
 } append_case;
+
+/* R at a texel offset, as the texel shapes read a layer's: [one NaN copy][r], n floats each;
+ * *base: the texel of r. */
+static void upload_rot_at(oscar_context *ctx, const float *r, size_t n, ovk_buffer *b, uint32_t *base)
+{
+    float *two = malloc(2 * n * sizeof *two);
+    for (size_t i = 0; i < n; i++) two[i] = NAN, two[n + i] = r[i];
+    CHECK_OK(test_gpu_buffer_from(ctx, two, 2 * n * sizeof *two, b));
+    *base = (uint32_t)(n / 4);
+    free(two);
+}
+
+/* Runs kv_append (or kv_append_texel with c->texel) with RoPE over n_rot dims (0: none) on
+ * bindings b; R at texel rot_base for the texel shape. */
+static void run_append(oscar_context *ctx, const append_case *c, const uint32_t *spec, const ovk_binding *b,
+                       uint32_t n_rows, uint32_t n_rot, uint32_t rot_base)
+{
+    ovk_pipeline_desc desc = { .shader = c->texel ? "kv_append_texel" : "kv_append", .n_buffers = 9,
+                                 .push_size = c->texel ? sizeof(struct kv_append_texel_push) : sizeof(struct kv_append_push),
+                                 .n_spec = KV_WRITE_N_SPEC, .texel_bindings = c->texel ? 1u << 2 | 1u << 3 : 0 };
+    memcpy(desc.spec, spec, sizeof(uint32_t) * KV_WRITE_N_SPEC);
+    if (c->texel) desc.spec[KV_SPEC_WORKGROUP] = c->wg % 13 + 1; /* any size (8 in the cache) */
+    ovk_pipeline *p = NULL;
+    CHECK_OK(ovk_pipeline_get(ctx, &desc, &p));
+    if (!p) return;
+    if (c->texel) {
+        struct kv_append_texel_push push = { n_rows, n_rot, rot_base };
+        uint32_t groups = (n_rows * c->nkv + desc.spec[KV_SPEC_WORKGROUP] - 1) / desc.spec[KV_SPEC_WORKGROUP];
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, groups, 1, 2));
+    } else {
+        struct kv_append_push push = { .n_tokens = n_rows, .n_rot = n_rot };
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));
+    }
+}
 
 /* ---- RoPE on load (kv_append's K rows, rotate_rows' q) ---------------------------------------- */
 
@@ -282,7 +317,7 @@ static void rope_inputs(oscar_context *ctx, uint32_t n_tok, uint32_t n_rot, ovk_
  * writes, bit for bit (fp32 input; b: the bindings of the plain run, K at 0, pool at 5).
  * Normal pairs over every dim for even modes, neox over half of them for odd ones. */
 static void check_append_rope(oscar_context *ctx, const append_case *c, const uint32_t *spec0, const ovk_binding *b0,
-                              uint32_t n_rows, size_t pool_words)
+                              uint32_t n_rows, size_t pool_words, uint32_t rot_base)
 {
     const int neox = c->mode % 2;
     const uint32_t d = c->d, n_rot = neox ? d / 2 : d;
@@ -292,34 +327,31 @@ static void check_append_rope(oscar_context *ctx, const append_case *c, const ui
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)n_rows * c->nkv * d * 4, &b_kr));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, pool_words * 4, &b_pool));
     gpu_rope(ctx, neox, b0[0].buffer, &b_pos, &b_freq, &b_kr, d, c->nkv, n_rows, n_rot);
-    uint32_t spec[KV_WRITE_N_SPEC];
+    uint32_t spec[KV_WRITE_N_SPEC], spec_rope[KV_WRITE_N_SPEC];
     memcpy(spec, spec0, sizeof spec);
-    ovk_pipeline *plain = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
-    spec[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
-    ovk_pipeline *fused = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
-    if (plain && fused) {
-        struct kv_append_push push = { .n_tokens = n_rows, .n_rot = n_rot };
-        uint32_t gx = n_rows < c->gx_max ? n_rows : c->gx_max;
+    memcpy(spec_rope, spec0, sizeof spec);
+    spec_rope[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
+    {
         ovk_binding b[9];
         memcpy(b, b0, sizeof b);
         b[5] = (ovk_binding){ &b_pool, 0, 0 };
         b[0] = (ovk_binding){ &b_kr, 0, 0 }; /* RoPE'd by rope.comp, then the plain append */
         CHECK_OK(ovk_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
-        CHECK_OK(test_gpu_run(ctx, plain, b, &push, gx, c->nkv, 2));
+        run_append(ctx, c, spec, b, n_rows, 0, rot_base);
         CHECK_OK(ovk_buffer_download(ctx, &b_pool, 0, want, pool_words * 4));
         b[0] = b0[0]; /* the raw rows, RoPE on load */
         b[7] = (ovk_binding){ &b_pos, 0, 0 };
         b[8] = (ovk_binding){ &b_freq, 0, 0 };
         CHECK_OK(ovk_buffer_fill(ctx, &b_pool, 0, pool_words * 4, SENTINEL_F16));
-        CHECK_OK(test_gpu_run(ctx, fused, b, &push, gx, c->nkv, 2));
+        run_append(ctx, c, spec_rope, b, n_rows, n_rot, rot_base);
         CHECK_OK(ovk_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
         size_t differ = 0, written = 0;
         for (size_t i = 0; i < pool_words; i++) {
             differ += got[i] != want[i];
             written += got[i] != SENTINEL_F16;
         }
-        CHECK_MSG(differ == 0 && written > 0, "kv_append RoPE on load d=%u mode=%u neox=%d wg=%u: %zu of %zu words differ",
-                  d, c->mode, neox, c->wg, differ, pool_words);
+        CHECK_MSG(differ == 0 && written > 0, "%s RoPE on load d=%u mode=%u neox=%d wg=%u: %zu of %zu words differ",
+                  c->texel ? "kv_append_texel" : "kv_append", d, c->mode, neox, c->wg, differ, pool_words);
     }
     ovk_buffer_destroy(ctx, &b_pos);
     ovk_buffer_destroy(ctx, &b_freq);
@@ -399,7 +431,11 @@ static void test_append(oscar_context *ctx, const append_case *c)
     CHECK_OK(test_gpu_buffer_from(ctx, means, sizeof(float) * mean_words, &b_means));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[0], in_words * 4, &b_k));
     CHECK_OK(test_gpu_buffer_from(ctx, kv_in[1], in_words * 4, &b_v));
-    if (rotate) {
+    uint32_t rot_base = 0;
+    if (rotate && c->texel) {
+        upload_rot_at(ctx, rot[0], (size_t)n_rot * d * d, &b_rk, &rot_base);
+        upload_rot_at(ctx, rot[1], (size_t)n_rot * d * d, &b_rv, &rot_base);
+    } else if (rotate) {
         CHECK_OK(test_gpu_buffer_from(ctx, rot[0], sizeof(float) * n_rot * d * d, &b_rk));
         CHECK_OK(test_gpu_buffer_from(ctx, rot[1], sizeof(float) * n_rot * d * d, &b_rv));
     }
@@ -410,17 +446,14 @@ static void test_append(oscar_context *ctx, const append_case *c)
                                        /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ c->mode,
                                        /* ROT_PER_HEAD */ c->per_head, /* INPUT_F16 */ c->input_f16, /* TRANSPOSE */ 0 };
     spec[KV_SPEC_CENTER_BLOCK] = c->center_block;
-    ovk_pipeline *p = pipeline(ctx, "kv_append", 9, sizeof(struct kv_append_push), spec);
-    if (!p) goto done;
-    struct kv_append_push push = { .n_tokens = n_rows };
     /* the rotations are not read without rotation: any buffer will do */
     /* nor are positions and frequencies without RoPE */
     ovk_binding b[9] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
                            { rotate ? &b_rv : &b_k, 0, 0 }, { &b_slots, 0, 0 }, { &b_pool, 0, 0 }, { &b_means, 0, 0 },
                            { &b_slots, 0, 0 }, { &b_slots, 0, 0 } };
-    CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));
+    run_append(ctx, c, spec, b, n_rows, 0, rot_base);
     CHECK_OK(ovk_buffer_download(ctx, &b_pool, 0, got, pool_words * 4));
-    if (!c->input_f16) check_append_rope(ctx, c, spec, b, n_rows, pool_words);
+    if (!c->input_f16) check_append_rope(ctx, c, spec, b, n_rows, pool_words, rot_base);
 
     /* the row that leaves the fp16 range (input row 0) only has to be written: inf - inf and
      * the sign of a NaN have no portable result */
@@ -439,8 +472,9 @@ static void test_append(oscar_context *ctx, const append_case *c)
             if (beyond++ < 4) fprintf(stderr, "  fp16 word %zu: gpu %08x, ref %08x\n", i, got[i], want[i]);
         }
     }
-    CHECK_MSG(beyond == 0, "kv_append d=%u P=%u nkv=%u wg=%u mode=%u per_head=%u f16in=%u: %zu words beyond the bound (%s)",
-              d, c->P, c->nkv, c->wg, c->mode, c->per_head, c->input_f16, beyond, rotate ? "1 ulp" : "exact");
+    CHECK_MSG(beyond == 0, "%s d=%u P=%u nkv=%u wg=%u mode=%u per_head=%u f16in=%u: %zu words beyond the bound (%s)",
+              c->texel ? "kv_append_texel" : "kv_append", d, c->P, c->nkv, c->wg, c->mode, c->per_head, c->input_f16, beyond,
+              rotate ? "1 ulp" : "exact");
     free(overflow_word);
     if (inexact) printf("kv_append d=%u mode=%u: %zu words within 1 ulp but not exact\n", d, c->mode, inexact);
 
@@ -519,7 +553,6 @@ static void test_append(oscar_context *ctx, const append_case *c)
                       d, c->G, c->mode, bad, differ);
         }
     }
-done:
     ovk_buffer_destroy(ctx, &b_k);
     ovk_buffer_destroy(ctx, &b_v);
     ovk_buffer_destroy(ctx, &b_rk);
@@ -545,10 +578,32 @@ done:
 
 /* ---- rotate_rows ----------------------------------------------------------------------------- */
 
+/* Runs rotate_rows (rotate_rows_texel with texel: R at texel rot_base, n_rows * H invocations
+ * in workgroups of spec's size) with RoPE over n_rot dims on bindings b (5). */
+static void run_rotate(oscar_context *ctx, int texel, const uint32_t *spec, const ovk_binding *b, uint32_t n_rows,
+                       uint32_t H, uint32_t hpr, uint32_t n_rot, uint32_t rot_base, uint32_t gx)
+{
+    ovk_pipeline_desc desc = { .shader = texel ? "rotate_rows_texel" : "rotate_rows", .n_buffers = 5,
+                                 .push_size = texel ? sizeof(struct kv_rotate_texel_push) : sizeof(struct kv_rotate_push),
+                                 .n_spec = KV_WRITE_N_SPEC, .texel_bindings = texel ? 1u << 1 : 0 };
+    memcpy(desc.spec, spec, sizeof(uint32_t) * KV_WRITE_N_SPEC);
+    ovk_pipeline *p = NULL;
+    CHECK_OK(ovk_pipeline_get(ctx, &desc, &p));
+    if (!p) return;
+    if (texel) {
+        struct kv_rotate_texel_push push = { n_rows, H, hpr, n_rot, rot_base };
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, (n_rows * H + spec[KV_SPEC_WORKGROUP] - 1) / spec[KV_SPEC_WORKGROUP], 1, 1));
+    } else {
+        struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr, .n_rot = n_rot };
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, 1, 1));
+    }
+}
+
 /* rotate_rows with RoPE on load must give what rope.comp followed by rotate_rows without it
  * gives, bit for bit: x·R (transpose 0), x·Rᵀ (1) or RoPE alone (2). */
-static void check_rotate_rope(oscar_context *ctx, const uint32_t *spec0, const ovk_buffer *b_x, const ovk_buffer *b_r,
-                              uint32_t n_rows, uint32_t H, uint32_t d, uint32_t hpr, uint32_t gx, int neox)
+static void check_rotate_rope(oscar_context *ctx, int texel, const uint32_t *spec0, const ovk_buffer *b_x,
+                              const ovk_buffer *b_r, uint32_t rot_base, uint32_t n_rows, uint32_t H, uint32_t d,
+                              uint32_t hpr, uint32_t gx, int neox)
 {
     const uint32_t n_rot = neox ? d : d - 16;
     size_t n = (size_t)n_rows * H * d;
@@ -562,19 +617,15 @@ static void check_rotate_rope(oscar_context *ctx, const uint32_t *spec0, const o
         uint32_t spec[KV_WRITE_N_SPEC];
         memcpy(spec, spec0, sizeof spec);
         spec[KV_SPEC_TRANSPOSE] = transpose;
-        ovk_pipeline *plain = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
-        spec[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
-        ovk_pipeline *fused = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
-        if (!plain || !fused) break;
-        struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr, .n_rot = n_rot };
         ovk_binding bp[5] = { { &b_xr, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { b_r, 0, 0 }, { b_r, 0, 0 } };
-        CHECK_OK(test_gpu_run(ctx, plain, bp, &push, gx, 1, 1));
+        run_rotate(ctx, texel, spec, bp, n_rows, H, hpr, 0, rot_base, gx);
         CHECK_OK(ovk_buffer_download(ctx, &b_y, 0, want, n * 4));
+        spec[KV_SPEC_ROPE] = neox ? KV_ROPE_NEOX : KV_ROPE_NORMAL;
         ovk_binding bf[5] = { { b_x, 0, 0 }, { b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_pos, 0, 0 }, { &b_freq, 0, 0 } };
-        CHECK_OK(test_gpu_run(ctx, fused, bf, &push, gx, 1, 1));
+        run_rotate(ctx, texel, spec, bf, n_rows, H, hpr, n_rot, rot_base, gx);
         CHECK_OK(ovk_buffer_download(ctx, &b_y, 0, got, n * 4));
-        CHECK_MSG(memcmp(got, want, n * 4) == 0, "rotate_rows RoPE on load d=%u transpose=%u neox=%d: differs from rope + rotate_rows",
-                  d, transpose, neox);
+        CHECK_MSG(memcmp(got, want, n * 4) == 0, "%s RoPE on load d=%u transpose=%u neox=%d: differs from rope + rotate_rows",
+                  texel ? "rotate_rows_texel" : "rotate_rows", d, transpose, neox);
     }
     ovk_buffer_destroy(ctx, &b_pos);
     ovk_buffer_destroy(ctx, &b_freq);
@@ -588,7 +639,7 @@ static void check_rotate_rope(oscar_context *ctx, const uint32_t *spec0, const o
  * heads; normalised squared error vs the double reference, whose orientation is itself checked
  * against an explicit product. Also in place (x and y the same buffer). */
 static void test_rotate(oscar_context *ctx, uint32_t d, uint32_t nkv, uint32_t gqa, int per_head, int transpose,
-                        uint32_t wg, uint32_t gx_max)
+                        uint32_t wg, uint32_t gx_max, int texel)
 {
     const uint32_t n_rows = 5, H = nkv * gqa, n_rot = per_head ? nkv : 1, hpr = per_head ? gqa : H;
     size_t n = (size_t)n_rows * H * d;
@@ -612,29 +663,30 @@ static void test_rotate(oscar_context *ctx, uint32_t d, uint32_t nkv, uint32_t g
     }
     ovk_buffer b_x = { 0 }, b_r = { 0 }, b_y = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, x, n * 4, &b_x));
-    CHECK_OK(test_gpu_buffer_from(ctx, r, sizeof(float) * n_rot * d * d, &b_r));
+    uint32_t rot_base = 0;
+    if (texel) upload_rot_at(ctx, r, (size_t)n_rot * d * d, &b_r, &rot_base);
+    else CHECK_OK(test_gpu_buffer_from(ctx, r, sizeof(float) * n_rot * d * d, &b_r));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, n * 4, &b_y));
     uint32_t spec[KV_WRITE_N_SPEC] = { /* WORKGROUP */ wg, /* HEAD_DIM */ d, /* GROUP */ 0, /* PAGE */ 0, /* N_KV */ 0,
                                        /* GQA */ 0, /* MODE */ 0, /* ROT_PER_HEAD */ 0, /* INPUT_F16 */ 0,
                                        /* TRANSPOSE */ (uint32_t)transpose };
-    ovk_pipeline *p = pipeline(ctx, "rotate_rows", 5, sizeof(struct kv_rotate_push), spec);
-    if (p) {
-        struct kv_rotate_push push = { .n_rows = n_rows, .n_heads = H, .heads_per_rot = hpr };
+    const char *name = texel ? "rotate_rows_texel" : "rotate_rows";
+    {
         uint32_t gx = n_rows * H < gx_max ? n_rows * H : gx_max;
         ovk_binding b[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_y, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } };
-        CHECK_OK(test_gpu_run(ctx, p, b, &push, gx, 1, 1));
+        run_rotate(ctx, texel, spec, b, n_rows, H, hpr, 0, rot_base, gx);
         CHECK_OK(ovk_buffer_download(ctx, &b_y, 0, got, n * 4));
         double nse = test_nse(got, want, n);
-        CHECK_MSG(nse < 1e-10, "rotate_rows d=%u H=%u per_head=%d transpose=%d wg=%u: nse %.3g", d, H, per_head, transpose, wg, nse);
+        CHECK_MSG(nse < 1e-10, "%s d=%u H=%u per_head=%d transpose=%d wg=%u: nse %.3g", name, d, H, per_head, transpose, wg, nse);
         ovk_binding bi[5] = { { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_x, 0, 0 }, { &b_r, 0, 0 }, { &b_r, 0, 0 } }; /* in place */
-        CHECK_OK(test_gpu_run(ctx, p, bi, &push, gx, 1, 1));
+        run_rotate(ctx, texel, spec, bi, n_rows, H, hpr, 0, rot_base, gx);
         CHECK_OK(ovk_buffer_download(ctx, &b_x, 0, got, n * 4));
         nse = test_nse(got, want, n);
-        CHECK_MSG(nse < 1e-10, "rotate_rows in place d=%u transpose=%d: nse %.3g", d, transpose, nse);
+        CHECK_MSG(nse < 1e-10, "%s in place d=%u transpose=%d: nse %.3g", name, d, transpose, nse);
         if (!transpose) { /* x is y now; restore it for the RoPE check */
             for (size_t i = 0; i < n; i++) x[i] = test_rng_normal() * (i % 97 == 0 ? 30.0f : 1.0f);
             CHECK_OK(ovk_buffer_upload(ctx, &b_x, 0, x, n * 4));
-            check_rotate_rope(ctx, spec, &b_x, &b_r, n_rows, H, d, hpr, gx, per_head);
+            check_rotate_rope(ctx, texel, spec, &b_x, &b_r, rot_base, n_rows, H, d, hpr, gx, per_head);
         }
     }
     ovk_buffer_destroy(ctx, &b_x);
@@ -713,6 +765,25 @@ int main(void)
         for (int per_head = 0; per_head < 2; per_head++)
             for (int transpose = 0; transpose < 2; transpose++, k++)
                 test_rotate(ctx, d, nkvs[k % 3], k % 2 ? 3 : 4, per_head, transpose, workgroups[k % N_WORKGROUPS],
-                            k % 3 == 0 ? 5 : 65535);
+                            k % 3 == 0 ? 5 : 65535, 0);
+
+    /* the texel shapes of CPU devices (head_dim 64 and 128), where texel buffers work: every
+     * mode and R layout of the write path, fp16 input, centers, and workgroups of 1..13 (fewer
+     * cases than above: lavapipe compiles their unrolled rows slowly) */
+    if (ctx->texel_buffers) {
+        static const append_case tc[] = {
+            /* d    G   P   nkv wg   mode             per_head f16in gx    centers texel */
+            { 64, 64, 16, 3, 7, KV_MODE_FP16, 0, 0, 65535, 0, 1 },
+            { 64, 64, 16, 3, 12, KV_MODE_INT2, 0, 1, 65535, 0, 1 },
+            { 64, 32, 64, 2, 8, KV_MODE_HADAMARD, 1, 0, 65535, 0, 1 },
+            { 128, 64, 16, 2, 3, KV_MODE_ROTATED, 0, 0, 65535, 16, 1 },
+            { 128, 128, 64, 1, 64, KV_MODE_ROTATED, 1, 1, 65535, 0, 1 },
+        };
+        for (size_t i = 0; i < sizeof tc / sizeof tc[0]; i++) test_append(ctx, &tc[i]);
+        for (uint32_t d = 64; d <= 128; d *= 2)
+            for (int transpose = 0; transpose < 2; transpose++)
+                test_rotate(ctx, d, d == 128 ? 2 : 3, transpose ? 3 : 4, d == 128, transpose, d / 16 + (uint32_t)transpose, 65535, 1);
+    } else
+        printf("texel shapes: skipped (no R32G32B32A32_UINT uniform texel buffers)\n");
     return test_gpu_finish(ctx);
 }

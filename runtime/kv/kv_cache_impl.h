@@ -16,6 +16,7 @@
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike, but WG_ROTATE). */
 #define WG_WRITE 64u
 #define WG_ATTN 128u   /* attn_prefill */
+#define WG_TEXEL 8u     /* kv_append_texel, rotate_rows_texel: an invocation a row (one SIMD group of llvmpipe's) */
 #define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads; on a CPU
                         * d/4 threads, a whole sum each (oscar_kv_cache.wg_rotate: 4.7x faster on lavapipe) */
 /* Decode attention aims for about this many workgroups per call (OSCAR_ATTN_TARGET_GROUPS
@@ -72,6 +73,8 @@ struct oscar_kv_cache {
     uint32_t items_cap, n_items;
     uint32_t target_groups;     /* workgroups an attention call aims for */
     uint32_t wg_rotate;         /* rotate_rows' threads: WG_ROTATE, or d/4 on a CPU device */
+    int write_texel;            /* kv_append_texel and rotate_rows_texel instead of kv_append and rotate_rows:
+                                 * a CPU device with texel buffers (ovk_kv_append_pipeline) */
     uint32_t min_split;         /* tokens an attention item holds at least (a multiple of ATTN_MIN_SPLIT) */
     ovk_buffer partials;      /* [items_cap][n_head][d + 2] fp32 */
     ovk_buffer q_rot;         /* [max_step_tokens][n_head][d] fp32 scratch */
@@ -111,6 +114,10 @@ struct oscar_kv_cache {
 ovk_pipeline_desc ovk_kv_cache_desc(const oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                     uint32_t wg, uint32_t n_spec);
 /* The cache's pipeline of `shader`, with one extra specialization constant when extra_id != 0. */
+/* kv_append's pipeline with specialization constant `id` set to `value` (0: none), and
+ * rotate_rows' for TRANSPOSE and ROPE: their texel shapes where c->write_texel. */
+oscar_status ovk_kv_append_pipeline(oscar_kv_cache *c, uint32_t id, uint32_t value, ovk_pipeline **out);
+oscar_status ovk_kv_rotate_pipeline(oscar_kv_cache *c, uint32_t transpose, uint32_t rope, ovk_pipeline **out);
 oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                  uint32_t wg, uint32_t extra_id, uint32_t extra_value, ovk_pipeline **out);
 

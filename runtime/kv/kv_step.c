@@ -232,6 +232,16 @@ static ovk_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
     return b;
 }
 
+/* The grid of the texel shapes: n invocations of WG_TEXEL over x and y, z as given. */
+static void texel_grid(uint64_t n, uint32_t z, uint32_t groups[3])
+{
+    uint64_t g = (n + WG_TEXEL - 1) / WG_TEXEL;
+    groups[0] = g < 65535 ? (g ? (uint32_t)g : 1) : 65535;
+    groups[1] = (uint32_t)((g + groups[0] - 1) / groups[0]);
+    if (!groups[1]) groups[1] = 1;
+    groups[2] = z;
+}
+
 /* The append dispatch (no barrier): K rows get RoPE on load when rope is given (fp32 rows only). */
 static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *k,
                                     const ovk_binding *v, int input_f16, const ovk_kv_rope *rope)
@@ -239,18 +249,26 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
     ovk_pipeline *p = c->pl_append;
     if (input_f16 && rope) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: RoPE on load needs fp32 rows");
     if (input_f16) {
-        oscar_status st = ovk_kv_get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_INPUT_F16, 1, &p);
+        oscar_status st = ovk_kv_append_pipeline(c, KV_SPEC_INPUT_F16, 1, &p);
         if (st != OSCAR_OK) return st;
     } else if (rope) {
         ovk_pipeline **slot = &c->pl_append_rope[rope_spec(rope)];
         if (!*slot) {
-            oscar_status st = ovk_kv_get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, KV_SPEC_ROPE,
-                                           rope_spec(rope), slot);
+            oscar_status st = ovk_kv_append_pipeline(c, KV_SPEC_ROPE, rope_spec(rope), slot);
             if (st != OSCAR_OK) return st;
         }
         p = *slot;
     }
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    if (c->write_texel) { /* R_K and R_V bound whole (one texel view each), the layer's at rot_base */
+        ovk_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
+        ovk_binding b[9] = { *k, *v, { &c->rot_k, 0, 0 }, { &c->rot_v, 0, 0 }, slots, { &c->f16_pool[layer], 0, 0 },
+                               mean_binding(c, layer), rope ? rope->pos : slots, rope ? rope->inv_freq : slots };
+        struct kv_append_texel_push push = { c->book.plan.n_tokens, rope ? rope->n_rot : 0, (uint32_t)(layer * rot_bytes / 16) };
+        uint32_t groups[3];
+        texel_grid((uint64_t)push.n_tokens * c->p.n_kv_head, 2, groups);
+        return ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
+    }
     ovk_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
     ovk_binding b[9] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
                            slots, { &c->f16_pool[layer], 0, 0 }, mean_binding(c, layer),
@@ -300,10 +318,7 @@ static oscar_status dispatch_q_prep(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
     if (rope) {
         ovk_pipeline **slot = &c->pl_q_prep[rope_spec(rope)];
         if (!*slot) {
-            ovk_pipeline_desc pd = ovk_kv_cache_desc(c, "rotate_rows", 5, sizeof(struct kv_rotate_push), c->wg_rotate, ATTN_N_SPEC);
-            pd.spec[KV_SPEC_TRANSPOSE] = rotated ? 0 : 2; /* 2: RoPE alone */
-            pd.spec[KV_SPEC_ROPE] = rope_spec(rope);
-            oscar_status st = ovk_pipeline_get(c->ctx, &pd, slot);
+            oscar_status st = ovk_kv_rotate_pipeline(c, rotated ? 0 : 2 /* RoPE alone */, rope_spec(rope), slot);
             if (st != OSCAR_OK) return st;
         }
         p = *slot;
@@ -312,8 +327,15 @@ static oscar_status dispatch_q_prep(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
     struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H, rope ? rope->n_rot : 0 };
     ovk_binding rk = { &c->rot_k, layer * rot_bytes, rot_bytes };
     ovk_binding b[5] = { *q, rk, *q_out, rope ? rope->pos : rk, rope ? rope->inv_freq : rk }; /* unread without RoPE */
-    uint32_t groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
     *done = 1;
+    if (c->write_texel) { /* R bound whole, the layer's at rot_base */
+        struct kv_rotate_texel_push tp = { rp.n_rows, rp.n_heads, rp.heads_per_rot, rp.n_rot, (uint32_t)(layer * rot_bytes / 16) };
+        b[1] = (ovk_binding){ &c->rot_k, 0, 0 };
+        uint32_t groups[3];
+        texel_grid((uint64_t)n_rows * H, 1, groups);
+        return ovk_cmd_dispatch(c->ctx, cmd, p, b, &tp, groups);
+    }
+    uint32_t groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
     return ovk_cmd_dispatch(c->ctx, cmd, p, b, &rp, groups);
 }
 

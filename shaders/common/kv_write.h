@@ -61,4 +61,21 @@ struct kv_rotate_push {
     KV_U32 n_rot;         /* with RoPE: rotated dims of a row (even, <= d), else unused */
 };
 
+/* kv_append_texel.comp and rotate_rows_texel.comp (the CPU shapes of kv_append and
+ * rotate_rows) bind each R buffer whole as a texel buffer and find the layer's matrices at
+ * rot_base (in 16-byte texels). 12 and 20 bytes. */
+struct kv_append_texel_push {
+    KV_U32 n_tokens;
+    KV_U32 n_rot;
+    KV_U32 rot_base;      /* texel of the layer's R_K in its buffer, and of R_V in its own */
+};
+
+struct kv_rotate_texel_push {
+    KV_U32 n_rows;
+    KV_U32 n_heads;
+    KV_U32 heads_per_rot;
+    KV_U32 n_rot;
+    KV_U32 rot_base;      /* texel of the layer's first R */
+};
+
 #endif
