@@ -23,7 +23,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_IDOT", "1: decode attention scores INT2 keys by integer dot products with q in two levels of int8 "
                          "(slower on an H100 today); 0 or unset: in fp32" },
     { "OSCAR_ATTN_KERNEL", "chunked, stream or rows: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
-    { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel" },
+    { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel; 1: the tiled kernel also where the rows kernel would take prefill (CPU devices)" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
     { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream) or thread (chunked) scores at once, 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
