@@ -1,10 +1,12 @@
 /* The texel-fetch product over weight planes (shaders/mul_mat_vec_planes.comp) against the C
  * reference product of the GGUF blocks (ovk_ref_mul_mat), for Q4_0, Q4_1, Q8_0 (one block to
  * 160 blocks a row, counts that are and are not multiples of the four a scale texel holds),
- * Q4_K and Q6_K (one to 35 blocks of 256), row counts that leave the last thread part of its rows, 1 to 8 rows per thread, 1 to
- * 256 threads, 1 and 5 tokens with y rows further apart than W's (columns between them left
- * alone), x bound at an offset inside a larger buffer. ovk_planes_pack is checked byte for byte
- * against the GGUF fields it moves.
+ * Q4_K and Q6_K (one to 35 blocks of 256), row counts that leave the last thread part of its
+ * rows, 1 to 16 rows and 1 to 8 tokens per thread (both bodies of the shader: one token, and
+ * groups of tokens), 1 to 256 threads, 1, 5, 7 and 13 tokens (not multiples of the tokens a
+ * thread: the last group part empty) with y rows further apart than W's (columns between them
+ * and rows past the last token left alone), x bound at an offset inside a larger buffer.
+ * ovk_planes_pack is checked byte for byte against the GGUF fields it moves.
  *
  * Weights are random bytes with sane fp16 scale fields (test_make_weights): every code bit
  * counts. Bound: as test_ops_matvec's fp32 products, NSE 1e-6 against the double reference
@@ -53,14 +55,17 @@ static void check_pack(uint32_t type, const uint8_t *w, const uint8_t *planes, u
     CHECK_MSG(bad == 0, "planes of %s %u x %u: %zu blocks misplaced", ovk_ggml_type_name(type), rows, cols, bad);
 }
 
-static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per)
+/* One weight of rows x cols through a pipeline of wg threads, per rows and tok tokens a thread
+ * (0: the op's defaults, which pick the tokens by n), for each token count of ns. */
+static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per, uint32_t tok)
 {
     oscar_context *ctx = ops->ctx;
     size_t wbytes;
     uint64_t pbytes = ovk_planes_bytes(type, rows, cols);
     uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
     uint8_t *planes = malloc(pbytes);
-    const uint32_t n_max = 5, stride = rows + 3;
+    static const uint32_t ns[] = { 1, 5, 7, 13 };
+    const uint32_t n_max = 13, stride = rows + 3;
     size_t ybytes = (size_t)n_max * stride * 4;
     float *x = calloc((size_t)n_max * cols + 16, sizeof *x), *ref = malloc((size_t)n_max * rows * 4), *got = malloc(ybytes);
     CHECK(w && planes && x && ref && got);
@@ -71,11 +76,13 @@ static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols
 
     ops->matvec_workgroup = wg;
     ops->matvec_rows = per;
+    ops->matvec_tokens = tok;
     ovk_buffer bw = { 0 }, bx = { 0 }, by = { 0 };
     CHECK_OK(test_gpu_buffer_from(ctx, planes, pbytes, &bw));
     CHECK_OK(test_gpu_buffer_from(ctx, x, ((size_t)n_max * cols + 16) * 4, &bx));
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, ybytes, &by));
-    for (uint32_t n = 1; n <= n_max; n += n_max - 1) {
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        uint32_t n = ns[k];
         CHECK_OK(ovk_ref_mul_mat(type, w, x + 16, ref, rows, cols, n));
         CHECK_OK(ovk_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
         CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
@@ -91,16 +98,17 @@ static void check_case(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols
                 else touched += ovk_f32_bits(v) != 0x7FC00000u;
             }
         double nse = test_nse(got, ref, (size_t)n * rows);
-        CHECK_MSG(nse <= NSE_BOUND && touched == 0, "mul_mat_vec_planes %s rows %u cols %u n %u wg %u rows/thread %u: "
-                  "nse %.3g, %zu floats outside y written", ovk_ggml_type_name(type), rows, cols, n, wg, per, nse, touched);
+        CHECK_MSG(nse <= NSE_BOUND && touched == 0, "mul_mat_vec_planes %s rows %u cols %u n %u wg %u rows/thread %u "
+                  "tokens/thread %u: nse %.3g, %zu floats outside y written", ovk_ggml_type_name(type), rows, cols, n, wg, per,
+                  tok, nse, touched);
         if (getenv("OSCAR_TEST_VERBOSE"))
-            printf("planes %-4s rows %3u cols %4u n %u wg %3u rows/thread %u: nse %.3g\n", ovk_ggml_type_name(type), rows,
-                   cols, n, wg, per, nse);
+            printf("planes %-4s rows %3u cols %4u n %2u wg %3u rows/thread %2u tokens/thread %u: nse %.3g\n",
+                   ovk_ggml_type_name(type), rows, cols, n, wg, per, tok, nse);
     }
     ovk_buffer_destroy(ctx, &bw);
     ovk_buffer_destroy(ctx, &bx);
     ovk_buffer_destroy(ctx, &by);
-    ops->matvec_workgroup = ops->matvec_rows = 0;
+    ops->matvec_workgroup = ops->matvec_rows = ops->matvec_tokens = 0;
 done:
     free(w);
     free(planes);
@@ -110,7 +118,7 @@ done:
 }
 
 /* Refusals: a type without planes, x at an offset no texel view may start at, columns not
- * whole blocks, y rows closer than W's, too many rows per thread. */
+ * whole blocks, y rows closer than W's, too many rows or tokens per thread. */
 static void check_errors(ovk_ops *ops)
 {
     oscar_context *ctx = ops->ctx;
@@ -128,10 +136,14 @@ static void check_errors(ovk_ops *ops)
                      OSCAR_ERROR_INVALID_ARGUMENT);
         CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 3, 4, 64, 1),
                      OSCAR_ERROR_INVALID_ARGUMENT);
-        ops->matvec_rows = 9;
+        ops->matvec_rows = 17;
         CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 4, 64, 1),
                      OSCAR_ERROR_INVALID_ARGUMENT);
         ops->matvec_rows = 0;
+        ops->matvec_tokens = 9;
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 4, 64, 2),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+        ops->matvec_tokens = 0;
     }
     CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
     ovk_buffer_destroy(ctx, &b);
@@ -150,20 +162,27 @@ int main(void)
     }
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         uint32_t type = types[t];
+        /* tokens a thread 1..8 over the cases; the defaults take 1, 5, 7 and 8 by n */
         if (type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q6_K) {
-            check_case(&ops, type, 1, 256, 1, 1);     /* one block, one row */
-            check_case(&ops, type, 37, 768, 8, 4);    /* 3 blocks; the last thread 1 row of 4 */
-            check_case(&ops, type, 67, 1536, 16, 2);  /* Qwen2.5-1.5B's rows */
-            check_case(&ops, type, 33, 4096, 64, 8);  /* 16 blocks, 8 rows a thread */
-            check_case(&ops, type, 130, 8960, 0, 0);  /* 35 blocks, the defaults */
+            check_case(&ops, type, 1, 256, 1, 1, 2);      /* one block, one row */
+            check_case(&ops, type, 37, 768, 8, 4, 1);     /* 3 blocks; the last thread 1 row of 4; one token a thread */
+            check_case(&ops, type, 67, 1536, 16, 2, 3);   /* Qwen2.5-1.5B's rows */
+            check_case(&ops, type, 33, 4096, 64, 8, 4);   /* 16 blocks, 8 rows a thread */
+            check_case(&ops, type, 29, 512, 8, 16, 6);    /* 16 rows a thread: 2 threads, the last 13 of them */
+            check_case(&ops, type, 45, 1024, 4, 5, 7);
+            check_case(&ops, type, 50, 768, 8, 12, 8);
+            check_case(&ops, type, 130, 8960, 0, 0, 0);   /* 35 blocks, the defaults */
             continue;
         }
-        check_case(&ops, type, 1, 32, 1, 1);      /* one block, one row */
-        check_case(&ops, type, 37, 96, 8, 4);     /* 3 blocks: a partial scale texel; the last thread 1 row of 4 */
-        check_case(&ops, type, 67, 576, 16, 2);   /* 18 blocks (SmolLM2's rows) */
-        check_case(&ops, type, 33, 4096, 64, 8);  /* 128 blocks, 8 rows a thread */
-        check_case(&ops, type, 41, 5120, 256, 3); /* 160 blocks, 3 rows a thread */
-        check_case(&ops, type, 130, 1536, 0, 0);  /* the defaults */
+        check_case(&ops, type, 1, 32, 1, 1, 3);       /* one block, one row */
+        check_case(&ops, type, 37, 96, 8, 4, 1);      /* 3 blocks: a partial scale texel; the last thread 1 row of 4 */
+        check_case(&ops, type, 67, 576, 16, 2, 2);    /* 18 blocks (SmolLM2's rows) */
+        check_case(&ops, type, 33, 4096, 64, 8, 4);   /* 128 blocks, 8 rows a thread */
+        check_case(&ops, type, 41, 5120, 256, 3, 5);  /* 160 blocks, 3 rows a thread */
+        check_case(&ops, type, 29, 320, 8, 16, 6);    /* 16 rows a thread: 2 threads, the last 13 of them */
+        check_case(&ops, type, 45, 1024, 4, 5, 7);
+        check_case(&ops, type, 50, 224, 8, 12, 8);    /* 7 blocks */
+        check_case(&ops, type, 130, 1536, 0, 0, 0);   /* the defaults */
     }
     return test_gpu_finish(ctx);
 }

@@ -16,6 +16,9 @@
 #define MUL_MAT_SHARED_BYTES(wg) (4u * MUL_MAT_BK * ((MUL_MAT_BM + 4u) + ((wg) / 4u + 4u)))
 /* Workgroups per grid dimension every Vulkan device supports. */
 #define GRID_MAX 65535u
+/* mul_mat_vec_planes for more than one token: rows and tokens a thread (docs/forward-kernels.md) */
+#define PLANES_ROWS 12u
+#define PLANES_TOKENS 8u
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 
@@ -254,9 +257,13 @@ oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_
     if (!ovk_op_mul_mat_vec_planes_supported(ops, type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_planes: needs texel buffers and Q4_0, Q4_1, Q8_0, Q4_K or Q6_K (%s)",
                            ovk_ggml_type_name(type));
-    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : 8, per = ops->matvec_rows ? ops->matvec_rows : 4;
-    if (wg > 256 || per > 8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u threads of %u rows", wg, per);
+    /* one token (decode): 4 rows a thread; more: PLANES_ROWS rows of PLANES_TOKENS tokens (n when fewer) */
+    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : 8;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : n > 1 ? PLANES_ROWS : 4;
+    uint32_t tok = ops->matvec_tokens ? ops->matvec_tokens : n < PLANES_TOKENS ? (n ? n : 1) : PLANES_TOKENS;
+    if (wg > 256 || per > 16 || tok > 8)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u threads of %u rows and %u tokens", wg, per,
+                           tok);
     uint32_t block = ovk_op_type_block(type); /* 32, or 256 for the K types */
     if (cols == 0 || cols % block || y_stride < rows || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * y_stride > UINT32_MAX ||
         n > GRID_MAX)
@@ -272,12 +279,12 @@ oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_
      * texels from the offset), so each buffer keeps a view or two (OVK_BUFFER_VIEWS) */
     planes.range = bytes;
     x.range = (x.buffer->size - x.offset) & ~(VkDeviceSize)15;
-    ovk_pipeline_desc d = { .shader = "mul_mat_vec_planes", .n_buffers = 3, .push_size = 16, .n_spec = 3,
-                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per },
+    ovk_pipeline_desc d = { .shader = "mul_mat_vec_planes", .n_buffers = 3, .push_size = 20, .n_spec = 4,
+                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* TOKENS */ tok },
                             .texel_bindings = 0x3 };
-    uint32_t push[4] = { rows, cols, (uint32_t)(ovk_planes_scale_offset(type, rows, cols) / 16), y_stride }, groups[3];
+    uint32_t push[5] = { rows, cols, (uint32_t)(ovk_planes_scale_offset(type, rows, cols) / 16), y_stride, n }, groups[3];
     if ((st = grid_2d(ovk_div_up(ovk_div_up(rows, per), wg), groups, "mul_mat_vec_planes")) != OSCAR_OK) return st;
-    groups[2] = n;
+    groups[2] = ovk_div_up(n, tok);
     ovk_binding b[3] = { planes, x, y };
     return record(ops, cmd, &d, b, push, groups);
 }

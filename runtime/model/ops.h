@@ -30,7 +30,8 @@ typedef struct ovk_ops {
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
-    uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch; 0: 4 */
+    uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch (0: 4), per thread of the
+                                * planes product (0: by n, ovk_op_mul_mat_vec_planes) */
     uint32_t matmul_workgroup; /* threads of the tiled matmul (tiles of 64 rows x threads/4 tokens), a
                                 * power of two in 32..256; 0: 256 where the device allows, else 128 */
     uint32_t matmul_coopmat[4]; /* the cooperative-matrix matmul's warp tiles along rows and tokens, then
@@ -121,11 +122,12 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
 /* The texel-fetch product (shaders/mul_mat_vec_planes.comp): Q4_0, Q4_1, Q8_0, Q4_K and Q6_K weights as
  * planes (weight_planes.h) times fp32 x, for devices whose storage-buffer loads are slow and
  * texel fetches fast (lavapipe; the model keeps planes on CPU devices). y [n][y_stride] = W x for
- * x [n][cols], one workgroup row per token (each reads the weights again: a CPU's caches hold
- * a layer's); planes and x bound as texel buffers (offsets aligned to
- * minTexelBufferOffsetAlignment). Exact to fp32 summation order, as the other fp32 products.
- * ops->matvec_workgroup (threads, 1..256, default 8) and matvec_rows (rows per thread, 1..8,
- * default 4) tune it. */
+ * x [n][cols]; a thread computes a few rows of a few tokens, each weight fetched and decoded once
+ * for its tokens, one workgroup row per group of tokens; planes and x bound as texel buffers
+ * (offsets aligned to minTexelBufferOffsetAlignment). Exact to fp32 summation order, as the
+ * other fp32 products. ops->matvec_workgroup (threads, 1..256, default 8), matvec_rows (rows per
+ * thread, 1..16; default 4 for one token, 12 for more) and matvec_tokens (tokens per thread,
+ * 1..8; default 1 for one token, else 8 or n if fewer) tune it. */
 int ovk_op_mul_mat_vec_planes_supported(const ovk_ops *ops, uint32_t type);
 oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
                                        ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
