@@ -522,7 +522,7 @@ static oscar_status end_timed(oscar_context *ctx, ovk_cmd *cmd, int t0, oscar_st
 /* Times the texel-fetch product over weight planes (ops.h: the products of CPU devices) like
  * the others, its weights rotating over as many copies as a buffer keeps views (the planes'
  * own layout, weight_planes.h), and prints its line. */
-static oscar_status bench_planes(oscar_context *ctx, const ovk_ops *ops_in, const uint32_t tile[2], ovk_cmd *cmd,
+static oscar_status bench_planes(oscar_context *ctx, const ovk_ops *ops_in, const uint32_t tile[3], ovk_cmd *cmd,
                                  uint32_t type, uint32_t rows,
                                  uint32_t cols, uint32_t tokens, uint32_t iters, int barriers, ovk_buffer *x, ovk_buffer *y,
                                  double bw)
@@ -530,6 +530,7 @@ static oscar_status bench_planes(oscar_context *ctx, const ovk_ops *ops_in, cons
     ovk_ops tuned = *ops_in, *ops = &tuned;
     tuned.matvec_workgroup = tile[0];
     tuned.matvec_rows = tile[1];
+    tuned.matvec_tokens = tile[2];
     uint64_t bytes = ovk_planes_bytes(type, rows, cols), mat = (bytes + 255) & ~255ull;
     uint32_t copies = OVK_BUFFER_VIEWS;
     ovk_buffer w = { 0 };
@@ -546,8 +547,10 @@ static oscar_status bench_planes(oscar_context *ctx, const ovk_ops *ops_in, cons
     st = end_timed(ctx, cmd, t0, st, &ns);
     if (st == OSCAR_OK) {
         double us = ns * 1e-3 / iters, gbps = (double)bytes / (us * 1e3);
-        printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw\n", ovk_ggml_type_name(type), " planes",
+        printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", ovk_ggml_type_name(type), " planes",
                bytes / 1e6, us, gbps, 100.0 * gbps / bw);
+        if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
+        printf("\n");
     }
     ovk_buffer_destroy(ctx, &w);
     return st;
@@ -568,8 +571,9 @@ static int bench_ops(int argc, char **argv)
     uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0, mv_shader = OSCAR_MATVEC_AUTO, mv_wg = 0, mv_unroll = 0;
     uint32_t tokens = 1, mv_tokens = 0; /* --tokens: the product of a batch; --mv-tokens: its tokens per workgroup */
     int barriers = 1;                   /* --no-barriers: chain the products without a barrier between them */
+    int planes_only = 0;                /* --planes-only: time the planes product alone */
     uint32_t mm_tile[4] = { 0 };        /* --mm-tile: the cooperative-matrix matmul's plan (ovk_ops.matmul_coopmat) */
-    uint32_t planes_tile[2] = { 0 };    /* --planes-tile: the planes product's threads and rows a thread (0: defaults) */
+    uint32_t planes_tile[3] = { 0 };    /* --planes-tile: the planes product's threads, rows and tokens a thread (0: defaults) */
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
                                           OSCAR_GGML_TYPE_Q8_0, OSCAR_GGML_TYPE_Q4_0, OSCAR_GGML_TYPE_Q4_1,
                                           OSCAR_GGML_TYPE_Q4_K, OSCAR_GGML_TYPE_Q5_K, OSCAR_GGML_TYPE_Q6_K };
@@ -581,6 +585,10 @@ static int bench_ops(int argc, char **argv)
         }
         if (!strcmp(f, "--no-barriers")) {
             barriers = 0;
+            continue;
+        }
+        if (!strcmp(f, "--planes-only")) {
+            planes_only = 1;
             continue;
         }
         static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
@@ -597,8 +605,11 @@ static int bench_ops(int argc, char **argv)
         else if (!strcmp(f, "--mv-tokens")) ok = app_parse_u32(prog, f, v, 32, &mv_tokens);
         else if (!strcmp(f, "--types")) only = v;
         else if (!strcmp(f, "--planes-tile")) {
-            ok = sscanf(v, "%ux%u", &planes_tile[0], &planes_tile[1]) == 2;
-            if (!ok) fprintf(stderr, "%s: --planes-tile is THREADSxROWS (a workgroup's threads, rows a thread), e.g. 8x4\n", prog);
+            int got = sscanf(v, "%ux%ux%u", &planes_tile[0], &planes_tile[1], &planes_tile[2]);
+            ok = got == 2 || got == 3;
+            if (!ok)
+                fprintf(stderr, "%s: --planes-tile is THREADSxROWS[xTOKENS] (a workgroup's threads, rows and tokens a thread), "
+                                "e.g. 8x4x4\n", prog);
         } else if (!strcmp(f, "--mm-tile")) {
             ok = sscanf(v, "%ux%ux%ux%u", &mm_tile[0], &mm_tile[1], &mm_tile[2], &mm_tile[3]) == 4;
             if (!ok) fprintf(stderr, "%s: --mm-tile is WMxWNxCMxCN (warp tiles, matrices per warp tile), e.g. 2x2x4x4\n", prog);
@@ -617,8 +628,8 @@ static int bench_ops(int argc, char **argv)
         if (!ok) return 2;
         i++;
     }
-    if (cols % 256) {
-        fprintf(stderr, "%s: --cols must be a multiple of 256 (the K-quant block)\n", prog);
+    if (cols % 32) {
+        fprintf(stderr, "%s: --cols must be a multiple of 32 (the K-quants' 256 where they are timed)\n", prog);
         return 2;
     }
     if (tokens == 0) {
@@ -657,6 +668,8 @@ static int bench_ops(int argc, char **argv)
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
+    printf("planes product: %u threads, %u rows and %u tokens a thread (0: the default)\n", planes_tile[0], planes_tile[1],
+           planes_tile[2]);
     ovk_cmd cmd;
     ovk_buffer x = { 0 }, y = { 0 }, xq = { 0 };
     if (ovk_cmd_init(ctx, &cmd) != OSCAR_OK || ovk_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
@@ -672,15 +685,20 @@ static int bench_ops(int argc, char **argv)
     for (size_t ti = 0; ti < sizeof all_types / sizeof all_types[0]; ti++) {
         uint32_t type = all_types[ti];
         if (only && !name_in_list(ovk_ggml_type_name(type), only)) continue;
+        if (cols % ovk_op_type_block(type)) {
+            printf("%-5s         (skipped: %u columns are not whole blocks of %u)\n", ovk_ggml_type_name(type), cols,
+                   ovk_op_type_block(type));
+            continue;
+        }
         uint64_t row_bytes = 0;
         ovk_ggml_row_size(type, cols, &row_bytes);
         uint64_t mat = ((row_bytes * rows) + 255) & ~255ull; /* 256-byte aligned copies */
         uint32_t copies = (uint32_t)((512ull << 20) / mat + 1); /* > 512 MiB in all: beyond any cache */
         if (copies > 64) copies = 64;
         while (copies > 1 && (uint64_t)copies * mat > info.max_storage_buffer_range) copies--;
-        ovk_buffer w = { 0 };
-        oscar_status st = ovk_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
-        if (st == OSCAR_OK) st = ovk_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
+        ovk_buffer w = { 0 }; /* the GGUF blocks, for every product but the planes one */
+        oscar_status st = planes_only ? OSCAR_OK : ovk_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
+        if (st == OSCAR_OK && !planes_only) st = ovk_buffer_fill(ctx, &w, 0, copies * mat, 0x3C003C00u);
         /* one token: the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16
          * one and (Q4_0, Q4_1, Q8_0 with subgroup arithmetic) the int8 one, each on x prepared
          * once, as a forward pass shares it between the products of one input (--rows-per-group,
@@ -688,7 +706,7 @@ static int bench_ops(int argc, char **argv)
          * --tokens > 1: the default product of the batch, then the tiled matmul and (where the
          * device has them, for a batch the default gives to the batched lanes product) the
          * cooperative-matrix one */
-        for (int var = 0; var < 3 && st == OSCAR_OK; var++) {
+        for (int var = 0; var < 3 && st == OSCAR_OK && !planes_only; var++) {
             int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1, q8 = tokens == 1 && var == 2;
             int coopmat = tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 2; /* above, the default is it */
             if ((f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) || (q8 && !ovk_op_mul_mat_vec_q8_supported(&ops, type)) ||
@@ -722,7 +740,7 @@ static int bench_ops(int argc, char **argv)
         }
         if (st == OSCAR_OK && ovk_op_mul_mat_vec_planes_supported(&ops, type)) /* the texel-fetch product over planes */
             st = bench_planes(ctx, &ops, planes_tile, &cmd, type, rows, cols, tokens, iters, barriers, &x, &y, bw);
-        if (st == OSCAR_OK) { /* the bound at this size: the bandwidth probe over the same bytes, chained alike */
+        if (st == OSCAR_OK && !planes_only) { /* the bound at this size: the bandwidth probe over the same bytes, chained alike */
             uint64_t bytes = (row_bytes * rows + 15) & ~15ull; /* inside the 256-byte-aligned copy */
             double ns = 0;
             st = ovk_cmd_begin(ctx, &cmd);
@@ -745,7 +763,7 @@ static int bench_ops(int argc, char **argv)
             rc = 1;
         }
     }
-    { /* the floor of a chained dispatch: a one-workgroup rms_norm of x in place (a step's
+    if (!planes_only) { /* the floor of a chained dispatch: a one-workgroup rms_norm of x in place (a step's
        * smallest kernels; x is all 1.0, its own weight, so it stays near 1), with and without
        * barriers between them */
         for (int with_barrier = 1; with_barrier >= 0; with_barrier--) {
@@ -767,7 +785,7 @@ static int bench_ops(int argc, char **argv)
             }
         }
     }
-    for (int q8 = 0; q8 < 2; q8++) { /* the preparation of x for the packed-fp16 and the int8 kernels */
+    for (int q8 = 0; q8 < 2 && !planes_only; q8++) { /* the preparation of x for the packed-fp16 and the int8 kernels */
         if (q8 ? !info.subgroup_arithmetic : !info.float16_arithmetic) continue;
         double ns = 0;
         oscar_status st = ovk_cmd_begin(ctx, &cmd);
@@ -1032,7 +1050,8 @@ static void print_usage(FILE *out, const char *mode)
         { "ops", "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
                  "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
                  "                      [--no-barriers]\n"
-                 "                      [--tokens N] [--mv-tokens N] [--mm-tile WMxWNxCMxCN] [--planes-tile THREADSxROWS]\n"
+                 "                      [--tokens N] [--mv-tokens N] [--mm-tile WMxWNxCMxCN] [--planes-tile THREADSxROWS[xTOKENS]]\n"
+                 "                      [--planes-only]\n"
                  "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n" },
         { "floor", "oscar-bench floor     [--gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0] [--contexts A,B,..] [--kv int2,fp16]\n"
                    "                      [--iters N] [--device NAME|INDEX]\n" },
