@@ -88,8 +88,8 @@ typedef struct ovk_attn_config {
 
 /* The one place that picks decode attention's kernel, variant and shape for a device. On a CPU
  * device with texel buffers (or where tune->kernel = 2 asks for it on any device with them):
- * attn_decode_rows, 8-invocation workgroups, 4 tokens a round (lavapipe: 0.1 against 1.6 ms a
- * call for SmolLM2-135M at 70 tokens, docs/kv-cache.md). Otherwise the
+ * attn_decode_rows, 8-invocation workgroups, 4 tokens a round (lavapipe: 0.14 against 1.9 ms a
+ * call for SmolLM2-135M's shapes at 70 tokens, docs/kv-cache.md). Otherwise the
  * kernel: attn_decode_chunked (256 threads, U 1, VU 8 or 16, the longest chunk the shared memory
  * holds), which an H100 ran faster for the INT2 modes at 4K-128K and fp16 mode up to 32K, unless
  * tune->kernel = 1 or the chunk does not fit; else the streaming attn_decode. The arithmetic:

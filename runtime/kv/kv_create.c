@@ -123,13 +123,15 @@ oscar_status ovk_kv_rotate_pipeline(oscar_kv_cache *c, uint32_t transpose, uint3
 }
 
 /* Whether attn_decode_rows can take this cache: a row's walk within lavapipe's 65535 loop
- * iterations an invocation (a round of ATTN_ROWS_TB tokens is one; a sequence's longest row
- * crosses at most 3 items), and the pools and R_V within the device's texel-buffer size. */
+ * iterations an invocation (one a round of tb tokens, one an item: 3 storage ranges, more when
+ * OSCAR_ATTN_MIN_SPLIT cuts them; then head_dim for the output), and the pools and R_V within the
+ * device's texel-buffer size. */
 static int rows_fit(const oscar_kv_cache *c)
 {
     uint64_t tokens = (uint64_t)c->book.max_pages * c->p.page_tokens;
+    uint64_t split = c->ctx->env.attn_min_split ? c->ctx->env.attn_min_split : ATTN_ROWS_MIN_SPLIT;
     uint64_t limit = c->ctx->limits.maxTexelBufferElements;
-    if (tokens / c->attn.tb + 3 + c->p.head_dim > 65000) return 0;
+    if (tokens / c->attn.tb + tokens / split + 3 + c->p.head_dim > 65000) return 0;
     if (c->rot_v.size / 16 > limit) return 0;
     for (uint32_t l = 0; l < c->p.n_layer; l++)
         if (c->int2_pool[l].size / 16 > limit || c->f16_pool[l].size / 16 > limit) return 0;

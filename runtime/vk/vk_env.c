@@ -25,7 +25,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_KERNEL", "chunked, stream or rows: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel; 1: the tiled kernel also where the rows kernel would take prefill (CPU devices)" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
-    { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream) or thread (chunked) scores at once, 1..4 (tuning)" },
+    { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream), thread (chunked) or invocation (rows) scores at once, 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
     { "OSCAR_ATTN_VU", "decode attention (chunked): INT2 and fp16 value tokens a lane loads at once, 1..16 (tuning; default 16 with integer-dot keys, else 8)" },
     { "OSCAR_ATTN_FKU", "decode attention: fp16 tile tokens per lane group, 1..8 (tuning)" },
