@@ -278,7 +278,7 @@ int main(void)
         test_run_free(&r);
         const char *bad[] = { "ops", "--cols", "100", NULL };
         r = run_app("oscar-bench", bad, NULL, 30);
-        CHECK_MSG(r.code == 2 && strstr(r.err, "multiple of 256") && test_count_lines(r.err) == 1, "bench ops --cols 100: %d %s",
+        CHECK_MSG(r.code == 2 && strstr(r.err, "multiple of 32") && test_count_lines(r.err) == 1, "bench ops --cols 100: %d %s",
                   r.code, r.err);
         test_run_free(&r);
     }
