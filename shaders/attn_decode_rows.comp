@@ -116,7 +116,7 @@ void softmax_round(inout float s[TB], inout float m, inout float l, inout vec4 o
 {
     float mx = s[0];
     [[unroll]] for (uint u = 1u; u < TB; u++) mx = max(mx, s[u]);
-    if (mx > m) { // not every round once the max settles (a branch llvmpipe skips when no lane takes it)
+    if (mx > m) { // rarely, once the max settles
         float r = exp(m - mx); // 0 while nothing was summed (m = -inf)
         l *= r;
         [[unroll]] for (uint i = 0u; i < D4; i++) o[i] *= r;
