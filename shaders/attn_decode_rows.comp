@@ -18,6 +18,7 @@
 #include "common/kv_layout.h"
 #include "common/attn_push.h"
 #include "common/kv_write.h"
+#include "common/int2_code_x.glsl"
 
 layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
 layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
@@ -74,15 +75,6 @@ uint int2_word(uint w)
     uint c = w % 4u;
     return c == 0u ? t.x : c == 1u ? t.y : c == 2u ? t.z : t.w;
 }
-
-// Element e (0..15) of code word w as x = 1 + c/4.
-float code_x(uint w, uint e)
-{
-    uint b = 2u * e <= 21u ? w << (21u - 2u * e) : w >> (2u * e - 21u);
-    return uintBitsToFloat((b & 0x00600000u) | 0x3F800000u);
-}
-
-vec4 code_x4(uint w, uint e0) { return vec4(code_x(w, e0), code_x(w, e0 + 1u), code_x(w, e0 + 2u), code_x(w, e0 + 3u)); }
 
 // The CW code words of the INT2 row starting at word `at`: whole texels, or word by word where
 // rows do not start on a texel (K_VEC4 for K rows, V_VEC4 for V rows).

@@ -59,22 +59,10 @@ layout(std430, binding = 11) readonly buffer MeansW { uint means_w[]; };     // 
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 
-// INT2 codes become numbers without a conversion instruction. fp32: or-ing code c into the
-// mantissa of 1.0 gives x = 1 + c/4, so q·c = 4 (q·x - qsum) and scale * c + min =
-// 4 scale * x + (min - 4 scale). fp16: or-ing c into 1024.0 gives 1024 + c, less 1024 = c
-// exactly, for two elements (e, e + 8) of a word at once.
-
-// Element e (0..15) of code word w as x = 1 + c/4 (fp32).
-float code_x(uint w, uint e)
-{
-    uint b = 2u * e <= 21u ? w << (21u - 2u * e) : w >> (2u * e - 21u);
-    return uintBitsToFloat((b & 0x00600000u) | 0x3F800000u);
-}
-
-vec4 code_x4(uint w, uint e0)
-{
-    return vec4(code_x(w, e0), code_x(w, e0 + 1u), code_x(w, e0 + 2u), code_x(w, e0 + 3u));
-}
+// INT2 codes become numbers without a conversion instruction: fp32 by code_x
+// (common/int2_code_x.glsl); fp16: or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly,
+// for two elements (e, e + 8) of a word at once.
+#include "common/int2_code_x.glsl"
 
 #if ATTN_F16
 // Elements (e, e + 8) of code word w (e < 8) as exact fp16 codes c.
