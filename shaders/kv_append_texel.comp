@@ -1,12 +1,13 @@
 #version 450
 // kv_append.comp's contract and arithmetic, bit for bit, shaped for CPU devices (lavapipe): one
-// invocation per (token, KV head) of K (workgroup z = 0) or V (z = 1) holds its row in
+// invocation per (token, KV head) of K (workgroup y = 0) or V (y = 1) holds its row in
 // registers and reads R by 16-byte texel fetches; no shared memory, no barrier. Output texel w
 // of y = (x − μ)·R sums x_i * R[i][4w..4w+3] in index order, nothing fused, as kv_ref_append
 // (runtime/kv_ref.c) and kv_append do.
 //
-// Dispatch: (min(n, 65535), ceil(n / 65535), 2) workgroups for n = ceil(n_tokens * NKV / WG);
-// invocation (x + y * num_x) * WG + local is token / NKV, KV head % NKV. Any workgroup size.
+// Dispatch: (min(n, 65535), 2, ceil(n / 65535)) workgroups for n = ceil(n_tokens * NKV / WG)
+// (ovk_attn_grid); invocation (x + z * num_x) * WG + local is token / NKV, KV head % NKV. Any
+// workgroup size.
 #extension GL_EXT_control_flow_attributes : require
 #include "common/half.glsl"
 #include "common/kv_layout.h"
@@ -57,8 +58,8 @@ vec4 rotate4(usamplerBuffer rot, int rbase, float x[D], uint w)
 
 void main()
 {
-    const uint kind = gl_WorkGroupID.z;
-    uint gid = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * WG + gl_LocalInvocationID.x;
+    const uint kind = gl_WorkGroupID.y;
+    uint gid = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * WG + gl_LocalInvocationID.x;
     uint t = gid / N_KV, h = gid % N_KV;
     if (t >= pc.n_tokens) return;
     kv_token_slot s = slots[t]; // s.src_slot: the token's position

@@ -7,8 +7,9 @@
 // h uses R[h / heads_per_rot] of the layer's R [n_rot][d][d] at texel pc.rot_base. Reference:
 // kv_ref_rotate_rows (runtime/kv_ref.c), error bound, not bit-exact.
 //
-// Dispatch: (min(n, 65535), ceil(n / 65535), 1) workgroups for n = ceil(n_rows * n_heads / WG);
-// invocation (x + y * num_x) * WG + local is item row * n_heads + head. Any workgroup size.
+// Dispatch: (min(n, 65535), 1, ceil(n / 65535)) workgroups for n = ceil(n_rows * n_heads / WG)
+// (ovk_attn_grid); invocation (x + z * num_x) * WG + local is item row * n_heads + head. Any
+// workgroup size.
 #extension GL_EXT_control_flow_attributes : require
 #include "common/kv_layout.h"
 #include "common/kv_write.h"
@@ -42,7 +43,7 @@ float roped(uint item, uint i, int p)
 
 void main()
 {
-    uint item = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * WG + gl_LocalInvocationID.x;
+    uint item = (gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x) * WG + gl_LocalInvocationID.x;
     if (item >= pc.n_rows * pc.n_heads) return;
     int p = ROPE != KV_ROPE_NONE ? pos[item / pc.n_heads] : 0;
     vec4 x[D4]; // the row after RoPE

@@ -278,7 +278,7 @@ static void run_append(oscar_context *ctx, const append_case *c, const uint32_t 
     if (c->texel) {
         struct kv_append_texel_push push = { n_rows, n_rot, rot_base };
         uint32_t groups = (n_rows * c->nkv + desc.spec[KV_SPEC_WORKGROUP] - 1) / desc.spec[KV_SPEC_WORKGROUP];
-        CHECK_OK(test_gpu_run(ctx, p, b, &push, groups, 1, 2));
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, groups, 2, 1)); /* y: K, V */
     } else {
         struct kv_append_push push = { .n_tokens = n_rows, .n_rot = n_rot };
         CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));

@@ -232,15 +232,8 @@ static ovk_binding mean_binding(oscar_kv_cache *c, uint32_t layer)
     return b;
 }
 
-/* The grid of the texel shapes: n invocations of WG_TEXEL over x and y, z as given. */
-static void texel_grid(uint64_t n, uint32_t z, uint32_t groups[3])
-{
-    uint64_t g = (n + WG_TEXEL - 1) / WG_TEXEL;
-    groups[0] = g < 65535 ? (g ? (uint32_t)g : 1) : 65535;
-    groups[1] = (uint32_t)((g + groups[0] - 1) / groups[0]);
-    if (!groups[1]) groups[1] = 1;
-    groups[2] = z;
-}
+/* Workgroups of WG_TEXEL covering n invocations, the texel shapes' grid (ovk_attn_grid). */
+static uint32_t texel_groups(uint64_t n) { return (uint32_t)((n + WG_TEXEL - 1) / WG_TEXEL); }
 
 /* The append dispatch (no barrier): K rows get RoPE on load when rope is given (fp32 rows only). */
 static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *k,
@@ -266,7 +259,7 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
                                mean_binding(c, layer), rope ? rope->pos : slots, rope ? rope->inv_freq : slots };
         struct kv_append_texel_push push = { c->book.plan.n_tokens, rope ? rope->n_rot : 0, (uint32_t)(layer * rot_bytes / 16) };
         uint32_t groups[3];
-        texel_grid((uint64_t)push.n_tokens * c->p.n_kv_head, 2, groups);
+        ovk_attn_grid(texel_groups((uint64_t)push.n_tokens * c->p.n_kv_head), 2, groups); /* y: K, V */
         return ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
     }
     ovk_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
@@ -332,7 +325,7 @@ static oscar_status dispatch_q_prep(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
         struct kv_rotate_texel_push tp = { rp.n_rows, rp.n_heads, rp.heads_per_rot, rp.n_rot, (uint32_t)(layer * rot_bytes / 16) };
         b[1] = (ovk_binding){ &c->rot_k, 0, 0 };
         uint32_t groups[3];
-        texel_grid((uint64_t)n_rows * H, 1, groups);
+        ovk_attn_grid(texel_groups((uint64_t)n_rows * H), 1, groups);
         return ovk_cmd_dispatch(c->ctx, cmd, p, b, &tp, groups);
     }
     uint32_t groups[3] = { n_rows * H < 65535 ? n_rows * H : 65535, 1, 1 };
