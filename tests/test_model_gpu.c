@@ -19,7 +19,8 @@
  *    products on them (OSCAR_MATMUL_COOPMAT, fp16 inputs): the same, greedy up to a near-tie.
  * 2. Prefill in chunks == prefill at once; batched decode of 3 sequences == each alone (NSE
  *    1e-6); a fork continues both branches as the reference does; the benchmark's synthetic
- *    fill stores a sequence as a prefill of the same length does.
+ *    fill stores a sequence as a prefill of the same length does; the first prompt piece and
+ *    decode step make no pipeline (oscar_session_create rehearsed them).
  * 3. Every KV mode runs (fp16, int2, int2-hadamard, oscar with per-layer and per-head random
  *    non-symmetric rotations) with small fp16 windows so most tokens are INT2; the int2
  *    modes' logits NSE stays within 1.5x that of a C fake-quant INT2 reference (random models
@@ -409,6 +410,39 @@ static void check_synthetic_fill(void)
     free(logits);
     oscar_session_destroy(sf);
     oscar_session_destroy(sr);
+    pair_close(&p);
+}
+
+/* Pipelines of the context (made on first use, kept). */
+static uint32_t count_pipelines(void)
+{
+    uint32_t n = 0;
+    for (const ovk_pipeline *q = ctx->pipelines; q; q = q->next) n++;
+    return n;
+}
+
+/* oscar_session_create rehearses a prompt piece and a decode step (ovk_gpu_prepare): both then
+ * make no pipeline, and the rehearsal leaves no page in use. */
+static void check_rehearsal(void)
+{
+    ovk_model_gen_params gp = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q4_1, 0, 11);
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path("rehearse.gguf")));
+    pair p;
+    if (!pair_open(test_tmp_path("rehearse.gguf"), &p)) return;
+    oscar_session *s = new_session(p.gm, OSCAR_KV_INT2, 1, 16);
+    oscar_kv_stats ks;
+    CHECK_OK(oscar_session_kv_stats(s, &ks));
+    CHECK_MSG(ks.int2_pages_used == 0 && ks.f16_pages_used == 0, "after the rehearsal %u INT2 and %u fp16 pages in use",
+              ks.int2_pages_used, ks.f16_pages_used);
+    int32_t q = -1, prompt[16], tok = 7;
+    random_tokens(prompt, 16, p.n_vocab);
+    CHECK_OK(oscar_session_seq_add(s, &q));
+    uint32_t before = count_pipelines();
+    CHECK_OK(oscar_session_prefill(s, q, prompt, 16, NULL));
+    CHECK_OK(oscar_session_decode(s, 1, &q, &tok, NULL));
+    CHECK_MSG(count_pipelines() == before, "the first prompt and decode step made %u pipelines", count_pipelines() - before);
+    printf("rehearsal in oscar_session_create: the first prompt and decode step make no pipeline\n");
+    oscar_session_destroy(s);
     pair_close(&p);
 }
 
@@ -1335,6 +1369,7 @@ int main(void)
     double t1 = test_now();
     check_chunks_batches_forks();
     check_synthetic_fill();
+    check_rehearsal();
     printf("chunks/batches/forks: %.1f s\n", test_now() - t1);
     t1 = test_now();
     check_kv_modes();

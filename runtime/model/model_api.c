@@ -279,6 +279,7 @@ OSCAR_API oscar_status oscar_session_create(oscar_model *model, const oscar_sess
     free(center_k);
     if (st != OSCAR_OK) goto fail;
     OSCAR_TRY(ovk_gpu_state_create(model->gpu, s->kv, step_tokens, p.n_seq_max, &s->g));
+    OSCAR_TRY(ovk_gpu_prepare(s->g)); /* the first prompt does not make its pipelines */
     *out = s;
     return OSCAR_OK;
 fail:

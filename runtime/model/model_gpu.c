@@ -517,6 +517,49 @@ static void host_phase(oscar_context *ctx, const char *name, struct timespec *t0
     *t0 = t1;
 }
 
+/* Begins s->cmd and records a whole step of n rows into it: the metadata copy, the embedding,
+ * every layer and, with want_logits, the head over n_out rows. With `flush` the first parts go
+ * to the device as they are recorded. *t0, *t1: the timestamps around it (-1 without). The
+ * cache's step must be planned. */
+static oscar_status record_step(ovk_gpu_state *s, uint32_t n, uint32_t n_out, int want_logits, int flush, int *t0, int *t1)
+{
+    oscar_status st = OSCAR_OK;
+    oscar_context *ctx = s->m->ctx;
+    const ovk_model_hparams *hp = &s->m->desc->hp;
+    OSCAR_TRY(ovk_cmd_begin(ctx, &s->cmd));
+    *t0 = ovk_cmd_timestamp(ctx, &s->cmd);
+    ovk_cmd_copy(ctx, &s->cmd, &s->meta_host, 0, &s->meta, 0, s->meta.size);
+    ovk_cmd_barrier(ctx, &s->cmd);
+    {
+        /* the embedding: one lookup, or one per part of a split table (each fills the rows of its
+         * tokens; the parts write disjoint rows and run unordered) */
+        const ovk_gpu_weight *te = &s->m->token_embd;
+        ovk_binding ids = bind(&s->meta, (uint64_t)n * 4), x = bind(&s->x, (uint64_t)n * hp->n_embd * 4);
+        if (te->n_parts == 1) OSCAR_TRY(ovk_op_get_rows(&s->ops, &s->cmd, te->type, bind(&te->buf, 0), ids, x, hp->n_embd, n));
+        for (uint32_t p = 0; te->n_parts > 1 && p < te->n_parts; p++) {
+            OSCAR_TRY(ovk_op_get_rows_part(&s->ops, &s->cmd, te->type, bind(weight_part(te, p), 0), ids, x, hp->n_embd, n,
+                                             p * te->part_rows, weight_part_rows(te, p)));
+        }
+    }
+    /* The step goes to the GPU in parts of growing size: after layer 0, so the GPU starts at
+     * once, then after layers 1..g, then g + 1..g^2 + g, ... (g = s->flush_growth). Recording a
+     * Llama-3-8B layer takes the host ~30 us and running it the H200 ~150, so each part is
+     * recorded while the GPU runs the ones before; and each submission costs the GPU ~25 us
+     * (9 parts of 4 layers made the GPU time 0.23 ms longer), so the parts are few. */
+    uint32_t next_flush = 1;
+    for (uint32_t l = 0; l < hp->n_layer; l++) {
+        OSCAR_TRY(record_layer(s, l, n, l > 0));
+        if (flush && s->flush_growth && l + 1 == next_flush && l + 1 < hp->n_layer) {
+            OSCAR_TRY(ovk_cmd_flush(ctx, &s->cmd));
+            next_flush = next_flush * s->flush_growth + 1;
+        }
+    }
+    if (want_logits) OSCAR_TRY(record_head(s, n, n_out));
+    *t1 = ovk_cmd_timestamp(ctx, &s->cmd);
+fail:
+    return st;
+}
+
 oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
                             const int32_t *tokens, int want_logits, float *logits, int32_t *argmax)
 {
@@ -566,36 +609,8 @@ oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs
     planned = 1;
     host_phase(ctx, "step: plan + upload", &tp);
 
-    OSCAR_TRY(ovk_cmd_begin(ctx, &s->cmd));
-    int t0 = ovk_cmd_timestamp(ctx, &s->cmd);
-    ovk_cmd_copy(ctx, &s->cmd, &s->meta_host, 0, &s->meta, 0, s->meta.size);
-    ovk_cmd_barrier(ctx, &s->cmd);
-    {
-        /* the embedding: one lookup, or one per part of a split table (each fills the rows of its
-         * tokens; the parts write disjoint rows and run unordered) */
-        const ovk_gpu_weight *te = &s->m->token_embd;
-        ovk_binding ids = bind(&s->meta, (uint64_t)n * 4), x = bind(&s->x, (uint64_t)n * hp->n_embd * 4);
-        if (te->n_parts == 1) OSCAR_TRY(ovk_op_get_rows(&s->ops, &s->cmd, te->type, bind(&te->buf, 0), ids, x, hp->n_embd, n));
-        for (uint32_t p = 0; te->n_parts > 1 && p < te->n_parts; p++) {
-            OSCAR_TRY(ovk_op_get_rows_part(&s->ops, &s->cmd, te->type, bind(weight_part(te, p), 0), ids, x, hp->n_embd, n,
-                                             p * te->part_rows, weight_part_rows(te, p)));
-        }
-    }
-    /* The step goes to the GPU in parts of growing size: after layer 0, so the GPU starts at
-     * once, then after layers 1..g, then g + 1..g^2 + g, ... (g = s->flush_growth). Recording a
-     * Llama-3-8B layer takes the host ~30 us and running it the H200 ~150, so each part is
-     * recorded while the GPU runs the ones before; and each submission costs the GPU ~25 us
-     * (9 parts of 4 layers made the GPU time 0.23 ms longer), so the parts are few. */
-    uint32_t next_flush = 1;
-    for (uint32_t l = 0; l < hp->n_layer; l++) {
-        OSCAR_TRY(record_layer(s, l, n, l > 0));
-        if (s->flush_growth && l + 1 == next_flush && l + 1 < hp->n_layer) {
-            OSCAR_TRY(ovk_cmd_flush(ctx, &s->cmd));
-            next_flush = next_flush * s->flush_growth + 1;
-        }
-    }
-    if (want_logits) OSCAR_TRY(record_head(s, n, n_seqs));
-    int t1 = ovk_cmd_timestamp(ctx, &s->cmd);
+    int t0 = -1, t1 = -1;
+    OSCAR_TRY(record_step(s, n, n_seqs, want_logits, 1, &t0, &t1));
     host_phase(ctx, "step: record", &tp);
     OSCAR_TRY(ovk_cmd_submit_wait(ctx, &s->cmd));
     host_phase(ctx, "step: submit + wait", &tp);
@@ -615,6 +630,36 @@ oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs
     return OSCAR_OK;
 fail:
     if (planned) drop_step(s);
+    return st;
+}
+
+/* Rehearsal (model_gpu.h): a step of max_tokens rows and one of a single row, each on a
+ * sequence of its own, recorded and dropped. Recording is what makes a pipeline (ovk_pipeline_get,
+ * on first use): lavapipe takes 0.4-150 ms a pipeline (SPIR-V to NIR and its passes, which
+ * Mesa's disk cache does not keep), and SmolLM2's first prompt spent ~0.32 s making 11. Only
+ * while no sequence has a page: the recorded and never submitted uploads of the cache's tables
+ * are then the rehearsal's own. A shape the cache has no room for is left to its first step. */
+oscar_status ovk_gpu_prepare(ovk_gpu_state *s)
+{
+    oscar_status st = OSCAR_OK;
+    int32_t seq = -1;
+    oscar_kv_stats ks;
+    OSCAR_TRY(oscar_kv_get_stats(s->kv, &ks));
+    if (ks.int2_pages_used || ks.f16_pages_used) return OSCAR_OK;
+    OSCAR_TRY(oscar_kv_seq_add(s->kv, &seq));
+    uint32_t shapes[2] = { s->max_tokens, 1 }; /* a prompt's piece (oscar_session_prefill), a decode step */
+    for (int i = 0; i < 2; i++) {
+        int t0, t1;
+        if (oscar_kv_step_begin(s->kv, 1, &seq, &shapes[i]) != OSCAR_OK) {
+            ovk_error_clear();
+            continue;
+        }
+        st = record_step(s, shapes[i], 1, 1, 0, &t0, &t1);
+        drop_step(s);
+        if (st != OSCAR_OK) goto fail;
+    }
+fail:
+    if (seq >= 0) oscar_kv_seq_free(s->kv, seq);
     return st;
 }
 

@@ -138,6 +138,11 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s);
 oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new,
                             const int32_t *tokens, int want_logits, float *logits, int32_t *argmax);
 
+/* Makes the pipelines of a prompt step (max_tokens rows) and of a decode step ahead of them, by
+ * recording both without submitting; before the cache holds a token (else it does nothing).
+ * Leaves the cache as it was. */
+oscar_status ovk_gpu_prepare(ovk_gpu_state *s);
+
 /* Benchmark hook: appends n tokens of seeded pseudo-random K and V (uniform in (-1, 1), the
  * same block of max_tokens rows repeated) to cache sequence kv_seq in every layer, without
  * running the model: append, then the flush of the tokens that leave the recent window, as a
