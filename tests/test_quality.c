@@ -10,9 +10,12 @@
  *     the default windows (nothing ever quantized) int2 must agree 100% with fp16.
  *  2. The perplexity of a mode equals oscar-perplexity's for the same context and chunks
  *     (the shared rule, apps/common/app_ppl.c).
- *  3. Bad input: a missing model, text or rotation file, an unknown KV mode, a malformed
- *     --mode, oscar without a file, a rotation file of another model, an unknown option:
- *     non-zero exit and exactly one line on stderr.
+ *  3. Two texts: a table each, named after the files, with the same figures as a run on that
+ *     text alone, and the mean table: the baseline's geometric mean perplexity, each mode's
+ *     mean change, the error sqrt(e1² + e2²) / 2 and the largest change with its text.
+ *  4. Bad input: a missing model, text or rotation file, an unknown KV mode, a malformed
+ *     --mode, oscar without a file, a rotation file of another model, an unknown option, two
+ *     texts of one name: non-zero exit and exactly one line on stderr.
  * About 30 s on lavapipe.
  */
 #include <math.h>
@@ -233,7 +236,81 @@ int main(void)
         test_run_free(&r);
     }
 
-    /* 3. bad input */
+    /* 3. two texts: their tables and the mean */
+    printf("two texts:\n");
+    {
+        const char *other = test_tmp_path("other-text.txt");
+        FILE *f = fopen(other, "w");
+        CHECK(f != NULL);
+        for (int i = 0; f && i < 60; i++)
+            fprintf(f, "Dear colleague, thank you for letter %d. The meeting moves to Tuesday at %d o'clock, and the "
+                       "minutes will follow by mail.\n", i, 1 + i % 12);
+        CHECK(f && fclose(f) == 0);
+        const char *common[] = { "-m", model, "--mode", "fp16=fp16", "--mode", "int2=int2", "--ctx", "64,128",
+                                 "--max-chunks", "2", "--parallel", "2", "--sink", "4", "--recent", "8", "--tasks", "ppl" };
+        const int nc = (int)(sizeof common / sizeof common[0]);
+        const char *args[32];
+        /* each text alone, then both */
+        double alone[2][2][2]; /* [text][ctx][ppl of fp16, change of int2] */
+        const char *files[2] = { text, other };
+        for (int t = 0; t < 3; t++) {
+            int n = 0;
+            for (int i = 0; i < nc; i++) args[n++] = common[i];
+            if (t != 1) args[n++] = "-f", args[n++] = files[0];
+            if (t != 0) args[n++] = "-f", args[n++] = files[1];
+            args[n] = NULL;
+            test_run_result r = run_app("oscar-quality", args, 120);
+            CHECK_MSG(r.code == 0, "texts %d: exit %d: %s", t, r.code, r.err);
+            const char *o = r.out ? r.out : "";
+            if (t < 2) {
+                const char *sec = strstr(o, "\n## Perplexity");
+                CHECK_MSG(sec && !strstr(o, "### Mean over"), "one text, no mean table: %s", o);
+                for (int c = 0; c < 2; c++) {
+                    double e = NAN;
+                    alone[t][c][0] = row_cell(table_row(sec, "fp16"), 1 + c);
+                    CHECK(cell_change(table_row(sec, "int2"), 1 + c, &alone[t][c][1], &e));
+                }
+            } else {
+                const char *s1 = strstr(o, "\n### text\n"), *s2 = strstr(o, "\n### other-text\n"),
+                           *sm = strstr(o, "\n### Mean over 2 texts\n");
+                CHECK_MSG(s1 && s2 && sm && s1 < s2 && s2 < sm, "sections per text and the mean: %s", o);
+                CHECK_MSG(strstr(o, "| mode | ctx 64 (2 texts) | ctx 128 (2 texts) |") != NULL, "mean header: %s", o);
+                double ch[2][2], er[2][2];
+                for (int x = 0; x < 2; x++)
+                    for (int c = 0; c < 2; c++) {
+                        const char *sec = x ? s2 : s1;
+                        CHECK(cell_change(table_row(sec, "int2"), 1 + c, &ch[x][c], &er[x][c]));
+                        double p = row_cell(table_row(sec, "fp16"), 1 + c);
+                        CHECK_MSG(fabs(p - alone[x][c][0]) < 1e-4 && fabs(ch[x][c] - alone[x][c][1]) < 1e-9,
+                                  "text %d ctx column %d: %g %+g%% together, %g %+g%% alone", x, c, p, ch[x][c],
+                                  alone[x][c][0], alone[x][c][1]);
+                    }
+                const char *rb = table_row(sm, "fp16"), *ri = table_row(sm, "int2");
+                for (int c = 0; c < 2; c++) {
+                    double g = row_cell(rb, 1 + c), want_g = sqrt(alone[0][c][0] * alone[1][c][0]);
+                    CHECK_MSG(fabs(g - want_g) <= 1e-3 * want_g, "geometric mean ppl, column %d: %g, want %g", c, g, want_g);
+                    const char *cell = ri;
+                    for (int k = 0; cell && k <= c; k++) cell = strchr(cell + 1, '|');
+                    double mean = NAN, err = NAN, mx = NAN;
+                    char name[64] = "";
+                    CHECK_MSG(cell && sscanf(cell, "| %lf%% ± %lf%% (max %lf%% %63[^)])", &mean, &err, &mx, name) == 4,
+                              "mean cell: %.120s", cell ? cell : "(none)");
+                    int w = ch[1][c] > ch[0][c];
+                    double want_e = sqrt(er[0][c] * er[0][c] + er[1][c] * er[1][c]) / 2;
+                    CHECK_MSG(fabs(mean - (ch[0][c] + ch[1][c]) / 2) <= 0.01 && fabs(err - want_e) <= 0.01 &&
+                                  fabs(mx - ch[w][c]) <= 0.005 && !strcmp(name, w ? "other-text" : "text"),
+                              "mean cell %.120s: want %+.3f%% ± %.3f%% (max %+.2f%% %s)", cell, (ch[0][c] + ch[1][c]) / 2,
+                              want_e, ch[w][c], w ? "other-text" : "text");
+                    printf("  ctx column %d: int2 %+.2f%% and %+.2f%%, mean %+.2f%% ± %.2f%%, max %s\n", c, ch[0][c],
+                           ch[1][c], mean, err, name);
+                }
+            }
+            if (test_checks_failed) printf("%s\n%s\n", o, r.err);
+            test_run_free(&r);
+        }
+    }
+
+    /* 4. bad input */
     printf("bad input:\n");
     {
         const char *a1[] = { "-m", test_tmp_path("missing.gguf"), "-f", text, NULL };
@@ -252,6 +329,8 @@ int main(void)
         expect_one_line_error("unknown option", a7, "--frobnicate");
         const char *a8[] = { "-m", model, "-f", text, "--mode", "a=fp16", "--mode", "a=int2", NULL };
         expect_one_line_error("a name used twice", a8, "twice");
+        const char *a11[] = { "-m", model, "-f", text, "-f", text, NULL };
+        expect_one_line_error("one text twice", a11, "twice");
         const char *a10[] = { "-m", model, "-f", text, "--group-size", "48", NULL };
         expect_one_line_error("a group size the cache does not have", a10, "--group-size");
         if (have_oscar) {

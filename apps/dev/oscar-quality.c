@@ -2,7 +2,7 @@
  * passkey retrieval, and greedy agreement with a baseline mode. Writes a markdown report on
  * stdout (progress on stderr). scripts/quality.sh runs it for docs/quality.md.
  *
- *   oscar-quality -m model.gguf -f eval.txt --mode fp16=fp16 --mode int2=int2
+ *   oscar-quality -m model.gguf -f eval.txt [-f eval2.txt ...] --mode fp16=fp16 --mode int2=int2
  *                 --mode oscar-layer=oscar:layer.rot.gguf [options]
  *
  * The model is loaded once; each mode gets its own sessions (a KV mode is fixed when a session
@@ -11,7 +11,11 @@
  * 1. Perplexity (apps/common/app_ppl.h, the rule of oscar-perplexity): non-overlapping chunks
  *    of ctx tokens, the first half prefilled, the second half decoded one token per step so
  *    that tokens leaving the recent window are quantized as in real use; tokens ctx/2+1 ..
- *    ctx-1 scored. Contexts above the model's n_ctx_train are capped to it.
+ *    ctx-1 scored. Contexts above the model's n_ctx_train are capped to it. Each text (-f,
+ *    repeated; named after its file without the folder and .txt) gets a table of its own;
+ *    with several, a last table gives per mode and context the mean of the texts' changes
+ *    against the baseline, its error sqrt(sum of the texts' squared paired errors) / n (the
+ *    texts are independent samples) and the largest change, with the text it came from.
  * 2. Passkey: a filler of neutral sentences with "The pass key is NNNNN. Remember it. NNNNN is
  *    the pass key." at depth 10%, 50%, 90%, then "What is the pass key?", formatted with the
  *    model's chat template and followed by the answer prefix "The pass key is"; the whole
@@ -43,6 +47,7 @@
 #define N_DEPTHS 3
 #define PK_ANSWER_TOKENS 16
 #define MAX_WINDOWS 4
+#define MAX_TEXTS 8
 
 static const double pk_depths[N_DEPTHS] = { 0.1, 0.5, 0.9 };
 
@@ -99,7 +104,10 @@ typedef struct q_mode {
 } q_mode;
 
 typedef struct q_args {
-    const char *model, *file, *device;
+    const char *model, *device;
+    const char *files[MAX_TEXTS];  /* -f, in the order given */
+    char text_names[MAX_TEXTS][64];/* each file's name without the folder and .txt */
+    uint32_t n_files;
     q_mode modes[MAX_MODES];
     uint32_t n_modes;
     uint32_t ctx[APP_MAX_LIST], n_ctx;
@@ -115,7 +123,9 @@ typedef struct q_args {
 
 static void print_help(void)
 {
-    printf("usage: oscar-quality -m model.gguf -f eval.txt --mode NAME=KVMODE[:ROTFILE] ... [options]\n"
+    printf("usage: oscar-quality -m model.gguf -f eval.txt [-f eval2.txt ...] --mode NAME=KVMODE[:ROTFILE] ... [options]\n"
+           "  -f, --file FILE     evaluation text (repeat, at most %d: a perplexity table each, then their mean);\n"
+           "                      named in the report after the file without its folder and .txt\n"
            "  --mode NAME=KVMODE[:ROTFILE]  a KV configuration (repeat; the first is the baseline); KVMODE is\n"
            "                      fp16, int2, int2-hadamard or oscar (oscar needs :ROTFILE). Default:\n"
            "                      fp16=fp16 int2=int2 hadamard=int2-hadamard\n"
@@ -135,7 +145,20 @@ static void print_help(void)
            "                      pair (default: --sink and --recent; e.g. 64,4 and 256,8)\n"
            "  --device NAME|INDEX Vulkan device\n"
            "  --verbose           error lines with status names and source locations (also OSCAR_LOG=1)\n",
-           (unsigned)N_AGREE_PROMPTS, (unsigned)N_AGREE_PROMPTS);
+           MAX_TEXTS, (unsigned)N_AGREE_PROMPTS, (unsigned)N_AGREE_PROMPTS);
+}
+
+/* The report's name of an evaluation text: its file name without the folder and a trailing
+ * ".txt", cut to fit `out`. */
+static void text_name(const char *path, char *out, size_t cap)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (n > 4 && !strcmp(b + n - 4, ".txt")) n -= 4;
+    if (n >= cap) n = cap - 1;
+    memcpy(out, b, n);
+    out[n] = 0;
 }
 
 /* "NAME=KVMODE[:ROTFILE]" into m; one line and 0 when malformed. */
@@ -237,7 +260,20 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
         int ok = 1;
         uint64_t u64 = 0;
         if (!strcmp(f, "-m") || !strcmp(f, "--model")) a->model = v;
-        else if (!strcmp(f, "-f") || !strcmp(f, "--file")) a->file = v;
+        else if (!strcmp(f, "-f") || !strcmp(f, "--file")) {
+            if (a->n_files == MAX_TEXTS) {
+                fprintf(stderr, PROG ": at most %d evaluation texts (-f)\n", MAX_TEXTS);
+                return 1;
+            }
+            text_name(v, a->text_names[a->n_files], sizeof a->text_names[0]);
+            for (uint32_t t = 0; t < a->n_files; t++)
+                if (!strcmp(a->text_names[t], a->text_names[a->n_files])) {
+                    fprintf(stderr, PROG ": -f %s: a text named %s is given twice (texts are named after their files)\n",
+                            v, a->text_names[t]);
+                    return 1;
+                }
+            a->files[a->n_files++] = v;
+        }
         else if (!strcmp(f, "--device")) a->device = v;
         else if (!strcmp(f, "--mode")) {
             if (a->n_modes == MAX_MODES) {
@@ -273,7 +309,7 @@ static int parse_args(int argc, char **argv, q_args *a, int *exit_code)
         if (!ok) return 1;
         i++;
     }
-    if (!a->model || !a->file) {
+    if (!a->model || !a->n_files) {
         fprintf(stderr, PROG ": %s\n", !a->model ? "no model given (-m model.gguf)" : "no text given (-f eval.txt)");
         return 1;
     }
@@ -524,13 +560,83 @@ static oscar_status pk_build(const oscar_model *model, uint32_t max_tokens, doub
     return OSCAR_OK;
 }
 
-/* ---- main ---------------------------------------------------------------------------------------- */
+/* ---- the perplexity report ------------------------------------------------------------------------ */
 
 typedef struct ppl_result {
     double ppl, err;              /* NAN when not run */
     double change, change_err;    /* ppl / the baseline's - 1 and its paired standard error (modes after the first) */
     double seconds;
 } ppl_result;
+
+typedef ppl_result ppl_results[MAX_MODES][MAX_TEXTS][APP_MAX_LIST]; /* [mode][text][context] */
+
+/* The table of text x: a row per mode, a column per context. */
+static void print_ppl_table(const q_args *a, uint32_t x, const ppl_results ppl, const uint32_t *ctx_eff,
+                            uint32_t n_ctx_eff, const uint32_t *chunks)
+{
+    printf("| mode |");
+    for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ctx %u (%u chunks) |", ctx_eff[ci], chunks[ci]);
+    printf("\n| --- |");
+    for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ---: |");
+    printf("\n");
+    for (uint32_t mi = 0; mi < a->n_modes; mi++) {
+        printf("| %s |", a->modes[mi].name);
+        for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
+            const ppl_result *r = &ppl[mi][x][ci];
+            if (!isfinite(r->ppl)) printf(" — |");
+            else if (mi == 0 || !isfinite(r->change)) printf(" %.4f ± %.4f |", r->ppl, r->err);
+            else printf(" %.4f ± %.4f (%+.2f%% ± %.2f%%) |", r->ppl, r->err, 100.0 * r->change, 100.0 * r->change_err);
+        }
+        printf("\n");
+    }
+    for (uint32_t ci = 0; ci < n_ctx_eff; ci++)
+        if (chunks[ci] == 0) printf("\nctx %u: the text is shorter than one chunk.\n", ctx_eff[ci]);
+}
+
+/* The mean over texts: for the baseline the geometric mean of the texts' perplexities, for every
+ * other mode the mean of the texts' changes ± sqrt(sum of their squared paired errors) / n, and
+ * the largest change with its text. A context counts the texts long enough for one chunk. */
+static void print_ppl_mean(const q_args *a, const ppl_results ppl, const uint32_t *ctx_eff, uint32_t n_ctx_eff,
+                           const uint32_t (*chunks)[APP_MAX_LIST])
+{
+    printf("\n### Mean over %u texts\n\n", a->n_files);
+    printf("%s: geometric mean of the texts' perplexities. Other modes: mean of the texts' changes against %s "
+           "± sqrt(sum of their squared paired errors) / n; in brackets the largest change and its text.\n\n",
+           a->modes[0].name, a->modes[0].name);
+    printf("| mode |");
+    for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
+        uint32_t n = 0;
+        for (uint32_t x = 0; x < a->n_files; x++) n += chunks[x][ci] > 0;
+        printf(" ctx %u (%u texts) |", ctx_eff[ci], n);
+    }
+    printf("\n| --- |");
+    for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ---: |");
+    printf("\n");
+    for (uint32_t mi = 0; mi < a->n_modes; mi++) {
+        printf("| %s |", a->modes[mi].name);
+        for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
+            double sum = 0, var = 0, worst = -INFINITY;
+            uint32_t n = 0, worst_x = 0;
+            for (uint32_t x = 0; x < a->n_files; x++) {
+                const ppl_result *r = &ppl[mi][x][ci];
+                double v = mi == 0 ? log(r->ppl) : r->change;
+                if (!isfinite(v)) continue;
+                sum += v, n++;
+                if (mi == 0) continue;
+                var += r->change_err * r->change_err;
+                if (v > worst) worst = v, worst_x = x;
+            }
+            if (n == 0) printf(" — |");
+            else if (mi == 0) printf(" %.4f |", exp(sum / n));
+            else
+                printf(" %+.2f%% ± %.2f%% (max %+.2f%% %s) |", 100.0 * sum / n, 100.0 * sqrt(var) / n, 100.0 * worst,
+                       a->text_names[worst_x]);
+        }
+        printf("\n");
+    }
+}
+
+/* ---- main ---------------------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
 {
@@ -542,17 +648,18 @@ int main(int argc, char **argv)
 
     app_model m;
     memset(&m, 0, sizeof m);
-    char *text = NULL;
-    int32_t *tokens = NULL, *seqs = NULL;
+    char *text[MAX_TEXTS] = { 0 };
+    int32_t *tokens[MAX_TEXTS] = { 0 }, *seqs = NULL; /* [text][n_tokens[text]] */
     float *logits = NULL;
-    double *chunk_nll = NULL, *base_nll = NULL; /* [chunks] this run's NLL sums; [n_ctx][max chunks] the baseline's */
-    size_t text_len = 0, n_tokens = 0;
+    double *chunk_nll = NULL, *base_nll = NULL; /* [chunks] this run's NLL sums; [text][n_ctx][max chunks] the baseline's */
+    size_t text_len[MAX_TEXTS] = { 0 }, n_tokens[MAX_TEXTS] = { 0 };
     int32_t bos = -1;
     oscar_status st = OSCAR_OK;
     oscar_session *s = NULL;
+    const uint32_t NX = a.n_files;
     /* results */
-    ppl_result ppl[MAX_MODES][APP_MAX_LIST];
-    uint32_t ctx_eff[APP_MAX_LIST], n_ctx_eff = 0, ctx_chunks[APP_MAX_LIST];
+    static ppl_results ppl;
+    uint32_t ctx_eff[APP_MAX_LIST], n_ctx_eff = 0, ctx_chunks[MAX_TEXTS][APP_MAX_LIST];
     int ctx_capped = 0;
     uint32_t pk_ok[MAX_MODES][APP_MAX_LIST][N_DEPTHS];
     double pk_seconds[MAX_MODES];
@@ -570,8 +677,11 @@ int main(int argc, char **argv)
     const uint32_t P = a.parallel;
 
     for (uint32_t i = 0; i < MAX_MODES; i++)
-        for (uint32_t j = 0; j < APP_MAX_LIST; j++)
-            ppl[i][j].ppl = ppl[i][j].err = ppl[i][j].change = ppl[i][j].change_err = NAN, ppl[i][j].seconds = 0;
+        for (uint32_t x = 0; x < MAX_TEXTS; x++)
+            for (uint32_t j = 0; j < APP_MAX_LIST; j++) {
+                ppl_result *r = &ppl[i][x][j];
+                r->ppl = r->err = r->change = r->change_err = NAN, r->seconds = 0;
+            }
     memset(pk_ok, 0, sizeof pk_ok);
     memset(pk_seconds, 0, sizeof pk_seconds);
     memset(ag_frac, 0, sizeof ag_frac);
@@ -582,7 +692,8 @@ int main(int argc, char **argv)
     memset(ag_base_mean_len, 0, sizeof ag_base_mean_len);
 
     /* inputs first: text, model, every rotation file (so a bad one costs no evaluation) */
-    if (!(text = app_read_text(PROG, a.file, "text file", APP_MAX_TEXT_BYTES, &text_len))) return 1;
+    for (uint32_t x = 0; x < NX; x++)
+        if (!(text[x] = app_read_text(PROG, a.files[x], "text file", APP_MAX_TEXT_BYTES, &text_len[x]))) goto out;
     if (!app_model_open(PROG, a.model, a.device, NULL, 1, &m)) goto out;
     for (uint32_t i = 0; i < a.n_modes; i++)
         if (a.modes[i].rot_path && !app_rotation_load(PROG, a.modes[i].rot_path, m.model, &a.modes[i].rot)) goto out;
@@ -591,8 +702,12 @@ int main(int argc, char **argv)
     memset(&dev, 0, sizeof dev);
     (void)oscar_context_device_info(m.ctx, &dev);
 
-    st = app_tokenize_text(m.model, text, text_len, &tokens, &n_tokens, &bos);
-    if (st != OSCAR_OK) goto api_fail;
+    size_t n_tokens_all = 0;
+    for (uint32_t x = 0; x < NX; x++) {
+        st = app_tokenize_text(m.model, text[x], text_len[x], &tokens[x], &n_tokens[x], &bos);
+        if (st != OSCAR_OK) goto api_fail;
+        n_tokens_all += n_tokens[x];
+    }
     /* contexts: capped at n_ctx_train, duplicates dropped */
     for (uint32_t i = 0; i < a.n_ctx; i++) {
         uint32_t c = a.ctx[i] > n_ctx_train ? n_ctx_train : a.ctx[i];
@@ -601,10 +716,11 @@ int main(int argc, char **argv)
         for (uint32_t j = 0; j < n_ctx_eff; j++) dup |= ctx_eff[j] == c;
         if (!dup) ctx_eff[n_ctx_eff++] = c;
     }
-    for (uint32_t i = 0; i < n_ctx_eff; i++) {
-        ctx_chunks[i] = (uint32_t)(n_tokens / ctx_eff[i]);
-        if (a.max_chunks && ctx_chunks[i] > a.max_chunks) ctx_chunks[i] = a.max_chunks;
-    }
+    for (uint32_t x = 0; x < NX; x++)
+        for (uint32_t i = 0; i < n_ctx_eff; i++) {
+            ctx_chunks[x][i] = (uint32_t)(n_tokens[x] / ctx_eff[i]);
+            if (a.max_chunks && ctx_chunks[x][i] > a.max_chunks) ctx_chunks[x][i] = a.max_chunks;
+        }
 
     /* passkey prompts, the same for every mode */
     uint32_t pk_ctx = 0;
@@ -658,33 +774,37 @@ int main(int argc, char **argv)
     seqs = malloc((size_t)P * sizeof *seqs);                 /* [P] */
     logits = malloc((size_t)P * V * sizeof *logits);         /* [P][n_vocab] */
     uint32_t max_chunks = 1;
-    for (uint32_t i = 0; i < n_ctx_eff; i++) max_chunks = ctx_chunks[i] > max_chunks ? ctx_chunks[i] : max_chunks;
+    for (uint32_t x = 0; x < NX; x++)
+        for (uint32_t i = 0; i < n_ctx_eff; i++) max_chunks = ctx_chunks[x][i] > max_chunks ? ctx_chunks[x][i] : max_chunks;
     chunk_nll = malloc((size_t)max_chunks * sizeof *chunk_nll); /* [chunks] NLL sums */
-    base_nll = malloc((size_t)(n_ctx_eff ? n_ctx_eff : 1) * max_chunks * sizeof *base_nll);
+    base_nll = malloc((size_t)NX * (n_ctx_eff ? n_ctx_eff : 1) * max_chunks * sizeof *base_nll);
     if (!seqs || !logits || !chunk_nll || !base_nll) goto oom;
-    fprintf(stderr, PROG ": %s, %u modes, text %zu tokens\n", m.info.name[0] ? m.info.name : a.model, a.n_modes, n_tokens);
+    fprintf(stderr, PROG ": %s, %u modes, %u text%s, %zu tokens\n", m.info.name[0] ? m.info.name : a.model, a.n_modes, NX,
+            NX == 1 ? "" : "s", n_tokens_all);
 
     double t_all = app_now();
     for (uint32_t mi = 0; mi < a.n_modes; mi++) {
         const q_mode *mode = &a.modes[mi];
-        /* 1. perplexity */
-        for (uint32_t ci = 0; a.do_ppl && ci < n_ctx_eff; ci++) {
-            uint32_t ctx = ctx_eff[ci], nc = ctx_chunks[ci], np = nc < P ? nc : P;
-            if (nc == 0) continue;
-            double t0 = app_now();
-            if (!open_session(&m, mode, ctx, np, a.sink, a.recent, a.group, &s, seqs)) goto out;
-            st = app_ppl_eval(s, seqs, np, tokens, ctx, nc, bos, V, logits, chunk_nll, NULL);
-            oscar_session_destroy(s);
-            s = NULL;
-            if (st != OSCAR_OK) goto api_fail;
-            ppl[mi][ci].ppl = app_ppl_summary(chunk_nll, nc, ctx - 1 - ctx / 2, &ppl[mi][ci].err, NULL);
-            double *base = base_nll + (size_t)ci * max_chunks;
-            if (mi == 0) memcpy(base, chunk_nll, nc * sizeof *base);
-            else ppl[mi][ci].change = app_ppl_ratio(chunk_nll, base, nc, ctx - 1 - ctx / 2, &ppl[mi][ci].change_err) - 1;
-            ppl[mi][ci].seconds = app_now() - t0;
-            fprintf(stderr, PROG ": [%s] ppl ctx %u: %.4f +/- %.4f (%u chunks, %.1f s)\n", mode->name, ctx,
-                    ppl[mi][ci].ppl, ppl[mi][ci].err, nc, ppl[mi][ci].seconds);
-        }
+        /* 1. perplexity, text by text */
+        for (uint32_t x = 0; a.do_ppl && x < NX; x++)
+            for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
+                uint32_t ctx = ctx_eff[ci], nc = ctx_chunks[x][ci], np = nc < P ? nc : P;
+                ppl_result *r = &ppl[mi][x][ci];
+                if (nc == 0) continue;
+                double t0 = app_now();
+                if (!open_session(&m, mode, ctx, np, a.sink, a.recent, a.group, &s, seqs)) goto out;
+                st = app_ppl_eval(s, seqs, np, tokens[x], ctx, nc, bos, V, logits, chunk_nll, NULL);
+                oscar_session_destroy(s);
+                s = NULL;
+                if (st != OSCAR_OK) goto api_fail;
+                r->ppl = app_ppl_summary(chunk_nll, nc, ctx - 1 - ctx / 2, &r->err, NULL);
+                double *base = base_nll + ((size_t)x * n_ctx_eff + ci) * max_chunks;
+                if (mi == 0) memcpy(base, chunk_nll, nc * sizeof *base);
+                else r->change = app_ppl_ratio(chunk_nll, base, nc, ctx - 1 - ctx / 2, &r->change_err) - 1;
+                r->seconds = app_now() - t0;
+                fprintf(stderr, PROG ": [%s] %s ppl ctx %u: %.4f +/- %.4f (%u chunks, %.1f s)\n", mode->name,
+                        a.text_names[x], ctx, r->ppl, r->err, nc, r->seconds);
+            }
         /* 2. passkey */
         if (a.do_passkey && pk_ctx) {
             double t0 = app_now();
@@ -801,32 +921,19 @@ int main(int argc, char **argv)
 
     if (a.do_ppl) {
         printf("\n## Perplexity\n\n");
-        printf("Text `%s`, %zu tokens. Non-overlapping chunks of ctx tokens%s; the first half prefilled, the second "
-               "half decoded one token per step (tokens leaving the recent window are quantized as in real use); "
-               "tokens ctx/2+1 .. ctx-1 scored. Value ± standard error over chunks; in brackets the change relative "
-               "to %s ± its paired standard error (from the spread of the per-chunk changes: the chunks' spread in "
-               "difficulty, which the first error holds, cancels).%s\n\n",
-               a.file, n_tokens, bos >= 0 ? " (BOS first)" : "", base,
+        printf("Non-overlapping chunks of ctx tokens%s; the first half prefilled, the second half decoded one token "
+               "per step (tokens leaving the recent window are quantized as in real use); tokens ctx/2+1 .. ctx-1 "
+               "scored. Value ± standard error over chunks; in brackets the change relative to %s ± its paired "
+               "standard error (from the spread of the per-chunk changes: the chunks' spread in difficulty, which "
+               "the first error holds, cancels).%s\n",
+               bos >= 0 ? " (BOS first)" : "", base,
                ctx_capped ? " Contexts above the model's n_ctx_train were capped to it." : "");
-        printf("| mode |");
-        for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ctx %u (%u chunks) |", ctx_eff[ci], ctx_chunks[ci]);
-        printf("\n| --- |");
-        for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ---: |");
-        printf("\n");
-        for (uint32_t mi = 0; mi < a.n_modes; mi++) {
-            printf("| %s |", a.modes[mi].name);
-            for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
-                double v = ppl[mi][ci].ppl;
-                if (!isfinite(v)) printf(" — |");
-                else if (mi == 0 || !isfinite(ppl[mi][ci].change)) printf(" %.4f ± %.4f |", v, ppl[mi][ci].err);
-                else
-                    printf(" %.4f ± %.4f (%+.2f%% ± %.2f%%) |", v, ppl[mi][ci].err, 100.0 * ppl[mi][ci].change,
-                           100.0 * ppl[mi][ci].change_err);
-            }
-            printf("\n");
+        for (uint32_t x = 0; x < NX; x++) {
+            if (NX > 1) printf("\n### %s\n", a.text_names[x]);
+            printf("\nText `%s`, %zu tokens.\n\n", a.files[x], n_tokens[x]);
+            print_ppl_table(&a, x, ppl, ctx_eff, n_ctx_eff, ctx_chunks[x]);
         }
-        for (uint32_t ci = 0; ci < n_ctx_eff; ci++)
-            if (ctx_chunks[ci] == 0) printf("\nctx %u: the text is shorter than one chunk.\n", ctx_eff[ci]);
+        if (NX > 1) print_ppl_mean(&a, ppl, ctx_eff, n_ctx_eff, ctx_chunks);
     }
 
     if (a.do_passkey) {
@@ -901,7 +1008,8 @@ api_fail:
     else app_fail(PROG, NULL, st);
 out:
     oscar_session_destroy(s);
-    free(text), free(tokens), free(seqs), free(logits), free(chunk_nll), free(base_nll);
+    for (uint32_t x = 0; x < NX; x++) free(text[x]), free(tokens[x]);
+    free(seqs), free(logits), free(chunk_nll), free(base_nll);
     if (pk)
         for (size_t i = 0; i < (size_t)a.n_pk_len * n_pk_all; i++) free(pk[i].tokens);
     free(pk);
