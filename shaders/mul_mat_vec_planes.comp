@@ -20,6 +20,11 @@
 // A 32-element block is one unit (its codes one texel, Q4_0 and Q4_1, or two, Q8_0; its scale
 // word one of four in a scale texel); a K block eight (Q4_K: a sub-block, two of its 9 texels;
 // Q6_K: elements 32k .. 32k + 31 of a half, from two ql and two qh texels of 14).
+//
+// GLU = 1 (SwiGLU's gate and up products in one dispatch): a thread's ROWS rows are ROWS / 2
+// rows of the gate weight (wt) and the same rows of the up weight (wu), each summed as a row of
+// its own product is, and it writes y[t][r] = silu(gate) * up for its ROWS / 2 rows, as
+// swiglu.comp would from the two products' outputs (common/silu.glsl): bit for bit the same.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 
@@ -28,14 +33,16 @@ layout(constant_id = 0) const uint WORKGROUP = 8; // threads
 layout(constant_id = 1) const uint TYPE = 3;      // GGML type id of W: 2 (Q4_0), 3 (Q4_1), 8 (Q8_0), 12 (Q4_K) or 14 (Q6_K)
 layout(constant_id = 2) const uint ROWS = 4;      // rows per thread
 layout(constant_id = 3) const uint TOKENS = 1;    // tokens per thread
+layout(constant_id = 4) const uint GLU = 0;       // 1: rows of wt and wu, y = silu(wt x) * (wu x) (ROWS even)
 
 layout(binding = 0) uniform usamplerBuffer wt;   // the planes: [rows][blocks] code texels, then [rows][scale words / 4] scale
                                                  // texels (Q4_K, Q6_K: [rows][blocks] padded blocks)
 layout(binding = 1) uniform usamplerBuffer xt;   // [n][cols / 4] texels of fp32 x bits
 layout(std430, binding = 2) writeonly buffer Y { float y[]; }; // [n][y_stride] fp32, columns 0..rows-1 written
+layout(binding = 3) uniform usamplerBuffer wu;   // GLU: the up weight's planes, as wt (else unread)
 
 layout(push_constant) uniform Push {
-    uint rows;         // rows of W
+    uint rows;         // rows of W (GLU: of each weight)
     uint cols;         // columns of W, a multiple of the block (32, 256 for the K types)
     uint scale_texel;  // texel index of the scale plane (the K types: none, unused)
     uint y_stride;     // floats from y[t][0] to y[t + 1][0]
@@ -48,6 +55,18 @@ const uint Q4_0 = 2u, Q4_1 = 3u, Q8_0 = 8u, Q4_K = 12u, Q6_K = 14u;
 const bool K_TYPE = TYPE == Q4_K || TYPE == Q6_K;
 const uint K_TEXELS = TYPE == Q4_K ? 9u : 14u;   // texels of a padded K block
 const uint CODE_TEXELS = TYPE == Q8_0 ? 2u : 1u; // per 32-element block
+const uint OUT_ROWS = GLU != 0u ? ROWS / 2u : ROWS; // rows of y a thread writes
+
+#include "common/silu.glsl"
+
+// Row slot i (0..ROWS-1) of a thread whose first row of y is row0: its weight row (rows past the
+// end repeat the last), and a texel of that slot's weight (GLU: slots OUT_ROWS.. read wu). i is
+// a constant once the loops unroll, so the choice costs nothing.
+uint slot_row(uint row0, uint i) { return min(row0 + (GLU != 0u ? i % OUT_ROWS : i), pc.rows - 1u); }
+uvec4 slot_fetch(uint i, int t) { return GLU != 0u && i >= OUT_ROWS ? texelFetch(wu, t) : texelFetch(wt, t); }
+
+// A row of y from its slot's sum g and, with GLU, the sum u of its up slot: g, or silu(g) * u.
+float slot_out(float g, float u) { return GLU != 0u ? silu(g) * u : g; }
 
 // Word k of texel v, k a constant or not (selects, no index).
 uint word(uvec4 v, uint k) { return k < 2u ? (k == 0u ? v.x : v.y) : (k == 2u ? v.z : v.w); }
@@ -118,13 +137,13 @@ void k_rows(uint row0, uint tok, out float acc[ROWS])
     int base[ROWS];
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
         acc[i] = 0.0;
-        base[i] = int(min(row0 + i, pc.rows - 1u) * blocks * K_TEXELS);
+        base[i] = int(slot_row(row0, i) * blocks * K_TEXELS);
     }
     for (uint b = 0u; b < blocks; b++) {
         int xb = int(x0 + b * 64u), kb = int(b * K_TEXELS);
         if (TYPE == Q4_K) {
             uvec4 t0[ROWS];
-            [[unroll]] for (uint i = 0u; i < ROWS; i++) t0[i] = texelFetch(wt, base[i] + kb);
+            [[unroll]] for (uint i = 0u; i < ROWS; i++) t0[i] = slot_fetch(i, base[i] + kb);
             [[unroll]] for (uint c = 0u; c < 4u; c++) {
                 vec4 xl[8], xh[8];
                 vec2 xsum = vec2(0.0);
@@ -134,7 +153,7 @@ void k_rows(uint row0, uint tok, out float acc[ROWS])
                     xsum += vec2((xl[w].x + xl[w].y) + (xl[w].z + xl[w].w), (xh[w].x + xh[w].y) + (xh[w].z + xh[w].w));
                 }
                 [[unroll]] for (uint i = 0u; i < ROWS; i++) {
-                    uvec4 q0 = texelFetch(wt, base[i] + kb + int(1u + 2u * c)), q1 = texelFetch(wt, base[i] + kb + int(2u + 2u * c));
+                    uvec4 q0 = slot_fetch(i, base[i] + kb + int(1u + 2u * c)), q1 = slot_fetch(i, base[i] + kb + int(2u + 2u * c));
                     vec2 s = vec2(0.0);
                     [[unroll]] for (uint w = 0u; w < 4u; w++)
                         s += q4k_word(q0[w], xl[w], xh[w]) + q4k_word(q1[w], xl[4u + w], xh[4u + w]);
@@ -157,9 +176,9 @@ void k_rows(uint row0, uint tok, out float acc[ROWS])
                         int t = base[i] + kb;
                         // ql bytes 64h + 16g .. and 64h + 32 + 16g ..: texels 4h + g and 4h + 2 + g;
                         // qh bytes 32h + 16g ..: texel 8 + 2h + g
-                        uvec4 a = texelFetch(wt, t + int(4u * h + g)), bq = texelFetch(wt, t + int(4u * h + 2u + g));
-                        uvec4 qh = texelFetch(wt, t + int(8u + 2u * h + g)), sc = texelFetch(wt, t + 12);
-                        float d = unpackHalf2x16(texelFetch(wt, t + 13).x).x;
+                        uvec4 a = slot_fetch(i, t + int(4u * h + g)), bq = slot_fetch(i, t + int(4u * h + 2u + g));
+                        uvec4 qh = slot_fetch(i, t + int(8u + 2u * h + g)), sc = slot_fetch(i, t + 12);
+                        float d = unpackHalf2x16(slot_fetch(i, t + 13).x).x;
                         vec4 s = vec4(0.0);
                         [[unroll]] for (uint w4 = 0u; w4 < 4u; w4++) {
                             uvec4 sh = uvec4(0u, 8u, 16u, 24u), hb = (uvec4(qh[w4]) >> sh) & 255u;
@@ -189,22 +208,22 @@ void one_token(uint row0)
     if (TYPE == Q4_K || TYPE == Q6_K) {
         float acc[ROWS];
         k_rows(row0, tok, acc);
-        [[unroll]] for (uint i = 0u; i < ROWS; i++)
-            if (row0 + i < pc.rows) y[tok * pc.y_stride + row0 + i] = acc[i];
+        [[unroll]] for (uint i = 0u; i < OUT_ROWS; i++)
+            if (row0 + i < pc.rows) y[tok * pc.y_stride + row0 + i] = slot_out(acc[i], acc[(i + OUT_ROWS) % ROWS]);
         return;
     }
     uint blocks = pc.cols / 32u, scale_texels = (blocks + 3u) / 4u, x0 = tok * (pc.cols / 4u);
     int code[ROWS], scale[ROWS]; // first code texel and scale texel of each row (rows past the end repeat the last)
     float acc[ROWS];
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
-        uint r = min(row0 + i, pc.rows - 1u);
+        uint r = slot_row(row0, i);
         code[i] = int(r * blocks * CODE_TEXELS);
         scale[i] = int(pc.scale_texel + r * scale_texels);
         acc[i] = 0.0;
     }
     for (uint b4 = 0u; b4 < blocks; b4 += 4u) {
         uvec4 sc[ROWS];
-        [[unroll]] for (uint i = 0u; i < ROWS; i++) sc[i] = texelFetch(wt, scale[i] + int(b4 / 4u));
+        [[unroll]] for (uint i = 0u; i < ROWS; i++) sc[i] = slot_fetch(i, scale[i] + int(b4 / 4u));
         [[unroll]] for (uint k = 0u; k < 4u; k++) {
             uint b = b4 + k;
             if (b >= blocks) break; // the row's last blocks
@@ -217,17 +236,17 @@ void one_token(uint row0)
                 vec2 dm = unpackHalf2x16(sc[i][k]);
                 int t = code[i] + int(b * CODE_TEXELS);
                 if (TYPE == Q8_0) {
-                    float s = dot_bytes(texelFetch(wt, t), xs, 0u) + dot_bytes(texelFetch(wt, t + 1), xs, 4u);
+                    float s = dot_bytes(slot_fetch(i, t), xs, 0u) + dot_bytes(slot_fetch(i, t + 1), xs, 4u);
                     acc[i] += dm.x * s;
                 } else {
-                    float s = dot_nibbles(texelFetch(wt, t), xs);
+                    float s = dot_nibbles(slot_fetch(i, t), xs);
                     acc[i] += TYPE == Q4_0 ? dm.x * (s - 8.0 * xsum) : dm.x * s + dm.y * xsum;
                 }
             }
         }
     }
-    [[unroll]] for (uint i = 0u; i < ROWS; i++)
-        if (row0 + i < pc.rows) y[tok * pc.y_stride + row0 + i] = acc[i];
+    [[unroll]] for (uint i = 0u; i < OUT_ROWS; i++)
+        if (row0 + i < pc.rows) y[tok * pc.y_stride + row0 + i] = slot_out(acc[i], acc[(i + OUT_ROWS) % ROWS]);
 }
 
 // ---- token_group (TOKENS > 1) ----
@@ -270,7 +289,7 @@ void token_group(uint row0)
     int code[ROWS], scale[ROWS]; // first texel of each row's codes (K types: blocks) and scales (rows past the end repeat the last)
     float acc[TOKENS * ROWS];    // [token][row]
     [[unroll]] for (uint i = 0u; i < ROWS; i++) {
-        uint r = min(row0 + i, pc.rows - 1u);
+        uint r = slot_row(row0, i);
         code[i] = int(r * blocks * (K_TYPE ? K_TEXELS : CODE_TEXELS));
         scale[i] = int(pc.scale_texel + r * scale_texels);
     }
@@ -294,28 +313,28 @@ void token_group(uint row0)
             vec2 a, o;   // scale and offset of x texels 0..3 and 4..7 (Q6_K: o = -32a)
             int kb = code[i] + int(b * (K_TYPE ? K_TEXELS : CODE_TEXELS));
             if (TYPE == Q4_K) {
-                uvec4 t0 = texelFetch(wt, kb); // d, dmin, scales[12]
-                [[unroll]] for (uint e = 0u; e < 2u; e++) ct[e] = texelFetch(wt, kb + int(1u + u / 2u * 2u + e));
+                uvec4 t0 = slot_fetch(i, kb); // d, dmin, scales[12]
+                [[unroll]] for (uint e = 0u; e < 2u; e++) ct[e] = slot_fetch(i, kb + int(1u + u / 2u * 2u + e));
                 vec2 dm = unpackHalf2x16(t0.x);
                 uvec2 sm = q4k_scale_min(t0, u);
                 a = vec2(dm.x * float(sm.x));
                 o = vec2(-(dm.y * float(sm.y)));
             } else if (TYPE == Q6_K) {
                 uint h = u / 4u, k = u % 4u;
-                uvec4 sc = texelFetch(wt, kb + 12);
-                float d = unpackHalf2x16(texelFetch(wt, kb + 13).x).x;
+                uvec4 sc = slot_fetch(i, kb + 12);
+                float d = unpackHalf2x16(slot_fetch(i, kb + 13).x).x;
                 [[unroll]] for (uint g = 0u; g < 2u; g++) {
-                    ct[g] = texelFetch(wt, kb + int(4u * h + 2u * (k % 2u) + g));
-                    ct[2u + g] = texelFetch(wt, kb + int(8u + 2u * h + g));
+                    ct[g] = slot_fetch(i, kb + int(4u * h + 2u * (k % 2u) + g));
+                    ct[2u + g] = slot_fetch(i, kb + int(8u + 2u * h + g));
                     uint si = 8u * h + g + 2u * k;
                     a[g] = d * float(bitfieldExtract(int(word(sc, si / 4u)), int(8u * (si % 4u)), 8));
                     o[g] = -32.0 * a[g];
                 }
             } else {
-                vec2 dm = unpackHalf2x16(word(texelFetch(wt, scale[i] + int(v / 4u)), v % 4u));
+                vec2 dm = unpackHalf2x16(word(slot_fetch(i, scale[i] + int(v / 4u)), v % 4u));
                 a = vec2(dm.x);
                 o = vec2(TYPE == Q4_1 ? dm.y : -8.0 * dm.x); // Q8_0: unused
-                [[unroll]] for (uint e = 0u; e < CODE_TEXELS; e++) ct[e] = texelFetch(wt, kb + int(e));
+                [[unroll]] for (uint e = 0u; e < CODE_TEXELS; e++) ct[e] = slot_fetch(i, kb + int(e));
             }
             float s[TOKENS * 2]; // [token][half] sums of code * x over x texels 0..3 and 4..7
             [[unroll]] for (uint k = 0u; k < TOKENS * 2u; k++) s[k] = 0.0;
@@ -331,13 +350,14 @@ void token_group(uint row0)
         }
     }
     [[unroll]] for (uint t = 0u; t < TOKENS; t++)
-        [[unroll]] for (uint i = 0u; i < ROWS; i++)
-            if (tok0 + t < pc.n && row0 + i < pc.rows) y[(tok0 + t) * pc.y_stride + row0 + i] = acc[t * ROWS + i];
+        [[unroll]] for (uint i = 0u; i < OUT_ROWS; i++)
+            if (tok0 + t < pc.n && row0 + i < pc.rows)
+                y[(tok0 + t) * pc.y_stride + row0 + i] = slot_out(acc[t * ROWS + i], acc[t * ROWS + (i + OUT_ROWS) % ROWS]);
 }
 
 void main()
 {
-    uint row0 = grid_invocation() * ROWS;
+    uint row0 = grid_invocation() * OUT_ROWS;
     if (row0 >= pc.rows) return;
     if (TOKENS == 1u) one_token(row0);
     else token_group(row0);

@@ -25,7 +25,7 @@ shared float q8_amax[WORKGROUP];
 #define Q8_WORDS_BY_THREADS
 #include "common/q8_quantize.glsl"
 
-float silu(float g) { return g / (1.0 + exp(-g)); }
+#include "common/silu.glsl"
 
 void main()
 {

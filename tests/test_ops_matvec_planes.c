@@ -6,7 +6,9 @@
  * groups of tokens), 1 to 256 threads, 1, 5, 7 and 13 tokens (not multiples of the tokens a
  * thread: the last group part empty) with y rows further apart than W's (columns between them
  * and rows past the last token left alone), x bound at an offset inside a larger buffer.
- * ovk_planes_pack is checked byte for byte against the GGUF fields it moves.
+ * ovk_planes_pack is checked byte for byte against the GGUF fields it moves. SwiGLU's pair of
+ * products in one dispatch (GLU) equals the two products then swiglu on the device bit for bit,
+ * and the C reference's within the same bound.
  *
  * Weights are random bytes with sane fp16 scale fields (test_make_weights): every code bit
  * counts. Bound: as test_ops_matvec's fp32 products, NSE 1e-6 against the double reference
@@ -117,6 +119,84 @@ done:
     free(got);
 }
 
+/* SwiGLU's products in one dispatch (ovk_op_mul_mat_vec_planes_glu) with gate and up weights
+ * of rows x cols: bit for bit the two products then ovk_op_swiglu on the device, and within
+ * NSE_BOUND of the C reference's products and SwiGLU; rows past y's untouched. per: rows a thread
+ * of both weights together (even; 0: the defaults). */
+static void check_glu(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg, uint32_t per, uint32_t tok)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t wbytes;
+    uint64_t pbytes = ovk_planes_bytes(type, rows, cols);
+    uint8_t *wg_ = test_make_weights(type, rows, cols, &wbytes), *wu = test_make_weights(type, rows, cols, &wbytes);
+    uint8_t *pg = malloc(pbytes), *pu = malloc(pbytes);
+    static const uint32_t ns[] = { 1, 5, 13 };
+    const uint32_t n_max = 13, stride = rows + 3;
+    size_t ybytes = (size_t)n_max * stride * 4;
+    float *x = malloc((size_t)n_max * cols * 4), *rg = malloc((size_t)n_max * rows * 4), *ru = malloc((size_t)n_max * rows * 4);
+    float *got = malloc(ybytes), *two = malloc(ybytes);
+    CHECK(wg_ && wu && pg && pu && x && rg && ru && got && two);
+    if (!wg_ || !wu || !pg || !pu || !x || !rg || !ru || !got || !two) goto done;
+    ovk_planes_pack(type, wg_, rows, cols, pg);
+    ovk_planes_pack(type, wu, rows, cols, pu);
+    for (uint32_t i = 0; i < n_max * cols; i++) x[i] = test_rng_normal();
+    ops->matvec_workgroup = wg;
+    ops->matvec_rows = per;
+    ops->matvec_tokens = tok;
+    ovk_buffer bg = { 0 }, bu = { 0 }, bx = { 0 }, by = { 0 }, yg = { 0 }, yu = { 0 };
+    CHECK_OK(test_gpu_buffer_from(ctx, pg, pbytes, &bg));
+    CHECK_OK(test_gpu_buffer_from(ctx, pu, pbytes, &bu));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)n_max * cols * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ybytes, &by));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ybytes, &yg));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ybytes, &yu));
+    for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
+        uint32_t n = ns[k];
+        ovk_binding g = { &bg, 0, 0 }, u = { &bu, 0, 0 }, xb = { &bx, 0, 0 };
+        CHECK_OK(ovk_buffer_fill(ctx, &by, 0, ybytes, 0x7FC00000u));
+        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+        CHECK_OK(ovk_op_mul_mat_vec_planes_glu(ops, &ctx->cmd, type, g, u, xb, (ovk_binding){ &by, 0, 0 }, stride, rows, cols, n));
+        /* the three kernels, with the default shapes of the plain product */
+        ops->matvec_rows = 0;
+        CHECK_OK(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, type, g, xb, (ovk_binding){ &yg, 0, 0 }, stride, rows, cols, n));
+        CHECK_OK(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, type, u, xb, (ovk_binding){ &yu, 0, 0 }, stride, rows, cols, n));
+        ops->matvec_rows = per;
+        ovk_cmd_barrier(ctx, &ctx->cmd);
+        CHECK_OK(ovk_op_swiglu(ops, &ctx->cmd, (ovk_binding){ &yg, 0, 0 }, (ovk_binding){ &yu, 0, 0 }, (ovk_binding){ &yg, 0, 0 },
+                               n * stride));
+        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+        CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, ybytes));
+        CHECK_OK(ovk_buffer_download(ctx, &yg, 0, two, ybytes));
+        CHECK_OK(ovk_ref_mul_mat(type, wg_, x, rg, rows, cols, n));
+        CHECK_OK(ovk_ref_mul_mat(type, wu, x, ru, rows, cols, n));
+        ovk_ref_swiglu(rg, ru, rg, (size_t)n * rows);
+        size_t touched = 0, differ = 0;
+        for (uint32_t t = 0; t < n_max; t++)
+            for (uint32_t r = 0; r < stride; r++) {
+                float v = got[(size_t)t * stride + r];
+                if (t < n && r < rows) {
+                    differ += ovk_f32_bits(v) != ovk_f32_bits(two[(size_t)t * stride + r]);
+                    got[(size_t)t * rows + r] = v; /* packed in place: t * rows <= t * stride */
+                } else {
+                    touched += ovk_f32_bits(v) != 0x7FC00000u;
+                }
+            }
+        double nse = test_nse(got, rg, (size_t)n * rows);
+        CHECK_MSG(differ == 0 && nse <= NSE_BOUND && touched == 0, "mul_mat_vec_planes_glu %s rows %u cols %u n %u wg %u "
+                  "rows/thread %u tokens/thread %u: %zu values not those of the products and swiglu, nse %.3g, %zu floats "
+                  "outside y written", ovk_ggml_type_name(type), rows, cols, n, wg, per, tok, differ, nse, touched);
+    }
+    ovk_buffer_destroy(ctx, &bg);
+    ovk_buffer_destroy(ctx, &bu);
+    ovk_buffer_destroy(ctx, &bx);
+    ovk_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &yg);
+    ovk_buffer_destroy(ctx, &yu);
+    ops->matvec_workgroup = ops->matvec_rows = ops->matvec_tokens = 0;
+done:
+    free(wg_), free(wu), free(pg), free(pu), free(x), free(rg), free(ru), free(got), free(two);
+}
+
 /* Refusals: a type without planes, x at an offset no texel view may start at, columns not
  * whole blocks, y rows closer than W's, too many rows or tokens per thread. */
 static void check_errors(ovk_ops *ops)
@@ -138,6 +218,9 @@ static void check_errors(ovk_ops *ops)
                      OSCAR_ERROR_INVALID_ARGUMENT);
         ops->matvec_rows = 17;
         CHECK_STATUS(ovk_op_mul_mat_vec_planes(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 4, 4, 64, 1),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+        ops->matvec_rows = 3; /* SwiGLU's pair: half the rows from each weight */
+        CHECK_STATUS(ovk_op_mul_mat_vec_planes_glu(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, bb, 4, 4, 64, 1),
                      OSCAR_ERROR_INVALID_ARGUMENT);
         ops->matvec_rows = 0;
         ops->matvec_tokens = 9;
@@ -172,6 +255,8 @@ int main(void)
             check_case(&ops, type, 45, 1024, 4, 5, 7);
             check_case(&ops, type, 50, 768, 8, 12, 8);
             check_case(&ops, type, 130, 8960, 0, 0, 0);   /* 35 blocks, the defaults */
+            check_glu(&ops, type, 37, 768, 8, 4, 1);      /* SwiGLU's pair: 2 rows of each weight, one token a thread */
+            check_glu(&ops, type, 67, 1536, 0, 0, 0);     /* the defaults */
             continue;
         }
         check_case(&ops, type, 1, 32, 1, 1, 3);       /* one block, one row */
@@ -183,6 +268,9 @@ int main(void)
         check_case(&ops, type, 45, 1024, 4, 5, 7);
         check_case(&ops, type, 50, 224, 8, 12, 8);    /* 7 blocks */
         check_case(&ops, type, 130, 1536, 0, 0, 0);   /* the defaults */
+        check_glu(&ops, type, 37, 96, 8, 4, 1);       /* SwiGLU's pair: 2 rows of each weight, one token a thread */
+        check_glu(&ops, type, 29, 320, 4, 16, 6);     /* 8 of each: the last thread 5 */
+        check_glu(&ops, type, 67, 576, 0, 0, 0);      /* the defaults (SmolLM2's rows) */
     }
     return test_gpu_finish(ctx);
 }

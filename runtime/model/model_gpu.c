@@ -373,6 +373,16 @@ fail:
     return st;
 }
 
+/* Whether layer L's gate and up products and SwiGLU run as one dispatch
+ * (ovk_op_mul_mat_vec_planes_glu, bit for bit the three): both weights whole, with planes, of
+ * one type. On lavapipe it saves SwiGLU's dispatch, which reads and writes through storage
+ * buffers at under 1 GB/s, and the up product's stores. */
+static int glu_planes(const ovk_gpu_state *s, const ovk_gpu_layer *L)
+{
+    return s->m->planes && L->w_gate.planes && L->w_up.planes && L->w_gate.n_parts == 1 && L->w_up.n_parts == 1 &&
+           L->w_gate.type == L->w_up.type && L->w_gate.rows == L->w_up.rows;
+}
+
 /* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
  * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
  * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
@@ -437,15 +447,19 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     q8 = products_q8(s, D, n, 2, w_gate_up);
     if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
     else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    {
+    if (glu_planes(s, L) && !products_q8(s, F, n, 1, w_down)) { /* SwiGLU inside the gate and up products */
+        ovk_cmd_barrier(ctx, cmd);
+        OSCAR_TRY(ovk_op_mul_mat_vec_planes_glu(ops, cmd, L->w_gate.type, bind(&L->w_gate.planes[0], 0),
+                                                bind(&L->w_up.planes[0], 0), xb, gate, F, F, D, n));
+    } else {
         ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
         OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, q8));
+        ovk_cmd_barrier(ctx, cmd);
+        q8 = products_q8(s, F, n, 1, w_down);
+        if (q8) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
+        else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
-    ovk_cmd_barrier(ctx, cmd);
-    q8 = products_q8(s, F, n, 1, w_down);
-    if (q8) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
-    else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     {
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, q8));

@@ -249,44 +249,61 @@ int ovk_op_mul_mat_vec_planes_supported(const ovk_ops *ops, uint32_t type)
     return ops->ctx->texel_buffers && ovk_planes_type(type);
 }
 
-oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
-                                       ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
-                                       uint32_t n)
+/* The planes product, and with `up` (GLU) SwiGLU's pair of them (ovk_op_mul_mat_vec_planes_glu). */
+static oscar_status planes_product(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes, const ovk_binding *up,
+                                   ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
     oscar_status st;
+    const char *op = up ? "mul_mat_vec_planes_glu" : "mul_mat_vec_planes";
     if (!ovk_op_mul_mat_vec_planes_supported(ops, type))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_planes: needs texel buffers and Q4_0, Q4_1, Q8_0, Q4_K or Q6_K (%s)",
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: needs texel buffers and Q4_0, Q4_1, Q8_0, Q4_K or Q6_K (%s)", op,
                            ovk_ggml_type_name(type));
-    /* one token (decode): 4 rows a thread; more: PLANES_ROWS rows of PLANES_TOKENS tokens (n when fewer) */
+    /* one token (decode): 4 rows a thread; more: PLANES_ROWS rows of PLANES_TOKENS tokens (n when fewer);
+     * GLU: half of them from each weight */
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : 8;
     uint32_t per = ops->matvec_rows ? ops->matvec_rows : n > 1 ? PLANES_ROWS : 4;
     uint32_t tok = ops->matvec_tokens ? ops->matvec_tokens : n < PLANES_TOKENS ? (n ? n : 1) : PLANES_TOKENS;
-    if (wg > 256 || per > 16 || tok > 8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u threads of %u rows and %u tokens", wg, per,
-                           tok);
+    if (wg > 256 || per > 16 || tok > 8 || (up && per % 2))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u threads of %u rows and %u tokens", op, wg, per, tok);
     uint32_t block = ovk_op_type_block(type); /* 32, or 256 for the K types */
     if (cols == 0 || cols % block || y_stride < rows || (uint64_t)n * cols > UINT32_MAX || (uint64_t)n * y_stride > UINT32_MAX ||
         n > GRID_MAX)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_planes: %u x %u, %u tokens, y rows %u apart", rows, cols,
-                           n, y_stride);
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u x %u, %u tokens, y rows %u apart", op, rows, cols, n, y_stride);
     uint64_t bytes = ovk_planes_bytes(type, rows, cols);
-    if ((st = check_binding(&planes, bytes, "mul_mat_vec_planes", "planes")) != OSCAR_OK) return st;
-    if ((st = check_binding(&x, (uint64_t)n * cols * 4, "mul_mat_vec_planes", "x")) != OSCAR_OK) return st;
-    if ((st = check_binding(&y, n ? ((uint64_t)(n - 1) * y_stride + rows) * 4 : 0, "mul_mat_vec_planes", "y")) != OSCAR_OK)
-        return st;
+    if ((st = check_binding(&planes, bytes, op, up ? "gate" : "planes")) != OSCAR_OK) return st;
+    if (up && (st = check_binding(up, bytes, op, "up")) != OSCAR_OK) return st;
+    if ((st = check_binding(&x, (uint64_t)n * cols * 4, op, "x")) != OSCAR_OK) return st;
+    if ((st = check_binding(&y, n ? ((uint64_t)(n - 1) * y_stride + rows) * 4 : 0, op, "y")) != OSCAR_OK) return st;
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* one view per weight, and one per x buffer whatever the token count (its buffer's whole
      * texels from the offset), so each buffer keeps a view or two (OVK_BUFFER_VIEWS) */
     planes.range = bytes;
     x.range = (x.buffer->size - x.offset) & ~(VkDeviceSize)15;
-    ovk_pipeline_desc d = { .shader = "mul_mat_vec_planes", .n_buffers = 3, .push_size = 20, .n_spec = 4,
-                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* TOKENS */ tok },
-                            .texel_bindings = 0x3 };
+    ovk_binding wu = up ? *up : planes; /* unread without GLU */
+    wu.range = bytes;
+    uint32_t out_rows = up ? per / 2 : per;
+    ovk_pipeline_desc d = { .shader = "mul_mat_vec_planes", .n_buffers = 4, .push_size = 20, .n_spec = 5,
+                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* TOKENS */ tok, /* GLU */ up != NULL },
+                            .texel_bindings = 0xB };
     uint32_t push[5] = { rows, cols, (uint32_t)(ovk_planes_scale_offset(type, rows, cols) / 16), y_stride, n }, groups[3];
-    if ((st = grid_2d(ovk_div_up(ovk_div_up(rows, per), wg), groups, "mul_mat_vec_planes")) != OSCAR_OK) return st;
+    if ((st = grid_2d(ovk_div_up(ovk_div_up(rows, out_rows), wg), groups, op)) != OSCAR_OK) return st;
     groups[2] = ovk_div_up(n, tok);
-    ovk_binding b[3] = { planes, x, y };
+    ovk_binding b[4] = { planes, x, y, wu };
     return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
+                                       ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
+                                       uint32_t n)
+{
+    return planes_product(ops, cmd, type, planes, NULL, x, y, y_stride, rows, cols, n);
+}
+
+oscar_status ovk_op_mul_mat_vec_planes_glu(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding gate,
+                                           ovk_binding up, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows,
+                                           uint32_t cols, uint32_t n)
+{
+    return planes_product(ops, cmd, type, gate, &up, x, y, y_stride, rows, cols, n);
 }
 
 int ovk_op_mul_mat_vec_f16_supported(const ovk_ops *ops, uint32_t type)

@@ -132,6 +132,14 @@ int ovk_op_mul_mat_vec_planes_supported(const ovk_ops *ops, uint32_t type);
 oscar_status ovk_op_mul_mat_vec_planes(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding planes,
                                        ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                                        uint32_t n);
+/* SwiGLU's two products in one dispatch of the same kernel: y [n][y_stride] = silu(G x) * (U x)
+ * for planes of gate and up weights G and U of one type and shape (rows x cols), bit for bit
+ * ovk_op_mul_mat_vec_planes of each then ovk_op_swiglu. A thread takes matvec_rows / 2 rows of
+ * each weight (matvec_rows even; by default 6 and 6 for more than one token, 2 and 2 for one),
+ * so the work a thread holds is the plain product's. */
+oscar_status ovk_op_mul_mat_vec_planes_glu(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding gate,
+                                           ovk_binding up, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows,
+                                           uint32_t cols, uint32_t n);
 
 /* The int8 decode mat-vec (shaders/mul_mat_vec_q8[.idot].comp): Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and
  * Q6_K weights times x quantized to int8 blocks of 32 (common/q8_layout.h), exact integer block sums scaled in
