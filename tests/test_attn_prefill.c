@@ -9,7 +9,14 @@
  * random non-symmetric R_V (a transposed R_V fails), the tile shape the cache picks and small
  * forced shapes (many chunks, chunks shorter than a page), adversarial logits (q x300).
  * The call runs twice with the output poisoned in between. Bound: normalised squared error
- * <= 1e-5 against the reference over the same dequantized values. */
+ * <= 1e-5 against the reference over the same dequantized values.
+ *
+ * Every case but the forced tile shapes runs attn_prefill.coopmat too (its scalar emulation
+ * attn_prefill_emu.f16, but for the long case, where the device has no cooperative matrices but
+ * fp16 arithmetic), with
+ * the shape the cache picks, under the accuracy policy (docs/accuracy.md): NSE <= 1e-5 against
+ * the reference that rounds as the kernel does (attn_ref_cache.f16_inputs) and <= 1e-4 against
+ * the exact one; adversarial cases against the first only. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +27,7 @@
 #include "common/kv_write.h"
 #include "half.h"
 #include "attn_scene.h"
+#include "test_accuracy.h"
 #include "test_gpu.h"
 
 #define POISON ATTN_SCENE_POISON
@@ -36,6 +44,25 @@ typedef struct attn_case {
     uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
     uint32_t long_rows;     /* its prefill rows */
 } attn_case;
+
+/* The largest subgroup size the device may use (the cooperative-matrix kernel's workgroups are
+ * sized by it). */
+static uint32_t test_max_subgroup(const oscar_context *ctx)
+{
+    return ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
+}
+
+/* The cooperative-matrix prefill kernel this device runs: the real one where it has 16 x 16 x 16
+ * fp16 matrices, else the emulation where it has fp16 arithmetic, else NULL. */
+static const char *cm_shader(oscar_context *ctx)
+{
+    const char *pick = ovk_pick_variant(ctx, "attn_prefill");
+    for (uint32_t i = 0; pick && strcmp(pick, "attn_prefill.coopmat") == 0 && i < ctx->info.coopmat_shape_count; i++) {
+        const oscar_coopmat_shape *sh = &ctx->info.coopmat_shapes[i];
+        if (ovk_coopmat_shape_f16_f32(sh) && sh->m == 16 && sh->n == 16 && sh->k == 16) return pick;
+    }
+    return ovk_variant_usable(ctx, "attn_prefill_emu.f16") && test_max_subgroup(ctx) >= 4 ? "attn_prefill_emu.f16" : NULL;
+}
 
 /* The shared random cache (tests/support/attn_scene.h) for c, then this test's rows. */
 static int scene_build(const attn_case *c, attn_scene *s)
@@ -156,6 +183,47 @@ static void run_case(oscar_context *ctx, const attn_case *c)
                   c->name, bad, nse, s.n_rows, n_tiles, rows_pt, chunk);
         printf("attn_prefill %-30s rows %4u tiles %3u x %2u chunk %2u  nse %.3g  %.1f ms\n", c->name, s.n_rows, n_tiles,
                rows_pt, chunk, nse, ms);
+    }
+    /* the cooperative-matrix kernel, its tiles of its own shape */
+    const char *cm = cm_shader(ctx);
+    uint32_t cm_rows = 0, cm_chunk = 0, cm_wg = 0;
+    /* (the emulation's rolled loops would pass lavapipe's 65535 loop iterations an invocation
+     * over the long case's walk) */
+    int emulated = cm && strcmp(cm, "attn_prefill_emu.f16") == 0;
+    if (cm && !c->rows && !(emulated && c->long_len))
+        ovk_attn_prefill_cm_shape(d, c->gqa, test_max_subgroup(ctx), ctx->info.max_workgroup_invocations,
+                                  ctx->info.max_shared_memory, &cm_rows, &cm_chunk, &cm_wg);
+    if (cm_rows) {
+        uint32_t cm_tiles = 0;
+        CHECK_OK(ovk_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, cm_rows, NULL, 0, &cm_tiles));
+        struct kv_attn_tile *t2 = calloc(cm_tiles, sizeof *t2);
+        CHECK_OK(ovk_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, cm_rows, t2, cm_tiles, &cm_tiles));
+        ovk_buffer b_t2;
+        CHECK_OK(test_gpu_buffer_from(ctx, t2, sizeof *t2 * cm_tiles, &b_t2));
+        float *faithful = malloc(sizeof *faithful * out_n);
+        rc.f16_inputs = 1;
+        CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, faithful));
+        attn_scene_kernel_output(&s, faithful, c->gqa, rot, c->rot_per_head, means);
+        pdesc.shader = cm;
+        pdesc.spec[KV_SPEC_WORKGROUP] = cm_wg;
+        pdesc.spec[KV_SPEC_PF_ROWS] = cm_rows;
+        pdesc.spec[KV_SPEC_PF_CHUNK] = cm_chunk;
+        CHECK_OK(ovk_pipeline_get(ctx, &pdesc, &pp));
+        ovk_binding b[10] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_t2, 0, 0 }, { &cache.int2_pool, 0, 0 },
+                                { &cache.f16_pool, 0, 0 }, { &cache.int2_table, 0, 0 }, { &cache.f16_table, 0, 0 },
+                                { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_means, 0, 0 } };
+        struct attn_prefill_push push = { cm_tiles, s.max_int2_pages, s.max_f16_pages, scale };
+        uint32_t g[3];
+        ovk_attn_grid(cm_tiles, c->nkv, g);
+        CHECK_OK(attn_scene_run_twice(ctx, pp, b, &push, g, &b_out));
+        CHECK_OK(ovk_buffer_download(ctx, &b_out, 0, got, sizeof *got * out_n));
+        char what[128];
+        snprintf(what, sizeof what, "%s %s (%u x %u, chunk %u)", cm, c->name, cm_rows, c->gqa, cm_chunk);
+        int adversarial = c->q_mul > 10.0f || c->mn_mul > 10.0f;
+        CHECK(test_check_accuracy(what, got, faithful, adversarial ? NULL : want, out_n));
+        ovk_buffer_destroy(ctx, &b_t2);
+        free(t2);
+        free(faithful);
     }
     ovk_buffer *bufs[] = { &b_q, &b_rows, &b_tiles, &b_rot, &b_out, &b_means };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);

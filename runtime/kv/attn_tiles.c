@@ -24,6 +24,38 @@ uint32_t ovk_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t 
     return 0;
 }
 
+uint64_t ovk_attn_prefill_cm_shared_bytes(uint32_t rows, uint32_t chunk, uint32_t gqa, uint32_t d)
+{
+    uint64_t m = (uint64_t)rows * gqa, qs = d / 4 + 2, ps = chunk / 4 + 2;
+    uint64_t ss = m * chunk > 16ull * d ? m * chunk : 16ull * d;
+    return 8 * (m * qs + 2ull * chunk * qs + m * ps) + 4 * (ss + 3 * m + rows);
+}
+
+uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t max_sg, uint32_t max_wg, uint32_t shared_bytes,
+                                   uint32_t *rows, uint32_t *chunk, uint32_t *wg)
+{
+    *rows = *chunk = *wg = 0;
+    if (d == 0 || d % 16 || gqa == 0 || max_sg == 0) return 0;
+    uint32_t g = 16, a = gqa; /* gcd(16, gqa) */
+    while (a) {
+        uint32_t t = g % a;
+        g = a, a = t;
+    }
+    uint32_t unit = 16 / g; /* rows of a whole number of row blocks */
+    uint32_t r0 = unit;
+    while (r0 * gqa < 64 && (r0 + unit) * gqa <= 128) r0 += unit;
+    for (uint32_t r = r0; r >= unit; r -= unit) {
+        uint32_t blocks = r * gqa / 16;
+        if (blocks > 8 || (uint64_t)blocks * max_sg > max_wg) continue;
+        for (uint32_t c = 64; c >= 16; c /= 2)
+            if (ovk_attn_prefill_cm_shared_bytes(r, c, gqa, d) <= shared_bytes) {
+                *rows = r, *chunk = c, *wg = blocks * max_sg;
+                return r;
+            }
+    }
+    return 0;
+}
+
 oscar_status ovk_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n_visible, uint32_t n_rows,
                                     const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t rows,
                                     struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles)

@@ -27,6 +27,19 @@
 uint32_t ovk_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t shared_bytes, uint32_t *rows,
                                   uint32_t *chunk);
 
+/* Shared memory of attn_prefill.coopmat (and its emulation) in bytes for `rows` rows per tile,
+ * `chunk` tokens per chunk, gqa and d (common/attn_prefill_cm_body.glsl's arrays). */
+uint64_t ovk_attn_prefill_cm_shared_bytes(uint32_t rows, uint32_t chunk, uint32_t gqa, uint32_t d);
+
+/* The tile shape of attn_prefill.coopmat for subgroups of at most `max_sg` threads, workgroups
+ * of at most `max_wg` threads and `shared_bytes` of shared memory: rows * gqa pairs in row
+ * blocks of 16 (rows a multiple of 16 / gcd(16, gqa)), aiming at 64 pairs (4 row blocks, at
+ * most 8) and then at the longest chunk (64, 32 or 16 tokens) that fits; fewer rows when nothing
+ * fits. *wg = row blocks * max_sg. Returns the rows (0 with *rows = *chunk = *wg = 0 when no
+ * shape fits or d is not a multiple of 16). */
+uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t max_sg, uint32_t max_wg, uint32_t shared_bytes,
+                                   uint32_t *rows, uint32_t *chunk, uint32_t *wg);
+
 /* Builds the tiles of one call: runs of rows with the same sequence, at most `rows` long.
  * row_seq, row_n_visible [n_rows]; seq_sink, seq_flushed_end [n_seq] (indexed by row_seq; pass
  * zeros in fp16 mode). tiles_out [max_tiles] may be NULL to count. *n_tiles: tiles needed.

@@ -103,6 +103,7 @@ struct oscar_kv_cache {
      * to pf_rows rows of one sequence instead of attn_decode over items. */
     ovk_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
     uint32_t pf_rows, pf_chunk;  /* its KV_SPEC_PF_ROWS and KV_SPEC_PF_CHUNK */
+    int pf_coopmat;              /* 1: pl_prefill is attn_prefill.coopmat */
     ovk_buffer tiles;          /* kv_attn_tile [max_step_tokens] */
     struct kv_attn_tile *h_tiles; /* [max_step_tokens] host copy */
     uint32_t n_tiles;            /* tiles of this step; 0: a decode step (items) */

@@ -214,20 +214,55 @@ fail:
  * memory attention may use. Leaves pl_prefill NULL (prefill steps then run attn_decode) when
  * tiles would hold fewer than 2 rows, or when the environment variable OSCAR_ATTN_PREFILL is 0
  * (for comparisons). */
+/* Whether the device lists the 16 x 16 x 16 fp16 x fp16 + fp32 subgroup shape. */
+static int has_coopmat_16(const oscar_context *ctx)
+{
+    for (uint32_t i = 0; i < ctx->info.coopmat_shape_count; i++) {
+        const oscar_coopmat_shape *s = &ctx->info.coopmat_shapes[i];
+        if (ovk_coopmat_shape_f16_f32(s) && s->m == 16 && s->n == 16 && s->k == 16) return 1;
+    }
+    return 0;
+}
+
+/* attn_prefill.coopmat's shape where the device runs it (and OSCAR_ATTN_PREFILL is not 2): *wg
+ * its workgroup, else 0. */
+static uint32_t prefill_coopmat_shape(oscar_kv_cache *c)
+{
+    oscar_context *ctx = c->ctx;
+    const char *shader = ovk_pick_variant(ctx, "attn_prefill");
+    if (ctx->env.attn_prefill == 2 || !shader || strcmp(shader, "attn_prefill.coopmat") != 0 || !has_coopmat_16(ctx))
+        return 0;
+    uint32_t sg = ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
+    uint32_t wg = 0;
+    ovk_attn_prefill_cm_shape(c->p.head_dim, c->gqa, sg, ctx->limits.maxComputeWorkGroupInvocations,
+                              ctx->info.max_shared_memory, &c->pf_rows, &c->pf_chunk, &wg);
+    return c->pf_rows >= 2 ? wg : 0;
+}
+
+/* The prefill attention's pipeline and tile buffers: attn_prefill.coopmat where the device has
+ * 16 x 16 x 16 fp16 cooperative matrices, else attn_prefill with the largest tile shape that
+ * fits the shared memory attention may use. Leaves pl_prefill NULL (prefill steps then run
+ * attn_decode) when tiles would hold fewer than 2 rows, or when the environment variable
+ * OSCAR_ATTN_PREFILL is 0 (for comparisons; 2 keeps attn_prefill where the cooperative-matrix
+ * kernel would run). */
 static oscar_status create_prefill(oscar_kv_cache *c)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = c->ctx;
     if (ctx->env.attn_prefill == 0) return OSCAR_OK;
     if (c->attn.rows && ctx->env.attn_prefill != 1) return OSCAR_OK; /* the rows kernel takes prefill rows as well */
+    uint32_t wg = prefill_coopmat_shape(c);
+    c->pf_coopmat = wg != 0;
     uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
-    if (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2)
+    if (!c->pf_coopmat &&
+        (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2))
         return OSCAR_OK;
     uint32_t T = c->p.max_step_tokens;
     OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
     c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
     if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    ovk_pipeline_desc d = ovk_kv_cache_desc(c, "attn_prefill", 10, sizeof(struct attn_prefill_push), WG_ATTN, ATTN_PF_N_SPEC);
+    ovk_pipeline_desc d = ovk_kv_cache_desc(c, c->pf_coopmat ? "attn_prefill.coopmat" : "attn_prefill", 10,
+                                            sizeof(struct attn_prefill_push), c->pf_coopmat ? wg : WG_ATTN, ATTN_PF_N_SPEC);
     d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
     d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
     OSCAR_TRY(ovk_pipeline_get(ctx, &d, &c->pl_prefill));

@@ -65,6 +65,17 @@ oscar_status attn_ref_read_kv(const attn_ref_cache *c, uint32_t seq, uint32_t po
 /* Half-precision rounding of x (through fp32). */
 static float h16(double x) { return ovk_round_f16((float)x); }
 
+/* x in fp16, clamped to +-65504 as the cooperative-matrix kernels convert */
+static float h16_clamped(float x) { return ovk_round_f16(x > 65504.0f ? 65504.0f : x < -65504.0f ? -65504.0f : x); }
+
+/* q·k of fp16 q·scale (qs, already rounded) and fp16 k, in double (f16_inputs) */
+static double dot_f16(const float *qs, const float *k, uint32_t d)
+{
+    double dot = 0.0;
+    for (uint32_t e = 0; e < d; e++) dot += (double)qs[e] * h16_clamped(k[e]);
+    return dot;
+}
+
 /* q·(k - center) of an INT2 key as attn_decode_f16 computes it: q·scale rounded to fp16, per
  * code word the pairs (e, e + 8), j = 0..7, multiplied and accumulated in fp16 (one rounding
  * each: a = q_0 c_0, a = fma(q_j, c_j, a)), the word's two halves summed in fp32; per group
@@ -177,19 +188,21 @@ oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const u
         uint32_t n = row_n_visible[r];
         for (uint32_t h = 0; h < n_head; h++) {
             const float *qh = q + ((size_t)r * n_head + h) * d;
+            float qs[KV_MAX_HEAD_DIM];
+            for (uint32_t e = 0; e < d && c->f16_inputs; e++) qs[e] = h16_clamped(qh[e] * scale);
             double m = -INFINITY;
             for (uint32_t p = 0; p < n; p++) {
                 OSCAR_TRY(attn_ref_read_kv(c, row_seq[r], p, h / gqa, k, v));
-                s[p] = score(c, qh, k, row_seq[r], p, h / gqa, scale);
+                s[p] = c->f16_inputs ? dot_f16(qs, k, d) : score(c, qh, k, row_seq[r], p, h / gqa, scale);
                 if (s[p] > m) m = s[p];
             }
             double l = 0.0;
             for (uint32_t e = 0; e < d; e++) o[e] = 0.0;
             for (uint32_t p = 0; p < n; p++) {
                 OSCAR_TRY(attn_ref_read_kv(c, row_seq[r], p, h / gqa, k, v));
-                double w = exp(s[p] - m);
+                double w = c->f16_inputs ? h16(exp(s[p] - m)) : exp(s[p] - m);
                 l += w;
-                for (uint32_t e = 0; e < d; e++) o[e] += w * v[e];
+                for (uint32_t e = 0; e < d; e++) o[e] += w * (c->f16_inputs ? h16_clamped(v[e]) : v[e]);
             }
             float *oh = out + ((size_t)r * n_head + h) * d;
             for (uint32_t e = 0; e < d; e++) oh[e] = n ? (float)(o[e] / l) : 0.0f;

@@ -45,6 +45,9 @@ typedef struct attn_ref_cache {
      * levels of int8 (the first as q8_ref.h, the second its remainder at 1/254 of its scale), the
      * scores exact over those values. The key center's part and fp16 keys keep fp32 q. */
     int q_q8_int2;
+    /* 1: as attn_prefill.coopmat rounds: q·scale, every K row (with its key center) and every V
+     * row in fp16 (clamped to +-65504), the softmax weights exp(s - max) in fp16; sums in double. */
+    int f16_inputs;
 } attn_ref_cache;
 
 /* Reads the K and V rows (d floats each, dequantized, rotated basis, K with its key center

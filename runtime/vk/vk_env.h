@@ -32,7 +32,9 @@ typedef struct ovk_env {
     uint32_t attn_vu;        /* OSCAR_ATTN_VU: chunked decode attention's value tokens a lane loads at once */
     int attn_idot;           /* OSCAR_ATTN_IDOT: 1 integer dot products for INT2 key scores where enabled; 0 or
                               * -1 (unset): fp32 */
-    int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; -1 */
+    int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; 1 the tiled
+                              * kernel on CPU devices too; 2 the fp32 tiled kernel instead of the
+                              * cooperative-matrix one; -1 (unset): the device's default */
     /* fallbacks forced (each optional feature only speeds things up) */
     int disable_coopmat;     /* OSCAR_DISABLE_COOPMAT: VK_KHR_cooperative_matrix stays off */
     int disable_integer_dot; /* OSCAR_DISABLE_INTEGER_DOT: VK_KHR_shader_integer_dot_product stays off */

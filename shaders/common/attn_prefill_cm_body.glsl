@@ -1,0 +1,280 @@
+// The body of prefill attention on cooperative matrices (shaders/attn_prefill.coopmat.comp),
+// shared with its scalar emulation (shaders/attn_prefill_emu.f16.comp). The interface is
+// attn_prefill.comp's: the same bindings, push constants, tiles (common/attn_prefill.h) and
+// output, o·R_Vᵀ (+ μ_V) included.
+//
+// One workgroup per (tile, KV head). The tile's M = ROWS x GQA (row, query head) pairs are the
+// rows of the matrices, cut into RB = M / 16 row blocks; subgroup b owns row block b and keeps
+// its d / 16 output accumulators (fp32) across the whole walk. The walk is attn_prefill's
+// (fp16 sinks, INT2 middle, fp16 recent window), in chunks of CHUNK tokens. Per chunk:
+//   load:    every thread: the chunk's K and V rows of this KV head, dequantized in fp32 (INT2:
+//            min + code * scale, as int2_quant.h; keys plus their block's center where the
+//            cache has a key-center table) and rounded to fp16 into sk, sv
+//   scores:  each owner: S = Q · Kᵀ for its 16 rows (Q = q·scale in fp16, staged once in sq)
+//            into ss; its lanes then run the online softmax of its rows with a lazy maximum:
+//            p = exp(s - m) for the tokens the row sees, rounded to fp16 into sp, l += p; m
+//            moves only when the chunk's maximum passes it by more than TAU, so p <= e^TAU
+//            (fp16 holds it) and the accumulators are rescaled (through ss: a matrix's layout
+//            is the device's own) only when some row's m moved
+//   values:  each owner: O += P · V
+// Two workgroup barriers a chunk; the softmax and the rescale wait at subgroup barriers only.
+// At the end each row block's O goes through ss and every thread writes its rows' o = O / l
+// (0 where l = 0), times R_Vᵀ in the rotated modes (+ μ_V in OSCAR mode), fp32 as attn_prefill.
+//
+// Rounding (docs/accuracy.md): q·scale, K and V in fp16 (clamped to +-65504), p in fp16, fp32
+// sums. attn_ref_attention with f16_inputs reproduces it.
+//
+// The host sizes the workgroup as RB times the largest subgroup size the device may use, so
+// that every owner subgroup is full; where the device runs smaller subgroups the extra ones
+// only load. Nothing assumes a subgroup size.
+#include "common/kv_layout.h"
+#include "common/kv_write.h"
+#include "common/attn_prefill.h"
+
+layout(local_size_x_id = KV_SPEC_WORKGROUP) in;
+layout(constant_id = KV_SPEC_HEAD_DIM) const uint HEAD_DIM = 128;
+layout(constant_id = KV_SPEC_GROUP) const uint GROUP = 128;
+layout(constant_id = KV_SPEC_PAGE) const uint PAGE = 64;
+layout(constant_id = KV_SPEC_N_KV) const uint N_KV = 1;
+layout(constant_id = KV_SPEC_GQA) const uint GQA = 4;
+layout(constant_id = KV_SPEC_MODE) const uint MODE = KV_MODE_ROTATED;
+layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
+layout(constant_id = KV_SPEC_PF_ROWS) const uint ROWS = 16;   // ROWS x GQA a multiple of 16
+layout(constant_id = KV_SPEC_PF_CHUNK) const uint CHUNK = 32; // a multiple of 16
+layout(constant_id = KV_SPEC_CENTER_BLOCK) const uint CENTER_BLOCK = 0; // 0: no key-center table
+const bool CENTERED = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u;
+const bool ROTATED = MODE == KV_MODE_HADAMARD || MODE == KV_MODE_ROTATED;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint D = HEAD_DIM;
+const uint D4 = D / 4u;
+const uint N_HEAD = N_KV * GQA;
+const uint M = ROWS * GQA;   // pair p = row * GQA + head
+const uint RB = M / 16u;     // row blocks
+const uint BC = CHUNK;
+const uint QS = D4 + 2u;     // row stride of sq, sk, sv in f16vec4 (16-byte aligned, spread over banks)
+const uint PS = BC / 4u + 2u; // row stride of sp in f16vec4
+const uint SS = BC;          // row stride of ss in floats while it holds scores
+const uint SS_FLOATS = M * SS > 16u * D ? M * SS : 16u * D; // scores, or one row block's O at the end
+const uint CW = D / 16u;     // code words per INT2 row
+const uint PWD = D / GROUP;  // param words per INT2 row
+const uint INT2_PAGE_WORDS = 2u * N_KV * PAGE * (CW + PWD);
+const uint K_PARAM_OFF = N_KV * PAGE * CW; // word offsets of the four INT2 page regions
+const uint V_CODE_OFF = N_KV * PAGE * (CW + PWD);
+const uint V_PARAM_OFF = N_KV * PAGE * (2u * CW + PWD);
+const uint F16_PAGE_VEC4 = N_KV * PAGE * D / 4u; // fp16 page (K and V) in uvec4 units
+const uint F16_ROW_VEC4 = D / 8u;
+const float TAU = 8.0;        // the lazy maximum's slack: p <= e^8 ~ 2981
+const float NEG_INF = -1.0 / 0.0;
+
+// ---- bindings (attn_prefill.comp's) ----
+layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };                // [n_rows][n_head][d] fp32, rotated
+layout(std430, binding = 1) readonly buffer Rows { kv_attn_row rows[]; };    // [n_rows]
+layout(std430, binding = 2) readonly buffer Tiles { kv_attn_tile tiles[]; }; // [n_tiles]
+layout(std430, binding = 3) readonly buffer Int2Pool { uint int2_pool[]; };  // [pages][INT2 page words]
+layout(std430, binding = 4) readonly buffer F16Pool4 { uvec4 f16_pool4[]; }; // [pages][fp16 page words / 4]
+layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // [n_seq][max_int2_pages]
+layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
+layout(std430, binding = 7) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
+layout(std430, binding = 8) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
+layout(std430, binding = 9) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer,
+layout(std430, binding = 9) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
+
+layout(push_constant) uniform Push { attn_prefill_push pc; };
+
+// ---- shared memory (ovk_attn_prefill_cm_shared_bytes in runtime/kv/attn_tiles.c) ----
+shared f16vec4 sq[M * QS];      // [M][d] q·scale, fp16
+shared f16vec4 sk[BC * QS];     // [CHUNK][d] K of the chunk, fp16
+shared f16vec4 sv[BC * QS];     // [CHUNK][d] V of the chunk, fp16
+shared f16vec4 sp[M * PS];      // [M][CHUNK] p, fp16
+shared float ss[SS_FLOATS];     // [M][CHUNK] scores; a row block's accumulators to rescale; [16][d] O at the end
+shared float s_m[M];            // the lazy maximum per pair
+shared float s_l[M];            // the sum of p per pair
+shared float s_a[M];            // this chunk's rescale factor per pair
+shared uint s_nv[ROWS];         // causal limit per tile row (0 past the tile's rows)
+
+#include "common/attn_prefill_cm_ops.glsl"
+
+f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
+
+// 4 dequantized elements e0..e0+3 of an INT2 code word w: min + code * scale (sm = (scale, min))
+vec4 dequant4(uint w, uint e0, vec2 sm)
+{
+    uvec4 c = (uvec4(w) >> (2u * (uvec4(e0) + uvec4(0u, 1u, 2u, 3u)))) & 3u;
+    return vec4(sm.y) + vec4(c) * sm.x;
+}
+
+// Elements 4i .. 4i + 3 of the rotated key center of position p's block (KV head kvh).
+vec4 key_center4(uint p, uint kvh, uint i)
+{
+    uint cb = KV_CENTER_TABLE_OFF(N_KV, D) + (p / max(CENTER_BLOCK, 1u) * N_KV + kvh) * (D / 2u) + 2u * i;
+    return vec4(unpackHalf2x16(means_w[cb]), unpackHalf2x16(means_w[cb + 1u]));
+}
+
+// The chunk's tokens [0, n) (positions p0 + tok; INT2 indices j0 + tok) into sk, sv; tokens
+// [n, CHUNK) as zeros.
+void load_int2(uint seq, uint p0, uint j0, uint n, uint kvh)
+{
+    for (uint i = gl_LocalInvocationID.x; i < BC * CW; i += WG) {
+        uint tok = i / CW, w = i % CW;
+        if (tok >= n) {
+            [[unroll]] for (uint k = 0u; k < 4u; k++) sk[tok * QS + 4u * w + k] = sv[tok * QS + 4u * w + k] = f16vec4(0.0);
+            continue;
+        }
+        uint j = j0 + tok;
+        uint base = uint(int2_table[seq * pc.max_int2_pages + j / PAGE]) * INT2_PAGE_WORDS;
+        uint row = kvh * PAGE + j % PAGE, g = w * 16u / GROUP;
+        uint kw = int2_pool[base + row * CW + w];
+        vec2 ksm = unpackHalf2x16(int2_pool[base + K_PARAM_OFF + row * PWD + g]); // x = scale, y = min
+        uint vw = int2_pool[base + V_CODE_OFF + row * CW + w];
+        vec2 vsm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row * PWD + g]);
+        [[unroll]] for (uint k = 0u; k < 4u; k++) {
+            vec4 kc = CENTERED ? key_center4(p0 + tok, kvh, 4u * w + k) : vec4(0.0);
+            sk[tok * QS + 4u * w + k] = to_f16(dequant4(kw, 4u * k, ksm) + kc);
+            sv[tok * QS + 4u * w + k] = to_f16(dequant4(vw, 4u * k, vsm));
+        }
+    }
+}
+
+void load_f16(uint seq, uint p0, uint n, uint kvh)
+{
+    for (uint i = gl_LocalInvocationID.x; i < BC * F16_ROW_VEC4; i += WG) {
+        uint tok = i / F16_ROW_VEC4, c = i % F16_ROW_VEC4, p = p0 + tok;
+        if (tok >= n) {
+            sk[tok * QS + 2u * c] = sk[tok * QS + 2u * c + 1u] = f16vec4(0.0);
+            sv[tok * QS + 2u * c] = sv[tok * QS + 2u * c + 1u] = f16vec4(0.0);
+            continue;
+        }
+        uint krow = uint(f16_table[seq * pc.max_f16_pages + p / PAGE]) * F16_PAGE_VEC4 + (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;
+        uvec4 kw = f16_pool4[krow + c];
+        uvec4 vw = f16_pool4[krow + F16_PAGE_VEC4 / 2u + c];
+        vec4 k0 = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y)), k1 = vec4(unpackHalf2x16(kw.z), unpackHalf2x16(kw.w));
+        if (CENTERED) k0 += key_center4(p, kvh, 2u * c), k1 += key_center4(p, kvh, 2u * c + 1u);
+        sk[tok * QS + 2u * c] = to_f16(k0);
+        sk[tok * QS + 2u * c + 1u] = to_f16(k1);
+        sv[tok * QS + 2u * c] = f16vec4(unpackFloat2x16(vw.x), unpackFloat2x16(vw.y));
+        sv[tok * QS + 2u * c + 1u] = f16vec4(unpackFloat2x16(vw.z), unpackFloat2x16(vw.w));
+    }
+}
+
+// The online softmax of row block rb's pairs over the chunk's scores in ss (tokens [0, n) at
+// positions p0..): p into sp, m, l and the rescale factor into s_m, s_l, s_a. Returns whether
+// some row of this lane's moved its maximum after it had seen a token (its O must be rescaled).
+bool softmax_rows(uint rb, uint p0, uint n)
+{
+    bool moved = false;
+    for (uint r = gl_SubgroupInvocationID; r < 16u; r += gl_SubgroupSize) {
+        uint pr = rb * 16u + r;
+        uint nv = s_nv[pr / GQA];
+        uint nt = nv > p0 ? min(nv - p0, n) : 0u; // tokens this row sees in the chunk
+        float mc = NEG_INF;
+        for (uint tok = 0u; tok < nt; tok++) mc = max(mc, ss[pr * SS + tok]);
+        float m = s_m[pr], alpha = 1.0;
+        if (m == NEG_INF) m = mc; // nothing summed yet: no rescale
+        else if (mc > m + TAU) {
+            alpha = exp(m - mc);
+            m = mc;
+            moved = true;
+        }
+        float l = s_l[pr] * alpha;
+        for (uint t4 = 0u; t4 < BC / 4u; t4++) {
+            vec4 p;
+            [[unroll]] for (uint k = 0u; k < 4u; k++) {
+                uint tok = 4u * t4 + k;
+                p[k] = tok < nt ? exp(ss[pr * SS + tok] - m) : 0.0;
+            }
+            f16vec4 ph = to_f16(p);
+            sp[pr * PS + t4] = ph;
+            l += float(ph.x) + float(ph.y) + float(ph.z) + float(ph.w);
+        }
+        s_m[pr] = m, s_l[pr] = l, s_a[pr] = alpha;
+    }
+    return moved;
+}
+
+void main()
+{
+    uint tile_id = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+    if (tile_id >= pc.n_tiles) return; // uniform over the workgroup
+    uint kvh = gl_WorkGroupID.y;
+    uint t = gl_LocalInvocationID.x;
+    kv_attn_tile tl = tiles[tile_id];
+    uint rb = gl_SubgroupID;
+    bool own = rb < RB;
+
+    for (uint i = t; i < M * D4; i += WG) {
+        uint pr = i / D4, c = i % D4, r = pr / GQA, h = pr % GQA;
+        sq[pr * QS + c] = r < tl.n_rows ? to_f16(q4[((tl.row_begin + r) * N_HEAD + kvh * GQA + h) * D4 + c] * pc.scale) : f16vec4(0.0);
+    }
+    for (uint r = t; r < ROWS; r += WG) s_nv[r] = r < tl.n_rows ? rows[tl.row_begin + r].n_visible : 0u;
+    for (uint pr = t; pr < M; pr += WG) s_m[pr] = NEG_INF, s_l[pr] = 0.0;
+
+    APC_ACC o[D / 16u];
+    APC_UNROLL for (uint j = 0u; j < D / 16u; j++) o[j] = APC_ZERO;
+    // the three ranges [begin, end) of one storage kind each, in chunks (the chunk's body is
+    // here, not in a function: the accumulators' array has a specialization-constant size,
+    // which a function parameter cannot take)
+    uint n_vis = tl.n_visible, sink = tl.sink, fe = tl.flushed_end;
+    bool split = MODE != KV_MODE_FP16 && fe > sink;
+    for (uint range = 0u; range < 3u; range++) {
+        bool is_int2 = split && range == 1u;
+        uint begin = range == 0u ? 0u : range == 1u ? sink : max(fe, sink);
+        uint end = !split ? (range == 0u ? n_vis : 0u) : range == 0u ? min(sink, n_vis) : range == 1u ? min(fe, n_vis) : n_vis;
+        for (uint p0 = begin; p0 < end; p0 += BC) {
+            uint n = min(end - p0, BC);
+            barrier(); // the previous chunk's readers of sk, sv are done (the first: sq, s_nv, s_m, s_l are published)
+            if (is_int2) load_int2(tl.seq, p0, p0 - sink, n, kvh);
+            else load_f16(tl.seq, p0, n, kvh);
+            barrier();
+            if (!own) continue; // uniform over the subgroup
+            APC_ACC s[BC / 16u];
+            APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) s[j] = APC_ZERO;
+            APC_UNROLL for (uint kk = 0u; kk < D4; kk += 4u)
+                APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) APC_QK(s[j], rb * 16u * QS + kk, j * 16u * QS + kk);
+            APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) APC_STORE(s[j], rb * 16u * SS + j * 16u, SS);
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            bool moved = subgroupAny(softmax_rows(rb, p0, n));
+            subgroupMemoryBarrierShared();
+            subgroupBarrier();
+            if (moved) { // O *= alpha per row, through this row block's rows of ss (its scores are used)
+                APC_UNROLL for (uint j = 0u; j < D / 16u; j++) {
+                    APC_STORE(o[j], rb * 16u * SS, SS);
+                    subgroupMemoryBarrierShared();
+                    subgroupBarrier();
+                    for (uint e = gl_SubgroupInvocationID; e < 256u; e += gl_SubgroupSize)
+                        ss[(rb * 16u + e / 16u) * SS + e % 16u] *= s_a[rb * 16u + e / 16u];
+                    subgroupMemoryBarrierShared();
+                    subgroupBarrier();
+                    APC_LOAD(o[j], rb * 16u * SS, SS);
+                    subgroupBarrier(); // read before the next matrix overwrites the slot
+                }
+            }
+            APC_UNROLL for (uint kt = 0u; kt < BC; kt += 16u)
+                APC_UNROLL for (uint j = 0u; j < D / 16u; j++) APC_PV(o[j], rb * 16u * PS + kt / 4u, kt * QS + 4u * j);
+        }
+    }
+
+    // out = o·R_Vᵀ (+ μ_V), o = O / l, a row block at a time through ss as [16][d]
+    for (uint b = 0u; b < RB; b++) {
+        barrier(); // every reader of ss is done
+        if (own && rb == b) APC_UNROLL for (uint j = 0u; j < D / 16u; j++) APC_STORE(o[j], 16u * j, D);
+        barrier();
+        for (uint i = t; i < 16u * D; i += WG) {
+            uint r = i / D, j = i % D, pr = b * 16u + r, row = pr / GQA, h = pr % GQA;
+            if (row >= tl.n_rows) continue;
+            float l = s_l[pr], inv = l > 0.0 ? 1.0 / l : 0.0, v;
+            if (ROTATED) {
+                uint rbase = (ROT_PER_HEAD != 0u ? kvh : 0u) * D * D4 + j * D4;
+                v = 0.0;
+                for (uint i4 = 0u; i4 < D4; i4++) {
+                    vec4 o4 = vec4(ss[r * D + 4u * i4], ss[r * D + 4u * i4 + 1u], ss[r * D + 4u * i4 + 2u], ss[r * D + 4u * i4 + 3u]);
+                    v += dot(rot_v[rbase + i4], o4 * inv);
+                }
+                if (MODE == KV_MODE_ROTATED) v += means[(N_KV + kvh) * D + j];
+            } else
+                v = ss[r * D + j] * inv;
+            out_[((tl.row_begin + row) * N_HEAD + kvh * GQA + h) * D + j] = v;
+        }
+    }
+}

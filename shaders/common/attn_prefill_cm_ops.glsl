@@ -1,0 +1,107 @@
+// The matrix operations of common/attn_prefill_cm_body.glsl, included after its shared arrays:
+// 16 x 16 x 16 products, fp16 inputs and fp32 accumulators, subgroup scope.
+//   APC_QK(acc, a, b):  acc += Q[a..] · Kᵀ[b..]  A from sq (row-major, stride QS f16vec4),
+//                                                B from sk read column-major (a token's d
+//                                                elements are contiguous: Kᵀ's columns)
+//   APC_PV(acc, a, b):  acc += P[a..] · V[b..]   A from sp (row-major, stride PS f16vec4),
+//                                                B from sv (row-major, stride QS f16vec4)
+//   APC_STORE / APC_LOAD(acc, off, stride):      row-major, to and from ss (floats)
+// Offsets a, b are in f16vec4 units of their arrays.
+//
+// On cooperative matrices, or (APC_EMULATE) in scalar code with the same offsets and strides: a
+// lane holds the elements i = lane + e * gl_SubgroupSize of each accumulator (element i is row
+// i / 16, column i % 16), and an A or B operand is read from shared memory when multiplied (the
+// arrays do not change between a load and its product). The emulation lets a device without
+// cooperative matrices check the kernel's indexing; it needs subgroups of 4 or more lanes.
+#ifndef OSCAR_ATTN_PREFILL_CM_OPS_GLSL
+#define OSCAR_ATTN_PREFILL_CM_OPS_GLSL
+
+#ifndef APC_EMULATE
+
+#define APC_UNROLL [[unroll]]
+#define APC_ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+#define APC_ZERO APC_ACC(0.0)
+#define APC_QK(acc, a, b)                                                                                 \
+    {                                                                                                     \
+        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ma_;                                  \
+        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> mb_;                                  \
+        coopMatLoad(ma_, sq, a, QS, gl_CooperativeMatrixLayoutRowMajor);                                  \
+        coopMatLoad(mb_, sk, b, QS, gl_CooperativeMatrixLayoutColumnMajor);                               \
+        acc = coopMatMulAdd(ma_, mb_, acc);                                                               \
+    }
+#define APC_PV(acc, a, b)                                                                                 \
+    {                                                                                                     \
+        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ma_;                                  \
+        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> mb_;                                  \
+        coopMatLoad(ma_, sp, a, PS, gl_CooperativeMatrixLayoutRowMajor);                                  \
+        coopMatLoad(mb_, sv, b, QS, gl_CooperativeMatrixLayoutRowMajor);                                  \
+        acc = coopMatMulAdd(ma_, mb_, acc);                                                               \
+    }
+#define APC_STORE(acc, off, stride) coopMatStore(acc, ss, off, stride, gl_CooperativeMatrixLayoutRowMajor)
+#define APC_LOAD(acc, off, stride) coopMatLoad(acc, ss, off, stride, gl_CooperativeMatrixLayoutRowMajor)
+
+#else
+
+#define APC_UNROLL
+const uint APC_E = 64u; // elements of an accumulator a lane holds at most (256 / 4 lanes)
+struct apc_acc {
+    float e[APC_E];
+};
+#define APC_ACC apc_acc
+#define APC_ZERO apc_zero()
+#define APC_QK(acc, a, b) acc = apc_qk(a, b, acc)
+#define APC_PV(acc, a, b) acc = apc_pv(a, b, acc)
+#define APC_STORE(acc, off, stride) apc_store(acc, off, stride)
+#define APC_LOAD(acc, off, stride) acc = apc_load(off, stride)
+
+apc_acc apc_zero()
+{
+    apc_acc c;
+    for (uint e = 0u; e < APC_E; e++) c.e[e] = 0.0;
+    return c;
+}
+
+apc_acc apc_qk(uint a, uint b, apc_acc c)
+{
+    for (uint e = 0u; e < APC_E; e++) {
+        uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize, m = i / 16u, n = i % 16u;
+        if (i >= 256u) break;
+        float s = c.e[e];
+        for (uint k = 0u; k < 16u; k++) s += float(sq[a + m * QS + k / 4u][k % 4u]) * float(sk[b + n * QS + k / 4u][k % 4u]);
+        c.e[e] = s;
+    }
+    return c;
+}
+
+apc_acc apc_pv(uint a, uint b, apc_acc c)
+{
+    for (uint e = 0u; e < APC_E; e++) {
+        uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize, m = i / 16u, n = i % 16u;
+        if (i >= 256u) break;
+        float s = c.e[e];
+        for (uint k = 0u; k < 16u; k++) s += float(sp[a + m * PS + k / 4u][k % 4u]) * float(sv[b + k * QS + n / 4u][n % 4u]);
+        c.e[e] = s;
+    }
+    return c;
+}
+
+void apc_store(apc_acc c, uint off, uint stride)
+{
+    for (uint e = 0u; e < APC_E; e++) {
+        uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize;
+        if (i < 256u) ss[off + (i / 16u) * stride + i % 16u] = c.e[e];
+    }
+}
+
+apc_acc apc_load(uint off, uint stride)
+{
+    apc_acc c = apc_zero();
+    for (uint e = 0u; e < APC_E; e++) {
+        uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize;
+        if (i < 256u) c.e[e] = ss[off + (i / 16u) * stride + i % 16u];
+    }
+    return c;
+}
+
+#endif
+#endif
