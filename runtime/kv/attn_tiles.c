@@ -28,7 +28,7 @@ uint64_t ovk_attn_prefill_cm_shared_bytes(uint32_t rows, uint32_t chunk, uint32_
 {
     uint64_t m = (uint64_t)rows * gqa, qs = d / 4 + 2, ps = chunk / 4 + 2;
     uint64_t ss = m * chunk > 16ull * d ? m * chunk : 16ull * d;
-    return 8 * (m * qs + 2ull * chunk * qs + m * ps) + 4 * (ss + 3 * m + rows);
+    return 8 * (m * qs + 2ull * chunk * qs + m * ps) + 4 * (ss + 3 * m + ((rows + 3ull) & ~3ull));
 }
 
 uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t max_sg, uint32_t max_wg, uint32_t shared_bytes,

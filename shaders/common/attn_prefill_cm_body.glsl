@@ -91,7 +91,8 @@ shared float ss[SS_FLOATS];     // [M][CHUNK] scores; a row block's accumulators
 shared float s_m[M];            // the lazy maximum per pair
 shared float s_l[M];            // the sum of p per pair
 shared float s_a[M];            // this chunk's rescale factor per pair
-shared uint s_nv[ROWS];         // causal limit per tile row (0 past the tile's rows)
+shared uint s_nv[(ROWS + 3u) & ~3u]; // causal limit per tile row (0 past the tile's rows); whole 16 bytes,
+                                // as every array here (the matrix loads need 16-byte aligned arrays)
 
 #include "common/attn_prefill_cm_ops.glsl"
 
@@ -206,7 +207,7 @@ void main()
         uint pr = i / D4, c = i % D4, r = pr / GQA, h = pr % GQA;
         sq[pr * QS + c] = r < tl.n_rows ? to_f16(q4[((tl.row_begin + r) * N_HEAD + kvh * GQA + h) * D4 + c] * pc.scale) : f16vec4(0.0);
     }
-    for (uint r = t; r < ROWS; r += WG) s_nv[r] = r < tl.n_rows ? rows[tl.row_begin + r].n_visible : 0u;
+    for (uint r = t; r < ((ROWS + 3u) & ~3u); r += WG) s_nv[r] = r < tl.n_rows ? rows[tl.row_begin + r].n_visible : 0u;
     for (uint pr = t; pr < M; pr += WG) s_m[pr] = NEG_INF, s_l[pr] = 0.0;
 
     APC_ACC o[D / 16u];
