@@ -168,8 +168,13 @@ bool softmax_rows(uint rb, uint p0, uint n)
         uint pr = rb * 16u + r;
         uint nv = s_nv[pr / GQA];
         uint nt = nv > p0 ? min(nv - p0, n) : 0u; // tokens this row sees in the chunk
+        // (each lane starts its row at its own token, so the lanes' reads of ss fall in different
+        // banks: the rows are CHUNK floats apart)
         float mc = NEG_INF;
-        for (uint tok = 0u; tok < nt; tok++) mc = max(mc, ss[pr * SS + tok]);
+        for (uint t = 0u; t < BC; t++) {
+            uint tok = (t + r) % BC;
+            if (tok < nt) mc = max(mc, ss[pr * SS + tok]);
+        }
         float m = s_m[pr], alpha = 1.0;
         if (m == NEG_INF) m = mc; // nothing summed yet: no rescale
         else if (mc > m + TAU) {
@@ -178,7 +183,8 @@ bool softmax_rows(uint rb, uint p0, uint n)
             moved = true;
         }
         float l = s_l[pr] * alpha;
-        for (uint t4 = 0u; t4 < BC / 4u; t4++) {
+        for (uint u = 0u; u < BC / 4u; u++) {
+            uint t4 = (u + r) % (BC / 4u);
             vec4 p;
             [[unroll]] for (uint k = 0u; k < 4u; k++) {
                 uint tok = 4u * t4 + k;
