@@ -56,6 +56,7 @@ static uint32_t test_max_subgroup(const oscar_context *ctx)
  * fp16 matrices, else the emulation where it has fp16 arithmetic, else NULL. */
 static const char *cm_shader(oscar_context *ctx)
 {
+    if (!ctx->info.subgroup_shuffle) return NULL;
     const char *pick = ovk_pick_variant(ctx, "attn_prefill");
     for (uint32_t i = 0; pick && strcmp(pick, "attn_prefill.coopmat") == 0 && i < ctx->info.coopmat_shape_count; i++) {
         const oscar_coopmat_shape *sh = &ctx->info.coopmat_shapes[i];

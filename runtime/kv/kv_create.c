@@ -224,13 +224,14 @@ static int has_coopmat_16(const oscar_context *ctx)
     return 0;
 }
 
-/* attn_prefill.coopmat's shape where the device runs it (and OSCAR_ATTN_PREFILL is not 2): *wg
- * its workgroup, else 0. */
+/* attn_prefill.coopmat's workgroup size where the device runs it (16 x 16 x 16 fp16 matrices,
+ * subgroup shuffles) and OSCAR_ATTN_PREFILL is not 2, with its tile shape in c; else 0. */
 static uint32_t prefill_coopmat_shape(oscar_kv_cache *c)
 {
     oscar_context *ctx = c->ctx;
     const char *shader = ovk_pick_variant(ctx, "attn_prefill");
-    if (ctx->env.attn_prefill == 2 || !shader || strcmp(shader, "attn_prefill.coopmat") != 0 || !has_coopmat_16(ctx))
+    if (ctx->env.attn_prefill == 2 || !shader || strcmp(shader, "attn_prefill.coopmat") != 0 || !has_coopmat_16(ctx) ||
+        !ctx->info.subgroup_shuffle)
         return 0;
     uint32_t sg = ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
     uint32_t wg = 0;

@@ -112,69 +112,115 @@ vec4 key_center4(uint p, uint kvh, uint i)
     return vec4(unpackHalf2x16(means_w[cb]), unpackHalf2x16(means_w[cb + 1u]));
 }
 
-// The chunk's tokens [0, n) (positions p0 + tok; INT2 indices j0 + tok) into sk, sv; tokens
-// [n, CHUNK) as zeros.
-void load_int2(uint seq, uint p0, uint j0, uint n, uint kvh)
-{
-    for (uint i = gl_LocalInvocationID.x; i < BC * CW; i += WG) {
-        uint tok = i / CW, w = i % CW;
-        if (tok >= n) {
-            [[unroll]] for (uint k = 0u; k < 4u; k++) sk[tok * QS + 4u * w + k] = sv[tok * QS + 4u * w + k] = f16vec4(0.0);
-            continue;
-        }
-        uint j = j0 + tok;
-        uint base = uint(int2_table[seq * pc.max_int2_pages + j / PAGE]) * INT2_PAGE_WORDS;
-        uint row = kvh * PAGE + j % PAGE, g = w * 16u / GROUP;
-        uint kw = int2_pool[base + row * CW + w];
-        vec2 ksm = unpackHalf2x16(int2_pool[base + K_PARAM_OFF + row * PWD + g]); // x = scale, y = min
-        uint vw = int2_pool[base + V_CODE_OFF + row * CW + w];
-        vec2 vsm = unpackHalf2x16(int2_pool[base + V_PARAM_OFF + row * PWD + g]);
-        [[unroll]] for (uint k = 0u; k < 4u; k++) {
-            vec4 kc = CENTERED ? key_center4(p0 + tok, kvh, 4u * w + k) : vec4(0.0);
-            sk[tok * QS + 4u * w + k] = to_f16(dequant4(kw, 4u * k, ksm) + kc);
-            sv[tok * QS + 4u * w + k] = to_f16(dequant4(vw, 4u * k, vsm));
-        }
+// Loading a chunk goes in two halves, so that the next chunk's global reads are in flight while
+// the current chunk is multiplied: FETCH reads a thread's part of the chunk's raw words into
+// raw[RAW] (INT2: a uvec4 (K codes, K params, V codes, V params) per code word; fp16: the K and V
+// uvec4 of 8 elements), STORE converts them into sk, sv (dequantized in fp32, key centers added,
+// rounded to fp16; tokens [n, CHUNK) as zeros). Macros: raw's size is a specialization constant,
+// which a function parameter cannot take.
+const uint I_ITEMS = (BC * CW + WG - 1u) / WG;            // INT2 code words a thread a chunk
+const uint F_ITEMS = (BC * F16_ROW_VEC4 + WG - 1u) / WG;  // fp16 uvec4 pairs a thread a chunk
+const uint RAW = 2u * F_ITEMS > I_ITEMS ? 2u * F_ITEMS : I_ITEMS;
+
+// INT2 index j0 + tok (seq, KV head kvh), or fp16 position p0 + tok
+#define FETCH(IS_INT2, SEQ, P0, J0, N)                                                                   \
+    if (IS_INT2) {                                                                                      \
+        [[unroll]] for (uint it = 0u; it < I_ITEMS; it++) {                                             \
+            uint i = t + it * WG, tok = i / CW, w = i % CW;                                             \
+            raw[it] = uvec4(0u);                                                                        \
+            if (i < BC * CW && tok < (N)) {                                                             \
+                uint j = (J0) + tok;                                                                    \
+                uint base = uint(int2_table[(SEQ) * pc.max_int2_pages + j / PAGE]) * INT2_PAGE_WORDS;   \
+                uint row = kvh * PAGE + j % PAGE, g = w * 16u / GROUP;                                  \
+                raw[it] = uvec4(int2_pool[base + row * CW + w], int2_pool[base + K_PARAM_OFF + row * PWD + g], \
+                                int2_pool[base + V_CODE_OFF + row * CW + w], int2_pool[base + V_PARAM_OFF + row * PWD + g]); \
+            }                                                                                           \
+        }                                                                                               \
+    } else {                                                                                            \
+        [[unroll]] for (uint it = 0u; it < F_ITEMS; it++) {                                             \
+            uint i = t + it * WG, tok = i / F16_ROW_VEC4, c = i % F16_ROW_VEC4, p = (P0) + tok;         \
+            raw[2u * it] = raw[2u * it + 1u] = uvec4(0u);                                               \
+            if (i < BC * F16_ROW_VEC4 && tok < (N)) {                                                   \
+                uint krow = uint(f16_table[(SEQ) * pc.max_f16_pages + p / PAGE]) * F16_PAGE_VEC4 +      \
+                            (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;                                     \
+                raw[2u * it] = f16_pool4[krow + c];                                                     \
+                raw[2u * it + 1u] = f16_pool4[krow + F16_PAGE_VEC4 / 2u + c];                           \
+            }                                                                                           \
+        }                                                                                               \
     }
+
+#define STORE(IS_INT2, P0, N)                                                                            \
+    if (IS_INT2) {                                                                                      \
+        [[unroll]] for (uint it = 0u; it < I_ITEMS; it++) {                                             \
+            uint i = t + it * WG, tok = i / CW, w = i % CW;                                             \
+            if (i >= BC * CW) continue;                                                                 \
+            vec2 ksm = unpackHalf2x16(raw[it].y), vsm = unpackHalf2x16(raw[it].w); /* (scale, min) */  \
+            [[unroll]] for (uint k = 0u; k < 4u; k++) {                                                 \
+                vec4 kc = CENTERED && tok < (N) ? key_center4((P0) + tok, kvh, 4u * w + k) : vec4(0.0); \
+                sk[tok * QS + 4u * w + k] = tok < (N) ? to_f16(dequant4(raw[it].x, 4u * k, ksm) + kc) : f16vec4(0.0); \
+                sv[tok * QS + 4u * w + k] = tok < (N) ? to_f16(dequant4(raw[it].z, 4u * k, vsm)) : f16vec4(0.0); \
+            }                                                                                           \
+        }                                                                                               \
+    } else {                                                                                            \
+        [[unroll]] for (uint it = 0u; it < F_ITEMS; it++) {                                             \
+            uint i = t + it * WG, tok = i / F16_ROW_VEC4, c = i % F16_ROW_VEC4;                         \
+            if (i >= BC * F16_ROW_VEC4) continue;                                                       \
+            uvec4 kw = raw[2u * it], vw = raw[2u * it + 1u];                                            \
+            vec4 k0 = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y)), k1 = vec4(unpackHalf2x16(kw.z), unpackHalf2x16(kw.w)); \
+            if (CENTERED && tok < (N))                                                                  \
+                k0 += key_center4((P0) + tok, kvh, 2u * c), k1 += key_center4((P0) + tok, kvh, 2u * c + 1u); \
+            sk[tok * QS + 2u * c] = to_f16(k0);                                                         \
+            sk[tok * QS + 2u * c + 1u] = to_f16(k1);                                                    \
+            sv[tok * QS + 2u * c] = f16vec4(unpackFloat2x16(vw.x), unpackFloat2x16(vw.y));              \
+            sv[tok * QS + 2u * c + 1u] = f16vec4(unpackFloat2x16(vw.z), unpackFloat2x16(vw.w));         \
+        }                                                                                               \
+    }
+
+// The walk's ranges (fp16 sinks, INT2 middle, fp16 recent window; only the first in fp16 mode):
+// range r covers positions [begin, end).
+void range_bounds(uint r, kv_attn_tile tl, out uint begin, out uint end)
+{
+    bool split = MODE != KV_MODE_FP16 && tl.flushed_end > tl.sink;
+    uint n_vis = tl.n_visible, sink = tl.sink, fe = tl.flushed_end;
+    begin = r == 0u ? 0u : r == 1u ? sink : max(fe, sink);
+    end = !split ? (r == 0u ? n_vis : 0u) : r == 0u ? min(sink, n_vis) : r == 1u ? min(fe, n_vis) : n_vis;
 }
 
-void load_f16(uint seq, uint p0, uint n, uint kvh)
+// The chunk after the one at (range, p0), or range = 3 when the walk is done.
+void next_chunk(kv_attn_tile tl, inout uint range, inout uint p0)
 {
-    for (uint i = gl_LocalInvocationID.x; i < BC * F16_ROW_VEC4; i += WG) {
-        uint tok = i / F16_ROW_VEC4, c = i % F16_ROW_VEC4, p = p0 + tok;
-        if (tok >= n) {
-            sk[tok * QS + 2u * c] = sk[tok * QS + 2u * c + 1u] = f16vec4(0.0);
-            sv[tok * QS + 2u * c] = sv[tok * QS + 2u * c + 1u] = f16vec4(0.0);
-            continue;
-        }
-        uint krow = uint(f16_table[seq * pc.max_f16_pages + p / PAGE]) * F16_PAGE_VEC4 + (kvh * PAGE + p % PAGE) * F16_ROW_VEC4;
-        uvec4 kw = f16_pool4[krow + c];
-        uvec4 vw = f16_pool4[krow + F16_PAGE_VEC4 / 2u + c];
-        vec4 k0 = vec4(unpackHalf2x16(kw.x), unpackHalf2x16(kw.y)), k1 = vec4(unpackHalf2x16(kw.z), unpackHalf2x16(kw.w));
-        if (CENTERED) k0 += key_center4(p, kvh, 2u * c), k1 += key_center4(p, kvh, 2u * c + 1u);
-        sk[tok * QS + 2u * c] = to_f16(k0);
-        sk[tok * QS + 2u * c + 1u] = to_f16(k1);
-        sv[tok * QS + 2u * c] = f16vec4(unpackFloat2x16(vw.x), unpackFloat2x16(vw.y));
-        sv[tok * QS + 2u * c + 1u] = f16vec4(unpackFloat2x16(vw.z), unpackFloat2x16(vw.w));
+    uint begin, end;
+    range_bounds(range, tl, begin, end);
+    p0 += BC;
+    while (range < 3u && p0 >= end) {
+        range++;
+        if (range < 3u) range_bounds(range, tl, begin, end), p0 = begin;
     }
 }
 
 // The online softmax of row block rb's pairs over the chunk's scores in ss (tokens [0, n) at
 // positions p0..): p into sp, m, l and the rescale factor into s_m, s_l, s_a. Returns whether
 // some row of this lane's moved its maximum after it had seen a token (its O must be rescaled).
+// H lanes share a row where the subgroup has 16 H lanes (H = 4, 2), each taking H's part of the
+// chunk, their maxima and sums meeting through subgroup shuffles; else one lane a row, rows in
+// turn. Each lane starts its part at its own token, so that the lanes' reads of ss (rows CHUNK
+// floats apart) fall in different banks.
 bool softmax_rows(uint rb, uint p0, uint n)
 {
+    uint H = gl_SubgroupSize >= 64u ? 4u : gl_SubgroupSize >= 32u ? 2u : 1u;
+    uint TPL = BC / H, G = TPL / 4u; // tokens and groups of 4 tokens a lane
     bool moved = false;
-    for (uint r = gl_SubgroupInvocationID; r < 16u; r += gl_SubgroupSize) {
-        uint pr = rb * 16u + r;
+    for (uint task = gl_SubgroupInvocationID; task < 16u * H; task += gl_SubgroupSize) { // H > 1: task = lane, once
+        uint r = task % 16u, h = task / 16u, pr = rb * 16u + r;
         uint nv = s_nv[pr / GQA];
         uint nt = nv > p0 ? min(nv - p0, n) : 0u; // tokens this row sees in the chunk
-        // (each lane starts its row at its own token, so the lanes' reads of ss fall in different
-        // banks: the rows are CHUNK floats apart)
         float mc = NEG_INF;
-        for (uint t = 0u; t < BC; t++) {
-            uint tok = (t + r) % BC;
+        for (uint u = 0u; u < TPL; u++) {
+            uint tok = h * TPL + (u + r) % TPL;
             if (tok < nt) mc = max(mc, ss[pr * SS + tok]);
         }
+        if (H > 1u) mc = max(mc, subgroupShuffleXor(mc, 16u));
+        if (H > 2u) mc = max(mc, subgroupShuffleXor(mc, 32u));
         float m = s_m[pr], alpha = 1.0;
         if (m == NEG_INF) m = mc; // nothing summed yet: no rescale
         else if (mc > m + TAU) {
@@ -182,9 +228,9 @@ bool softmax_rows(uint rb, uint p0, uint n)
             m = mc;
             moved = true;
         }
-        float l = s_l[pr] * alpha;
-        for (uint u = 0u; u < BC / 4u; u++) {
-            uint t4 = (u + r) % (BC / 4u);
+        float l = 0.0;
+        for (uint u = 0u; u < G; u++) {
+            uint t4 = h * G + (u + r) % G;
             vec4 p;
             [[unroll]] for (uint k = 0u; k < 4u; k++) {
                 uint tok = 4u * t4 + k;
@@ -194,7 +240,9 @@ bool softmax_rows(uint rb, uint p0, uint n)
             sp[pr * PS + t4] = ph;
             l += float(ph.x) + float(ph.y) + float(ph.z) + float(ph.w);
         }
-        s_m[pr] = m, s_l[pr] = l, s_a[pr] = alpha;
+        if (H > 1u) l += subgroupShuffleXor(l, 16u);
+        if (H > 2u) l += subgroupShuffleXor(l, 32u);
+        if (h == 0u) s_m[pr] = m, s_l[pr] = s_l[pr] * alpha + l, s_a[pr] = alpha;
     }
     return moved;
 }
@@ -218,22 +266,34 @@ void main()
 
     APC_ACC o[D / 16u];
     APC_UNROLL for (uint j = 0u; j < D / 16u; j++) o[j] = APC_ZERO;
-    // the three ranges [begin, end) of one storage kind each, in chunks (the chunk's body is
-    // here, not in a function: the accumulators' array has a specialization-constant size,
-    // which a function parameter cannot take)
-    uint n_vis = tl.n_visible, sink = tl.sink, fe = tl.flushed_end;
-    bool split = MODE != KV_MODE_FP16 && fe > sink;
-    for (uint range = 0u; range < 3u; range++) {
+    // the walk, a chunk at a time (the chunk's body is here, not in a function: the accumulators'
+    // array has a specialization-constant size, which a function parameter cannot take)
+    bool split = MODE != KV_MODE_FP16 && tl.flushed_end > tl.sink;
+    uint range = 0u, p0 = 0u, begin, end;
+    range_bounds(0u, tl, begin, end);
+    if (p0 >= end) { // an empty first range: the first chunk of the next non-empty one (p0 wraps back to begin)
+        p0 = begin - BC;
+        next_chunk(tl, range, p0);
+    }
+    uvec4 raw[RAW];
+    if (range < 3u) {
+        range_bounds(range, tl, begin, end);
+        FETCH(split && range == 1u, tl.seq, p0, p0 - tl.sink, min(end - p0, BC))
+    }
+    while (range < 3u) {
+        range_bounds(range, tl, begin, end);
         bool is_int2 = split && range == 1u;
-        uint begin = range == 0u ? 0u : range == 1u ? sink : max(fe, sink);
-        uint end = !split ? (range == 0u ? n_vis : 0u) : range == 0u ? min(sink, n_vis) : range == 1u ? min(fe, n_vis) : n_vis;
-        for (uint p0 = begin; p0 < end; p0 += BC) {
-            uint n = min(end - p0, BC);
-            barrier(); // the previous chunk's readers of sk, sv are done (the first: sq, s_nv, s_m, s_l are published)
-            if (is_int2) load_int2(tl.seq, p0, p0 - sink, n, kvh);
-            else load_f16(tl.seq, p0, n, kvh);
-            barrier();
-            if (!own) continue; // uniform over the subgroup
+        uint n = min(end - p0, BC), cur_p0 = p0;
+        barrier(); // the previous chunk's readers of sk, sv are done (the first: sq, s_nv, s_m, s_l are published)
+        STORE(is_int2, cur_p0, n)
+        barrier();
+        next_chunk(tl, range, p0);
+        if (range < 3u) { // the next chunk's reads, in flight during this chunk's products
+            uint nb, ne;
+            range_bounds(range, tl, nb, ne);
+            FETCH(split && range == 1u, tl.seq, p0, p0 - tl.sink, min(ne - p0, BC))
+        }
+        if (own) { // uniform over the subgroup
             APC_ACC s[BC / 16u];
             APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) s[j] = APC_ZERO;
             APC_UNROLL for (uint kk = 0u; kk < D4; kk += 4u)
@@ -241,7 +301,7 @@ void main()
             APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) APC_STORE(s[j], rb * 16u * SS + j * 16u, SS);
             subgroupMemoryBarrierShared();
             subgroupBarrier();
-            bool moved = subgroupAny(softmax_rows(rb, p0, n));
+            bool moved = subgroupAny(softmax_rows(rb, cur_p0, n));
             subgroupMemoryBarrierShared();
             subgroupBarrier();
             if (moved) { // O *= alpha per row, through this row block's rows of ss (its scores are used)
