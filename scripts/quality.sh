@@ -55,11 +55,12 @@ cmd=$1
 out=$2
 tasks=${3:-}
 
-# find_bin NAME: the path of a project binary
+# find_bin NAME: the absolute path of a project binary
 find_bin() {
     local c
     for c in ${OSCAR_BIN_DIR:+"$OSCAR_BIN_DIR/$1"} "$(command -v "$1" 2>/dev/null || true)" "$build/$1" "$build/apps/$1"; do
-        [ -n "$c" ] && [ -x "$c" ] && { echo "$c"; return 0; }
+        # absolute: run calls it from inside OUTDIR
+        [ -n "$c" ] && [ -x "$c" ] && { echo "$(cd "$(dirname "$c")" && pwd)/$(basename "$c")"; return 0; }
     done
     fail "$1 not found (build it, or set OSCAR_BIN_DIR or OSCAR_BUILD)"
 }
@@ -87,11 +88,11 @@ prepare() {
     for r in ${QUALITY_ROTATIONS//,/ }; do
         [[ $names == *",$r,"* ]] || fail "QUALITY_ROTATIONS: unknown rotation file '$r' (${names:1:-1})"
     done
-    # a file is kept when it was made from the same model and calibration text
+    # a file is kept when it was made by the same calibrator from the same model and text
     local stamp
     for v in "${variants[@]}"; do
         read -r name g c vals ctr kr rf ks txt <<< "$v"
-        stamp="$(cd "$out/text" && sha256sum ../model.sha256 "$txt" | awk '{print $1}' | tr '\n' ' ') $tokens"
+        stamp="$(sha256sum "$calib" "$out/model.sha256" "$out/text/$txt" | awk '{print $1}' | tr '\n' ' ') $tokens"
         src="scripts/make_calib_text.sh $txt"
         [ "$txt" = calib.txt ] && src+=": debian-handbook, fortunes, jargon-file, git-howto, python-stdlib-a-m mixed"
         [[ ",${QUALITY_ROTATIONS:-$name}," == *",$name,"* ]] || continue
