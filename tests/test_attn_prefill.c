@@ -246,7 +246,22 @@ static void check_shapes(void)
                   shapes[i][1], r, ch);
         CHECK(4ull * ATTN_PF_SHARED_FLOATS(r, ch, shapes[i][1], shapes[i][0]) <= 32768);
     }
-    uint32_t r, ch;
+    /* the cooperative-matrix kernel's: d, gqa, subgroup, shared bytes -> rows, chunk, workgroup */
+    static const uint32_t cm[][7] = {
+        { 128, 4, 32, 49152, 16, 32, 128 }, { 128, 8, 32, 49152, 8, 32, 128 }, { 64, 3, 32, 49152, 32, 32, 192 },
+        { 256, 8, 32, 49152, 2, 16, 32 },   { 128, 4, 8, 32768, 8, 16, 16 },  { 128, 1, 64, 49152, 64, 32, 256 },
+    };
+    for (size_t i = 0; i < sizeof cm / sizeof cm[0]; i++) {
+        uint32_t r, ch, wg;
+        ovk_attn_prefill_cm_shape(cm[i][0], cm[i][1], cm[i][2], 1024, cm[i][3], &r, &ch, &wg);
+        CHECK_MSG(r == cm[i][4] && ch == cm[i][5] && wg == cm[i][6], "coopmat shape d %u gqa %u: %u rows x %u tokens, %u threads",
+                  cm[i][0], cm[i][1], r, ch, wg);
+        CHECK(ovk_attn_prefill_cm_shared_bytes(r, ch, cm[i][1], cm[i][0]) <= cm[i][3]);
+    }
+    uint32_t r, ch, wg;
+    CHECK(ovk_attn_prefill_cm_shape(100, 4, 32, 49152, 49152, &r, &ch, &wg) == 0 && r == 0 && wg == 0); /* d not a multiple of 16 */
+    CHECK(ovk_attn_prefill_cm_shape(128, 4, 32, 16, 49152, &r, &ch, &wg) == 0);   /* a workgroup smaller than a subgroup */
+    CHECK(ovk_attn_prefill_cm_shape(256, 8, 32, 1024, 16384, &r, &ch, &wg) == 0); /* too little shared memory */
     CHECK(ovk_attn_prefill_shape(128, 1, 100, 32768, &r, &ch) == 0); /* wg not a multiple of d/4 */
     CHECK(ovk_attn_prefill_shape(256, 16, WG, 4096, &r, &ch) == 0 && r == 0 && ch == 0);
 }

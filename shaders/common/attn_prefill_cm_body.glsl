@@ -7,11 +7,12 @@
 // rows of the matrices, cut into RB = M / 16 row blocks; subgroup b owns row block b and keeps
 // its d / 16 output accumulators (fp32) across the whole walk. The walk is attn_prefill's
 // (fp16 sinks, INT2 middle, fp16 recent window), in chunks of CHUNK tokens. Per chunk:
-//   load:    every thread: the chunk's K and V rows of this KV head, dequantized in fp32 (INT2:
-//            min + code * scale, as int2_quant.h; keys plus their block's center where the
-//            cache has a key-center table) and rounded to fp16 into sk, sv
+//   load:    every thread: its part of the chunk's K and V rows of this KV head (read into
+//            registers during the previous chunk's products), dequantized in fp32 (INT2: min +
+//            code * scale, as int2_quant.h; keys plus their block's center where the cache has
+//            a key-center table) and rounded to fp16 into sk, sv; then the next chunk's reads
 //   scores:  each owner: S = Q · Kᵀ for its 16 rows (Q = q·scale in fp16, staged once in sq)
-//            into ss; its lanes then run the online softmax of its rows with a lazy maximum:
+//            into ss; its lanes (1, 2 or 4 a row) then run the online softmax of its rows with a lazy maximum:
 //            p = exp(s - m) for the tokens the row sees, rounded to fp16 into sp, l += p; m
 //            moves only when the chunk's maximum passes it by more than TAU, so p <= e^TAU
 //            (fp16 holds it) and the accumulators are rescaled (through ss: a matrix's layout
@@ -67,20 +68,7 @@ const uint F16_ROW_VEC4 = D / 8u;
 const float TAU = 8.0;        // the lazy maximum's slack: p <= e^8 ~ 2981
 const float NEG_INF = -1.0 / 0.0;
 
-// ---- bindings (attn_prefill.comp's) ----
-layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };                // [n_rows][n_head][d] fp32, rotated
-layout(std430, binding = 1) readonly buffer Rows { kv_attn_row rows[]; };    // [n_rows]
-layout(std430, binding = 2) readonly buffer Tiles { kv_attn_tile tiles[]; }; // [n_tiles]
-layout(std430, binding = 3) readonly buffer Int2Pool { uint int2_pool[]; };  // [pages][INT2 page words]
-layout(std430, binding = 4) readonly buffer F16Pool4 { uvec4 f16_pool4[]; }; // [pages][fp16 page words / 4]
-layout(std430, binding = 5) readonly buffer Int2Table { int int2_table[]; }; // [n_seq][max_int2_pages]
-layout(std430, binding = 6) readonly buffer F16Table { int f16_table[]; };   // [n_seq][max_f16_pages]
-layout(std430, binding = 7) readonly buffer RotV { vec4 rot_v[]; };          // [n_rot][d][d/4] R_V of the layer
-layout(std430, binding = 8) writeonly buffer Out { float out_[]; };          // [n_rows][n_head][d] fp32
-layout(std430, binding = 9) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer,
-layout(std430, binding = 9) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
-
-layout(push_constant) uniform Push { attn_prefill_push pc; };
+#include "common/attn_prefill_io.glsl"
 
 // ---- shared memory (ovk_attn_prefill_cm_shared_bytes in runtime/kv/attn_tiles.c) ----
 shared f16vec4 sq[M * QS];      // [M][d] q·scale, fp16
@@ -97,20 +85,6 @@ shared uint s_nv[(ROWS + 3u) & ~3u]; // causal limit per tile row (0 past the ti
 #include "common/attn_prefill_cm_ops.glsl"
 
 f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
-
-// 4 dequantized elements e0..e0+3 of an INT2 code word w: min + code * scale (sm = (scale, min))
-vec4 dequant4(uint w, uint e0, vec2 sm)
-{
-    uvec4 c = (uvec4(w) >> (2u * (uvec4(e0) + uvec4(0u, 1u, 2u, 3u)))) & 3u;
-    return vec4(sm.y) + vec4(c) * sm.x;
-}
-
-// Elements 4i .. 4i + 3 of the rotated key center of position p's block (KV head kvh).
-vec4 key_center4(uint p, uint kvh, uint i)
-{
-    uint cb = KV_CENTER_TABLE_OFF(N_KV, D) + (p / max(CENTER_BLOCK, 1u) * N_KV + kvh) * (D / 2u) + 2u * i;
-    return vec4(unpackHalf2x16(means_w[cb]), unpackHalf2x16(means_w[cb + 1u]));
-}
 
 // Loading a chunk goes in two halves, so that the next chunk's global reads are in flight while
 // the current chunk is multiplied: FETCH reads a thread's part of the chunk's raw words into
