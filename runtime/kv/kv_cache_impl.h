@@ -99,11 +99,11 @@ struct oscar_kv_cache {
     ovk_attn_config attn;              /* pl_decode's kernel, variant and shape (ovk_attn_pick) */
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
     ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
-    /* Prefill steps (a sequence with more than one new row) run attn_prefill over tiles of up
-     * to pf_rows rows of one sequence instead of attn_decode over items. */
+    /* Prefill steps (a sequence with more than one new row) run attn_prefill (attn_prefill.coopmat
+     * where the device has fp16 cooperative matrices) over tiles of up to pf_rows rows of one
+     * sequence instead of attn_decode over items. */
     ovk_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
     uint32_t pf_rows, pf_chunk;  /* its KV_SPEC_PF_ROWS and KV_SPEC_PF_CHUNK */
-    int pf_coopmat;              /* 1: pl_prefill is attn_prefill.coopmat */
     ovk_buffer tiles;          /* kv_attn_tile [max_step_tokens] */
     struct kv_attn_tile *h_tiles; /* [max_step_tokens] host copy */
     uint32_t n_tiles;            /* tiles of this step; 0: a decode step (items) */

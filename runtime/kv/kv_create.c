@@ -210,10 +210,6 @@ fail:
     return st;
 }
 
-/* attn_prefill's pipeline and tile buffers, with the largest tile shape that fits the shared
- * memory attention may use. Leaves pl_prefill NULL (prefill steps then run attn_decode) when
- * tiles would hold fewer than 2 rows, or when the environment variable OSCAR_ATTN_PREFILL is 0
- * (for comparisons). */
 /* Whether the device lists the 16 x 16 x 16 fp16 x fp16 + fp32 subgroup shape. */
 static int has_coopmat_16(const oscar_context *ctx)
 {
@@ -253,17 +249,17 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     if (ctx->env.attn_prefill == 0) return OSCAR_OK;
     if (c->attn.rows && ctx->env.attn_prefill != 1) return OSCAR_OK; /* the rows kernel takes prefill rows as well */
     uint32_t wg = prefill_coopmat_shape(c);
-    c->pf_coopmat = wg != 0;
+    int coopmat = wg != 0;
     uint32_t budget = ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET;
-    if (!c->pf_coopmat &&
+    if (!coopmat &&
         (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2))
         return OSCAR_OK;
     uint32_t T = c->p.max_step_tokens;
     OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
     c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
     if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    ovk_pipeline_desc d = ovk_kv_cache_desc(c, c->pf_coopmat ? "attn_prefill.coopmat" : "attn_prefill", 10,
-                                            sizeof(struct attn_prefill_push), c->pf_coopmat ? wg : WG_ATTN, ATTN_PF_N_SPEC);
+    ovk_pipeline_desc d = ovk_kv_cache_desc(c, coopmat ? "attn_prefill.coopmat" : "attn_prefill", 10,
+                                            sizeof(struct attn_prefill_push), coopmat ? wg : WG_ATTN, ATTN_PF_N_SPEC);
     d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
     d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
     OSCAR_TRY(ovk_pipeline_get(ctx, &d, &c->pl_prefill));
