@@ -570,15 +570,21 @@ typedef struct ppl_result {
 
 typedef ppl_result ppl_results[MAX_MODES][MAX_TEXTS][APP_MAX_LIST]; /* [mode][text][context] */
 
+/* A table's header rule after its header row: the mode column, then n right-aligned columns. */
+static void print_rule(uint32_t n)
+{
+    printf("\n| --- |");
+    for (uint32_t ci = 0; ci < n; ci++) printf(" ---: |");
+    printf("\n");
+}
+
 /* The table of text x: a row per mode, a column per context. */
 static void print_ppl_table(const q_args *a, uint32_t x, const ppl_results ppl, const uint32_t *ctx_eff,
                             uint32_t n_ctx_eff, const uint32_t *chunks)
 {
     printf("| mode |");
     for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ctx %u (%u chunks) |", ctx_eff[ci], chunks[ci]);
-    printf("\n| --- |");
-    for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ---: |");
-    printf("\n");
+    print_rule(n_ctx_eff);
     for (uint32_t mi = 0; mi < a->n_modes; mi++) {
         printf("| %s |", a->modes[mi].name);
         for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
@@ -609,9 +615,7 @@ static void print_ppl_mean(const q_args *a, const ppl_results ppl, const uint32_
         for (uint32_t x = 0; x < a->n_files; x++) n += chunks[x][ci] > 0;
         printf(" ctx %u (%u texts) |", ctx_eff[ci], n);
     }
-    printf("\n| --- |");
-    for (uint32_t ci = 0; ci < n_ctx_eff; ci++) printf(" ---: |");
-    printf("\n");
+    print_rule(n_ctx_eff);
     for (uint32_t mi = 0; mi < a->n_modes; mi++) {
         printf("| %s |", a->modes[mi].name);
         for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
