@@ -95,7 +95,8 @@ struct oscar_kv_cache {
      * buffers (reset at each step_begin), and whether this step's flush was recorded there */
     ovk_cmd ext_cmd;
     int ext_flushed;
-    ovk_pipeline *pl_append, *pl_flush, *pl_rot, *pl_decode;
+    ovk_pipeline *pl_append, *pl_rot; /* kv_append and rotate_rows without RoPE, got at first use */
+    ovk_pipeline *pl_flush, *pl_decode;
     ovk_attn_config attn;              /* pl_decode's kernel, variant and shape (ovk_attn_pick) */
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
     ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */

@@ -503,10 +503,10 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     c->write_texel = ctx->info.type == OSCAR_DEVICE_CPU && ctx->texel_buffers && d <= 128 &&
                      c->rot_k.size / 16 <= ctx->limits.maxTexelBufferElements &&
                      c->rot_v.size / 16 <= ctx->limits.maxTexelBufferElements;
-    OSCAR_TRY(ovk_kv_append_pipeline(c, KV_SPEC_INPUT_F16, 0, &c->pl_append));
+    /* kv_append and rotate_rows are got at first use, in the RoPE variant a model asks for or
+     * without RoPE for an engine that applies its own (on lavapipe each costs 20-150 ms) */
     OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_flush", 5, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     c->wg_rotate = ctx->info.type == OSCAR_DEVICE_CPU ? d / 4 : WG_ROTATE;
-    OSCAR_TRY(ovk_kv_rotate_pipeline(c, 0, KV_ROPE_NONE, &c->pl_rot));
     OSCAR_TRY(create_decode(c));
     OSCAR_TRY(create_prefill(c));
     free(rot);

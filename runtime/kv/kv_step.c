@@ -239,15 +239,16 @@ static uint32_t texel_groups(uint64_t n) { return (uint32_t)((n + WG_TEXEL - 1) 
 static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *k,
                                     const ovk_binding *v, int input_f16, const ovk_kv_rope *rope)
 {
-    ovk_pipeline *p = c->pl_append;
+    ovk_pipeline *p = NULL;
     if (input_f16 && rope) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: RoPE on load needs fp32 rows");
     if (input_f16) {
         oscar_status st = ovk_kv_append_pipeline(c, KV_SPEC_INPUT_F16, 1, &p);
         if (st != OSCAR_OK) return st;
-    } else if (rope) {
-        ovk_pipeline **slot = &c->pl_append_rope[rope_spec(rope)];
+    } else {
+        ovk_pipeline **slot = rope ? &c->pl_append_rope[rope_spec(rope)] : &c->pl_append;
         if (!*slot) {
-            oscar_status st = ovk_kv_append_pipeline(c, KV_SPEC_ROPE, rope_spec(rope), slot);
+            oscar_status st = rope ? ovk_kv_append_pipeline(c, KV_SPEC_ROPE, rope_spec(rope), slot)
+                                   : ovk_kv_append_pipeline(c, KV_SPEC_INPUT_F16, 0, slot);
             if (st != OSCAR_OK) return st;
         }
         p = *slot;
@@ -307,15 +308,12 @@ static oscar_status dispatch_q_prep(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
     int rotated = c->mode == KV_MODE_HADAMARD || c->mode == KV_MODE_ROTATED;
     *done = 0;
     if (!rotated && !rope) return OSCAR_OK;
-    ovk_pipeline *p = c->pl_rot;
-    if (rope) {
-        ovk_pipeline **slot = &c->pl_q_prep[rope_spec(rope)];
-        if (!*slot) {
-            oscar_status st = ovk_kv_rotate_pipeline(c, rotated ? 0 : 2 /* RoPE alone */, rope_spec(rope), slot);
-            if (st != OSCAR_OK) return st;
-        }
-        p = *slot;
+    ovk_pipeline **slot = rope ? &c->pl_q_prep[rope_spec(rope)] : &c->pl_rot;
+    if (!*slot) {
+        oscar_status st = ovk_kv_rotate_pipeline(c, rope && !rotated ? 2 /* RoPE alone */ : 0, rope ? rope_spec(rope) : KV_ROPE_NONE, slot);
+        if (st != OSCAR_OK) return st;
     }
+    ovk_pipeline *p = *slot;
     /* query head h uses the R of its KV head */
     struct kv_rotate_push rp = { n_rows, H, c->n_rot > 1 ? c->gqa : H, rope ? rope->n_rot : 0 };
     ovk_binding rk = { &c->rot_k, layer * rot_bytes, rot_bytes };
