@@ -447,7 +447,8 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     q8 = products_q8(s, D, n, 2, w_gate_up);
     if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
     else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    if (glu_planes(s, L) && !products_q8(s, F, n, 1, w_down)) { /* SwiGLU inside the gate and up products */
+    int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
+    if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
         ovk_cmd_barrier(ctx, cmd);
         OSCAR_TRY(ovk_op_mul_mat_vec_planes_glu(ops, cmd, L->w_gate.type, bind(&L->w_gate.planes[0], 0),
                                                 bind(&L->w_up.planes[0], 0), xb, gate, F, F, D, n));
@@ -456,13 +457,12 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         uint32_t rows[2] = { F, F };
         OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, q8));
         ovk_cmd_barrier(ctx, cmd);
-        q8 = products_q8(s, F, n, 1, w_down);
-        if (q8) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
+        if (down_q8) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, q8));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, down_q8));
     }
 fail:
     return st;
