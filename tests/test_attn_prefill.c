@@ -45,24 +45,14 @@ typedef struct attn_case {
     uint32_t long_rows;     /* its prefill rows */
 } attn_case;
 
-/* The largest subgroup size the device may use (the cooperative-matrix kernel's workgroups are
- * sized by it). */
-static uint32_t test_max_subgroup(const oscar_context *ctx)
-{
-    return ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
-}
-
 /* The cooperative-matrix prefill kernel this device runs: the real one where it has 16 x 16 x 16
  * fp16 matrices, else the emulation where it has fp16 arithmetic, else NULL. */
 static const char *cm_shader(oscar_context *ctx)
 {
     if (!ctx->info.subgroup_shuffle) return NULL;
     const char *pick = ovk_pick_variant(ctx, "attn_prefill");
-    for (uint32_t i = 0; pick && strcmp(pick, "attn_prefill.coopmat") == 0 && i < ctx->info.coopmat_shape_count; i++) {
-        const oscar_coopmat_shape *sh = &ctx->info.coopmat_shapes[i];
-        if (ovk_coopmat_shape_f16_f32(sh) && sh->m == 16 && sh->n == 16 && sh->k == 16) return pick;
-    }
-    return ovk_variant_usable(ctx, "attn_prefill_emu.f16") && test_max_subgroup(ctx) >= 4 ? "attn_prefill_emu.f16" : NULL;
+    if (pick && strcmp(pick, "attn_prefill.coopmat") == 0 && ovk_coopmat_has_f16_shape(ctx, 16, 16, 16)) return pick;
+    return ovk_variant_usable(ctx, "attn_prefill_emu.f16") && ovk_max_subgroup_size(ctx) >= 4 ? "attn_prefill_emu.f16" : NULL;
 }
 
 /* The shared random cache (tests/support/attn_scene.h) for c, then this test's rows. */
@@ -192,7 +182,7 @@ static void run_case(oscar_context *ctx, const attn_case *c)
      * over the long case's walk) */
     int emulated = cm && strcmp(cm, "attn_prefill_emu.f16") == 0;
     if (cm && !c->rows && !(emulated && c->long_len))
-        ovk_attn_prefill_cm_shape(d, c->gqa, test_max_subgroup(ctx), ctx->info.max_workgroup_invocations,
+        ovk_attn_prefill_cm_shape(d, c->gqa, ovk_max_subgroup_size(ctx), ctx->info.max_workgroup_invocations,
                                   ctx->info.max_shared_memory, &cm_rows, &cm_chunk, &cm_wg);
     if (cm_rows) {
         uint32_t cm_tiles = 0;

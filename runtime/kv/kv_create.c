@@ -210,28 +210,17 @@ fail:
     return st;
 }
 
-/* Whether the device lists the 16 x 16 x 16 fp16 x fp16 + fp32 subgroup shape. */
-static int has_coopmat_16(const oscar_context *ctx)
-{
-    for (uint32_t i = 0; i < ctx->info.coopmat_shape_count; i++) {
-        const oscar_coopmat_shape *s = &ctx->info.coopmat_shapes[i];
-        if (ovk_coopmat_shape_f16_f32(s) && s->m == 16 && s->n == 16 && s->k == 16) return 1;
-    }
-    return 0;
-}
-
 /* attn_prefill.coopmat's workgroup size where the device runs it (16 x 16 x 16 fp16 matrices,
  * subgroup shuffles) and OSCAR_ATTN_PREFILL is not 2, with its tile shape in c; else 0. */
 static uint32_t prefill_coopmat_shape(oscar_kv_cache *c)
 {
     oscar_context *ctx = c->ctx;
     const char *shader = ovk_pick_variant(ctx, "attn_prefill");
-    if (ctx->env.attn_prefill == 2 || !shader || strcmp(shader, "attn_prefill.coopmat") != 0 || !has_coopmat_16(ctx) ||
+    if (ctx->env.attn_prefill == 2 || !shader || strcmp(shader, "attn_prefill.coopmat") != 0 || !ovk_coopmat_has_f16_shape(ctx, 16, 16, 16) ||
         !ctx->info.subgroup_shuffle)
         return 0;
-    uint32_t sg = ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
     uint32_t wg = 0;
-    ovk_attn_prefill_cm_shape(c->p.head_dim, c->gqa, sg, ctx->limits.maxComputeWorkGroupInvocations,
+    ovk_attn_prefill_cm_shape(c->p.head_dim, c->gqa, ovk_max_subgroup_size(ctx), ctx->limits.maxComputeWorkGroupInvocations,
                               ctx->info.max_shared_memory, &c->pf_rows, &c->pf_chunk, &wg);
     return c->pf_rows >= 2 ? wg : 0;
 }

@@ -247,8 +247,7 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
     } else {
         ovk_pipeline **slot = rope ? &c->pl_append_rope[rope_spec(rope)] : &c->pl_append;
         if (!*slot) {
-            oscar_status st = rope ? ovk_kv_append_pipeline(c, KV_SPEC_ROPE, rope_spec(rope), slot)
-                                   : ovk_kv_append_pipeline(c, KV_SPEC_INPUT_F16, 0, slot);
+            oscar_status st = ovk_kv_append_pipeline(c, rope ? KV_SPEC_ROPE : 0, rope ? rope_spec(rope) : 0, slot);
             if (st != OSCAR_OK) return st;
         }
         p = *slot;

@@ -53,7 +53,7 @@ oscar_status ovk_tile_mul_f16(oscar_context *ctx, ovk_cmd *cmd, const oscar_coop
         return st;
 
     /* a multiple of the largest subgroup size the device may pick, so every subgroup is full */
-    uint32_t sg = ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
+    uint32_t sg = ovk_max_subgroup_size(ctx);
     uint32_t wg = sg * SUBGROUPS_PER_GROUP;
     while (wg > sg && wg > ctx->limits.maxComputeWorkGroupInvocations) wg -= sg;
     uint64_t tiles = (uint64_t)(m / use->m) * (n / use->n);

@@ -76,12 +76,6 @@ static oscar_status plan_shape(const ovk_ops *ops, const oscar_coopmat_shape *s,
     return OSCAR_OK;
 }
 
-/* The largest subgroup size the device may use. */
-static uint32_t max_subgroup(const oscar_context *ctx)
-{
-    return ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
-}
-
 oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan)
 {
     oscar_context *ctx = ops->ctx;
@@ -93,7 +87,7 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
     if (!s)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: '%s' lists no fp16 shape with K dividing %u",
                            ctx->info.name, MMC_BK);
-    return plan_shape(ops, s, max_subgroup(ctx), n, plan);
+    return plan_shape(ops, s, ovk_max_subgroup_size(ctx), n, plan);
 }
 
 /* Records `shader` with plan p over checked arguments. */
@@ -140,7 +134,7 @@ oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t 
                            tk, min_sg);
     oscar_coopmat_shape s = { .m = tm, .n = tn, .k = tk };
     ovk_mmc_plan p;
-    oscar_status st = plan_shape(ops, &s, max_subgroup(ctx), n, &p);
+    oscar_status st = plan_shape(ops, &s, ovk_max_subgroup_size(ctx), n, &p);
     if (st != OSCAR_OK) return st;
     return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
 }

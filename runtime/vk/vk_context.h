@@ -166,6 +166,11 @@ void ovk_features_enable(oscar_context *ctx, const ovk_device_caps *caps, ovk_fe
                          VkPhysicalDeviceVulkan12Features *f12, const char **exts, uint32_t *n_exts);
 /* 1 for the shape the cooperative-matrix kernels run: fp16 A and B, fp32 C and result, subgroup scope. */
 int ovk_coopmat_shape_f16_f32(const oscar_coopmat_shape *s);
+/* 1 when the device lists that kind of shape at m x n x k. */
+int ovk_coopmat_has_f16_shape(const oscar_context *ctx, uint32_t m, uint32_t n, uint32_t k);
+/* The largest subgroup size the device may run (its default without subgroup size control):
+ * workgroups sized in multiples of it keep every subgroup full. */
+uint32_t ovk_max_subgroup_size(const oscar_context *ctx);
 /* The variant of `op` to run on this context: the table row "op" or "op.<suffix>" whose needs
  * are all preferred, cooperative matrices before integer dot before fp16 before none; NULL when
  * no built variant fits. Logs the choice once per op with OSCAR_PIPELINE_STATS=1. */

@@ -116,6 +116,20 @@ int ovk_coopmat_shape_f16_f32(const oscar_coopmat_shape *s)
            s->result == OSCAR_SCALAR_F32 && s->scope == OSCAR_SCOPE_SUBGROUP && !s->saturating;
 }
 
+int ovk_coopmat_has_f16_shape(const oscar_context *ctx, uint32_t m, uint32_t n, uint32_t k)
+{
+    for (uint32_t i = 0; i < ctx->info.coopmat_shape_count; i++) {
+        const oscar_coopmat_shape *s = &ctx->info.coopmat_shapes[i];
+        if (ovk_coopmat_shape_f16_f32(s) && s->m == m && s->n == n && s->k == k) return 1;
+    }
+    return 0;
+}
+
+uint32_t ovk_max_subgroup_size(const oscar_context *ctx)
+{
+    return ctx->info.max_subgroup_size > ctx->info.subgroup_size ? ctx->info.max_subgroup_size : ctx->info.subgroup_size;
+}
+
 void ovk_features_enable(oscar_context *ctx, const ovk_device_caps *caps, ovk_feature_chain *chain,
                          VkPhysicalDeviceVulkan12Features *f12, const char **exts, uint32_t *n_exts)
 {
