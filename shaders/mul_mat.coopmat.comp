@@ -9,8 +9,9 @@
 // dequantize the W tile (runs of 8 elements, as mul_mat.comp) and convert the x tile, both to
 // fp16 in shared memory, k contiguous: sw [BM][SK], sx [BN][SK]. The tile is cut into WARPS =
 // SG_M x SG_N warp tiles of CM x CN matrices of TM x TN; a subgroup owns one warp tile and keeps
-// its CM * CN accumulators across the steps. The next step's global loads are issued before the
-// current step's matrix products (held in registers, stored after them).
+// its CM * CN accumulators across the steps. The next step's global reads are issued before the
+// current step's matrix products and held in registers as read; they are dequantized, rounded
+// and stored after the products.
 //
 // No subgroup size is assumed: the host sizes the workgroup as SG_M * SG_N times the largest
 // subgroup size the device may use, so subgroups are full; where the device runs fewer, larger

@@ -47,25 +47,45 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
 // an infinite input would turn a product with a zero into NaN).
 f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
 
-// The step at column K0 of this thread's part of the tiles, into registers wv (two fp16 x4 a run;
-// run t = tid + i * WORKGROUP: row t / 4, columns 8 (t % 4) ..) and xh (vec4 t: token t / 8,
-// columns 4 (t % 8) ..); outside the matrix zeros. (A macro: the arrays' sizes are
-// specialization constants, which function parameters do not take.)
-#define LOAD_STEP(K0)                                                                                     \
+// A step's tiles are read in two halves, so that the next step's global reads are in flight
+// during the current step's products. FETCH_STEP(K0) reads this thread's part of the step at
+// column K0 into registers, as stored: run t = tid + i * WORKGROUP of W (row t / 4, columns
+// 8 (t % 4) ..) as the words dq_fetch8 reads (wr, with its element, byte alignment and whether
+// it lies inside the matrix in wa), vec4 t of x (token t / 8, columns 4 (t % 8) ..; zeros
+// outside) in xr. STORE_STEP dequantizes them, rounds to fp16 and writes sw and sx. (Macros:
+// the arrays' sizes are specialization constants, which function parameters do not take.)
+#define FETCH_STEP(K0)                                                                                    \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
         bool live = r < BM && row0 + r < pc.rows && col < pc.cols;                                        \
         uint row = min(row0 + r, pc.rows - 1u), c = min(col, pc.cols - 8u);                               \
-        float w[8];                                                                                       \
-        dequant8(row * rb + (c / be) * bb, c % be, w);                                                    \
-        wv[2u * i] = live ? to_f16(vec4(w[0], w[1], w[2], w[3])) : f16vec4(0.0);                          \
-        wv[2u * i + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);                     \
+        uint blk = row * rb + (c / be) * bb, raw[DQ_RAW];                                                 \
+        dq_fetch8(blk, c % be, raw);                                                                      \
+        MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) wr[i * DQ_RAW + k] = raw[k];                        \
+        wa[i] = (c % be) | ((blk & 3u) << 16) | (live ? 1u << 31 : 0u);                                   \
     }                                                                                                     \
     MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u), col = (K0) + (t % (BK / 4u)) * 4u;               \
         bool live = j < BN && tok0 + j < pc.n && col < pc.cols;                                           \
         vec4 x = xv[(min(tok0 + j, pc.n - 1u) * pc.cols + min(col, pc.cols - 4u)) >> 2];                  \
-        xh[i] = live ? to_f16(x) : f16vec4(0.0);                                                          \
+        xr[i] = live ? x : vec4(0.0);                                                                     \
+    }
+
+#define STORE_STEP()                                                                                      \
+    MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
+        MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
+        float w[8];                                                                                       \
+        dq_decode8(raw, wa[i] & 0xFFFFu, (wa[i] >> 16) & 3u, w);                                          \
+        bool live = (wa[i] >> 31) != 0u;                                                                  \
+        if (r < BM) {                                                                                     \
+            sw[r * SK + kq] = live ? to_f16(vec4(w[0], w[1], w[2], w[3])) : f16vec4(0.0);                 \
+            sw[r * SK + kq + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);            \
+        }                                                                                                 \
+    }                                                                                                     \
+    MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
+        if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
     }
 
 void main()
@@ -75,8 +95,9 @@ void main()
     uint be = dq_block_elems(), bb = dq_block_bytes(), rb = dq_row_bytes(pc.cols);
     uint passes = (WARPS + gl_NumSubgroups - 1u) / gl_NumSubgroups; // the same for every subgroup
 
-    f16vec4 wv[W_RUNS * 2u]; // this thread's runs of W and vec4s of x of the next step
-    f16vec4 xh[X_VECS];
+    uint wr[W_RUNS * DQ_RAW]; // this thread's runs of W and vec4s of x of the next step, as read
+    uint wa[W_RUNS];
+    vec4 xr[X_VECS];
     MMC_ACC acc[CM * CN];
     MMC_A ma[CM];
     MMC_B mb;
@@ -87,21 +108,11 @@ void main()
         uint wm = (wt % SG_M) * CM * TM, wn = (wt / SG_M) * CN * TN; // its first row and token in the tile
         MMC_UNROLL for (uint i = 0u; i < CM * CN; i++)
             acc[i] = MMC_ZERO;
-        LOAD_STEP(0u)
+        FETCH_STEP(0u)
         for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
-            MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {
-                uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u;
-                if (r < BM) {
-                    sw[r * SK + kq] = wv[2u * i];
-                    sw[r * SK + kq + 1u] = wv[2u * i + 1u];
-                }
-            }
-            MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {
-                uint t = tid + i * WORKGROUP, j = t / (BK / 4u);
-                if (j < BN) sx[j * SK + t % (BK / 4u)] = xh[i];
-            }
+            STORE_STEP()
             barrier();
-            LOAD_STEP(k0 + BK) // past the end: zeros
+            FETCH_STEP(k0 + BK) // past the end: zeros
             if (own) {
                 MMC_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {
                     MMC_UNROLL for (uint i = 0u; i < CM; i++)
