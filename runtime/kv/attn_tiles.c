@@ -79,3 +79,72 @@ oscar_status ovk_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attention tiles: %u needed, room for %u", count, max_tiles);
     return OSCAR_OK;
 }
+
+/* ---- split walks ---- */
+/* The walk's ranges as the kernel's range_bounds: [b[i], e[i]) (e[i] <= b[i]: empty). */
+static void walk_ranges(const struct kv_attn_tile *t, uint32_t b[3], uint32_t e[3])
+{
+    uint32_t nv = t->n_visible, sink = t->sink, fe = t->flushed_end;
+    int tiered = fe > sink; /* fp16 mode passes sink = flushed_end = 0 */
+    b[0] = 0, e[0] = tiered ? (sink < nv ? sink : nv) : nv;
+    b[1] = sink, e[1] = tiered ? (fe < nv ? fe : nv) : 0;
+    b[2] = fe > sink ? fe : sink, e[2] = tiered ? nv : 0;
+}
+
+uint32_t ovk_attn_walk_chunks(const struct kv_attn_tile *tile, uint32_t chunk)
+{
+    uint32_t b[3], e[3], n = 0;
+    walk_ranges(tile, b, e);
+    for (int i = 0; i < 3; i++) n += e[i] > b[i] ? (e[i] - b[i] + chunk - 1) / chunk : 0;
+    return n;
+}
+
+/* First position of chunk k of the walk (its end for k = the walk's chunks). */
+static uint32_t chunk_position(const struct kv_attn_tile *t, uint32_t chunk, uint32_t k)
+{
+    uint32_t b[3], e[3];
+    walk_ranges(t, b, e);
+    for (int i = 0; i < 3; i++) {
+        uint32_t n = e[i] > b[i] ? (e[i] - b[i] + chunk - 1) / chunk : 0;
+        if (k < n) return b[i] + k * chunk;
+        k -= n;
+    }
+    return t->n_visible;
+}
+
+oscar_status ovk_attn_split_tiles(const struct kv_attn_tile *walks, uint32_t n_walks, uint32_t chunk, uint32_t n_kv,
+                                  uint32_t target_groups, uint32_t min_chunks, struct kv_attn_row *rows,
+                                  struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles, uint32_t *n_items)
+{
+    if (!n_tiles || !n_items || chunk == 0 || n_kv == 0 || (n_walks && (!walks || !rows || !tiles_out)))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "split attention tiles: missing array, chunk = 0 or n_kv = 0");
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < n_walks; i++) total += ovk_attn_walk_chunks(&walks[i], chunk);
+    uint64_t pp = (total * n_kv + target_groups - 1) / (target_groups ? target_groups : 1);
+    if (pp < min_chunks) pp = min_chunks;
+    int split = min_chunks > 0 && (uint64_t)n_walks * n_kv < target_groups;
+    uint32_t count = 0, items = 0;
+    for (uint32_t i = 0; i < n_walks; i++) {
+        const struct kv_attn_tile *w = &walks[i];
+        uint32_t W = ovk_attn_walk_chunks(w, chunk);
+        uint64_t by_work = (W + pp - 1) / pp, by_min = min_chunks ? W / min_chunks : 0;
+        uint32_t S = split && by_work > 1 && by_min > 1 ? (uint32_t)(by_work < by_min ? by_work : by_min) : 1;
+        for (uint32_t r = w->row_begin; r < w->row_begin + w->n_rows; r++) {
+            rows[r].item_begin = S > 1 ? items + (r - w->row_begin) * S : 0;
+            rows[r].item_end = S > 1 ? rows[r].item_begin + S : 0;
+        }
+        if (S > 1) items += w->n_rows * S;
+        for (uint32_t s = 0; s < S; s++, count++) {
+            if (count >= max_tiles)
+                OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "split attention tiles: room for %u", max_tiles);
+            tiles_out[count] = *w;
+            if (S == 1) continue;
+            tiles_out[count].walk_begin = chunk_position(w, chunk, (uint32_t)((uint64_t)s * W / S));
+            tiles_out[count].n_visible = chunk_position(w, chunk, (uint32_t)((uint64_t)(s + 1) * W / S));
+            tiles_out[count].part = s + 1;
+        }
+    }
+    *n_tiles = count;
+    *n_items = items;
+    return OSCAR_OK;
+}

@@ -48,4 +48,45 @@ oscar_status ovk_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n
                                     const uint32_t *seq_sink, const uint32_t *seq_flushed_end, uint32_t rows,
                                     struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles);
 
+/* ---- split walks (attn_prefill.coopmat and its emulation only) ----
+ * A step with few tiles gives the GPU few workgroups (one per tile and KV head), each walking
+ * the whole history. Where that is fewer than target_groups, ovk_attn_split_tiles cuts long walks
+ * into parts of whole chunks, one workgroup per (part, KV head), and the parts' partials are
+ * merged per row afterwards (shaders/attn_prefill_merge.comp). The rule, with W_t the chunks of
+ * tile t's walk (ovk_attn_walk_chunks) and n_kv the KV heads:
+ *   - no split when n_tiles * n_kv >= target_groups or min_chunks = 0;
+ *   - else, with pp = max(min_chunks, ceil(sum_t W_t * n_kv / target_groups)) the chunks a
+ *     workgroup would walk at target_groups, tile t is cut into
+ *     S_t = max(1, min(ceil(W_t / pp), floor(W_t / min_chunks))) parts of floor or ceil of
+ *     W_t / S_t chunks, in walk order (S_t = 1: the tile stays whole).
+ * So work is spread evenly (a tile's parts in proportion to its history), a part holds at least
+ * min_chunks chunks (short prompts and decode never split), and the parts added, sum of
+ * S_t - 1 < sum W_t / pp, are at most floor(target_groups / n_kv): the step ends with at most
+ * about n_tiles * n_kv + target_groups workgroups, and OVK_ATTN_SPLIT_MAX_TILES and
+ * OVK_ATTN_SPLIT_MAX_ITEMS bound its tiles and items for buffers sized once (the rows of split
+ * tiles, at most min(step rows, rows * added parts), have one item more than their added parts). */
+
+/* Chunks of `chunk` tokens in a tile's walk (ranges as the kernel cuts them: fp16 sinks, INT2
+ * middle, fp16 recent window, each from its own first position). */
+uint32_t ovk_attn_walk_chunks(const struct kv_attn_tile *tile, uint32_t chunk);
+
+/* Tiles and items a split step may need at most: `walks` tiles of at most `rows` rows each,
+ * `step_rows` rows in all. */
+#define OVK_ATTN_SPLIT_MAX_TILES(walks, n_kv, target) ((uint64_t)(walks) + (target) / (n_kv))
+#define OVK_ATTN_SPLIT_MAX_ITEMS(rows, step_rows, n_kv, target)                                        \
+    ((uint64_t)(rows) * ((target) / (n_kv)) +                                                          \
+     ((uint64_t)(step_rows) < (uint64_t)(rows) * ((target) / (n_kv)) ? (uint64_t)(step_rows)           \
+                                                                     : (uint64_t)(rows) * ((target) / (n_kv))))
+
+/* Cuts the whole walks walks[n_walks] (ovk_attn_build_tiles) by the rule above into tiles_out
+ * [max_tiles] (a tile's parts consecutive, part = s + 1, walk_begin and n_visible the part's
+ * positions; unsplit tiles as they were), and gives each row of a split tile its items:
+ * rows[row].item_begin .. item_end, one per part, numbered from 0 over the step (rows of unsplit
+ * tiles get item_begin = item_end = 0). rows [n_rows of the step] (seq and n_visible untouched).
+ * *n_tiles: tiles written; *n_items: items (0: nothing split, no merge needed). Returns
+ * OSCAR_ERROR_INVALID_ARGUMENT for chunk = 0, n_kv = 0, a missing array or tiles_out too small. */
+oscar_status ovk_attn_split_tiles(const struct kv_attn_tile *walks, uint32_t n_walks, uint32_t chunk, uint32_t n_kv,
+                                  uint32_t target_groups, uint32_t min_chunks, struct kv_attn_row *rows,
+                                  struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles, uint32_t *n_items);
+
 #endif

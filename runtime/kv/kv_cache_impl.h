@@ -40,6 +40,11 @@
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
+/* Prefill steps on attn_prefill.coopmat split long walks (ovk_attn_split_tiles) when their tiles
+ * give fewer workgroups than ATTN_PF_TARGET_GROUPS (a few per SM on big GPUs), into parts of at
+ * least ATTN_PF_MIN_PART_CHUNKS chunks (OSCAR_ATTN_PREFILL_SPLIT overrides it; 0: never). */
+#define ATTN_PF_TARGET_GROUPS 1024u
+#define ATTN_PF_MIN_PART_CHUNKS 64u
 /* attn_decode's sh_cb holds a tile's key-center blocks for blocks no shorter than this */
 static_assert(ATTN_MIN_CENTER_BLOCK == OSCAR_KEY_CENTER_BLOCK_MIN, "the shaders' shortest key-center block is the API's");
 /* attn_decode's shared memory is kept within this (and the device's limit) */
@@ -105,9 +110,19 @@ struct oscar_kv_cache {
      * sequence instead of attn_decode over items. */
     ovk_pipeline *pl_prefill;  /* NULL: no tile shape fits (or OSCAR_ATTN_PREFILL=0); prefill runs attn_decode */
     uint32_t pf_rows, pf_chunk;  /* its KV_SPEC_PF_ROWS and KV_SPEC_PF_CHUNK */
-    ovk_buffer tiles;          /* kv_attn_tile [max_step_tokens] */
-    struct kv_attn_tile *h_tiles; /* [max_step_tokens] host copy */
+    ovk_buffer tiles;          /* kv_attn_tile [tiles_cap] */
+    struct kv_attn_tile *h_tiles; /* [tiles_cap] host copy */
+    uint32_t tiles_cap;          /* max_step_tokens, plus the parts of split walks (OVK_ATTN_SPLIT_MAX_TILES) */
     uint32_t n_tiles;            /* tiles of this step; 0: a decode step (items) */
+    /* Split walks (attn_prefill.coopmat only): parts of long walks write partials, and
+     * attn_prefill_merge combines each row's (ovk_attn_split_tiles). */
+    uint32_t pf_split_chunks;    /* chunks a part holds at least; 0: walks never split */
+    struct kv_attn_tile *h_walks; /* [max_step_tokens] the step's whole walks, before splitting */
+    ovk_buffer pf_partials;    /* [pf_items_cap][n_head][d + 4] fp32 (m, l, -, -, O): the parts' partials
+                                 * (16 bytes, unread, where walks never split) */
+    uint32_t pf_items_cap;       /* OVK_ATTN_SPLIT_MAX_ITEMS(pf_rows, max_step_tokens, n_kv_head, ATTN_PF_TARGET_GROUPS) */
+    uint32_t n_pf_items;         /* items of this step's split walks; 0: no merge */
+    ovk_pipeline *pl_prefill_merge; /* attn_prefill_merge; NULL where walks never split */
     double last_gpu_ms;
 };
 

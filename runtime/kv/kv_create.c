@@ -230,7 +230,8 @@ static uint32_t prefill_coopmat_shape(oscar_kv_cache *c)
  * fits the shared memory attention may use. Leaves pl_prefill NULL (prefill steps then run
  * attn_decode) when tiles would hold fewer than 2 rows, or when the environment variable
  * OSCAR_ATTN_PREFILL is 0 (for comparisons; 2 keeps attn_prefill where the cooperative-matrix
- * kernel would run). */
+ * kernel would run). With attn_prefill.coopmat, unless OSCAR_ATTN_PREFILL_SPLIT is 0: the merge
+ * of split walks and the buffers for a step's most parts and partials (attn_tiles.h). */
 static oscar_status create_prefill(oscar_kv_cache *c)
 {
     oscar_status st = OSCAR_OK;
@@ -243,15 +244,32 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     if (!coopmat &&
         (!ovk_attn_prefill_shape(c->p.head_dim, c->gqa, WG_ATTN, budget, &c->pf_rows, &c->pf_chunk) || c->pf_rows < 2))
         return OSCAR_OK;
-    uint32_t T = c->p.max_step_tokens;
-    OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
-    c->h_tiles = malloc((size_t)T * sizeof *c->h_tiles);
-    if (!c->h_tiles) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    ovk_pipeline_desc d = ovk_kv_cache_desc(c, coopmat ? "attn_prefill.coopmat" : "attn_prefill", 10,
+    uint32_t T = c->p.max_step_tokens, nkv = c->p.n_kv_head;
+    int env_split = ctx->env.attn_prefill_split;
+    c->pf_split_chunks = !coopmat ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
+    uint64_t tiles_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_TILES(T, nkv, ATTN_PF_TARGET_GROUPS) : T;
+    uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, T, nkv, ATTN_PF_TARGET_GROUPS) : 0;
+    c->tiles_cap = (uint32_t)tiles_cap;
+    c->pf_items_cap = (uint32_t)items_cap;
+    OSCAR_TRY(ovk_buffer_create(ctx, tiles_cap * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
+    c->h_tiles = malloc((size_t)tiles_cap * sizeof *c->h_tiles);
+    c->h_walks = malloc((size_t)T * sizeof *c->h_walks);
+    if (!c->h_tiles || !c->h_walks) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    ovk_pipeline_desc d = ovk_kv_cache_desc(c, coopmat ? "attn_prefill.coopmat" : "attn_prefill", coopmat ? 11 : 10,
                                             sizeof(struct attn_prefill_push), coopmat ? wg : WG_ATTN, ATTN_PF_N_SPEC);
     d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
     d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
     OSCAR_TRY(ovk_pipeline_get(ctx, &d, &c->pl_prefill));
+    if (!coopmat) return OSCAR_OK;
+    uint64_t partial_bytes = items_cap * c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4;
+    OSCAR_TRY(ovk_buffer_create(ctx, partial_bytes ? partial_bytes : 16, OSCAR_BUFFER_DEVICE, &c->pf_partials));
+    if (c->pf_split_chunks)
+        OSCAR_TRY(ovk_kv_get_pipeline(c, "attn_prefill_merge", 12, sizeof(struct attn_decode_push), WG_ATTN, 0, 0,
+                                      &c->pl_prefill_merge));
+    if (ctx->env.pipeline_stats)
+        fprintf(stderr, "prefill attention: attn_prefill.coopmat, tiles of %u rows, chunks of %u tokens, walks split into "
+                "parts of at least %u chunks below %u workgroups (%.1f MiB of partials)\n", c->pf_rows, c->pf_chunk,
+                c->pf_split_chunks, ATTN_PF_TARGET_GROUPS, partial_bytes / 1048576.0);
 fail:
     return st;
 }
@@ -519,12 +537,12 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     free(c->f16_pool);
     ovk_buffer *bufs[] = { &c->rot_k, &c->rot_v, &c->means, &c->feedback, &c->metric, &c->int2_table, &c->f16_table, &c->slots, &c->rows, &c->items,
                              &c->partials, &c->q_rot, &c->counters, &c->q_dev, &c->staging, &c->io_k, &c->io_v, &c->io_q, &c->io_out,
-                             &c->tiles };
+                             &c->tiles, &c->pf_partials };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(c->clip_k), free(c->clip_v);
     free(c->copies), free(c->copy_dst);
     free(c->h_rows), free(c->h_items), free(c->h_row_vis), free(c->h_seq_sink), free(c->h_seq_fe);
-    free(c->h_tiles);
+    free(c->h_tiles), free(c->h_walks);
     kv_book_free(&c->book);
     free(c);
 }

@@ -57,20 +57,27 @@ fail:
 uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c) { return c->book.plan.active ? c->book.plan.n_tokens : 0; }
 
 /* A prefill step (some sequence has more than one new row) with attn_prefill available: its
- * rows (sequence, causal limit; no items) and tiles, *done = 1. Otherwise n_tiles = 0 and
- * *done = 0 (items as usual). h_seq_sink, h_seq_fe and h_row_vis are filled. */
+ * rows (sequence, causal limit) and tiles, *done = 1; with attn_prefill.coopmat, long walks
+ * split by ovk_attn_split_tiles (the rows of split tiles then have items, n_pf_items in all).
+ * Otherwise n_tiles = 0 and *done = 0 (items as usual). h_seq_sink, h_seq_fe and h_row_vis are
+ * filled. */
 static oscar_status plan_prefill(oscar_kv_cache *c, int *done)
 {
     oscar_status st = OSCAR_OK;
     const kv_step_plan *pl = &c->book.plan;
     *done = 0;
-    c->n_tiles = 0;
+    c->n_tiles = c->n_pf_items = 0;
     int prefill = 0;
     for (uint32_t r = 1; r < pl->n_tokens && !prefill; r++) prefill = pl->row_seq[r] == pl->row_seq[r - 1];
     if (!c->pl_prefill || !prefill) return OSCAR_OK;
     for (uint32_t r = 0; r < pl->n_tokens; r++) c->h_rows[r] = (struct kv_attn_row){ pl->row_seq[r], c->h_row_vis[r], 0, 0 };
+    uint32_t n_walks = 0;
     OSCAR_TRY(ovk_attn_build_tiles(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, c->pf_rows,
-                                     c->h_tiles, c->p.max_step_tokens, &c->n_tiles));
+                                     c->h_walks, c->p.max_step_tokens, &n_walks));
+    OSCAR_TRY(ovk_attn_split_tiles(c->h_walks, n_walks, c->pf_chunk, c->p.n_kv_head, ATTN_PF_TARGET_GROUPS,
+                                     c->pf_split_chunks, c->h_rows, c->h_tiles, c->tiles_cap, &c->n_tiles, &c->n_pf_items));
+    if (c->n_pf_items > c->pf_items_cap) /* cannot happen (attn_tiles.h's bound): a planning bug */
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "prefill attention: %u partials, room for %u", c->n_pf_items, c->pf_items_cap);
     c->n_items = 0;
     *done = 1;
 fail:
@@ -282,18 +289,35 @@ oscar_status ovk_kv_record_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t laye
     return dispatch_append(c, cmd, layer, k, v, input_f16, NULL);
 }
 
-/* attn_prefill over the step's tiles: one workgroup per (tile, KV head), o·R_Vᵀ (+ μ_V) included. */
+/* attn_prefill over the step's tiles: one workgroup per (tile, KV head), o·R_Vᵀ (+ μ_V) included;
+ * where walks were split, a barrier and attn_prefill_merge over the step's rows (one workgroup
+ * per (row, KV head); rows of whole walks return at once), which writes the split rows. */
 static oscar_status record_prefill(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
                                    const ovk_binding *out)
 {
+    oscar_status st = OSCAR_OK;
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
+    ovk_binding rot_v = { &c->rot_v, layer * rot_bytes, rot_bytes }, rows = { &c->rows, 0, 0 };
+    ovk_binding partials = { &c->pf_partials, 0, 0 };
     struct attn_prefill_push pp = { c->n_tiles, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-    ovk_binding b[10] = { *q, { &c->rows, 0, 0 }, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
-                            { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
-                            { &c->rot_v, layer * rot_bytes, rot_bytes }, *out, mean_binding(c, layer) };
+    /* binding 10 (partials): attn_prefill.coopmat only */
+    ovk_binding b[11] = { *q, rows, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 }, { &c->f16_pool[layer], 0, 0 },
+                            { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 }, rot_v, *out, mean_binding(c, layer), partials };
     uint32_t groups[3];
     ovk_attn_grid(c->n_tiles, c->p.n_kv_head, groups);
-    return ovk_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups);
+    OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups));
+    if (c->n_pf_items == 0) return OSCAR_OK;
+    ovk_cmd_barrier(c->ctx, cmd);
+    /* decode attention's interface: q, the items and the counters unread (the rows bound there) */
+    uint32_t n_rows = c->book.plan.n_tokens;
+    struct attn_decode_push mp = { n_rows, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
+    ovk_binding m[12] = { *q, rows, rows, { &c->int2_pool[layer], 0, 0 }, { &c->f16_pool[layer], 0, 0 },
+                            { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 }, partials, rot_v, *out, rows,
+                            mean_binding(c, layer) };
+    ovk_attn_grid(n_rows, c->p.n_kv_head, groups);
+    st = ovk_cmd_dispatch(c->ctx, cmd, c->pl_prefill_merge, m, &mp, groups);
+fail:
+    return st;
 }
 
 /* q_out = RoPE(q) (when rope is given), times R_K in the rotated modes: rotate_rows, no barrier.

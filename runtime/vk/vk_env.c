@@ -24,6 +24,8 @@ const ovk_env_row ovk_env_table[] = {
                          "(slower on an H100 today); 0 or unset: in fp32" },
     { "OSCAR_ATTN_KERNEL", "chunked, stream or rows: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel; 1: the tiled kernel also where the rows kernel would take prefill (CPU devices); 2: the tiled fp32 kernel where the cooperative-matrix one would run" },
+    { "OSCAR_ATTN_PREFILL_SPLIT", "cooperative-matrix prefill attention: 0 never splits a long walk over several workgroups; N: "
+                                  "a part of a split walk holds at least N chunks (default 64)" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
     { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream), thread (chunked) or invocation (rows) scores at once, 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
@@ -89,6 +91,7 @@ void ovk_env_read(ovk_env *env)
     const char *kernel = text("OSCAR_ATTN_KERNEL");
     env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : !strcmp(kernel, "rows") ? 2 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 2, -1);
+    env->attn_prefill_split = (int)number("OSCAR_ATTN_PREFILL_SPLIT", 0, 1 << 20, -1);
     env->disable_coopmat = flag("OSCAR_DISABLE_COOPMAT");
     env->disable_integer_dot = flag("OSCAR_DISABLE_INTEGER_DOT");
     env->disable_f16 = flag("OSCAR_DISABLE_F16");

@@ -26,17 +26,25 @@
 
 /* One tile: rows [row_begin, row_begin + n_rows) of the step, all of sequence `seq`. Where
  * the sequence's tokens live (kv_layout.h): INT2 for sink <= p < flushed_end (set both to 0
- * in fp16 mode), fp16 otherwise. n_visible = the largest causal limit of the tile's rows.
+ * in fp16 mode), fp16 otherwise. The workgroup walks positions [walk_begin, n_visible).
+ *
+ * A whole walk (part = 0): walk_begin = 0, n_visible = the largest causal limit of the tile's
+ * rows; the workgroup writes the output. A part of a split walk (part = s + 1, only
+ * attn_prefill.coopmat and its emulation take these; attn_prefill.comp reads neither field):
+ * positions [walk_begin, n_visible), both the first positions of chunks of the whole walk (or
+ * its end), so that the part's chunks are the whole walk's; the workgroup writes the partial
+ * (m, l, unnormalised o) of row r of the tile to item rows[row_begin + r].item_begin + s, and
+ * attn_prefill_merge combines the row's items (ovk_attn_split_tiles, runtime/kv/attn_tiles.h).
  * 32 bytes. */
 struct kv_attn_tile {
     KV_U32 row_begin;
     KV_U32 n_rows;       /* 1..ROWS */
     KV_U32 seq;          /* sequence slot: index into the page tables */
-    KV_U32 n_visible;    /* max over the tile's rows of kv_attn_row.n_visible */
+    KV_U32 n_visible;    /* end of the walk: max over the tile's rows of kv_attn_row.n_visible, or the part's end */
     KV_U32 sink;         /* positions */
     KV_U32 flushed_end;
-    KV_U32 pad0;
-    KV_U32 pad1;
+    KV_U32 walk_begin;   /* first position of the walk (0 unless a part of a split walk) */
+    KV_U32 part;         /* 0: the whole walk; s + 1: part s of a split walk */
 };
 
 /* attn_prefill push constants: one workgroup per (tile, KV head). 16 bytes. */

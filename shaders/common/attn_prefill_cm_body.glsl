@@ -22,6 +22,14 @@
 // At the end each row block's O goes through ss and every thread writes its rows' o = O / l
 // (0 where l = 0), times R_Vᵀ in the rotated modes (+ μ_V in OSCAR mode), fp32 as attn_prefill.
 //
+// A part of a split walk (tile.part = s + 1; runtime/kv/attn_tiles.h says when the host splits)
+// walks only positions [tile.walk_begin, tile.n_visible), whose chunks are chunks of the whole
+// walk, and writes its partials instead: for row r, query head h, item i =
+// rows[row_begin + r].item_begin + s, partials[i][head] = (m, l, -, -, O[d]) with m the lazy
+// maximum the p were taken against, O unnormalised in the kernel's output space (before R_Vᵀ);
+// a row that saw nothing in the part gives m = -inf, l = 0, O = 0. attn_prefill_merge then
+// combines each row's items and applies R_Vᵀ (+ μ_V) (common/attn_merge.glsl, decode's merge).
+//
 // Rounding (docs/accuracy.md): q·scale, K and V in fp16 (clamped to +-65504), p in fp16, fp32
 // sums. attn_ref_attention with f16_inputs reproduces it.
 //
@@ -69,6 +77,10 @@ const float TAU = 8.0;        // the lazy maximum's slack: p <= e^8 ~ 2981
 const float NEG_INF = -1.0 / 0.0;
 
 #include "common/attn_prefill_io.glsl"
+// the partials of a split walk's parts: [n_items][n_head][d + 4] fp32 (kv_layout.h's
+// KV_PARTIAL_FLOATS: m, l, two unused, O[d]); unread by whole walks
+layout(std430, binding = 10) writeonly buffer Partials { float partials[]; };
+const uint PF = D + 4u;
 
 // ---- shared memory (ovk_attn_prefill_cm_shared_bytes in runtime/kv/attn_tiles.c) ----
 shared f16vec4 sq[M * QS];      // [M][d] q·scale, fp16
@@ -151,12 +163,13 @@ const uint RAW = 2u * F_ITEMS > I_ITEMS ? 2u * F_ITEMS : I_ITEMS;
     }
 
 // The walk's ranges (fp16 sinks, INT2 middle, fp16 recent window; only the first in fp16 mode):
-// range r covers positions [begin, end).
+// range r covers positions [begin, end), cut to the tile's [walk_begin, n_visible) (a part of a
+// split walk; walk_begin is a chunk's first position, so the part's chunks are the whole walk's).
 void range_bounds(uint r, kv_attn_tile tl, out uint begin, out uint end)
 {
     bool split = MODE != KV_MODE_FP16 && tl.flushed_end > tl.sink;
     uint n_vis = tl.n_visible, sink = tl.sink, fe = tl.flushed_end;
-    begin = r == 0u ? 0u : r == 1u ? sink : max(fe, sink);
+    begin = max(r == 0u ? 0u : r == 1u ? sink : max(fe, sink), tl.walk_begin);
     end = !split ? (r == 0u ? n_vis : 0u) : r == 0u ? min(sink, n_vis) : r == 1u ? min(fe, n_vis) : n_vis;
 }
 
@@ -243,12 +256,10 @@ void main()
     // the walk, a chunk at a time (the chunk's body is here, not in a function: the accumulators'
     // array has a specialization-constant size, which a function parameter cannot take)
     bool split = MODE != KV_MODE_FP16 && tl.flushed_end > tl.sink;
-    uint range = 0u, p0 = 0u, begin, end;
+    uint range = 0u, p0, begin, end;
     range_bounds(0u, tl, begin, end);
-    if (p0 >= end) { // an empty first range: the first chunk of the next non-empty one (p0 wraps back to begin)
-        p0 = begin - BC;
-        next_chunk(tl, range, p0);
-    }
+    p0 = begin - BC; // the first chunk of the first non-empty range (p0 may wrap back to begin)
+    next_chunk(tl, range, p0);
     uvec4 raw[RAW];
     if (range < 3u) {
         range_bounds(range, tl, begin, end);
@@ -296,7 +307,8 @@ void main()
         }
     }
 
-    // out = o·R_Vᵀ (+ μ_V), o = O / l, a row block at a time through ss as [16][d]
+    // out = o·R_Vᵀ (+ μ_V), o = O / l, a row block at a time through ss as [16][d]; a part of a
+    // split walk writes its partials (m, l, O) instead
     for (uint b = 0u; b < RB; b++) {
         barrier(); // every reader of ss is done
         if (own && rb == b) APC_UNROLL for (uint j = 0u; j < D / 16u; j++) APC_STORE(o[j], 16u * j, D);
@@ -304,6 +316,12 @@ void main()
         for (uint i = t; i < 16u * D; i += WG) {
             uint r = i / D, j = i % D, pr = b * 16u + r, row = pr / GQA, h = pr % GQA;
             if (row >= tl.n_rows) continue;
+            if (tl.part != 0u) { // uniform over the workgroup
+                uint pb = ((rows[tl.row_begin + row].item_begin + tl.part - 1u) * N_HEAD + kvh * GQA + h) * PF;
+                partials[pb + 4u + j] = ss[r * D + j];
+                if (j == 0u) partials[pb] = s_m[pr], partials[pb + 1u] = s_l[pr];
+                continue;
+            }
             float l = s_l[pr], inv = l > 0.0 ? 1.0 / l : 0.0, v;
             if (ROTATED) {
                 uint rbase = (ROT_PER_HEAD != 0u ? kvh : 0u) * D * D4 + j * D4;
