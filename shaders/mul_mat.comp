@@ -7,8 +7,9 @@
 // four runs of a 32-element block) and copies the x tile into shared memory, both transposed
 // ([k][row], [k][token]) so that a thread's 4 rows and 4 tokens of one k are two 16-byte reads;
 // then each thread accumulates its 4 x 4 register tile in fp32, in column order: 16 FMAs per two
-// shared-memory reads (the session-1 kernel's 4 x 2 tile read 6 words for 8). Each step's global
-// loads are issued before the FMAs of the step before (held in registers, stored after them).
+// shared-memory reads (a 4 x 2 tile reads 6 words for 8). Each step's global reads are issued
+// before the FMAs of the step before and held in registers as read; they are dequantized and
+// stored after those FMAs.
 // No subgroup operation; any power-of-two WORKGROUP from 32 to 256.
 #extension GL_GOOGLE_include_directive : require
 
@@ -45,25 +46,42 @@ shared vec4 sx[BK * SX / 4u]; // [BK][SX] floats: element (k, j) = x[tok0 + j][k
 const uint W_RUNS = BM * (BK / 8u) / WORKGROUP;  // runs of 8 weights a thread loads per step (>= 1)
 const uint X_VECS = BN * (BK / 4u) / WORKGROUP;   // vec4s of x a thread loads per step (2)
 
-// The step at column K0 of this thread's part of the tiles, into registers v and xx: runs of W
-// (run t = tid + i * WORKGROUP: row t / 4, columns 8 (t % 4) ..) dequantized, vec4s of x (vec4
-// t: token t / 8, columns 4 (t % 8) ..); outside the matrix zeros. No branch on the data, so
-// the next step's loads can be in flight while the current one is multiplied. (A macro: the
+// A step's tiles are read in two halves, so that the next step's global reads are in flight
+// while the current step is multiplied: FETCH_STEP(K0) reads this thread's part of the step at
+// column K0 into registers as stored: run t = tid + i * WORKGROUP of W (row t / 4, columns
+// 8 (t % 4) ..) as the words dq_fetch8 reads (wr; its element, byte alignment and whether it
+// lies inside the matrix in wa), vec4 t of x (token t / 8, columns 4 (t % 8) ..; zeros outside)
+// in xx. STORE_STEP dequantizes the runs and writes both tiles, transposed. (Macros: the
 // arrays' sizes are specialization constants, which function parameters do not take.)
-#define LOAD_STEP(K0)                                                                                     \
+#define FETCH_STEP(K0)                                                                                    \
     for (uint i = 0u; i < W_RUNS; i++) {                                                                  \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
         bool live = row0 + r < pc.rows && col < pc.cols;                                                  \
         uint row = min(row0 + r, pc.rows - 1u), c = min(col, pc.cols - 8u);                               \
-        float w[8];                                                                                       \
-        dequant8(row * rb + (c / be) * bb, c % be, w);                                                    \
-        for (uint k = 0u; k < 8u; k++) v[i * 8u + k] = live ? w[k] : 0.0;                                 \
+        uint blk = row * rb + (c / be) * bb, raw[DQ_RAW];                                                 \
+        dq_fetch8(blk, c % be, raw);                                                                      \
+        for (uint k = 0u; k < DQ_RAW; k++) wr[i * DQ_RAW + k] = raw[k];                                   \
+        wa[i] = (c % be) | ((blk & 3u) << 16) | (live ? 1u << 31 : 0u);                                   \
     }                                                                                                     \
     for (uint i = 0u; i < X_VECS; i++) {                                                                  \
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u), col = (K0) + (t % (BK / 4u)) * 4u;               \
         bool live = tok0 + j < pc.n && col < pc.cols;                                                     \
         vec4 x = xv[(min(tok0 + j, pc.n - 1u) * pc.cols + min(col, pc.cols - 4u)) >> 2];                  \
         xx[i] = live ? x : vec4(0.0);                                                                     \
+    }
+
+#define STORE_STEP()                                                                                      \
+    for (uint i = 0u; i < W_RUNS; i++) {                                                                  \
+        uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kr = (t % (BK / 8u)) * 8u, raw[DQ_RAW];          \
+        for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                                   \
+        float w[8];                                                                                       \
+        dq_decode8(raw, wa[i] & 0xFFFFu, (wa[i] >> 16) & 3u, w);                                          \
+        bool live = (wa[i] >> 31) != 0u;                                                                  \
+        for (uint k = 0u; k < 8u; k++) SH_FLOAT(sw, (kr + k) * SW + r) = live ? w[k] : 0.0;               \
+    }                                                                                                     \
+    for (uint i = 0u; i < X_VECS; i++) {                                                                  \
+        uint t = tid + i * WORKGROUP, j = t / (BK / 4u), kv = (t % (BK / 4u)) * 4u;                       \
+        for (uint k = 0u; k < 4u; k++) SH_FLOAT(sx, (kv + k) * SX + j) = xx[i][k];                        \
     }
 
 void main()
@@ -75,21 +93,14 @@ void main()
     float acc[TM * TN];                               // [TM][TN]
     for (uint i = 0u; i < TM * TN; i++) acc[i] = 0.0;
 
-    float v[W_RUNS * 8u]; // this thread's runs of W and vec4s of x of the next step
+    uint wr[W_RUNS * DQ_RAW]; // this thread's runs of W and vec4s of x of the next step, as read
+    uint wa[W_RUNS];
     vec4 xx[X_VECS];
-    LOAD_STEP(0u)
+    FETCH_STEP(0u)
     for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
-        // the registers into the shared tiles, transposed
-        for (uint i = 0u; i < W_RUNS; i++) {
-            uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kr = (t % (BK / 8u)) * 8u;
-            for (uint k = 0u; k < 8u; k++) SH_FLOAT(sw, (kr + k) * SW + r) = v[i * 8u + k];
-        }
-        for (uint i = 0u; i < X_VECS; i++) {
-            uint t = tid + i * WORKGROUP, j = t / (BK / 4u), kv = (t % (BK / 4u)) * 4u;
-            for (uint k = 0u; k < 4u; k++) SH_FLOAT(sx, (kv + k) * SX + j) = xx[i][k];
-        }
+        STORE_STEP() // dequantized, into the shared tiles, transposed
         barrier();
-        LOAD_STEP(k0 + BK) // past the end: zeros
+        FETCH_STEP(k0 + BK) // past the end: zeros
         for (uint k = 0u; k < BK; k++) {
             vec4 a = sw[(k * SW) / 4u + tr], b = sx[(k * SX) / 4u + tt]; // TM = TN = 4: one vec4 each
             for (uint i = 0u; i < TM; i++)
