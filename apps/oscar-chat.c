@@ -260,7 +260,7 @@ static int logits_finite(const float *logits, uint32_t n)
  * Sets *done to the tokens prefilled; returns the first failing status (OK when interrupted). */
 static oscar_status prefill_interruptible(chat *c, const int32_t *tokens, uint32_t n, uint32_t *done)
 {
-    const uint32_t piece = oscar_session_params_default().n_batch;
+    const uint32_t piece = oscar_session_n_batch(c->session);
     *done = 0;
     while (*done < n && !interrupted) {
         uint32_t k = n - *done < piece ? n - *done : piece;

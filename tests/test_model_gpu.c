@@ -293,8 +293,19 @@ static void check_chunks_batches_forks(void)
     double nse_chunk = test_nse(b, a, V);
     CHECK_MSG(nse_chunk <= 1e-7, "chunked prefill NSE %.3g vs at once", nse_chunk);
     printf("prefill in chunks of 7 vs at once: logits NSE %.3g\n", nse_chunk);
+    CHECK(oscar_session_n_batch(s7) == 7 && oscar_session_n_batch(NULL) == 0);
     oscar_session_destroy(s1);
     oscar_session_destroy(s7);
+
+    /* n_batch 0 (the default): the device's step, 256 tokens on a CPU device, else a power of
+     * two up to 2048 whose widest activation fits one storage binding */
+    oscar_session *sd = new_session(p.gm, OSCAR_KV_FP16, 1, oscar_session_params_default().n_batch);
+    uint32_t nb = oscar_session_n_batch(sd);
+    oscar_device_info di;
+    CHECK_OK(oscar_context_device_info(ctx, &di));
+    CHECK_MSG(di.type == OSCAR_DEVICE_CPU ? nb == 256 : nb >= 64 && nb <= 2048 && (nb & (nb - 1)) == 0,
+              "default n_batch %u on a device of type %d", nb, (int)di.type);
+    oscar_session_destroy(sd);
 
     /* batched decode of 3 sequences == each decoded alone */
     oscar_session *s = new_session(p.gm, OSCAR_KV_FP16, 3, 16);

@@ -23,7 +23,8 @@
  *                                         default file, for the speed of the mode as shipped at any shape
  *   --prompt N                            prefill tokens timed (default 2048)
  *   --steps N                             decode steps timed per point (default 16)
- *   --ubatch N                            tokens per prefill step (default 512)
+ *   --ubatch N                            tokens per prefill step (default 0: the library's choice
+ *                                         for the device, oscar_session_params.n_batch)
  *   --fill prefill|synthetic              how the base sequence reaches each context: the model's
  *                                         prefill (default; "fill s" times it) or random K/V written
  *                                         straight into the cache (seconds instead of ~14 minutes
@@ -251,7 +252,8 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
      * driver takes up to seconds to compile a cooperative-matrix pipeline */
     double prefill_tok_s = 0;
     if (ok) {
-        uint32_t warm = a->prompt <= a->ubatch ? a->prompt : a->ubatch + a->prompt % a->ubatch;
+        uint32_t ub = oscar_session_n_batch(s);
+        uint32_t warm = a->prompt <= ub ? a->prompt : ub + a->prompt % ub;
         st = oscar_session_seq_add(s, &seqs[0]);
         if (st == OSCAR_OK) st = oscar_session_prefill(s, seqs[0], tokens, warm, NULL);
         if (st == OSCAR_OK) st = oscar_session_seq_reset(s, seqs[0]);
@@ -262,10 +264,11 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
         ok = st == OSCAR_OK;
         if (ok) {
             prefill_tok_s = a->prompt / t;
-            printf("%-6s prefill %u tokens: %.1f tok/s (%.2f s)\n", oscar_kv_mode_name(mode), a->prompt, prefill_tok_s, t);
+            printf("%-6s prefill %u tokens: %.1f tok/s (%.2f s, steps of %u)\n", oscar_kv_mode_name(mode), a->prompt,
+                   prefill_tok_s, t, ub);
             if (json) {
-                fprintf(json, "%s  {\"kind\": \"prefill\", \"kv\": \"%s\", \"tokens\": %u, \"tok_s\": %.2f, \"seconds\": %.3f}",
-                        json_sep(), oscar_kv_mode_name(mode), a->prompt, prefill_tok_s, t);
+                fprintf(json, "%s  {\"kind\": \"prefill\", \"kv\": \"%s\", \"tokens\": %u, \"step\": %u, \"tok_s\": %.2f, \"seconds\": %.3f}",
+                        json_sep(), oscar_kv_mode_name(mode), a->prompt, ub, prefill_tok_s, t);
                 fflush(json); /* a run cut short keeps its points (in the temporary file) */
             }
         }
@@ -331,7 +334,7 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
 static int bench_decode(int argc, char **argv)
 {
     const char *prog = "oscar-bench decode";
-    decode_args a = { .tmp = "/tmp", .prompt = 2048, .steps = 16, .ubatch = 512, .bw_mib = 2048 };
+    decode_args a = { .tmp = "/tmp", .prompt = 2048, .steps = 16, .ubatch = 0, .bw_mib = 2048 };
     app_parse_u32_list(prog, "", "4096,8192,16384,32768,65536,131072", 1u << 24, a.contexts, &a.n_contexts);
     app_parse_u32_list(prog, "", "1,32", 1024, a.batches, &a.n_batches);
     app_parse_kv_modes(prog, "", "fp16,int2", a.modes, &a.n_modes);

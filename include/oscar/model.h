@@ -177,7 +177,9 @@ typedef struct oscar_session_params {
     oscar_kv_mode kv_mode;        /* default OSCAR_KV_FP16; OSCAR_KV_INT2_ROTATED needs `rotations` */
     uint32_t n_ctx;               /* longest sequence in tokens; 0: min(n_ctx_train, 4096) */
     uint32_t n_seq_max;           /* sequences alive at once (default 1) */
-    uint32_t n_batch;             /* prompt tokens per step: longer prompts run in chunks (default 256) */
+    uint32_t n_batch;             /* prompt tokens per step: longer prompts run in chunks; 0 (default):
+                                   * 256 on a CPU device, 2048 on a GPU (less where a step's
+                                   * activations would pass a storage binding) */
     const oscar_rotation_set *rotations; /* the OSCAR rotations (copied), or NULL */
     uint64_t kv_memory_budget;    /* bytes for the KV page pools; 0: enough for n_seq_max x n_ctx */
     /* KV cache layout (oscar/kv.h) */
@@ -224,6 +226,9 @@ OSCAR_API oscar_status oscar_session_decode(oscar_session *session, uint32_t n_s
 /* The device's argmax of each logits row of the last prefill or decode step (ties to the
  * lowest id): out[0..n) with n <= rows of that step. */
 OSCAR_API oscar_status oscar_session_last_argmax(const oscar_session *session, int32_t *out, uint32_t n);
+
+/* The prompt tokens a step takes (n_batch as resolved at creation); 0 for NULL. */
+OSCAR_API uint32_t oscar_session_n_batch(const oscar_session *session);
 
 /* The session's KV cache accounting (oscar/kv.h); last_gpu_ms is the last step's GPU time. */
 OSCAR_API oscar_status oscar_session_kv_stats(const oscar_session *session, oscar_kv_stats *out);
