@@ -431,7 +431,7 @@ static oscar_status parse(ovk_gguf *g)
 {
     oscar_status st;
     cursor c = { g, 0, "" };
-    uint64_t n_tensors, n_kv;
+    uint64_t n_tensors = 0, n_kv = 0; /* set by the reads below, which return on failure */
     if ((st = parse_header(&c, g, &n_tensors, &n_kv))) return st;
     if ((st = parse_metadata(&c, g, n_kv))) return st;
     g->tensors = calloc(n_tensors ? (size_t)n_tensors : 1, sizeof *g->tensors);
@@ -616,8 +616,8 @@ static oscar_status get_int(const ovk_gguf *g, const char *key, const char *want
 
 oscar_status ovk_gguf_get_u32(const ovk_gguf *g, const char *key, uint32_t *out)
 {
-    int neg;
-    uint64_t v;
+    int neg = 0;
+    uint64_t v = 0;
     oscar_status st = get_int(g, key, "uint32", 0, UINT32_MAX, &neg, &v);
     if (st == OSCAR_OK) *out = (uint32_t)v;
     return st;
@@ -625,8 +625,8 @@ oscar_status ovk_gguf_get_u32(const ovk_gguf *g, const char *key, uint32_t *out)
 
 oscar_status ovk_gguf_get_i32(const ovk_gguf *g, const char *key, int32_t *out)
 {
-    int neg;
-    uint64_t v;
+    int neg = 0;
+    uint64_t v = 0;
     oscar_status st = get_int(g, key, "int32", INT32_MIN, INT32_MAX, &neg, &v);
     if (st == OSCAR_OK) *out = neg ? (int32_t)(int64_t)v : (int32_t)v;
     return st;
@@ -634,8 +634,8 @@ oscar_status ovk_gguf_get_i32(const ovk_gguf *g, const char *key, int32_t *out)
 
 oscar_status ovk_gguf_get_u64(const ovk_gguf *g, const char *key, uint64_t *out)
 {
-    int neg;
-    uint64_t v;
+    int neg = 0;
+    uint64_t v = 0;
     oscar_status st = get_int(g, key, "uint64", 0, UINT64_MAX, &neg, &v);
     if (st == OSCAR_OK) *out = v;
     return st;
