@@ -41,8 +41,13 @@
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
 /* Prefill steps on attn_prefill.coopmat split long walks (ovk_attn_split_tiles) when their tiles
- * give fewer workgroups than ATTN_PF_TARGET_GROUPS (a few per SM on big GPUs), into parts of at
- * least ATTN_PF_MIN_PART_CHUNKS chunks (OSCAR_ATTN_PREFILL_SPLIT overrides it; 0: never). */
+ * give fewer than ATTN_PF_SPLIT_BELOW workgroups, towards ATTN_PF_TARGET_GROUPS (a few per SM on
+ * big GPUs), into parts of at least ATTN_PF_MIN_PART_CHUNKS chunks (OSCAR_ATTN_PREFILL_SPLIT
+ * overrides it; 0: never). On an H100 (a 16K prompt of a Llama-3-8B) splitting gained 7% with
+ * steps of 128 rows (64 workgroups) and lost 10% with 256 (128), 15% with 512 at 32K: parts cost
+ * their partials, their merge and L2 locality, so only steps far below one workgroup per SM
+ * split (docs/performance.md). */
+#define ATTN_PF_SPLIT_BELOW 128u
 #define ATTN_PF_TARGET_GROUPS 1024u
 #define ATTN_PF_MIN_PART_CHUNKS 64u
 /* attn_decode's sh_cb holds a tile's key-center blocks for blocks no shorter than this */
@@ -117,6 +122,8 @@ struct oscar_kv_cache {
     /* Split walks (attn_prefill.coopmat only): parts of long walks write partials, and
      * attn_prefill_merge combines each row's (ovk_attn_split_tiles). */
     uint32_t pf_split_chunks;    /* chunks a part holds at least; 0: walks never split */
+    int pf_split_any_step;       /* OSCAR_ATTN_PREFILL_SPLIT=N >= 1: steps of any size split, not only
+                                  * those below ATTN_PF_SPLIT_BELOW workgroups */
     struct kv_attn_tile *h_walks; /* [max_step_tokens] the step's whole walks, before splitting */
     ovk_buffer pf_partials;    /* [pf_items_cap][n_head][d + 4] fp32 (m, l, -, -, O): the parts' partials
                                  * (16 bytes, unread, where walks never split) */

@@ -247,6 +247,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     uint32_t T = c->p.max_step_tokens, nkv = c->p.n_kv_head;
     int env_split = ctx->env.attn_prefill_split;
     c->pf_split_chunks = !coopmat ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
+    c->pf_split_any_step = env_split > 0; /* a part size given: split whatever the step's workgroups */
     uint64_t tiles_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_TILES(T, nkv, ATTN_PF_TARGET_GROUPS) : T;
     uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, T, nkv, ATTN_PF_TARGET_GROUPS) : 0;
     c->tiles_cap = (uint32_t)tiles_cap;
@@ -268,8 +269,9 @@ static oscar_status create_prefill(oscar_kv_cache *c)
                                       &c->pl_prefill_merge));
     if (ctx->env.pipeline_stats)
         fprintf(stderr, "prefill attention: attn_prefill.coopmat, tiles of %u rows, chunks of %u tokens, walks split into "
-                "parts of at least %u chunks below %u workgroups (%.1f MiB of partials)\n", c->pf_rows, c->pf_chunk,
-                c->pf_split_chunks, ATTN_PF_TARGET_GROUPS, partial_bytes / 1048576.0);
+                "parts of at least %u chunks below %u workgroups, towards %u (%.1f MiB of partials)\n", c->pf_rows,
+                c->pf_chunk, c->pf_split_chunks, c->pf_split_any_step ? ATTN_PF_TARGET_GROUPS : ATTN_PF_SPLIT_BELOW,
+                ATTN_PF_TARGET_GROUPS, partial_bytes / 1048576.0);
 fail:
     return st;
 }

@@ -36,7 +36,8 @@ typedef struct ovk_env {
                               * kernel on CPU devices too; 2 the fp32 tiled kernel instead of the
                               * cooperative-matrix one; -1 (unset): the device's default */
     int attn_prefill_split;  /* OSCAR_ATTN_PREFILL_SPLIT: 0 never splits a prefill walk; N >= 1 chunks a part of
-                              * a split walk holds at least; -1 (unset): the cache's default */
+                              * a split walk holds at least, steps of any size splitting; -1 (unset): the
+                              * cache's default (kv_cache_impl.h, ATTN_PF_SPLIT_BELOW) */
     /* fallbacks forced (each optional feature only speeds things up) */
     int disable_coopmat;     /* OSCAR_DISABLE_COOPMAT: VK_KHR_cooperative_matrix stays off */
     int disable_integer_dot; /* OSCAR_DISABLE_INTEGER_DOT: VK_KHR_shader_integer_dot_product stays off */
