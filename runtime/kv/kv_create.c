@@ -248,8 +248,16 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     int env_split = ctx->env.attn_prefill_split;
     c->pf_split_chunks = !coopmat ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
     c->pf_split_any_step = env_split > 0; /* a part size given: split whatever the step's workgroups */
-    uint64_t tiles_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_TILES(T, nkv, ATTN_PF_TARGET_GROUPS) : T;
-    uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, T, nkv, ATTN_PF_TARGET_GROUPS) : 0;
+    /* the partials of a step's most parts within one storage binding: fewer workgroups aimed at
+     * where they would not fit (few KV heads, long steps); none added below one a KV head */
+    uint64_t part_bytes = (uint64_t)c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4;
+    c->pf_target = ATTN_PF_TARGET_GROUPS;
+    while (c->pf_split_chunks && c->pf_target >= nkv &&
+           OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, T, nkv, c->pf_target) * part_bytes > ctx->limits.maxStorageBufferRange)
+        c->pf_target /= 2;
+    if (c->pf_target < nkv) c->pf_split_chunks = 0;
+    uint64_t tiles_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_TILES(T, nkv, c->pf_target) : T;
+    uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, T, nkv, c->pf_target) : 0;
     c->tiles_cap = (uint32_t)tiles_cap;
     c->pf_items_cap = (uint32_t)items_cap;
     OSCAR_TRY(ovk_buffer_create(ctx, tiles_cap * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
@@ -262,7 +270,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     d.spec[KV_SPEC_PF_CHUNK] = c->pf_chunk;
     OSCAR_TRY(ovk_pipeline_get(ctx, &d, &c->pl_prefill));
     if (!coopmat) return OSCAR_OK;
-    uint64_t partial_bytes = items_cap * c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4;
+    uint64_t partial_bytes = items_cap * part_bytes;
     OSCAR_TRY(ovk_buffer_create(ctx, partial_bytes ? partial_bytes : 16, OSCAR_BUFFER_DEVICE, &c->pf_partials));
     if (c->pf_split_chunks)
         OSCAR_TRY(ovk_kv_get_pipeline(c, "attn_prefill_merge", 12, sizeof(struct attn_decode_push), WG_ATTN, 0, 0,
@@ -270,8 +278,8 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     if (ctx->env.pipeline_stats)
         fprintf(stderr, "prefill attention: attn_prefill.coopmat, tiles of %u rows, chunks of %u tokens, walks split into "
                 "parts of at least %u chunks below %u workgroups, towards %u (%.1f MiB of partials)\n", c->pf_rows,
-                c->pf_chunk, c->pf_split_chunks, c->pf_split_any_step ? ATTN_PF_TARGET_GROUPS : ATTN_PF_SPLIT_BELOW,
-                ATTN_PF_TARGET_GROUPS, partial_bytes / 1048576.0);
+                c->pf_chunk, c->pf_split_chunks, c->pf_split_any_step ? c->pf_target : ATTN_PF_SPLIT_BELOW, c->pf_target,
+                partial_bytes / 1048576.0);
 fail:
     return st;
 }
