@@ -1,6 +1,6 @@
 /* Prefill attention (shaders/attn_prefill.comp): its tile struct, push constants, own
  * specialization constants and shared-memory size, shared by C and GLSL like kv_layout.h
- * (32-bit fields only; C checks the sizes in runtime/attn_items.c).
+ * (32-bit fields only; C checks the sizes in runtime/kv/attn_tiles.c).
  *
  * A tile is a run of up to ROWS query rows of one sequence (usually consecutive new tokens of
  * a prefill chunk). One workgroup per (tile, KV head) walks the sequence's visible tokens in
