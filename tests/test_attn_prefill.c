@@ -81,7 +81,7 @@ static uint32_t kernel_chunks(const struct kv_attn_tile *t, uint32_t C, uint64_t
 
 /* One random step: walks of random rows and histories (fp16 mode, INT2 with windows, nothing
  * flushed yet, histories shorter than the sinks), split by a random rule. */
-static void check_split_once(uint32_t C, uint32_t n_kv, uint32_t target, uint32_t min_chunks, uint32_t max_len)
+static void check_split_once(uint32_t C, uint32_t n_kv, uint32_t below, uint32_t target, uint32_t min_chunks, uint32_t max_len)
 {
     enum { MAX_WALKS = 40, MAX_ROWS_T = 16 };
     struct kv_attn_tile walks[MAX_WALKS];
@@ -100,9 +100,9 @@ static void check_split_once(uint32_t C, uint32_t n_kv, uint32_t target, uint32_
     }
     uint32_t cap = (uint32_t)OVK_ATTN_SPLIT_MAX_TILES(n_walks, n_kv, target), n_tiles = 0, n_items = 0;
     struct kv_attn_tile *tiles = calloc(cap, sizeof *tiles);
-    CHECK_OK(ovk_attn_split_tiles(walks, n_walks, C, n_kv, target, min_chunks, rows, tiles, cap, &n_tiles, &n_items));
+    CHECK_OK(ovk_attn_split_tiles(walks, n_walks, C, n_kv, below, target, min_chunks, rows, tiles, cap, &n_tiles, &n_items));
     CHECK(n_items <= OVK_ATTN_SPLIT_MAX_ITEMS(max_rows, n_rows, n_kv, target));
-    int split = min_chunks > 0 && (uint64_t)n_walks * n_kv < target;
+    int split = min_chunks > 0 && (uint64_t)n_walks * n_kv < below;
     uint64_t pp = max_u32(min_chunks, (uint32_t)((total * n_kv + target - 1) / target));
     uint32_t at = 0, split_parts = 0, n_split = 0;
     uint8_t *item_seen = calloc(n_items + 1, 1);
@@ -114,8 +114,8 @@ static void check_split_once(uint32_t C, uint32_t n_kv, uint32_t target, uint32_
         uint64_t by_work = (W + pp - 1) / pp, by_min = min_chunks ? W / min_chunks : 0;
         uint32_t want_S = split && by_work > 1 && by_min > 1 ? (uint32_t)(by_work < by_min ? by_work : by_min) : 1, S = 0;
         while (at + S < n_tiles && tiles[at + S].row_begin == w->row_begin) S++;
-        CHECK_MSG(S == want_S, "walk of %u chunks (C %u, n_kv %u, target %u, min %u): %u parts, want %u", W, C, n_kv, target,
-                  min_chunks, S, want_S);
+        CHECK_MSG(S == want_S, "walk of %u chunks (C %u, n_kv %u, below %u, target %u, min %u): %u parts, want %u", W, C, n_kv,
+                  below, target, min_chunks, S, want_S);
         if (S == 1) {
             CHECK(memcmp(&tiles[at], w, sizeof *w) == 0);
             for (uint32_t r = w->row_begin; r < w->row_begin + w->n_rows; r++) CHECK(rows[r].item_begin == 0 && rows[r].item_end == 0);
@@ -150,7 +150,9 @@ static void check_split_rule(void)
 {
     for (int i = 0; i < 400; i++) {
         static const uint32_t chunks[] = { 16, 32, 64 }, kvs[] = { 1, 2, 8 }, targets[] = { 64, 1024 }, mins[] = { 0, 1, 4, 64 };
-        check_split_once(chunks[i % 3], kvs[i / 3 % 3], targets[i / 9 % 2], mins[i / 18 % 4], i % 2 ? 5000 : 200);
+        static const uint32_t belows[] = { 16, 128, 1024, UINT32_MAX }; /* the threshold apart from the target */
+        check_split_once(chunks[i % 3], kvs[i / 3 % 3], belows[i / 72 % 4], targets[i / 9 % 2], mins[i / 18 % 4],
+                         i % 2 ? 5000 : 200);
     }
     /* a 512-row step of Llama-3-8B's shape (8 KV heads, 16 rows a tile, chunks of 32): at 32K
      * history (fp16) 32 tiles give 256 workgroups, each walk in 4 parts of 256 chunks makes 1024;
@@ -160,13 +162,16 @@ static void check_split_rule(void)
     for (uint32_t len = 512; len <= 32768; len += 32768 - 512) {
         for (uint32_t i = 0; i < 32; i++) walks[i] = (struct kv_attn_tile){ 16 * i, 16, 0, len, 0, 0, 0, 0 }; /* fp16 */
         uint32_t n_tiles, n_items;
-        CHECK_OK(ovk_attn_split_tiles(walks, 32, 32, 8, 1024, 64, rows, tiles, 32 + 128, &n_tiles, &n_items));
+        CHECK_OK(ovk_attn_split_tiles(walks, 32, 32, 8, 1024, 1024, 64, rows, tiles, 32 + 128, &n_tiles, &n_items));
         CHECK_MSG(n_tiles == (len > 512 ? 128u : 32u) && n_items == (len > 512 ? 2048u : 0u), "%u tokens: %u tiles, %u items", len,
                   n_tiles, n_items);
+        /* the cache's threshold (128 workgroups): 256 are enough, nothing splits */
+        CHECK_OK(ovk_attn_split_tiles(walks, 32, 32, 8, 128, 1024, 64, rows, tiles, 32 + 128, &n_tiles, &n_items));
+        CHECK_MSG(n_tiles == 32 && n_items == 0, "%u tokens below 128 workgroups: %u tiles, %u items", len, n_tiles, n_items);
     }
     uint32_t n_tiles, n_items;
-    CHECK_STATUS(ovk_attn_split_tiles(walks, 32, 32, 8, 1024, 64, rows, tiles, 100, &n_tiles, &n_items), OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(ovk_attn_split_tiles(walks, 32, 0, 8, 1024, 64, rows, tiles, 160, &n_tiles, &n_items), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_attn_split_tiles(walks, 32, 32, 8, 1024, 1024, 64, rows, tiles, 100, &n_tiles, &n_items), OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK_STATUS(ovk_attn_split_tiles(walks, 32, 0, 8, 1024, 1024, 64, rows, tiles, 160, &n_tiles, &n_items), OSCAR_ERROR_INVALID_ARGUMENT);
 }
 
 /* ---- the kernels ---- */
@@ -219,8 +224,8 @@ static void split_case(oscar_context *ctx, const attn_case *c, const attn_scene 
     struct kv_attn_tile *tiles = calloc(cap, sizeof *tiles);
     struct kv_attn_row *rows = malloc(sizeof *rows * s->n_rows);
     memcpy(rows, rows0, sizeof *rows * s->n_rows);
-    CHECK_OK(ovk_attn_split_tiles(walks, n_walks, chunk, c->nkv, target, c->long_len ? 16 : max_u32(1, max_w / 4), rows, tiles,
-                                  cap, &n_tiles, &n_items));
+    CHECK_OK(ovk_attn_split_tiles(walks, n_walks, chunk, c->nkv, UINT32_MAX, target, c->long_len ? 16 : max_u32(1, max_w / 4),
+                                  rows, tiles, cap, &n_tiles, &n_items));
     CHECK_MSG(n_items > 0, "%s: no walk split", c->name);
     ovk_buffer b_tiles, b_rows, b_partials;
     uint64_t partial_bytes = (uint64_t)n_items * n_head * KV_PARTIAL_FLOATS(d) * 4;

@@ -113,7 +113,7 @@ static uint32_t chunk_position(const struct kv_attn_tile *t, uint32_t chunk, uin
 }
 
 oscar_status ovk_attn_split_tiles(const struct kv_attn_tile *walks, uint32_t n_walks, uint32_t chunk, uint32_t n_kv,
-                                  uint32_t target_groups, uint32_t min_chunks, struct kv_attn_row *rows,
+                                  uint32_t split_below, uint32_t target_groups, uint32_t min_chunks, struct kv_attn_row *rows,
                                   struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles, uint32_t *n_items)
 {
     if (!n_tiles || !n_items || chunk == 0 || n_kv == 0 || (n_walks && (!walks || !rows || !tiles_out)))
@@ -122,7 +122,7 @@ oscar_status ovk_attn_split_tiles(const struct kv_attn_tile *walks, uint32_t n_w
     for (uint32_t i = 0; i < n_walks; i++) total += ovk_attn_walk_chunks(&walks[i], chunk);
     uint64_t pp = (total * n_kv + target_groups - 1) / (target_groups ? target_groups : 1);
     if (pp < min_chunks) pp = min_chunks;
-    int split = min_chunks > 0 && (uint64_t)n_walks * n_kv < target_groups;
+    int split = min_chunks > 0 && (uint64_t)n_walks * n_kv < split_below;
     uint32_t count = 0, items = 0;
     for (uint32_t i = 0; i < n_walks; i++) {
         const struct kv_attn_tile *w = &walks[i];

@@ -50,11 +50,11 @@ oscar_status ovk_attn_build_tiles(const uint32_t *row_seq, const uint32_t *row_n
 
 /* ---- split walks (attn_prefill.coopmat and its emulation only) ----
  * A step with few tiles gives the GPU few workgroups (one per tile and KV head), each walking
- * the whole history. Where that is fewer than target_groups, ovk_attn_split_tiles cuts long walks
- * into parts of whole chunks, one workgroup per (part, KV head), and the parts' partials are
+ * the whole history. Where that is fewer than split_below, ovk_attn_split_tiles cuts long walks
+ * into parts of whole chunks, aiming at target_groups workgroups, one workgroup per (part, KV head), and the parts' partials are
  * merged per row afterwards (shaders/attn_prefill_merge.comp). The rule, with W_t the chunks of
  * tile t's walk (ovk_attn_walk_chunks) and n_kv the KV heads:
- *   - no split when n_tiles * n_kv >= target_groups or min_chunks = 0;
+ *   - no split when n_tiles * n_kv >= split_below or min_chunks = 0;
  *   - else, with pp = max(min_chunks, ceil(sum_t W_t * n_kv / target_groups)) the chunks a
  *     workgroup would walk at target_groups, tile t is cut into
  *     S_t = max(1, min(ceil(W_t / pp), floor(W_t / min_chunks))) parts of floor or ceil of
@@ -86,7 +86,7 @@ uint32_t ovk_attn_walk_chunks(const struct kv_attn_tile *tile, uint32_t chunk);
  * *n_tiles: tiles written; *n_items: items (0: nothing split, no merge needed). Returns
  * OSCAR_ERROR_INVALID_ARGUMENT for chunk = 0, n_kv = 0, a missing array or tiles_out too small. */
 oscar_status ovk_attn_split_tiles(const struct kv_attn_tile *walks, uint32_t n_walks, uint32_t chunk, uint32_t n_kv,
-                                  uint32_t target_groups, uint32_t min_chunks, struct kv_attn_row *rows,
+                                  uint32_t split_below, uint32_t target_groups, uint32_t min_chunks, struct kv_attn_row *rows,
                                   struct kv_attn_tile *tiles_out, uint32_t max_tiles, uint32_t *n_tiles, uint32_t *n_items);
 
 #endif

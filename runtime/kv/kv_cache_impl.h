@@ -122,8 +122,8 @@ struct oscar_kv_cache {
     /* Split walks (attn_prefill.coopmat only): parts of long walks write partials, and
      * attn_prefill_merge combines each row's (ovk_attn_split_tiles). */
     uint32_t pf_split_chunks;    /* chunks a part holds at least; 0: walks never split */
-    int pf_split_any_step;       /* OSCAR_ATTN_PREFILL_SPLIT=N >= 1: steps of any size split, not only
-                                  * those below ATTN_PF_SPLIT_BELOW workgroups */
+    uint32_t pf_split_below;     /* steps of fewer workgroups split: ATTN_PF_SPLIT_BELOW; UINT32_MAX (any
+                                  * step) with OSCAR_ATTN_PREFILL_SPLIT=N >= 1 */
     struct kv_attn_tile *h_walks; /* [max_step_tokens] the step's whole walks, before splitting */
     ovk_buffer pf_partials;    /* [pf_items_cap][n_head][d + 4] fp32 (m, l, -, -, O): the parts' partials
                                  * (16 bytes, unread, where walks never split) */

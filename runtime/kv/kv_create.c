@@ -247,7 +247,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     uint32_t T = c->p.max_step_tokens, nkv = c->p.n_kv_head;
     int env_split = ctx->env.attn_prefill_split;
     c->pf_split_chunks = !coopmat ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
-    c->pf_split_any_step = env_split > 0; /* a part size given: split whatever the step's workgroups */
+    c->pf_split_below = env_split > 0 ? UINT32_MAX : ATTN_PF_SPLIT_BELOW; /* a part size given: any step splits */
     /* the partials of a step's most parts within one storage binding: fewer workgroups aimed at
      * where they would not fit (few KV heads, long steps); none added below one a KV head */
     uint64_t part_bytes = (uint64_t)c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4;
@@ -278,8 +278,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     if (ctx->env.pipeline_stats)
         fprintf(stderr, "prefill attention: attn_prefill.coopmat, tiles of %u rows, chunks of %u tokens, walks split into "
                 "parts of at least %u chunks below %u workgroups, towards %u (%.1f MiB of partials)\n", c->pf_rows,
-                c->pf_chunk, c->pf_split_chunks, c->pf_split_any_step ? c->pf_target : ATTN_PF_SPLIT_BELOW, c->pf_target,
-                partial_bytes / 1048576.0);
+                c->pf_chunk, c->pf_split_chunks, c->pf_split_below, c->pf_target, partial_bytes / 1048576.0);
 fail:
     return st;
 }

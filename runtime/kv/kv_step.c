@@ -74,10 +74,8 @@ static oscar_status plan_prefill(oscar_kv_cache *c, int *done)
     uint32_t n_walks = 0;
     OSCAR_TRY(ovk_attn_build_tiles(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, c->pf_rows,
                                      c->h_walks, c->p.max_step_tokens, &n_walks));
-    int few = (uint64_t)n_walks * c->p.n_kv_head < ATTN_PF_SPLIT_BELOW || c->pf_split_any_step;
-    OSCAR_TRY(ovk_attn_split_tiles(c->h_walks, n_walks, c->pf_chunk, c->p.n_kv_head, c->pf_target,
-                                     few ? c->pf_split_chunks : 0, c->h_rows, c->h_tiles, c->tiles_cap, &c->n_tiles,
-                                     &c->n_pf_items));
+    OSCAR_TRY(ovk_attn_split_tiles(c->h_walks, n_walks, c->pf_chunk, c->p.n_kv_head, c->pf_split_below, c->pf_target,
+                                     c->pf_split_chunks, c->h_rows, c->h_tiles, c->tiles_cap, &c->n_tiles, &c->n_pf_items));
     if (c->n_pf_items > c->pf_items_cap) /* cannot happen (attn_tiles.h's bound): a planning bug */
         OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "prefill attention: %u partials, room for %u", c->n_pf_items, c->pf_items_cap);
     c->n_items = 0;
