@@ -297,13 +297,19 @@ static void check_chunks_batches_forks(void)
     oscar_session_destroy(s1);
     oscar_session_destroy(s7);
 
-    /* n_batch 0 (the default): the device's step, 256 tokens on a CPU device, else a power of
-     * two up to 2048 whose widest activation fits one storage binding */
+    /* n_batch 0 (the default): the device's step, 256 tokens on a CPU device, else the largest
+     * power of two up to 2048 whose widest activation (n_ff, q or n_embd floats a token) fits one
+     * storage binding */
     oscar_session *sd = new_session(p.gm, OSCAR_KV_FP16, 1, oscar_session_params_default().n_batch);
     uint32_t nb = oscar_session_n_batch(sd);
     oscar_device_info di;
     CHECK_OK(oscar_context_device_info(ctx, &di));
-    CHECK_MSG(di.type == OSCAR_DEVICE_CPU ? nb == 256 : nb >= 64 && nb <= 2048 && (nb & (nb - 1)) == 0,
+    const ovk_model_hparams *hp = &p.desc->hp;
+    uint64_t widest = hp->n_ff, q_dim = (uint64_t)hp->n_head * hp->head_dim, limit = ctx->limits.maxStorageBufferRange;
+    widest = hp->n_embd > widest ? hp->n_embd : widest;
+    widest = q_dim > widest ? q_dim : widest;
+    int fits = (uint64_t)nb * widest * 4 <= limit, largest = nb == 2048 || (uint64_t)nb * 2 * widest * 4 > limit;
+    CHECK_MSG(di.type == OSCAR_DEVICE_CPU ? nb == 256 : (nb & (nb - 1)) == 0 && fits && largest,
               "default n_batch %u on a device of type %d", nb, (int)di.type);
     oscar_session_destroy(sd);
 
