@@ -127,7 +127,7 @@ struct oscar_kv_cache {
     struct kv_attn_tile *h_walks; /* [max_step_tokens] the step's whole walks, before splitting */
     ovk_buffer pf_partials;    /* [pf_items_cap][n_head][d + 4] fp32 (m, l, -, -, O): the parts' partials
                                  * (16 bytes, unread, where walks never split) */
-    uint32_t pf_items_cap;       /* OVK_ATTN_SPLIT_MAX_ITEMS(pf_rows, max_step_tokens, n_kv_head, pf_target) */
+    uint32_t pf_items_cap;       /* OVK_ATTN_SPLIT_MAX_ITEMS(pf_rows, rows of a split step, n_kv_head, pf_target) */
     uint32_t pf_target;          /* workgroups a split step aims at: ATTN_PF_TARGET_GROUPS, halved until
                                   * the partials of its most parts fit one storage binding */
     uint32_t n_pf_items;         /* items of this step's split walks; 0: no merge */

@@ -248,16 +248,20 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     int env_split = ctx->env.attn_prefill_split;
     c->pf_split_chunks = !coopmat ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
     c->pf_split_below = env_split > 0 ? UINT32_MAX : ATTN_PF_SPLIT_BELOW; /* a part size given: any step splits */
+    /* rows a split step may have: its walks are fewer than pf_split_below / n_kv */
+    uint64_t split_rows = T;
+    if (c->pf_split_below != UINT32_MAX && (uint64_t)c->pf_rows * ((c->pf_split_below - 1) / nkv) < T)
+        split_rows = (uint64_t)c->pf_rows * ((c->pf_split_below - 1) / nkv);
     /* the partials of a step's most parts within one storage binding: fewer workgroups aimed at
      * where they would not fit (few KV heads, long steps); none added below one a KV head */
     uint64_t part_bytes = (uint64_t)c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4;
     c->pf_target = ATTN_PF_TARGET_GROUPS;
     while (c->pf_split_chunks && c->pf_target >= nkv &&
-           OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, T, nkv, c->pf_target) * part_bytes > ctx->limits.maxStorageBufferRange)
+           OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, split_rows, nkv, c->pf_target) * part_bytes > ctx->limits.maxStorageBufferRange)
         c->pf_target /= 2;
     if (c->pf_target < nkv) c->pf_split_chunks = 0;
     uint64_t tiles_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_TILES(T, nkv, c->pf_target) : T;
-    uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, T, nkv, c->pf_target) : 0;
+    uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, split_rows, nkv, c->pf_target) : 0;
     c->tiles_cap = (uint32_t)tiles_cap;
     c->pf_items_cap = (uint32_t)items_cap;
     OSCAR_TRY(ovk_buffer_create(ctx, tiles_cap * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
