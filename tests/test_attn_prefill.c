@@ -369,8 +369,8 @@ static void run_case(oscar_context *ctx, const attn_case *c)
      * over the long case's whole walk: there it runs the split walk only) */
     int emulated = cm && strcmp(cm, "attn_prefill_emu.f16") == 0, whole = !(emulated && c->long_len);
     if (cm && !c->rows)
-        ovk_attn_prefill_cm_shape(d, c->gqa, ovk_max_subgroup_size(ctx), ctx->info.max_workgroup_invocations,
-                                  ctx->info.max_shared_memory, &cm_rows, &cm_chunk, &cm_wg);
+        ovk_attn_prefill_cm_shape(d, c->gqa, OVK_ATTN_PF_CM_PAIRS, ovk_max_subgroup_size(ctx),
+                                  ctx->info.max_workgroup_invocations, ctx->info.max_shared_memory, &cm_rows, &cm_chunk, &cm_wg);
     if (cm_rows) {
         uint32_t cm_tiles = 0;
         CHECK_OK(ovk_attn_build_tiles(s.row_seq, s.row_n, s.n_rows, sink, fe, cm_rows, NULL, 0, &cm_tiles));
@@ -431,22 +431,25 @@ static void check_shapes(void)
                   shapes[i][1], r, ch);
         CHECK(4ull * ATTN_PF_SHARED_FLOATS(r, ch, shapes[i][1], shapes[i][0]) <= 32768);
     }
-    /* the cooperative-matrix kernel's: d, gqa, subgroup, shared bytes -> rows, chunk, workgroup */
-    static const uint32_t cm[][7] = {
-        { 128, 4, 32, 49152, 16, 32, 128 }, { 128, 8, 32, 49152, 8, 32, 128 }, { 64, 3, 32, 49152, 32, 32, 192 },
-        { 256, 8, 32, 49152, 2, 16, 32 },   { 128, 4, 8, 32768, 8, 16, 16 },  { 128, 1, 64, 49152, 64, 32, 256 },
+    /* the cooperative-matrix kernel's: d, gqa, pairs aimed at, subgroup, shared bytes -> rows, chunk, workgroup */
+    static const uint32_t cm[][8] = {
+        { 128, 4, 128, 32, 49152, 32, 32, 256 }, { 128, 4, 64, 32, 49152, 16, 32, 128 },
+        { 128, 8, 128, 32, 49152, 16, 32, 256 }, { 64, 3, 128, 32, 49152, 32, 32, 192 },
+        { 256, 8, 128, 32, 49152, 16, 16, 256 }, { 128, 4, 128, 8, 32768, 32, 16, 64 },
+        { 128, 1, 128, 64, 49152, 128, 32, 512 }, { 128, 4, 128, 32, 20480, 12, 16, 96 }, /* fewer rows to fit */
     };
     for (size_t i = 0; i < sizeof cm / sizeof cm[0]; i++) {
         uint32_t r, ch, wg;
-        ovk_attn_prefill_cm_shape(cm[i][0], cm[i][1], cm[i][2], 1024, cm[i][3], &r, &ch, &wg);
-        CHECK_MSG(r == cm[i][4] && ch == cm[i][5] && wg == cm[i][6], "coopmat shape d %u gqa %u: %u rows x %u tokens, %u threads",
-                  cm[i][0], cm[i][1], r, ch, wg);
-        CHECK(ovk_attn_prefill_cm_shared_bytes(r, ch, cm[i][1], cm[i][0]) <= cm[i][3]);
+        ovk_attn_prefill_cm_shape(cm[i][0], cm[i][1], cm[i][2], cm[i][3], 1024, cm[i][4], &r, &ch, &wg);
+        CHECK_MSG(r == cm[i][5] && ch == cm[i][6] && wg == cm[i][7], "coopmat shape d %u gqa %u pairs %u: %u rows x %u tokens, %u threads",
+                  cm[i][0], cm[i][1], cm[i][2], r, ch, wg);
+        CHECK(ovk_attn_prefill_cm_shared_bytes(r, ch, cm[i][1], cm[i][0]) <= cm[i][4]);
     }
     uint32_t r, ch, wg;
-    CHECK(ovk_attn_prefill_cm_shape(100, 4, 32, 49152, 49152, &r, &ch, &wg) == 0 && r == 0 && wg == 0); /* d not a multiple of 16 */
-    CHECK(ovk_attn_prefill_cm_shape(128, 4, 32, 16, 49152, &r, &ch, &wg) == 0);   /* a workgroup smaller than a subgroup */
-    CHECK(ovk_attn_prefill_cm_shape(256, 8, 32, 1024, 16384, &r, &ch, &wg) == 0); /* too little shared memory */
+    CHECK(ovk_attn_prefill_cm_shape(100, 4, 128, 32, 49152, 49152, &r, &ch, &wg) == 0 && r == 0 && wg == 0); /* d not a multiple of 16 */
+    CHECK(ovk_attn_prefill_cm_shape(128, 4, 128, 32, 16, 49152, &r, &ch, &wg) == 0);   /* a workgroup smaller than a subgroup */
+    CHECK(ovk_attn_prefill_cm_shape(256, 8, 128, 32, 1024, 16384, &r, &ch, &wg) == 0); /* too little shared memory */
+    CHECK(ovk_attn_prefill_cm_shape(128, 4, 0, 32, 1024, 49152, &r, &ch, &wg) == 0);   /* no pairs */
     CHECK(ovk_attn_prefill_shape(128, 1, 100, 32768, &r, &ch) == 0); /* wg not a multiple of d/4 */
     CHECK(ovk_attn_prefill_shape(256, 16, WG, 4096, &r, &ch) == 0 && r == 0 && ch == 0);
 }

@@ -28,14 +28,14 @@ uint64_t ovk_attn_prefill_cm_shared_bytes(uint32_t rows, uint32_t chunk, uint32_
 {
     uint64_t m = (uint64_t)rows * gqa, qs = d / 4 + 2, ps = chunk / 4 + 2;
     uint64_t ss = m * chunk > 16ull * d ? m * chunk : 16ull * d;
-    return 8 * (m * qs + 2ull * chunk * qs + m * ps) + 4 * (ss + 3 * m + ((rows + 3ull) & ~3ull));
+    return 8 * (2ull * chunk * qs + m * ps) + 4 * (ss + 3 * m + ((rows + 3ull) & ~3ull));
 }
 
-uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t max_sg, uint32_t max_wg, uint32_t shared_bytes,
-                                   uint32_t *rows, uint32_t *chunk, uint32_t *wg)
+uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t pairs, uint32_t max_sg, uint32_t max_wg,
+                                   uint32_t shared_bytes, uint32_t *rows, uint32_t *chunk, uint32_t *wg)
 {
     *rows = *chunk = *wg = 0;
-    if (d == 0 || d % 16 || gqa == 0 || max_sg == 0) return 0;
+    if (d == 0 || d % 16 || gqa == 0 || max_sg == 0 || pairs == 0) return 0;
     uint32_t g = 16, a = gqa; /* gcd(16, gqa) */
     while (a) {
         uint32_t t = g % a;
@@ -43,7 +43,7 @@ uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t max_sg, ui
     }
     uint32_t unit = 16 / g; /* rows of a whole number of row blocks */
     uint32_t r0 = unit;
-    while (r0 * gqa < 64 && (r0 + unit) * gqa <= 128) r0 += unit;
+    while (r0 * gqa < pairs && (r0 + unit) * gqa <= 128) r0 += unit;
     for (uint32_t r = r0; r >= unit; r -= unit) {
         uint32_t blocks = r * gqa / 16;
         if (blocks > 8 || (uint64_t)blocks * max_sg > max_wg) continue;

@@ -31,14 +31,18 @@ uint32_t ovk_attn_prefill_shape(uint32_t d, uint32_t gqa, uint32_t wg, uint32_t 
  * `chunk` tokens per chunk, gqa and d (common/attn_prefill_cm_body.glsl's arrays). */
 uint64_t ovk_attn_prefill_cm_shared_bytes(uint32_t rows, uint32_t chunk, uint32_t gqa, uint32_t d);
 
+/* The (row, query head) pairs a workgroup of attn_prefill.coopmat aims at: each dequantized chunk
+ * of K and V then serves 128 rows of the matrices. */
+#define OVK_ATTN_PF_CM_PAIRS 128u
+
 /* The tile shape of attn_prefill.coopmat for subgroups of at most `max_sg` threads, workgroups
  * of at most `max_wg` threads and `shared_bytes` of shared memory: rows * gqa pairs in row
- * blocks of 16 (rows a multiple of 16 / gcd(16, gqa)), aiming at 64 pairs (4 row blocks, at
- * most 8) and then at the longest chunk (64, 32 or 16 tokens) that fits; fewer rows when nothing
- * fits. *wg = row blocks * max_sg. Returns the rows (0 with *rows = *chunk = *wg = 0 when no
- * shape fits or d is not a multiple of 16). */
-uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t max_sg, uint32_t max_wg, uint32_t shared_bytes,
-                                   uint32_t *rows, uint32_t *chunk, uint32_t *wg);
+ * blocks of 16 (rows a multiple of 16 / gcd(16, gqa)), aiming at `pairs` pairs (at most 128,
+ * 8 row blocks) and then at the longest chunk (64, 32 or 16 tokens) that fits; fewer rows when
+ * nothing fits. *wg = row blocks * max_sg. Returns the rows (0 with *rows = *chunk = *wg = 0
+ * when no shape fits, pairs is 0 or d is not a multiple of 16). */
+uint32_t ovk_attn_prefill_cm_shape(uint32_t d, uint32_t gqa, uint32_t pairs, uint32_t max_sg, uint32_t max_wg,
+                                   uint32_t shared_bytes, uint32_t *rows, uint32_t *chunk, uint32_t *wg);
 
 /* Builds the tiles of one call: runs of rows with the same sequence, at most `rows` long.
  * row_seq, row_n_visible [n_rows]; seq_sink, seq_flushed_end [n_seq] (indexed by row_seq; pass

@@ -220,8 +220,10 @@ static uint32_t prefill_coopmat_shape(oscar_kv_cache *c)
         !ctx->info.subgroup_shuffle)
         return 0;
     uint32_t wg = 0;
-    ovk_attn_prefill_cm_shape(c->p.head_dim, c->gqa, ovk_max_subgroup_size(ctx), ctx->limits.maxComputeWorkGroupInvocations,
-                              ctx->info.max_shared_memory, &c->pf_rows, &c->pf_chunk, &wg);
+    uint32_t pairs = ctx->env.attn_prefill_pairs ? ctx->env.attn_prefill_pairs : OVK_ATTN_PF_CM_PAIRS;
+    ovk_attn_prefill_cm_shape(c->p.head_dim, c->gqa, pairs, ovk_max_subgroup_size(ctx),
+                              ctx->limits.maxComputeWorkGroupInvocations, ctx->info.max_shared_memory, &c->pf_rows,
+                              &c->pf_chunk, &wg);
     return c->pf_rows >= 2 ? wg : 0;
 }
 

@@ -26,6 +26,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel; 1: the tiled kernel also where the rows kernel would take prefill (CPU devices); 2: the tiled fp32 kernel where the cooperative-matrix one would run" },
     { "OSCAR_ATTN_PREFILL_SPLIT", "cooperative-matrix prefill attention: 0 never splits a long walk over several workgroups; N: "
                                   "steps of any size split, a part holding at least N chunks (unset: steps of under 128 workgroups split, parts of 64)" },
+    { "OSCAR_ATTN_PREFILL_PAIRS", "cooperative-matrix prefill attention: (row, query head) pairs a workgroup aims at, 16..128 (tuning; default 128)" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
     { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream), thread (chunked) or invocation (rows) scores at once, 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
@@ -92,6 +93,7 @@ void ovk_env_read(ovk_env *env)
     env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : !strcmp(kernel, "rows") ? 2 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 2, -1);
     env->attn_prefill_split = (int)number("OSCAR_ATTN_PREFILL_SPLIT", 0, 1 << 20, -1);
+    env->attn_prefill_pairs = (uint32_t)number("OSCAR_ATTN_PREFILL_PAIRS", 16, 128, 0);
     env->disable_coopmat = flag("OSCAR_DISABLE_COOPMAT");
     env->disable_integer_dot = flag("OSCAR_DISABLE_INTEGER_DOT");
     env->disable_f16 = flag("OSCAR_DISABLE_F16");

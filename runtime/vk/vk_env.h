@@ -38,6 +38,8 @@ typedef struct ovk_env {
     int attn_prefill_split;  /* OSCAR_ATTN_PREFILL_SPLIT: 0 never splits a prefill walk; N >= 1 chunks a part of
                               * a split walk holds at least, steps of any size splitting; -1 (unset): the
                               * cache's default (kv_cache_impl.h, ATTN_PF_SPLIT_BELOW) */
+    uint32_t attn_prefill_pairs; /* OSCAR_ATTN_PREFILL_PAIRS: (row, query head) pairs a cooperative-matrix prefill
+                              * workgroup aims at, 16..128; 0 (unset): OVK_ATTN_PF_CM_PAIRS */
     /* fallbacks forced (each optional feature only speeds things up) */
     int disable_coopmat;     /* OSCAR_DISABLE_COOPMAT: VK_KHR_cooperative_matrix stays off */
     int disable_integer_dot; /* OSCAR_DISABLE_INTEGER_DOT: VK_KHR_shader_integer_dot_product stays off */

@@ -11,8 +11,8 @@
 //            registers during the previous chunk's products), dequantized in fp32 (INT2: min +
 //            code * scale, as int2_quant.h; keys plus their block's center where the cache has
 //            a key-center table) and rounded to fp16 into sk, sv; then the next chunk's reads
-//   scores:  each owner: S = Q · Kᵀ for its 16 rows (Q = q·scale in fp16, staged once in sq)
-//            into ss; its lanes (1, 2 or 4 a row) then run the online softmax of its rows with a lazy maximum:
+//   scores:  each owner: S = Q · Kᵀ for its 16 rows (Q = q·scale in fp16, held in its registers
+//            as d / 16 A matrices, staged once through sk and sv at the start) into ss; its lanes (1, 2 or 4 a row) then run the online softmax of its rows with a lazy maximum:
 //            p = exp(s - m) for the tokens the row sees, rounded to fp16 into sp, l += p; m
 //            moves only when the chunk's maximum passes it by more than TAU, so p <= e^TAU
 //            (fp16 holds it) and the accumulators are rescaled (through ss: a matrix's layout
@@ -61,7 +61,7 @@ const uint N_HEAD = N_KV * GQA;
 const uint M = ROWS * GQA;   // pair p = row * GQA + head
 const uint RB = M / 16u;     // row blocks
 const uint BC = CHUNK;
-const uint QS = D4 + 2u;     // row stride of sq, sk, sv in f16vec4 (16-byte aligned, spread over banks)
+const uint QS = D4 + 2u;     // row stride of sk, sv (and Q's staging) in f16vec4 (16-byte aligned, spread over banks)
 const uint PS = BC / 4u + 2u; // row stride of sp in f16vec4
 const uint SS = BC;          // row stride of ss in floats while it holds scores
 const uint SS_FLOATS = M * SS > 16u * D ? M * SS : 16u * D; // scores, or one row block's O at the end
@@ -83,9 +83,8 @@ layout(std430, binding = 10) writeonly buffer Partials { float partials[]; };
 const uint PF = D + 4u;
 
 // ---- shared memory (ovk_attn_prefill_cm_shared_bytes in runtime/kv/attn_tiles.c) ----
-shared f16vec4 sq[M * QS];      // [M][d] q·scale, fp16
-shared f16vec4 sk[BC * QS];     // [CHUNK][d] K of the chunk, fp16
-shared f16vec4 sv[BC * QS];     // [CHUNK][d] V of the chunk, fp16
+shared f16vec4 sk[BC * QS];     // [CHUNK][d] K of the chunk, fp16; at the start, q·scale of row blocks
+shared f16vec4 sv[BC * QS];     // [CHUNK][d] V of the chunk, fp16; at the start, as sk
 shared f16vec4 sp[M * PS];      // [M][CHUNK] p, fp16
 shared float ss[SS_FLOATS];     // [M][CHUNK] scores; a row block's accumulators to rescale; [16][d] O at the end
 shared float s_m[M];            // the lazy maximum per pair
@@ -244,12 +243,30 @@ void main()
     uint rb = gl_SubgroupID;
     bool own = rb < RB;
 
-    for (uint i = t; i < M * D4; i += WG) {
-        uint pr = i / D4, c = i % D4, r = pr / GQA, h = pr % GQA;
-        sq[pr * QS + c] = r < tl.n_rows ? to_f16(q4[((tl.row_begin + r) * N_HEAD + kvh * GQA + h) * D4 + c] * pc.scale) : f16vec4(0.0);
-    }
     for (uint r = t; r < ((ROWS + 3u) & ~3u); r += WG) s_nv[r] = r < tl.n_rows ? rows[tl.row_begin + r].n_visible : 0u;
     for (uint pr = t; pr < M; pr += WG) s_m[pr] = NEG_INF, s_l[pr] = 0.0;
+
+    // Q = q·scale (fp16) into each owner's registers: sk and sv each hold BC / 16 row blocks of
+    // [16][d], so the row blocks are staged QB at a time (rows past the tile as zeros)
+    const uint QB = 2u * (BC / 16u);
+    APC_QA qa[D / 16u];
+    for (uint b0 = 0u; b0 < RB; b0 += QB) {
+        barrier(); // the previous round's loads are done
+        for (uint i = t; i < QB * 16u * D4; i += WG) {
+            uint sb = i / (16u * D4), e = i % (16u * D4), pr = (b0 + sb) * 16u + e / D4, c = e % D4;
+            uint r = pr / GQA, h = pr % GQA, slot = (sb % (BC / 16u)) * 16u * QS + (e / D4) * QS + c;
+            f16vec4 v = pr < M && r < tl.n_rows ? to_f16(q4[((tl.row_begin + r) * N_HEAD + kvh * GQA + h) * D4 + c] * pc.scale)
+                                                : f16vec4(0.0);
+            if (sb < BC / 16u) sk[slot] = v;
+            else sv[slot] = v;
+        }
+        barrier();
+        if (own && rb >= b0 && rb < b0 + QB) { // uniform over the subgroup
+            uint sb = rb - b0, off = (sb % (BC / 16u)) * 16u * QS;
+            if (sb < BC / 16u) APC_UNROLL for (uint j = 0u; j < D / 16u; j++) APC_QA_LOAD(qa[j], sk, off + 4u * j);
+            else APC_UNROLL for (uint j = 0u; j < D / 16u; j++) APC_QA_LOAD(qa[j], sv, off + 4u * j);
+        }
+    }
 
     APC_ACC o[D / 16u];
     APC_UNROLL for (uint j = 0u; j < D / 16u; j++) o[j] = APC_ZERO;
@@ -269,7 +286,7 @@ void main()
         range_bounds(range, tl, begin, end);
         bool is_int2 = split && range == 1u;
         uint n = min(end - p0, BC), cur_p0 = p0;
-        barrier(); // the previous chunk's readers of sk, sv are done (the first: sq, s_nv, s_m, s_l are published)
+        barrier(); // the previous chunk's readers of sk, sv are done (the first: Q's loads; s_nv, s_m, s_l are published)
         STORE(is_int2, cur_p0, n)
         barrier();
         next_chunk(tl, range, p0);
@@ -282,7 +299,7 @@ void main()
             APC_ACC s[BC / 16u];
             APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) s[j] = APC_ZERO;
             APC_UNROLL for (uint kk = 0u; kk < D4; kk += 4u)
-                APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) APC_QK(s[j], rb * 16u * QS + kk, j * 16u * QS + kk);
+                APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) APC_QK(s[j], qa[kk / 4u], j * 16u * QS + kk);
             APC_UNROLL for (uint j = 0u; j < BC / 16u; j++) APC_STORE(s[j], rb * 16u * SS + j * 16u, SS);
             subgroupMemoryBarrierShared();
             subgroupBarrier();

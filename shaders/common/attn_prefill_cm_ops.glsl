@@ -1,7 +1,8 @@
 // The matrix operations of common/attn_prefill_cm_body.glsl, included after its shared arrays:
 // 16 x 16 x 16 products, fp16 inputs and fp32 accumulators, subgroup scope.
-//   APC_QK(acc, a, b):  acc += Q[a..] · Kᵀ[b..]  A from sq (row-major, stride QS f16vec4),
-//                                                B from sk read column-major (a token's d
+//   APC_QA:             an A operand held in registers (a row block's 16 x 16 part of Q)
+//   APC_QA_LOAD(qa, arr, off): qa from shared array arr (row-major, stride QS f16vec4)
+//   APC_QK(acc, qa, b): acc += qa · Kᵀ[b..]      B from sk read column-major (a token's d
 //                                                elements are contiguous: Kᵀ's columns)
 //   APC_PV(acc, a, b):  acc += P[a..] · V[b..]   A from sp (row-major, stride PS f16vec4),
 //                                                B from sv (row-major, stride QS f16vec4)
@@ -10,8 +11,9 @@
 //
 // On cooperative matrices, or (APC_EMULATE) in scalar code with the same offsets and strides: a
 // lane holds the elements i = lane + e * gl_SubgroupSize of each accumulator (element i is row
-// i / 16, column i % 16), and an A or B operand is read from shared memory when multiplied (the
-// arrays do not change between a load and its product). The emulation lets a device without
+// i / 16, column i % 16), every lane holds all 256 elements of an APC_QA, and the other A and B
+// operands are read from shared memory when multiplied (the arrays do not change between a load
+// and its product). The emulation lets a device without
 // cooperative matrices check the kernel's indexing; it needs subgroups of 4 or more lanes.
 #ifndef OSCAR_ATTN_PREFILL_CM_OPS_GLSL
 #define OSCAR_ATTN_PREFILL_CM_OPS_GLSL
@@ -21,13 +23,13 @@
 #define APC_UNROLL [[unroll]]
 #define APC_ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
 #define APC_ZERO APC_ACC(0.0)
-#define APC_QK(acc, a, b)                                                                                 \
+#define APC_QA coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>
+#define APC_QA_LOAD(qa, arr, off) coopMatLoad(qa, arr, off, QS, gl_CooperativeMatrixLayoutRowMajor)
+#define APC_QK(acc, qa, b)                                                                                \
     {                                                                                                     \
-        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ma_;                                  \
         coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> mb_;                                  \
-        coopMatLoad(ma_, sq, a, QS, gl_CooperativeMatrixLayoutRowMajor);                                  \
         coopMatLoad(mb_, sk, b, QS, gl_CooperativeMatrixLayoutColumnMajor);                               \
-        acc = coopMatMulAdd(ma_, mb_, acc);                                                               \
+        acc = coopMatMulAdd(qa, mb_, acc);                                                                \
     }
 #define APC_PV(acc, a, b)                                                                                 \
     {                                                                                                     \
@@ -47,9 +49,15 @@ const uint APC_E = 64u; // elements of an accumulator a lane holds at most (256 
 struct apc_acc {
     float e[APC_E];
 };
+struct apc_qa {
+    float16_t e[256]; // [16][16] row-major
+};
 #define APC_ACC apc_acc
 #define APC_ZERO apc_zero()
-#define APC_QK(acc, a, b) acc = apc_qk(a, b, acc)
+#define APC_QA apc_qa
+#define APC_QA_LOAD(qa, arr, off)                                                                         \
+    for (uint i_ = 0u; i_ < 256u; i_++) qa.e[i_] = arr[(off) + (i_ / 16u) * QS + i_ % 16u / 4u][i_ % 4u]
+#define APC_QK(acc, qa, b) acc = apc_qk(qa, b, acc)
 #define APC_PV(acc, a, b) acc = apc_pv(a, b, acc)
 #define APC_STORE(acc, off, stride) apc_store(acc, off, stride)
 #define APC_LOAD(acc, off, stride) acc = apc_load(off, stride)
@@ -61,13 +69,13 @@ apc_acc apc_zero()
     return c;
 }
 
-apc_acc apc_qk(uint a, uint b, apc_acc c)
+apc_acc apc_qk(apc_qa a, uint b, apc_acc c)
 {
     for (uint e = 0u; e < APC_E; e++) {
         uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize, m = i / 16u, n = i % 16u;
         if (i >= 256u) break;
         float s = c.e[e];
-        for (uint k = 0u; k < 16u; k++) s += float(sq[a + m * QS + k / 4u][k % 4u]) * float(sk[b + n * QS + k / 4u][k % 4u]);
+        for (uint k = 0u; k < 16u; k++) s += float(a.e[m * 16u + k]) * float(sk[b + n * QS + k / 4u][k % 4u]);
         c.e[e] = s;
     }
     return c;
