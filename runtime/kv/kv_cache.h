@@ -37,8 +37,13 @@ typedef struct ovk_kv_rope {
 oscar_status ovk_kv_record_append_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
                                               const ovk_binding *k, const ovk_binding *v, const ovk_binding *out,
                                               const ovk_kv_rope *rope);
-/* Quantizes the step's tokens that leave the recent window (no-op when there are none). */
-oscar_status ovk_kv_record_flush(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer);
+/* Quantizes the step's tokens that leave the recent window, every layer's (no-op when there are
+ * none), as dispatches unordered among themselves: each layer's flush needs only that layer's
+ * append of the step before it, and the next step's commands after it. With `ordered`, a
+ * barrier (after the step's uploads) comes first; without, the caller has recorded one after
+ * the step's last append, and the flushes run beside whatever follows it up to the next barrier
+ * (the forward pass puts them beside the LM head). */
+oscar_status ovk_kv_record_flushes(oscar_kv_cache *c, ovk_cmd *cmd, int ordered);
 /* Commits the planned step's bookkeeping (after its command buffer was submitted). */
 void ovk_kv_commit_step(oscar_kv_cache *c);
 /* Drops the planned step instead (recording or submission failed): pages it reserved go back

@@ -420,21 +420,30 @@ fail:
     return st;
 }
 
-oscar_status ovk_kv_record_flush(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer)
+oscar_status ovk_kv_record_flushes(oscar_kv_cache *c, ovk_cmd *cmd, int ordered)
 {
-    oscar_status st = check_step(c, layer, "flush");
-    if (st != OSCAR_OK || c->book.plan.n_flush == 0) return st;
+    oscar_status st = OSCAR_OK;
+    if (!c->book.plan.active) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "flush outside a step (call oscar_kv_step_begin)");
+    if (c->book.plan.n_flush == 0) return OSCAR_OK;
+    if (!ordered && c->n_copies)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "flush: the step's uploads are not recorded yet, so a barrier must come first");
     uint32_t n = c->book.plan.n_flush;
     uint64_t fb_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
-    ovk_binding fb = c->key_feedback ? (ovk_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->feedback, 0, 0 };
-    ovk_binding mb = c->key_metric ? (ovk_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->metric, 0, 0 };
-    ovk_binding b[5] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
-                           { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb, mb };
-    struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback, c->refit_rounds, c->key_metric };
+    struct kv_flush_push push = { n, 0, 0, c->key_feedback, c->refit_rounds, c->key_metric };
     uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
-    record_uploads(c, cmd);
-    ovk_cmd_barrier(c->ctx, cmd);
-    OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
+    if (ordered) {
+        record_uploads(c, cmd);
+        ovk_cmd_barrier(c->ctx, cmd);
+    }
+    /* each layer reads and writes its own pools: no barrier among them */
+    for (uint32_t layer = 0; layer < c->p.n_layer; layer++) {
+        ovk_binding fb = c->key_feedback ? (ovk_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->feedback, 0, 0 };
+        ovk_binding mb = c->key_metric ? (ovk_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->metric, 0, 0 };
+        ovk_binding b[5] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
+                               { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb, mb };
+        push.clip_k = c->clip_k[layer], push.clip_v = c->clip_v[layer];
+        OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
+    }
 fail:
     return st;
 }
@@ -515,7 +524,7 @@ OSCAR_API oscar_status oscar_kv_step_end(oscar_kv_cache *c)
     if (c->book.plan.n_flush && !c->ext_flushed) {
         OSCAR_TRY(ovk_cmd_begin(c->ctx, &c->cmd));
         int t0 = ovk_cmd_timestamp(c->ctx, &c->cmd);
-        for (uint32_t l = 0; l < c->p.n_layer && st == OSCAR_OK; l++) st = ovk_kv_record_flush(c, &c->cmd, l);
+        st = ovk_kv_record_flushes(c, &c->cmd, 1);
         oscar_status st2 = submit_timed(c, t0);
         if (st == OSCAR_OK) st = st2;
         if (st != OSCAR_OK) goto fail;

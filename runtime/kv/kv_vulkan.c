@@ -98,7 +98,7 @@ OSCAR_API oscar_status oscar_vk_kv_flush(oscar_kv_cache *c, VkCommandBuffer cb)
     oscar_status st = OSCAR_OK;
     OSCAR_TRY(check_cache(c, cb, "oscar_vk_kv_flush"));
     ovk_cmd_adopt(&c->ext_cmd, cb);
-    for (uint32_t l = 0; l < c->p.n_layer && st == OSCAR_OK; l++) st = ovk_kv_record_flush(c, &c->ext_cmd, l);
+    st = ovk_kv_record_flushes(c, &c->ext_cmd, 1);
     c->ext_cmd.recording = 0;
     if (st == OSCAR_OK) c->ext_flushed = 1;
 fail:

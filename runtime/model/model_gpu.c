@@ -435,7 +435,6 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         ovk_kv_rope rope = { pos, freq, hp->rope_type, hp->n_rot };
         OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, &rope));
     }
-    OSCAR_TRY(ovk_kv_record_flush(s->kv, cmd, l));
     {
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, 0));
@@ -496,6 +495,9 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
         uint32_t rows[1] = { V };
         OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, q8));
     }
+    /* the step's KV flushes beside the LM head: nothing in the step waits for them, and the
+     * barriers since the last layer order them after its appends */
+    OSCAR_TRY(ovk_kv_record_flushes(s->kv, cmd, 0));
     ovk_cmd_barrier(ctx, cmd);
     OSCAR_TRY(ovk_op_argmax(&s->ops, cmd, logits, amax, V, n_out));
     ovk_cmd_barrier(ctx, cmd);
@@ -568,7 +570,8 @@ static oscar_status record_step(ovk_gpu_state *s, uint32_t n, uint32_t n_out, in
             next_flush = next_flush * s->flush_growth + 1;
         }
     }
-    if (want_logits) OSCAR_TRY(record_head(s, n, n_out));
+    if (want_logits) OSCAR_TRY(record_head(s, n, n_out)); /* with the flushes */
+    else OSCAR_TRY(ovk_kv_record_flushes(s->kv, &s->cmd, 1));
     *t1 = ovk_cmd_timestamp(ctx, &s->cmd);
 fail:
     return st;
@@ -700,10 +703,8 @@ oscar_status ovk_gpu_fill_synthetic(ovk_gpu_state *s, int32_t kv_seq, uint32_t n
         OSCAR_TRY(oscar_kv_step_begin(s->kv, 1, &kv_seq, &chunk));
         planned = 1;
         OSCAR_TRY(ovk_cmd_begin(ctx, &s->cmd));
-        for (uint32_t l = 0; l < s->m->desc->hp.n_layer; l++) {
-            OSCAR_TRY(ovk_kv_record_append(s->kv, &s->cmd, l, &k, &v, 0));
-            OSCAR_TRY(ovk_kv_record_flush(s->kv, &s->cmd, l));
-        }
+        for (uint32_t l = 0; l < s->m->desc->hp.n_layer; l++) OSCAR_TRY(ovk_kv_record_append(s->kv, &s->cmd, l, &k, &v, 0));
+        OSCAR_TRY(ovk_kv_record_flushes(s->kv, &s->cmd, 1));
         OSCAR_TRY(ovk_cmd_submit_wait(ctx, &s->cmd));
         planned = 0;
         ovk_kv_commit_step(s->kv);
