@@ -34,5 +34,5 @@ void main()
     if (row_id >= pc.n_items) return; // uniform over the workgroup
     kv_attn_row row = rows[row_id];
     if (row.item_end == row.item_begin) return; // a whole walk wrote this row
-    merge_row(row_id, gl_WorkGroupID.y);
+    merge_row(row_id, gl_WorkGroupID.y, false);
 }

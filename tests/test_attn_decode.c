@@ -28,6 +28,7 @@
 
 #include "attn_items.h"
 #include "attn_ref.h"
+#include "q8_ref.h"
 #include "common/kv_write.h"
 #include "half.h"
 #include "attn_scene.h"
@@ -219,7 +220,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 4 * s.n_rows * c->nkv, &b_cnt));
     CHECK_OK(ovk_buffer_fill(ctx, &b_cnt, 0, 4 * s.n_rows * c->nkv, 0));
 
-    ovk_pipeline_desc dd = { .shader = cfg.shader, .n_buffers = 12, .push_size = sizeof(struct attn_decode_push),
+    /* the flash-decoding kernels' merge also writes out's int8 blocks (bindings 12, 13), here for
+     * every row: codes [out_n / 4] words at 0, scales [out_n / 32] at OSCAR_X_Q8_SCALES(out_n) */
+    ovk_buffer b_q8;
+    uint64_t q8_bytes = OSCAR_X_Q8_BYTES(out_n);
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, q8_bytes, &b_q8));
+    CHECK_OK(ovk_buffer_fill(ctx, &b_q8, 0, q8_bytes, POISON));
+    ovk_pipeline_desc dd = { .shader = cfg.shader, .n_buffers = by_rows ? 12 : 14, .push_size = sizeof(struct attn_decode_push),
                                .n_spec = ATTN_N_SPEC,
                                .spec = { /* WORKGROUP */ cfg.wg, /* HEAD_DIM */ d, /* GROUP */ c->G, /* PAGE */ c->P,
                                          /* N_KV */ c->nkv, /* GQA */ c->gqa, /* MODE */ c->mode,
@@ -237,11 +244,11 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
     ovk_pipeline *pd = NULL;
     CHECK_OK(ovk_pipeline_get(ctx, &dd, &pd));
     if (pd) {
-        ovk_binding bd[12] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &cache.int2_pool, 0, 0 },
+        ovk_binding bd[14] = { { &b_q, 0, 0 }, { &b_rows, 0, 0 }, { &b_items, 0, 0 }, { &cache.int2_pool, 0, 0 },
                                  { &cache.f16_pool, 0, 0 }, { &cache.int2_table, 0, 0 }, { &cache.f16_table, 0, 0 },
                                  { &b_part, 0, 0 }, { &b_rot, 0, 0 }, { &b_out, 0, 0 }, { &b_cnt, 0, 0 },
-                                 { &b_means, 0, 0 } };
-        struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale };
+                                 { &b_means, 0, 0 }, { &b_q8, 0, out_n }, { &b_q8, OSCAR_X_Q8_SCALES(out_n), out_n / 8 } };
+        struct attn_decode_push pushd = { n_items, s.max_int2_pages, s.max_f16_pages, scale, 1 };
         struct attn_rows_push pushr = { s.n_rows, s.max_int2_pages, s.max_f16_pages, scale, rot_base };
         uint32_t gd[3];
         if (by_rows) ovk_attn_grid((s.n_rows * n_head + cfg.wg - 1) / cfg.wg, 1, gd);
@@ -255,6 +262,20 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
         CHECK_MSG(nonzero == 0, "%s: %u merge counters not back at 0", c->name, nonzero);
         free(cnt);
 
+        if (!by_rows) { /* int8 blocks of the kernel's own output: scales bit-exact, codes within one step */
+            uint8_t *q8 = malloc(q8_bytes);
+            uint32_t *codes_ref = malloc(out_n), *codes = malloc(out_n);
+            float *scales_ref = malloc(out_n / 8), *scales = malloc(out_n / 8);
+            CHECK_OK(ovk_buffer_download(ctx, &b_q8, 0, q8, q8_bytes));
+            memcpy(codes, q8, out_n);
+            memcpy(scales, q8 + OSCAR_X_Q8_SCALES(out_n), out_n / 8);
+            ovk_ref_q8_quantize(got, out_n / 32, codes_ref, scales_ref);
+            size_t off = 0;
+            for (size_t b = 0; b < out_n / 32; b++) off += memcmp(&scales[b], &scales_ref[b], 4) != 0;
+            for (size_t i = 0; i < out_n; i++) off += abs(ovk_ref_q8_code(codes, i) - ovk_ref_q8_code(codes_ref, i)) > 1;
+            CHECK_MSG(off == 0, "%s %s: %zu int8 scales or codes off the output's", shader, c->name, off);
+            free(q8), free(codes_ref), free(codes), free(scales_ref), free(scales);
+        }
         size_t bad;
         double nse = attn_scene_nse(c->name, got, want, out_n, &bad);
         CHECK_MSG(bad == 0 && nse <= 1e-5, "%s %s: %zu non-finite, nse %.3g vs reference (%u rows, %u items)", shader,
@@ -284,7 +305,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
         }
         printf("\n");
     }
-    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_part, &b_out, &b_rot, &b_cnt, &b_means };
+    ovk_buffer *bufs[] = { &b_q, &b_rows, &b_items, &b_part, &b_out, &b_rot, &b_cnt, &b_means, &b_q8 };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     attn_scene_buffers_destroy(ctx, &cache);
     free(q); free(got); free(want); free(want_q32); free(rows); free(items); free(rot); free(means);

@@ -5,7 +5,7 @@
 #include "attn_items.h"
 #include "error.h"
 
-static_assert(sizeof(struct attn_decode_push) == 16, "attn_decode_push must match the GLSL push block");
+static_assert(sizeof(struct attn_decode_push) == 20, "attn_decode_push must match the GLSL push block");
 static_assert(sizeof(struct attn_rows_push) == 20, "attn_rows_push must match the GLSL push block");
 
 /* Appends the items of one range [begin, end) of `kind`, `split` tokens each; counts past

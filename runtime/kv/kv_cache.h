@@ -33,10 +33,15 @@ typedef struct ovk_kv_rope {
 /* A layer's append and attention in one go, RoPE applied on load (rope may be NULL): q, k, v as
  * the projections left them, out as above. One barrier, then q's preparation (RoPE, and R_K in
  * the rotated modes) and the append side by side, a barrier, the attention: one dispatch and
- * barrier fewer than rope + append + attention, two fewer in the rotated modes. */
+ * barrier fewer than rope + append + attention, two fewer in the rotated modes. out_q8 (NULL:
+ * none; only where ovk_kv_attention_writes_q8) also receives out's int8 blocks, codes then
+ * scales (OSCAR_X_Q8_BYTES of n_head * head_dim), as quantize_q8 would make them from out. */
 oscar_status ovk_kv_record_append_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
                                               const ovk_binding *k, const ovk_binding *v, const ovk_binding *out,
-                                              const ovk_kv_rope *rope);
+                                              const ovk_binding *out_q8, const ovk_kv_rope *rope);
+/* Whether this step's attention can write out's int8 blocks itself: a step of one row on the
+ * flash-decoding kernels (not the CPU's rows kernel, not prefill), head_dim a multiple of 32. */
+int ovk_kv_attention_writes_q8(const oscar_kv_cache *c);
 /* Quantizes the step's tokens that leave the recent window, every layer's (no-op when there are
  * none), as dispatches unordered among themselves: each layer's flush needs only that layer's
  * append of the step before it, and the next step's commands after it. With `ordered`, a

@@ -167,7 +167,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
         OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0,
                                   c->mode == KV_MODE_FP16, &tune, &c->attn));
     }
-    ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, 12,
+    ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, c->attn.rows ? 12 : 14, /* + out's int8 blocks */
                                              c->attn.rows ? sizeof(struct attn_rows_push) : sizeof(struct attn_decode_push),
                                              c->attn.wg, ATTN_N_SPEC);
     if (c->attn.rows) {

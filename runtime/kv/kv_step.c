@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/q8_layout.h"
 #include "half.h"
 #include "kv_cache_impl.h"
 
@@ -353,12 +354,19 @@ static oscar_status dispatch_q_prep(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
     return ovk_cmd_dispatch(c->ctx, cmd, p, b, &rp, groups);
 }
 
+int ovk_kv_attention_writes_q8(const oscar_kv_cache *c)
+{
+    return c->book.plan.active && c->book.plan.n_tokens == 1 && c->n_tiles == 0 && !c->attn.rows && c->p.head_dim % 32 == 0;
+}
+
 /* The attention dispatch over q as attention reads it (RoPE'd, rotated): attn_prefill in a
  * prefill step, else flash-decoding, whose last workgroup of each (row, KV head) merges and
- * applies R_Vᵀ. No barrier. */
+ * applies R_Vᵀ (and with out_q8 writes out's int8 blocks). No barrier. */
 static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
-                                       const ovk_binding *out)
+                                       const ovk_binding *out, const ovk_binding *out_q8)
 {
+    if (out_q8 && !ovk_kv_attention_writes_q8(c))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attention: int8 output only from a one-row decode step");
     if (c->n_tiles) return record_prefill(c, cmd, layer, q, out);
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
     if (c->attn.rows) { /* R_V bound whole (one texel view for every layer), the layer's by rot_base */
@@ -373,11 +381,18 @@ static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t
         ovk_attn_grid((uint32_t)(((uint64_t)n_rows * c->p.n_head + c->attn.wg - 1) / c->attn.wg), 1, groups);
         return ovk_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &rp, groups);
     }
-    struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-    ovk_binding b[12] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
+    struct attn_decode_push dp = { c->n_items, c->book.max_pages, c->book.max_pages, c->p.attn_scale, out_q8 != NULL };
+    /* out's int8 blocks as two bindings, codes and scales (OSCAR_X_Q8_BYTES); out again where unwritten */
+    uint32_t q_dim = c->p.n_head * c->p.head_dim;
+    ovk_binding q8c = out_q8 ? (ovk_binding){ out_q8->buffer, out_q8->offset, q_dim } : *out;
+    ovk_binding q8s = out_q8 ? (ovk_binding){ out_q8->buffer, out_q8->offset + OSCAR_X_Q8_SCALES(q_dim), q_dim / 8u } : *out;
+    if (out_q8 && out_q8->range && out_q8->range < OSCAR_X_Q8_BYTES(q_dim))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attention: int8 output of %llu bytes, %llu needed",
+                           (unsigned long long)out_q8->range, (unsigned long long)OSCAR_X_Q8_BYTES(q_dim));
+    ovk_binding b[14] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
                             { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
                             { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
-                            { &c->counters, 0, 0 }, mean_binding(c, layer) };
+                            { &c->counters, 0, 0 }, mean_binding(c, layer), q8c, q8s };
     uint32_t groups[3];
     ovk_attn_grid(c->n_items, c->p.n_kv_head, groups);
     return ovk_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups);
@@ -394,14 +409,14 @@ oscar_status ovk_kv_record_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t l
     ovk_cmd_barrier(c->ctx, cmd);
     OSCAR_TRY(dispatch_q_prep(c, cmd, layer, q, NULL, &q_rot, &prepared));
     if (prepared) ovk_cmd_barrier(c->ctx, cmd);
-    st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out);
+    st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out, NULL);
 fail:
     return st;
 }
 
 oscar_status ovk_kv_record_append_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
                                               const ovk_binding *k, const ovk_binding *v, const ovk_binding *out,
-                                              const ovk_kv_rope *rope)
+                                              const ovk_binding *out_q8, const ovk_kv_rope *rope)
 {
     oscar_status st = check_step(c, layer, "append");
     if (st != OSCAR_OK) return st;
@@ -415,7 +430,7 @@ oscar_status ovk_kv_record_append_attention(oscar_kv_cache *c, ovk_cmd *cmd, uin
     OSCAR_TRY(dispatch_q_prep(c, cmd, layer, q, rope, &q_rot, &prepared));
     OSCAR_TRY(dispatch_append(c, cmd, layer, k, v, 0, rope));
     ovk_cmd_barrier(c->ctx, cmd);
-    st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out);
+    st = dispatch_attention(c, cmd, layer, prepared ? &q_rot : q, out, out_q8);
 fail:
     return st;
 }

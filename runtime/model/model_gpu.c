@@ -433,11 +433,11 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     }
     { /* RoPE of q and k happens as the cache loads them */
         ovk_kv_rope rope = { pos, freq, hp->rope_type, hp->n_rot };
-        OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, &rope));
-    }
-    {
+        /* the attention writes x's int8 blocks for the output product itself where it can */
+        int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
+        OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, 0));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, att_q8));
     }
 
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm

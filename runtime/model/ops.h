@@ -12,6 +12,7 @@
 #ifndef OSCAR_OPS_H
 #define OSCAR_OPS_H
 
+#include "common/q8_layout.h"
 #include "rope.h"
 #include "vk_context.h"
 
@@ -148,11 +149,7 @@ oscar_status ovk_op_mul_mat_vec_planes_glu(const ovk_ops *ops, ovk_cmd *cmd, uin
  * Error against the unrounded x ~3e-5 normalised squared (the int8 rounding of x; docs/accuracy.md). */
 int ovk_op_mul_mat_vec_q8_supported(const ovk_ops *ops, uint32_t type);
 
-/* Prepared x of cols (a multiple of 32) elements: codes [cols / 4] words at byte 0, scales
- * [cols / 32] fp32 at OSCAR_X_Q8_SCALES(cols) (256-aligned: every device's storage offset
- * alignment). */
-#define OSCAR_X_Q8_SCALES(cols) (((uint64_t)(cols) + 255u) & ~(uint64_t)255u)
-#define OSCAR_X_Q8_BYTES(cols) (OSCAR_X_Q8_SCALES(cols) + (uint64_t)(cols) / 8u)
+/* Prepared x of cols elements: OSCAR_X_Q8_BYTES (common/q8_layout.h). */
 
 /* xq [OSCAR_X_Q8_BYTES(cols)] <- one row x [cols] fp32 (finite), by quantize_q8.comp. */
 oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq, uint32_t cols);

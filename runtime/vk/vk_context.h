@@ -56,7 +56,7 @@ typedef struct ovk_buffer {
 } ovk_buffer;
 
 /* ---- pipelines ---------------------------------------------------------------------------- */
-#define OSCAR_MAX_BINDINGS 12
+#define OSCAR_MAX_BINDINGS 14 /* the decode attention kernels: 12 and their int8 output */
 #define OSCAR_MAX_SPEC 20
 #define OSCAR_MAX_PUSH 128
 

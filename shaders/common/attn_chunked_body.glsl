@@ -54,6 +54,7 @@
 #include "common/attn_chunked.h"
 #include "common/kv_write.h"
 
+#define ATTN_MERGE_Q8 // the merge may write out's int8 blocks too (pc.q8_out)
 #include "common/attn_decode_decl.glsl"
 
 #ifndef ATTN_IDOT

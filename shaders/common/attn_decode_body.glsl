@@ -34,6 +34,7 @@
 #include "common/attn_push.h"
 #include "common/kv_write.h"
 
+#define ATTN_MERGE_Q8 // the merge may write out's int8 blocks too (pc.q8_out)
 #include "common/attn_decode_decl.glsl"
 
 layout(constant_id = KV_SPEC_ATTN_SG_MIN) const uint SG_MIN = 32;

@@ -2,7 +2,7 @@
 // streaming one, and common/attn_chunked_body.glsl): the cache's shape as specialization
 // constants, the INT2 and fp16 page geometry, and the bindings of one dispatch. Include after
 // kv_layout.h and the push-constant struct attn_decode_push. ATTN_F16 (default 0) picks the
-// packed-fp16 value sums.
+// packed-fp16 value sums; ATTN_MERGE_Q8 declares the merge's int8 output (common/attn_merge.glsl).
 
 #ifndef ATTN_F16
 #define ATTN_F16 0
@@ -56,6 +56,12 @@ layout(std430, binding = 9) writeonly buffer Out { float out_[]; };          // 
 layout(std430, binding = 10) coherent buffer Counters { uint counters[]; };  // [n_rows][N_KV], 0 between calls
 layout(std430, binding = 11) readonly buffer Means { float means[]; };       // [K,V][N_KV][d] centering vectors μ of the layer,
 layout(std430, binding = 11) readonly buffer MeansW { uint means_w[]; };     // then its key-center table (kv_write.h)
+
+#ifdef ATTN_MERGE_Q8 // the decode kernels: out's int8 blocks, written by the merge where pc.q8_out is 1
+#include "common/q8_layout.h"
+layout(std430, binding = 12) writeonly buffer Q8Codes { uint q8_codes[]; };   // [n_rows * n_head * d / 4] 4 codes a word
+layout(std430, binding = 13) writeonly buffer Q8Scales { float q8_scales[]; }; // [n_rows * n_head * d / 32]
+#endif
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 

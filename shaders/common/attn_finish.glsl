@@ -8,8 +8,9 @@
 float mean_v(uint kvh, uint j) { return MODE == KV_MODE_ROTATED ? means[(N_KV + kvh) * D + j] : 0.0; }
 
 // o[h]: this thread's 4 output elements 4 e4 .. 4 e4 + 3 of head h summed over its lane's items
-// (lanes >= LANES_M hold nothing); l[h]: L of head h, the same in every thread.
-void write_output(vec4 o[GQA], float l[GQA], uint lane, uint e4, uint kvh, uint row_id, uint head0)
+// (lanes >= LANES_M hold nothing); l[h]: L of head h, the same in every thread. With `keep`
+// (uniform), the outputs are also left in OUT_SCRATCH [GQA][d] on return.
+void write_output(vec4 o[GQA], float l[GQA], uint lane, uint e4, uint kvh, uint row_id, uint head0, bool keep)
 {
     uint t = gl_LocalInvocationID.x;
     // sum the lanes one head at a time (OUT_SCRATCH [LANES_M][d]), keep o / L in registers, then
@@ -43,6 +44,7 @@ void write_output(vec4 o[GQA], float l[GQA], uint lane, uint e4, uint kvh, uint 
         const uint RP = HG, RQ = D4 / RP;   // parts of a row, vec4s a part
         const uint RC = RQ < 16 ? RQ : 16;  // vec4s loaded together (registers: 4 RC)
         uint part = t / D;                  // < RP for the threads that take part
+        float kept[GQA][EPT];               // (RP == 1, keep) this thread's outputs, element t + k WG
         for (uint j = t % D; j < D && t < RP * D; j += WG) {
             uint rbase = (ROT_PER_HEAD != 0 ? kvh : 0) * D * D4 + j * D4 + part * RQ;
             float v[GQA];
@@ -57,18 +59,28 @@ void write_output(vec4 o[GQA], float l[GQA], uint lane, uint e4, uint kvh, uint 
                     }
             }
             [[unroll]] for (uint h = 0; h < GQA; h++) {
-                if (RP == 1) out_[(row_id * N_HEAD + head0 + h) * D + j] = v[h] + mean_v(kvh, j);
-                else sh_red[h * WG + t] = v[h];
+                if (RP == 1) {
+                    float y = v[h] + mean_v(kvh, j);
+                    out_[(row_id * N_HEAD + head0 + h) * D + j] = y;
+                    [[unroll]] for (uint k = 0; k < EPT; k++)
+                        if (j == t + k * WG) kept[h][k] = y;
+                } else
+                    sh_red[h * WG + t] = v[h];
             }
         }
+        barrier(); // OUT_SCRATCH's o is read (and with RP > 1, sh_red written)
+        if (RP == 1 && keep)
+            [[unroll]] for (uint h = 0; h < GQA; h++)
+                [[unroll]] for (uint k = 0; k < EPT; k++)
+                    if (t < D && t + k * WG < D) OUT_SCRATCH[h * D + t + k * WG] = kept[h][k];
         if (RP > 1) {
-            barrier();
             for (uint j = t; j < D; j += WG) {
                 float mu = mean_v(kvh, j);
                 [[unroll]] for (uint h = 0; h < GQA; h++) {
                     float v = mu;
                     for (uint p = 0; p < RP; p++) v += sh_red[h * WG + p * D + j];
                     out_[(row_id * N_HEAD + head0 + h) * D + j] = v;
+                    if (keep) OUT_SCRATCH[h * D + j] = v;
                 }
             }
         }
@@ -76,4 +88,5 @@ void write_output(vec4 o[GQA], float l[GQA], uint lane, uint e4, uint kvh, uint 
         for (uint j = t % D; j < D && t < HG * D; j += WG)
             for (uint h = t / D; h < GQA; h += HG) out_[(row_id * N_HEAD + head0 + h) * D + j] = OUT_SCRATCH[h * D + j];
     }
+    if (keep) barrier();
 }

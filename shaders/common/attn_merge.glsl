@@ -4,6 +4,9 @@
 // attended), applies R_Vᵀ (and + μ_V in OSCAR mode) in the rotated modes and writes
 // out[row][head][d]. Uses OUT_SCRATCH (the includer's shared array) as [LANES_M][d] lane sums,
 // then [GQA][d] outputs.
+// With ATTN_MERGE_Q8 (the decode kernels; attn_decode_decl.glsl declares the buffers) and
+// pc.q8_out, count_and_merge also writes the outputs' int8 blocks (common/q8_layout.h), as
+// quantize_q8.comp would from out: the input of the next product, without its own dispatch.
 
 // v[h] <- max (is_max) or sum of v[h] over the workgroup, in every thread. All threads call it.
 void reduce_heads(inout float v[GQA], bool is_max)
@@ -29,7 +32,8 @@ void reduce_heads(inout float v[GQA], bool is_max)
 
 #include "common/attn_finish.glsl"
 
-void merge_row(uint row_id, uint kvh)
+// keep: the outputs are also left in OUT_SCRATCH [GQA][d] (write_output).
+void merge_row(uint row_id, uint kvh, bool keep)
 {
     uint t = gl_LocalInvocationID.x;
     kv_attn_row row = rows[row_id];
@@ -68,8 +72,30 @@ void merge_row(uint row_id, uint kvh)
         }
     [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = e4 == 0 ? l[h] : 0.0; // one thread per lane counts l
     reduce_heads(l, false);
-    write_output(o, l, lane, e4, kvh, row_id, head0);
+    write_output(o, l, lane, e4, kvh, row_id, head0, keep);
 }
+
+#ifdef ATTN_MERGE_Q8
+#define q8_amax sh_red
+#define Q8_WORDS_BY_THREADS
+#include "common/q8_quantize.glsl"
+
+// The int8 blocks of the outputs of row row_id's heads head0 .. head0 + GQA - 1, from
+// OUT_SCRATCH [GQA][d]: a word of 4 elements a thread; a block (8 words) never spans two rows,
+// since d is a multiple of 32. Every thread calls it.
+void store_out_q8(uint row_id, uint head0)
+{
+    const uint WORDS = GQA * D / 4;
+    uint t = gl_LocalInvocationID.x, base = (row_id * N_HEAD + head0) * D / 4;
+    for (uint w0 = 0; w0 < WORDS; w0 += WG) {
+        uint w = w0 + t;
+        bool live = w < WORDS;
+        vec4 v = vec4(0.0);
+        if (live) v = vec4(OUT_SCRATCH[4 * w], OUT_SCRATCH[4 * w + 1], OUT_SCRATCH[4 * w + 2], OUT_SCRATCH[4 * w + 3]);
+        q8_store_word(t, live, base + w, v);
+    }
+}
+#endif
 
 // Called by every thread once its partials are written: counts the workgroup in
 // counters[row][kvh]; the workgroup that completes the count merges the row (merge_row) and
@@ -87,6 +113,11 @@ void count_and_merge(uint row_id, uint kvh)
     barrier();
     if (sh_last) {
         memoryBarrierBuffer();
-        merge_row(row_id, kvh);
+#ifdef ATTN_MERGE_Q8
+        merge_row(row_id, kvh, pc.q8_out != 0u);
+        if (pc.q8_out != 0u) store_out_q8(row_id, kvh * GQA);
+#else
+        merge_row(row_id, kvh, false);
+#endif
     }
 }

@@ -55,12 +55,13 @@
      ATTN_X_FLOATS(wg, sgmin, d, gqa, ku, ve) + ATTN_CB_FLOATS(wg, sgmin, P, gqa, ku, centered) +           \
      3 * (wg) / (sgmin) * (gqa) + (gqa) * (wg) + (gqa) * 16 + 1)
 
-/* attn_decode: one workgroup per (work item, KV head). 16 bytes. */
+/* attn_decode: one workgroup per (work item, KV head). 20 bytes. */
 struct attn_decode_push {
     KV_U32 n_items;        /* items in the items buffer; the grid may overshoot it */
     KV_U32 max_int2_pages; /* row width of the INT2 page table (entries per sequence) */
     KV_U32 max_f16_pages;  /* row width of the fp16 page table */
     KV_F32 scale;          /* logit scale applied to q (usually 1/sqrt(d)) */
+    KV_U32 q8_out;         /* 1: the merge also writes out's int8 blocks (bindings 12, 13); 0: not */
 };
 
 /* attn_decode_rows: one invocation per (row, query head), n_rows * n_head in all. 20 bytes. */

@@ -24,6 +24,14 @@
 #define OSCAR_Q8_WORDS 8u /* OSCAR_Q8_BLOCK / 4 */
 #define OSCAR_Q8_INV_127 0.007874015718698502f /* (float)(1/127.0), the scale's factor */
 
+#ifndef GL_core_profile
+/* One prepared vector of cols (a multiple of 32) elements in one buffer: codes [cols / 4] words at
+ * byte 0, scales [cols / 32] fp32 at OSCAR_X_Q8_SCALES(cols) (256-aligned: every device's storage
+ * offset alignment). */
+#define OSCAR_X_Q8_SCALES(cols) (((uint64_t)(cols) + 255u) & ~(uint64_t)255u)
+#define OSCAR_X_Q8_BYTES(cols) (OSCAR_X_Q8_SCALES(cols) + (uint64_t)(cols) / 8u)
+#endif
+
 /* shaders/quantize_q8.comp's push constants */
 struct q8_quantize_push {
     Q8_U32 n_blocks; /* blocks to quantize, all rows together */
