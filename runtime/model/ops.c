@@ -528,6 +528,18 @@ static oscar_status x_q8_parts(ovk_binding xq, uint32_t cols, uint32_t workgroup
     return OSCAR_OK;
 }
 
+/* Threads of a kernel whose workgroup walks a whole row of n elements, 8 a thread a round (rms_norm,
+ * argmax): the ops' workgroup, doubled up to 1024 while rounds remain, so that a long row's loads
+ * are in flight together (one 4096-wide norm row took 17 us with 128 threads on the H200, a
+ * memory latency per round; a 128,256-logit argmax 64 us on the H100). */
+static uint32_t row_workgroup(const ovk_ops *ops, uint32_t n)
+{
+    uint32_t wg = ops->workgroup, limit = ops->ctx->limits.maxComputeWorkGroupInvocations;
+    if (ops->ctx->limits.maxComputeWorkGroupSize[0] < limit) limit = ops->ctx->limits.maxComputeWorkGroupSize[0];
+    while (wg < 1024 && 2 * wg <= limit && 8ull * wg < n) wg *= 2;
+    return wg;
+}
+
 /* rms_norm with an optional residual (res NULL: none) and an optional int8 copy of y (xq NULL:
  * none; one row). */
 static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
@@ -549,15 +561,9 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
     ovk_binding q8[2] = { y, y }; /* without an int8 copy bindings 4 and 5 are not written */
     if (xq && (st = x_q8_parts(*xq, dim, ops->workgroup, op, q8)) != OSCAR_OK) return st;
     if (n_rows == 0) return OSCAR_OK;
-    /* a row per workgroup: long rows (a decode step's single hidden row) get up to 1024 threads,
-     * 8 elements each, so the row's loads are in flight together (one 4096-wide row took
-     * 17 us with 128 threads on the H200: a memory latency per 8 elements) */
-    uint32_t wg = ops->workgroup, limit = ops->ctx->limits.maxComputeWorkGroupInvocations;
-    if (ops->ctx->limits.maxComputeWorkGroupSize[0] < limit) limit = ops->ctx->limits.maxComputeWorkGroupSize[0];
-    while (wg < 1024 && 2 * wg <= limit && 8ull * wg < dim) wg *= 2;
     /* a CPU device runs a workgroup as one thread, its barriers as switches between SIMD groups:
      * 8 threads (lavapipe's SIMD group) there, 0.29 -> 0.14 ms a call for SmolLM2-135M's rows */
-    if (ops->ctx->info.type == OSCAR_DEVICE_CPU) wg = 8;
+    uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8 : row_workgroup(ops, dim);
     ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 6, .push_size = 12, .n_spec = 3,
                               .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL, /* Q8_OUT */ xq != NULL } };
     struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
@@ -744,8 +750,9 @@ oscar_status ovk_op_argmax(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding logits,
     if ((st = check_binding(&logits, (uint64_t)n * n_rows * 4, "argmax", "logits")) != OSCAR_OK) return st;
     if ((st = check_binding(&out, (uint64_t)n_rows * 4, "argmax", "out")) != OSCAR_OK) return st;
     if (n_rows == 0) return OSCAR_OK;
-    ovk_pipeline_desc d = { .shader = "argmax", .n_buffers = 2, .push_size = 8, .n_spec = 1,
-                              .spec = { /* WORKGROUP */ ops->workgroup } };
+    /* (a CPU device keeps the ops' workgroup) */
+    uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? ops->workgroup : row_workgroup(ops, n);
+    ovk_pipeline_desc d = { .shader = "argmax", .n_buffers = 2, .push_size = 8, .n_spec = 1, .spec = { /* WORKGROUP */ wg } };
     uint32_t push[2] = { n, n_rows }, groups[3];
     if ((st = grid_2d(n_rows, groups, "argmax")) != OSCAR_OK) return st;
     ovk_binding b[2] = { logits, out };
