@@ -4,7 +4,8 @@
 // bit for bit to the add kernel's sum), then the norm of the sum (y must not alias x then).
 // Rows of `dim` elements share the weight w: the hidden-state norm (rows = tokens, dim =
 // n_embd) and qwen3's per-head q/k norm (rows = tokens * heads, dim = head_dim) alike.
-// One workgroup per row; sum of squares in fp32, reduced in shared memory. y may alias x.
+// One workgroup per row; sum of squares in fp32, reduced in shared memory in two levels. y may
+// alias x.
 // With Q8_OUT, y is also quantized into int8 blocks for the integer dot products, as
 // quantize_q8.comp would from y (dim a multiple of 32, WORKGROUP a multiple of 8; rows are
 // consecutive blocks): the second pass then goes a word of 4 elements per thread, each thread
@@ -37,7 +38,9 @@ layout(push_constant) uniform Push {
 
 const uint UNROLL = 8;
 
+const uint PARTS = WORKGROUP < 32u ? WORKGROUP : 32u; // first-level sums
 shared float red[WORKGROUP];
+shared float part[PARTS];
 #define q8_amax red
 #define Q8_WORDS_BY_THREADS
 #include "common/q8_quantize.glsl"
@@ -58,16 +61,22 @@ void main()
         }
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) s += v[u] * v[u];
     }
+    // two levels, two barriers (a tree over 1024 threads waits at ten): PARTS threads each sum
+    // WORKGROUP / PARTS values, then every thread sums the PARTS partial sums in the same order
     red[tid] = s;
     barrier();
-    for (uint h = WORKGROUP >> 1; h > 0u; h >>= 1) {
-        if (tid < h) red[tid] += red[tid + h];
-        barrier();
+    if (tid < PARTS) {
+        float p = 0.0;
+        for (uint k = tid; k < WORKGROUP; k += PARTS) p += red[k];
+        part[tid] = p;
     }
-    float scale = 1.0 / sqrt(red[0] / float(pc.dim) + pc.eps);
+    barrier();
+    float ss = 0.0;
+    for (uint k = 0u; k < PARTS; k++) ss += part[k];
+    float scale = 1.0 / sqrt(ss / float(pc.dim) + pc.eps);
     if (Q8_OUT != 0u) {
         // a word of 4 elements per thread (q8_store_word); loads before stores, as y may alias x
-        barrier(); // every thread has read red[0]: red becomes q8_amax
+        // (red is free since the second barrier: it becomes q8_amax)
         uint words = pc.dim / 4u;
         for (uint w0 = 0u; w0 < words; w0 += WORKGROUP) {
             uint wd = w0 + tid, i = 4u * wd;
