@@ -28,10 +28,11 @@
 
 #include "attn_items.h"
 #include "attn_ref.h"
-#include "q8_ref.h"
 #include "common/kv_write.h"
+#include "common/q8_layout.h"
 #include "half.h"
 #include "attn_scene.h"
+#include "test_accuracy.h"
 #include "test_gpu.h"
 
 #define POISON ATTN_SCENE_POISON
@@ -264,17 +265,10 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
 
         if (!by_rows) { /* int8 blocks of the kernel's own output: scales bit-exact, codes within one step */
             uint8_t *q8 = malloc(q8_bytes);
-            uint32_t *codes_ref = malloc(out_n), *codes = malloc(out_n);
-            float *scales_ref = malloc(out_n / 8), *scales = malloc(out_n / 8);
             CHECK_OK(ovk_buffer_download(ctx, &b_q8, 0, q8, q8_bytes));
-            memcpy(codes, q8, out_n);
-            memcpy(scales, q8 + OSCAR_X_Q8_SCALES(out_n), out_n / 8);
-            ovk_ref_q8_quantize(got, out_n / 32, codes_ref, scales_ref);
-            size_t off = 0;
-            for (size_t b = 0; b < out_n / 32; b++) off += memcmp(&scales[b], &scales_ref[b], 4) != 0;
-            for (size_t i = 0; i < out_n; i++) off += abs(ovk_ref_q8_code(codes, i) - ovk_ref_q8_code(codes_ref, i)) > 1;
+            size_t off = test_q8_blocks_off(got, out_n, (const uint32_t *)q8, (const float *)(q8 + OSCAR_X_Q8_SCALES(out_n)));
             CHECK_MSG(off == 0, "%s %s: %zu int8 scales or codes off the output's", shader, c->name, off);
-            free(q8), free(codes_ref), free(codes), free(scales_ref), free(scales);
+            free(q8);
         }
         size_t bad;
         double nse = attn_scene_nse(c->name, got, want, out_n, &bad);

@@ -20,7 +20,6 @@
 #include "matvec_q8_ref.h"
 #include "ops.h"
 #include "ops_ref.h"
-#include "q8_ref.h"
 #include "test_accuracy.h"
 #include "test_gpu.h"
 #include "test_weights.h"
@@ -70,13 +69,13 @@ static void check_case(ovk_ops *ops, const char *variant, uint32_t type, uint32_
     uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
     float *x = malloc(cols * sizeof *x), *got = malloc(rows * sizeof *got), *part_got = malloc(rows * sizeof *got);
     float *faithful = malloc(rows * sizeof *faithful), *exact = malloc(rows * sizeof *exact);
-    float *xs = malloc(cols / 8), *xs_ref = malloc(cols / 8);
-    uint32_t *xc = malloc(cols), *xc_ref = malloc(cols);
+    float *xs = malloc(cols / 8);
+    uint32_t *xc = malloc(cols);
     uint8_t *xq = malloc(OSCAR_X_Q8_BYTES(cols));
     enum { N_PARTS_MAX = 8 };
     ovk_buffer bw = { 0 }, bx = { 0 }, bq = { 0 }, by = { 0 }, pb[N_PARTS_MAX] = { { 0 } };
-    CHECK(w && x && got && part_got && faithful && exact && xs && xs_ref && xc && xc_ref && xq);
-    if (!w || !x || !got || !part_got || !faithful || !exact || !xs || !xs_ref || !xc || !xc_ref || !xq) goto done;
+    CHECK(w && x && got && part_got && faithful && exact && xs && xc && xq);
+    if (!w || !x || !got || !part_got || !faithful || !exact || !xs || !xc || !xq) goto done;
     make_x(x, cols, kind);
     CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
     CHECK_OK(test_gpu_buffer_from(ctx, x, cols * 4, &bx));
@@ -91,10 +90,7 @@ static void check_case(ovk_ops *ops, const char *variant, uint32_t type, uint32_
     memcpy(xs, xq + OSCAR_X_Q8_SCALES(cols), cols / 8);
 
     /* the quantized x: scales bit-exact, codes within one step (a tie under a division within 2.5 ulp) */
-    ovk_ref_q8_quantize(x, cols / 32, xc_ref, xs_ref);
-    size_t bad = 0;
-    for (uint32_t b = 0; b < cols / 32; b++) bad += memcmp(&xs[b], &xs_ref[b], 4) != 0;
-    for (uint32_t i = 0; i < cols; i++) bad += abs(ovk_ref_q8_code(xc, i) - ovk_ref_q8_code(xc_ref, i)) > 1;
+    size_t bad = test_q8_blocks_off(x, cols, xc, xs);
     CHECK_MSG(bad == 0, "x_q8 cols %u: %zu scales or codes off", cols, bad);
 
     CHECK_OK(ovk_ref_mul_mat_vec_q8(type, w, xc, xs, faithful, rows, cols));
@@ -128,7 +124,7 @@ static void check_case(ovk_ops *ops, const char *variant, uint32_t type, uint32_
 done:
     ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &bq), ovk_buffer_destroy(ctx, &by);
     for (uint32_t p = 0; p < N_PARTS_MAX; p++) ovk_buffer_destroy(ctx, &pb[p]);
-    free(w), free(x), free(got), free(part_got), free(faithful), free(exact), free(xs), free(xs_ref), free(xc), free(xc_ref);
+    free(w), free(x), free(got), free(part_got), free(faithful), free(exact), free(xs), free(xc);
     free(xq);
 }
 
