@@ -12,7 +12,8 @@
 //            code * scale, as int2_quant.h; keys plus their block's center where the cache has
 //            a key-center table) and rounded to fp16 into sk, sv; then the next chunk's reads
 //   scores:  each owner: S = Q · Kᵀ for its 16 rows (Q = q·scale in fp16, held in its registers
-//            as d / 16 A matrices, staged once through sk and sv at the start) into ss; its lanes (1, 2 or 4 a row) then run the online softmax of its rows with a lazy maximum:
+//            as d / 16 A matrices, staged once through sk and sv at the start) into ss; its
+//            lanes (1, 2 or 4 a row) then run the online softmax of its rows with a lazy maximum:
 //            p = exp(s - m) for the tokens the row sees, rounded to fp16 into sp, l += p; m
 //            moves only when the chunk's maximum passes it by more than TAU, so p <= e^TAU
 //            (fp16 holds it) and the accumulators are rescaled (through ss: a matrix's layout
