@@ -386,13 +386,8 @@ static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t
     uint32_t q_dim = c->p.n_head * c->p.head_dim;
     ovk_binding q8c = out_q8 ? (ovk_binding){ out_q8->buffer, out_q8->offset, q_dim } : *out;
     ovk_binding q8s = out_q8 ? (ovk_binding){ out_q8->buffer, out_q8->offset + OSCAR_X_Q8_SCALES(q_dim), q_dim / 8u } : *out;
-    uint64_t q8_room = !out_q8                ? 0
-                       : out_q8->range          ? out_q8->range
-                       : out_q8->offset < out_q8->buffer->size ? out_q8->buffer->size - out_q8->offset
-                                                               : 0;
-    if (out_q8 && q8_room < OSCAR_X_Q8_BYTES(q_dim))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "attention: int8 output of %llu bytes, %llu needed",
-                           (unsigned long long)q8_room, (unsigned long long)OSCAR_X_Q8_BYTES(q_dim));
+    oscar_status st;
+    if (out_q8 && (st = ovk_binding_check(out_q8, OSCAR_X_Q8_BYTES(q_dim), "attention", "out_q8")) != OSCAR_OK) return st;
     ovk_binding b[14] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
                             { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
                             { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,

@@ -68,7 +68,7 @@ void write_output(vec4 o[GQA], float l[GQA], uint lane, uint e4, uint kvh, uint 
                     sh_red[h * WG + t] = v[h];
             }
         }
-        barrier(); // OUT_SCRATCH's o is read (and with RP > 1, sh_red written)
+        if (RP > 1 || keep) barrier(); // OUT_SCRATCH's o is read (and with RP > 1, sh_red written)
         if (RP == 1 && keep)
             [[unroll]] for (uint h = 0; h < GQA; h++)
                 [[unroll]] for (uint k = 0; k < EPT; k++)
