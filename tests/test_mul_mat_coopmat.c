@@ -98,8 +98,10 @@ static void check_type(ovk_ops *ops, const variant *v, uint32_t type, uint32_t r
     size_t touched = run(ops, v, type, w, wbytes, x, got, rows, cols, n, pad);
     char what[160], name[48];
     const uint32_t *t = ops->matmul_coopmat;
-    snprintf(what, sizeof what, "%s %s %u x %u, %u tokens, plan %ux%ux%ux%u%s", variant_name(v, name, sizeof name),
-             ovk_ggml_type_name(type), rows, cols, n, t[0], t[1], t[2], t[3], pad ? ", y rows apart by rows + 5" : "");
+    char split[32] = "";
+    if (ops->matmul_scratch.buffer) snprintf(split, sizeof split, ", split %u", ops->matmul_split); /* 0: per shape */
+    snprintf(what, sizeof what, "%s %s %u x %u, %u tokens, plan %ux%ux%ux%u%s%s", variant_name(v, name, sizeof name),
+             ovk_ggml_type_name(type), rows, cols, n, t[0], t[1], t[2], t[3], split, pad ? ", y rows apart by rows + 5" : "");
     test_check_accuracy(what, got, faithful, exact, ny);
     CHECK_MSG(touched == 0, "%s: %zu floats written outside y's rows", what, touched);
 done:
@@ -170,6 +172,77 @@ static void check_refused(oscar_context *ctx)
     check_type(&ops, &autopick, OSCAR_GGML_TYPE_Q4_0, 37, 96, 45, 0); /* the tiled kernel: exact to fp32 sums */
 }
 
+/* The columns split into slices summed by mul_mat_slices (a short batch): forced slice counts
+ * that leave a short last slice (5 steps in 3 slices; F16's 72 columns, a partial step, in 2;
+ * K-quant blocks cut across slices), the automatic split of a few tokens, y rows apart, and a
+ * scratch too small for any split (the unsplit product runs). */
+/* Whether anything was written into a NaN-filled scratch (a split product ran). */
+static int scratch_used(oscar_context *ctx, const ovk_buffer *scratch)
+{
+    size_t n = scratch->size / 4, used = 0;
+    uint32_t *all = malloc(scratch->size);
+    CHECK_OK(ovk_buffer_download(ctx, scratch, 0, all, scratch->size));
+    for (size_t i = 0; i < n; i++) used += all[i] != 0x7FC00000u;
+    free(all);
+    return used > 0;
+}
+
+static void check_split(ovk_ops *ops, const variant *v)
+{
+    oscar_context *ctx = ops->ctx;
+    ovk_buffer scratch;
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, 1u << 20, &scratch));
+    ops->matmul_scratch = (ovk_binding){ &scratch, 0, 0 };
+    static const struct { uint32_t split, type, rows, cols, n, pad; } cases[] = {
+        { 3, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0 }, { 2, OSCAR_GGML_TYPE_F16, 37, 72, 5, 0 },
+        { 3, OSCAR_GGML_TYPE_Q4_K, 130, 768, 5, 0 }, { 5, OSCAR_GGML_TYPE_Q6_K, 100, 512, 8, 5 },
+        { 0, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 8, 0 }, { 0, OSCAR_GGML_TYPE_Q8_0, 37, 4096, 2, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ops->matmul_split = cases[i].split;
+        CHECK_OK(ovk_buffer_fill(ctx, &scratch, 0, scratch.size, 0x7FC00000u));
+        check_type(ops, v, cases[i].type, cases[i].rows, cases[i].cols, cases[i].n, cases[i].pad);
+        CHECK_MSG(scratch_used(ctx, &scratch), "%s %u x %u, %u tokens, split %u: the scratch was not written",
+                  ovk_ggml_type_name(cases[i].type), cases[i].rows, cases[i].cols, cases[i].n, cases[i].split);
+    }
+    ops->matmul_split = 4;
+    ops->matmul_scratch.range = 67 * 33 * 4 - 4; /* less than one slice */
+    CHECK_OK(ovk_buffer_fill(ctx, &scratch, 0, scratch.size, 0x7FC00000u));
+    check_type(ops, v, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0);
+    CHECK_MSG(!scratch_used(ctx, &scratch), "a scratch smaller than a slice was written");
+    ops->matmul_split = 0;
+    ops->matmul_scratch = (ovk_binding){ 0 };
+    ovk_buffer_destroy(ctx, &scratch);
+}
+
+/* The split plan's arithmetic (no device work) for a 128 x 32 tile: slices cover the columns in
+ * whole steps, the last one not empty, within the scratch, at the counts worked out by hand
+ * (aim: tiles x slices >= OVK_MMC_SPLIT_GROUPS, each slice at least OVK_MMC_SPLIT_STEPS steps). */
+static void check_split_plans(oscar_context *ctx)
+{
+    ovk_ops ops;
+    ovk_ops_init(&ops, ctx);
+    ovk_buffer fake = { .size = OVK_MMC_SCRATCH_BYTES };
+    static const struct { uint32_t split, rows, cols, n, scratch_mib, slices; } cases[] = {
+        { 0, 14336, 4096, 32, 16, 5 },  { 0, 4096, 4096, 32, 16, 16 }, { 0, 4096, 14336, 32, 16, 16 },
+        { 0, 1024, 4096, 8, 16, 32 },   { 0, 14336, 4096, 65, 16, 1 }, { 0, 128256, 4096, 32, 16, 1 },
+        { 0, 4096, 4096, 32, 1, 2 },    { 7, 300, 100, 5, 16, 4 },     { 3, 67, 160, 33, 16, 3 },
+        { 0, 4096, 128, 32, 16, 1 },    { 1, 1024, 4096, 8, 16, 1 },   { 0, 1024, 4096, 8, 0, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ovk_mmc_plan p = { .bm = 128, .bn = 32 };
+        ops.matmul_split = cases[i].split;
+        fake.size = (uint64_t)cases[i].scratch_mib << 20;
+        ops.matmul_scratch = (ovk_binding){ &fake, 0, 0 };
+        uint32_t rows = cases[i].rows, cols = cases[i].cols, n = cases[i].n;
+        ovk_mmc_plan_split(&ops, &p, rows, cols, n);
+        int ok = p.slices == cases[i].slices && p.k_slice % MMC_BK == 0 && (uint64_t)p.slices * p.k_slice >= cols &&
+                 (uint64_t)(p.slices - 1) * p.k_slice < cols && (p.slices == 1 || (uint64_t)p.slices * n * rows * 4 <= fake.size);
+        CHECK_MSG(ok, "split plan %u x %u, %u tokens, split %u, scratch %u MiB: %u slices of %u columns (want %u slices)", rows,
+                  cols, n, cases[i].split, cases[i].scratch_mib, p.slices, p.k_slice, cases[i].slices);
+    }
+}
+
 /* By variant v: every weight type at odd shapes (all: else one float, one 32-block and one
  * K-quant type at the largest), then (all) the warp-tile plans and exact integers. */
 static void check_all(ovk_ops *ops, const variant *v, int all)
@@ -195,6 +268,7 @@ static void check_all(ovk_ops *ops, const variant *v, int all)
         check_type(ops, v, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0);
     }
     memset(ops->matmul_coopmat, 0, sizeof ops->matmul_coopmat);
+    check_split(ops, v);
     check_outliers(ops, v, 67, 264, 45);
     check_integers(ops, v, 67, 256, 45);
     check_integers(ops, v, 160, 256, 200);
@@ -206,6 +280,7 @@ int main(void)
     oscar_context *ctx = test_gpu_context();
     ovk_ops ops;
     ovk_ops_init(&ops, ctx);
+    check_split_plans(ctx);
     if (!ovk_op_mul_mat_coopmat_supported(&ops)) {
         if (ctx->info.float16_arithmetic) { /* the emulation: the kernel's indexing without its matrix units */
             static const variant emu[] = { { V_EMULATED, 16, 16, 16 }, { V_EMULATED, 16, 8, 16 }, { V_EMULATED, 16, 16, 8 } };

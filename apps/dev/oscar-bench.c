@@ -48,6 +48,7 @@
 #include "kv_cache.h"
 #include "model_api.h"
 #include "model_gen.h"
+#include "mul_mat_coopmat.h"
 #include "ops.h"
 #include "weight_planes.h"
 #include "oscar/oscar.h"
@@ -662,11 +663,20 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_unroll = mv_unroll;
     ops.matvec_tokens = mv_tokens;
     memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
-    if (tokens > 1) printf("batch of %u: the default product (batched lanes up to %u tokens, else the %s matmul), then the "
-                           "tiled fp32 matmul (and up to %u tokens the cooperative-matrix one, cm)\n", tokens,
-                           OSCAR_MATVEC_BATCH_MAX,
-                           ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(&ops) ? "cooperative-matrix"
-                                                                                                  : "tiled",
+    int coopmat_runs = ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(&ops);
+    ovk_buffer scratch = { 0 }; /* a session's scratch for split cooperative-matrix products */
+    if (coopmat_runs && tokens > 1) {
+        if (ovk_buffer_create(ctx, OVK_MMC_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &scratch) != OSCAR_OK) {
+            fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
+            oscar_context_destroy(ctx);
+            return 1;
+        }
+        ops.matmul_scratch = (ovk_binding){ &scratch, 0, 0 };
+    }
+    if (tokens > 1) printf("batch of %u: the default product (%s), then the tiled fp32 matmul, the cooperative-matrix one "
+                           "(cm, its columns split for a short batch) and up to %u tokens the batched lanes product\n",
+                           tokens, coopmat_runs ? "cooperative matrices, or the batched lanes product for a few tokens"
+                                                : "the batched lanes product for a few tokens, else the tiled matmul",
                            OSCAR_MATVEC_BATCH_MAX);
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
@@ -709,11 +719,11 @@ static int bench_ops(int argc, char **argv)
          * --tokens > 1: the default product of the batch, then the tiled matmul and (where the
          * device has them, for a batch the default gives to the batched lanes product) the
          * cooperative-matrix one */
-        for (int var = 0; var < 3 && st == OSCAR_OK && !planes_only; var++) {
+        for (int var = 0; var < 4 && st == OSCAR_OK && !planes_only; var++) {
             int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1, q8 = tokens == 1 && var == 2;
-            int coopmat = tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 2; /* above, the default is it */
+            int coopmat = tokens > 1 && var == 2, lanes = tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 3;
             if ((f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) || (q8 && !ovk_op_mul_mat_vec_q8_supported(&ops, type)) ||
-                (coopmat && !ovk_op_mul_mat_coopmat_supported(&ops)))
+                (coopmat && !coopmat_runs) || (lanes && ovk_op_type_block(type) == 8) || (var == 3 && !lanes))
                 continue;
             double ns = 0;
             st = ovk_cmd_begin(ctx, &cmd);
@@ -730,6 +740,7 @@ static int bench_ops(int argc, char **argv)
                      : f16   ? ovk_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
                      : tiled ? ovk_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                      : coopmat ? ovk_op_mul_mat_coopmat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
+                     : lanes   ? ovk_op_mul_mat_batch(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                              : ovk_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
                 if (barriers) ovk_cmd_barrier(ctx, &cmd);
             }
@@ -737,7 +748,7 @@ static int bench_ops(int argc, char **argv)
             if (st != OSCAR_OK) break;
             double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
             printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", ovk_ggml_type_name(type),
-                   q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : coopmat ? " cm" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+                   q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : coopmat ? " cm" : lanes ? " lanes" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
         }
@@ -805,6 +816,7 @@ static int bench_ops(int argc, char **argv)
     ovk_buffer_destroy(ctx, &x);
     ovk_buffer_destroy(ctx, &y);
     ovk_buffer_destroy(ctx, &xq);
+    ovk_buffer_destroy(ctx, &scratch);
     ovk_cmd_release(ctx, &cmd);
     oscar_context_destroy(ctx);
     return rc;

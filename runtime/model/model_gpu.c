@@ -6,6 +6,7 @@
 
 #include "ggml_types.h"
 #include "model_gpu.h"
+#include "mul_mat_coopmat.h"
 #include "weight_planes.h"
 
 /* ---- weights ------------------------------------------------------------------------------- */
@@ -271,6 +272,10 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_DEVICE, &s->amax));
     OSCAR_TRY(ovk_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_READBACK, &s->rb_logits));
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
+    if (max_tokens > 1 && ovk_op_mul_mat_coopmat_supported(&s->ops)) { /* a short batch's products split their columns */
+        OSCAR_TRY(ovk_buffer_create(ctx, OVK_MMC_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &s->mm_scratch));
+        s->ops.matmul_scratch = (ovk_binding){ &s->mm_scratch, 0, 0 };
+    }
     s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
     s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;
     /* int8 products by default where the device runs integer dot products fast (forward-kernels.md) */
@@ -295,7 +300,8 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
     oscar_context *ctx = s->m->ctx;
     ovk_cmd_release(ctx, &s->cmd);
     ovk_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
-                             &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq };
+                             &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq,
+                             &s->mm_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(s);
 }

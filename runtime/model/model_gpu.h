@@ -113,6 +113,9 @@ typedef struct ovk_gpu_state {
     ovk_buffer xq;               /* one row of x prepared for the packed-fp16 or int8 mat-vec
                                     * (OSCAR_X_F16_BYTES / OSCAR_X_Q8_BYTES of the widest input);
                                     * unused (0 bytes) when matvec_f16 and matvec_q8 are 0 */
+    ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
+                                    * a short batch (ops.matmul_scratch); where cooperative matrices
+                                    * run and a step may hold more than one token, else unused */
     int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
                                     * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
     int matvec_q8;                 /* single-row steps run the quant types' products with x in int8

@@ -25,7 +25,8 @@ static const oscar_coopmat_shape *pick_shape(const oscar_context *ctx)
  * 16; on the H100 1.7x the throughput of the second at 512 tokens, 79 against 45 TFLOPS:
  * sixteen subgroups hide the tile loads' latency where four do not), then 2 x 2 warp tiles of
  * 4 x 4 matrices where a workgroup cannot hold the first (threads or shared memory). The token
- * matrices shrink for a short batch so that a workgroup does not multiply padding. */
+ * matrices, and below 64 tokens the warp tiles along tokens, shrink for a short batch so that a
+ * workgroup does not multiply padding. */
 static const uint32_t default_plans[2][3] = { { 4, 4, 2 }, { 2, 2, 4 } }; /* sg_m, sg_n, cm */
 
 /* Plan p for shape s, n tokens and subgroups of at most `sg` threads, from ops' tuning where it
@@ -34,13 +35,15 @@ static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t
                       ovk_mmc_plan *p, uint64_t *shared)
 {
     const uint32_t *t = ops->matmul_coopmat;
-    uint32_t sg_n = t[1] ? t[1] : d[1];
+    uint32_t sg_n = t[1] ? t[1] : n < d[1] * s->n ? ovk_div_up(n, s->n) : d[1]; /* no warp tile of padding only */
     uint32_t cn = n > 2 * sg_n * s->n ? 4 : n > sg_n * s->n ? 2 : 1;
     *p = (ovk_mmc_plan){ .tm = s->m, .tn = s->n, .tk = s->k, .sg_m = t[0] ? t[0] : d[0], .sg_n = sg_n,
                          .cm = t[2] ? t[2] : d[2], .cn = t[3] ? t[3] : cn };
     p->workgroup = p->sg_m * p->sg_n * sg; /* every subgroup full, whatever size the device picks */
     p->bm = p->sg_m * p->cm * p->tm;
     p->bn = p->sg_n * p->cn * p->tn;
+    p->slices = 1;
+    p->k_slice = 0; /* the whole row: set by ovk_mmc_plan_split */
     uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
     *shared = (uint64_t)(p->bm + p->bn) * sk * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4;
 }
@@ -90,25 +93,69 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
     return plan_shape(ops, s, ovk_max_subgroup_size(ctx), n, plan);
 }
 
-/* Records `shader` with plan p over checked arguments. */
+/* The usable bytes of ops' scratch for split products (0 without one). */
+static uint64_t scratch_bytes(const ovk_ops *ops)
+{
+    const ovk_binding *b = &ops->matmul_scratch;
+    if (!b->buffer || b->offset >= b->buffer->size) return 0;
+    uint64_t left = b->buffer->size - b->offset;
+    return b->range && b->range < left ? b->range : left;
+}
+
+void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    p->slices = 1;
+    p->k_slice = ovk_div_up(cols, MMC_BK) * MMC_BK;
+    uint64_t part = (uint64_t)n * rows * 4, room = scratch_bytes(ops);
+    if (rows == 0 || n == 0 || part > room) return;
+    uint32_t want = ops->matmul_split;
+    if (want == 0) { /* auto: a short batch whose tiles leave cores idle */
+        uint32_t tiles = ovk_div_up(rows, p->bm) * ovk_div_up(n, p->bn);
+        if (n > OVK_MMC_SPLIT_TOKENS || tiles >= OVK_MMC_SPLIT_GROUPS) return;
+        want = ovk_div_up(OVK_MMC_SPLIT_GROUPS, tiles);
+    }
+    uint32_t steps = ovk_div_up(cols, MMC_BK), most = steps / (ops->matmul_split ? 1 : OVK_MMC_SPLIT_STEPS);
+    if ((uint64_t)want * part > room) want = (uint32_t)(room / part);
+    if (want > most) want = most;
+    if (want < 2) return;
+    p->k_slice = ovk_div_up(steps, want) * MMC_BK;
+    p->slices = ovk_div_up(cols, p->k_slice);
+}
+
+/* Records `shader` with plan p over checked arguments: into y, or for a split plan into the
+ * slices of ops' scratch, then their sum into y (a barrier between). */
 static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_mmc_plan *p, uint32_t type,
                              ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                              uint32_t n)
 {
     if (rows == 0 || n == 0) return OSCAR_OK;
-    uint32_t groups[3] = { ovk_div_up(rows, p->bm), ovk_div_up(n, p->bn), 1 };
-    if (groups[0] > GRID_MAX || groups[1] > GRID_MAX)
+    uint32_t groups[3] = { ovk_div_up(rows, p->bm), ovk_div_up(n, p->bn), p->slices };
+    if (groups[0] > GRID_MAX || groups[1] > GRID_MAX || groups[2] > GRID_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows x %u tokens exceed the grid", shader, rows, n);
-    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 16, .n_spec = MMC_SPEC_COUNT,
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 24, .n_spec = MMC_SPEC_COUNT,
                             .spec = { [MMC_SPEC_WORKGROUP] = p->workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p->tm,
                                       [MMC_SPEC_TN] = p->tn, [MMC_SPEC_TK] = p->tk, [MMC_SPEC_SG_M] = p->sg_m,
                                       [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
-    uint32_t push[4] = { rows, cols, n, y_stride };
-    ovk_binding b[3] = { w, x, y };
+    int split = p->slices > 1;
+    uint64_t part = (uint64_t)n * rows; /* floats of a slice: [n][rows] */
+    ovk_binding out = y;
+    if (split) {
+        out = ops->matmul_scratch;
+        out.range = part * p->slices * 4;
+    }
+    uint32_t push[6] = { rows, cols, n, split ? rows : y_stride, split ? p->k_slice : ovk_div_up(cols, MMC_BK) * MMC_BK,
+                         split ? (uint32_t)part : 0 };
+    ovk_binding b[3] = { w, x, out };
     ovk_pipeline *pl;
     oscar_status st = ovk_pipeline_get(ops->ctx, &d, &pl);
-    if (st != OSCAR_OK) return st;
-    return ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
+    if (st == OSCAR_OK) st = ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
+    if (st != OSCAR_OK || !split) return st;
+    ovk_cmd_barrier(ops->ctx, cmd);
+    ovk_pipeline_desc sum = { .shader = "mul_mat_slices", .n_buffers = 2, .push_size = 16, .n_spec = 1, .spec = { 256 } };
+    uint32_t sum_push[4] = { rows, n, y_stride, p->slices }, sum_groups[3] = { ovk_div_up(rows, 256), n, 1 };
+    ovk_binding sb[2] = { out, y };
+    if ((st = ovk_pipeline_get(ops->ctx, &sum, &pl)) != OSCAR_OK) return st;
+    return ovk_cmd_dispatch(ops->ctx, cmd, pl, sb, sum_push, sum_groups);
 }
 
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
@@ -117,6 +164,7 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
     ovk_mmc_plan p;
     oscar_status st = ovk_mmc_plan_for(ops, n, &p);
     if (st != OSCAR_OK) return st;
+    ovk_mmc_plan_split(ops, &p, rows, cols, n);
     return dispatch(ops, cmd, "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
 }
 
@@ -136,6 +184,7 @@ oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t 
     ovk_mmc_plan p;
     oscar_status st = plan_shape(ops, &s, ovk_max_subgroup_size(ctx), n, &p);
     if (st != OSCAR_OK) return st;
+    ovk_mmc_plan_split(ops, &p, rows, cols, n);
     return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
 }
 

@@ -3,6 +3,7 @@
 #ifndef OSCAR_MUL_MAT_COOPMAT_IMPL_H
 #define OSCAR_MUL_MAT_COOPMAT_IMPL_H
 
+#include "common/mul_mat_coopmat.h"
 #include "ops.h"
 
 /* One launch shape of the kernel: the matrix shape, the warp-tile grid and the matrices per
@@ -13,12 +14,35 @@ typedef struct ovk_mmc_plan {
     uint32_t cm, cn;       /* matrices per warp tile along rows and tokens */
     uint32_t workgroup;    /* threads: sg_m * sg_n subgroups of the largest size */
     uint32_t bm, bn;       /* rows and tokens a workgroup covers */
+    uint32_t slices;       /* column slices (workgroups along z), each summed into its own part of
+                            * ops->matmul_scratch and added up by mul_mat_slices; 1: unsplit */
+    uint32_t k_slice;      /* columns of a slice, a multiple of MMC_BK */
 } ovk_mmc_plan;
 
-/* The plan for n tokens on ops' device (ops->matmul_coopmat tuning, else the defaults): 0 and
- * *plan filled, or a MISSING_FEATURE / INVALID_ARGUMENT status saying why it cannot run there
- * (no cooperative matrices, no usable shape, too little shared memory or too many threads). */
+/* A batch of at most this many tokens may have its columns split (a decode batch: too few tiles
+ * of rows x tokens to keep the device's cores busy); longer ones keep the plan tuned for prefill. */
+#define OVK_MMC_SPLIT_TOKENS 64u
+/* Workgroups a split product aims at (tiles times slices); slices of at least MMC_SPLIT_STEPS
+ * steps of MMC_BK columns. */
+#define OVK_MMC_SPLIT_GROUPS 512u
+#define OVK_MMC_SPLIT_STEPS 4u
+/* Bytes of the scratch a session gives the split products (ops->matmul_scratch): slices x tokens
+ * x rows fp32; a product whose slices would not fit takes fewer. */
+#define OVK_MMC_SCRATCH_BYTES (16ull << 20)
+/* The fewest tokens ovk_op_mul_mat gives this kernel rather than the batched lanes product when
+ * ops has a scratch to split them. */
+#define OVK_MMC_BATCH_MIN 4u
+
+/* The plan for n tokens on ops' device (ops->matmul_coopmat tuning, else the defaults), unsplit:
+ * 0 and *plan filled, or a MISSING_FEATURE / INVALID_ARGUMENT status saying why it cannot run
+ * there (no cooperative matrices, no usable shape, too little shared memory or too many threads). */
 oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan);
+
+/* The column slices of plan p for a product of rows x cols by n tokens: ops->matmul_split where
+ * set (1: none), else as many as bring the workgroups to OVK_MMC_SPLIT_GROUPS for a batch of at
+ * most OVK_MMC_SPLIT_TOKENS; never more than ops->matmul_scratch holds, nor slices shorter than
+ * OVK_MMC_SPLIT_STEPS steps. Sets p->slices and p->k_slice. */
+void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* Records the product for arguments ops.c has checked (check_mul_mat): W [rows][row bytes] of
  * `type`, x [n][cols] fp32, y [n][y_stride] fp32. */

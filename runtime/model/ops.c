@@ -51,6 +51,8 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
     ops->matvec_tokens = 0;
     ops->matmul_workgroup = 0;
     for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
+    ops->matmul_split = ctx->env.matmul_split;
+    ops->matmul_scratch = (ovk_binding){ 0 };
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -461,9 +463,12 @@ oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
                                       uint32_t n)
 {
     if (n == 1) return mul_mat_vec(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
-    if (prefers_batch(type, n)) return mul_mat_batch(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
-    if (ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops)) /* by default where the device has them */
-        return mul_mat_coopmat(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
+    /* cooperative matrices by default where the device has them; for a short batch only with a
+     * scratch to split its columns (unsplit, too few workgroups walk the whole row) */
+    int coopmat = ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops);
+    int split = coopmat && ops->matmul_scratch.buffer && n >= OVK_MMC_BATCH_MIN;
+    if (prefers_batch(type, n) && !split) return mul_mat_batch(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
+    if (coopmat) return mul_mat_coopmat(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     return mul_mat_tiled(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
 }
 

@@ -38,6 +38,10 @@ typedef struct ovk_ops {
     uint32_t matmul_coopmat[4]; /* the cooperative-matrix matmul's warp tiles along rows and tokens, then
                                  * matrices per warp tile along rows and tokens; 0: 2, 2, 4 and 4 (fewer
                                  * token matrices for n <= 64 at 16 x 16) */
+    uint32_t matmul_split;      /* column slices of a cooperative-matrix product (tuning; 0: chosen per
+                                 * shape for short batches, 1: never split; OSCAR_MATMUL_SPLIT) */
+    ovk_binding matmul_scratch; /* fp32 partial sums of split products [slices][n][rows]; no buffer: no
+                                 * product is split (OVK_MMC_SCRATCH_BYTES is what a session gives) */
 } ovk_ops;
 
 /* Which decode mat-vec shader ovk_op_mul_mat_vec records. */

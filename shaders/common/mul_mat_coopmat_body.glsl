@@ -18,13 +18,15 @@ layout(constant_id = MMC_SPEC_CN) const uint CN = 4;     // along tokens
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };     // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };     // [n][cols] fp32
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };    // [n][y_stride] fp32, columns 0..rows-1 written
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };    // [slices][n][y_stride] fp32, columns 0..rows-1 written
 
 layout(push_constant) uniform Push {
     uint rows;     // rows of W (tiles of BM in workgroup x)
     uint cols;     // columns of W, a multiple of the block size (8 for F32/F16/BF16)
     uint n;        // tokens (tiles of BN in workgroup y)
     uint y_stride; // floats from y[t][0] to y[t + 1][0]
+    uint k_slice;  // columns of a slice (workgroup z), a multiple of BK; cols when unsplit
+    uint slice;    // floats from slice z's y to slice z + 1's (unsplit: 0)
 } pc;
 
 #include "common/dequant.glsl"
@@ -92,6 +94,9 @@ void main()
 {
     uint tid = gl_LocalInvocationID.x;
     uint row0 = gl_WorkGroupID.x * BM, tok0 = gl_WorkGroupID.y * BN;
+    // slice z sums columns k_begin..k_end-1 into its own y (split: partial sums the host adds up)
+    uint k_begin = gl_WorkGroupID.z * pc.k_slice, k_end = min(pc.cols, k_begin + pc.k_slice);
+    uint y0 = gl_WorkGroupID.z * pc.slice;
     uint be = dq_block_elems(), bb = dq_block_bytes(), rb = dq_row_bytes(pc.cols);
     uint passes = (WARPS + gl_NumSubgroups - 1u) / gl_NumSubgroups; // the same for every subgroup
 
@@ -108,11 +113,11 @@ void main()
         uint wm = (wt % SG_M) * CM * TM, wn = (wt / SG_M) * CN * TN; // its first row and token in the tile
         MMC_UNROLL for (uint i = 0u; i < CM * CN; i++)
             acc[i] = MMC_ZERO;
-        FETCH_STEP(0u)
-        for (uint k0 = 0u; k0 < pc.cols; k0 += BK) {
+        FETCH_STEP(k_begin)
+        for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
             STORE_STEP()
             barrier();
-            FETCH_STEP(k0 + BK) // past the end: zeros
+            FETCH_STEP(k0 + BK) // past the slice: not stored; past the matrix: zeros
             if (own) {
                 MMC_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {
                     MMC_UNROLL for (uint i = 0u; i < CM; i++)
@@ -132,7 +137,7 @@ void main()
                     uint row = row0 + wm + i * TM, tok = tok0 + wn + j * TN;
                     if (row >= pc.rows || tok >= pc.n) continue;
                     if (row + TM <= pc.rows && tok + TN <= pc.n) {
-                        MMC_STORE(acc[i * CN + j], y, tok * pc.y_stride + row, pc.y_stride);
+                        MMC_STORE(acc[i * CN + j], y, y0 + tok * pc.y_stride + row, pc.y_stride);
                         continue;
                     }
                     // an edge matrix: through this warp tile's slot of so, then the part inside
@@ -141,7 +146,7 @@ void main()
                     subgroupBarrier();
                     for (uint e = gl_SubgroupInvocationID; e < TM * TN; e += gl_SubgroupSize) {
                         uint r = row + e % TM, t = tok + e / TM;
-                        if (r < pc.rows && t < pc.n) y[t * pc.y_stride + r] = so[wt * TM * TN + e];
+                        if (r < pc.rows && t < pc.n) y[y0 + t * pc.y_stride + r] = so[wt * TM * TN + e];
                     }
                     subgroupBarrier(); // the slot is read before the next edge matrix overwrites it
                 }
