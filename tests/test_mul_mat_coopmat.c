@@ -9,7 +9,9 @@
  * (ops->matmul_coopmat); y is checked to be written at exactly [n][rows], also with its rows
  * rows + 5 floats apart (a part of a matrix split by rows): a NaN-filled tail and gap stay.
  * Small integers (|w|, |x| <= 3, F16, 256 columns) are exact in fp32 whatever the order:
- * bit-exact. Inputs beyond the fp16 range are clamped to +-65504 (finite results, faithful bound). ovk_op_mul_mat chooses this kernel for a prefill batch where the device has it.
+ * bit-exact. Inputs beyond the fp16 range are clamped to +-65504 (finite results, faithful bound). Short
+ * batches split their columns into slices (check_split, check_split_plans). ovk_op_mul_mat
+ * chooses this kernel for a prefill batch where the device has it.
  *
  * Where the context has no cooperative matrices (lavapipe, a build without glslang 13) the
  * emulation runs instead, given fp16 arithmetic, at the shape 16 x 16 x 16 (and 16 x 8 x 16,
@@ -174,8 +176,10 @@ static void check_refused(oscar_context *ctx)
 
 /* The columns split into slices summed by mul_mat_slices (a short batch): forced slice counts
  * that leave a short last slice (5 steps in 3 slices; F16's 72 columns, a partial step, in 2;
- * K-quant blocks cut across slices), the automatic split of a few tokens, y rows apart, and a
- * scratch too small for any split (the unsplit product runs). */
+ * K-quant blocks cut across slices), the automatic split of a few tokens, y rows apart (through
+ * ovk_op_mul_mat_strided, hence OVK_MMC_BATCH_MIN tokens: fewer take the batched lanes product
+ * where cooperative matrices run), and a scratch too small for any split (the unsplit product
+ * runs). Each split must have written the NaN-filled scratch. */
 /* Whether anything was written into a NaN-filled scratch (a split product ran). */
 static int scratch_used(oscar_context *ctx, const ovk_buffer *scratch)
 {
@@ -195,8 +199,8 @@ static void check_split(ovk_ops *ops, const variant *v)
     ops->matmul_scratch = (ovk_binding){ &scratch, 0, 0 };
     static const struct { uint32_t split, type, rows, cols, n, pad; } cases[] = {
         { 3, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0 }, { 2, OSCAR_GGML_TYPE_F16, 37, 72, 5, 0 },
-        { 3, OSCAR_GGML_TYPE_Q4_K, 130, 768, 5, 0 }, { 5, OSCAR_GGML_TYPE_Q6_K, 100, 512, 8, 5 },
-        { 0, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 8, 0 }, { 0, OSCAR_GGML_TYPE_Q8_0, 37, 4096, 2, 3 },
+        { 3, OSCAR_GGML_TYPE_Q4_K, 130, 768, 5, 0 }, { 5, OSCAR_GGML_TYPE_Q6_K, 100, 512, OVK_MMC_BATCH_MIN, 5 },
+        { 0, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 8, 0 }, { 0, OSCAR_GGML_TYPE_Q8_0, 37, 4096, OVK_MMC_BATCH_MIN, 3 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ops->matmul_split = cases[i].split;

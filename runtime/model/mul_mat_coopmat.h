@@ -30,8 +30,9 @@ typedef struct ovk_mmc_plan {
  * x rows fp32; a product whose slices would not fit takes fewer. */
 #define OVK_MMC_SCRATCH_BYTES (16ull << 20)
 /* The fewest tokens ovk_op_mul_mat gives this kernel rather than the batched lanes product when
- * ops has a scratch to split them. */
-#define OVK_MMC_BATCH_MIN 4u
+ * ops has a scratch to split them. H200, Q4_0 14336 x 4096, us by tokens 2 / 4 / 8 / 16 / 32:
+ * split here 85 / 85 / 86 / 85 / 101, lanes 35 / 40 / 71 / 136 / 264 (docs/forward-kernels.md). */
+#define OVK_MMC_BATCH_MIN 16u
 
 /* The plan for n tokens on ops' device (ops->matmul_coopmat tuning, else the defaults), unsplit:
  * 0 and *plan filled, or a MISSING_FEATURE / INVALID_ARGUMENT status saying why it cannot run

@@ -63,8 +63,10 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx);
 /* y[t][r] = sum_c W[r][c] * x[t][c]: W [rows][cols] of `type` (GGUF order, cols contiguous),
  * x [n][cols] fp32, y [n][rows] fp32. n = 1 records the mat-vec kernel (decode); a few tokens
  * of a block type (1 < n <= 16, or <= OSCAR_MATVEC_BATCH_MAX for Q4_0/Q4_1/Q8_0) the batched
- * lanes product (batched decode); else the cooperative-matrix matmul where the device has it,
- * the tiled matmul elsewhere or with OSCAR_MATMUL_COOPMAT=0 (prefill). */
+ * lanes product (batched decode), unless cooperative matrices run and ops has a matmul_scratch,
+ * where from OVK_MMC_BATCH_MIN tokens on they take the split cooperative-matrix product; else
+ * the cooperative-matrix matmul where the device has it, the tiled matmul elsewhere or with
+ * OSCAR_MATMUL_COOPMAT=0 (prefill). */
 oscar_status ovk_op_mul_mat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                               ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
 
