@@ -7,7 +7,9 @@
 //
 // A workgroup computes a BM x BN tile (rows x tokens). Per step of BK = 32 columns its threads
 // dequantize the W tile (runs of 8 elements, as mul_mat.comp) and convert the x tile, both to
-// fp16 in shared memory, k contiguous: sw [BM][SK], sx [BN][SK]. The tile is cut into WARPS =
+// fp16 in shared memory, k contiguous: sw [BM][SK], sx [BN][SK]. Workgroup z sums only its
+// slice of the columns (a short batch's split) into its own part of y; mul_mat_slices adds the
+// parts up. The tile is cut into WARPS =
 // SG_M x SG_N warp tiles of CM x CN matrices of TM x TN; a subgroup owns one warp tile and keeps
 // its CM * CN accumulators across the steps. The next step's global reads are issued before the
 // current step's matrix products and held in registers as read; they are dequantized, rounded
