@@ -10,13 +10,15 @@
  * 14336 columns (K-quants from 256), and odd block counts (rows starting 2 bytes past a word for
  * Q4_0, Q8_0 and Q6_K).
  * A matrix split by rows: the parts' products, each into its columns of y, equal the whole
- * product bit for bit. Skips (77) where the device has no subgroup arithmetic. */
+ * product bit for bit. Batches of tokens (ovk_op_mul_mat_q8): each token equals its
+ * single-token product bit for bit. Skips (77) where the device has no subgroup arithmetic. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ggml_types.h"
+#include "half.h"
 #include "matvec_q8_ref.h"
 #include "ops.h"
 #include "ops_ref.h"
@@ -128,6 +130,65 @@ done:
     free(xq);
 }
 
+/* n tokens at once (ovk_op_mul_mat_q8): x [n][cols] prepared as one vector of n * cols, y rows
+ * apart by rows + 3 (a NaN-filled gap that must stay), ops->matvec_tokens a workgroup (0: the
+ * default). Each token's result equals the single-token product of its x bit for bit, and is
+ * checked against the faithful reference fed that token's GPU codes. */
+static void check_batch(ovk_ops *ops, const char *variant, uint32_t type, uint32_t rows, uint32_t cols, uint32_t n,
+                        uint32_t tokens)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t wbytes, nc = (size_t)n * cols, stride = rows + 3, ny = (n - 1) * stride + rows;
+    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
+    float *x = malloc(nc * 4), *all = malloc(ny * 4), *one = malloc(rows * 4), *faithful = malloc(rows * 4);
+    uint8_t *xq = malloc(OSCAR_X_Q8_BYTES(nc));
+    ovk_buffer bw = { 0 }, bx = { 0 }, bq = { 0 }, by = { 0 }, bx1 = { 0 }, bq1 = { 0 }, by1 = { 0 };
+    CHECK(w && x && all && one && faithful && xq);
+    if (!w || !x || !all || !one || !faithful || !xq) goto done;
+    for (uint32_t t = 0; t < n; t++) make_x(x + (size_t)t * cols, cols, t % 2);
+    CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, nc * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, OSCAR_X_Q8_BYTES(nc), &bq));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ny * 4, &by));
+    CHECK_OK(ovk_buffer_fill(ctx, &by, 0, ny * 4, 0x7FC00000u));
+    ops->matvec_tokens = tokens;
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    CHECK_OK(ovk_op_x_q8(ops, &ctx->cmd, (ovk_binding){ &bx, 0, 0 }, (ovk_binding){ &bq, 0, 0 }, (uint32_t)nc));
+    ovk_cmd_barrier(ctx, &ctx->cmd);
+    CHECK_OK(ovk_op_mul_mat_q8(ops, &ctx->cmd, variant, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bq, 0, 0 },
+                               (ovk_binding){ &by, 0, 0 }, (uint32_t)stride, rows, cols, n));
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    ops->matvec_tokens = 0;
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, all, ny * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &bq, 0, xq, OSCAR_X_Q8_BYTES(nc)));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, cols * 4, &bx1));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, OSCAR_X_Q8_BYTES(cols), &bq1));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, rows * 4, &by1));
+    ovk_buffer *whole[1] = { &bw };
+    size_t differ = 0, gap = 0;
+    double worst = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        const uint32_t *xc = (const uint32_t *)(xq + (size_t)t * cols);
+        const float *xs = (const float *)(xq + OSCAR_X_Q8_SCALES(nc)) + (size_t)t * (cols / 32);
+        CHECK_OK(ovk_buffer_upload(ctx, &bx1, 0, x + (size_t)t * cols, cols * 4));
+        CHECK_OK(run_q8(ops, variant, type, whole, rows, &bx1, &bq1, &by1, rows, cols));
+        CHECK_OK(ovk_buffer_download(ctx, &by1, 0, one, rows * 4));
+        differ += memcmp(one, all + t * stride, rows * 4) != 0;
+        CHECK_OK(ovk_ref_mul_mat_vec_q8(type, w, xc, xs, faithful, rows, cols));
+        double e = test_nse(all + t * stride, faithful, rows);
+        if (e > worst) worst = e;
+        for (size_t c = rows; c < stride && t + 1 < n; c++) gap += ovk_f32_bits(all[t * stride + c]) != 0x7FC00000u;
+    }
+    printf("%s %s %u x %u, %u tokens, %u a workgroup: %zu tokens differ from their single-token product, worst NSE %.3g "
+           "against the faithful reference\n", variant, ovk_ggml_type_name(type), rows, cols, n, tokens, differ, worst);
+    CHECK_MSG(differ == 0 && worst <= 1e-5 && gap == 0, "%s %s batch of %u (%u a workgroup): %zu tokens differ, NSE %.3g, %zu "
+              "floats written in the gaps", variant, ovk_ggml_type_name(type), n, tokens, differ, worst, gap);
+done:
+    ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &bq), ovk_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &bx1), ovk_buffer_destroy(ctx, &bq1), ovk_buffer_destroy(ctx, &by1);
+    free(w), free(x), free(all), free(one), free(faithful), free(xq);
+}
+
 /* What the op refuses before recording. */
 static void check_errors(ovk_ops *ops)
 {
@@ -195,6 +256,10 @@ int main(void)
             ops.matvec_workgroup = ops.matvec_rows = ops.matvec_unroll = 0; /* the defaults */
             check_case(&ops, variants[v], type, 45, 4096, 0, per20);
             check_case(&ops, variants[v], type, 45, 4096, 1, 45);
+            /* batches: the default tokens a workgroup, fewer than n (a last partial group), 1 */
+            check_batch(&ops, variants[v], type, 37, kq ? 512 : 96, 13, 0);
+            check_batch(&ops, variants[v], type, 67, 1024, 5, 3);
+            if (t == 0) check_batch(&ops, variants[v], type, 19, 256, 2, 1);
         }
     }
     return test_gpu_finish(ctx);

@@ -674,10 +674,11 @@ static int bench_ops(int argc, char **argv)
         ops.matmul_scratch = (ovk_binding){ &scratch, 0, 0 };
     }
     if (tokens > 1) printf("batch of %u: the default product (%s), then the tiled fp32 matmul, the cooperative-matrix one "
-                           "(cm, its columns split for a short batch) and up to %u tokens the batched lanes product\n",
+                           "(cm, its columns split for a short batch), and up to %u tokens the batched lanes product and "
+                           "the int8 one (q8; a forward pass's decode steps of up to %u rows take it)\n",
                            tokens, coopmat_runs ? "cooperative matrices, or the batched lanes product for a few tokens"
                                                 : "the batched lanes product for a few tokens, else the tiled matmul",
-                           OSCAR_MATVEC_BATCH_MAX);
+                           OSCAR_MATVEC_BATCH_MAX, OVK_Q8_BATCH_MAX);
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
     printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
@@ -686,8 +687,9 @@ static int bench_ops(int argc, char **argv)
     ovk_cmd cmd;
     ovk_buffer x = { 0 }, y = { 0 }, xq = { 0 };
     if (ovk_cmd_init(ctx, &cmd) != OSCAR_OK || ovk_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
-        ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols) > OSCAR_X_Q8_BYTES(cols) ? OSCAR_X_F16_BYTES(1, cols)
-                                                                                  : OSCAR_X_Q8_BYTES(cols),
+        ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols) > OSCAR_X_Q8_BYTES((uint64_t)tokens * cols)
+                                   ? OSCAR_X_F16_BYTES(1, cols)
+                                   : OSCAR_X_Q8_BYTES((uint64_t)tokens * cols),
                           OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
         ovk_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
         ovk_buffer_fill(ctx, &x, 0, (uint64_t)tokens * cols * 4, 0x3F800000u) != OSCAR_OK) {
@@ -716,27 +718,30 @@ static int bench_ops(int argc, char **argv)
          * one and (Q4_0, Q4_1, Q8_0 with subgroup arithmetic) the int8 one, each on x prepared
          * once, as a forward pass shares it between the products of one input (--rows-per-group,
          * --mv-unroll and --mv-workgroup tune the int8 one too: rows a subgroup, blocks a pass);
-         * --tokens > 1: the default product of the batch, then the tiled matmul and (where the
-         * device has them, for a batch the default gives to the batched lanes product) the
-         * cooperative-matrix one */
-        for (int var = 0; var < 4 && st == OSCAR_OK && !planes_only; var++) {
-            int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1, q8 = tokens == 1 && var == 2;
+         * --tokens > 1: the default product of the batch, then the tiled matmul, the
+         * cooperative-matrix one (where the device has them), and up to OSCAR_MATVEC_BATCH_MAX
+         * tokens the batched lanes product and the int8 one, x prepared once (--mv-tokens: their
+         * tokens a workgroup) */
+        for (int var = 0; var < 5 && st == OSCAR_OK && !planes_only; var++) {
+            int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1;
+            int q8 = (tokens == 1 && var == 2) || (tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 4);
             int coopmat = tokens > 1 && var == 2, lanes = tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 3;
             if ((f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) || (q8 && !ovk_op_mul_mat_vec_q8_supported(&ops, type)) ||
-                (coopmat && !coopmat_runs) || (lanes && ovk_op_type_block(type) == 8) || (var == 3 && !lanes))
+                (coopmat && !coopmat_runs) || (lanes && ovk_op_type_block(type) == 8) || (var == 3 && !lanes) ||
+                (var == 4 && !q8))
                 continue;
             double ns = 0;
             st = ovk_cmd_begin(ctx, &cmd);
             if ((f16 || q8) && st == OSCAR_OK) {
                 ovk_binding bx = { &x, 0, 0 }, bq = { &xq, 0, 0 };
-                st = q8 ? ovk_op_x_q8(&ops, &cmd, bx, bq, cols) : ovk_op_x_f16_blocks(&ops, &cmd, bx, bq, cols, 1);
+                st = q8 ? ovk_op_x_q8(&ops, &cmd, bx, bq, tokens * cols) : ovk_op_x_f16_blocks(&ops, &cmd, bx, bq, cols, 1);
                 ovk_cmd_barrier(ctx, &cmd);
             }
             int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
             for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
                 ovk_binding bw_ = { &w, (it % copies) * mat, row_bytes * rows }, bx = { &x, 0, 0 }, by = { &y, 0, 0 };
                 ovk_binding bq = { &xq, 0, 0 };
-                st = q8      ? ovk_op_mul_mat_vec_q8(&ops, &cmd, NULL, type, bw_, bq, by, rows, cols)
+                st = q8      ? ovk_op_mul_mat_q8(&ops, &cmd, NULL, type, bw_, bq, by, rows, rows, cols, tokens)
                      : f16   ? ovk_op_mul_mat_vec_f16(&ops, &cmd, type, bw_, bq, by, rows, cols, 1)
                      : tiled ? ovk_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                      : coopmat ? ovk_op_mul_mat_coopmat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)

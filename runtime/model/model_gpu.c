@@ -284,7 +284,8 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     if (s->matvec_f16 || s->matvec_q8) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
-        uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES(widest);
+        uint32_t batch = max_tokens < OVK_Q8_BATCH_MAX ? max_tokens : OVK_Q8_BATCH_MAX; /* rows of int8 products */
+        uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES((uint64_t)batch * widest);
         OSCAR_TRY(ovk_buffer_create(ctx, f16 > q8 ? f16 : q8, OSCAR_BUFFER_DEVICE, &s->xq));
     }
     *out = s;
@@ -311,11 +312,12 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
 /* The first `bytes` bytes of a buffer (a whole-weight binding when bytes is 0). */
 static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_binding){ b, 0, bytes }; }
 
-/* Whether the products of one input x [n][cols] by the n_w weights w run as int8 mat-vecs:
- * with s->matvec_q8, a single row whose weights all have one. */
+/* Whether the products of one input x [n][cols] by the n_w weights w run as int8 products:
+ * with s->matvec_q8, one row or a decode step of up to OVK_Q8_BATCH_MAX rows, whose weights all
+ * have one. A prompt's rows keep the fp32 (or cooperative-matrix) products, whatever its length. */
 static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32_t n_w, const ovk_gpu_weight *const *w)
 {
-    int q8 = s->matvec_q8 && n == 1 && cols % 32 == 0;
+    int q8 = s->matvec_q8 && (n == 1 || (s->step_decode && n <= OVK_Q8_BATCH_MAX && n <= s->max_tokens)) && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && q8; i++) q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
     return q8;
 }
@@ -323,8 +325,9 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
 /* The products of one input: y_i = W_i x for the n_w weights, with x [n][cols] (each y_i
  * [n][rows_i]). Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
  * all have the packed-fp16 mat-vec: Q4_0, Q8_0), x is prepared once into s->xq and shared by
- * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8),
- * else here (one dispatch and barrier more); the rest go through ovk_op_mul_mat. Starts with a
+ * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8,
+ * which write one row), else here (one dispatch and barrier more); the rest go through
+ * ovk_op_mul_mat. Starts with a
  * barrier (x was just written); the products themselves run unordered among each other.
  *
  * A weight split by rows (over the storage-binding limit) runs one product per part, writing
@@ -349,7 +352,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
     ovk_binding xq = { &s->xq, 0, 0 };
     ovk_cmd_barrier(ctx, &s->cmd);
     if (f16 || (q8 && !x_ready)) {
-        OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
+        OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, n * cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
         ovk_cmd_barrier(ctx, &s->cmd);
     }
     for (uint32_t i = 0; i < n_w; i++) {
@@ -359,7 +362,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             ovk_binding wb = bind(&w[i]->buf, 0);
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
                                                             rows[i], rows[i], cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, y[i], rows[i], cols));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, y[i], rows[i], rows[i], cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;
@@ -370,7 +373,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             ovk_binding yp = { y[i].buffer, y[i].offset + (uint64_t)row0 * 4, ((uint64_t)(n - 1) * rows[i] + pr) * 4 };
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[p], 0), x, yp,
                                                             rows[i], pr, cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_vec_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, yp, pr, cols));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, yp, rows[i], pr, cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }
@@ -416,15 +419,15 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
 
     /* attention (the norm prepares x for int8 products itself) */
     ovk_cmd_barrier(ctx, cmd);
-    int q8 = products_q8(s, D, n, 3, w_qkv);
-    if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq, D,
+    int q8 = products_q8(s, D, n, 3, w_qkv), fused = q8 && n == 1; /* the norm's int8 blocks: one row */
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq, D,
                                            hp->norm_eps));
     else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         ovk_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, q8));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, fused));
     }
     if (L->bq.buf.buffer) { /* qwen2 */
         ovk_cmd_barrier(ctx, cmd);
@@ -449,8 +452,8 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
      * and by SwiGLU) */
     ovk_cmd_barrier(ctx, cmd);
-    q8 = products_q8(s, D, n, 2, w_gate_up);
-    if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
+    q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
     else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
     if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
@@ -460,14 +463,14 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     } else {
         ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, q8));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, fused));
         ovk_cmd_barrier(ctx, cmd);
-        if (down_q8) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
+        if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, down_q8));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, down_q8 && n == 1));
     }
 fail:
     return st;
@@ -493,13 +496,13 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     ovk_cmd_barrier(ctx, cmd);
     OSCAR_TRY(ovk_op_get_rows(&s->ops, cmd, OSCAR_GGML_TYPE_F32, bind(&s->x, (uint64_t)n * D * 4), rows, xo, D, n_out));
     ovk_cmd_barrier(ctx, cmd);
-    int q8 = products_q8(s, D, n_out, 1, &head);
-    if (q8) OSCAR_TRY(ovk_op_rms_norm_x_q8(&s->ops, cmd, xo, NULL, bind(&s->m->output_norm.buf, 0), xo,
+    int q8 = products_q8(s, D, n_out, 1, &head), fused = q8 && n_out == 1;
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(&s->ops, cmd, xo, NULL, bind(&s->m->output_norm.buf, 0), xo,
                                            (ovk_binding){ &s->xq, 0, 0 }, D, hp->norm_eps));
     else OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, q8));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, fused));
     }
     /* the step's KV flushes beside the LM head: nothing in the step waits for them, and the
      * barriers since the last layer order them after its appends */
@@ -633,7 +636,10 @@ oscar_status ovk_gpu_step(ovk_gpu_state *s, uint32_t n_seqs, const int32_t *seqs
     host_phase(ctx, "step: plan + upload", &tp);
 
     int t0 = -1, t1 = -1;
-    OSCAR_TRY(record_step(s, n, n_seqs, want_logits, 1, &t0, &t1));
+    s->step_decode = n == n_seqs; /* one new token a sequence */
+    st = record_step(s, n, n_seqs, want_logits, 1, &t0, &t1);
+    s->step_decode = 0;
+    if (st != OSCAR_OK) goto fail;
     host_phase(ctx, "step: record", &tp);
     OSCAR_TRY(ovk_cmd_submit_wait(ctx, &s->cmd));
     host_phase(ctx, "step: submit + wait", &tp);

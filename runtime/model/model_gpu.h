@@ -110,17 +110,21 @@ typedef struct ovk_gpu_state {
     ovk_buffer amax;             /* [max_out] u32 argmax of each logits row */
     ovk_buffer rb_logits;        /* READBACK [max_out][n_vocab] fp32 */
     ovk_buffer rb_amax;          /* READBACK [max_out] u32 */
-    ovk_buffer xq;               /* one row of x prepared for the packed-fp16 or int8 mat-vec
-                                    * (OSCAR_X_F16_BYTES / OSCAR_X_Q8_BYTES of the widest input);
-                                    * unused (0 bytes) when matvec_f16 and matvec_q8 are 0 */
+    ovk_buffer xq;               /* x prepared for the packed-fp16 mat-vec (one row) or the int8
+                                    * products (up to OVK_Q8_BATCH_MAX rows): OSCAR_X_F16_BYTES /
+                                    * OSCAR_X_Q8_BYTES of the widest input; unused (0 bytes) when
+                                    * matvec_f16 and matvec_q8 are 0 */
     ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
                                     * a short batch (ops.matmul_scratch); where cooperative matrices
                                     * run and a step may hold more than one token, else unused */
     int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
                                     * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
-    int matvec_q8;                 /* single-row steps run the quant types' products with x in int8
-                                    * (ovk_op_mul_mat_vec_q8): where integer dot products are fast and
-                                    * subgroup arithmetic exists, or as OSCAR_MATVEC_Q8 says */
+    int matvec_q8;                 /* single rows and decode steps of up to OVK_Q8_BATCH_MAX rows run the
+                                    * quant types' products with x in int8 (ovk_op_mul_mat_q8): where
+                                    * integer dot products are fast and subgroup arithmetic exists, or
+                                    * as OSCAR_MATVEC_Q8 says */
+    int step_decode;               /* while a step records: each of its rows is another sequence's one
+                                    * new token (batched decode), not a prompt's */
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth
                                     * times longer than the one before (OSCAR_STEP_FLUSH, default 4:
                                     * layers 0 | 1-4 | 5-20 | 21-84 ...; 0: one part) */

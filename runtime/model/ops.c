@@ -326,6 +326,13 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
     return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, rows, cols, n);
 }
 
+/* Tokens per workgroup of the int8 product: ops->matvec_tokens, else OVK_Q8_TOKENS (at most n). */
+static uint32_t q8_tokens(const ovk_ops *ops, uint32_t n)
+{
+    uint32_t t = ops->matvec_tokens ? ops->matvec_tokens : OVK_Q8_TOKENS;
+    return t < n ? t : n;
+}
+
 int ovk_op_mul_mat_vec_q8_supported(const ovk_ops *ops, uint32_t type)
 {
     return ops->ctx->info.subgroup_arithmetic &&
@@ -341,16 +348,19 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
     return ovk_q8_quantize(ops->ctx, cmd, x, codes, scales, cols, 1);
 }
 
-oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
-                                     ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols)
+/* The int8 product of n tokens (see ovk_op_mul_mat_q8). */
+static oscar_status mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                               ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
     oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and a quant type Q4_0..Q6_K (%s)",
                            ovk_ggml_type_name(type));
-    uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, "mul_mat_vec_q8", type, &w, &xq, OSCAR_X_Q8_BYTES(cols), &y, rows, rows, cols,
-                                    1, &row_bytes);
+    uint64_t row_bytes, nc = (uint64_t)n * cols;
+    if (nc > UINT32_MAX / 2)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens of %u columns", n, cols);
+    oscar_status st = check_mul_mat(ops, "mul_mat_vec_q8", type, &w, &xq, OSCAR_X_Q8_BYTES(nc), &y, y_stride, rows, cols,
+                                    n, &row_bytes);
     if (st != OSCAR_OK) return st;
     if (variant && strcmp(variant, "mul_mat_vec_q8") != 0 && strcmp(variant, "mul_mat_vec_q8.idot") != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: no variant '%s'", variant);
@@ -374,18 +384,31 @@ oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char 
     if (per < 1 || per > 8 || unroll < 1 || unroll > 8)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u rows and %u blocks per pass (1..8 each)", per,
                            unroll);
-    if (rows == 0) return OSCAR_OK;
+    if (rows == 0 || n == 0) return OSCAR_OK;
     /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
-    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1);
-    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 4, .push_size = 8, .n_spec = 6,
+    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1), tokens = q8_tokens(ops, n);
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 4, .push_size = 16, .n_spec = 7,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
-                                      (w.offset % 16) == 0 } };
-    uint32_t push[2] = { rows, cols }, groups[3];
+                                      (w.offset % 16) == 0, /* TOKENS */ tokens } };
+    uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
     if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
-    ovk_binding b[4] = { w, { xq.buffer, xq.offset, cols }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u },
-                         y };
+    groups[2] = ovk_div_up(n, tokens);
+    if (groups[2] > 65535) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens exceed the grid", n);
+    ovk_binding b[4] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y };
     return record(ops, cmd, &d, b, push, groups);
+}
+
+oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
+                                     ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols)
+{
+    return mul_mat_q8(ops, cmd, variant, type, w, xq, y, rows, rows, cols, 1);
+}
+
+oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                                 ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    return mul_mat_q8(ops, cmd, variant, type, w, xq, y, y_stride, rows, cols, n);
 }
 
 static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,

@@ -31,8 +31,9 @@ typedef struct ovk_ops {
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
-    uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch (0: 4), per thread of the
-                                * planes product (0: by n, ovk_op_mul_mat_vec_planes) */
+    uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch (0: 4) and of
+                                * ovk_op_mul_mat_q8 (0: OVK_Q8_TOKENS), per thread of the planes
+                                * product (0: by n, ovk_op_mul_mat_vec_planes) */
     uint32_t matmul_workgroup; /* threads of the tiled matmul (tiles of 64 rows x threads/4 tokens), a
                                 * power of two in 32..256; 0: 256 where the device allows, else 128 */
     uint32_t matmul_coopmat[4]; /* the cooperative-matrix matmul's warp tiles along rows and tokens, then
@@ -167,6 +168,21 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * tune it. */
 oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
                                      ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols);
+
+/* The same product for n tokens (batched decode): xq [OSCAR_X_Q8_BYTES(n * cols)] holds the n
+ * rows of x prepared as one vector (ovk_op_x_q8 over n * cols elements), y [n][y_stride]. A
+ * workgroup takes ops->matvec_tokens tokens (default OVK_Q8_TOKENS): it reads each weight once
+ * for them. Token t's result is the single-token product of its x, bit for bit where the
+ * device's subgroup sums are. */
+#define OVK_Q8_TOKENS 8u
+/* The most rows of a decode step the forward pass gives the int8 product (model_gpu.c); longer
+ * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster from 16 tokens.
+ * H200, Q4_0 14336 x 4096, us at 2 / 4 / 8 / 16 / 32 tokens: int8 16.8 / 28.0 / 47.3 / 87.0 /
+ * 170.0, batched lanes 35.1 / 39.8 / 71.4 / 136.4 / 264.7, split cooperative-matrix 85.1 at 16
+ * and 101.2 at 32 (docs/forward-kernels.md). */
+#define OVK_Q8_BATCH_MAX 15u
+oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                                 ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */

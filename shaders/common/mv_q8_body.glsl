@@ -25,6 +25,11 @@
 // added by subgroupAdd and written by one lane: no shared memory, no barrier. Needs subgroup
 // arithmetic (ops.c runs this only where the device has it) and a workgroup that is a whole
 // number of subgroups.
+//
+// Several tokens (batched decode): workgroup z takes TOKENS consecutive tokens. A pass loads its
+// weights once, then for each token that token's x blocks, and keeps ROWS x TOKENS sums, so the
+// weights are read once per TOKENS tokens; the terms of one token are those of a single-token
+// product, summed in the same order.
 #ifndef OSCAR_MV_Q8_BODY_GLSL
 #define OSCAR_MV_Q8_BODY_GLSL
 #extension GL_KHR_shader_subgroup_basic : require
@@ -37,16 +42,19 @@ layout(constant_id = 2) const uint ROWS = 2;         // rows a subgroup sums at 
 layout(constant_id = 3) const uint UNROLL = 2;       // tasks per lane per pass
 layout(constant_id = 4) const uint GROUP_ROWS = 8;   // rows per workgroup, a multiple of ROWS
 layout(constant_id = 5) const uint W16 = 0;          // 1: binding W starts on 16 bytes, wq4 may be used
+layout(constant_id = 6) const uint TOKENS = 1;       // tokens per workgroup (workgroup z: a group of them)
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
-layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [cols / 32][2] x codes, 16 int8 a uvec4
-layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [cols / 32] x scales
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [rows] fp32
+layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [n][cols / 32][2] x codes, 16 int8 a uvec4
+layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [n][cols / 32] x scales
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
 
 layout(push_constant) uniform Push {
-    uint rows; // rows of W
-    uint cols; // columns of W, a multiple of 32
+    uint rows;     // rows of W
+    uint cols;     // columns of W, a multiple of 32
+    uint n;        // tokens
+    uint y_stride; // floats from y[t][0] to y[t + 1][0]
 } pc;
 
 #include "common/dequant.glsl" // the type ids, block sizes and dq_u16
@@ -187,46 +195,52 @@ void main()
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
     uint g0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * GROUP_ROWS;
     uint g1 = min(g0 + GROUP_ROWS, pc.rows);
-    uint nt = pc.cols / (32u * TASK_X), rb = dq_row_bytes(pc.cols);
+    uint nt = pc.cols / (32u * TASK_X), nb = pc.cols / 32u, rb = dq_row_bytes(pc.cols);
+    uint tok0 = gl_WorkGroupID.z * TOKENS;
     for (uint r0 = g0 + gl_SubgroupID * ROWS; r0 < g1; r0 += gl_NumSubgroups * ROWS) { // uniform in the subgroup
         uint rbase[ROWS]; // byte offset of each row, the last row standing in for rows past the end
-        float acc[ROWS];
+        float acc[ROWS * TOKENS]; // [row][token]
         for (uint i = 0u; i < ROWS; i++) {
             rbase[i] = min(r0 + i, pc.rows - 1u) * rb;
-            acc[i] = 0.0;
+            for (uint j = 0u; j < TOKENS; j++) acc[i * TOKENS + j] = 0.0;
         }
         for (uint t0 = lane; t0 < nt; t0 += UNROLL * S) {
-            uvec4 c[UNROLL][4]; // x codes of the task's TASK_X blocks, two uvec4 a block (fixed sizes:
-            float xd[UNROLL][2]; // glslang's optimizer fails on arrays sized by TASK_X passed on)
             Task w[UNROLL][ROWS];
-            for (uint u = 0u; u < UNROLL; u++) { // every load of the pass first
-                uint t = min(t0 + u * S, nt - 1u);
-                c[u][2] = c[u][3] = uvec4(0u);
-                xd[u][1] = 0.0;
-                for (uint j = 0u; j < TASK_X; j++) {
-                    uint b = t * TASK_X + j;
-                    c[u][2u * j] = xc[2u * b];
-                    c[u][2u * j + 1u] = xc[2u * b + 1u];
-                    xd[u][j] = xs[b];
+            for (uint u = 0u; u < UNROLL; u++) // the pass's weights first, once for its tokens
+                for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], min(t0 + u * S, nt - 1u));
+            for (uint j = 0u; j < TOKENS; j++) {
+                uint xb = min(tok0 + j, pc.n - 1u) * nb; // the token's first x block (a token past n repeats the last)
+                uvec4 c[UNROLL][4]; // x codes of the task's TASK_X blocks, two uvec4 a block (fixed sizes:
+                float xd[UNROLL][2]; // glslang's optimizer fails on arrays sized by TASK_X passed on)
+                for (uint u = 0u; u < UNROLL; u++) { // every x load of the token before its terms
+                    uint t = min(t0 + u * S, nt - 1u);
+                    c[u][2] = c[u][3] = uvec4(0u);
+                    xd[u][1] = 0.0;
+                    for (uint k = 0u; k < TASK_X; k++) {
+                        uint b = xb + t * TASK_X + k;
+                        c[u][2u * k] = xc[2u * b];
+                        c[u][2u * k + 1u] = xc[2u * b + 1u];
+                        xd[u][k] = xs[b];
+                    }
                 }
-                for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], t);
-            }
-            for (uint u = 0u; u < UNROLL; u++) {
-                uint t = min(t0 + u * S, nt - 1u);
-                bool live = t0 + u * S < nt;
-                int cs[4] = int[4](0, 0, 0, 0); // code sums of each uvec4 of x codes
-                for (uint j = 0u; j < 2u * TASK_X && TYPE != GGML_Q8_0; j++)
-                    for (uint k = 0u; k < 4u; k++) cs[j] += dot4(c[u][j][k], 0x01010101u);
-                for (uint i = 0u; i < ROWS; i++) {
-                    float v = task_term(w[u][i], t, c[u], cs, xd[u]);
-                    acc[i] += live ? v : 0.0;
+                for (uint u = 0u; u < UNROLL; u++) {
+                    uint t = min(t0 + u * S, nt - 1u);
+                    bool live = t0 + u * S < nt;
+                    int cs[4] = int[4](0, 0, 0, 0); // code sums of each uvec4 of x codes
+                    for (uint k = 0u; k < 2u * TASK_X && TYPE != GGML_Q8_0; k++)
+                        for (uint e = 0u; e < 4u; e++) cs[k] += dot4(c[u][k][e], 0x01010101u);
+                    for (uint i = 0u; i < ROWS; i++) {
+                        float v = task_term(w[u][i], t, c[u], cs, xd[u]);
+                        acc[i * TOKENS + j] += live ? v : 0.0;
+                    }
                 }
             }
         }
-        for (uint i = 0u; i < ROWS; i++) {
-            float s = subgroupAdd(acc[i]);
-            if (subgroupElect() && r0 + i < g1) y[r0 + i] = s;
-        }
+        for (uint i = 0u; i < ROWS; i++)
+            for (uint j = 0u; j < TOKENS; j++) {
+                float s = subgroupAdd(acc[i * TOKENS + j]);
+                if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n) y[(tok0 + j) * pc.y_stride + r0 + i] = s;
+            }
     }
 }
 
