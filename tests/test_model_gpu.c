@@ -19,7 +19,8 @@
  *    products on them (OSCAR_MATMUL_COOPMAT, fp16 inputs): the same, greedy up to a near-tie.
  *    Prefill attention runs the fp32 tiled kernel throughout (OSCAR_ATTN_PREFILL=2).
  * 2. Prefill in chunks == prefill at once; batched decode of 3 sequences == each alone (NSE
- *    1e-6); a fork continues both branches as the reference does; the benchmark's synthetic
+ *    1e-6), also with int8 products forced on (a decode step's rows on the int8 product of
+ *    several tokens, a prompt's rows not); a fork continues both branches as the reference does; the benchmark's synthetic
  *    fill stores a sequence as a prefill of the same length does; the first prompt piece and
  *    decode step make no pipeline (oscar_session_create rehearsed them).
  * 3. Every KV mode runs (fp16, int2, int2-hadamard, oscar with per-layer and per-head random
@@ -264,6 +265,76 @@ done:
 }
 
 /* ---- 2. chunks, batches, forks ------------------------------------------------------------- */
+
+/* Int8 products forced on (a second context, OSCAR_MATVEC_Q8=1 and no weight planes, as a GPU
+ * with fast integer dot products runs by default): a decode step of 3 sequences takes the int8
+ * product of several tokens, whose every token is its single-token product bit for bit, so it
+ * matches each sequence decoded alone; a prompt's rows keep the fp32 products, so a prompt cut
+ * into steps of 7 matches it at once. These generated models amplify a product's error about a
+ * million-fold: a prompt step on int8 products, or a token given another's x, would be far
+ * above either bound. */
+static void check_batched_int8(void)
+{
+    setenv("OSCAR_MATVEC_Q8", "1", 1);
+    setenv("OSCAR_MATVEC_PLANES", "0", 1);
+    oscar_context *outer = ctx, *inner = test_gpu_context();
+    unsetenv("OSCAR_MATVEC_Q8");
+    unsetenv("OSCAR_MATVEC_PLANES");
+    if (!inner->info.subgroup_arithmetic) {
+        printf("batched int8 products: not run (no subgroup arithmetic)\n");
+        test_gpu_release(inner);
+        return;
+    }
+    ctx = inner;
+    ovk_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 0, 23);
+    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path("int8.gguf")));
+    pair p;
+    if (pair_open(test_tmp_path("int8.gguf"), &p)) {
+        uint32_t V = p.n_vocab;
+        int32_t prompt[40], seqs[3], toks[3], fed[4][3];
+        random_tokens(prompt, 40, V);
+        float *a = malloc(V * 4), *b = malloc(V * 4), *batch = malloc(4 * 3 * V * 4), *alone = malloc(V * 4);
+        oscar_session *s1 = new_session(p.gm, OSCAR_KV_FP16, 1, 64), *s7 = new_session(p.gm, OSCAR_KV_FP16, 1, 7);
+        int32_t q1, q7;
+        CHECK_OK(oscar_session_seq_add(s1, &q1));
+        CHECK_OK(oscar_session_seq_add(s7, &q7));
+        CHECK_OK(oscar_session_prefill(s1, q1, prompt, 40, a));
+        CHECK_OK(oscar_session_prefill(s7, q7, prompt, 40, b));
+        double nse_chunk = test_nse(b, a, V);
+        oscar_session_destroy(s1);
+        oscar_session_destroy(s7);
+        oscar_session *s = new_session(p.gm, OSCAR_KV_FP16, 3, 16);
+        for (int i = 0; i < 3; i++) {
+            CHECK_OK(oscar_session_seq_add(s, &seqs[i]));
+            CHECK_OK(oscar_session_prefill(s, seqs[i], prompt + 5 * i, 6 + 4 * (uint32_t)i, NULL));
+            CHECK_OK(oscar_session_last_argmax(s, &toks[i], 1));
+        }
+        for (int step = 0; step < 4; step++) {
+            memcpy(fed[step], toks, sizeof toks);
+            CHECK_OK(oscar_session_decode(s, 3, seqs, toks, batch + (size_t)step * 3 * V));
+            CHECK_OK(oscar_session_last_argmax(s, toks, 3));
+        }
+        double worst = 0;
+        for (int i = 0; i < 3; i++) {
+            CHECK_OK(oscar_session_seq_reset(s, seqs[i]));
+            CHECK_OK(oscar_session_prefill(s, seqs[i], prompt + 5 * i, 6 + 4 * (uint32_t)i, NULL));
+            for (int step = 0; step < 4; step++) {
+                CHECK_OK(oscar_session_decode(s, 1, &seqs[i], &fed[step][i], alone));
+                double e = test_nse(batch + ((size_t)step * 3 + i) * V, alone, V);
+                if (e > worst) worst = e;
+            }
+        }
+        oscar_session_destroy(s);
+        printf("int8 products: a prompt in steps of 7 vs at once NSE %.3g, a decode step of 3 vs each alone %.3g\n",
+               nse_chunk, worst);
+        CHECK_MSG(nse_chunk <= 1e-7, "int8 products on: a prompt in steps of 7 vs at once, logits NSE %.3g", nse_chunk);
+        CHECK_MSG(worst <= 1e-6, "int8 products on: batched decode vs alone, logits NSE %.3g", worst);
+        free(a), free(b), free(batch), free(alone);
+        pair_close(&p);
+    }
+    ctx = outer;
+    test_gpu_release(inner);
+}
 
 static void check_chunks_batches_forks(void)
 {
@@ -1393,6 +1464,7 @@ int main(void)
     }
     double t1 = test_now();
     check_chunks_batches_forks();
+    check_batched_int8();
     check_synthetic_fill();
     check_rehearsal();
     printf("chunks/batches/forks: %.1f s\n", test_now() - t1);
