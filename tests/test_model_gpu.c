@@ -266,6 +266,26 @@ done:
 
 /* ---- 2. chunks, batches, forks ------------------------------------------------------------- */
 
+/* The logits NSE of a 40-token prompt prefilled in steps of 7 (n_batch 7) against all at once
+ * (a the whole prompt's last logits, b the stepped one's); *len7 and *nb7: the stepped
+ * session's length and n_batch after it. */
+static double chunked_vs_whole(oscar_model *gm, const int32_t *prompt, uint32_t V, float *a, float *b, uint32_t *len7,
+                               uint32_t *nb7)
+{
+    oscar_session *s1 = new_session(gm, OSCAR_KV_FP16, 1, 64), *s7 = new_session(gm, OSCAR_KV_FP16, 1, 7);
+    int32_t q1, q7;
+    CHECK_OK(oscar_session_seq_add(s1, &q1));
+    CHECK_OK(oscar_session_seq_add(s7, &q7));
+    CHECK_OK(oscar_session_prefill(s1, q1, prompt, 40, a));
+    CHECK_OK(oscar_session_prefill(s7, q7, prompt, 40, b));
+    *len7 = 0;
+    CHECK_OK(oscar_session_seq_length(s7, q7, len7));
+    *nb7 = oscar_session_n_batch(s7);
+    oscar_session_destroy(s1);
+    oscar_session_destroy(s7);
+    return test_nse(b, a, V);
+}
+
 /* Int8 products forced on (a second context, OSCAR_MATVEC_Q8=1 and no weight planes, as a GPU
  * with fast integer dot products runs by default): a decode step of 3 sequences takes the int8
  * product of several tokens, whose every token is its single-token product bit for bit, so it
@@ -294,15 +314,9 @@ static void check_batched_int8(void)
         int32_t prompt[40], seqs[3], toks[3], fed[4][3];
         random_tokens(prompt, 40, V);
         float *a = malloc(V * 4), *b = malloc(V * 4), *batch = malloc(4 * 3 * V * 4), *alone = malloc(V * 4);
-        oscar_session *s1 = new_session(p.gm, OSCAR_KV_FP16, 1, 64), *s7 = new_session(p.gm, OSCAR_KV_FP16, 1, 7);
-        int32_t q1, q7;
-        CHECK_OK(oscar_session_seq_add(s1, &q1));
-        CHECK_OK(oscar_session_seq_add(s7, &q7));
-        CHECK_OK(oscar_session_prefill(s1, q1, prompt, 40, a));
-        CHECK_OK(oscar_session_prefill(s7, q7, prompt, 40, b));
-        double nse_chunk = test_nse(b, a, V);
-        oscar_session_destroy(s1);
-        oscar_session_destroy(s7);
+        uint32_t len7, nb7;
+        double nse_chunk = chunked_vs_whole(p.gm, prompt, V, a, b, &len7, &nb7);
+        CHECK(len7 == 40 && nb7 == 7);
         oscar_session *s = new_session(p.gm, OSCAR_KV_FP16, 3, 16);
         for (int i = 0; i < 3; i++) {
             CHECK_OK(oscar_session_seq_add(s, &seqs[i]));
@@ -348,25 +362,16 @@ static void check_chunks_batches_forks(void)
     int32_t prompt[40];
     random_tokens(prompt, 40, V);
 
-    /* prefill in chunks of 7 (n_batch 7) == all 40 at once */
-    oscar_session *s1 = new_session(p.gm, OSCAR_KV_FP16, 1, 64), *s7 = new_session(p.gm, OSCAR_KV_FP16, 1, 7);
-    int32_t q1, q7;
-    CHECK_OK(oscar_session_seq_add(s1, &q1));
-    CHECK_OK(oscar_session_seq_add(s7, &q7));
-    CHECK_OK(oscar_session_prefill(s1, q1, prompt, 40, a));
-    CHECK_OK(oscar_session_prefill(s7, q7, prompt, 40, b));
-    uint32_t len = 0;
-    CHECK_OK(oscar_session_seq_length(s7, q7, &len));
+    /* prefill in chunks of 7 (n_batch 7) == all 40 at once: chunks of 7 run the batched lanes
+     * product, 40 at once the tiled matmul: the same fp32 products summed in another order
+     * (measured 4.6e-9 on lavapipe; a wrong row or token would be orders of magnitude above the
+     * bound) */
+    uint32_t len = 0, nb7 = 0;
+    double nse_chunk = chunked_vs_whole(p.gm, prompt, V, a, b, &len, &nb7);
     CHECK(len == 40);
-    /* chunks of 7 run the batched lanes product, 40 at once the tiled matmul: the same fp32
-     * products summed in another order (measured 4.6e-9 on lavapipe; a wrong row or token
-     * would be orders of magnitude above the bound) */
-    double nse_chunk = test_nse(b, a, V);
     CHECK_MSG(nse_chunk <= 1e-7, "chunked prefill NSE %.3g vs at once", nse_chunk);
     printf("prefill in chunks of 7 vs at once: logits NSE %.3g\n", nse_chunk);
-    CHECK(oscar_session_n_batch(s7) == 7 && oscar_session_n_batch(NULL) == 0);
-    oscar_session_destroy(s1);
-    oscar_session_destroy(s7);
+    CHECK(nb7 == 7 && oscar_session_n_batch(NULL) == 0);
 
     /* n_batch 0 (the default): the device's step, 256 tokens on a CPU device, else the largest
      * power of two up to 2048 whose widest activation (n_ff, q or n_embd floats a token) fits one
