@@ -123,7 +123,9 @@ void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint
 }
 
 /* Records `shader` with plan p over checked arguments: into y, or for a split plan into the
- * slices of ops' scratch, then their sum into y (a barrier between). */
+ * slices of ops' scratch, then their sum into y (a barrier between). A split plan records a
+ * barrier before its product too: the products of one input are recorded without barriers
+ * among them, and the previous split product's sum may still be reading the scratch. */
 static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_mmc_plan *p, uint32_t type,
                              ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                              uint32_t n)
@@ -148,6 +150,7 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     ovk_binding b[3] = { w, x, out };
     ovk_pipeline *pl;
     oscar_status st = ovk_pipeline_get(ops->ctx, &d, &pl);
+    if (st == OSCAR_OK && split) ovk_cmd_barrier(ops->ctx, cmd);
     if (st == OSCAR_OK) st = ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
     if (st != OSCAR_OK || !split) return st;
     ovk_cmd_barrier(ops->ctx, cmd);

@@ -42,7 +42,8 @@ typedef struct ovk_ops {
     uint32_t matmul_split;      /* column slices of a cooperative-matrix product (tuning; 0: chosen per
                                  * shape for short batches, 1: never split; OSCAR_MATMUL_SPLIT) */
     ovk_binding matmul_scratch; /* fp32 partial sums of split products [slices][n][rows]; no buffer: no
-                                 * product is split (OVK_MMC_SCRATCH_BYTES is what a session gives) */
+                                 * product is split (OVK_MMC_SCRATCH_BYTES is what a session gives).
+                                 * Split products share it: each records a barrier before it */
 } ovk_ops;
 
 /* Which decode mat-vec shader ovk_op_mul_mat_vec records. */
