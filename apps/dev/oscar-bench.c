@@ -664,6 +664,10 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_tokens = mv_tokens;
     memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
     int coopmat_runs = ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(&ops);
+    ovk_mmc_plan plan;
+    if (!coopmat_runs && tokens > 1 && (mm_tile[0] || mm_tile[1] || mm_tile[2] || mm_tile[3]) &&
+        ovk_mmc_plan_for(&ops, tokens, &plan) != OSCAR_OK) /* say why there is no cm row */
+        printf("no cooperative-matrix product: %s\n", oscar_last_error());
     ovk_buffer scratch = { 0 }; /* a session's scratch for split cooperative-matrix products */
     if (coopmat_runs && tokens > 1) {
         if (ovk_buffer_create(ctx, OVK_MMC_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &scratch) != OSCAR_OK) {
