@@ -327,8 +327,8 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * all have the packed-fp16 mat-vec: Q4_0, Q8_0), x is prepared once into s->xq and shared by
  * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8,
  * which write one row), else here (one dispatch and barrier more); the rest go through
- * ovk_op_mul_mat. Starts with a
- * barrier (x was just written); the products themselves run unordered among each other.
+ * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
+ * unordered among each other.
  *
  * A weight split by rows (over the storage-binding limit) runs one product per part, writing
  * its columns row0 .. row0 + part rows - 1 of y_i in place: y bound from y_i[0][row0] (aligned,
