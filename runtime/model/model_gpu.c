@@ -317,7 +317,7 @@ static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_bindi
  * have one. A prompt's rows keep the fp32 (or cooperative-matrix) products, whatever its length. */
 static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32_t n_w, const ovk_gpu_weight *const *w)
 {
-    int q8 = s->matvec_q8 && (n == 1 || (s->step_decode && n <= OVK_Q8_BATCH_MAX && n <= s->max_tokens)) && cols % 32 == 0;
+    int q8 = s->matvec_q8 && (n == 1 || (s->step_decode && n <= OVK_Q8_BATCH_MAX)) && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && q8; i++) q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
     return q8;
 }

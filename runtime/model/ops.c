@@ -348,9 +348,8 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
     return ovk_q8_quantize(ops->ctx, cmd, x, codes, scales, cols, 1);
 }
 
-/* The int8 product of n tokens (see ovk_op_mul_mat_q8). */
-static oscar_status mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                               ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                                 ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
     oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
@@ -402,13 +401,7 @@ static oscar_status mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
 oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
                                      ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols)
 {
-    return mul_mat_q8(ops, cmd, variant, type, w, xq, y, rows, rows, cols, 1);
-}
-
-oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                                 ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    return mul_mat_q8(ops, cmd, variant, type, w, xq, y, y_stride, rows, cols, n);
+    return ovk_op_mul_mat_q8(ops, cmd, variant, type, w, xq, y, rows, rows, cols, 1);
 }
 
 static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
