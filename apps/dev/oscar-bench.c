@@ -523,50 +523,6 @@ static oscar_status end_timed(oscar_context *ctx, ovk_cmd *cmd, int t0, oscar_st
     return st;
 }
 
-/* Times the gate and up products of one token with SwiGLU after them, as the forward pass runs
- * them with int8 products: the fused dispatch (glu) against the two products, a barrier and
- * swiglu_x_q8 (3k), both on x prepared once, the weights two copies apart of the `copies`
- * `mat`-byte copies in w, and prints a line each (MB: both matrices). */
-static oscar_status bench_glu(oscar_context *ctx, const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, uint32_t rows,
-                              uint32_t cols, uint32_t iters, int barriers, ovk_buffer *w, uint64_t mat, uint32_t copies,
-                              ovk_buffer *x, ovk_buffer *xq, double bw)
-{
-    uint64_t row_bytes = 0;
-    ovk_ggml_row_size(type, cols, &row_bytes);
-    ovk_buffer g = { 0 }, u = { 0 }, hq = { 0 };
-    oscar_status st = ovk_buffer_create(ctx, (uint64_t)rows * 4, OSCAR_BUFFER_DEVICE, &g);
-    if (st == OSCAR_OK) st = ovk_buffer_create(ctx, (uint64_t)rows * 4, OSCAR_BUFFER_DEVICE, &u);
-    if (st == OSCAR_OK) st = ovk_buffer_create(ctx, OSCAR_X_Q8_BYTES(rows), OSCAR_BUFFER_DEVICE, &hq);
-    for (int fused = 1; fused >= 0 && st == OSCAR_OK; fused--) {
-        double ns = 0;
-        ovk_binding bq = { xq, 0, 0 }, bg = { &g, 0, 0 }, bu = { &u, 0, 0 }, bh = { &hq, 0, 0 };
-        st = ovk_cmd_begin(ctx, cmd);
-        if (st == OSCAR_OK) st = ovk_op_x_q8(ops, cmd, (ovk_binding){ x, 0, 0 }, bq, cols);
-        ovk_cmd_barrier(ctx, cmd);
-        int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, cmd) : -1;
-        for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-            ovk_binding wg = { w, (2 * it % copies) * mat, row_bytes * rows }, wu = { w, ((2 * it + 1) % copies) * mat, row_bytes * rows };
-            if (fused) {
-                st = ovk_op_mul_mat_q8_glu(ops, cmd, NULL, type, wg, wu, bq, bg, bh, rows, cols);
-            } else {
-                st = ovk_op_mul_mat_vec_q8(ops, cmd, NULL, type, wg, bq, bg, rows, cols);
-                if (st == OSCAR_OK) st = ovk_op_mul_mat_vec_q8(ops, cmd, NULL, type, wu, bq, bu, rows, cols);
-                ovk_cmd_barrier(ctx, cmd);
-                if (st == OSCAR_OK) st = ovk_op_swiglu_x_q8(ops, cmd, bg, bu, bg, bh, rows);
-            }
-            if (barriers) ovk_cmd_barrier(ctx, cmd);
-        }
-        st = end_timed(ctx, cmd, t0, st, &ns);
-        if (st != OSCAR_OK) break;
-        double us = ns * 1e-3 / iters, gbps = 2.0 * row_bytes * rows / (us * 1e3);
-        printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw  (gate and up, then SwiGLU: %s)\n",
-               ovk_ggml_type_name(type), fused ? " glu" : " 3k", 2.0 * row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw,
-               fused ? "one dispatch" : "two products, a barrier, swiglu_x_q8");
-    }
-    ovk_buffer_destroy(ctx, &g), ovk_buffer_destroy(ctx, &u), ovk_buffer_destroy(ctx, &hq);
-    return st;
-}
-
 /* Times the texel-fetch product over weight planes (ops.h: the products of CPU devices) like
  * the others, its weights rotating over as many copies as a buffer keeps views (the planes'
  * own layout, weight_planes.h), and prints its line. */
@@ -805,9 +761,6 @@ static int bench_ops(int argc, char **argv)
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
         }
-        if (st == OSCAR_OK && !planes_only && tokens == 1 && copies >= 2 && rows % 32 == 0 &&
-            ovk_op_mul_mat_vec_q8_supported(&ops, type)) /* the SwiGLU product against the three kernels */
-            st = bench_glu(ctx, &ops, &cmd, type, rows, cols, iters, barriers, &w, mat, copies, &x, &xq, bw);
         if (st == OSCAR_OK && ovk_op_mul_mat_vec_planes_supported(&ops, type)) /* the texel-fetch product over planes */
             st = bench_planes(ctx, &ops, planes_tile, &cmd, type, rows, cols, tokens, iters, barriers, &x, &y, bw);
         if (st == OSCAR_OK && !planes_only) { /* the bound at this size: the bandwidth probe over the same bytes, chained alike */
