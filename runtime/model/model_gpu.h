@@ -114,9 +114,6 @@ typedef struct ovk_gpu_state {
                                     * products (up to OVK_Q8_BATCH_MAX rows): OSCAR_X_F16_BYTES /
                                     * OSCAR_X_Q8_BYTES of the widest input; unused (0 bytes) when
                                     * matvec_f16 and matvec_q8 are 0 */
-    ovk_buffer hq;               /* [OSCAR_X_Q8_BYTES(n_ff)] one row of SwiGLU's output prepared for the
-                                    * int8 down product by the fused gate-up product, which reads xq;
-                                    * with matvec_q8 only */
     ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
                                     * a short batch (ops.matmul_scratch); where cooperative matrices
                                     * run and a step may hold more than one token, else unused */
