@@ -48,7 +48,6 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
     ops->matvec_shader = OSCAR_MATVEC_AUTO;
     ops->matvec_workgroup = 0;
     ops->matvec_unroll = 0;
-    ops->matvec_glu_rows = 0;
     ops->matvec_tokens = 0;
     ops->matmul_workgroup = 0;
     for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
@@ -327,21 +326,6 @@ oscar_status ovk_op_mul_mat_vec_f16(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
     return record_matvec(ops, cmd, &MV_F16, 1, type, w, xq, y, rows, rows, cols, n);
 }
 
-/* Codes and scales of one prepared row of cols (OSCAR_X_Q8_BYTES), as two bindings, for a
- * kernel that writes them a word per thread (common/q8_quantize.glsl: workgroups of a multiple
- * of 8 threads; rms_norm's only grows from ops->workgroup by doubling). */
-static oscar_status x_q8_parts(ovk_binding xq, uint32_t cols, uint32_t workgroup, const char *op, ovk_binding parts[2])
-{
-    oscar_status st;
-    if (cols % OSCAR_Q8_BLOCK || workgroup % 8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u columns (a multiple of %u) in workgroups of %u (a multiple "
-                           "of 8)", op, cols, OSCAR_Q8_BLOCK, workgroup);
-    if ((st = check_binding(&xq, OSCAR_X_Q8_BYTES(cols), op, "xq")) != OSCAR_OK) return st;
-    parts[0] = (ovk_binding){ xq.buffer, xq.offset, cols };
-    parts[1] = (ovk_binding){ xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u };
-    return OSCAR_OK;
-}
-
 /* Tokens per workgroup of the int8 product: ops->matvec_tokens, else OVK_Q8_TOKENS (at most n). */
 static uint32_t q8_tokens(const ovk_ops *ops, uint32_t n)
 {
@@ -364,48 +348,10 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
     return ovk_q8_quantize(ops->ctx, cmd, x, codes, scales, cols, 1);
 }
 
-/* The int8 product's variant of shader `base` (mul_mat_vec_q8 or mul_mat_vec_q8_glu; `variant`
- * NULL: the best the context runs, else that one) and its tuning for `type`: threads, rows a
- * subgroup sums at once and tasks a lane takes a pass, checked. */
-typedef struct q8_setup {
-    const char *variant;
-    uint32_t wg, per, unroll, sg;
-} q8_setup;
-
-static oscar_status q8_prepare(const ovk_ops *ops, const char *base, const char *variant, uint32_t type, q8_setup *q)
-{
-    oscar_context *ctx = ops->ctx;
-    char idot[64];
-    snprintf(idot, sizeof idot, "%s.idot", base);
-    if (variant && strcmp(variant, base) != 0 && strcmp(variant, idot) != 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: no variant '%s'", base, variant);
-    if (variant && !ovk_variant_usable(ctx, variant))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "%s: this context cannot run '%s'", base, variant);
-    if (!variant && !(variant = ovk_pick_variant(ctx, base)))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "%s: no variant in this build", base);
-    q->variant = variant;
-    q->wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
-    /* rows per subgroup and tasks per lane and pass: H200 sweep (oscar-bench ops --rows-per-group,
-     * --mv-unroll over 14336 x 4096, 4096 x 4096 and 4096 x 14336): one row and two tasks for the
-     * 32-element types and Q6_K (Q6_K 4096 x 14336 23.0 us against 32.9 at two rows and two tasks;
-     * Q4_0 13.9 against 18.5), two rows and one task for the 64-element chunks of Q4_K and Q5_K
-     * (Q4_K 14336 x 4096 14.9 against 17.5) */
-    int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
-    q->per = ops->matvec_rows ? ops->matvec_rows : chunks ? 2 : 1;
-    q->unroll = ops->matvec_unroll ? ops->matvec_unroll : chunks ? 1 : 2;
-    q->sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
-    if (q->wg < 32 || q->wg > 256 || (q->wg & (q->wg - 1)) != 0 || q->wg % ctx->info.max_subgroup_size != 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a power of two in 32..256 and a multiple "
-                           "of the subgroup size %u", base, q->wg, ctx->info.max_subgroup_size);
-    if (q->per < 1 || q->per > 8 || q->unroll < 1 || q->unroll > 8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows and %u blocks per pass (1..8 each)", base, q->per,
-                           q->unroll);
-    return OSCAR_OK;
-}
-
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
+    oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and a quant type Q4_0..Q6_K (%s)",
                            ovk_ggml_type_name(type));
@@ -414,13 +360,34 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens of %u columns", n, cols);
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_q8", type, &w, &xq, OSCAR_X_Q8_BYTES(nc), &y, y_stride, rows, cols,
                                     n, &row_bytes);
-    q8_setup q;
-    if (st != OSCAR_OK || (st = q8_prepare(ops, "mul_mat_vec_q8", variant, type, &q)) != OSCAR_OK) return st;
+    if (st != OSCAR_OK) return st;
+    if (variant && strcmp(variant, "mul_mat_vec_q8") != 0 && strcmp(variant, "mul_mat_vec_q8.idot") != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: no variant '%s'", variant);
+    if (variant && !ovk_variant_usable(ctx, variant))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_vec_q8: this context cannot run '%s'", variant);
+    if (!variant && !(variant = ovk_pick_variant(ctx, "mul_mat_vec_q8")))
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "mul_mat_vec_q8: no variant in this build");
+    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
+    /* rows per subgroup and tasks per lane and pass: H200 sweep (oscar-bench ops --rows-per-group,
+     * --mv-unroll over 14336 x 4096, 4096 x 4096 and 4096 x 14336): one row and two tasks for the
+     * 32-element types and Q6_K (Q6_K 4096 x 14336 23.0 us against 32.9 at two rows and two tasks;
+     * Q4_0 13.9 against 18.5), two rows and one task for the 64-element chunks of Q4_K and Q5_K
+     * (Q4_K 14336 x 4096 14.9 against 17.5) */
+    int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : chunks ? 2 : 1;
+    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : chunks ? 1 : 2;
+    uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
+    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0 || wg % ctx->info.max_subgroup_size != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: workgroup %u is not a power of two in 32..256 "
+                           "and a multiple of the subgroup size %u", wg, ctx->info.max_subgroup_size);
+    if (per < 1 || per > 8 || unroll < 1 || unroll > 8)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u rows and %u blocks per pass (1..8 each)", per,
+                           unroll);
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
-    uint32_t group_rows = q.per * (q.wg / q.sg > 0 ? q.wg / q.sg : 1), tokens = q8_tokens(ops, n);
-    ovk_pipeline_desc d = { .shader = q.variant, .n_buffers = 4, .push_size = 16, .n_spec = 7,
-                            .spec = { /* WORKGROUP */ q.wg, /* TYPE */ type, /* ROWS */ q.per, /* UNROLL */ q.unroll,
+    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1), tokens = q8_tokens(ops, n);
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 4, .push_size = 16, .n_spec = 7,
+                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
                                       (w.offset % 16) == 0, /* TOKENS */ tokens } };
     uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
@@ -428,44 +395,6 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
     groups[2] = ovk_div_up(n, tokens);
     if (groups[2] > 65535) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens exceed the grid", n);
     ovk_binding b[4] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y };
-    return record(ops, cmd, &d, b, push, groups);
-}
-
-oscar_status ovk_op_mul_mat_q8_glu(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
-                                     ovk_binding w_gate, ovk_binding w_up, ovk_binding xq, ovk_binding h, ovk_binding hq,
-                                     uint32_t rows, uint32_t cols)
-{
-    const char *op = "mul_mat_vec_q8_glu";
-    if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: needs subgroup arithmetic and a quant type Q4_0..Q6_K (%s)", op,
-                           ovk_ggml_type_name(type));
-    if (rows % OSCAR_Q8_BLOCK)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows are not whole int8 blocks of %u", op, rows,
-                           OSCAR_Q8_BLOCK);
-    uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, op, type, &w_gate, &xq, OSCAR_X_Q8_BYTES(cols), &h, rows, rows, cols, 1,
-                                    &row_bytes);
-    q8_setup q;
-    ovk_binding hq_parts[2];
-    if (st != OSCAR_OK || (st = check_binding(&w_up, (rows * row_bytes + 3) & ~3ull, op, "w_up")) != OSCAR_OK ||
-        (st = x_q8_parts(hq, rows, 8, op, hq_parts)) != OSCAR_OK || (st = q8_prepare(ops, op, variant, type, &q)) != OSCAR_OK)
-        return st;
-    if (q.wg % 8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: workgroup %u is not a multiple of 8", op, q.wg);
-    if (rows == 0) return OSCAR_OK;
-    /* rows per workgroup: whole int8 blocks of h, at least ROWS for each subgroup of the default size */
-    uint32_t group_rows = ops->matvec_glu_rows ? ops->matvec_glu_rows : OVK_Q8_GLU_ROWS;
-    uint32_t least = q.per * (q.wg / q.sg > 0 ? q.wg / q.sg : 1);
-    if (group_rows < least) group_rows = least;
-    group_rows = ovk_div_up(group_rows, OSCAR_Q8_BLOCK) * OSCAR_Q8_BLOCK;
-    ovk_pipeline_desc d = { .shader = q.variant, .n_buffers = 7, .push_size = 16, .n_spec = 7,
-                            .spec = { /* WORKGROUP */ q.wg, /* TYPE */ type, /* ROWS */ q.per, /* UNROLL */ q.unroll,
-                                      /* GROUP_ROWS */ group_rows, /* W16: both uvec4 views aligned */
-                                      (w_gate.offset % 16) == 0 && (w_up.offset % 16) == 0, /* TOKENS */ 1 } };
-    uint32_t push[4] = { rows, cols, 1, rows }, groups[3];
-    if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, op)) != OSCAR_OK) return st;
-    ovk_binding b[7] = { w_gate, { xq.buffer, xq.offset, cols }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u },
-                         h, w_up, hq_parts[0], hq_parts[1] };
     return record(ops, cmd, &d, b, push, groups);
 }
 
@@ -603,6 +532,21 @@ oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ov
                                ovk_binding ids, ovk_binding out, uint32_t cols, uint32_t n)
 {
     return ovk_op_get_rows_part(ops, cmd, type, w, ids, out, cols, n, 0, UINT32_MAX);
+}
+
+/* Codes and scales of one prepared row of cols (OSCAR_X_Q8_BYTES), as two bindings, for a
+ * kernel that writes them a word per thread (common/q8_quantize.glsl: workgroups of a multiple
+ * of 8 threads; rms_norm's only grows from ops->workgroup by doubling). */
+static oscar_status x_q8_parts(ovk_binding xq, uint32_t cols, uint32_t workgroup, const char *op, ovk_binding parts[2])
+{
+    oscar_status st;
+    if (cols % OSCAR_Q8_BLOCK || workgroup % 8)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u columns (a multiple of %u) in workgroups of %u (a multiple "
+                           "of 8)", op, cols, OSCAR_Q8_BLOCK, workgroup);
+    if ((st = check_binding(&xq, OSCAR_X_Q8_BYTES(cols), op, "xq")) != OSCAR_OK) return st;
+    parts[0] = (ovk_binding){ xq.buffer, xq.offset, cols };
+    parts[1] = (ovk_binding){ xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u };
+    return OSCAR_OK;
 }
 
 /* Threads of a kernel whose workgroup walks a whole row of n elements, 8 a thread a round (rms_norm,

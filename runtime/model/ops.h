@@ -31,8 +31,6 @@ typedef struct ovk_ops {
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
-    uint32_t matvec_glu_rows;  /* rows a workgroup of the int8 SwiGLU product owns (rounded up to whole
-                                * int8 blocks); 0: OVK_Q8_GLU_ROWS */
     uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch (0: 4) and of
                                 * ovk_op_mul_mat_q8 (0: OVK_Q8_TOKENS), per thread of the planes
                                 * product (0: by n, ovk_op_mul_mat_vec_planes) */
@@ -186,18 +184,6 @@ oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char 
 #define OVK_Q8_BATCH_MAX 15u
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
-
-/* The gate and up products of one token and SwiGLU after them, in one dispatch
- * (shaders/mul_mat_vec_q8_glu[.idot].comp): h [rows] = silu(W_gate x) * (W_up x) for the x
- * prepared in xq, and hq [OSCAR_X_Q8_BYTES(rows)] h prepared for the next int8 product. Both
- * weights of `type`, [rows][cols]; rows a multiple of 32. The same bits as ovk_op_mul_mat_vec_q8
- * of each weight followed by ovk_op_swiglu_x_q8 (the sums in the same order, h by the same
- * expression). A workgroup owns ops->matvec_glu_rows rows (default OVK_Q8_GLU_ROWS: whole int8
- * blocks of h, which it quantizes itself); the other tuning as ovk_op_mul_mat_vec_q8. */
-#define OVK_Q8_GLU_ROWS 32u
-oscar_status ovk_op_mul_mat_q8_glu(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
-                                     ovk_binding w_gate, ovk_binding w_up, ovk_binding xq, ovk_binding h, ovk_binding hq,
-                                     uint32_t rows, uint32_t cols);
 
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */

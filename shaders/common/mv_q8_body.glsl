@@ -30,22 +30,10 @@
 // weights once, then for each token that token's x blocks, and keeps ROWS x TOKENS sums, so the
 // weights are read once per TOKENS tokens; the terms of one token are those of a single-token
 // product, summed in the same order.
-//
-// SwiGLU (MV_Q8_GLU = 1, shaders/mul_mat_vec_q8_glu*.comp; one token): W is the gate matrix and
-// binding 4 the up matrix of the same type and shape. A pass takes row r of both, sharing the x
-// loads, and each sum is the plain product's bit for bit. The workgroup owns GROUP_ROWS rows, a
-// multiple of 32, so it holds whole int8 blocks of h = silu(gate) * up: it gathers its sums in
-// shared memory and writes h to y and its int8 blocks (codes and scales as q8_layout.h) as
-// swiglu.comp with Q8_OUT would, for the next product. One dispatch instead of the gate and up
-// products, a barrier and SwiGLU.
 #ifndef OSCAR_MV_Q8_BODY_GLSL
 #define OSCAR_MV_Q8_BODY_GLSL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_control_flow_attributes : require
-#ifndef MV_Q8_GLU
-#define MV_Q8_GLU 0
-#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;  // threads, a multiple of the subgroup size
@@ -61,12 +49,6 @@ layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16
 layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [n][cols / 32][2] x codes, 16 int8 a uvec4
 layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [n][cols / 32] x scales
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
-#if MV_Q8_GLU
-layout(std430, binding = 4) readonly buffer WU { uint wu[]; };    // [rows][row bytes] the up matrix, as W
-layout(std430, binding = 4) readonly buffer WU4 { uvec4 wu4[]; }; // the same, 16 bytes at a time
-layout(std430, binding = 5) writeonly buffer HC { uint q8_codes[]; };  // [rows / 4] h's int8 codes, 4 a word
-layout(std430, binding = 6) writeonly buffer HS { float q8_scales[]; }; // [rows / 32] h's block scales
-#endif
 
 layout(push_constant) uniform Push {
     uint rows;     // rows of W
@@ -80,24 +62,6 @@ layout(push_constant) uniform Push {
 const bool KQ = TYPE == GGML_Q4_K || TYPE == GGML_Q5_K;
 const uint QWORDS = TYPE == GGML_Q8_0 ? 8u : 4u; // words of quants per block of a 32-element type
 const uint TASK_X = KQ ? 2u : 1u;                // x blocks (32 elements) per task: a K-quant chunk is 64
-const uint MATS = MV_Q8_GLU != 0 ? 2u : 1u;      // matrices a row is read from: W (gate), then up
-
-// Word i and 16-byte unit i of matrix m (0: W, 1: the up matrix), and the 16-bit field at byte o.
-uint w_word(uint m, uint i)
-{
-#if MV_Q8_GLU
-    if (m != 0u) return wu[i];
-#endif
-    return wq[i];
-}
-uvec4 w_vec4(uint m, uint i)
-{
-#if MV_Q8_GLU
-    if (m != 0u) return wu4[i];
-#endif
-    return wq4[i];
-}
-uint w_u16(uint m, uint o) { return (w_word(m, o >> 2) >> ((o & 2u) << 3)) & 0xFFFFu; } // o even
 
 // What a lane loads of one row for one task: the quants as words (Q8_0: 4 codes a word;
 // Q4_0/Q4_1: byte j holds element j low and j + 16 high; Q4_K/Q5_K: byte l holds element l of
@@ -114,21 +78,21 @@ struct Task {
 
 // n (4 or 8) words from byte o (even): words i .. i + n - 1 loaded, and word i + n where o is 2
 // past a word (the data may end at o + 4n), each then shifted out of a word pair.
-void load_words(uint m, uint o, uint n, inout uint q[8])
+void load_words(uint o, uint n, inout uint q[8])
 {
     uint i = o >> 2;
     bool high = (o & 2u) != 0u;
     uint v[9];
-    for (uint k = 0u; k < n; k++) v[k] = w_word(m, i + k);
-    v[n] = high ? w_word(m, i + n) : 0u;
+    for (uint k = 0u; k < n; k++) v[k] = wq[i + k];
+    v[n] = high ? wq[i + n] : 0u;
     for (uint k = 0u; k < n; k++) q[k] = high ? (v[k] >> 16) | (v[k + 1u] << 16) : v[k];
 }
 
-// Task t of the row at byte rb of matrix m: block t (32-element types), chunk t & 3 of block t >> 2
+// Task t of the row at byte rb: block t (32-element types), chunk t & 3 of block t >> 2
 // (Q4_K/Q5_K) or x block t & 7 of block t >> 3 (Q6_K). Q4_0, Q8_0 and Q6_K blocks start on 2
 // or 0 mod 4 (load_words). Q4_K/Q5_K blocks start on 16 bytes (144 and 176 are multiples of 16),
 // so with W16 their pieces are 16-byte loads.
-Task load_task(uint m, uint rb, uint t)
+Task load_task(uint rb, uint t)
 {
     Task w;
     w.head = uvec4(0u);
@@ -136,37 +100,36 @@ Task load_task(uint m, uint rb, uint t)
     if (KQ) {
         uint base = rb + (t >> 2) * dq_block_bytes(), qs = base + (TYPE == GGML_Q5_K ? 48u : 16u) + 32u * (t & 3u);
         if (W16 == 1u) {
-            w.head = w_vec4(m, base >> 4);
-            uvec4 a = w_vec4(m, qs >> 4), b = w_vec4(m, (qs >> 4) + 1u);
+            w.head = wq4[base >> 4];
+            uvec4 a = wq4[qs >> 4], b = wq4[(qs >> 4) + 1u];
             w.q = uint[8](a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w);
             if (TYPE == GGML_Q5_K) {
-                uvec4 c = w_vec4(m, (base >> 4) + 1u), d = w_vec4(m, (base >> 4) + 2u);
+                uvec4 c = wq4[(base >> 4) + 1u], d = wq4[(base >> 4) + 2u];
                 w.qh = uint[8](c.x, c.y, c.z, c.w, d.x, d.y, d.z, d.w);
             }
         } else {
-            uint hw = base >> 2;
-            w.head = uvec4(w_word(m, hw), w_word(m, hw + 1u), w_word(m, hw + 2u), w_word(m, hw + 3u));
-            for (uint k = 0u; k < 8u; k++) w.q[k] = w_word(m, (qs >> 2) + k);
+            w.head = uvec4(wq[base >> 2], wq[(base >> 2) + 1u], wq[(base >> 2) + 2u], wq[(base >> 2) + 3u]);
+            for (uint k = 0u; k < 8u; k++) w.q[k] = wq[(qs >> 2) + k];
             if (TYPE == GGML_Q5_K)
-                for (uint k = 0u; k < 8u; k++) w.qh[k] = w_word(m, (base >> 2) + 4u + k);
+                for (uint k = 0u; k < 8u; k++) w.qh[k] = wq[(base >> 2) + 4u + k];
         }
         return w;
     }
     if (TYPE == GGML_Q6_K) {
         uint o = rb + (t >> 3) * dq_block_bytes(), h = (t >> 2) & 1u, j = t & 3u;
-        load_words(m, o + 64u * h + 32u * (j & 1u), 8u, w.q);
-        load_words(m, o + 128u + 32u * h, 8u, w.qh);
-        w.head.x = w_u16(m, o + 208u);
-        w.head.y = w_u16(m, o + 192u + 8u * h + 2u * j);
+        load_words(o + 64u * h + 32u * (j & 1u), 8u, w.q);
+        load_words(o + 128u + 32u * h, 8u, w.qh);
+        w.head.x = dq_u16(o + 208u);
+        w.head.y = dq_u16(o + 192u + 8u * h + 2u * j);
         return w;
     }
     uint o = rb + t * dq_block_bytes();
     if (TYPE == GGML_Q4_1) {
-        w.head.x = w_word(m, o >> 2);
-        for (uint k = 0u; k < QWORDS; k++) w.q[k] = w_word(m, (o >> 2) + 1u + k);
+        w.head.x = wq[o >> 2];
+        for (uint k = 0u; k < QWORDS; k++) w.q[k] = wq[(o >> 2) + 1u + k];
     } else {
-        w.head.x = w_u16(m, o);
-        load_words(m, o + 2u, QWORDS, w.q);
+        w.head.x = dq_u16(o);
+        load_words(o + 2u, QWORDS, w.q);
     }
     return w;
 }
@@ -227,36 +190,6 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
     return float(s) * (dm.x * xd[0]);
 }
 
-#if MV_Q8_GLU
-shared float sh_sum[2u * GROUP_ROWS]; // [gate, up][GROUP_ROWS] the workgroup's row sums
-shared float q8_amax[WORKGROUP];
-#include "common/q8_layout.h"
-#define Q8_WORDS_BY_THREADS
-#include "common/q8_quantize.glsl"
-#include "common/silu.glsl"
-
-// h of the workgroup's rows g0 .. g1 - 1 (whole blocks) from the sums in sh_sum, a word of 4 a
-// thread a pass, into y and its int8 blocks; every thread calls it (q8_store_word's barriers).
-void glu_epilogue(uint g0, uint g1)
-{
-    barrier(); // every subgroup's sums are in sh_sum
-    uint tid = gl_LocalInvocationID.x;
-    for (uint w0 = 0u; w0 < GROUP_ROWS / 4u; w0 += WORKGROUP) {
-        uint word = g0 / 4u + w0 + tid;
-        bool live = w0 + tid < GROUP_ROWS / 4u && word < g1 / 4u;
-        vec4 h = vec4(0.0);
-        if (live) {
-            [[unroll]] for (uint u = 0u; u < 4u; u++) {
-                uint r = 4u * (w0 + tid) + u;
-                h[u] = silu(sh_sum[r]) * sh_sum[GROUP_ROWS + r];
-                y[4u * word + u] = h[u];
-            }
-        }
-        q8_store_word(tid, live, word, h);
-    }
-}
-#endif
-
 void main()
 {
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
@@ -264,60 +197,51 @@ void main()
     uint g1 = min(g0 + GROUP_ROWS, pc.rows);
     uint nt = pc.cols / (32u * TASK_X), nb = pc.cols / 32u, rb = dq_row_bytes(pc.cols);
     uint tok0 = gl_WorkGroupID.z * TOKENS;
-    const uint RM = ROWS * MATS; // a pass's row slots: slot s is row s % ROWS of matrix s / ROWS
     for (uint r0 = g0 + gl_SubgroupID * ROWS; r0 < g1; r0 += gl_NumSubgroups * ROWS) { // uniform in the subgroup
         uint rbase[ROWS]; // byte offset of each row, the last row standing in for rows past the end
-        float acc[RM * TOKENS]; // [slot][token]
-        [[unroll]] for (uint i = 0u; i < ROWS; i++) rbase[i] = min(r0 + i, pc.rows - 1u) * rb;
-        [[unroll]] for (uint i = 0u; i < RM * TOKENS; i++) acc[i] = 0.0;
+        float acc[ROWS * TOKENS]; // [row][token]
+        for (uint i = 0u; i < ROWS; i++) {
+            rbase[i] = min(r0 + i, pc.rows - 1u) * rb;
+            for (uint j = 0u; j < TOKENS; j++) acc[i * TOKENS + j] = 0.0;
+        }
         for (uint t0 = lane; t0 < nt; t0 += UNROLL * S) {
-            Task w[UNROLL][RM];
-            [[unroll]] for (uint u = 0u; u < UNROLL; u++) // the pass's weights first, once for its tokens
-                [[unroll]] for (uint s = 0u; s < RM; s++) w[u][s] = load_task(s / ROWS, rbase[s % ROWS], min(t0 + u * S, nt - 1u));
-            [[unroll]] for (uint j = 0u; j < TOKENS; j++) {
+            Task w[UNROLL][ROWS];
+            for (uint u = 0u; u < UNROLL; u++) // the pass's weights first, once for its tokens
+                for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], min(t0 + u * S, nt - 1u));
+            for (uint j = 0u; j < TOKENS; j++) {
                 uint xb = min(tok0 + j, pc.n - 1u) * nb; // the token's first x block (a token past n repeats the last)
                 uvec4 c[UNROLL][4]; // x codes of the task's TASK_X blocks, two uvec4 a block (fixed sizes:
                 float xd[UNROLL][2]; // glslang's optimizer fails on arrays sized by TASK_X passed on)
-                [[unroll]] for (uint u = 0u; u < UNROLL; u++) { // every x load of the token before its terms
+                for (uint u = 0u; u < UNROLL; u++) { // every x load of the token before its terms
                     uint t = min(t0 + u * S, nt - 1u);
                     c[u][2] = c[u][3] = uvec4(0u);
                     xd[u][1] = 0.0;
-                    [[unroll]] for (uint k = 0u; k < TASK_X; k++) {
+                    for (uint k = 0u; k < TASK_X; k++) {
                         uint b = xb + t * TASK_X + k;
                         c[u][2u * k] = xc[2u * b];
                         c[u][2u * k + 1u] = xc[2u * b + 1u];
                         xd[u][k] = xs[b];
                     }
                 }
-                [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
+                for (uint u = 0u; u < UNROLL; u++) {
                     uint t = min(t0 + u * S, nt - 1u);
                     bool live = t0 + u * S < nt;
                     int cs[4] = int[4](0, 0, 0, 0); // code sums of each uvec4 of x codes
-                    [[unroll]] for (uint k = 0u; k < 2u * TASK_X && TYPE != GGML_Q8_0; k++)
-                        [[unroll]] for (uint e = 0u; e < 4u; e++) cs[k] += dot4(c[u][k][e], 0x01010101u);
-                    [[unroll]] for (uint s = 0u; s < RM; s++) {
-                        float v = task_term(w[u][s], t, c[u], cs, xd[u]);
-                        acc[s * TOKENS + j] += live ? v : 0.0;
+                    for (uint k = 0u; k < 2u * TASK_X && TYPE != GGML_Q8_0; k++)
+                        for (uint e = 0u; e < 4u; e++) cs[k] += dot4(c[u][k][e], 0x01010101u);
+                    for (uint i = 0u; i < ROWS; i++) {
+                        float v = task_term(w[u][i], t, c[u], cs, xd[u]);
+                        acc[i * TOKENS + j] += live ? v : 0.0;
                     }
                 }
             }
         }
-        [[unroll]] for (uint s = 0u; s < RM; s++)
-            [[unroll]] for (uint j = 0u; j < TOKENS; j++) {
-                float sum = subgroupAdd(acc[s * TOKENS + j]);
-                uint r = r0 + s % ROWS;
-                if (subgroupElect() && r < g1 && tok0 + j < pc.n) {
-#if MV_Q8_GLU
-                    sh_sum[(s / ROWS) * GROUP_ROWS + r - g0] = sum;
-#else
-                    y[(tok0 + j) * pc.y_stride + r] = sum;
-#endif
-                }
+        for (uint i = 0u; i < ROWS; i++)
+            for (uint j = 0u; j < TOKENS; j++) {
+                float s = subgroupAdd(acc[i * TOKENS + j]);
+                if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n) y[(tok0 + j) * pc.y_stride + r0 + i] = s;
             }
     }
-#if MV_Q8_GLU
-    glu_epilogue(g0, g1);
-#endif
 }
 
 #endif
