@@ -291,15 +291,21 @@ static double chunked_vs_whole(oscar_model *gm, const int32_t *prompt, uint32_t 
  * product of several tokens, whose every token is its single-token product bit for bit, so it
  * matches each sequence decoded alone; a prompt's rows keep the fp32 products, so a prompt cut
  * into steps of 7 matches it at once. These generated models amplify a product's error about a
- * million-fold: a prompt step on int8 products, or a token given another's x, would be far
- * above either bound. */
+ * million-fold: a prompt step on int8 products (5.7e-4 on lavapipe), or a token given another's
+ * x, would be far above either bound. The context keeps prompts off the fp16 cooperative-matrix
+ * kernels, whose rounding alone moves the logits by 1.3e-4 between the two cuts on the H200; a
+ * 40-row step and 7-row steps still add in other orders there (2.5e-6). */
 static void check_batched_int8(void)
 {
     setenv("OSCAR_MATVEC_Q8", "1", 1);
     setenv("OSCAR_MATVEC_PLANES", "0", 1);
+    setenv("OSCAR_MATMUL_COOPMAT", "0", 1);
+    setenv("OSCAR_ATTN_PREFILL", "2", 1);
     oscar_context *outer = ctx, *inner = test_gpu_context();
     unsetenv("OSCAR_MATVEC_Q8");
     unsetenv("OSCAR_MATVEC_PLANES");
+    unsetenv("OSCAR_MATMUL_COOPMAT");
+    unsetenv("OSCAR_ATTN_PREFILL");
     if (!inner->info.subgroup_arithmetic) {
         printf("batched int8 products: not run (no subgroup arithmetic)\n");
         test_gpu_release(inner);
@@ -341,7 +347,7 @@ static void check_batched_int8(void)
         oscar_session_destroy(s);
         printf("int8 products: a prompt in steps of 7 vs at once NSE %.3g, a decode step of 3 vs each alone %.3g\n",
                nse_chunk, worst);
-        CHECK_MSG(nse_chunk <= 1e-7, "int8 products on: a prompt in steps of 7 vs at once, logits NSE %.3g", nse_chunk);
+        CHECK_MSG(nse_chunk <= 1e-5, "int8 products on: a prompt in steps of 7 vs at once, logits NSE %.3g", nse_chunk);
         CHECK_MSG(worst <= 1e-6, "int8 products on: batched decode vs alone, logits NSE %.3g", worst);
         free(a), free(b), free(batch), free(alone);
         pair_close(&p);
