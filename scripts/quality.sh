@@ -42,6 +42,8 @@
 #                        of the table in docs/quality.md; fp16 is always the baseline, first
 #   QUALITY_TEXTS [all]  evaluation texts, a comma list of names in eval/ (without .txt)
 #   QUALITY_REPORT       the report's file name in OUTDIR (default quality.md, or quality.TASKS.md)
+#   QUALITY_MODEL        another GGUF to measure instead of OUTDIR's model (e.g. the path
+#                        scripts/fetch-qwen2.5-coder.sh prints); its rotation files go in OUTDIR/rot
 #   CALIB_TOKENS [20000]  CALIB_THREADS [nproc]
 #   QUALITY_ROTATIONS [all]  the rotation files prepare makes, a comma list of the names below
 #                        (layer.fitted, head.fitted, ...); run needs those of QUALITY_MODES only
@@ -113,6 +115,7 @@ prepare() {
 run() {
     [ -d "$out" ] || fail "$out: no such folder (run 'scripts/quality.sh prepare $out' first)"
     local quality model="${QUALITY_MODEL:-$out/model.gguf}"
+    [ -n "${QUALITY_MODEL:-}" ] && { [ -f "$QUALITY_MODEL" ] || fail "QUALITY_MODEL: $QUALITY_MODEL: no such file"; }
     quality=$(find_bin oscar-quality)
     if [ ! -f "$model" ]; then
         ls "$out"/model.part-* > /dev/null 2>&1 || fail "$out: neither model.gguf nor model.part-* (prepare first)"
@@ -162,7 +165,9 @@ run() {
         report="$out/$QUALITY_REPORT"
     fi
     # relative paths inside the report: run from OUTDIR
-    (cd "$out" && "$quality" -m "$(basename "$model")" "${texts[@]}" "${modes[@]}" \
+    local model_arg="model.gguf" # relative, as the reports name it, unless another model is given
+    [ -n "${QUALITY_MODEL:-}" ] && model_arg="$(cd "$(dirname "$model")" && pwd)/$(basename "$model")"
+    (cd "$out" && "$quality" -m "$model_arg" "${texts[@]}" "${modes[@]}" \
         --ctx "${QUALITY_CTX:-512,2048,8192}" --max-chunks "${QUALITY_MAX_CHUNKS:-16}" \
         --parallel "${QUALITY_PARALLEL:-16}" --passkey-lengths "${QUALITY_PASSKEY_LENGTHS:-1024,4096}" \
         --passkey-trials "${QUALITY_PASSKEY_TRIALS:-5}" --agree-prompts "${QUALITY_AGREE_PROMPTS:-20}" \
