@@ -292,9 +292,10 @@ static double chunked_vs_whole(oscar_model *gm, const int32_t *prompt, uint32_t 
  * matches each sequence decoded alone; a prompt's rows keep the fp32 products, so a prompt cut
  * into steps of 7 matches it at once. These generated models amplify a product's error about a
  * million-fold: a prompt step on int8 products (5.7e-4 on lavapipe), or a token given another's
- * x, would be far above either bound. The context keeps prompts off the fp16 cooperative-matrix
- * kernels, whose rounding alone moves the logits by 1.3e-4 between the two cuts on the H200; a
- * 40-row step and 7-row steps still add in other orders there (2.5e-6). */
+ * x, would be far above either bound. The context keeps prompts off the cooperative-matrix
+ * products and prefill attention, whose fp16 rounding moves the logits by 1.3e-4 between the two
+ * cuts on the H200; with fp32 kernels a 40-row step and 7-row steps still add in other orders
+ * there (2.5e-6). */
 static void check_batched_int8(void)
 {
     setenv("OSCAR_MATVEC_Q8", "1", 1);
