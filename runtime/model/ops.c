@@ -260,10 +260,14 @@ static oscar_status planes_product(const ovk_ops *ops, ovk_cmd *cmd, uint32_t ty
     if (!ovk_op_mul_mat_vec_planes_supported(ops, type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: needs texel buffers and Q4_0, Q4_1, Q8_0, Q4_K or Q6_K (%s)", op,
                            ovk_ggml_type_name(type));
-    /* one token (decode): 4 rows a thread; more: PLANES_ROWS rows of PLANES_TOKENS tokens (n when fewer);
-     * GLU: half of them from each weight */
+    /* one token (decode): 4 rows a thread, 2 for the K types; more: PLANES_ROWS rows of
+     * PLANES_TOKENS tokens (n when fewer); GLU: half of them from each weight. lavapipe, 2-core
+     * AMD EPYC, oscar-bench ops --planes-tile 8x4 against 8x2: Q4_K 8960 x 1536 1636 against
+     * 1461 us, Q6_K 1536 x 8960 1578 against 1304, Q6_K 151936 x 1536 34.2 against 32.9 ms; but
+     * Q4_1 49152 x 576 3.30 against 3.96 ms (SmolLM2's head), so the 32-element types keep 4 */
+    int k_type = ovk_op_type_block(type) == 256;
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : 8;
-    uint32_t per = ops->matvec_rows ? ops->matvec_rows : n > 1 ? PLANES_ROWS : 4;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : n > 1 ? PLANES_ROWS : k_type ? 2 : 4;
     uint32_t tok = ops->matvec_tokens ? ops->matvec_tokens : n < PLANES_TOKENS ? (n ? n : 1) : PLANES_TOKENS;
     if (wg > 256 || per > 16 || tok > 8 || (up && per % 2))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u threads of %u rows and %u tokens", op, wg, per, tok);
