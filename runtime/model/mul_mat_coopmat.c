@@ -43,7 +43,7 @@ static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t
     p->bm = p->sg_m * p->cm * p->tm;
     p->bn = p->sg_n * p->cn * p->tn;
     p->slices = 1;
-    p->k_slice = 0; /* the whole row: set by ovk_mmc_plan_split */
+    p->k_slice = 0; /* set by ovk_mmc_plan_split, which every recording calls (the whole row unsplit) */
     uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
     *shared = (uint64_t)(p->bm + p->bn) * sk * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4;
 }
@@ -145,8 +145,7 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
         out = ops->matmul_scratch;
         out.range = part * p->slices * 4;
     }
-    uint32_t push[6] = { rows, cols, n, split ? rows : y_stride, split ? p->k_slice : ovk_div_up(cols, MMC_BK) * MMC_BK,
-                         split ? (uint32_t)part : 0 };
+    uint32_t push[6] = { rows, cols, n, split ? rows : y_stride, p->k_slice, split ? (uint32_t)part : 0 };
     ovk_binding b[3] = { w, x, out };
     ovk_pipeline *pl;
     oscar_status st = ovk_pipeline_get(ops->ctx, &d, &pl);
