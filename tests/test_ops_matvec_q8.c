@@ -1,4 +1,4 @@
-/* The int8 decode mat-vec (ovk_op_mul_mat_vec_q8, shaders/mul_mat_vec_q8[.idot].comp) against
+/* The int8 decode mat-vec (ovk_op_mul_mat_q8, shaders/mul_mat_vec_q8[.idot].comp) against
  * its two references (docs/accuracy.md), for Q4_0, Q4_1, Q8_0, Q4_K, Q5_K and Q6_K: x is quantized on the GPU
  * (ovk_op_x_q8; its scales bit-exact with ovk_ref_q8_quantize, its codes at most one step away,
  * at a rounding tie), and the product is checked against ovk_ref_mul_mat_vec_q8 fed the GPU's
@@ -42,8 +42,8 @@ static oscar_status run_q8(const ovk_ops *ops, const char *variant, uint32_t typ
     for (uint32_t p = 0; st == OSCAR_OK && p * per < rows; p++) {
         uint32_t pr = rows - p * per < per ? rows - p * per : per;
         ovk_binding yp = { by, (uint64_t)p * per * 4, (uint64_t)pr * 4 };
-        st = ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, variant, type, (ovk_binding){ parts[p], 0, 0 },
-                                     (ovk_binding){ bq, 0, 0 }, yp, pr, cols);
+        st = ovk_op_mul_mat_q8(ops, &ctx->cmd, variant, type, (ovk_binding){ parts[p], 0, 0 }, (ovk_binding){ bq, 0, 0 },
+                               yp, pr, pr, cols, 1);
     }
     oscar_status st2 = ovk_cmd_submit_wait(ctx, &ctx->cmd);
     return st != OSCAR_OK ? st : st2;
@@ -198,19 +198,19 @@ static void check_errors(ovk_ops *ops)
     ovk_binding bb = { &b, 0, 0 };
     CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
     CHECK(!ovk_op_mul_mat_vec_q8_supported(ops, OSCAR_GGML_TYPE_F16));
-    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 256),
+    CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_F16, bb, bb, bb, 1, 1, 256, 1),
                  OSCAR_ERROR_UNSUPPORTED);
-    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 96),
+    CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_K, bb, bb, bb, 1, 1, 96, 1),
                  OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 48),
+    CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 1, 48, 1),
                  OSCAR_ERROR_INVALID_ARGUMENT);
-    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, "dot_q8", OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 32),
+    CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, "dot_q8", OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 1, 32, 1),
                  OSCAR_ERROR_INVALID_ARGUMENT);
     /* 400 rows of 32 Q8_0 = 13600 bytes: more than the binding holds */
-    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q8_0, bb, bb, bb, 400, 32),
+    CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q8_0, bb, bb, bb, 400, 400, 32, 1),
                  OSCAR_ERROR_INVALID_ARGUMENT);
     ops->matvec_rows = 9;
-    CHECK_STATUS(ovk_op_mul_mat_vec_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 32),
+    CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 1, 32, 1),
                  OSCAR_ERROR_INVALID_ARGUMENT);
     ops->matvec_rows = 0;
     CHECK_STATUS(ovk_op_x_q8(ops, &ctx->cmd, bb, bb, 48), OSCAR_ERROR_INVALID_ARGUMENT);

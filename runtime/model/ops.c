@@ -402,12 +402,6 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
     return record(ops, cmd, &d, b, push, groups);
 }
 
-oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
-                                     ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols)
-{
-    return ovk_op_mul_mat_q8(ops, cmd, variant, type, w, xq, y, rows, rows, cols, 1);
-}
-
 static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
                                   ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {

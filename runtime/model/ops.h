@@ -162,19 +162,15 @@ int ovk_op_mul_mat_vec_q8_supported(const ovk_ops *ops, uint32_t type);
 /* xq [OSCAR_X_Q8_BYTES(cols)] <- one row x [cols] fp32 (finite), by quantize_q8.comp. */
 oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq, uint32_t cols);
 
-/* y [rows] = W [rows][cols] x for the x prepared in xq (one token). `variant` NULL picks
- * mul_mat_vec_q8.idot where integer dot products are fast, else mul_mat_vec_q8; a name forces
- * one (MISSING_FEATURE where the context cannot run it). ops->matvec_rows (rows a subgroup sums
- * at once, default 2), matvec_unroll (blocks, K-quant chunks or Q6_K x blocks per lane per pass, default 2) and matvec_workgroup
- * tune it. */
-oscar_status ovk_op_mul_mat_vec_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type,
-                                     ovk_binding w, ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols);
-
-/* The same product for n tokens (batched decode): xq [OSCAR_X_Q8_BYTES(n * cols)] holds the n
- * rows of x prepared as one vector (ovk_op_x_q8 over n * cols elements), y [n][y_stride]. A
- * workgroup takes ops->matvec_tokens tokens (default OVK_Q8_TOKENS): it reads each weight once
- * for them. Token t's result is the single-token product of its x, bit for bit where the
- * device's subgroup sums are. */
+/* y [n][y_stride] = W [rows][cols] x for the n rows of x prepared in xq
+ * [OSCAR_X_Q8_BYTES(n * cols)] as one vector (ovk_op_x_q8 over n * cols elements); one token is
+ * the decode mat-vec. `variant` NULL picks mul_mat_vec_q8.idot where integer dot products are
+ * fast, else mul_mat_vec_q8; a name forces one (MISSING_FEATURE where the context cannot run it).
+ * ops->matvec_rows (rows a subgroup sums at once; default 1, 2 for Q4_K and Q5_K), matvec_unroll
+ * (blocks, K-quant chunks or Q6_K x blocks per lane per pass; default 2, 1 for Q4_K and Q5_K) and
+ * matvec_workgroup tune it. A workgroup takes ops->matvec_tokens tokens (default OVK_Q8_TOKENS):
+ * it reads each weight once for them. Token t's result is the single-token product of its x,
+ * bit for bit where the device's subgroup sums are. */
 #define OVK_Q8_TOKENS 8u
 /* The most rows of a decode step the forward pass gives the int8 product (model_gpu.c); longer
  * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster from 16 tokens.
