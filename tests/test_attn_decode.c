@@ -48,6 +48,14 @@ typedef struct attn_case {
     uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
 } attn_case;
 
+/* attn_decode_cm on this device: 1 the cooperative-matrix kernel, 2 its scalar emulation, 0 none
+ * (ovk_attn_device.coopmat). */
+static int test_attn_cm_device(oscar_context *ctx)
+{
+    if (ovk_variant_usable(ctx, "attn_decode_cm.coopmat") && ovk_coopmat_has_f16_shape(ctx, 16, 16, 16)) return 1;
+    return ovk_variant_usable(ctx, "attn_decode_cm_emu.f16") && ctx->info.min_subgroup_size >= 4 ? 2 : 0;
+}
+
 /* The shared random cache (tests/support/attn_scene.h) for c, then this test's rows. */
 static int scene_build(const attn_case *c, attn_scene *s)
 {
@@ -131,7 +139,7 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
  * 2 rows (attn_decode_rows, fp32, texel buffers; its R_V at a texel offset). */
 static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16, int idot)
 {
-    int stream = kernel == 1, by_rows = kernel == 2;
+    int stream = kernel == 1, by_rows = kernel == 2, cm = kernel == 3;
     attn_scene s = { 0 };
     scene_build(c, &s);
     uint32_t d = c->d, n_head = c->nkv * c->gqa;
@@ -144,14 +152,16 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
      * the cases (the picker keeps them within the shared memory) */
     ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size, 1024,
                             ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot, 0,
-                            ctx->texel_buffers };
+                            ctx->texel_buffers, test_attn_cm_device(ctx),
+                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768 };
     static const uint32_t ves[3] = { 4, 8, 16 };
     ovk_attn_tuning tune = { kernel, f16, by_rows ? c->wg / 16 : c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
                              1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4), idot };
     ovk_attn_config cfg;
     CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
-    CHECK_MSG(cfg.stream == stream && cfg.rows == by_rows && cfg.idot == idot, "%s: kernel %s picked", c->name, cfg.variant);
-    if (!stream && !by_rows) {
+    CHECK_MSG(cfg.stream == stream && cfg.rows == by_rows && cfg.cm == cm && cfg.idot == idot, "%s: kernel %s picked", c->name,
+              cfg.variant);
+    if (!stream && !by_rows && !cm) {
         cfg.vu = idot && c->gqa % 2 == 0 ? 16 : 1 + c->P % 9; /* varied over the cases; 16: the idot default */
         if (c->split >= 300 && !c->long_len) cfg.item_tokens = 64; /* long splits: items run through several chunks */
     }
@@ -181,12 +191,13 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
 
     attn_ref_cache rc = attn_scene_ref_cache(&s);
     float *want_q32 = NULL; /* streaming f16 and idot variants: the reference with fp32 q too */
-    if ((f16 && stream) || idot) {
+    if ((f16 && stream) || idot || cm) {
         want_q32 = malloc(sizeof *want_q32 * out_n);
         CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want_q32));
     }
     rc.q_f16_int2 = f16 && stream;
     rc.q_q8_int2 = idot;
+    rc.f16_inputs = cm;
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
     ovk_buffer b_q, b_rows, b_items, b_part, b_out;
@@ -236,6 +247,8 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
         dd.spec[KV_SPEC_ROWS_TB] = cfg.tb;
         dd.texel_bindings = 1u << 3 | 1u << 4 | 1u << 8;
         dd.push_size = sizeof(struct attn_rows_push);
+    } else if (cm) {
+        dd.spec[KV_SPEC_CM_SG_MIN] = cfg.sg_min, dd.spec[KV_SPEC_CM_TILES] = cfg.ku, dd.spec[KV_SPEC_CM_WALKERS] = cfg.walkers;
     } else if (stream) {
         dd.spec[KV_SPEC_ATTN_SG_MIN] = cfg.sg_min, dd.spec[KV_SPEC_ATTN_KU] = cfg.ku, dd.spec[KV_SPEC_ATTN_VE] = cfg.ve;
         dd.spec[KV_SPEC_ATTN_FKU] = cfg.fku, dd.spec[KV_SPEC_ATTN_PREFETCH] = cfg.prefetch;
@@ -277,6 +290,9 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
         if (by_rows)
             printf("%-24s %-34s rows %3u items %5u split %4u wg %3u TB %u  nse %.3g", shader, c->name, s.n_rows, n_items,
                    split, cfg.wg, cfg.tb, nse);
+        else if (cm)
+            printf("%-24s %-34s rows %3u items %5u split %4u wg %3u walkers %u step %2u  nse %.3g", shader, c->name, s.n_rows,
+                   n_items, split, cfg.wg, cfg.walkers, 16 * cfg.ku, nse);
         else if (stream)
             printf("%-16s %-34s rows %3u items %5u split %4u wg %3u KU %u VE %2u FKU %u PF %u  nse %.3g", shader, c->name,
                    s.n_rows, n_items, split, cfg.wg, cfg.ku, cfg.ve, cfg.fku, cfg.prefetch, nse);
@@ -355,6 +371,13 @@ int main(int argc, char **argv)
             if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], 2, 0, 0);
     } else
         printf("rows kernel: skipped (no R32G32B32A32_UINT uniform texel buffers)\n");
+    /* the cooperative-matrix kernel, or its scalar emulation where the device has fp16 arithmetic
+     * but no cooperative matrices (not the grid case: the emulation is slow) */
+    if (test_attn_cm_device(ctx)) {
+        for (size_t i = 0; i + 1 < n_cases; i++)
+            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], 3, 1, 0);
+    } else
+        printf("cooperative-matrix kernel: skipped (neither cooperative matrices nor fp16 arithmetic with subgroups of 4 or more)\n");
     /* the integer-dot variant: INT2 cases only (fp16 mode never takes it) */
     if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
         for (size_t i = 0; i + 1 < n_cases; i++)

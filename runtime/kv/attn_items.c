@@ -99,6 +99,41 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         *out = c;
         return OSCAR_OK;
     }
+    /* the cooperative-matrix kernel where asked for and the device runs it: nsg subgroups of the
+     * largest size (4, at least d/4 threads for the merge), TT 16-token blocks a step (2), both
+     * halved while the shared memory does not fit */
+    if (tune->kernel == 3) {
+        if (!dev->coopmat || (dev->coopmat == 2 && dev->min_subgroup < 4) || gqa > 16 || !is_pow2(dev->min_subgroup) || !is_pow2(dev->max_subgroup) ||
+            dev->max_subgroup < dev->min_subgroup)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention on cooperative matrices: not on this device "
+                               "(16 x 16 x 16 fp16 matrices, subgroup sizes %u..%u) or %u query heads per KV head (at most 16)",
+                               dev->min_subgroup, dev->max_subgroup, gqa);
+        c.cm = 1;
+        c.shader = dev->coopmat == 1 ? "attn_decode_cm.coopmat" : "attn_decode_cm_emu.f16";
+        c.variant = dev->coopmat == 1 ? "coopmat" : "coopmat-emu";
+        c.sg_min = dev->min_subgroup;
+        /* walkers (4) and TT (2) halve until the shared memory fits: TT first */
+        c.walkers = tune->wg ? (tune->wg / dev->max_subgroup ? tune->wg / dev->max_subgroup : 1) : 4;
+        /* TT a power of two with a head's 4 TT softmax entries within the smallest subgroup */
+        c.ku = tune->ku == 1 || tune->ku == 2 || tune->ku == 4 ? tune->ku : 2;
+        while (c.ku > 1 && 4 * c.ku > c.sg_min) c.ku /= 2;
+        for (;;) {
+            c.wg = c.walkers * dev->max_subgroup;
+            while (c.wg % (d / 4)) c.wg *= 2; /* the merge: a multiple of d/4 (both powers of two) */
+            if (c.walkers > c.wg / c.sg_min) c.walkers = c.wg / c.sg_min;
+            uint64_t bytes = ATTN_CM_SHARED_BYTES((uint64_t)c.wg, (uint64_t)c.walkers, (uint64_t)c.ku, (uint64_t)gqa, (uint64_t)d);
+            c.shared_bytes = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+            if (c.shared_bytes <= dev->cm_shared_bytes || (c.ku == 1 && c.walkers == 1)) break;
+            if (c.ku > 1) c.ku /= 2;
+            else c.walkers /= 2;
+        }
+        if (c.shared_bytes > dev->cm_shared_bytes || c.wg > dev->max_workgroup || c.wg % (d / 4))
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention on cooperative matrices: head_dim %u with %u query "
+                               "heads per KV head needs more than the %u bytes of shared memory or %u invocations the device "
+                               "allows", d, gqa, dev->cm_shared_bytes, dev->max_workgroup);
+        *out = c;
+        return OSCAR_OK;
+    }
     /* the chunked kernel where it fits, unless the streaming one is asked for */
     if (tune->kernel != 1) {
         /* 256 threads (two workgroups an SM on big GPUs); 64 on a CPU, where lavapipe runs a

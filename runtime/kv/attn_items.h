@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "common/attn_chunked.h"
+#include "common/attn_decode_cm.h"
 #include "common/attn_push.h"
 #include "common/kv_layout.h"
 #include "oscar/oscar.h"
@@ -60,13 +61,18 @@ typedef struct ovk_attn_device {
     int cpu;                             /* a CPU device (lavapipe): barriers and shared memory are
                                           * costly there, workgroups kept small */
     int texel;                           /* R32G32B32A32_UINT uniform texel buffers (ctx->texel_buffers) */
+    int coopmat;                         /* 1: attn_decode_cm.coopmat runs here (16 x 16 x 16 fp16 matrices);
+                                          * 2: only its scalar emulation attn_decode_cm_emu.f16 (fp16
+                                          * arithmetic; tests and comparisons, never a default) */
+    uint32_t cm_shared_bytes;            /* shared memory the cooperative-matrix kernel may use (the
+                                          * device's limit: its walkers need more than the others) */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
 typedef struct ovk_attn_tuning {
-    int kernel;       /* 0: chunked, 1: streaming, 2: rows (texel buffers), -1: choice */
+    int kernel;       /* 0: chunked, 1: streaming, 2: rows (texel buffers), 3: cooperative matrices, -1: choice */
     int f16;          /* 0: the fp32 variant, 1: packed fp16 where the device has it, -1: choice */
-    uint32_t wg, ku, ve, fku;
+    uint32_t wg, ku, ve, fku;  /* ku: the cooperative-matrix kernel's 16-token blocks a step (1..4) */
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
     int idot;         /* chunked kernel, INT2 keys: 1 integer dot products where enabled; 0 or -1: fp32 scores */
     uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (16 with integer-dot keys, else 8) */
@@ -76,13 +82,16 @@ typedef struct ovk_attn_tuning {
 typedef struct ovk_attn_config {
     int stream;           /* 1: attn_decode (streaming subgroups), 0: attn_decode_chunked or _rows */
     int rows;             /* 1: attn_decode_rows (an invocation per row and query head, texel fetches) */
+    int cm;               /* 1: attn_decode_cm.coopmat (cooperative matrices) */
     const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys; attn_decode_rows */
-    const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32", "stream-f16" or "rows" */
+    const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32", "stream-f16", "rows",
+                           * "coopmat" or "coopmat-emu" */
     int idot;             /* chunked: the integer-dot variant */
     uint32_t wg;
-    uint32_t sg_min, ku, ve, fku, prefetch;  /* streaming */
+    uint32_t sg_min, ku, ve, fku, prefetch;  /* streaming; sg_min and ku (its TT) the cooperative-matrix kernel's too */
     uint32_t item_tokens, u, vu;             /* chunked: its KV_SPEC_CH_* */
     uint32_t tb;                             /* rows: tokens a round (KV_SPEC_ROWS_TB) */
+    uint32_t walkers;                        /* cooperative matrices: subgroups that walk an item */
     uint32_t shared_bytes;
 } ovk_attn_config;
 

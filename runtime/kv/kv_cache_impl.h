@@ -37,6 +37,8 @@
 #define ATTN_CHUNKED_MIN_SPLIT_INT2 192u
 #define ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2 512u
 #define ATTN_STREAM_MIN_SPLIT_INT2 256u
+#define ATTN_CM_TARGET_GROUPS 512u
+#define ATTN_CM_MIN_SPLIT_INT2 256u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u

@@ -154,7 +154,11 @@ static oscar_status create_decode(oscar_kv_cache *c)
                                 : ctx->limits.maxComputeWorkGroupSize[0],
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
                             ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"),
-                            ctx->info.type == OSCAR_DEVICE_CPU, ctx->texel_buffers };
+                            ctx->info.type == OSCAR_DEVICE_CPU, ctx->texel_buffers,
+                            ovk_variant_usable(ctx, "attn_decode_cm.coopmat") && ovk_coopmat_has_f16_shape(ctx, 16, 16, 16) ? 1
+                            : ovk_variant_usable(ctx, "attn_decode_cm_emu.f16")                                            ? 2
+                                                                                                                           : 0,
+                            ctx->info.max_shared_memory };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
@@ -173,6 +177,10 @@ static oscar_status create_decode(oscar_kv_cache *c)
     if (c->attn.rows) {
         pd.spec[KV_SPEC_ROWS_TB] = c->attn.tb;
         pd.texel_bindings = 1u << 3 | 1u << 4 | 1u << 8; /* the pools and R_V */
+    } else if (c->attn.cm) {
+        pd.spec[KV_SPEC_CM_SG_MIN] = c->attn.sg_min;
+        pd.spec[KV_SPEC_CM_TILES] = c->attn.ku;
+        pd.spec[KV_SPEC_CM_WALKERS] = c->attn.walkers;
     } else if (c->attn.stream) {
         pd.spec[KV_SPEC_ATTN_SG_MIN] = c->attn.sg_min;
         pd.spec[KV_SPEC_ATTN_KU] = c->attn.ku;
@@ -188,6 +196,10 @@ static oscar_status create_decode(oscar_kv_cache *c)
     if (env->pipeline_stats) {
         if (c->attn.rows)
             fprintf(stderr, "decode attention: %s workgroup %u, %u tokens a round\n", c->attn.shader, c->attn.wg, c->attn.tb);
+        else if (c->attn.cm)
+            fprintf(stderr, "decode attention: %s workgroup %u, %u walkers, subgroups of %u..%u, %u tokens a step, %u bytes "
+                    "shared\n", c->attn.shader, c->attn.wg, c->attn.walkers, ctx->info.min_subgroup_size,
+                    ctx->info.max_subgroup_size, 16 * c->attn.ku, c->attn.shared_bytes);
         else if (c->attn.stream)
             fprintf(stderr, "decode attention: %s (%s) workgroup %u, subgroups of %u..%u, KU %u VE %u FKU %u prefetch %u, "
                     "%u bytes shared\n", c->attn.shader, c->attn.variant, c->attn.wg, ctx->info.min_subgroup_size,
@@ -199,11 +211,13 @@ static oscar_status create_decode(oscar_kv_cache *c)
     int fp16 = c->p.mode == OSCAR_KV_FP16;
     c->target_groups = env->attn_target_groups ? env->attn_target_groups
                        : c->attn.stream        ? ATTN_STREAM_TARGET_GROUPS
+                       : c->attn.cm            ? ATTN_CM_TARGET_GROUPS
                                                : ATTN_CHUNKED_TARGET_GROUPS;
     c->min_split = env->attn_min_split ? env->attn_min_split
                    : c->attn.rows    ? ATTN_ROWS_MIN_SPLIT
                    : fp16            ? ATTN_MIN_SPLIT
                    : c->attn.stream  ? ATTN_STREAM_MIN_SPLIT_INT2
+                   : c->attn.cm      ? ATTN_CM_MIN_SPLIT_INT2
                    : c->attn.idot    ? ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2
                                      : ATTN_CHUNKED_MIN_SPLIT_INT2;
 fail:

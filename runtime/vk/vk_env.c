@@ -24,13 +24,13 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
     { "OSCAR_ATTN_IDOT", "1: decode attention scores INT2 keys by integer dot products with q in two levels of int8 "
                          "(slower on an H100 today); 0 or unset: in fp32" },
-    { "OSCAR_ATTN_KERNEL", "chunked, stream or rows: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
+    { "OSCAR_ATTN_KERNEL", "chunked, stream, rows or coopmat: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel; 1: the tiled kernel also where the rows kernel would take prefill (CPU devices); 2: the tiled fp32 kernel where the cooperative-matrix one would run" },
     { "OSCAR_ATTN_PREFILL_SPLIT", "cooperative-matrix prefill attention: 0 never splits a long walk over several workgroups; N: "
                                   "steps of any size split, a part holding at least N chunks (unset: steps of under 128 workgroups split, parts of 64)" },
     { "OSCAR_ATTN_PREFILL_PAIRS", "cooperative-matrix prefill attention: (row, query head) pairs a workgroup aims at, 16..128 (tuning; default 128)" },
     { "OSCAR_ATTN_WG", "decode attention workgroup size, 64..1024, a multiple of head_dim/4 (tuning)" },
-    { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream), thread (chunked) or invocation (rows) scores at once, 1..4 (tuning)" },
+    { "OSCAR_ATTN_KU", "decode attention: key tokens a lane (stream), thread (chunked) or invocation (rows) scores at once, or 16-token blocks a step (coopmat), 1..4 (tuning)" },
     { "OSCAR_ATTN_VE", "decode attention: INT2 value elements a lane sums, 4, 8 or 16 (tuning)" },
     { "OSCAR_ATTN_VU", "decode attention (chunked): INT2 and fp16 value tokens a lane loads at once, 1..16 (tuning; default 16 with integer-dot keys, else 8)" },
     { "OSCAR_ATTN_FKU", "decode attention: fp16 tile tokens per lane group, 1..8 (tuning)" },
@@ -93,7 +93,7 @@ void ovk_env_read(ovk_env *env)
     env->attn_idot = (int)number("OSCAR_ATTN_IDOT", 0, 1, -1);
     env->attn_vu = (uint32_t)number("OSCAR_ATTN_VU", 1, 16, 0);
     const char *kernel = text("OSCAR_ATTN_KERNEL");
-    env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : !strcmp(kernel, "rows") ? 2 : -1;
+    env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : !strcmp(kernel, "rows") ? 2 : !strcmp(kernel, "coopmat") ? 3 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 2, -1);
     env->attn_prefill_split = (int)number("OSCAR_ATTN_PREFILL_SPLIT", 0, 1 << 20, -1);
     env->attn_prefill_pairs = (uint32_t)number("OSCAR_ATTN_PREFILL_PAIRS", 16, 128, 0);

@@ -27,7 +27,8 @@ typedef struct ovk_env {
     int attn_prefetch;       /* OSCAR_ATTN_PREFETCH: INT2 tile prefetch bits 0..3; -1: default */
     uint32_t attn_target_groups; /* OSCAR_ATTN_TARGET_GROUPS: workgroups a call aims for */
     uint32_t attn_min_split; /* OSCAR_ATTN_MIN_SPLIT: fewest tokens of an item, a multiple of 64 */
-    int attn_kernel;         /* OSCAR_ATTN_KERNEL: chunked (0) or stream (1) decode attention; -1: the picker's */
+    int attn_kernel;         /* OSCAR_ATTN_KERNEL: chunked (0), stream (1), rows (2) or coopmat (3) decode
+                              * attention; -1: the picker's */
     int attn_f16;            /* OSCAR_ATTN_F16: 0 forces decode attention's fp32 fallback, 1 packed fp16 where
                               * the device has it; -1: the picker's choice */
     uint32_t attn_vu;        /* OSCAR_ATTN_VU: chunked decode attention's value tokens a lane loads at once */

@@ -1,0 +1,14 @@
+#version 450
+// Decode attention on cooperative matrices: attn_decode_chunked's interface and output, with
+// Q·Kᵀ and P·V as 16 x 16 x 16 fp16 products with fp32 sums, each subgroup walking its own
+// steps of the item (common/attn_decode_cm_body.glsl describes the kernel and its rounding).
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#extension GL_KHR_shader_subgroup_vote : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#include "common/attn_decode_cm_body.glsl"
