@@ -371,11 +371,20 @@ int main(int argc, char **argv)
             if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], 2, 0, 0);
     } else
         printf("rows kernel: skipped (no R32G32B32A32_UINT uniform texel buffers)\n");
-    /* the cooperative-matrix kernel, or its scalar emulation where the device has fp16 arithmetic
-     * but no cooperative matrices (not the grid case: the emulation is slow) */
-    if (test_attn_cm_device(ctx)) {
-        for (size_t i = 0; i + 1 < n_cases; i++)
-            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], 3, 1, 0);
+    /* the cooperative-matrix kernel on every case but the grid one; its scalar emulation (where the
+     * device has fp16 arithmetic but no cooperative matrices; slow) on the cases that reach each of
+     * its boundaries: GQA 3, 4 and 8, d 64 to 256, G 32 to 128, empty and 1-token items, several
+     * steps a walker, unaligned pages, fp16 items, huge logits */
+    int cm_dev = test_attn_cm_device(ctx);
+    static const char *const emulated[] = { "int2 d128 G64 gqa4 wg64", "int2 d64 G32 gqa8 wg128", "int2 d256 G128 gqa8 wg64",
+                                            "int2 adversarial q x300", "fp16 d64 gqa3 wg64 split1", "int2 unaligned pages P5",
+                                            "int2 long chunks d64 G64 gqa2" };
+    if (cm_dev) {
+        for (size_t i = 0; i + 1 < n_cases; i++) {
+            int take = cm_dev == 1;
+            for (size_t k = 0; k < sizeof emulated / sizeof emulated[0]; k++) take |= !strcmp(cases[i].name, emulated[k]);
+            if (take && (!only || strstr(cases[i].name, only))) run_case(ctx, &cases[i], 3, 1, 0);
+        }
     } else
         printf("cooperative-matrix kernel: skipped (neither cooperative matrices nor fp16 arithmetic with subgroups of 4 or more)\n");
     /* the integer-dot variant: INT2 cases only (fp16 mode never takes it) */

@@ -5,7 +5,8 @@
  * kernels' only error. Independently, fp16 mode (and any rotated mode while every token is
  * still in the fp16 windows) must equal exact fp32 attention over the K/V the test appended
  * (<= 1e-4): this is what catches a rotation applied in the wrong orientation, since the test
- * uses a non-symmetric R. Also: bad parameters, freed sequences, full context, page
+ * uses a non-symmetric R. Every mode also runs on decode attention's cooperative-matrix kernel (or
+ * its scalar emulation), whose fp16 inputs get a reference that rounds alike. Also: bad parameters, freed sequences, full context, page
  * exhaustion that leaves other sequences untouched, and memory accounting. */
 #include <math.h>
 #include <stdlib.h>
@@ -122,9 +123,11 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
          * that rounds alike (1e-5), and one with fp32 q (1e-4) */
         int f16 = strcmp(ovk_kv_attention_variant(r->cache), "stream-f16") == 0;
         int q8 = strcmp(ovk_kv_attention_variant(r->cache), "chunked-f16-idot") == 0;
-        for (int pass = f16 || q8 ? 0 : 1; pass < 2; pass++) {
+        int cm = strncmp(ovk_kv_attention_variant(r->cache), "coopmat", 7) == 0; /* q, K, V and p in fp16 */
+        for (int pass = f16 || q8 || cm ? 0 : 1; pass < 2; pass++) {
             snap.q_f16_int2 = pass == 0 && f16;
             snap.q_q8_int2 = pass == 0 && q8;
+            snap.f16_inputs = pass == 0 && cm;
             CHECK_OK(attn_ref_attention(&snap, q_rot, row_seq, row_vis, total, H, scale, ref));
             if (rotated) {
                 kv_ref_rotate_rows(ref, total, H, d, rv, n_rot > 1 ? s->gqa : H, 1, out_ref);
@@ -134,10 +137,10 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
                 for (size_t rh = 0; rh < (size_t)total * H; rh++)
                     for (uint32_t e = 0; e < d; e++) ref[rh * d + e] += r->mean_v[((size_t)l * s->n_kv + (rh % H) / s->gqa) * d + e];
             double e = test_nse(out, ref, (size_t)total * H * d);
-            if (e > r->worst_ref && (pass == 0 || !(f16 || q8))) r->worst_ref = e;
-            double bound = (f16 || q8) && pass == 1 ? 1e-4 : 1e-5;
+            if (e > r->worst_ref && (pass == 0 || !(f16 || q8 || cm))) r->worst_ref = e;
+            double bound = (f16 || q8 || cm) && pass == 1 ? 1e-4 : 1e-5;
             CHECK_MSG(e <= bound, "mode %s layer %u: GPU vs reference over the cache (%s q) NSE %.3g", oscar_kv_mode_name(r->mode),
-                      l, pass == 1 ? "fp32" : f16 ? "fp16" : "int8", e);
+                      l, pass == 1 ? "fp32" : f16 || cm ? "fp16" : "int8", e);
         }
         for (uint32_t i = 0; i < n_seqs; i++)
             if (snap.flushed_end[seqs[i]] > snap.sink[seqs[i]] && r->mode != OSCAR_KV_FP16) only_f16 = 0;
@@ -445,5 +448,15 @@ int main(void)
         ctx->env.attn_idot = saved;
     } else
         printf("integer-dot keys: skipped (no integer dot products or shaderFloat16, or not built)\n");
+    /* decode attention on cooperative matrices (or their scalar emulation), key centers included */
+    if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_cm_emu.f16")) {
+        int saved = ctx->env.attn_kernel;
+        ctx->env.attn_kernel = 3;
+        scenario(ctx, &s64, OSCAR_KV_FP16, 0);
+        scenario(ctx, &s128, OSCAR_KV_INT2_ROTATED, 1);
+        scenario(ctx, &s128g32, OSCAR_KV_INT2_HADAMARD, 0);
+        ctx->env.attn_kernel = saved;
+    } else
+        printf("cooperative-matrix decode attention: skipped (no shaderFloat16, or not built)\n");
     return test_gpu_finish(ctx);
 }
