@@ -11,7 +11,7 @@
  *                                         cache picks for this device; f16: packed-fp16 value sums,
  *                                         fp32 key scores; idot: f16 with INT2 keys by integer dot
  *                                         products); each is timed in turn
- *   --kernels auto,chunked,stream,rows    decode attention's kernel (default auto), likewise
+ *   --kernels auto,chunked,stream,rows,coopmat    decode attention's kernel (default auto), likewise
  *   --iters N                             calls timed one submission each (the median is reported) and
  *                                         at least as many chained (default 20)
  *   --hold-mib N                          hold N MiB of device memory in 64 MiB buffers for the
@@ -54,7 +54,7 @@ typedef struct bench_args {
     uint32_t n_modes;
     int variants[MAX_VARIANTS]; /* -1 auto, 0 fp32, 1 packed fp16, 2 packed fp16 with integer-dot keys */
     uint32_t n_variants;
-    int kernels[MAX_VARIANTS];  /* ctx->env.attn_kernel for each: -1 auto, 0 chunked, 1 stream, 2 rows */
+    int kernels[MAX_VARIANTS];  /* ctx->env.attn_kernel for each: -1 auto, 0 chunked, 1 stream, 2 rows, 3 coopmat */
     uint32_t n_kernels;
     int trace;
     const char *json, *device;
@@ -84,9 +84,9 @@ static int parse_kernels(const char *s, bench_args *a)
     char buf[128];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        int v = !strcmp(tok, "auto") ? -1 : !strcmp(tok, "chunked") ? 0 : !strcmp(tok, "stream") ? 1 : !strcmp(tok, "rows") ? 2 : -2;
+        int v = !strcmp(tok, "auto") ? -1 : !strcmp(tok, "chunked") ? 0 : !strcmp(tok, "stream") ? 1 : !strcmp(tok, "rows") ? 2 : !strcmp(tok, "coopmat") ? 3 : -2;
         if (v == -2 || a->n_kernels == MAX_VARIANTS) {
-            fprintf(stderr, "oscar-bench: --kernels: '%s' is not a list of auto, chunked, stream, rows\n", s);
+            fprintf(stderr, "oscar-bench: --kernels: '%s' is not a list of auto, chunked, stream, rows, coopmat\n", s);
             return 0;
         }
         a->kernels[a->n_kernels++] = v;
