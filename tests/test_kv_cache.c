@@ -420,16 +420,27 @@ static void accounting(void)
     CHECK(ratio > 6.9 && ratio < 16.0 / 2.25);
 }
 
+static const shape s64 = { 64, 64, 3, 3, 16, 16, 32, 8 };   /* SmolLM2-like: 9 query heads, 3 KV heads */
+static const shape s128 = { 128, 128, 2, 4, 16, 16, 48, 8 };
+static const shape s128g32 = { 128, 32, 1, 8, 32, 20, 40, 4 }; /* sink not a multiple of the page */
+static const shape s128g1 = { 128, 64, 4, 1, 16, 16, 32, 8 };
+
+/* A decode-attention variant the context's environment now asks for, over shapes that reach its
+ * boundaries (GQA 3, 4, 8; G 32 to 128; key centers): first_mode on the SmolLM2-like shape (fp16
+ * where the variant serves it), oscar with key centers, int2-hadamard with G 32. */
+static void variant_scenarios(oscar_context *ctx, oscar_kv_mode first_mode)
+{
+    scenario(ctx, &s64, first_mode, 0);
+    scenario(ctx, &s128, OSCAR_KV_INT2_ROTATED, 1);
+    scenario(ctx, &s128g32, OSCAR_KV_INT2_HADAMARD, 0);
+}
+
 int main(void)
 {
     oscar_context *ctx = test_gpu_context();
     test_rng_seed(7);
     accounting();
     bad_input(ctx);
-    shape s64 = { 64, 64, 3, 3, 16, 16, 32, 8 };   /* SmolLM2-like: 9 query heads, 3 KV heads */
-    shape s128 = { 128, 128, 2, 4, 16, 16, 48, 8 };
-    shape s128g32 = { 128, 32, 1, 8, 32, 20, 40, 4 }; /* sink not a multiple of the page */
-    shape s128g1 = { 128, 64, 4, 1, 16, 16, 32, 8 };
     scenario(ctx, &s64, OSCAR_KV_FP16, 0);
     scenario(ctx, &s64, OSCAR_KV_INT2, 0);
     scenario(ctx, &s64, OSCAR_KV_INT2_HADAMARD, 0);
@@ -442,9 +453,7 @@ int main(void)
     if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
         int saved = ctx->env.attn_idot;
         ctx->env.attn_idot = 1;
-        scenario(ctx, &s64, OSCAR_KV_INT2, 0);
-        scenario(ctx, &s128, OSCAR_KV_INT2_ROTATED, 1);
-        scenario(ctx, &s128g32, OSCAR_KV_INT2_HADAMARD, 0);
+        variant_scenarios(ctx, OSCAR_KV_INT2); /* (fp16 mode never takes them) */
         ctx->env.attn_idot = saved;
     } else
         printf("integer-dot keys: skipped (no integer dot products or shaderFloat16, or not built)\n");
@@ -452,9 +461,7 @@ int main(void)
     if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_cm_emu.f16")) {
         int saved = ctx->env.attn_kernel;
         ctx->env.attn_kernel = 3;
-        scenario(ctx, &s64, OSCAR_KV_FP16, 0);
-        scenario(ctx, &s128, OSCAR_KV_INT2_ROTATED, 1);
-        scenario(ctx, &s128g32, OSCAR_KV_INT2_HADAMARD, 0);
+        variant_scenarios(ctx, OSCAR_KV_FP16);
         ctx->env.attn_kernel = saved;
     } else
         printf("cooperative-matrix decode attention: skipped (no shaderFloat16, or not built)\n");

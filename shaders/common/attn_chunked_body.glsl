@@ -397,7 +397,7 @@ void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout 
 
 void main()
 {
-    uint item_id = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+    uint item_id = attn_item_id();
     if (item_id >= pc.n_items) return; // uniform over the workgroup
     uint kvh = gl_WorkGroupID.y;
     uint t = gl_LocalInvocationID.x;

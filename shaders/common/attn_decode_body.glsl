@@ -195,7 +195,7 @@ void f16_item(uint item_id, kv_attn_item it, uint kvh)
 
 void main()
 {
-    uint item_id = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+    uint item_id = attn_item_id();
     if (item_id >= pc.n_items) return; // uniform over the workgroup
     uint kvh = gl_WorkGroupID.y;
     kv_attn_item it = items[item_id];

@@ -5,26 +5,28 @@
 //
 // One workgroup per (work item, KV head). The GQA query heads of the KV head are the first
 // rows of a 16-row Q (q·scale in fp16, rows past GQA zero), which every subgroup holds in its
-// registers as d / 16 A matrices. The item's tokens go in steps of T = 16 * TT; subgroup s takes
-// steps s, s + S, s + 2S, ... (S subgroups) and keeps its own output accumulators O [16][d]
-// (fp32), maxima and sums: no workgroup barrier inside the walk. A step:
-//   load:    the step's raw words (INT2: a K and a V code word and their group's params a
-//            (token, word) unit; fp16: the two 16-byte halves of K and V a unit) were read into
-//            registers during the previous step; K is dequantized (min + code * scale, in fp16
-//            with one rounding; with a key-center table in fp32 plus the block's center, then
-//            rounded) into the subgroup's part of sk, and the next step's reads are issued
+// registers as d / 16 A matrices. The item's tokens go in steps of T = 16 * TT; walker s (the
+// first WALKERS subgroups; any further ones only join at the end) takes steps s, s + S, s + 2S,
+// ... (S walkers) and keeps its own output accumulators O [16][d] (fp32), maxima and sums: no
+// workgroup barrier inside the walk. A step:
+//   load:    INT2: the step's raw words (a K and a V code word and their group's params a
+//            (token, word) unit) were read into registers during the previous step; K is
+//            dequantized (min + code * scale, in fp16 with one rounding; with a key-center table
+//            in fp32 plus the block's center, then rounded) into the walker's part of sk, and
+//            the next step's reads are issued. fp16 rows (the windows, fp16 mode) are read and
+//            stored at once.
 //   scores:  S = Q · Kᵀ [16][T] into ss; the lanes take (head, 4 tokens) entries, a head's in
-//            neighbouring lanes: the step's maximum per head meets through shuffles, and, as in attn_prefill.coopmat, the
-//            running maximum m moves only when a score passes it by more than TAU (p <= e^TAU
-//            then fits fp16; O is rescaled through ss only when it moved); p = exp(s - m) in
-//            fp16 into sp (0 past the item), l += p
+//            neighbouring lanes, whose step maximum meets through shuffles; as in
+//            attn_prefill.coopmat the running maximum m moves only when a score passes it by
+//            more than TAU (p <= e^TAU then fits fp16; O is rescaled through ss only when it
+//            moved); p = exp(s - m) in fp16 into sp (0 past the item), l += p
 //   values:  V is dequantized into the same sk rows (the scores' reads of them are done) and
 //            O += P · V
 // Rows of sk hold each 16-element word of a K or V row in the order (e, e + 8) for e = 0..7,
 // the order in which two codes of an INT2 word come out of one shift and mask; q is staged in
 // the same order, so the scores are unchanged, and O's columns come out in it (undone below).
 //
-// At the end the subgroups' (m, l, O) meet through shared memory into the item's partial
+// At the end the walkers' (m, l, O) meet through shared memory into the item's partial
 // (M = max m_s, L = sum l_s e^(m_s - M), O = sum O_s e^(m_s - M)), written to partials
 // [n_items][n_head][d + 4] as the other decode kernels write theirs, and the last workgroup of the
 // (row, KV head) merges the row (common/attn_merge.glsl: R_Vᵀ, μ_V, out's int8 blocks).
@@ -33,9 +35,10 @@
 // +-65504), p in fp16, fp32 sums: attn_ref_attention with f16_inputs reproduces it, as for
 // attn_prefill.coopmat.
 //
-// The host sizes the workgroup as a number of subgroups of the largest size the device may use;
-// where the device runs smaller subgroups there are more of them, each walking its own steps.
-// The per-subgroup arrays are sized for subgroups of SG_MIN. Nothing assumes a subgroup size.
+// The host sizes the workgroup as WALKERS subgroups of the largest size the device may use (more
+// where the merge needs d/4 threads), and keeps WALKERS <= WG / SG_MIN, so a device that runs
+// smaller subgroups still has every walker. Nothing assumes a subgroup size; a head's softmax
+// entries (4 TT lanes, a power of two) need subgroups of at least that many lanes.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_KHR_memory_scope_semantics : require
 #include "common/kv_layout.h"
@@ -51,8 +54,8 @@ layout(constant_id = KV_SPEC_CM_WALKERS) const uint WALKERS = 4; // subgroups th
 
 const uint T = 16u * TT;                 // tokens a subgroup takes a step
 const uint T4 = T / 4u;
-const uint NSG = WALKERS;                // subgroups that walk (the host keeps it <= WG / SG_MIN)
-const uint QS = ATTN_CM_QS(D);           // row stride of sq, sk (f16vec4)
+const uint NSG = WALKERS;                // walkers
+const uint QS = ATTN_CM_QS(D);           // row stride of sk (f16vec4)
 const uint PS = ATTN_CM_PS(TT);          // row stride of sp (f16vec4)
 const uint SSF = 256u * TT;              // floats of ss a subgroup: [16][T] scores, or a [16][16] accumulator
 const uint UNITS = T * CW;               // (token, 16-element word) units of a step
@@ -60,8 +63,6 @@ const uint UPL = (UNITS + SG_MIN - 1u) / SG_MIN; // units a lane at most
 const uint EPL = (GQA * T4 + SG_MIN - 1u) / SG_MIN; // softmax entries (head, 4 tokens) a lane at most
 const float TAU = 8.0;                   // the lazy maximum's slack: p <= e^8 ~ 2981
 const float NEG_INF = -1.0 / 0.0;
-
-layout(std430, binding = 4) readonly buffer F16Pool { uint f16_pool[]; }; // F16Pool4, word view
 
 // ---- shared memory (ATTN_CM_SHARED_BYTES) ----
 const uint OUT_FLOATS = (LANES_M > GQA ? LANES_M : GQA) * D; // the merge's lane sums, then outputs
@@ -83,8 +84,7 @@ shared bool sh_last;                     // this workgroup completes its (row, K
 #include "common/attn_prefill_cm_ops.glsl"
 
 // The walkers' only synchronisation: a subgroup's lanes (and its matrix operations) see each
-// other's shared-memory writes. A control barrier with subgroup-scope memory semantics, not
-// subgroupMemoryBarrierShared(): a fence may wait for the step's prefetched global reads too.
+// other's shared-memory writes (a control barrier with subgroup-scope shared-memory semantics).
 #define SG_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)
 
 f16vec2 clamp_f16(vec2 v) { return f16vec2(clamp(v, vec2(-65504.0), vec2(65504.0))); }
@@ -182,7 +182,7 @@ void load_f16(bool is_v, uint seq, uint p0, uint n, uint kvh, uint kb)
 
 void main()
 {
-    uint item_id = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+    uint item_id = attn_item_id();
     if (item_id >= pc.n_items) return; // uniform over the workgroup
     uint kvh = gl_WorkGroupID.y;
     uint t = gl_LocalInvocationID.x;

@@ -65,6 +65,9 @@ layout(std430, binding = 13) writeonly buffer Q8Scales { float q8_scales[]; }; /
 
 layout(push_constant) uniform Push { attn_decode_push pc; };
 
+// The work item of this workgroup: the grid is ovk_attn_grid's, x + z * (groups in x), KV head in y.
+uint attn_item_id() { return gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x; }
+
 // INT2 codes become numbers without a conversion instruction: fp32 by code_x
 // (common/int2_code_x.glsl); fp16: or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly,
 // for two elements (e, e + 8) of a word at once.
