@@ -99,12 +99,11 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         *out = c;
         return OSCAR_OK;
     }
-    /* the cooperative-matrix kernel where asked for and the device runs it: nsg subgroups of the
-     * largest size (4, at least d/4 threads for the merge), TT 16-token blocks a step (2), both
-     * halved while the shared memory does not fit */
+    /* the cooperative-matrix kernel where asked for and the device runs it (or its emulation):
+     * walker subgroups of the largest size, TT 16-token blocks a step */
     if (tune->kernel == 3) {
-        if (!dev->coopmat || (dev->coopmat == 2 && dev->min_subgroup < 4) || gqa > 16 || !is_pow2(dev->min_subgroup) || !is_pow2(dev->max_subgroup) ||
-            dev->max_subgroup < dev->min_subgroup)
+        if (!dev->coopmat || (dev->coopmat == 2 && dev->min_subgroup < 4) || gqa > 16 || !is_pow2(dev->min_subgroup) ||
+            !is_pow2(dev->max_subgroup) || dev->max_subgroup < dev->min_subgroup)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention on cooperative matrices: not on this device "
                                "(16 x 16 x 16 fp16 matrices, subgroup sizes %u..%u) or %u query heads per KV head (at most 16)",
                                dev->min_subgroup, dev->max_subgroup, gqa);
@@ -112,7 +111,8 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         c.shader = dev->coopmat == 1 ? "attn_decode_cm.coopmat" : "attn_decode_cm_emu.f16";
         c.variant = dev->coopmat == 1 ? "coopmat" : "coopmat-emu";
         c.sg_min = dev->min_subgroup;
-        /* walkers (4) and TT (2) halve until the shared memory fits: TT first */
+        /* walkers (4) and TT (2) halve until the shared memory fits, TT first; the workgroup is
+         * the walkers' subgroups, at least d/4 threads for the merge */
         c.walkers = tune->wg ? (tune->wg / dev->max_subgroup ? tune->wg / dev->max_subgroup : 1) : 4;
         /* TT a power of two with a head's 4 TT softmax entries within the smallest subgroup */
         c.ku = tune->ku == 1 || tune->ku == 2 || tune->ku == 4 ? tune->ku : 2;

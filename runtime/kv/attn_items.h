@@ -72,7 +72,7 @@ typedef struct ovk_attn_device {
 typedef struct ovk_attn_tuning {
     int kernel;       /* 0: chunked, 1: streaming, 2: rows (texel buffers), 3: cooperative matrices, -1: choice */
     int f16;          /* 0: the fp32 variant, 1: packed fp16 where the device has it, -1: choice */
-    uint32_t wg, ku, ve, fku;  /* ku: the cooperative-matrix kernel's 16-token blocks a step (1..4) */
+    uint32_t wg, ku, ve, fku;  /* ku: the cooperative-matrix kernel's 16-token blocks a step (1, 2 or 4) */
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
     int idot;         /* chunked kernel, INT2 keys: 1 integer dot products where enabled; 0 or -1: fp32 scores */
     uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (16 with integer-dot keys, else 8) */
@@ -82,7 +82,7 @@ typedef struct ovk_attn_tuning {
 typedef struct ovk_attn_config {
     int stream;           /* 1: attn_decode (streaming subgroups), 0: attn_decode_chunked or _rows */
     int rows;             /* 1: attn_decode_rows (an invocation per row and query head, texel fetches) */
-    int cm;               /* 1: attn_decode_cm.coopmat (cooperative matrices) */
+    int cm;               /* 1: attn_decode_cm.coopmat (cooperative matrices) or its emulation */
     const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys; attn_decode_rows */
     const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32", "stream-f16", "rows",
                            * "coopmat" or "coopmat-emu" */
