@@ -157,9 +157,9 @@ static void test_exhaustion(uint32_t int2)
         memcpy(tables[i][0], s.b.seqs[ab[i]].f16_pages, table_bytes);
         memcpy(tables[i][1], s.b.seqs[ab[i]].int2_pages, table_bytes);
     }
-    uint32_t free_f16 = s.b.f16.n_free, free_int2 = s.b.int2.n_free;
+    uint32_t free_f16 = kv_pool_n_free(&s.b.f16), free_int2 = kv_pool_n_free(&s.b.int2);
     CHECK_STATUS(sim_step(&s, 2, ab, n2), OSCAR_ERROR_OUT_OF_PAGES);
-    CHECK(s.b.f16.n_free == free_f16 && s.b.int2.n_free == free_int2);
+    CHECK(kv_pool_n_free(&s.b.f16) == free_f16 && kv_pool_n_free(&s.b.int2) == free_int2);
     for (int i = 0; i < 2; i++) {
         CHECK(s.b.seqs[ab[i]].len == before[i].len && s.b.seqs[ab[i]].flushed_end == before[i].flushed_end);
         CHECK(memcmp(tables[i][0], s.b.seqs[ab[i]].f16_pages, table_bytes) == 0);
@@ -175,15 +175,18 @@ static void test_exhaustion(uint32_t int2)
     CHECK_STATUS(sim_step(&s, 1, &a, &one), OSCAR_ERROR_INVALID_STATE);
     CHECK_STATUS(kv_book_seq_free(&s.b, a), OSCAR_ERROR_INVALID_STATE);
     CHECK_OK(kv_book_seq_free(&s.b, b));
-    CHECK(s.b.f16.n_free == cfg.n_f16_pages && s.b.int2.n_free == cfg.n_int2_pages);
+    CHECK(kv_pool_n_free(&s.b.f16) == cfg.n_f16_pages && kv_pool_n_free(&s.b.int2) == cfg.n_int2_pages);
     sim_free(&s);
 }
 
-/* Randomized soak: add / fork / free / steps of random sizes over many sequences. */
-static void test_soak(uint32_t int2, uint32_t page, uint32_t sink, uint64_t seed)
+/* Randomized soak: add / fork / free / steps of random sizes over many sequences; with zones > 1
+ * the pools are cut into that many zones (the last shorter), and kv_book_check also holds every
+ * page of a sequence to its zone. */
+static void test_soak(uint32_t int2, uint32_t page, uint32_t sink, uint32_t zones, uint64_t seed)
 {
     kv_book_config cfg = { .page = page, .sink = sink, .recent = 24, .flush = 8, .int2 = int2, .max_seqs = MAX_SEQS,
-                           .max_context = MAX_CTX, .max_step_tokens = 40, .n_int2_pages = 200, .n_f16_pages = 160 };
+                           .max_context = MAX_CTX, .max_step_tokens = 40, .n_int2_pages = 200, .n_f16_pages = 160,
+                           .n_zones = zones, .zone_int2_pages = (200 + zones - 1) / zones, .zone_f16_pages = (160 + zones - 1) / zones };
     sim s;
     sim_init(&s, &cfg);
     test_rng_seed(seed);
@@ -199,8 +202,10 @@ static void test_soak(uint32_t int2, uint32_t page, uint32_t sink, uint64_t seed
             if (kv_book_seq_add(&s.b, &q) == OSCAR_OK) memset(s.content[q], 0, sizeof s.content[q]);
         } else if (op == 1) {
             int32_t d;
-            oscar_status st = sim_fork(&s, live[test_rng_u32() % n_live], &d);
+            int32_t src = live[test_rng_u32() % n_live];
+            oscar_status st = sim_fork(&s, src, &d);
             CHECK(st == OSCAR_OK || st == OSCAR_ERROR_OUT_OF_PAGES);
+            if (st == OSCAR_OK) CHECK(s.b.seqs[d].zone == s.b.seqs[src].zone);
             if (st == OSCAR_OK) n_forks++, n_copies += s.b.n_copies;
         } else if (op == 2 && n_live > 2) {
             CHECK_OK(kv_book_seq_free(&s.b, live[test_rng_u32() % n_live]));
@@ -230,12 +235,12 @@ static void test_soak(uint32_t int2, uint32_t page, uint32_t sink, uint64_t seed
         }
         if (sim_verify(&s)) break;
     }
-    printf("soak int2=%u page=%u sink=%u: %d steps, %d refused, %d forks (%d page copies)\n", int2, page, sink, n_ok,
-           n_full, n_forks, n_copies);
+    printf("soak int2=%u page=%u sink=%u zones=%u: %d steps, %d refused, %d forks (%d page copies)\n", int2, page, sink,
+           zones ? zones : 1, n_ok, n_full, n_forks, n_copies);
     CHECK(n_ok > 500 && n_forks > 50 && n_full > 0);
     for (int q = 0; q < MAX_SEQS; q++)
         if (s.b.seqs[q].active) CHECK_OK(kv_book_seq_free(&s.b, q));
-    CHECK(s.b.f16.n_free == cfg.n_f16_pages && s.b.int2.n_free == cfg.n_int2_pages); /* nothing leaked */
+    CHECK(kv_pool_n_free(&s.b.f16) == cfg.n_f16_pages && kv_pool_n_free(&s.b.int2) == cfg.n_int2_pages); /* nothing leaked */
     sim_free(&s);
 }
 
@@ -260,9 +265,11 @@ int main(void)
     test_window_boundaries();
     test_exhaustion(1);
     test_exhaustion(0);
-    test_soak(1, 8, 8, 1);
-    test_soak(1, 16, 5, 2);   /* sink not a multiple of the page */
-    test_soak(0, 8, 0, 3);    /* fp16 mode */
-    test_soak(1, 4, 0, 4);    /* no sink */
+    test_soak(1, 8, 8, 1, 1);
+    test_soak(1, 16, 5, 1, 2);   /* sink not a multiple of the page */
+    test_soak(0, 8, 0, 1, 3);    /* fp16 mode */
+    test_soak(1, 4, 0, 1, 4);    /* no sink */
+    test_soak(1, 8, 8, 3, 5);    /* three zones, the last shorter */
+    test_soak(0, 8, 0, 2, 6);    /* fp16 mode, two zones */
     return test_finish();
 }

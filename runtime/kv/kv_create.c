@@ -594,9 +594,9 @@ OSCAR_API oscar_status oscar_kv_get_stats(const oscar_kv_cache *c, oscar_kv_stat
     s->mode = c->p.mode;
     s->page_tokens = P;
     s->int2_pages_total = b->int2.n_pages;
-    s->int2_pages_used = b->int2.n_pages - b->int2.n_free;
+    s->int2_pages_used = b->int2.n_pages - kv_pool_n_free(&b->int2);
     s->f16_pages_total = b->f16.n_pages;
-    s->f16_pages_used = b->f16.n_pages - b->f16.n_free;
+    s->f16_pages_used = b->f16.n_pages - kv_pool_n_free(&b->f16);
     s->int2_bytes_per_token = c->int2_page_bytes * L / P;
     s->f16_bytes_per_token = c->f16_page_bytes * L / P;
     s->bytes_total = (uint64_t)L * (b->int2.n_pages * c->int2_page_bytes + b->f16.n_pages * c->f16_page_bytes);
@@ -611,12 +611,12 @@ OSCAR_API oscar_status oscar_kv_get_stats(const oscar_kv_cache *c, oscar_kv_stat
     uint64_t tokens = s->int2_tokens + s->f16_tokens;
     if (tokens)
         s->bits_per_element = (double)s->bytes_used * 8.0 / ((double)tokens * L * 2 * c->p.n_kv_head * c->p.head_dim);
-    /* longest new sequence: fp16 window pages first, then INT2 pages */
-    uint32_t lo = 0, hi = c->p.max_context;
+    /* longest new sequence (in the zone it would take): fp16 window pages first, then INT2 pages */
+    uint32_t lo = 0, hi = c->p.max_context, z = kv_book_new_zone(b);
     while (lo < hi) {
         uint32_t mid = lo + (hi - lo + 1) / 2, i2, f;
         kv_book_pages_for(&b->cfg, mid, &i2, &f);
-        if (i2 <= b->int2.n_free && f <= b->f16.n_free) lo = mid;
+        if (i2 <= b->int2.n_free[z] && f <= b->f16.n_free[z]) lo = mid;
         else hi = mid - 1;
     }
     s->max_context = lo;

@@ -7,16 +7,33 @@
 #include "kv_pages.h"
 
 /* ---- pools -------------------------------------------------------------------------------- */
-static oscar_status pool_init(kv_pool *p, uint32_t n)
+/* Pages of zone z: [z * zone_pages, z * zone_pages + zone_size(p, z)). */
+static uint32_t zone_size(const kv_pool *p, uint32_t z)
+{
+    uint64_t begin = (uint64_t)z * p->zone_pages;
+    return begin >= p->n_pages ? 0 : (uint32_t)(p->n_pages - begin < p->zone_pages ? p->n_pages - begin : p->zone_pages);
+}
+
+static oscar_status pool_init(kv_pool *p, uint32_t n, uint32_t n_zones, uint32_t zone_pages)
 {
     memset(p, 0, sizeof *p);
+    if (n_zones <= 1 || zone_pages == 0) n_zones = 1, zone_pages = n ? n : 1;
+    if ((uint64_t)n_zones * zone_pages < n)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: %u zones of %u pages hold fewer than %u pages", n_zones,
+                           zone_pages, n);
     p->refcount = calloc(n ? n : 1, sizeof *p->refcount);
     p->free_stack = calloc(n ? n : 1, sizeof *p->free_stack);
-    if (!p->refcount || !p->free_stack) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    p->n_free = calloc(n_zones, sizeof *p->n_free);
+    if (!p->refcount || !p->free_stack || !p->n_free) OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     p->n_pages = n;
-    /* lowest ids on top, so a fresh cache fills pages in order */
-    for (uint32_t i = 0; i < n; i++) p->free_stack[i] = n - 1 - i;
-    p->n_free = n;
+    p->n_zones = n_zones;
+    p->zone_pages = zone_pages;
+    /* lowest ids on top, so a fresh cache fills each zone's pages in order */
+    for (uint32_t z = 0; z < n_zones; z++) {
+        uint32_t base = z * zone_pages, size = zone_size(p, z);
+        for (uint32_t i = 0; i < size; i++) p->free_stack[base + i] = base + size - 1 - i;
+        p->n_free[z] = size;
+    }
     return OSCAR_OK;
 }
 
@@ -24,13 +41,14 @@ static void pool_free(kv_pool *p)
 {
     free(p->refcount);
     free(p->free_stack);
+    free(p->n_free);
     memset(p, 0, sizeof *p);
 }
 
-static int pool_alloc(kv_pool *p, int32_t *page)
+static int pool_alloc(kv_pool *p, uint32_t zone, int32_t *page)
 {
-    if (p->n_free == 0) return 0;
-    uint32_t id = p->free_stack[--p->n_free];
+    if (p->n_free[zone] == 0) return 0;
+    uint32_t id = p->free_stack[zone * p->zone_pages + --p->n_free[zone]];
     p->refcount[id] = 1;
     *page = (int32_t)id;
     return 1;
@@ -40,7 +58,8 @@ static void pool_ref(kv_pool *p, int32_t page) { p->refcount[page]++; }
 
 static void pool_unref(kv_pool *p, int32_t page)
 {
-    if (--p->refcount[page] == 0) p->free_stack[p->n_free++] = (uint32_t)page;
+    uint32_t z = (uint32_t)page / p->zone_pages;
+    if (--p->refcount[page] == 0) p->free_stack[z * p->zone_pages + p->n_free[z]++] = (uint32_t)page;
 }
 
 /* ---- geometry ----------------------------------------------------------------------------- */
@@ -84,8 +103,10 @@ oscar_status kv_book_init(kv_book *b, const kv_book_config *cfg)
     if (cfg->page == 0 || cfg->max_seqs == 0 || cfg->max_context == 0 || cfg->flush == 0 || cfg->max_step_tokens == 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: page, sequences, context, flush and step sizes must be positive");
     b->max_pages = div_up(cfg->max_context, cfg->page) + 1;
-    OSCAR_TRY(pool_init(&b->int2, cfg->n_int2_pages));
-    OSCAR_TRY(pool_init(&b->f16, cfg->n_f16_pages));
+    OSCAR_TRY(pool_init(&b->int2, cfg->n_int2_pages, cfg->n_zones, cfg->zone_int2_pages));
+    OSCAR_TRY(pool_init(&b->f16, cfg->n_f16_pages, cfg->n_zones, cfg->zone_f16_pages));
+    if (b->int2.n_zones != b->f16.n_zones)
+        OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "KV cache: the INT2 and fp16 pools have %u and %u zones", b->int2.n_zones, b->f16.n_zones);
     b->seqs = calloc(cfg->max_seqs, sizeof *b->seqs);
     if (!b->seqs) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     for (uint32_t i = 0; i < cfg->max_seqs; i++) {
@@ -136,6 +157,24 @@ void kv_book_free(kv_book *b)
     memset(b, 0, sizeof *b);
 }
 
+uint32_t kv_pool_n_free(const kv_pool *p)
+{
+    uint32_t n = 0;
+    for (uint32_t z = 0; z < p->n_zones; z++) n += p->n_free[z];
+    return n;
+}
+
+uint32_t kv_book_new_zone(const kv_book *b)
+{
+    /* the zone with the most free fp16 pages (every token starts there), then INT2 pages */
+    uint32_t best = 0;
+    for (uint32_t z = 1; z < b->f16.n_zones; z++)
+        if (b->f16.n_free[z] > b->f16.n_free[best] ||
+            (b->f16.n_free[z] == b->f16.n_free[best] && b->int2.n_free[z] > b->int2.n_free[best]))
+            best = z;
+    return best;
+}
+
 /* ---- sequences ---------------------------------------------------------------------------- */
 static oscar_status get_seq(const kv_book *b, int32_t seq, const char *what)
 {
@@ -160,6 +199,7 @@ oscar_status kv_book_seq_add(kv_book *b, int32_t *seq)
         if (b->seqs[i].active) continue;
         seq_reset(b, &b->seqs[i]);
         b->seqs[i].active = 1;
+        b->seqs[i].zone = kv_book_new_zone(b);
         *seq = (int32_t)i;
         return OSCAR_OK;
     }
@@ -188,6 +228,7 @@ oscar_status kv_book_seq_fork(kv_book *b, int32_t src, int32_t *dst)
     int32_t d;
     if ((st = kv_book_seq_add(b, &d)) != OSCAR_OK) return st;
     kv_seq *s = &b->seqs[src], *t = &b->seqs[d];
+    t->zone = s->zone; /* shared pages: the same zone */
     uint32_t P = b->cfg.page;
     uint32_t n_int2 = b->cfg.int2 && s->flushed_end > b->cfg.sink ? s->flushed_end - b->cfg.sink : 0;
     /* the partial last page of each kind needs a page of its own: allocate both first */
@@ -195,8 +236,8 @@ oscar_status kv_book_seq_fork(kv_book *b, int32_t src, int32_t *dst)
     uint32_t f16_partial = UINT32_MAX, int2_partial = UINT32_MAX;
     if (s->len % P && s->f16_pages[(s->len - 1) / P] >= 0) f16_partial = (s->len - 1) / P;
     if (n_int2 % P) int2_partial = (n_int2 - 1) / P;
-    if ((f16_partial != UINT32_MAX && !pool_alloc(&b->f16, &f16_copy)) ||
-        (int2_partial != UINT32_MAX && !pool_alloc(&b->int2, &int2_copy))) {
+    if ((f16_partial != UINT32_MAX && !pool_alloc(&b->f16, s->zone, &f16_copy)) ||
+        (int2_partial != UINT32_MAX && !pool_alloc(&b->int2, s->zone, &int2_copy))) {
         if (f16_copy >= 0) pool_unref(&b->f16, f16_copy);
         t->active = 0;
         OSCAR_RETURN_ERROR(OSCAR_ERROR_OUT_OF_PAGES, "fork of sequence %d: no free page for its partial last page", (int)src);
@@ -285,9 +326,9 @@ oscar_status kv_book_step_plan(kv_book *b, uint32_t n_seqs, const int32_t *seqs,
         uint32_t L = s->len, L2 = L + n_new[i];
         for (uint32_t p = L; p < L2; p++) {
             uint32_t k = p / P;
-            if (s->f16_pages[k] < 0 && !pool_alloc(&b->f16, &s->f16_pages[k]))
-                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_PAGES, "sequence %d: no free fp16 page for position %u (%u pages, all in use)",
-                           (int)seqs[i], p, b->f16.n_pages);
+            if (s->f16_pages[k] < 0 && !pool_alloc(&b->f16, s->zone, &s->f16_pages[k]))
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_PAGES, "sequence %d: no free fp16 page for position %u (%u pages%s, all in use)",
+                           (int)seqs[i], p, zone_size(&b->f16, s->zone), b->f16.n_zones > 1 ? " in its zone" : "");
             uint32_t row = pl->n_tokens++;
             pl->append[row] = (struct kv_token_slot){ row, p, (uint32_t)s->f16_pages[k], p % P };
             pl->row_seq[row] = (uint32_t)seqs[i];
@@ -301,9 +342,9 @@ oscar_status kv_book_step_plan(kv_book *b, uint32_t n_seqs, const int32_t *seqs,
         uint32_t n_flush = (window - c->recent) / c->flush * c->flush;
         for (uint32_t p = fe; p < fe + n_flush; p++) {
             uint32_t j = p - c->sink, m = j / P;
-            if (s->int2_pages[m] < 0 && !pool_alloc(&b->int2, &s->int2_pages[m]))
-                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_PAGES, "sequence %d: no free INT2 page for position %u (%u pages, all in use)",
-                           (int)seqs[i], p, b->int2.n_pages);
+            if (s->int2_pages[m] < 0 && !pool_alloc(&b->int2, s->zone, &s->int2_pages[m]))
+                OSCAR_FAIL(OSCAR_ERROR_OUT_OF_PAGES, "sequence %d: no free INT2 page for position %u (%u pages%s, all in use)",
+                           (int)seqs[i], p, zone_size(&b->int2, s->zone), b->int2.n_zones > 1 ? " in its zone" : "");
             pl->flush[pl->n_flush++] = (struct kv_token_slot){ (uint32_t)s->f16_pages[p / P], p % P, (uint32_t)s->int2_pages[m], j % P };
         }
         pl->new_flushed_end[i] = fe + n_flush;
@@ -358,10 +399,14 @@ static int check_pool(const kv_pool *p, const uint32_t *refs, const char *name, 
 {
     uint8_t *in_free = calloc(p->n_pages ? p->n_pages : 1, 1);
     int bad = 0;
-    for (uint32_t i = 0; i < p->n_free && !bad; i++) {
-        uint32_t id = p->free_stack[i];
-        if (id >= p->n_pages || in_free[id]) bad = snprintf(msg, n, "%s: page %u twice in the free stack", name, id);
-        else in_free[id] = 1;
+    for (uint32_t z = 0; z < p->n_zones && !bad; z++) {
+        if (p->n_free[z] > zone_size(p, z)) bad = snprintf(msg, n, "%s zone %u: %u free of %u pages", name, z, p->n_free[z], zone_size(p, z));
+        for (uint32_t i = 0; i < p->n_free[z] && !bad; i++) {
+            uint32_t id = p->free_stack[z * p->zone_pages + i];
+            if (id >= p->n_pages || in_free[id]) bad = snprintf(msg, n, "%s: page %u twice in the free stacks", name, id);
+            else if (id / p->zone_pages != z) bad = snprintf(msg, n, "%s: page %u in the free stack of zone %u", name, id, z);
+            else in_free[id] = 1;
+        }
     }
     for (uint32_t id = 0; id < p->n_pages && !bad; id++) {
         if (p->refcount[id] != refs[id])
@@ -390,6 +435,8 @@ int kv_book_check(const kv_book *b, char *msg, size_t n)
                 for (uint32_t p = k * P; p < (k + 1) * P && p < s->len; p++) need |= is_f16(b, s, p);
             if (need != (pg >= 0)) bad = snprintf(msg, n, "seq %u fp16 page %u: %s", si, k, need ? "missing" : "mapped but unused");
             else if (pg >= (int32_t)b->f16.n_pages) bad = snprintf(msg, n, "seq %u: fp16 page id %d out of range", si, pg);
+            else if (pg >= 0 && (uint32_t)pg / b->f16.zone_pages != s->zone)
+                bad = snprintf(msg, n, "seq %u (zone %u): fp16 page %d of another zone", si, s->zone, pg);
             else if (pg >= 0) f16_refs[pg]++;
         }
         uint32_t n_int2 = c->int2 && s->flushed_end > c->sink ? s->flushed_end - c->sink : 0;
@@ -398,6 +445,8 @@ int kv_book_check(const kv_book *b, char *msg, size_t n)
             int need = s->active && m * P < n_int2;
             if (need != (pg >= 0)) bad = snprintf(msg, n, "seq %u INT2 page %u: %s", si, m, need ? "missing" : "mapped but unused");
             else if (pg >= (int32_t)b->int2.n_pages) bad = snprintf(msg, n, "seq %u: INT2 page id %d out of range", si, pg);
+            else if (pg >= 0 && (uint32_t)pg / b->int2.zone_pages != s->zone)
+                bad = snprintf(msg, n, "seq %u (zone %u): INT2 page %d of another zone", si, s->zone, pg);
             else if (pg >= 0) int2_refs[pg]++;
         }
     }

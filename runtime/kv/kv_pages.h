@@ -9,6 +9,7 @@
  *   fp16:  positions [0, min(sink, len)) and [max(flushed_end, sink), len)
  *   INT2:  positions [sink, flushed_end), INT2 index j = p - sink
  * In fp16 mode there is no INT2 region (flushed_end stays 0).
+ * Page ids are global over a pool; a sequence's pages all lie in its zone.
  */
 #ifndef OSCAR_KV_PAGES_H
 #define OSCAR_KV_PAGES_H
@@ -18,15 +19,21 @@
 #include "common/kv_layout.h"
 #include "oscar/oscar.h"
 
+/* A pool of one kind, cut into zones of zone_pages consecutive ids (the last may be shorter):
+ * zone z holds ids [z * zone_pages, min(n_pages, (z + 1) * zone_pages)). Each zone has its own
+ * free stack in free_stack[z * zone_pages ..], n_free[z] deep. */
 typedef struct kv_pool {
     uint32_t n_pages;
+    uint32_t zone_pages;
+    uint32_t n_zones;
     uint32_t *refcount;     /* [n_pages] 0 = free */
-    uint32_t *free_stack;   /* [n_pages] ids of free pages, top at n_free - 1 */
-    uint32_t n_free;
+    uint32_t *free_stack;   /* [n_pages] ids of free pages, zone z's top at z * zone_pages + n_free[z] - 1 */
+    uint32_t *n_free;       /* [n_zones] */
 } kv_pool;
 
 typedef struct kv_seq {
     int active;
+    uint32_t zone;          /* every page of the sequence is of this zone (of both pools) */
     uint32_t len;           /* tokens stored */
     uint32_t flushed_end;   /* positions [sink, flushed_end) are INT2; 0 while none is */
     int32_t *f16_pages;     /* [max_pages] fp16 page of positions [kP, (k+1)P), -1 none */
@@ -40,6 +47,11 @@ typedef struct kv_book_config {
     uint32_t int2;          /* 1: INT2 region in use (int2 modes); 0: fp16 mode */
     uint32_t max_seqs, max_context, max_step_tokens;
     uint32_t n_int2_pages, n_f16_pages;
+    /* zones (0 or 1: one): both pools cut into n_zones zones of zone_int2_pages and
+     * zone_f16_pages (n_zones * zone pages >= the pool's pages); a sequence takes the zone with
+     * the most free pages when added and keeps it (a fork keeps its source's), so that each of
+     * the GPU's dispatches reads one zone (kv_cache_impl.h) */
+    uint32_t n_zones, zone_int2_pages, zone_f16_pages;
 } kv_book_config;
 
 /* A page to copy (fork): all layers, one page of one kind. */
@@ -93,6 +105,11 @@ void kv_book_step_cancel(kv_book *b);
 
 /* Where a position lives: kind (KV_ITEM_INT2 / KV_ITEM_F16), physical page, slot. */
 int kv_book_locate(const kv_book *b, int32_t seq, uint32_t pos, uint32_t *page, uint32_t *slot);
+
+/* Free pages of a pool, all zones. */
+uint32_t kv_pool_n_free(const kv_pool *p);
+/* The zone the next added sequence takes: the most free fp16 pages, then INT2 pages. */
+uint32_t kv_book_new_zone(const kv_book *b);
 
 /* Pages a single sequence of `tokens` tokens needs of each kind (windows included). */
 void kv_book_pages_for(const kv_book_config *cfg, uint32_t tokens, uint32_t *int2_pages, uint32_t *f16_pages);
