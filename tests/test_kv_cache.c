@@ -6,7 +6,8 @@
  * still in the fp16 windows) must equal exact fp32 attention over the K/V the test appended
  * (<= 1e-4): this is what catches a rotation applied in the wrong orientation, since the test
  * uses a non-symmetric R. Every mode also runs on decode attention's cooperative-matrix kernel (or
- * its scalar emulation), whose fp16 inputs get a reference that rounds alike. Also: bad parameters, freed sequences, full context, page
+ * its scalar emulation), whose fp16 inputs get a reference that rounds alike, and with page pools
+ * cut into zones (each dispatch over one zone's window). Also: bad parameters, freed sequences, full context, page
  * exhaustion that leaves other sequences untouched, and memory accounting. */
 #include <math.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 
 #include "attn_ref.h"
 #include "kv_cache.h"
+#include "kv_cache_impl.h"
 #include "kv_snapshot.h"
 #include "oscar/experimental.h"
 #include "kv_ref.h"
@@ -172,6 +174,8 @@ static void fork_history(run *r, int32_t src, int32_t dst)
     }
 }
 
+static uint32_t max_zones; /* the most page-pool zones a scenario's cache had */
+
 static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int per_head)
 {
     run r;
@@ -209,6 +213,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     }
     oscar_status st = oscar_kv_cache_create(ctx, &p, &r.cache);
     CHECK_OK(st);
+    if (st == OSCAR_OK && r.cache->n_zones > max_zones) max_zones = r.cache->n_zones;
     free(rot);
     free(centers);
     if (st != OSCAR_OK) return;
@@ -465,5 +470,14 @@ int main(void)
         ctx->env.attn_kernel = saved;
     } else
         printf("cooperative-matrix decode attention: skipped (no shaderFloat16, or not built)\n");
+    /* page pools in zones, as on a device whose storage bindings are smaller than a pool: 256 KiB
+     * bindings cut these caches' pools into 2 to 7 zones, each dispatch over one zone's window */
+    ctx->env.kv_zone_bytes = 256u << 10;
+    max_zones = 0;
+    variant_scenarios(ctx, OSCAR_KV_FP16);
+    scenario(ctx, &s64, OSCAR_KV_INT2, 0);
+    CHECK_MSG(max_zones > 1, "zones: the caches kept %u zone", max_zones);
+    printf("zones: up to %u a pool\n", max_zones);
+    ctx->env.kv_zone_bytes = 0;
     return test_gpu_finish(ctx);
 }

@@ -59,6 +59,11 @@ static_assert(ATTN_MIN_CENTER_BLOCK == OSCAR_KEY_CENTER_BLOCK_MIN, "the shaders'
 /* attn_decode's shared memory is kept within this (and the device's limit) */
 #define ATTN_SHARED_BUDGET 32768u
 
+/* A zone's group of a step's array (kv_zones.c): elements [first, first + count). */
+typedef struct kv_zone_range {
+    uint32_t first, count;
+} kv_zone_range;
+
 struct oscar_kv_cache {
     oscar_context *ctx;
     oscar_kv_params p;          /* copy; its pointers cleared */
@@ -136,8 +141,37 @@ struct oscar_kv_cache {
                                   * the partials of its most parts fit one storage binding */
     uint32_t n_pf_items;         /* items of this step's split walks; 0: no merge */
     ovk_pipeline *pl_prefill_merge; /* attn_prefill_merge; NULL where walks never split */
+    /* Zones (kv_pages.h; kv_zones.c): each kernel over the pools is dispatched once a zone, over
+     * that zone's group of the step's slots, items or tiles and its window of the pools. */
+    uint32_t n_zones;             /* book.cfg.n_zones, at least 1 */
+    uint32_t slot_align, item_align, tile_align; /* elements a group starts at a multiple of */
+    kv_zone_range *z_append, *z_flush, *z_items, *z_tiles; /* [n_zones] this step's groups */
+    struct kv_token_slot *h_slots; /* [T + max flush + padding] the step's slots by zone, zone-local ids */
+    int32_t *h_table;             /* [max_pages] one page-table row with zone-local ids */
+    struct kv_attn_item *h_items_z; /* [items_cap] scratch of the grouping */
+    struct kv_attn_tile *h_tiles_z; /* [tiles_cap] likewise */
     double last_gpu_ms;
 };
+
+/* ---- zones (kv_zones.c) ---- */
+/* Elements of elem_bytes each that make one step of the storage-buffer offset alignment. */
+uint32_t ovk_kv_align_elems(const oscar_kv_cache *c, uint64_t elem_bytes);
+/* The binding of zone `zone`'s window of layer `layer`'s pool of kind KV_ITEM_INT2 or KV_ITEM_F16
+ * (the whole pool with one zone). */
+ovk_binding ovk_kv_zone_pool(const oscar_kv_cache *c, uint32_t kind, uint32_t layer, uint32_t zone);
+/* A page id as the GPU sees it: local to its zone (negative ids unchanged). */
+int32_t ovk_kv_local_page(const oscar_kv_cache *c, uint32_t kind, int32_t page);
+/* src [n] append slots (flush = 0) or flush slots grouped by zone into dst with zone-local page
+ * ids, ranges [n_zones]; returns the elements written (padding included). */
+uint32_t ovk_kv_zone_slots(const oscar_kv_cache *c, const struct kv_token_slot *src, uint32_t n, int flush,
+                           kv_zone_range *ranges, struct kv_token_slot *dst);
+/* Items the grouping of this step's items will take (padding included). */
+uint32_t ovk_kv_zone_items_size(const oscar_kv_cache *c);
+/* Groups h_items by zone (through scratch [ovk_kv_zone_items_size]) with zone-local page ids,
+ * each row's item range relative to its group; sets z_items and n_items. */
+void ovk_kv_zone_items(oscar_kv_cache *c, struct kv_attn_item *scratch);
+/* Groups h_tiles by zone (through scratch [tiles_cap]); sets z_tiles and n_tiles (padding included). */
+void ovk_kv_zone_tiles(oscar_kv_cache *c, struct kv_attn_tile *scratch);
 
 /* A pipeline description with the cache's shape in the shared specialization constants
  * (kv_layout.h, kv_write.h); callers add their own ids (n_spec covers up to 18). */

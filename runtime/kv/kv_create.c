@@ -131,11 +131,48 @@ static int rows_fit(const oscar_kv_cache *c)
     uint64_t tokens = (uint64_t)c->book.max_pages * c->p.page_tokens;
     uint64_t split = c->ctx->env.attn_min_split ? c->ctx->env.attn_min_split : ATTN_ROWS_MIN_SPLIT;
     uint64_t limit = c->ctx->limits.maxTexelBufferElements;
+    if (c->book.cfg.n_zones > 1) return 0; /* its texel views of the pools are whole */
     if (tokens / c->attn.tb + tokens / split + 3 + c->p.head_dim > 65000) return 0;
     if (c->rot_v.size / 16 > limit) return 0;
     for (uint32_t l = 0; l < c->p.n_layer; l++)
         if (c->int2_pool[l].size / 16 > limit || c->f16_pool[l].size / 16 > limit) return 0;
     return 1;
+}
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b, b = t;
+    }
+    return a;
+}
+
+/* Zones of the page pools (kv_pages.h): the fewest zones N such that a zone of each pool, its
+ * pages a multiple of what keeps zone offsets at the device's storage-buffer offset alignment,
+ * fits one storage binding (the device's range, or OSCAR_KV_ZONE_BYTES where smaller: a
+ * development aid for testing zones at small sizes). Fails with a message when one page (times
+ * that multiple) is already over the binding. */
+static oscar_status plan_zones(oscar_kv_cache *c, kv_book_config *cfg)
+{
+    uint64_t limit = c->ctx->info.max_storage_buffer_range, align = c->ctx->limits.minStorageBufferOffsetAlignment;
+    if (c->ctx->env.kv_zone_bytes && c->ctx->env.kv_zone_bytes < limit) limit = c->ctx->env.kv_zone_bytes;
+    if (align == 0) align = 1;
+    uint64_t step_i = align / gcd64(align, c->int2_page_bytes), step_f = align / gcd64(align, c->f16_page_bytes);
+    if (step_i * c->int2_page_bytes > limit || step_f * c->f16_page_bytes > limit)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "KV cache: a page (%llu INT2 / %llu fp16 bytes) does not fit one storage "
+                           "binding of %llu bytes", (unsigned long long)c->int2_page_bytes,
+                           (unsigned long long)c->f16_page_bytes, (unsigned long long)limit);
+    for (uint64_t n = 1;; n++) {
+        uint64_t zi = (cfg->n_int2_pages + n - 1) / n, zf = (cfg->n_f16_pages + n - 1) / n;
+        zi = (zi + step_i - 1) / step_i * step_i;
+        zf = (zf + step_f - 1) / step_f * step_f;
+        if (zi == 0) zi = step_i;
+        if (zi * c->int2_page_bytes <= limit && zf * c->f16_page_bytes <= limit) {
+            cfg->n_zones = (uint32_t)n, cfg->zone_int2_pages = (uint32_t)zi, cfg->zone_f16_pages = (uint32_t)zf;
+            return OSCAR_OK;
+        }
+    }
 }
 
 /* Decode attention's pipeline: the kernel, variant and shape ovk_attn_pick chooses for this
@@ -262,7 +299,8 @@ static oscar_status create_prefill(oscar_kv_cache *c)
         return OSCAR_OK;
     uint32_t T = c->p.max_step_tokens, nkv = c->p.n_kv_head;
     int env_split = ctx->env.attn_prefill_split;
-    c->pf_split_chunks = !coopmat ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
+    /* split walks write partials by the step's item numbers, which one dispatch a zone does not keep */
+    c->pf_split_chunks = !coopmat || c->book.cfg.n_zones > 1 ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
     c->pf_split_below = env_split > 0 ? UINT32_MAX : ATTN_PF_SPLIT_BELOW; /* a part size given: any step splits */
     /* rows a split step may have: its walks are fewer than pf_split_below / n_kv */
     uint64_t split_rows = T;
@@ -277,13 +315,15 @@ static oscar_status create_prefill(oscar_kv_cache *c)
         c->pf_target /= 2;
     if (c->pf_target < nkv) c->pf_split_chunks = 0;
     uint64_t tiles_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_TILES(T, nkv, c->pf_target) : T;
+    if (c->n_zones > 1) tiles_cap += (uint64_t)c->n_zones * (c->tile_align - 1); /* each zone's group aligned */
     uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, split_rows, nkv, c->pf_target) : 0;
     c->tiles_cap = (uint32_t)tiles_cap;
     c->pf_items_cap = (uint32_t)items_cap;
     OSCAR_TRY(ovk_buffer_create(ctx, tiles_cap * sizeof(struct kv_attn_tile), OSCAR_BUFFER_DEVICE, &c->tiles));
     c->h_tiles = malloc((size_t)tiles_cap * sizeof *c->h_tiles);
+    c->h_tiles_z = malloc((size_t)tiles_cap * sizeof *c->h_tiles_z);
     c->h_walks = malloc((size_t)T * sizeof *c->h_walks);
-    if (!c->h_tiles || !c->h_walks) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    if (!c->h_tiles || !c->h_tiles_z || !c->h_walks) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
     ovk_pipeline_desc d = ovk_kv_cache_desc(c, coopmat ? "attn_prefill.coopmat" : "attn_prefill", coopmat ? 11 : 10,
                                             sizeof(struct attn_prefill_push), coopmat ? wg : WG_ATTN, ATTN_PF_N_SPEC);
     d.spec[KV_SPEC_PF_ROWS] = c->pf_rows;
@@ -417,12 +457,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     if (cfg.n_f16_pages == 0 || (int2 && cfg.n_int2_pages == 0 && p.max_context > cfg.sink + cfg.recent))
         OSCAR_FAIL(OSCAR_ERROR_OUT_OF_DEVICE_MEMORY, "KV cache: memory_budget %llu bytes holds no page (fp16 pages need %llu bytes per layer)",
                    (unsigned long long)p.memory_budget, (unsigned long long)c->f16_page_bytes);
-    uint64_t limit = c->ctx->info.max_storage_buffer_range;
-    if ((uint64_t)cfg.n_int2_pages * c->int2_page_bytes > limit || (uint64_t)cfg.n_f16_pages * c->f16_page_bytes > limit)
-        OSCAR_FAIL(OSCAR_ERROR_UNSUPPORTED, "KV cache: a layer's page pool (%llu INT2 / %llu fp16 bytes) exceeds the device's "
-                   "storage-buffer limit of %llu bytes; lower max_context, max_sequences or memory_budget",
-                   (unsigned long long)cfg.n_int2_pages * c->int2_page_bytes,
-                   (unsigned long long)cfg.n_f16_pages * c->f16_page_bytes, (unsigned long long)limit);
+    OSCAR_TRY(plan_zones(c, &cfg));
     OSCAR_TRY(kv_book_init(&c->book, &cfg));
 
     /* page pools */
@@ -512,9 +547,26 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(ovk_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->int2_table));
     OSCAR_TRY(ovk_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->f16_table));
     uint32_t T = p.max_step_tokens;
-    c->flush_offset = T;
-    uint64_t max_flush = (uint64_t)T + (uint64_t)p.max_sequences * (p.recent_tokens + p.flush_tokens);
-    OSCAR_TRY(ovk_buffer_create(ctx, (T + max_flush) * sizeof(struct kv_token_slot), OSCAR_BUFFER_DEVICE, &c->slots));
+    /* zones: each kind of slot, item and tile grouped by zone at aligned offsets (kv_zones.c) */
+    c->n_zones = c->book.cfg.n_zones ? c->book.cfg.n_zones : 1;
+    c->slot_align = ovk_kv_align_elems(c, sizeof(struct kv_token_slot));
+    c->item_align = ovk_kv_align_elems(c, sizeof(struct kv_attn_item));
+    uint32_t part_align = ovk_kv_align_elems(c, (uint64_t)p.n_head * KV_PARTIAL_FLOATS(d) * 4);
+    while (c->item_align % part_align) c->item_align += ovk_kv_align_elems(c, sizeof(struct kv_attn_item)); /* both */
+    c->tile_align = ovk_kv_align_elems(c, sizeof(struct kv_attn_tile));
+    uint32_t slot_pad = c->n_zones > 1 ? c->n_zones * (c->slot_align - 1) : 0;
+    c->z_append = calloc(c->n_zones, sizeof *c->z_append);
+    c->z_flush = calloc(c->n_zones, sizeof *c->z_flush);
+    c->z_items = calloc(c->n_zones, sizeof *c->z_items);
+    c->z_tiles = calloc(c->n_zones, sizeof *c->z_tiles);
+    c->h_table = malloc(c->book.max_pages * sizeof *c->h_table);
+    c->flush_offset = T + slot_pad;
+    uint64_t max_flush = (uint64_t)T + (uint64_t)p.max_sequences * (p.recent_tokens + p.flush_tokens) + slot_pad;
+    c->h_slots = malloc((c->flush_offset + max_flush) * sizeof *c->h_slots);
+    if (!c->z_append || !c->z_flush || !c->z_items || !c->z_tiles || !c->h_table || !c->h_slots)
+        OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+    OSCAR_TRY(ovk_buffer_create(ctx, (c->flush_offset + max_flush) * sizeof(struct kv_token_slot), OSCAR_BUFFER_DEVICE,
+                                &c->slots));
     OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)T * sizeof(struct kv_attn_row), OSCAR_BUFFER_DEVICE, &c->rows));
     uint64_t row_bytes = (uint64_t)T * p.n_head * d * 4;
     OSCAR_TRY(ovk_buffer_create(ctx, row_bytes, OSCAR_BUFFER_DEVICE, &c->q_rot));
@@ -536,7 +588,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     /* on a CPU device the write path's texel shapes: an invocation a row, R by texel fetches
      * (lavapipe, SmolLM2-135M in int2-hadamard mode: kv_append 1.6 -> 0.24 ms, rotate_rows 0.83 -> 0.20
      * ms a call); up to head_dim 128, whose unrolled rows lavapipe still compiles in seconds */
-    c->write_texel = ctx->info.type == OSCAR_DEVICE_CPU && ctx->texel_buffers && d <= 128 &&
+    c->write_texel = ctx->info.type == OSCAR_DEVICE_CPU && ctx->texel_buffers && d <= 128 && c->book.cfg.n_zones == 1 &&
                      c->rot_k.size / 16 <= ctx->limits.maxTexelBufferElements &&
                      c->rot_v.size / 16 <= ctx->limits.maxTexelBufferElements;
     /* kv_append and rotate_rows are got at first use, in the RoPE variant a model asks for or
@@ -571,7 +623,8 @@ OSCAR_API void oscar_kv_cache_destroy(oscar_kv_cache *c)
     free(c->clip_k), free(c->clip_v);
     free(c->copies), free(c->copy_dst);
     free(c->h_rows), free(c->h_items), free(c->h_row_vis), free(c->h_seq_sink), free(c->h_seq_fe);
-    free(c->h_tiles), free(c->h_walks);
+    free(c->h_tiles), free(c->h_walks), free(c->h_tiles_z), free(c->h_items_z), free(c->h_slots), free(c->h_table);
+    free(c->z_append), free(c->z_flush), free(c->z_items), free(c->z_tiles);
     kv_book_free(&c->book);
     free(c);
 }

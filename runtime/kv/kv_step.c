@@ -79,6 +79,7 @@ static oscar_status plan_prefill(oscar_kv_cache *c, int *done)
                                      c->pf_split_chunks, c->h_rows, c->h_tiles, c->tiles_cap, &c->n_tiles, &c->n_pf_items));
     if (c->n_pf_items > c->pf_items_cap) /* cannot happen (attn_tiles.h's bound): a planning bug */
         OSCAR_FAIL(OSCAR_ERROR_INVALID_STATE, "prefill attention: %u partials, room for %u", c->n_pf_items, c->pf_items_cap);
+    ovk_kv_zone_tiles(c, c->h_tiles_z);
     c->n_items = 0;
     *done = 1;
 fail:
@@ -114,14 +115,16 @@ static oscar_status plan_attention(oscar_kv_cache *c)
     uint32_t n_items = 0;
     OSCAR_TRY(ovk_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
                                      NULL, NULL, 0, &n_items));
+    if (c->n_zones > 1) n_items += c->n_zones * (c->item_align - 1); /* each zone's group aligned */
     if (n_items > c->items_cap) { /* grow (rarely: the split keeps the count near the target) */
         uint32_t cap = n_items + n_items / 2;
         ovk_buffer_destroy(c->ctx, &c->items);
         ovk_buffer_destroy(c->ctx, &c->partials);
-        free(c->h_items);
+        free(c->h_items), free(c->h_items_z);
         c->items_cap = 0;
         c->h_items = malloc((size_t)cap * sizeof *c->h_items);
-        if (!c->h_items) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
+        c->h_items_z = malloc((size_t)cap * sizeof *c->h_items_z);
+        if (!c->h_items || !c->h_items_z) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
         OSCAR_TRY(ovk_buffer_create(c->ctx, (uint64_t)cap * sizeof *c->h_items, OSCAR_BUFFER_DEVICE, &c->items));
         OSCAR_TRY(ovk_buffer_create(c->ctx, (uint64_t)cap * c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4,
                                       OSCAR_BUFFER_DEVICE, &c->partials));
@@ -134,6 +137,7 @@ static oscar_status plan_attention(oscar_kv_cache *c)
         const kv_seq *q = &c->book.seqs[it->seq];
         ovk_attn_item_pages(it, c->p.page_tokens, it->kind == KV_ITEM_INT2 ? q->int2_pages : q->f16_pages, c->book.max_pages);
     }
+    ovk_kv_zone_items(c, c->h_items_z);
 fail:
     return st;
 }
@@ -179,12 +183,17 @@ oscar_status ovk_kv_upload_step(oscar_kv_cache *c)
     for (uint32_t s = 0; s < c->p.max_sequences; s++) {
         kv_seq *q = &b->seqs[s];
         if (!q->dirty) continue;
-        stage(c, &at, &c->int2_table, s * row_bytes, q->int2_pages, row_bytes);
-        stage(c, &at, &c->f16_table, s * row_bytes, q->f16_pages, row_bytes);
+        for (uint32_t k = 0; k < b->max_pages; k++) c->h_table[k] = ovk_kv_local_page(c, KV_ITEM_INT2, q->int2_pages[k]);
+        stage(c, &at, &c->int2_table, s * row_bytes, c->h_table, row_bytes);
+        for (uint32_t k = 0; k < b->max_pages; k++) c->h_table[k] = ovk_kv_local_page(c, KV_ITEM_F16, q->f16_pages[k]);
+        stage(c, &at, &c->f16_table, s * row_bytes, c->h_table, row_bytes);
         q->dirty = 0;
     }
-    stage(c, &at, &c->slots, 0, pl->append, pl->n_tokens * sizeof *pl->append);
-    stage(c, &at, &c->slots, (uint64_t)c->flush_offset * sizeof *pl->flush, pl->flush, pl->n_flush * sizeof *pl->flush);
+    uint32_t n_append = ovk_kv_zone_slots(c, pl->append, pl->n_tokens, 0, c->z_append, c->h_slots);
+    stage(c, &at, &c->slots, 0, c->h_slots, n_append * sizeof *c->h_slots);
+    uint32_t n_flush = ovk_kv_zone_slots(c, pl->flush, pl->n_flush, 1, c->z_flush, c->h_slots + c->flush_offset);
+    stage(c, &at, &c->slots, (uint64_t)c->flush_offset * sizeof *c->h_slots, c->h_slots + c->flush_offset,
+          n_flush * sizeof *c->h_slots);
     stage(c, &at, &c->rows, 0, c->h_rows, pl->n_tokens * sizeof *c->h_rows);
     stage(c, &at, &c->items, 0, c->h_items, c->n_items * sizeof *c->h_items);
     stage(c, &at, &c->tiles, 0, c->h_tiles, c->n_tiles * sizeof *c->h_tiles);
@@ -270,14 +279,19 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
         ovk_attn_grid(texel_groups((uint64_t)push.n_tokens * c->p.n_kv_head), 2, groups); /* y: K, V */
         return ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
     }
-    ovk_binding slots = { &c->slots, 0, c->book.plan.n_tokens * sizeof(struct kv_token_slot) };
-    ovk_binding b[9] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
-                           slots, { &c->f16_pool[layer], 0, 0 }, mean_binding(c, layer),
-                           rope ? rope->pos : slots, rope ? rope->inv_freq : slots }; /* unread without RoPE */
-    struct kv_append_push push = { c->book.plan.n_tokens, rope ? rope->n_rot : 0 };
-    uint32_t n = push.n_tokens;
-    uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
-    return ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
+    for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's slots into its window of the fp16 pool */
+        uint32_t n = c->z_append[z].count;
+        if (n == 0) continue;
+        ovk_binding slots = { &c->slots, c->z_append[z].first * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) };
+        ovk_binding b[9] = { *k, *v, { &c->rot_k, layer * rot_bytes, rot_bytes }, { &c->rot_v, layer * rot_bytes, rot_bytes },
+                               slots, ovk_kv_zone_pool(c, KV_ITEM_F16, layer, z), mean_binding(c, layer),
+                               rope ? rope->pos : slots, rope ? rope->inv_freq : slots }; /* unread without RoPE */
+        struct kv_append_push push = { n, rope ? rope->n_rot : 0 };
+        uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
+        oscar_status st = ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
+        if (st != OSCAR_OK) return st;
+    }
+    return OSCAR_OK;
 }
 
 oscar_status ovk_kv_record_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *k,
@@ -300,13 +314,19 @@ static oscar_status record_prefill(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t lay
     uint64_t rot_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
     ovk_binding rot_v = { &c->rot_v, layer * rot_bytes, rot_bytes }, rows = { &c->rows, 0, 0 };
     ovk_binding partials = { &c->pf_partials, 0, 0 };
-    struct attn_prefill_push pp = { c->n_tiles, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
-    /* binding 10 (partials): attn_prefill.coopmat only */
-    ovk_binding b[11] = { *q, rows, { &c->tiles, 0, 0 }, { &c->int2_pool[layer], 0, 0 }, { &c->f16_pool[layer], 0, 0 },
-                            { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 }, rot_v, *out, mean_binding(c, layer), partials };
     uint32_t groups[3];
-    ovk_attn_grid(c->n_tiles, c->p.n_kv_head, groups);
-    OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups));
+    for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's tiles */
+        const kv_zone_range *r = &c->z_tiles[z];
+        if (r->count == 0) continue;
+        struct attn_prefill_push pp = { r->count, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
+        /* binding 10 (partials): attn_prefill.coopmat only (one zone: walks never split across zones) */
+        ovk_binding b[11] = { *q, rows,
+                                { &c->tiles, r->first * sizeof(struct kv_attn_tile), r->count * sizeof(struct kv_attn_tile) },
+                                ovk_kv_zone_pool(c, KV_ITEM_INT2, layer, z), ovk_kv_zone_pool(c, KV_ITEM_F16, layer, z),
+                                { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 }, rot_v, *out, mean_binding(c, layer), partials };
+        ovk_attn_grid(r->count, c->p.n_kv_head, groups);
+        OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_prefill, b, &pp, groups));
+    }
     if (c->n_pf_items == 0) return OSCAR_OK;
     ovk_cmd_barrier(c->ctx, cmd);
     /* decode attention's interface: q, the items and the counters unread (the rows bound there) */
@@ -388,13 +408,23 @@ static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t
     ovk_binding q8s = out_q8 ? (ovk_binding){ out_q8->buffer, out_q8->offset + OSCAR_X_Q8_SCALES(q_dim), q_dim / 8u } : *out;
     oscar_status st;
     if (out_q8 && (st = ovk_binding_check(out_q8, OSCAR_X_Q8_BYTES(q_dim), "attention", "out_q8")) != OSCAR_OK) return st;
-    ovk_binding b[14] = { *q, { &c->rows, 0, 0 }, { &c->items, 0, 0 }, { &c->int2_pool[layer], 0, 0 },
-                            { &c->f16_pool[layer], 0, 0 }, { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
-                            { &c->partials, 0, 0 }, { &c->rot_v, layer * rot_bytes, rot_bytes }, *out,
-                            { &c->counters, 0, 0 }, mean_binding(c, layer), q8c, q8s };
-    uint32_t groups[3];
-    ovk_attn_grid(c->n_items, c->p.n_kv_head, groups);
-    return ovk_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups);
+    uint64_t part_bytes = (uint64_t)c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4;
+    for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's items (their rows' ranges are relative to them) */
+        const kv_zone_range *r = &c->z_items[z];
+        if (r->count == 0) continue;
+        dp.n_items = r->count;
+        ovk_binding b[14] = { *q, { &c->rows, 0, 0 },
+                                { &c->items, r->first * sizeof(struct kv_attn_item), r->count * sizeof(struct kv_attn_item) },
+                                ovk_kv_zone_pool(c, KV_ITEM_INT2, layer, z), ovk_kv_zone_pool(c, KV_ITEM_F16, layer, z),
+                                { &c->int2_table, 0, 0 }, { &c->f16_table, 0, 0 },
+                                { &c->partials, r->first * part_bytes, r->count * part_bytes },
+                                { &c->rot_v, layer * rot_bytes, rot_bytes }, *out, { &c->counters, 0, 0 },
+                                mean_binding(c, layer), q8c, q8s };
+        uint32_t groups[3];
+        ovk_attn_grid(r->count, c->p.n_kv_head, groups);
+        if ((st = ovk_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups)) != OSCAR_OK) return st;
+    }
+    return OSCAR_OK;
 }
 
 oscar_status ovk_kv_record_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t layer, const ovk_binding *q,
@@ -441,10 +471,7 @@ oscar_status ovk_kv_record_flushes(oscar_kv_cache *c, ovk_cmd *cmd, int ordered)
     if (c->book.plan.n_flush == 0) return OSCAR_OK;
     if (!ordered && c->n_copies)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_STATE, "flush: the step's uploads are not recorded yet, so a barrier must come first");
-    uint32_t n = c->book.plan.n_flush;
     uint64_t fb_bytes = (uint64_t)c->n_rot * c->p.head_dim * c->p.head_dim * 4;
-    struct kv_flush_push push = { n, 0, 0, c->key_feedback, c->refit_rounds, c->key_metric };
-    uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
     if (ordered) {
         record_uploads(c, cmd);
         ovk_cmd_barrier(c->ctx, cmd);
@@ -453,10 +480,16 @@ oscar_status ovk_kv_record_flushes(oscar_kv_cache *c, ovk_cmd *cmd, int ordered)
     for (uint32_t layer = 0; layer < c->p.n_layer; layer++) {
         ovk_binding fb = c->key_feedback ? (ovk_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->feedback, 0, 0 };
         ovk_binding mb = c->key_metric ? (ovk_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->metric, 0, 0 };
-        ovk_binding b[5] = { { &c->slots, (uint64_t)c->flush_offset * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) },
-                               { &c->f16_pool[layer], 0, 0 }, { &c->int2_pool[layer], 0, 0 }, fb, mb };
-        push.clip_k = c->clip_k[layer], push.clip_v = c->clip_v[layer];
-        OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
+        for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's slots between its windows of the two pools */
+            uint32_t n = c->z_flush[z].count;
+            if (n == 0) continue;
+            struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback, c->refit_rounds, c->key_metric };
+            uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
+            ovk_binding b[5] = { { &c->slots, ((uint64_t)c->flush_offset + c->z_flush[z].first) * sizeof(struct kv_token_slot),
+                                   n * sizeof(struct kv_token_slot) },
+                                 ovk_kv_zone_pool(c, KV_ITEM_F16, layer, z), ovk_kv_zone_pool(c, KV_ITEM_INT2, layer, z), fb, mb };
+            OSCAR_TRY(ovk_cmd_dispatch(c->ctx, cmd, c->pl_flush, b, &push, groups));
+        }
     }
 fail:
     return st;

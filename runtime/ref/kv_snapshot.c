@@ -28,6 +28,12 @@ oscar_status ovk_kv_snapshot(oscar_kv_cache *c, uint32_t layer, attn_ref_cache *
     for (uint32_t s = 0; s < S; s++) {
         sink[s] = b->cfg.sink;
         fe[s] = b->seqs[s].flushed_end;
+        /* the GPU's tables hold zone-local ids (kv_zones.c): back to ids over the whole pool */
+        for (uint32_t k = 0; k < b->max_pages; k++) {
+            size_t i = (size_t)s * b->max_pages + k;
+            if (t_int2[i] >= 0) t_int2[i] += (int32_t)(b->seqs[s].zone * b->int2.zone_pages);
+            if (t_f16[i] >= 0) t_f16[i] += (int32_t)(b->seqs[s].zone * b->f16.zone_pages);
+        }
     }
     out->mode = c->mode;
     out->head_dim = c->p.head_dim;

@@ -37,6 +37,7 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_ATTN_PREFETCH", "decode attention: INT2 prefetch, 1 next tile's keys + 2 tile's values early (tuning; default 3)" },
     { "OSCAR_ATTN_TARGET_GROUPS", "workgroups a decode attention call aims for (tuning; default 256 chunked, 768 stream)" },
     { "OSCAR_ATTN_MIN_SPLIT", "fewest tokens of a decode attention item, a multiple of 64 (tuning)" },
+    { "OSCAR_KV_ZONE_BYTES", "KV cache: cut each page pool into zones of at most this many bytes, as if the device's storage bindings were that small (testing; default: the device's limit)" },
     { "OSCAR_DISABLE_COOPMAT", "1: leave VK_KHR_cooperative_matrix off: no cooperative-matrix kernel runs" },
     { "OSCAR_DISABLE_INTEGER_DOT", "1: leave VK_KHR_shader_integer_dot_product off: int8 dot products run as scalar code" },
     { "OSCAR_DISABLE_F16", "1: leave shaderFloat16 off: every kernel computes in fp32" },
@@ -97,6 +98,7 @@ void ovk_env_read(ovk_env *env)
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 2, -1);
     env->attn_prefill_split = (int)number("OSCAR_ATTN_PREFILL_SPLIT", 0, 1 << 20, -1);
     env->attn_prefill_pairs = (uint32_t)number("OSCAR_ATTN_PREFILL_PAIRS", 16, 128, 0);
+    env->kv_zone_bytes = (uint64_t)number("OSCAR_KV_ZONE_BYTES", 1, 1l << 40, 0);
     env->disable_coopmat = flag("OSCAR_DISABLE_COOPMAT");
     env->disable_integer_dot = flag("OSCAR_DISABLE_INTEGER_DOT");
     env->disable_f16 = flag("OSCAR_DISABLE_F16");

@@ -42,6 +42,7 @@ typedef struct ovk_env {
                               * cache's default (kv_cache_impl.h, ATTN_PF_SPLIT_BELOW) */
     uint32_t attn_prefill_pairs; /* OSCAR_ATTN_PREFILL_PAIRS: (row, query head) pairs a cooperative-matrix prefill
                               * workgroup aims at, 16..128; 0 (unset): OVK_ATTN_PF_CM_PAIRS */
+    uint64_t kv_zone_bytes;  /* OSCAR_KV_ZONE_BYTES: page-pool zones at most this large (testing); 0: the device's binding */
     /* fallbacks forced (each optional feature only speeds things up) */
     int disable_coopmat;     /* OSCAR_DISABLE_COOPMAT: VK_KHR_cooperative_matrix stays off */
     int disable_integer_dot; /* OSCAR_DISABLE_INTEGER_DOT: VK_KHR_shader_integer_dot_product stays off */
