@@ -24,6 +24,15 @@ uint32_t ovk_kv_align_elems(const oscar_kv_cache *c, uint64_t elem_bytes)
     return (uint32_t)(align / gcd64(align, elem_bytes));
 }
 
+/* Zeroes arr's elements of elem bytes from `at` up to the next multiple of align (padding that
+ * no dispatch reads); returns that multiple, where the next group starts. */
+static uint32_t pad_group(void *arr, size_t elem, uint32_t at, uint32_t align)
+{
+    uint32_t to = (at + align - 1) / align * align;
+    memset((char *)arr + (size_t)at * elem, 0, (size_t)(to - at) * elem);
+    return to;
+}
+
 static const kv_pool *pool_of(const oscar_kv_cache *c, uint32_t kind) { return kind == KV_ITEM_INT2 ? &c->book.int2 : &c->book.f16; }
 
 ovk_binding ovk_kv_zone_pool(const oscar_kv_cache *c, uint32_t kind, uint32_t layer, uint32_t zone)
@@ -47,10 +56,9 @@ int32_t ovk_kv_local_page(const oscar_kv_cache *c, uint32_t kind, int32_t page)
 uint32_t ovk_kv_zone_slots(const oscar_kv_cache *c, const struct kv_token_slot *src, uint32_t n, int flush,
                            kv_zone_range *ranges, struct kv_token_slot *dst)
 {
-    uint32_t align = c->slot_align, at = 0;
+    uint32_t at = 0;
     for (uint32_t z = 0; z < c->n_zones; z++) {
-        while (at % align) dst[at++] = (struct kv_token_slot){ 0 }; /* padding, never dispatched */
-        ranges[z].first = at;
+        ranges[z].first = at = pad_group(dst, sizeof *dst, at, c->slot_align);
         for (uint32_t i = 0; i < n; i++) {
             /* append: dst_page is fp16; flush: src_row is the fp16 page, dst_page the INT2 page */
             uint32_t f16_page = flush ? src[i].src_row : src[i].dst_page;
@@ -84,8 +92,7 @@ void ovk_kv_zone_items(oscar_kv_cache *c, struct kv_attn_item *scratch)
     /* a row's items are consecutive and of its sequence's zone: rows in turn, into their zone's group */
     uint32_t at = 0;
     for (uint32_t z = 0; z < c->n_zones; z++) {
-        while (at % c->item_align) scratch[at++] = (struct kv_attn_item){ 0 };
-        c->z_items[z].first = at;
+        c->z_items[z].first = at = pad_group(scratch, sizeof *scratch, at, c->item_align);
         for (uint32_t r = 0; r < n_rows; r++) {
             struct kv_attn_row *row = &c->h_rows[r];
             if (c->book.seqs[row->seq].zone != z) continue;
@@ -114,8 +121,7 @@ void ovk_kv_zone_tiles(oscar_kv_cache *c, struct kv_attn_tile *scratch)
     }
     uint32_t at = 0;
     for (uint32_t z = 0; z < c->n_zones; z++) {
-        while (at % c->tile_align) scratch[at++] = (struct kv_attn_tile){ 0 };
-        c->z_tiles[z].first = at;
+        c->z_tiles[z].first = at = pad_group(scratch, sizeof *scratch, at, c->tile_align);
         for (uint32_t t = 0; t < c->n_tiles; t++)
             if (c->book.seqs[c->h_tiles[t].seq].zone == z) scratch[at++] = c->h_tiles[t];
         c->z_tiles[z].count = at - c->z_tiles[z].first;
