@@ -560,7 +560,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     c->z_items = calloc(c->n_zones, sizeof *c->z_items);
     c->z_tiles = calloc(c->n_zones, sizeof *c->z_tiles);
     c->h_table = malloc(c->book.max_pages * sizeof *c->h_table);
-    c->flush_offset = T + slot_pad;
+    c->flush_offset = (T + slot_pad + c->slot_align - 1) / c->slot_align * c->slot_align; /* an aligned offset too */
     uint64_t max_flush = (uint64_t)T + (uint64_t)p.max_sequences * (p.recent_tokens + p.flush_tokens) + slot_pad;
     c->h_slots = malloc((c->flush_offset + max_flush) * sizeof *c->h_slots);
     if (!c->z_append || !c->z_flush || !c->z_items || !c->z_tiles || !c->h_table || !c->h_slots)
