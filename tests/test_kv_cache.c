@@ -213,7 +213,7 @@ static void scenario(oscar_context *ctx, const shape *s, oscar_kv_mode mode, int
     }
     oscar_status st = oscar_kv_cache_create(ctx, &p, &r.cache);
     CHECK_OK(st);
-    if (st == OSCAR_OK && r.cache->n_zones > max_zones) max_zones = r.cache->n_zones;
+    if (st == OSCAR_OK && ovk_kv_n_zones(r.cache) > max_zones) max_zones = ovk_kv_n_zones(r.cache);
     free(rot);
     free(centers);
     if (st != OSCAR_OK) return;

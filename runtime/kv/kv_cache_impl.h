@@ -143,7 +143,6 @@ struct oscar_kv_cache {
     ovk_pipeline *pl_prefill_merge; /* attn_prefill_merge; NULL where walks never split */
     /* Zones (kv_pages.h; kv_zones.c): each kernel over the pools is dispatched once a zone, over
      * that zone's group of the step's slots, items or tiles and its window of the pools. */
-    uint32_t n_zones;             /* book.cfg.n_zones, at least 1 */
     uint32_t slot_align, item_align, tile_align; /* elements a group starts at a multiple of */
     kv_zone_range *z_append, *z_flush, *z_items, *z_tiles; /* [n_zones] this step's groups */
     struct kv_token_slot *h_slots; /* [T + max flush + padding] the step's slots by zone, zone-local ids */
@@ -154,6 +153,8 @@ struct oscar_kv_cache {
 };
 
 /* ---- zones (kv_zones.c) ---- */
+/* Zones of the cache's pools (both pools have the same number, at least 1). */
+static inline uint32_t ovk_kv_n_zones(const oscar_kv_cache *c) { return c->book.f16.n_zones; }
 /* Elements of elem_bytes each that make one step of the storage-buffer offset alignment. */
 uint32_t ovk_kv_align_elems(const oscar_kv_cache *c, uint64_t elem_bytes);
 /* The binding of zone `zone`'s window of layer `layer`'s pool of kind KV_ITEM_INT2 or KV_ITEM_F16
@@ -165,9 +166,7 @@ int32_t ovk_kv_local_page(const oscar_kv_cache *c, uint32_t kind, int32_t page);
  * ids, ranges [n_zones]; returns the elements written (padding included). */
 uint32_t ovk_kv_zone_slots(const oscar_kv_cache *c, const struct kv_token_slot *src, uint32_t n, int flush,
                            kv_zone_range *ranges, struct kv_token_slot *dst);
-/* Items the grouping of this step's items will take (padding included). */
-uint32_t ovk_kv_zone_items_size(const oscar_kv_cache *c);
-/* Groups h_items by zone (through scratch [ovk_kv_zone_items_size]) with zone-local page ids,
+/* Groups h_items by zone (through scratch [n_items + zones * (item_align - 1)]) with zone-local page ids,
  * each row's item range relative to its group; sets z_items and n_items. */
 void ovk_kv_zone_items(oscar_kv_cache *c, struct kv_attn_item *scratch);
 /* Groups h_tiles by zone (through scratch [tiles_cap]); sets z_tiles and n_tiles (padding included). */

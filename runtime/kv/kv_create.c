@@ -131,21 +131,12 @@ static int rows_fit(const oscar_kv_cache *c)
     uint64_t tokens = (uint64_t)c->book.max_pages * c->p.page_tokens;
     uint64_t split = c->ctx->env.attn_min_split ? c->ctx->env.attn_min_split : ATTN_ROWS_MIN_SPLIT;
     uint64_t limit = c->ctx->limits.maxTexelBufferElements;
-    if (c->book.cfg.n_zones > 1) return 0; /* its texel views of the pools are whole */
+    if (ovk_kv_n_zones(c) > 1) return 0; /* its texel views of the pools are whole */
     if (tokens / c->attn.tb + tokens / split + 3 + c->p.head_dim > 65000) return 0;
     if (c->rot_v.size / 16 > limit) return 0;
     for (uint32_t l = 0; l < c->p.n_layer; l++)
         if (c->int2_pool[l].size / 16 > limit || c->f16_pool[l].size / 16 > limit) return 0;
     return 1;
-}
-
-static uint64_t gcd64(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b, b = t;
-    }
-    return a;
 }
 
 /* Zones of the page pools (kv_pages.h): the fewest zones N such that a zone of each pool, its
@@ -155,10 +146,9 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
  * that multiple) is already over the binding. */
 static oscar_status plan_zones(oscar_kv_cache *c, kv_book_config *cfg)
 {
-    uint64_t limit = c->ctx->info.max_storage_buffer_range, align = c->ctx->limits.minStorageBufferOffsetAlignment;
+    uint64_t limit = c->ctx->info.max_storage_buffer_range;
     if (c->ctx->env.kv_zone_bytes && c->ctx->env.kv_zone_bytes < limit) limit = c->ctx->env.kv_zone_bytes;
-    if (align == 0) align = 1;
-    uint64_t step_i = align / gcd64(align, c->int2_page_bytes), step_f = align / gcd64(align, c->f16_page_bytes);
+    uint64_t step_i = ovk_kv_align_elems(c, c->int2_page_bytes), step_f = ovk_kv_align_elems(c, c->f16_page_bytes);
     if (step_i * c->int2_page_bytes > limit || step_f * c->f16_page_bytes > limit)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "KV cache: a page (%llu INT2 / %llu fp16 bytes) does not fit one storage "
                            "binding of %llu bytes", (unsigned long long)c->int2_page_bytes,
@@ -300,7 +290,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
     uint32_t T = c->p.max_step_tokens, nkv = c->p.n_kv_head;
     int env_split = ctx->env.attn_prefill_split;
     /* split walks write partials by the step's item numbers, which one dispatch a zone does not keep */
-    c->pf_split_chunks = !coopmat || c->book.cfg.n_zones > 1 ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
+    c->pf_split_chunks = !coopmat || ovk_kv_n_zones(c) > 1 ? 0 : env_split >= 0 ? (uint32_t)env_split : ATTN_PF_MIN_PART_CHUNKS;
     c->pf_split_below = env_split > 0 ? UINT32_MAX : ATTN_PF_SPLIT_BELOW; /* a part size given: any step splits */
     /* rows a split step may have: its walks are fewer than pf_split_below / n_kv */
     uint64_t split_rows = T;
@@ -315,7 +305,7 @@ static oscar_status create_prefill(oscar_kv_cache *c)
         c->pf_target /= 2;
     if (c->pf_target < nkv) c->pf_split_chunks = 0;
     uint64_t tiles_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_TILES(T, nkv, c->pf_target) : T;
-    if (c->n_zones > 1) tiles_cap += (uint64_t)c->n_zones * (c->tile_align - 1); /* each zone's group aligned */
+    if (ovk_kv_n_zones(c) > 1) tiles_cap += (uint64_t)ovk_kv_n_zones(c) * (c->tile_align - 1); /* each zone's group aligned */
     uint64_t items_cap = c->pf_split_chunks ? OVK_ATTN_SPLIT_MAX_ITEMS(c->pf_rows, split_rows, nkv, c->pf_target) : 0;
     c->tiles_cap = (uint32_t)tiles_cap;
     c->pf_items_cap = (uint32_t)items_cap;
@@ -548,17 +538,18 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     OSCAR_TRY(ovk_buffer_create(ctx, table_bytes, OSCAR_BUFFER_DEVICE, &c->f16_table));
     uint32_t T = p.max_step_tokens;
     /* zones: each kind of slot, item and tile grouped by zone at aligned offsets (kv_zones.c) */
-    c->n_zones = c->book.cfg.n_zones ? c->book.cfg.n_zones : 1;
+    uint32_t n_zones = ovk_kv_n_zones(c);
     c->slot_align = ovk_kv_align_elems(c, sizeof(struct kv_token_slot));
-    c->item_align = ovk_kv_align_elems(c, sizeof(struct kv_attn_item));
+    /* items and their partials: both alignments, powers of two (the alignment is one) */
+    uint32_t item_align = ovk_kv_align_elems(c, sizeof(struct kv_attn_item));
     uint32_t part_align = ovk_kv_align_elems(c, (uint64_t)p.n_head * KV_PARTIAL_FLOATS(d) * 4);
-    while (c->item_align % part_align) c->item_align += ovk_kv_align_elems(c, sizeof(struct kv_attn_item)); /* both */
+    c->item_align = item_align > part_align ? item_align : part_align;
     c->tile_align = ovk_kv_align_elems(c, sizeof(struct kv_attn_tile));
-    uint32_t slot_pad = c->n_zones > 1 ? c->n_zones * (c->slot_align - 1) : 0;
-    c->z_append = calloc(c->n_zones, sizeof *c->z_append);
-    c->z_flush = calloc(c->n_zones, sizeof *c->z_flush);
-    c->z_items = calloc(c->n_zones, sizeof *c->z_items);
-    c->z_tiles = calloc(c->n_zones, sizeof *c->z_tiles);
+    uint32_t slot_pad = n_zones > 1 ? n_zones * (c->slot_align - 1) : 0;
+    c->z_append = calloc(n_zones, sizeof *c->z_append);
+    c->z_flush = calloc(n_zones, sizeof *c->z_flush);
+    c->z_items = calloc(n_zones, sizeof *c->z_items);
+    c->z_tiles = calloc(n_zones, sizeof *c->z_tiles);
     c->h_table = malloc(c->book.max_pages * sizeof *c->h_table);
     c->flush_offset = (T + slot_pad + c->slot_align - 1) / c->slot_align * c->slot_align; /* an aligned offset too */
     uint64_t max_flush = (uint64_t)T + (uint64_t)p.max_sequences * (p.recent_tokens + p.flush_tokens) + slot_pad;
@@ -588,7 +579,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
     /* on a CPU device the write path's texel shapes: an invocation a row, R by texel fetches
      * (lavapipe, SmolLM2-135M in int2-hadamard mode: kv_append 1.6 -> 0.24 ms, rotate_rows 0.83 -> 0.20
      * ms a call); up to head_dim 128, whose unrolled rows lavapipe still compiles in seconds */
-    c->write_texel = ctx->info.type == OSCAR_DEVICE_CPU && ctx->texel_buffers && d <= 128 && c->book.cfg.n_zones == 1 &&
+    c->write_texel = ctx->info.type == OSCAR_DEVICE_CPU && ctx->texel_buffers && d <= 128 && ovk_kv_n_zones(c) == 1 &&
                      c->rot_k.size / 16 <= ctx->limits.maxTexelBufferElements &&
                      c->rot_v.size / 16 <= ctx->limits.maxTexelBufferElements;
     /* kv_append and rotate_rows are got at first use, in the RoPE variant a model asks for or

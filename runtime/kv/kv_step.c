@@ -115,7 +115,7 @@ static oscar_status plan_attention(oscar_kv_cache *c)
     uint32_t n_items = 0;
     OSCAR_TRY(ovk_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
                                      NULL, NULL, 0, &n_items));
-    if (c->n_zones > 1) n_items += c->n_zones * (c->item_align - 1); /* each zone's group aligned */
+    if (ovk_kv_n_zones(c) > 1) n_items += ovk_kv_n_zones(c) * (c->item_align - 1); /* each zone's group aligned */
     if (n_items > c->items_cap) { /* grow (rarely: the split keeps the count near the target) */
         uint32_t cap = n_items + n_items / 2;
         ovk_buffer_destroy(c->ctx, &c->items);
@@ -279,7 +279,7 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
         ovk_attn_grid(texel_groups((uint64_t)push.n_tokens * c->p.n_kv_head), 2, groups); /* y: K, V */
         return ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
     }
-    for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's slots into its window of the fp16 pool */
+    for (uint32_t z = 0; z < ovk_kv_n_zones(c); z++) { /* each zone's slots into its window of the fp16 pool */
         uint32_t n = c->z_append[z].count;
         if (n == 0) continue;
         ovk_binding slots = { &c->slots, c->z_append[z].first * sizeof(struct kv_token_slot), n * sizeof(struct kv_token_slot) };
@@ -315,7 +315,7 @@ static oscar_status record_prefill(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t lay
     ovk_binding rot_v = { &c->rot_v, layer * rot_bytes, rot_bytes }, rows = { &c->rows, 0, 0 };
     ovk_binding partials = { &c->pf_partials, 0, 0 };
     uint32_t groups[3];
-    for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's tiles */
+    for (uint32_t z = 0; z < ovk_kv_n_zones(c); z++) { /* each zone's tiles */
         const kv_zone_range *r = &c->z_tiles[z];
         if (r->count == 0) continue;
         struct attn_prefill_push pp = { r->count, c->book.max_pages, c->book.max_pages, c->p.attn_scale };
@@ -409,7 +409,7 @@ static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t
     oscar_status st;
     if (out_q8 && (st = ovk_binding_check(out_q8, OSCAR_X_Q8_BYTES(q_dim), "attention", "out_q8")) != OSCAR_OK) return st;
     uint64_t part_bytes = (uint64_t)c->p.n_head * KV_PARTIAL_FLOATS(c->p.head_dim) * 4;
-    for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's items (their rows' ranges are relative to them) */
+    for (uint32_t z = 0; z < ovk_kv_n_zones(c); z++) { /* each zone's items (their rows' ranges are relative to them) */
         const kv_zone_range *r = &c->z_items[z];
         if (r->count == 0) continue;
         dp.n_items = r->count;
@@ -480,7 +480,7 @@ oscar_status ovk_kv_record_flushes(oscar_kv_cache *c, ovk_cmd *cmd, int ordered)
     for (uint32_t layer = 0; layer < c->p.n_layer; layer++) {
         ovk_binding fb = c->key_feedback ? (ovk_binding){ &c->feedback, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->feedback, 0, 0 };
         ovk_binding mb = c->key_metric ? (ovk_binding){ &c->metric, layer * fb_bytes, fb_bytes } : (ovk_binding){ &c->metric, 0, 0 };
-        for (uint32_t z = 0; z < c->n_zones; z++) { /* each zone's slots between its windows of the two pools */
+        for (uint32_t z = 0; z < ovk_kv_n_zones(c); z++) { /* each zone's slots between its windows of the two pools */
             uint32_t n = c->z_flush[z].count;
             if (n == 0) continue;
             struct kv_flush_push push = { n, c->clip_k[layer], c->clip_v[layer], c->key_feedback, c->refit_rounds, c->key_metric };

@@ -58,7 +58,7 @@ uint32_t ovk_kv_zone_slots(const oscar_kv_cache *c, const struct kv_token_slot *
                            kv_zone_range *ranges, struct kv_token_slot *dst)
 {
     uint32_t at = 0;
-    for (uint32_t z = 0; z < c->n_zones; z++) {
+    for (uint32_t z = 0; z < ovk_kv_n_zones(c); z++) {
         ranges[z].first = at = pad_group(dst, sizeof *dst, at, c->slot_align);
         for (uint32_t i = 0; i < n; i++) {
             /* append: dst_page is fp16; flush: src_row is the fp16 page, dst_page the INT2 page */
@@ -77,22 +77,16 @@ uint32_t ovk_kv_zone_slots(const oscar_kv_cache *c, const struct kv_token_slot *
     return at;
 }
 
-uint32_t ovk_kv_zone_items_size(const oscar_kv_cache *c)
-{
-    if (c->n_zones <= 1) return c->n_items;
-    return c->n_items + c->n_zones * (c->item_align - 1);
-}
-
 void ovk_kv_zone_items(oscar_kv_cache *c, struct kv_attn_item *scratch)
 {
     uint32_t n_rows = c->book.plan.n_tokens;
-    if (c->n_zones <= 1) {
+    if (ovk_kv_n_zones(c) <= 1) {
         c->z_items[0] = (kv_zone_range){ 0, c->n_items };
         return;
     }
     /* a row's items are consecutive and of its sequence's zone: rows in turn, into their zone's group */
     uint32_t at = 0;
-    for (uint32_t z = 0; z < c->n_zones; z++) {
+    for (uint32_t z = 0; z < ovk_kv_n_zones(c); z++) {
         c->z_items[z].first = at = pad_group(scratch, sizeof *scratch, at, c->item_align);
         for (uint32_t r = 0; r < n_rows; r++) {
             struct kv_attn_row *row = &c->h_rows[r];
@@ -116,12 +110,12 @@ void ovk_kv_zone_items(oscar_kv_cache *c, struct kv_attn_item *scratch)
 
 void ovk_kv_zone_tiles(oscar_kv_cache *c, struct kv_attn_tile *scratch)
 {
-    if (c->n_zones <= 1) {
+    if (ovk_kv_n_zones(c) <= 1) {
         c->z_tiles[0] = (kv_zone_range){ 0, c->n_tiles };
         return;
     }
     uint32_t at = 0;
-    for (uint32_t z = 0; z < c->n_zones; z++) {
+    for (uint32_t z = 0; z < ovk_kv_n_zones(c); z++) {
         c->z_tiles[z].first = at = pad_group(scratch, sizeof *scratch, at, c->tile_align);
         for (uint32_t t = 0; t < c->n_tiles; t++)
             if (c->book.seqs[c->h_tiles[t].seq].zone == z) scratch[at++] = c->h_tiles[t];
