@@ -142,8 +142,10 @@ static int rows_fit(const oscar_kv_cache *c)
 /* Zones of the page pools (kv_pages.h): the fewest zones N such that a zone of each pool, its
  * pages a multiple of what keeps zone offsets at the device's storage-buffer offset alignment,
  * fits one storage binding (the device's range, or OSCAR_KV_ZONE_BYTES where smaller: a
- * development aid for testing zones at small sizes). Fails with a message when one page (times
- * that multiple) is already over the binding. */
+ * development aid for testing zones at small sizes). With N > 1 each pool grows to N whole zones
+ * (at most that multiple of pages a zone more than the budget gave), so every zone holds pages
+ * of both kinds. Fails with a message when one page (times that multiple) is already over the
+ * binding. */
 static oscar_status plan_zones(oscar_kv_cache *c, kv_book_config *cfg)
 {
     uint64_t limit = c->ctx->info.max_storage_buffer_range;
@@ -160,6 +162,10 @@ static oscar_status plan_zones(oscar_kv_cache *c, kv_book_config *cfg)
         if (zi == 0) zi = step_i;
         if (zi * c->int2_page_bytes <= limit && zf * c->f16_page_bytes <= limit) {
             cfg->n_zones = (uint32_t)n, cfg->zone_int2_pages = (uint32_t)zi, cfg->zone_f16_pages = (uint32_t)zf;
+            if (n > 1) {
+                if (cfg->n_int2_pages) cfg->n_int2_pages = (uint32_t)(n * zi);
+                cfg->n_f16_pages = (uint32_t)(n * zf);
+            }
             return OSCAR_OK;
         }
     }

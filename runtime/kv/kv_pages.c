@@ -166,16 +166,13 @@ uint32_t kv_pool_n_free(const kv_pool *p)
 
 uint32_t kv_book_new_zone(const kv_book *b)
 {
-    /* the zone with the most free fp16 pages (every token starts there), then INT2 pages; in the
-     * INT2 modes not a zone that alignment left without INT2 pages, while another has some */
-    uint32_t best = UINT32_MAX;
-    for (uint32_t z = 0; z < b->f16.n_zones; z++) {
-        if (b->cfg.int2 && b->int2.n_pages && zone_size(&b->int2, z) == 0) continue;
-        if (best == UINT32_MAX || b->f16.n_free[z] > b->f16.n_free[best] ||
+    /* the zone with the most free fp16 pages (every token starts there), then INT2 pages */
+    uint32_t best = 0;
+    for (uint32_t z = 1; z < b->f16.n_zones; z++)
+        if (b->f16.n_free[z] > b->f16.n_free[best] ||
             (b->f16.n_free[z] == b->f16.n_free[best] && b->int2.n_free[z] > b->int2.n_free[best]))
             best = z;
-    }
-    return best == UINT32_MAX ? 0 : best;
+    return best;
 }
 
 /* ---- sequences ---------------------------------------------------------------------------- */

@@ -40,10 +40,8 @@ ovk_binding ovk_kv_zone_pool(const oscar_kv_cache *c, uint32_t kind, uint32_t la
     const kv_pool *p = pool_of(c, kind);
     const ovk_buffer *buf = kind == KV_ITEM_INT2 ? &c->int2_pool[layer] : &c->f16_pool[layer];
     uint64_t bytes = kind == KV_ITEM_INT2 ? c->int2_page_bytes : c->f16_page_bytes, first = (uint64_t)zone * p->zone_pages;
-    if (p->n_zones <= 1 || p->n_pages == 0) return (ovk_binding){ buf, 0, 0 }; /* the whole pool */
-    if (first >= p->n_pages) return (ovk_binding){ buf, 0, bytes }; /* a zone without pages of this kind: unread */
-    uint64_t n = p->n_pages - first < p->zone_pages ? p->n_pages - first : p->zone_pages;
-    return (ovk_binding){ buf, first * bytes, n * bytes };
+    if (p->n_zones <= 1 || p->n_pages == 0) return (ovk_binding){ buf, 0, 0 }; /* the whole pool (none in fp16 mode) */
+    return (ovk_binding){ buf, first * bytes, (uint64_t)p->zone_pages * bytes }; /* the cache's zones are whole */
 }
 
 static uint32_t zone_of_page(const oscar_kv_cache *c, uint32_t kind, uint32_t page) { return page / pool_of(c, kind)->zone_pages; }
