@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "attn_items.h"
+#include "kv_cache.h"
 #include "attn_ref.h"
 #include "common/kv_write.h"
 #include "common/q8_layout.h"
@@ -47,14 +48,6 @@ typedef struct attn_case {
     int rot_per_head;       /* rotated modes: one R_V per KV head (else one for the layer) */
     uint32_t long_len;      /* nonzero: one sequence of this length instead of the boundary list */
 } attn_case;
-
-/* attn_decode_cm on this device: 1 the cooperative-matrix kernel, 2 its scalar emulation, 0 none
- * (ovk_attn_device.coopmat). */
-static int test_attn_cm_device(oscar_context *ctx)
-{
-    if (ovk_variant_usable(ctx, "attn_decode_cm.coopmat") && ovk_coopmat_has_f16_shape(ctx, 16, 16, 16)) return 1;
-    return ovk_variant_usable(ctx, "attn_decode_cm_emu.f16") && ctx->info.min_subgroup_size >= 4 ? 2 : 0;
-}
 
 /* The shared random cache (tests/support/attn_scene.h) for c, then this test's rows. */
 static int scene_build(const attn_case *c, attn_scene *s)
@@ -152,7 +145,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
      * the cases (the picker keeps them within the shared memory) */
     ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size, 1024,
                             ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot, 0,
-                            ctx->texel_buffers, test_attn_cm_device(ctx),
+                            ctx->texel_buffers, ovk_kv_attn_cm_device(ctx),
                             ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768 };
     static const uint32_t ves[3] = { 4, 8, 16 };
     ovk_attn_tuning tune = { kernel, f16, by_rows ? c->wg / 16 : c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
@@ -375,7 +368,9 @@ int main(int argc, char **argv)
      * device has fp16 arithmetic but no cooperative matrices; slow) on the cases that reach each of
      * its boundaries: GQA 3, 4 and 8, d 64 to 256, G 32 to 128, empty and 1-token items, several
      * steps a walker, unaligned pages, fp16 items, huge logits */
-    int cm_dev = test_attn_cm_device(ctx);
+    /* (the picker refuses the emulation on subgroups under 4 lanes) */
+    int cm_dev = ovk_kv_attn_cm_device(ctx);
+    if (cm_dev == 2 && ctx->info.min_subgroup_size < 4) cm_dev = 0;
     static const char *const emulated[] = { "int2 d128 G64 gqa4 wg64", "int2 d64 G32 gqa8 wg128", "int2 d256 G128 gqa8 wg64",
                                             "int2 adversarial q x300", "fp16 d64 gqa3 wg64 split1", "int2 unaligned pages P5",
                                             "int2 long chunks d64 G64 gqa2" };

@@ -463,7 +463,7 @@ int main(void)
     } else
         printf("integer-dot keys: skipped (no integer dot products or shaderFloat16, or not built)\n");
     /* decode attention on cooperative matrices (or their scalar emulation), key centers included */
-    if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_cm_emu.f16")) {
+    if (ovk_kv_attn_cm_device(ctx)) {
         int saved = ctx->env.attn_kernel;
         ctx->env.attn_kernel = 3;
         variant_scenarios(ctx, OSCAR_KV_FP16);

@@ -60,6 +60,11 @@ void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **in
 /* The arithmetic of the cache's decode attention kernel ("fp32", "f16"), as picked at creation. */
 const char *ovk_kv_attention_variant(const oscar_kv_cache *c);
 
+/* Decode attention on cooperative matrices in this context (ovk_attn_device.coopmat): 1 where
+ * attn_decode_cm.coopmat runs (16 x 16 x 16 fp16 matrices), 2 where only its scalar emulation
+ * attn_decode_cm_emu.f16 does (fp16 arithmetic), 0 neither. */
+int ovk_kv_attn_cm_device(const oscar_context *ctx);
+
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);
 

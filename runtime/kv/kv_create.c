@@ -171,6 +171,12 @@ static oscar_status plan_zones(oscar_kv_cache *c, kv_book_config *cfg)
     }
 }
 
+int ovk_kv_attn_cm_device(const oscar_context *ctx)
+{
+    if (ovk_variant_usable(ctx, "attn_decode_cm.coopmat") && ovk_coopmat_has_f16_shape(ctx, 16, 16, 16)) return 1;
+    return ovk_variant_usable(ctx, "attn_decode_cm_emu.f16") ? 2 : 0;
+}
+
 /* Decode attention's pipeline: the kernel, variant and shape ovk_attn_pick chooses for this
  * device (the environment's tuning overrides, vk_env.h; OSCAR_ATTN_F16=0 forces the fp32
  * fallback, OSCAR_ATTN_IDOT the integer-dot keys, OSCAR_ATTN_KERNEL the kernel), logged with OSCAR_PIPELINE_STATS=1; and the split
@@ -188,10 +194,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
                             ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"),
                             ctx->info.type == OSCAR_DEVICE_CPU, ctx->texel_buffers,
-                            ovk_variant_usable(ctx, "attn_decode_cm.coopmat") && ovk_coopmat_has_f16_shape(ctx, 16, 16, 16) ? 1
-                            : ovk_variant_usable(ctx, "attn_decode_cm_emu.f16")                                            ? 2
-                                                                                                                           : 0,
-                            ctx->info.max_shared_memory };
+                            ovk_kv_attn_cm_device(ctx), ctx->info.max_shared_memory };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
