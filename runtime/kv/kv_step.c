@@ -183,10 +183,15 @@ oscar_status ovk_kv_upload_step(oscar_kv_cache *c)
     for (uint32_t s = 0; s < c->p.max_sequences; s++) {
         kv_seq *q = &b->seqs[s];
         if (!q->dirty) continue;
-        for (uint32_t k = 0; k < b->max_pages; k++) c->h_table[k] = ovk_kv_local_page(c, KV_ITEM_INT2, q->int2_pages[k]);
-        stage(c, &at, &c->int2_table, s * row_bytes, c->h_table, row_bytes);
-        for (uint32_t k = 0; k < b->max_pages; k++) c->h_table[k] = ovk_kv_local_page(c, KV_ITEM_F16, q->f16_pages[k]);
-        stage(c, &at, &c->f16_table, s * row_bytes, c->h_table, row_bytes);
+        if (ovk_kv_n_zones(c) == 1) { /* ids are zone-local as they are */
+            stage(c, &at, &c->int2_table, s * row_bytes, q->int2_pages, row_bytes);
+            stage(c, &at, &c->f16_table, s * row_bytes, q->f16_pages, row_bytes);
+        } else {
+            for (uint32_t k = 0; k < b->max_pages; k++) c->h_table[k] = ovk_kv_local_page(c, KV_ITEM_INT2, q->int2_pages[k]);
+            stage(c, &at, &c->int2_table, s * row_bytes, c->h_table, row_bytes);
+            for (uint32_t k = 0; k < b->max_pages; k++) c->h_table[k] = ovk_kv_local_page(c, KV_ITEM_F16, q->f16_pages[k]);
+            stage(c, &at, &c->f16_table, s * row_bytes, c->h_table, row_bytes);
+        }
         q->dirty = 0;
     }
     uint32_t n_append = ovk_kv_zone_slots(c, pl->append, pl->n_tokens, 0, c->z_append, c->h_slots);
