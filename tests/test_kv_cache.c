@@ -471,7 +471,8 @@ int main(void)
     } else
         printf("cooperative-matrix decode attention: skipped (no shaderFloat16, or not built)\n");
     /* page pools in zones, as on a device whose storage bindings are smaller than a pool: 256 KiB
-     * bindings cut these caches' pools into 2 to 7 zones, each dispatch over one zone's window */
+     * bindings cut these caches' pools into several zones (the most is printed), each dispatch
+     * over one zone's window */
     ctx->env.kv_zone_bytes = 256u << 10;
     /* and groups of slots, items and tiles at 256-byte offsets (a coarser alignment than this
      * device's, so the padding between them is exercised; still valid for the device) */
