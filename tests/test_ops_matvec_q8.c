@@ -11,7 +11,8 @@
  * Q4_0, Q8_0 and Q6_K).
  * A matrix split by rows: the parts' products, each into its columns of y, equal the whole
  * product bit for bit. Batches of tokens (ovk_op_mul_mat_q8): each token equals its
- * single-token product bit for bit. Skips (77) where the device has no subgroup arithmetic. */
+ * single-token product bit for bit. A bias added as y is written equals the product plus the bias.
+ * Skips (77) where the device has no subgroup arithmetic. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,6 +190,58 @@ done:
     free(w), free(x), free(all), free(one), free(faithful), free(xq);
 }
 
+/* The bias epilogue (ovk_op_mul_mat_q8_bias): n tokens' products with a bias b [rows] bound at
+ * an offset equal the products without it plus b, float for float (the add the model would
+ * record after them), and the gaps between y's rows stay untouched. */
+static void check_bias(ovk_ops *ops, const char *variant, uint32_t type, uint32_t rows, uint32_t cols, uint32_t n)
+{
+    oscar_context *ctx = ops->ctx;
+    size_t wbytes, nc = (size_t)n * cols, stride = rows + 3, ny = (n - 1) * stride + rows;
+    uint64_t boff = ctx->limits.minStorageBufferOffsetAlignment > 4 ? ctx->limits.minStorageBufferOffsetAlignment : 16;
+    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
+    float *x = malloc(nc * 4), *plain = malloc(ny * 4), *biased = malloc(ny * 4), *b = malloc(rows * 4);
+    ovk_buffer bw = { 0 }, bx = { 0 }, bq = { 0 }, by = { 0 }, byb = { 0 }, bb = { 0 };
+    CHECK(w && x && plain && biased && b);
+    if (!w || !x || !plain || !biased || !b) goto done;
+    for (uint32_t t = 0; t < n; t++) make_x(x + (size_t)t * cols, cols, 0);
+    for (uint32_t r = 0; r < rows; r++) b[r] = test_rng_normal() * (r % 3 ? 0.1f : 10.0f);
+    CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
+    CHECK_OK(test_gpu_buffer_from(ctx, x, nc * 4, &bx));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, OSCAR_X_Q8_BYTES(nc), &bq));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ny * 4, &by));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, ny * 4, &byb));
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, boff + rows * 4, &bb));
+    CHECK_OK(ovk_buffer_upload(ctx, &bb, boff, b, rows * 4));
+    CHECK_OK(ovk_buffer_fill(ctx, &byb, 0, ny * 4, 0x7FC00000u));
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    CHECK_OK(ovk_op_x_q8(ops, &ctx->cmd, (ovk_binding){ &bx, 0, 0 }, (ovk_binding){ &bq, 0, 0 }, (uint32_t)nc));
+    ovk_cmd_barrier(ctx, &ctx->cmd);
+    ovk_binding bias = { &bb, boff, rows * 4 };
+    CHECK_OK(ovk_op_mul_mat_q8(ops, &ctx->cmd, variant, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bq, 0, 0 },
+                               (ovk_binding){ &by, 0, 0 }, (uint32_t)stride, rows, cols, n));
+    CHECK_OK(ovk_op_mul_mat_q8_bias(ops, &ctx->cmd, variant, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bq, 0, 0 },
+                                    &bias, (ovk_binding){ &byb, 0, 0 }, (uint32_t)stride, rows, cols, n));
+    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
+    CHECK_OK(ovk_buffer_download(ctx, &by, 0, plain, ny * 4));
+    CHECK_OK(ovk_buffer_download(ctx, &byb, 0, biased, ny * 4));
+    size_t differ = 0, gap = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        for (uint32_t r = 0; r < rows; r++) {
+            float want = plain[t * stride + r] + b[r];
+            differ += ovk_f32_bits(biased[t * stride + r]) != ovk_f32_bits(want);
+        }
+        for (size_t c = rows; c < stride && t + 1 < n; c++) gap += ovk_f32_bits(biased[t * stride + c]) != 0x7FC00000u;
+    }
+    CHECK_MSG(differ == 0 && gap == 0, "%s %s %u x %u, %u tokens with a bias: %zu values differ from the product plus the "
+              "bias, %zu floats written in the gaps", variant, ovk_ggml_type_name(type), rows, cols, n, differ, gap);
+    printf("%s %s %u x %u, %u tokens with a bias: %zu differ from the product plus the bias\n", variant,
+           ovk_ggml_type_name(type), rows, cols, n, differ);
+done:
+    ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &bq), ovk_buffer_destroy(ctx, &by);
+    ovk_buffer_destroy(ctx, &byb), ovk_buffer_destroy(ctx, &bb);
+    free(w), free(x), free(plain), free(biased), free(b);
+}
+
 /* What the op refuses before recording. */
 static void check_errors(ovk_ops *ops)
 {
@@ -260,6 +313,7 @@ int main(void)
             check_batch(&ops, variants[v], type, 37, kq ? 512 : 96, 13, 0);
             check_batch(&ops, variants[v], type, 67, 1024, 5, 3);
             if (t == 0) check_batch(&ops, variants[v], type, 19, 256, 2, 1);
+            check_bias(&ops, variants[v], type, t % 2 ? 67 : 37, kq ? 512 : 1024, t % 3 == 0 ? 1 : 3);
         }
     }
     return test_gpu_finish(ctx);

@@ -322,8 +322,9 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
     return q8;
 }
 
-/* The products of one input: y_i = W_i x for the n_w weights, with x [n][cols] (each y_i
- * [n][rows_i]). Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
+/* The products of one input: y_i = W_i x (+ b_i) for the n_w weights, with x [n][cols] (each y_i
+ * [n][rows_i]; bias NULL, or n_w biases b_i [rows_i] fp32, a NULL buffer for none). The int8
+ * products add their bias as they write y_i; the others are followed by a barrier and adds. Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
  * all have the packed-fp16 mat-vec: Q4_0, Q8_0), x is prepared once into s->xq and shared by
  * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8,
  * which write one row), else here (one dispatch and barrier more); the rest go through
@@ -338,7 +339,8 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * stride costs one push constant; the parts write disjoint columns and need no barrier among
  * them. A whole weight records exactly the one dispatch it always did. */
 static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
-                             const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows, int x_ready)
+                             const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows,
+                             const ovk_binding *bias, int x_ready)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
@@ -358,11 +360,12 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
     for (uint32_t i = 0; i < n_w; i++) {
         if (w[i]->rows != rows[i])
             OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a product of %u rows over a weight of %u", rows[i], w[i]->rows);
+        const ovk_binding *b = q8 && bias && bias[i].buffer ? &bias[i] : NULL; /* added by the int8 product */
         if (w[i]->n_parts == 1) {
             ovk_binding wb = bind(&w[i]->buf, 0);
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
                                                             rows[i], rows[i], cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, y[i], rows[i], rows[i], cols, n));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b, y[i], rows[i], rows[i], cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;
@@ -371,12 +374,19 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             uint32_t row0 = p * w[i]->part_rows, pr = weight_part_rows(w[i], p);
             ovk_binding wb = bind(weight_part(w[i], p), 0);
             ovk_binding yp = { y[i].buffer, y[i].offset + (uint64_t)row0 * 4, ((uint64_t)(n - 1) * rows[i] + pr) * 4 };
+            ovk_binding bp = b ? (ovk_binding){ b->buffer, b->offset + (uint64_t)row0 * 4, (uint64_t)pr * 4 } : yp;
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[p], 0), x, yp,
                                                             rows[i], pr, cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, yp, rows[i], pr, cols, n));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, yp, rows[i],
+                                                          pr, cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }
+    }
+    if (bias && !q8) {
+        ovk_cmd_barrier(ctx, &s->cmd);
+        for (uint32_t i = 0; i < n_w; i++)
+            if (bias[i].buffer) OSCAR_TRY(ovk_op_add(&s->ops, &s->cmd, y[i], bias[i], y[i], n * rows[i], rows[i]));
     }
 fail:
     return st;
@@ -427,13 +437,12 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     {
         ovk_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, fused));
-    }
-    if (L->bq.buf.buffer) { /* qwen2 */
-        ovk_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(ovk_op_add(ops, cmd, q, bind(&L->bq.buf, 0), q, n * s->q_dim, s->q_dim));
-        OSCAR_TRY(ovk_op_add(ops, cmd, k, bind(&L->bk.buf, 0), k, n * s->kv_dim, s->kv_dim));
-        OSCAR_TRY(ovk_op_add(ops, cmd, v, bind(&L->bv.buf, 0), v, n * s->kv_dim, s->kv_dim));
+        const ovk_gpu_weight *wb[3] = { &L->bq, &L->bk, &L->bv }; /* qwen2's biases */
+        ovk_binding b[3] = { { 0 } };
+        int biased = 0;
+        for (int i = 0; i < 3; i++)
+            if (wb[i]->buf.buffer) b[i] = bind(&wb[i]->buf, 0), biased = 1;
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused));
     }
     if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
         ovk_cmd_barrier(ctx, cmd);
@@ -446,7 +455,7 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
         OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, att_q8));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
     }
 
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
@@ -463,14 +472,14 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     } else {
         ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, fused));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, fused));
         ovk_cmd_barrier(ctx, cmd);
         if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, down_q8 && n == 1));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1));
     }
 fail:
     return st;
@@ -502,7 +511,7 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     else OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, fused));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, fused));
     }
     /* the step's KV flushes beside the LM head: nothing in the step waits for them, and the
      * barriers since the last layer order them after its appends */

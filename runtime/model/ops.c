@@ -355,6 +355,13 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
+    return ovk_op_mul_mat_q8_bias(ops, cmd, variant, type, w, xq, NULL, y, y_stride, rows, cols, n);
+}
+
+oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                                      ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
+                                      uint32_t cols, uint32_t n)
+{
     oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_vec_q8: needs subgroup arithmetic and a quant type Q4_0..Q6_K (%s)",
@@ -365,6 +372,7 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
     oscar_status st = check_mul_mat(ops, "mul_mat_vec_q8", type, &w, &xq, OSCAR_X_Q8_BYTES(nc), &y, y_stride, rows, cols,
                                     n, &row_bytes);
     if (st != OSCAR_OK) return st;
+    if (bias && (st = check_binding(bias, (uint64_t)rows * 4, "mul_mat_vec_q8", "bias")) != OSCAR_OK) return st;
     if (variant && strcmp(variant, "mul_mat_vec_q8") != 0 && strcmp(variant, "mul_mat_vec_q8.idot") != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: no variant '%s'", variant);
     if (variant && !ovk_variant_usable(ctx, variant))
@@ -390,15 +398,16 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
     uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1), tokens = q8_tokens(ops, n);
-    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 4, .push_size = 16, .n_spec = 7,
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 8,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
-                                      (w.offset % 16) == 0, /* TOKENS */ tokens } };
+                                      (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL } };
     uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
     if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
     groups[2] = ovk_div_up(n, tokens);
     if (groups[2] > 65535) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens exceed the grid", n);
-    ovk_binding b[4] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y };
+    ovk_binding b[5] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y,
+                         bias ? *bias : y }; /* y unread without a bias */
     return record(ops, cmd, &d, b, push, groups);
 }
 

@@ -180,6 +180,12 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
 #define OVK_Q8_BATCH_MAX 15u
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
+/* The same with a bias b [rows] fp32 (NULL: none) added to each token's row as it is written:
+ * y[t][r] = (W x_t)[r] + b[r], bit for bit the product followed by ovk_op_add, one dispatch and
+ * barrier fewer. */
+oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                                      ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
+                                      uint32_t cols, uint32_t n);
 
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */

@@ -43,12 +43,14 @@ layout(constant_id = 3) const uint UNROLL = 2;       // tasks per lane per pass
 layout(constant_id = 4) const uint GROUP_ROWS = 8;   // rows per workgroup, a multiple of ROWS
 layout(constant_id = 5) const uint W16 = 0;          // 1: binding W starts on 16 bytes, wq4 may be used
 layout(constant_id = 6) const uint TOKENS = 1;       // tokens per workgroup (workgroup z: a group of them)
+layout(constant_id = 7) const uint BIAS = 0;         // 1: y = W x + b (b read from binding 4), as a separate add
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [n][cols / 32][2] x codes, 16 int8 a uvec4
 layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [n][cols / 32] x scales
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
+layout(std430, binding = 4) readonly buffer B { float bias[]; }; // [rows] fp32 (read with BIAS)
 
 layout(push_constant) uniform Push {
     uint rows;     // rows of W
@@ -239,7 +241,8 @@ void main()
         for (uint i = 0u; i < ROWS; i++)
             for (uint j = 0u; j < TOKENS; j++) {
                 float s = subgroupAdd(acc[i * TOKENS + j]);
-                if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n) y[(tok0 + j) * pc.y_stride + r0 + i] = s;
+                if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n)
+                    y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
             }
     }
 }
