@@ -1,5 +1,4 @@
 #version 450
-#extension GL_EXT_control_flow_attributes : require
 // Append n tokens' K and V rows to fp16 pages (kv_layout.h), rotated (y = x·R) in the
 // Hadamard and OSCAR modes (in OSCAR mode after subtracting the layer's centering vector,
 // y = (x − μ)·R, and for K rows with a key-center table (CENTER_BLOCK = B > 0) minus the rotated
@@ -51,19 +50,6 @@ shared float xs[KV_MAX_HEAD_DIM]; // [d] the input row, fp32
 
 #include "common/kv_append_input.glsl"
 
-// Rows of R a thread holds in registers at a time. The rotation is a chain of loads from R (L2 or
-// memory) with little arithmetic between them: loading a batch of rows together, and the next
-// batch during this one's sums, makes a row cost about d / RB load latencies instead of d / 4.
-const uint RB = 32u;
-
-// Pair w of row i of the rotation of `kind` (R_K or R_V) at pair index rbase; 0 past the last row.
-vec2 r_pair(uint kind, uint rbase, uint i, uint w)
-{
-    if (i >= HEAD_DIM) return vec2(0.0);
-    uint ri = rbase + i * HALF_D + w;
-    return kind == 0u ? r_k[ri] : r_v[ri];
-}
-
 void main()
 {
     const uint h = gl_WorkGroupID.y, kind = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
@@ -100,21 +86,21 @@ void main()
         bool centered = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u && kind == 0u;
         uint cbase = KV_CENTER_TABLE_OFF(N_KV, HEAD_DIM) + (s.src_slot / max(CENTER_BLOCK, 1u) * N_KV + h) * HALF_D;
         for (uint w = tid; w < HALF_D; w += WG) {
-            // the terms in index order, as the reference sums them; R's pairs RB rows at a time,
-            // the next batch's loads issued before this batch's terms are summed
             precise float a0 = 0.0, a1 = 0.0;
-            vec2 cur[RB], nxt[RB];
-            [[unroll]] for (uint k = 0u; k < RB; k++) cur[k] = r_pair(kind, rbase, k, w);
-            for (uint i0 = 0u; i0 < HEAD_DIM; i0 += RB) {
-                [[unroll]] for (uint k = 0u; k < RB; k++) nxt[k] = r_pair(kind, rbase, i0 + RB + k, w);
-                [[unroll]] for (uint k = 0u; k < RB; k++) {
-                    uint i = i0 + k;
-                    if (i < HEAD_DIM) {
-                        a0 += xs[i] * cur[k].x;
-                        a1 += xs[i] * cur[k].y;
-                    }
-                }
-                cur = nxt;
+            for (uint i = 0u; i < HEAD_DIM; i += 4u) { // 4 terms per iteration, still in order
+                uint ri = rbase + i * HALF_D + w;
+                vec2 r0 = kind == 0u ? r_k[ri] : r_v[ri];
+                vec2 r1 = kind == 0u ? r_k[ri + HALF_D] : r_v[ri + HALF_D];
+                vec2 r2 = kind == 0u ? r_k[ri + 2u * HALF_D] : r_v[ri + 2u * HALF_D];
+                vec2 r3 = kind == 0u ? r_k[ri + 3u * HALF_D] : r_v[ri + 3u * HALF_D];
+                a0 += xs[i] * r0.x;
+                a1 += xs[i] * r0.y;
+                a0 += xs[i + 1u] * r1.x;
+                a1 += xs[i + 1u] * r1.y;
+                a0 += xs[i + 2u] * r2.x;
+                a1 += xs[i + 2u] * r2.y;
+                a0 += xs[i + 3u] * r3.x;
+                a1 += xs[i + 3u] * r3.y;
             }
             if (centered) {
                 vec2 cr = unpackHalf2x16(means_w[cbase + w]);

@@ -758,7 +758,7 @@ int main(void)
             test_append(ctx, &c);
         }
     }
-    /* a head_dim that is not a multiple of the rows of R kv_append loads together (32) */
+    /* a head_dim that is not a power of two (80: 5 INT2 groups of 16) */
     for (uint32_t mode = KV_MODE_HADAMARD; mode <= KV_MODE_ROTATED; mode++) {
         append_case c = { 80, 16, 16, 2, 64, mode, 1, 0, 65535, mode == KV_MODE_ROTATED ? 16u : 0u };
         test_append(ctx, &c);
