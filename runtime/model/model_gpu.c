@@ -365,7 +365,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             ovk_binding wb = bind(&w[i]->buf, 0);
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
                                                             rows[i], rows[i], cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b, y[i], rows[i], rows[i], cols, n));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_ex(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b, NULL, y[i], rows[i], rows[i], cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;
@@ -377,7 +377,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             ovk_binding bp = b ? (ovk_binding){ b->buffer, b->offset + (uint64_t)row0 * 4, (uint64_t)pr * 4 } : yp;
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[p], 0), x, yp,
                                                             rows[i], pr, cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, yp, rows[i],
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_ex(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, NULL, yp, rows[i],
                                                           pr, cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
