@@ -51,6 +51,7 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
     ops->matvec_tokens = 0;
     ops->matmul_workgroup = 0;
     for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
+    ops->norm_threads = 0; /* norm_threads() */
     ops->matmul_split = ctx->env.matmul_split;
     ops->matmul_scratch = (ovk_binding){ 0 };
 }
