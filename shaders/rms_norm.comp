@@ -4,8 +4,8 @@
 // bit for bit to the add kernel's sum), then the norm of the sum (y must not alias x then).
 // Rows of `dim` elements share the weight w: the hidden-state norm (rows = tokens, dim =
 // n_embd) and qwen3's per-head q/k norm (rows = tokens * heads, dim = head_dim) alike.
-// One workgroup per row; sum of squares in fp32, reduced in shared memory in two levels
-// (common/rms_norm_row.glsl, which the int8 products' norm epilogue shares). y may alias x.
+// One workgroup per row; sum of squares in fp32, reduced in shared memory in two levels. y may
+// alias x.
 // With Q8_OUT, y is also quantized into int8 blocks for the integer dot products, as
 // quantize_q8.comp would from y (dim a multiple of 32, WORKGROUP a multiple of 8; rows are
 // consecutive blocks): the second pass then goes a word of 4 elements per thread, each thread
@@ -38,42 +38,73 @@ layout(push_constant) uniform Push {
 
 const uint UNROLL = 8;
 
-uint row_base; // the first element of the workgroup's row
-float x_elem(uint i) { return RESIDUAL != 0u ? x[row_base + i] + res[row_base + i] : x[row_base + i]; }
-
+const uint PARTS = WORKGROUP < 32u ? WORKGROUP : 32u; // first-level sums
 shared float red[WORKGROUP];
-shared float part[WORKGROUP < 32u ? WORKGROUP : 32u];
+shared float part[PARTS];
 #define q8_amax red
 #define Q8_WORDS_BY_THREADS
 #include "common/q8_quantize.glsl"
-#define NRM_THREADS WORKGROUP
-#define nrm_red red
-#define nrm_part part
-#define nrm_elem(i) x_elem(i)
-#define nrm_weight(i) w[i]
-#define nrm_store(i, a, v)                          \
-    {                                               \
-        if (RESIDUAL != 0u) x[row_base + (i)] = (a); \
-        y[row_base + (i)] = (v);                    \
-    }
-#include "common/rms_norm_row.glsl"
 
 void main()
 {
     uint row = grid_group(), tid = gl_LocalInvocationID.x;
     if (row >= pc.n_rows) return;
-    row_base = row * pc.dim;
-    float scale = nrm_scale(nrm_sum_sq(pc.dim), pc.dim, pc.eps);
-    if (Q8_OUT != 0u) { // (red is free since the sum's second barrier: it becomes q8_amax)
-        nrm_write_q8(pc.dim, scale, row * (pc.dim / 4u));
+    uint base = row * pc.dim;
+    float s = 0.0;
+    for (uint i0 = tid; i0 < pc.dim; i0 += UNROLL * WORKGROUP) {
+        float v[UNROLL];
+        [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
+            uint i = i0 + u * WORKGROUP;
+            uint j = base + min(i, pc.dim - 1u); // past the row: a valid element, not counted
+            float a = RESIDUAL != 0u ? x[j] + res[j] : x[j];
+            v[u] = i < pc.dim ? a : 0.0;
+        }
+        [[unroll]] for (uint u = 0u; u < UNROLL; u++) s += v[u] * v[u];
+    }
+    // two levels, two barriers (a tree over 1024 threads waits at ten): PARTS threads each sum
+    // WORKGROUP / PARTS values, then every thread sums the PARTS partial sums in the same order
+    red[tid] = s;
+    barrier();
+    if (tid < PARTS) {
+        float p = 0.0;
+        for (uint k = tid; k < WORKGROUP; k += PARTS) p += red[k];
+        part[tid] = p;
+    }
+    barrier();
+    float ss = 0.0;
+    for (uint k = 0u; k < PARTS; k++) ss += part[k];
+    float scale = 1.0 / sqrt(ss / float(pc.dim) + pc.eps);
+    if (Q8_OUT != 0u) {
+        // a word of 4 elements per thread (q8_store_word); loads before stores, as y may alias x
+        // (red is free since the second barrier: it becomes q8_amax)
+        uint words = pc.dim / 4u;
+        for (uint w0 = 0u; w0 < words; w0 += WORKGROUP) {
+            uint wd = w0 + tid, i = 4u * wd;
+            bool live = wd < words;
+            vec4 a = vec4(0.0), g = vec4(0.0);
+            if (live) {
+                [[unroll]] for (uint u = 0u; u < 4u; u++) {
+                    a[u] = RESIDUAL != 0u ? x[base + i + u] + res[base + i + u] : x[base + i + u];
+                    g[u] = w[i + u];
+                }
+            }
+            vec4 v;
+            [[unroll]] for (uint u = 0u; u < 4u; u++) v[u] = (a[u] * scale) * g[u];
+            if (live) {
+                [[unroll]] for (uint u = 0u; u < 4u; u++) {
+                    if (RESIDUAL != 0u) x[base + i + u] = a[u];
+                    y[base + i + u] = v[u];
+                }
+            }
+            q8_store_word(tid, live, row * words + wd, v);
+        }
         return;
     }
-    uint base = row_base;
     for (uint i0 = tid; i0 < pc.dim; i0 += UNROLL * WORKGROUP) {
         float v[UNROLL], g[UNROLL];
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
             uint i = min(i0 + u * WORKGROUP, pc.dim - 1u); // past the row: a valid element, not stored
-            v[u] = x_elem(i);
+            v[u] = RESIDUAL != 0u ? x[base + i] + res[base + i] : x[base + i];
             g[u] = w[i];
         }
         [[unroll]] for (uint u = 0u; u < UNROLL; u++)

@@ -11,8 +11,7 @@
  * Q4_0, Q8_0 and Q6_K).
  * A matrix split by rows: the parts' products, each into its columns of y, equal the whole
  * product bit for bit. Batches of tokens (ovk_op_mul_mat_q8): each token equals its
- * single-token product bit for bit. A bias added as y is written equals the product plus the bias;
- * the norm epilogue writes what the product, a barrier and the norm with its int8 copy write.
+ * single-token product bit for bit. A bias added as y is written equals the product plus the bias.
  * Skips (77) where the device has no subgroup arithmetic. */
 #include <math.h>
 #include <stdio.h>
@@ -191,7 +190,7 @@ done:
     free(w), free(x), free(all), free(one), free(faithful), free(xq);
 }
 
-/* The bias epilogue (ovk_op_mul_mat_q8_ex): n tokens' products with a bias b [rows] bound at
+/* The bias epilogue (ovk_op_mul_mat_q8_bias): n tokens' products with a bias b [rows] bound at
  * an offset equal the products without it plus b, float for float (the add the model would
  * record after them), and the gaps between y's rows stay untouched. */
 static void check_bias(ovk_ops *ops, const char *variant, uint32_t type, uint32_t rows, uint32_t cols, uint32_t n)
@@ -220,8 +219,8 @@ static void check_bias(ovk_ops *ops, const char *variant, uint32_t type, uint32_
     ovk_binding bias = { &bb, boff, rows * 4 };
     CHECK_OK(ovk_op_mul_mat_q8(ops, &ctx->cmd, variant, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bq, 0, 0 },
                                (ovk_binding){ &by, 0, 0 }, (uint32_t)stride, rows, cols, n));
-    CHECK_OK(ovk_op_mul_mat_q8_ex(ops, &ctx->cmd, variant, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bq, 0, 0 },
-                                  &bias, NULL, (ovk_binding){ &byb, 0, 0 }, (uint32_t)stride, rows, cols, n));
+    CHECK_OK(ovk_op_mul_mat_q8_bias(ops, &ctx->cmd, variant, type, (ovk_binding){ &bw, 0, 0 }, (ovk_binding){ &bq, 0, 0 },
+                                    &bias, (ovk_binding){ &byb, 0, 0 }, (uint32_t)stride, rows, cols, n));
     CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
     CHECK_OK(ovk_buffer_download(ctx, &by, 0, plain, ny * 4));
     CHECK_OK(ovk_buffer_download(ctx, &byb, 0, biased, ny * 4));
@@ -241,95 +240,6 @@ done:
     ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &bq), ovk_buffer_destroy(ctx, &by);
     ovk_buffer_destroy(ctx, &byb), ovk_buffer_destroy(ctx, &bb);
     free(w), free(x), free(plain), free(biased), free(b);
-}
-
-/* Records into cmd: x [cols] quantized into bq, then W x into by and the norm of xr + by into byn and
- * bq: fused (the product's norm epilogue) or as the model did before (a barrier, then
- * ovk_op_rms_norm_x_q8). */
-static void record_norm(ovk_ops *ops, const char *variant, uint32_t type, int fused, ovk_buffer *bw, ovk_buffer *bx,
-                        ovk_buffer *bq, ovk_buffer *by, ovk_buffer *bxr, ovk_buffer *bnw, ovk_buffer *byn, ovk_buffer *bc,
-                        uint32_t rows, uint32_t cols)
-{
-    oscar_context *ctx = ops->ctx;
-    ovk_binding q = { bq, 0, 0 }, y = { by, 0, rows * 4 };
-    CHECK_OK(ovk_op_x_q8(ops, &ctx->cmd, (ovk_binding){ bx, 0, 0 }, q, cols));
-    ovk_cmd_barrier(ctx, &ctx->cmd);
-    if (fused) {
-        ovk_q8_norm nrm = { { bxr, 0, 0 }, { bnw, 0, 0 }, { byn, 0, 0 }, q, { bc, 0, 0 }, 1e-5f };
-        CHECK_OK(ovk_op_mul_mat_q8_ex(ops, &ctx->cmd, variant, type, (ovk_binding){ bw, 0, 0 }, q, NULL, &nrm, y, rows, rows,
-                                      cols, 1));
-    } else {
-        CHECK_OK(ovk_op_mul_mat_q8(ops, &ctx->cmd, variant, type, (ovk_binding){ bw, 0, 0 }, q, y, rows, rows, cols, 1));
-        ovk_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(ovk_op_rms_norm_x_q8(ops, &ctx->cmd, (ovk_binding){ bxr, 0, 0 }, &y, (ovk_binding){ bnw, 0, 0 },
-                                      (ovk_binding){ byn, 0, 0 }, q, rows, 1e-5f));
-    }
-}
-
-/* The norm epilogue (ovk_op_mul_mat_q8_ex with a norm): the product, the residual stream x + y,
- * the norm's output and its int8 blocks (written over the product's own input blocks, as the
- * model does) equal the product followed by a barrier and ovk_op_rms_norm_x_q8, bit for bit, with
- * the norm formed for `nt` threads (0: the default) by mat-vec workgroups of `wg`; twice in a row
- * (the count of finished workgroups starts from 0 again). */
-static void check_norm(ovk_ops *ops, const char *variant, uint32_t type, uint32_t rows, uint32_t cols, uint32_t wg,
-                       uint32_t nt)
-{
-    oscar_context *ctx = ops->ctx;
-    size_t wbytes, qbytes = OSCAR_X_Q8_BYTES(rows > cols ? rows : cols);
-    uint8_t *w = test_make_weights(type, rows, cols, &wbytes);
-    float *x = malloc((size_t)cols * 4), *xr = malloc((size_t)rows * 4), *nw = malloc((size_t)rows * 4);
-    float *got[2][3] = { { 0 } }; /* [fused][y, x, y_norm] */
-    uint8_t *gq[2] = { malloc(qbytes), malloc(qbytes) };
-    ovk_buffer bw = { 0 }, bx = { 0 }, bq = { 0 }, by = { 0 }, bxr = { 0 }, bnw = { 0 }, byn = { 0 }, bc = { 0 };
-    int ok = w && x && xr && nw && gq[0] && gq[1];
-    for (int f = 0; f < 2; f++)
-        for (int k = 0; k < 3; k++) ok = ok && (got[f][k] = malloc((size_t)rows * 4)) != NULL;
-    CHECK(ok);
-    if (!ok) goto done;
-    make_x(x, cols, 0);
-    for (uint32_t r = 0; r < rows; r++) xr[r] = test_rng_normal() * 4.0f, nw[r] = 0.5f + test_rng_uniform();
-    CHECK_OK(test_gpu_buffer_from(ctx, w, wbytes, &bw));
-    CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)cols * 4, &bx));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, qbytes, &bq));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)rows * 4, &by));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)rows * 4, &bxr));
-    CHECK_OK(test_gpu_buffer_from(ctx, nw, (size_t)rows * 4, &bnw));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)rows * 4, &byn));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, 16, &bc));
-    CHECK_OK(ovk_buffer_fill(ctx, &bc, 0, 16, 0));
-    ops->matvec_workgroup = wg;
-    ops->norm_threads = nt;
-    size_t differ = 0;
-    for (int run = 0; run < 3; run++) { /* the separate kernels, then the fused one twice */
-        int fused = run > 0;
-        CHECK_OK(ovk_buffer_upload(ctx, &bxr, 0, xr, (size_t)rows * 4));
-        CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-        record_norm(ops, variant, type, fused, &bw, &bx, &bq, &by, &bxr, &bnw, &byn, &bc, rows, cols);
-        CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
-        CHECK_OK(ovk_buffer_download(ctx, &by, 0, got[fused][0], (size_t)rows * 4));
-        CHECK_OK(ovk_buffer_download(ctx, &bxr, 0, got[fused][1], (size_t)rows * 4));
-        CHECK_OK(ovk_buffer_download(ctx, &byn, 0, got[fused][2], (size_t)rows * 4));
-        CHECK_OK(ovk_buffer_download(ctx, &bq, 0, gq[fused], OSCAR_X_Q8_BYTES(rows)));
-        if (!fused) continue;
-        for (int k = 0; k < 3; k++) differ += memcmp(got[0][k], got[1][k], (size_t)rows * 4) != 0;
-        differ += memcmp(gq[0], gq[1], OSCAR_X_Q8_BYTES(rows)) != 0;
-    }
-    uint32_t count = 1;
-    CHECK_OK(ovk_buffer_download(ctx, &bc, 0, &count, 4));
-    ops->matvec_workgroup = 0;
-    ops->norm_threads = 0;
-    printf("%s %s %u x %u, norm epilogue (workgroups of %u, norm of %u threads): %zu of 8 outputs differ from the "
-           "separate norm's\n", variant, ovk_ggml_type_name(type), rows, cols, wg, nt, differ);
-    CHECK_MSG(differ == 0 && count == 0, "%s %s %u x %u, norm epilogue (wg %u, norm threads %u): %zu outputs differ, counter "
-              "left at %u", variant, ovk_ggml_type_name(type), rows, cols, wg, nt, differ, count);
-done:
-    ovk_buffer_destroy(ctx, &bw), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &bq), ovk_buffer_destroy(ctx, &by);
-    ovk_buffer_destroy(ctx, &bxr), ovk_buffer_destroy(ctx, &bnw), ovk_buffer_destroy(ctx, &byn), ovk_buffer_destroy(ctx, &bc);
-    for (int f = 0; f < 2; f++) {
-        for (int k = 0; k < 3; k++) free(got[f][k]);
-        free(gq[f]);
-    }
-    free(w), free(x), free(xr), free(nw);
 }
 
 /* What the op refuses before recording. */
@@ -404,10 +314,6 @@ int main(void)
             check_batch(&ops, variants[v], type, 67, 1024, 5, 3);
             if (t == 0) check_batch(&ops, variants[v], type, 19, 256, 2, 1);
             check_bias(&ops, variants[v], type, t % 2 ? 67 : 37, kq ? 512 : 1024, t % 3 == 0 ? 1 : 3);
-            /* the norm epilogue: rows of 1024 and 4096 (many workgroups finishing in any order), the
-             * norm formed for fewer threads than a workgroup has, as many, and more */
-            static const uint32_t norm_wg[] = { 64, 128, 256 }, norm_nt[] = { 0, 128, 512 };
-            check_norm(&ops, variants[v], type, t % 2 ? 4096 : 1024, kq ? 512 : 768, norm_wg[t % 3], norm_nt[(t + v) % 3]);
         }
     }
     return test_gpu_finish(ctx);

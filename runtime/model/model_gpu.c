@@ -288,10 +288,6 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
         uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES((uint64_t)batch * widest);
         OSCAR_TRY(ovk_buffer_create(ctx, f16 > q8 ? f16 : q8, OSCAR_BUFFER_DEVICE, &s->xq));
     }
-    if (s->matvec_q8) {
-        OSCAR_TRY(ovk_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &s->nrm_counter));
-        OSCAR_TRY(ovk_buffer_fill(ctx, &s->nrm_counter, 0, 16, 0));
-    }
     *out = s;
     return OSCAR_OK;
 fail:
@@ -306,7 +302,7 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
     ovk_cmd_release(ctx, &s->cmd);
     ovk_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
                              &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq,
-                             &s->mm_scratch, &s->nrm_counter };
+                             &s->mm_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(s);
 }
@@ -328,9 +324,7 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
 
 /* The products of one input: y_i = W_i x (+ b_i) for the n_w weights, with x [n][cols] (each y_i
  * [n][rows_i]; bias NULL, or n_w biases b_i [rows_i] fp32, a NULL buffer for none). The int8
- * products add their bias as they write y_i; the others are followed by a barrier and adds.
- * norm (NULL: none): the norm after a single product of one row, which an int8 product of a whole
- * weight then runs as its epilogue (s->normed set to 1); else the caller records it. Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
+ * products add their bias as they write y_i; the others are followed by a barrier and adds. Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
  * all have the packed-fp16 mat-vec: Q4_0, Q8_0), x is prepared once into s->xq and shared by
  * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8,
  * which write one row), else here (one dispatch and barrier more); the rest go through
@@ -346,7 +340,7 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * them. A whole weight records exactly the one dispatch it always did. */
 static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
                              const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows,
-                             const ovk_binding *bias, const ovk_q8_norm *norm, int x_ready)
+                             const ovk_binding *bias, int x_ready)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
@@ -367,13 +361,11 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
         if (w[i]->rows != rows[i])
             OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "a product of %u rows over a weight of %u", rows[i], w[i]->rows);
         const ovk_binding *b = q8 && bias && bias[i].buffer ? &bias[i] : NULL; /* added by the int8 product */
-        const ovk_q8_norm *nm = q8 && norm && n_w == 1 && n == 1 && w[i]->n_parts == 1 ? norm : NULL;
-        if (nm) s->normed = 1;
         if (w[i]->n_parts == 1) {
             ovk_binding wb = bind(&w[i]->buf, 0);
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
                                                             rows[i], rows[i], cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_ex(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b, nm, y[i], rows[i], rows[i], cols, n));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b, y[i], rows[i], rows[i], cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;
@@ -385,7 +377,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             ovk_binding bp = b ? (ovk_binding){ b->buffer, b->offset + (uint64_t)row0 * 4, (uint64_t)pr * 4 } : yp;
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[p], 0), x, yp,
                                                             rows[i], pr, cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_ex(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, NULL, yp, rows[i],
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, yp, rows[i],
                                                           pr, cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
@@ -413,10 +405,7 @@ static int glu_planes(const ovk_gpu_state *s, const ovk_gpu_layer *L)
 /* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
  * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
  * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
- * (after the last layer) for record_head to add. A one-row step whose o and down products run
- * in int8 runs those norms as the products' epilogues (ovk_q8_norm): the o product's writes the
- * MLP's norm, the down product's the next layer's attention norm (s->normed), two dependent
- * dispatches a layer fewer. */
+ * (after the last layer) for record_head to add. */
 static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
 {
     oscar_status st = OSCAR_OK;
@@ -438,18 +427,13 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     const ovk_gpu_weight *w_qkv[3] = { &L->wq, &L->wk, &L->wv }, *w_gate_up[2] = { &L->w_gate, &L->w_up };
     const ovk_gpu_weight *w_out[1] = { &L->wo }, *w_down[1] = { &L->w_down };
 
-    ovk_binding counter = bind(&s->nrm_counter, 0);
-
     /* attention (the norm prepares x for int8 products itself) */
+    ovk_cmd_barrier(ctx, cmd);
     int q8 = products_q8(s, D, n, 3, w_qkv), fused = q8 && n == 1; /* the norm's int8 blocks: one row */
-    if (s->normed) s->normed = 0; /* the previous layer's down product wrote this norm */
-    else {
-        ovk_cmd_barrier(ctx, cmd);
-        if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb,
-                                               xq, D, hp->norm_eps));
-        else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
-        else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    }
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq, D,
+                                           hp->norm_eps));
+    else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         ovk_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
@@ -458,7 +442,7 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int biased = 0;
         for (int i = 0; i < 3; i++)
             if (wb[i]->buf.buffer) b[i] = bind(&wb[i]->buf, 0), biased = 1;
-        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, NULL, fused));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused));
     }
     if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
         ovk_cmd_barrier(ctx, cmd);
@@ -471,19 +455,15 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
         OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
         uint32_t rows[1] = { D };
-        ovk_q8_norm ffn = { x, bind(&L->ffn_norm.buf, 0), xb, xq, counter, hp->norm_eps };
-        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, &ffn, att_q8));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
     }
 
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
      * and by SwiGLU) */
+    ovk_cmd_barrier(ctx, cmd);
     q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
-    if (s->normed) s->normed = 0; /* the o product wrote this norm */
-    else {
-        ovk_cmd_barrier(ctx, cmd);
-        if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
-        else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    }
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
     if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
         ovk_cmd_barrier(ctx, cmd);
@@ -492,16 +472,14 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     } else {
         ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, NULL, fused));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, fused));
         ovk_cmd_barrier(ctx, cmd);
         if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
         uint32_t rows[1] = { D };
-        const ovk_gpu_layer *next = l + 1 < hp->n_layer ? &s->m->layers[l + 1] : NULL; /* the last: record_head adds */
-        ovk_q8_norm attn = { x, next ? bind(&next->attn_norm.buf, 0) : x, xb, xq, counter, hp->norm_eps };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, next ? &attn : NULL, down_q8 && n == 1));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1));
     }
 fail:
     return st;
@@ -533,7 +511,7 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     else OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, NULL, fused));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, fused));
     }
     /* the step's KV flushes beside the LM head: nothing in the step waits for them, and the
      * barriers since the last layer order them after its appends */
@@ -603,7 +581,6 @@ static oscar_status record_step(ovk_gpu_state *s, uint32_t n, uint32_t n_out, in
      * recorded while the GPU runs the ones before; and each submission costs the GPU ~25 us
      * (9 parts of 4 layers made the GPU time 0.23 ms longer), so the parts are few. */
     uint32_t next_flush = 1;
-    s->normed = 0;
     for (uint32_t l = 0; l < hp->n_layer; l++) {
         OSCAR_TRY(record_layer(s, l, n, l > 0));
         if (flush && s->flush_growth && l + 1 == next_flush && l + 1 < hp->n_layer) {

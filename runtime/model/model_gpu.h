@@ -114,8 +114,6 @@ typedef struct ovk_gpu_state {
                                     * products (up to OVK_Q8_BATCH_MAX rows): OSCAR_X_F16_BYTES /
                                     * OSCAR_X_Q8_BYTES of the widest input; unused (0 bytes) when
                                     * matvec_f16 and matvec_q8 are 0 */
-    ovk_buffer nrm_counter;      /* [4] u32: the int8 products' norm epilogue counts its workgroups in
-                                    * [0] (0 between products); where matvec_q8 is on, else unused */
     ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
                                     * a short batch (ops.matmul_scratch); where cooperative matrices
                                     * run and a step may hold more than one token, else unused */
@@ -125,8 +123,6 @@ typedef struct ovk_gpu_state {
                                     * quant types' products with x in int8 (ovk_op_mul_mat_q8): where
                                     * integer dot products are fast and subgroup arithmetic exists, or
                                     * as OSCAR_MATVEC_Q8 says */
-    int normed;                    /* while a step records: the last product's norm epilogue has added
-                                    * proj into x and written the next norm into xb and xq */
     int step_decode;               /* while a step records: each of its rows is another sequence's one
                                     * new token (batched decode), not a prompt's */
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth

@@ -51,7 +51,6 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
     ops->matvec_tokens = 0;
     ops->matmul_workgroup = 0;
     for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
-    ops->norm_threads = 0; /* norm_threads() */
     ops->matmul_split = ctx->env.matmul_split;
     ops->matmul_scratch = (ovk_binding){ 0 };
 }
@@ -353,18 +352,15 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
     return ovk_q8_quantize(ops->ctx, cmd, x, codes, scales, cols, 1);
 }
 
-static oscar_status x_q8_parts(ovk_binding xq, uint32_t cols, uint32_t workgroup, const char *op, ovk_binding parts[2]);
-static uint32_t norm_threads(const ovk_ops *ops, uint32_t dim);
-
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
-    return ovk_op_mul_mat_q8_ex(ops, cmd, variant, type, w, xq, NULL, NULL, y, y_stride, rows, cols, n);
+    return ovk_op_mul_mat_q8_bias(ops, cmd, variant, type, w, xq, NULL, y, y_stride, rows, cols, n);
 }
 
-oscar_status ovk_op_mul_mat_q8_ex(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                                    ovk_binding xq, const ovk_binding *bias, const ovk_q8_norm *norm, ovk_binding y,
-                                    uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
+oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                                      ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
+                                      uint32_t cols, uint32_t n)
 {
     oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
@@ -377,24 +373,6 @@ oscar_status ovk_op_mul_mat_q8_ex(const ovk_ops *ops, ovk_cmd *cmd, const char *
                                     n, &row_bytes);
     if (st != OSCAR_OK) return st;
     if (bias && (st = check_binding(bias, (uint64_t)rows * 4, "mul_mat_vec_q8", "bias")) != OSCAR_OK) return st;
-    ovk_binding nb[6] = { y, y, y, y, y, y }; /* the norm epilogue's bindings; y where there is none (unread) */
-    if (norm) {
-        const char *op = "mul_mat_vec_q8 norm";
-        uint64_t bytes = (uint64_t)rows * 4;
-        if (n != 1 || !(norm->eps >= 0.0f))
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u tokens (one), eps %g", op, n, (double)norm->eps);
-        if ((st = check_binding(&norm->x, bytes, op, "x")) != OSCAR_OK || (st = check_binding(&norm->w, bytes, op, "w")) != OSCAR_OK ||
-            (st = check_binding(&norm->y_norm, bytes, op, "y_norm")) != OSCAR_OK ||
-            (st = check_binding(&norm->counter, 4, op, "counter")) != OSCAR_OK ||
-            (st = x_q8_parts(norm->xq, rows, 8, op, nb + 3)) != OSCAR_OK)
-            return st;
-        if (norm->y_norm.buffer == norm->x.buffer && norm->y_norm.offset < norm->x.offset + bytes &&
-            norm->x.offset < norm->y_norm.offset + bytes)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: y_norm overlaps x", op);
-        if (norm_threads(ops, rows) == 0)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u threads (a power of two in 8..1024)", op, ops->norm_threads);
-        nb[0] = norm->x, nb[1] = norm->w, nb[2] = norm->y_norm, nb[5] = norm->counter;
-    }
     if (variant && strcmp(variant, "mul_mat_vec_q8") != 0 && strcmp(variant, "mul_mat_vec_q8.idot") != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: no variant '%s'", variant);
     if (variant && !ovk_variant_usable(ctx, variant))
@@ -420,20 +398,17 @@ oscar_status ovk_op_mul_mat_q8_ex(const ovk_ops *ops, ovk_cmd *cmd, const char *
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
     uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1), tokens = q8_tokens(ops, n);
-    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 11, .push_size = 20, .n_spec = 10,
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 8,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
-                                      (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL,
-                                      /* NORM */ norm != NULL, /* NORM_THREADS */ norm ? norm_threads(ops, rows) : 128 } };
-    struct { uint32_t rows, cols, n, y_stride; float eps; } push = { rows, cols, n, y_stride, norm ? norm->eps : 0.0f };
-    uint32_t groups[3];
+                                      (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL } };
+    uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
     if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
     groups[2] = ovk_div_up(n, tokens);
     if (groups[2] > 65535) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens exceed the grid", n);
-    ovk_binding b[11] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y,
-                          bias ? *bias : y, /* y unread without a bias */
-                          nb[0], nb[1], nb[2], nb[3], nb[4], nb[5] };
-    return record(ops, cmd, &d, b, &push, groups);
+    ovk_binding b[5] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y,
+                         bias ? *bias : y }; /* y unread without a bias */
+    return record(ops, cmd, &d, b, push, groups);
 }
 
 static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
@@ -593,16 +568,6 @@ static uint32_t row_workgroup(const ovk_ops *ops, uint32_t n)
     return wg;
 }
 
-/* The threads rms_norm runs a row of dim elements with (and the int8 products' norm epilogue forms
- * its sum as): on a CPU device 8 (lavapipe's SIMD group; its barriers are switches between them:
- * 0.29 -> 0.14 ms a call for SmolLM2-135M's rows), else row_workgroup. */
-static uint32_t norm_threads(const ovk_ops *ops, uint32_t dim)
-{
-    uint32_t t = ops->norm_threads;
-    if (t) return t >= 8 && t <= 1024 && (t & (t - 1)) == 0 ? t : 0; /* 0: refused by the callers */
-    return ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8 : row_workgroup(ops, dim);
-}
-
 /* rms_norm with an optional residual (res NULL: none) and an optional int8 copy of y (xq NULL:
  * none; one row). */
 static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
@@ -624,8 +589,9 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
     ovk_binding q8[2] = { y, y }; /* without an int8 copy bindings 4 and 5 are not written */
     if (xq && (st = x_q8_parts(*xq, dim, ops->workgroup, op, q8)) != OSCAR_OK) return st;
     if (n_rows == 0) return OSCAR_OK;
-    uint32_t wg = norm_threads(ops, dim);
-    if (wg == 0) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u threads (a power of two in 8..1024)", op, ops->norm_threads);
+    /* a CPU device runs a workgroup as one thread, its barriers as switches between SIMD groups:
+     * 8 threads (lavapipe's SIMD group) there, 0.29 -> 0.14 ms a call for SmolLM2-135M's rows */
+    uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8 : row_workgroup(ops, dim);
     ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 6, .push_size = 12, .n_spec = 3,
                               .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL, /* Q8_OUT */ xq != NULL } };
     struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };

@@ -39,9 +39,6 @@ typedef struct ovk_ops {
     uint32_t matmul_coopmat[4]; /* the cooperative-matrix matmul's warp tiles along rows and tokens, then
                                  * matrices per warp tile along rows and tokens; 0: 2, 2, 4 and 4 (fewer
                                  * token matrices for n <= 64 at 16 x 16) */
-    uint32_t norm_threads;      /* threads a row's RMS norm is formed with (a power of two, 8..1024; tests);
-                                 * 0: 8 on a CPU device, else the fewest >= workgroup that take 8
-                                 * elements a thread */
     uint32_t matmul_split;      /* column slices of a cooperative-matrix product (tuning; 0: chosen per
                                  * shape for short batches, 1: never split; OSCAR_MATMUL_SPLIT) */
     ovk_binding matmul_scratch; /* fp32 partial sums of split products [slices][n][rows]; no buffer: no
@@ -183,24 +180,12 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
 #define OVK_Q8_BATCH_MAX 15u
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
-/* The norm epilogue of a one-token int8 product (ovk_op_mul_mat_q8_ex): x += y, then the RMS norm
- * of x into y_norm and its int8 blocks into xq, as ovk_op_rms_norm_x_q8(x, &y, w, y_norm, xq)
- * after a barrier would write them, bit for bit. */
-typedef struct ovk_q8_norm {
-    ovk_binding x;       /* [rows] fp32, the residual stream: += the product */
-    ovk_binding w;       /* [rows] fp32, the norm's weight */
-    ovk_binding y_norm;  /* [rows] fp32, the norm's output (not overlapping x) */
-    ovk_binding xq;      /* [OSCAR_X_Q8_BYTES(rows)] its int8 blocks (may be the product's own xq) */
-    ovk_binding counter; /* [1] uint32, 0 before the first call (the kernel leaves it 0) */
-    float eps;
-} ovk_q8_norm;
-
-/* The same with a bias b [rows] fp32 (NULL: none) added to each token's row as it is written,
- * y[t][r] = (W x_t)[r] + b[r] (bit for bit the product followed by ovk_op_add), and/or with a norm
- * epilogue (NULL: none; one token, rows a multiple of 32): each one dispatch and barrier fewer. */
-oscar_status ovk_op_mul_mat_q8_ex(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                                    ovk_binding xq, const ovk_binding *bias, const ovk_q8_norm *norm, ovk_binding y,
-                                    uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
+/* The same with a bias b [rows] fp32 (NULL: none) added to each token's row as it is written:
+ * y[t][r] = (W x_t)[r] + b[r], bit for bit the product followed by ovk_op_add, one dispatch and
+ * barrier fewer. */
+oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
+                                      ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
+                                      uint32_t cols, uint32_t n);
 
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */

@@ -22,9 +22,9 @@
 // (S = gl_SubgroupSize), UNROLL tasks per pass: every weight and x load of a pass is issued
 // before the first dot product (the index of a task past the row is clamped and its term
 // dropped by a select), and the x codes of a task serve the ROWS rows. Each row's lane sums are
-// added by subgroupAdd and written by one lane: no shared memory, no barrier (but in the norm
-// epilogue, below). Needs subgroup arithmetic (ops.c runs this only where the device has it) and a
-// workgroup that is a whole number of subgroups.
+// added by subgroupAdd and written by one lane: no shared memory, no barrier. Needs subgroup
+// arithmetic (ops.c runs this only where the device has it) and a workgroup that is a whole
+// number of subgroups.
 //
 // Several tokens (batched decode): workgroup z takes TOKENS consecutive tokens. A pass loads its
 // weights once, then for each token that token's x blocks, and keeps ROWS x TOKENS sums, so the
@@ -34,8 +34,6 @@
 #define OSCAR_MV_Q8_BODY_GLSL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_control_flow_attributes : require
-#include "common/q8_layout.h"
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;  // threads, a multiple of the subgroup size
@@ -46,30 +44,19 @@ layout(constant_id = 4) const uint GROUP_ROWS = 8;   // rows per workgroup, a mu
 layout(constant_id = 5) const uint W16 = 0;          // 1: binding W starts on 16 bytes, wq4 may be used
 layout(constant_id = 6) const uint TOKENS = 1;       // tokens per workgroup (workgroup z: a group of them)
 layout(constant_id = 7) const uint BIAS = 0;         // 1: y = W x + b (b read from binding 4), as a separate add
-layout(constant_id = 8) const uint NORM = 0;         // 1: the norm epilogue (below; one token)
-layout(constant_id = 9) const uint NORM_THREADS = 128; // the threads rms_norm.comp would run the norm with
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [n][cols / 32][2] x codes, 16 int8 a uvec4
 layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [n][cols / 32] x scales
-layout(std430, binding = 3) coherent writeonly buffer Y { float y[]; }; // [n][y_stride] fp32, columns 0..rows-1 written
-layout(std430, binding = 3) coherent readonly buffer YR { float y_r[]; }; // the same, read by the norm epilogue
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
 layout(std430, binding = 4) readonly buffer B { float bias[]; }; // [rows] fp32 (read with BIAS)
-// The norm epilogue's (NORM; else unbound views of other buffers, never touched):
-layout(std430, binding = 5) buffer NX { float nx[]; };                // [rows] the residual stream x, += y
-layout(std430, binding = 6) readonly buffer NW { float nw[]; };       // [rows] the norm's weight
-layout(std430, binding = 7) writeonly buffer NY { float ny[]; };      // [rows] the norm's output
-layout(std430, binding = 8) writeonly buffer NQ { uint q8_codes[]; }; // [rows / 4] its int8 blocks' codes
-layout(std430, binding = 9) writeonly buffer NS { float q8_scales[]; }; // [rows / 32] and scales
-layout(std430, binding = 10) coherent buffer NC { uint nrm_counter[]; }; // [1] workgroups done, 0 between calls
 
 layout(push_constant) uniform Push {
     uint rows;     // rows of W
     uint cols;     // columns of W, a multiple of 32
     uint n;        // tokens
     uint y_stride; // floats from y[t][0] to y[t + 1][0]
-    float eps;     // the norm epilogue's epsilon
 } pc;
 
 #include "common/dequant.glsl" // the type ids, block sizes and dq_u16
@@ -205,42 +192,6 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
     return float(s) * (dm.x * xd[0]);
 }
 
-// ---- the norm epilogue (NORM): with one token, the workgroup that finishes last adds y into the
-// residual stream and writes the RMS norm of the sum and its int8 blocks, exactly as
-// rms_norm.comp with RESIDUAL and Q8_OUT run with NORM_THREADS threads would after a barrier:
-// the next products' input without a dispatch and barrier of its own. Every workgroup counts
-// itself in after its rows are written; the count is reset for the next call.
-shared float nrm_red[NORM != 0u ? NORM_THREADS : 1u]; // (a float without the epilogue)
-shared float nrm_part[NORM == 0u ? 1u : NORM_THREADS < 32u ? NORM_THREADS : 32u];
-shared float q8_amax[NORM != 0u ? WORKGROUP : 1u];
-shared bool nrm_last;
-#define Q8_WORDS_BY_THREADS
-#include "common/q8_quantize.glsl"
-#define nrm_elem(i) (nx[i] + y_r[i])
-#define nrm_weight(i) nw[i]
-#define nrm_store(i, a, v) \
-    {                      \
-        nx[i] = (a);       \
-        ny[i] = (v);       \
-    }
-#define NRM_THREADS NORM_THREADS
-#include "common/rms_norm_row.glsl"
-
-void norm_epilogue()
-{
-    memoryBarrierBuffer(); // this workgroup's rows before its count
-    barrier();
-    if (gl_LocalInvocationIndex == 0u) {
-        uint done = atomicAdd(nrm_counter[0], 1u) + 1u;
-        nrm_last = done == gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
-        if (nrm_last) nrm_counter[0] = 0u; // every other workgroup has counted: ready for the next call
-    }
-    barrier();
-    if (!nrm_last) return; // uniform over the workgroup
-    memoryBarrierBuffer(); // the count before the rows' reads
-    nrm_write_q8(pc.rows, nrm_scale(nrm_sum_sq(pc.rows), pc.rows, pc.eps), 0u);
-}
-
 void main()
 {
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
@@ -294,7 +245,6 @@ void main()
                     y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
             }
     }
-    if (NORM != 0u) norm_epilogue();
 }
 
 #endif
