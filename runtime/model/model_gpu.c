@@ -324,7 +324,8 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
 
 /* The products of one input: y_i = W_i x (+ b_i) for the n_w weights, with x [n][cols] (each y_i
  * [n][rows_i]; bias NULL, or n_w biases b_i [rows_i] fp32, a NULL buffer for none). The int8
- * products add their bias as they write y_i; the others are followed by a barrier and adds. Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
+ * products add their bias as they write y_i; the others are followed by a barrier and adds.
+ * Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
  * all have the packed-fp16 mat-vec: Q4_0, Q8_0), x is prepared once into s->xq and shared by
  * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8,
  * which write one row), else here (one dispatch and barrier more); the rest go through
