@@ -45,6 +45,18 @@ oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t 
                           uint32_t ctx, uint32_t n_chunks, int32_t bos, uint32_t n_vocab, float *logits,
                           double *chunk_nll, const app_ppl_hooks *hooks)
 {
+    const int32_t **chunks = malloc((n_chunks ? n_chunks : 1) * sizeof *chunks); /* [n_chunks] chunk c's first token */
+    if (!chunks) return OSCAR_ERROR_OUT_OF_HOST_MEMORY;
+    for (uint32_t c = 0; c < n_chunks; c++) chunks[c] = tokens + (size_t)c * ctx;
+    oscar_status st = app_ppl_eval_chunks(session, seqs, n_par, chunks, ctx, n_chunks, bos, n_vocab, logits, chunk_nll, hooks);
+    free(chunks);
+    return st;
+}
+
+oscar_status app_ppl_eval_chunks(oscar_session *session, const int32_t *seqs, uint32_t n_par,
+                                 const int32_t *const *chunks, uint32_t ctx, uint32_t n_chunks, int32_t bos,
+                                 uint32_t n_vocab, float *logits, double *chunk_nll, const app_ppl_hooks *hooks)
+{
     const uint32_t first = ctx / 2;
     const uint64_t total = (uint64_t)n_chunks * (ctx - 1 - first);
     uint64_t scored = 0;
@@ -60,7 +72,7 @@ oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t 
         uint32_t np = n_chunks - c0 < n_par ? n_chunks - c0 : n_par;
         /* prefill positions 0..first of each chunk: the logits of `first` score token first+1 */
         for (uint32_t p = 0; p < np; p++) {
-            const int32_t *ct = tokens + (size_t)(c0 + p) * ctx;
+            const int32_t *ct = chunks[c0 + p];
             memcpy(prefix, ct, (size_t)(first + 1) * sizeof *prefix);
             if (bos >= 0) prefix[0] = bos;
             st = oscar_session_seq_reset(session, seqs[p]);
@@ -77,11 +89,11 @@ oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t 
         }
         /* then one token per chunk per step: token j's logits score token j+1 */
         for (uint32_t j = first + 1; j + 1 < ctx; j++) {
-            for (uint32_t p = 0; p < np; p++) step_tok[p] = tokens[(size_t)(c0 + p) * ctx + j];
+            for (uint32_t p = 0; p < np; p++) step_tok[p] = chunks[c0 + p][j];
             st = oscar_session_decode(session, np, seqs, step_tok, logits);
             if (st != OSCAR_OK) goto out;
             for (uint32_t p = 0; p < np; p++) {
-                double nll = app_token_nll(logits + (size_t)p * n_vocab, n_vocab, tokens[(size_t)(c0 + p) * ctx + j + 1]);
+                double nll = app_token_nll(logits + (size_t)p * n_vocab, n_vocab, chunks[c0 + p][j + 1]);
                 if (!isfinite(nll)) {
                     st = APP_PPL_NOT_FINITE;
                     goto out;

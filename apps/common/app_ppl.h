@@ -54,6 +54,12 @@ oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t 
                           uint32_t ctx, uint32_t n_chunks, int32_t bos, uint32_t n_vocab, float *logits,
                           double *chunk_nll, const app_ppl_hooks *hooks);
 
+/* The same over chunks given one by one: chunks[c] points at chunk c's ctx tokens, so that the
+ * chunks of several texts decode together. */
+oscar_status app_ppl_eval_chunks(oscar_session *session, const int32_t *seqs, uint32_t n_par,
+                                 const int32_t *const *chunks, uint32_t ctx, uint32_t n_chunks, int32_t bos,
+                                 uint32_t n_vocab, float *logits, double *chunk_nll, const app_ppl_hooks *hooks);
+
 /* Perplexity and its standard error from per-chunk NLL sums of n_scored tokens each:
  * ppl = exp(mean NLL); *err = standard error of the mean NLL from the spread of the chunk
  * means (chunks are independent samples, tokens inside a chunk are not) carried through exp,

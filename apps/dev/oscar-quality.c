@@ -656,6 +656,7 @@ int main(int argc, char **argv)
     int32_t *tokens[MAX_TEXTS] = { 0 }, *seqs = NULL; /* [text][n_tokens[text]] */
     float *logits = NULL;
     double *chunk_nll = NULL, *base_nll = NULL; /* [chunks] this run's NLL sums; [text][n_ctx][max chunks] the baseline's */
+    const int32_t **chunk_ptr = NULL;           /* [chunks] the first token of each chunk of this run */
     size_t text_len[MAX_TEXTS] = { 0 }, n_tokens[MAX_TEXTS] = { 0 };
     int32_t bos = -1;
     oscar_status st = OSCAR_OK;
@@ -777,38 +778,55 @@ int main(int argc, char **argv)
 
     seqs = malloc((size_t)P * sizeof *seqs);                 /* [P] */
     logits = malloc((size_t)P * V * sizeof *logits);         /* [P][n_vocab] */
-    uint32_t max_chunks = 1;
-    for (uint32_t x = 0; x < NX; x++)
-        for (uint32_t i = 0; i < n_ctx_eff; i++) max_chunks = ctx_chunks[x][i] > max_chunks ? ctx_chunks[x][i] : max_chunks;
-    chunk_nll = malloc((size_t)max_chunks * sizeof *chunk_nll); /* [chunks] NLL sums */
+    uint32_t max_chunks = 1, all_chunks = 1; /* the most chunks of a text, and of all texts, at one context */
+    for (uint32_t i = 0; i < n_ctx_eff; i++) {
+        uint32_t sum = 0;
+        for (uint32_t x = 0; x < NX; x++) {
+            max_chunks = ctx_chunks[x][i] > max_chunks ? ctx_chunks[x][i] : max_chunks;
+            sum += ctx_chunks[x][i];
+        }
+        all_chunks = sum > all_chunks ? sum : all_chunks;
+    }
+    chunk_nll = malloc((size_t)all_chunks * sizeof *chunk_nll);   /* [chunks of all texts] NLL sums */
+    chunk_ptr = malloc((size_t)all_chunks * sizeof *chunk_ptr);   /* [chunks of all texts] their first tokens */
     base_nll = malloc((size_t)NX * (n_ctx_eff ? n_ctx_eff : 1) * max_chunks * sizeof *base_nll);
-    if (!seqs || !logits || !chunk_nll || !base_nll) goto oom;
+    if (!seqs || !logits || !chunk_nll || !chunk_ptr || !base_nll) goto oom;
     fprintf(stderr, PROG ": %s, %u modes, %u text%s, %zu tokens\n", m.info.name[0] ? m.info.name : a.model, a.n_modes, NX,
             NX == 1 ? "" : "s", n_tokens_all);
 
     double t_all = app_now();
     for (uint32_t mi = 0; mi < a.n_modes; mi++) {
         const q_mode *mode = &a.modes[mi];
-        /* 1. perplexity, text by text */
-        for (uint32_t x = 0; a.do_ppl && x < NX; x++)
-            for (uint32_t ci = 0; ci < n_ctx_eff; ci++) {
-                uint32_t ctx = ctx_eff[ci], nc = ctx_chunks[x][ci], np = nc < P ? nc : P;
+        /* 1. perplexity, a context at a time: every text's chunks decode together, P at a time */
+        for (uint32_t ci = 0; a.do_ppl && ci < n_ctx_eff; ci++) {
+            uint32_t ctx = ctx_eff[ci], nc = 0;
+            for (uint32_t x = 0; x < NX; x++)
+                for (uint32_t c = 0; c < ctx_chunks[x][ci]; c++) chunk_ptr[nc++] = tokens[x] + (size_t)c * ctx;
+            if (nc == 0) continue;
+            uint32_t np = nc < P ? nc : P;
+            double t0 = app_now();
+            if (!open_session(&m, mode, ctx, np, a.sink, a.recent, a.group, &s, seqs)) goto out;
+            st = app_ppl_eval_chunks(s, seqs, np, chunk_ptr, ctx, nc, bos, V, logits, chunk_nll, NULL);
+            oscar_session_destroy(s);
+            s = NULL;
+            if (st != OSCAR_OK) goto api_fail;
+            double seconds = app_now() - t0;
+            for (uint32_t x = 0, first = 0; x < NX; first += ctx_chunks[x][ci], x++) {
+                uint32_t n = ctx_chunks[x][ci];
+                const double *nll = chunk_nll + first; /* this text's chunks */
                 ppl_result *r = &ppl[mi][x][ci];
-                if (nc == 0) continue;
-                double t0 = app_now();
-                if (!open_session(&m, mode, ctx, np, a.sink, a.recent, a.group, &s, seqs)) goto out;
-                st = app_ppl_eval(s, seqs, np, tokens[x], ctx, nc, bos, V, logits, chunk_nll, NULL);
-                oscar_session_destroy(s);
-                s = NULL;
-                if (st != OSCAR_OK) goto api_fail;
-                r->ppl = app_ppl_summary(chunk_nll, nc, ctx - 1 - ctx / 2, &r->err, NULL);
+                if (n == 0) continue;
+                r->ppl = app_ppl_summary(nll, n, ctx - 1 - ctx / 2, &r->err, NULL);
                 double *base = base_nll + ((size_t)x * n_ctx_eff + ci) * max_chunks;
-                if (mi == 0) memcpy(base, chunk_nll, nc * sizeof *base);
-                else r->change = app_ppl_ratio(chunk_nll, base, nc, ctx - 1 - ctx / 2, &r->change_err) - 1;
-                r->seconds = app_now() - t0;
-                fprintf(stderr, PROG ": [%s] %s ppl ctx %u: %.4f +/- %.4f (%u chunks, %.1f s)\n", mode->name,
-                        a.text_names[x], ctx, r->ppl, r->err, nc, r->seconds);
+                if (mi == 0) memcpy(base, nll, n * sizeof *base);
+                else r->change = app_ppl_ratio(nll, base, n, ctx - 1 - ctx / 2, &r->change_err) - 1;
+                r->seconds = seconds;
+                fprintf(stderr, PROG ": [%s] %s ppl ctx %u: %.4f +/- %.4f (%u chunks)\n", mode->name, a.text_names[x], ctx,
+                        r->ppl, r->err, n);
             }
+            fprintf(stderr, PROG ": [%s] ppl ctx %u: %u chunks of %u text%s, %u at a time, %.1f s\n", mode->name, ctx, nc, NX,
+                    NX == 1 ? "" : "s", np, seconds);
+        }
         /* 2. passkey */
         if (a.do_passkey && pk_ctx) {
             double t0 = app_now();
@@ -1013,7 +1031,7 @@ api_fail:
 out:
     oscar_session_destroy(s);
     for (uint32_t x = 0; x < NX; x++) free(text[x]), free(tokens[x]);
-    free(seqs), free(logits), free(chunk_nll), free(base_nll);
+    free(seqs), free(logits), free(chunk_nll), free(chunk_ptr), free(base_nll);
     if (pk)
         for (size_t i = 0; i < (size_t)a.n_pk_len * n_pk_all; i++) free(pk[i].tokens);
     free(pk);
