@@ -565,7 +565,6 @@ static oscar_status pk_build(const oscar_model *model, uint32_t max_tokens, doub
 typedef struct ppl_result {
     double ppl, err;              /* NAN when not run */
     double change, change_err;    /* ppl / the baseline's - 1 and its paired standard error (modes after the first) */
-    double seconds;
 } ppl_result;
 
 typedef ppl_result ppl_results[MAX_MODES][MAX_TEXTS][APP_MAX_LIST]; /* [mode][text][context] */
@@ -685,7 +684,7 @@ int main(int argc, char **argv)
         for (uint32_t x = 0; x < MAX_TEXTS; x++)
             for (uint32_t j = 0; j < APP_MAX_LIST; j++) {
                 ppl_result *r = &ppl[i][x][j];
-                r->ppl = r->err = r->change = r->change_err = NAN, r->seconds = 0;
+                r->ppl = r->err = r->change = r->change_err = NAN;
             }
     memset(pk_ok, 0, sizeof pk_ok);
     memset(pk_seconds, 0, sizeof pk_seconds);
@@ -820,7 +819,6 @@ int main(int argc, char **argv)
                 double *base = base_nll + ((size_t)x * n_ctx_eff + ci) * max_chunks;
                 if (mi == 0) memcpy(base, nll, n * sizeof *base);
                 else r->change = app_ppl_ratio(nll, base, n, ctx - 1 - ctx / 2, &r->change_err) - 1;
-                r->seconds = seconds;
                 fprintf(stderr, PROG ": [%s] %s ppl ctx %u: %.4f +/- %.4f (%u chunks)\n", mode->name, a.text_names[x], ctx,
                         r->ppl, r->err, n);
             }
