@@ -43,56 +43,102 @@ double app_token_nll(const float *logits, uint32_t n_vocab, int32_t target)
     return log(sum) + (double)mx - (double)logits[target];
 }
 
-/* The NLLs of a decode step's rows, split over threads: a row of 50K-150K logits takes the CPU
- * ~0.3 ms, and a step scores up to n_par rows while the GPU waits for the next one. */
+/* The NLLs of a decode step's rows, split over threads that live for the whole evaluation: a row
+ * of 50K-150K logits takes the CPU ~0.3 ms, and a step scores up to n_par rows while the GPU
+ * waits for the next one. Thread t (the calling one is 0) takes rows t, t + n, t + 2n, ... of
+ * each step, each row by itself, so the values do not depend on the threads. */
 enum { NLL_MAX_THREADS = 16 };
 
-typedef struct nll_rows {
+typedef struct nll_pool nll_pool;
+
+typedef struct nll_worker_arg {
+    nll_pool *pool;
+    uint32_t t;
+} nll_worker_arg;
+
+struct nll_pool {
+    pthread_mutex_t lock;
+    pthread_cond_t go, done;
+    pthread_t threads[NLL_MAX_THREADS - 1];
+    nll_worker_arg args[NLL_MAX_THREADS - 1];
+    uint32_t n;              /* threads taking rows, the calling one included (1: no workers) */
+    uint64_t step;           /* bumped for each step the workers are to take */
+    uint32_t pending;        /* workers not yet through this step */
+    int quit;
+    /* this step */
     const float *logits;     /* [n_rows][n_vocab] */
     const int32_t *const *chunks;
-    uint32_t n_vocab, n_rows, j, n_threads; /* j: the rows score token j + 1 of their chunks */
+    uint32_t n_vocab, n_rows, j; /* j: the rows score token j + 1 of their chunks */
     double *nll;             /* [n_rows] out */
-} nll_rows;
+};
 
-typedef struct nll_part {
-    const nll_rows *job;
-    uint32_t first;          /* rows first, first + n_threads, ... */
-} nll_part;
+static void nll_rows(const nll_pool *p, uint32_t t)
+{
+    for (uint32_t r = t; r < p->n_rows; r += p->n)
+        p->nll[r] = app_token_nll(p->logits + (size_t)r * p->n_vocab, p->n_vocab, p->chunks[r][p->j + 1]);
+}
 
 static void *nll_worker(void *arg)
 {
-    const nll_part *part = arg;
-    const nll_rows *job = part->job;
-    for (uint32_t p = part->first; p < job->n_rows; p += job->n_threads)
-        job->nll[p] = app_token_nll(job->logits + (size_t)p * job->n_vocab, job->n_vocab, job->chunks[p][job->j + 1]);
+    nll_pool *p = ((nll_worker_arg *)arg)->pool;
+    uint32_t t = ((nll_worker_arg *)arg)->t;
+    uint64_t seen = 0;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (p->step == seen && !p->quit) pthread_cond_wait(&p->go, &p->lock);
+        if (p->quit) break;
+        seen = p->step;
+        pthread_mutex_unlock(&p->lock);
+        nll_rows(p, t);
+        pthread_mutex_lock(&p->lock);
+        if (--p->pending == 0) pthread_cond_signal(&p->done);
+    }
+    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
-/* nll[p] for the n_rows rows: one row a thread at a time, each row by itself (the same values
- * whatever the threads). */
-static void step_nlls(const float *logits, const int32_t *const *chunks, uint32_t n_vocab, uint32_t n_rows, uint32_t j,
-                      double *nll)
+/* Starts up to want - 1 workers (fewer where a thread cannot be made: the rows go to those there are). */
+static void nll_pool_start(nll_pool *p, uint32_t want)
 {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t want = cpus > 1 ? (uint32_t)(cpus < NLL_MAX_THREADS ? cpus : NLL_MAX_THREADS) : 1;
-    nll_rows job = { logits, chunks, n_vocab, n_rows, j, want < n_rows ? want : n_rows, nll };
-    nll_part parts[NLL_MAX_THREADS];
-    pthread_t threads[NLL_MAX_THREADS];
-    uint32_t started = 0;
-    for (uint32_t t = 1; t < job.n_threads; t++) {
-        parts[t] = (nll_part){ &job, t };
-        if (pthread_create(&threads[started], NULL, nll_worker, &parts[t]) != 0) break;
-        started++;
+    memset(p, 0, sizeof *p);
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    p->n = 1;
+    for (uint32_t t = 1; t < want && t < NLL_MAX_THREADS; t++) {
+        p->args[t - 1] = (nll_worker_arg){ p, t };
+        if (pthread_create(&p->threads[t - 1], NULL, nll_worker, &p->args[t - 1]) != 0) break;
+        p->n++;
     }
-    /* this thread takes row 0's share, and the share of any thread that did not start */
-    for (uint32_t t = 0; t < job.n_threads; t++) {
-        if (t > 0 && t <= started) continue;
-        parts[t] = (nll_part){ &job, t };
-        nll_worker(&parts[t]);
-    }
-    for (uint32_t t = 0; t < started; t++) pthread_join(threads[t], NULL);
 }
 
+static void nll_pool_stop(nll_pool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    p->quit = 1;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->lock);
+    for (uint32_t t = 1; t < p->n; t++) pthread_join(p->threads[t - 1], NULL);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+    pthread_mutex_destroy(&p->lock);
+}
+
+/* nll[r] for a step's n_rows rows (n_rows <= the pool's rows a step when it was started). */
+static void nll_pool_run(nll_pool *p, const float *logits, const int32_t *const *chunks, uint32_t n_vocab, uint32_t n_rows,
+                         uint32_t j, double *nll)
+{
+    pthread_mutex_lock(&p->lock);
+    p->logits = logits, p->chunks = chunks, p->n_vocab = n_vocab, p->n_rows = n_rows, p->j = j, p->nll = nll;
+    p->pending = p->n - 1;
+    p->step++;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->lock);
+    nll_rows(p, 0);
+    pthread_mutex_lock(&p->lock);
+    while (p->pending) pthread_cond_wait(&p->done, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+}
 oscar_status app_ppl_eval(oscar_session *session, const int32_t *seqs, uint32_t n_par, const int32_t *tokens,
                           uint32_t ctx, uint32_t n_chunks, int32_t bos, uint32_t n_vocab, float *logits,
                           double *chunk_nll, const app_ppl_hooks *hooks)
@@ -116,6 +162,10 @@ oscar_status app_ppl_eval_chunks(oscar_session *session, const int32_t *seqs, ui
     int32_t *prefix = malloc((size_t)(first + 1) * sizeof *prefix); /* [first+1] a chunk's prefill, BOS first */
     int32_t *step_tok = malloc((size_t)n_par * sizeof *step_tok);   /* [n_par] this step's token per chunk */
     double *step_nll = malloc((size_t)n_par * sizeof *step_nll);    /* [n_par] this step's NLL per chunk */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t threads = cpus > 1 ? (uint32_t)(cpus < NLL_MAX_THREADS ? cpus : NLL_MAX_THREADS) : 1;
+    nll_pool pool;
+    nll_pool_start(&pool, threads < n_par ? threads : n_par);
     if (!prefix || !step_tok || !step_nll) {
         st = OSCAR_ERROR_OUT_OF_HOST_MEMORY;
         goto out;
@@ -145,7 +195,7 @@ oscar_status app_ppl_eval_chunks(oscar_session *session, const int32_t *seqs, ui
             for (uint32_t p = 0; p < np; p++) step_tok[p] = chunks[c0 + p][j];
             st = oscar_session_decode(session, np, seqs, step_tok, logits);
             if (st != OSCAR_OK) goto out;
-            step_nlls(logits, chunks + c0, n_vocab, np, j, step_nll);
+            nll_pool_run(&pool, logits, chunks + c0, n_vocab, np, j, step_nll);
             for (uint32_t p = 0; p < np; p++) {
                 double nll = step_nll[p];
                 if (!isfinite(nll)) {
@@ -161,6 +211,7 @@ oscar_status app_ppl_eval_chunks(oscar_session *session, const int32_t *seqs, ui
             for (uint32_t p = 0; p < np; p++) hooks->on_chunk(hooks->user, c0 + p, chunk_nll[c0 + p]);
     }
 out:
+    nll_pool_stop(&pool);
     free(prefix);
     free(step_tok);
     free(step_nll);
