@@ -80,13 +80,15 @@ const uint MAX_PAGES = ATTN_CH_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item
 // the value phase; with several groups a row the value phase does it from p.
 const bool PRE_W = PWD == 1u;
 const uint PV = 4;                              // PRE_W: V params a thread loads at once
+const uint HR_FIT = P_FLOATS / (LANES * D);
+const uint HR = HR_FIT < 1u ? 1u : HR_FIT > GQA ? GQA : HR_FIT; // heads whose lane sums sh_p holds at once
 
 layout(std430, binding = 4) readonly buffer F16Pool2 { uvec2 f16_pool2[]; }; // F16Pool4, 8-byte view
 
 // ---- shared memory (ATTN_CH_SHARED_FLOATS floats in all) ----
 shared vec4 sh_q[GQA * D / 4];      // [GQA][d] scaled q of the workgroup's heads
 shared float sh_qs[GQA * PWD];      // [GQA][d/G] per-group sums of sh_q (INT2)
-shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [LANES][d] lane sums;
+shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [HR][LANES][d] lane sums;
                                     // in the merge [LANES_M][d] lane sums, then [GQA][d] o
 shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
 shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
@@ -110,6 +112,16 @@ const float NEG_INF = -1.0 / 0.0;
 // in sh_p
 #define OUT_SCRATCH sh_p
 #include "common/attn_merge.glsl"
+
+// v[h] for an h known only at run time, without indexing a register array by it (which may put
+// the array in memory).
+float head_value(float v[GQA], uint h)
+{
+    float r = v[0];
+    [[unroll]] for (uint k = 1; k < GQA; k++)
+        if (k == h) r = v[k];
+    return r;
+}
 
 // Page base (word) and row of token j (an INT2 index, j >= the item's begin) of this KV head.
 void int2_row(uint begin, uint j, uint kvh, out uint base, out uint row)
@@ -395,6 +407,20 @@ void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout 
     }
 }
 
+// The page ids of the chunk at c0 of n tokens into sh_page: the item's first pages from the
+// item itself, the rest from the sequence's page table. No barrier.
+void load_pages(kv_attn_item it, uint c0, uint n, bool is_int2)
+{
+    uint first = c0 / PAGE, n_pages = (c0 + n - 1) / PAGE - first + 1;
+    for (uint i = gl_LocalInvocationID.x; i < n_pages; i += WG) {
+        uint pg = first + i, rel = pg - it.begin / PAGE;
+        int id = rel == 0u ? it.page0 : rel == 1u ? it.page1 : it.page2;
+        if (rel >= KV_ITEM_PAGES)
+            id = is_int2 ? int2_table[it.seq * pc.max_int2_pages + pg] : f16_table[it.seq * pc.max_f16_pages + pg];
+        sh_page[i] = uint(id);
+    }
+}
+
 void main()
 {
     uint item_id = attn_item_id();
@@ -402,32 +428,40 @@ void main()
     uint kvh = gl_WorkGroupID.y;
     uint t = gl_LocalInvocationID.x;
     kv_attn_item it = items[item_id];
-    uint seq = rows[it.row].seq;
     bool is_int2 = MODE != KV_MODE_FP16 && it.kind == KV_ITEM_INT2;
     bool pre_w = is_int2 && PRE_W; // uniform over the workgroup
 
-    for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[(it.row * N_HEAD + kvh * GQA) * (D / 4) + i] * pc.scale;
-    barrier();
-#if ATTN_IDOT
-    if (is_int2) {
-        for (uint i = t; i < GQA * (D / 32); i += WG) quantize_q_block(i);
-        barrier();
-    }
-#endif
+    // q, its group sums and the first chunk's page ids are loaded together, before the first
+    // barrier: the item holds its first pages, so no load waits for another (the group sums are
+    // summed from q in global memory, in the order sh_q's would be)
+    uint q0 = (it.row * N_HEAD + kvh * GQA) * (D / 4);
+    for (uint i = t; i < GQA * D / 4; i += WG) sh_q[i] = q4[q0 + i] * pc.scale;
+#if !ATTN_IDOT
     if (is_int2)
         for (uint i = t; i < GQA * PWD; i += WG) {
             uint h = i / PWD, g = i % PWD;
             float s = 0.0;
-#if ATTN_IDOT
-            for (uint b = 0; b < GROUP / 32; b++) s += sh_qbs[h * (D / 32) + g * (GROUP / 32) + b];
-#else
             for (uint k = 0; k < GROUP / 4; k++) {
-                vec4 v = sh_q[h * (D / 4) + g * (GROUP / 4) + k];
+                vec4 v = q4[q0 + h * (D / 4) + g * (GROUP / 4) + k] * pc.scale;
                 s += (v.x + v.y) + (v.z + v.w);
             }
-#endif
             sh_qs[i] = s;
         }
+#endif
+    if (it.begin < it.end) load_pages(it, it.begin, min(it.end - it.begin, ITEM_TOKENS), is_int2);
+#if ATTN_IDOT
+    barrier();
+    if (is_int2) {
+        for (uint i = t; i < GQA * (D / 32); i += WG) quantize_q_block(i);
+        barrier();
+        for (uint i = t; i < GQA * PWD; i += WG) {
+            uint h = i / PWD, g = i % PWD;
+            float s = 0.0;
+            for (uint b = 0; b < GROUP / 32; b++) s += sh_qbs[h * (D / 32) + g * (GROUP / 32) + b];
+            sh_qs[i] = s;
+        }
+    }
+#endif
 
     uint vw_ = (t / 2) % CW, hf = t % 2, lane = t / (2 * CW); // value phase: word, half, lane
     float m_run[GQA];       // running max (the same in every thread)
@@ -440,15 +474,16 @@ void main()
     }
     for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
         uint n = min(it.end - c0, ITEM_TOKENS);
-        barrier(); // the previous chunk's readers of sh_page and sh_p are done (and sh_q/sh_qs written)
-        uint n_pages = (c0 + n - 1) / PAGE - c0 / PAGE + 1;
-        for (uint i = t; i < n_pages; i += WG) {
-            uint pg = c0 / PAGE + i;
-            sh_page[i] = uint(is_int2 ? int2_table[seq * pc.max_int2_pages + pg] : f16_table[seq * pc.max_f16_pages + pg]);
+        if (c0 != it.begin) { // the first chunk's pages came with q
+            barrier(); // the previous chunk's readers of sh_page and sh_p are done
+            load_pages(it, c0, n, is_int2);
         }
         uint pos0 = c0 + (is_int2 ? SINK : 0u); // position of the chunk's first token
-        if (CENTERED) center_logits(pos0, n, kvh);
-        barrier();
+        if (CENTERED) {
+            if (c0 == it.begin) barrier(); // sh_q written
+            center_logits(pos0, n, kvh);
+        }
+        barrier(); // sh_q, sh_qs, sh_page (and sh_bias) written
 
         float m[GQA];
         [[unroll]] for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
@@ -515,19 +550,26 @@ void main()
     reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
     if (pre_w) reduce_heads(acc_b, false); // the min terms of the whole item, added once below
 
+    // the lanes' sums of HR heads a round ([HR][LANES][d] in sh_p), two barriers a round
     uint out_base = item_id * N_HEAD + kvh * GQA; // first query head of this KV head
-    [[unroll]] for (uint h = 0; h < GQA; h++) {
-        float lane_b = pre_w ? 0.0 : acc_b[h], item_b = pre_w ? acc_b[h] : 0.0;
-        [[unroll]] for (uint j = 0; j < 8; j++) sh_p[lane * D + value_elem(vw_, hf, j)] = acc[h][j] + lane_b;
-        barrier();
-        for (uint j = t; j < D; j += WG) {
-            float v = item_b;
-            for (uint ln = 0; ln < LANES; ln++) v += sh_p[ln * D + j];
-            partials[(out_base + h) * PF + 4 + j] = v;
+    [[unroll]] for (uint h0 = 0; h0 < GQA; h0 += HR) {
+        [[unroll]] for (uint r = 0; r < HR; r++) {
+            uint h = min(h0 + r, GQA - 1);
+            float lane_b = pre_w ? 0.0 : acc_b[h];
+            if (h0 + r < GQA)
+                [[unroll]] for (uint j = 0; j < 8; j++) sh_p[(r * LANES + lane) * D + value_elem(vw_, hf, j)] = acc[h][j] + lane_b;
         }
-        if (t == 0) {
-            partials[(out_base + h) * PF] = m_run[h];
-            partials[(out_base + h) * PF + 1] = l[h];
+        barrier();
+        for (uint i = t; i < HR * D; i += WG) {
+            uint r = i / D, j = i % D;
+            if (h0 + r >= GQA) break;
+            float v = pre_w ? head_value(acc_b, h0 + r) : 0.0;
+            for (uint ln = 0; ln < LANES; ln++) v += sh_p[(r * LANES + ln) * D + j];
+            partials[(out_base + h0 + r) * PF + 4 + j] = v;
+        }
+        if (t < HR && h0 + t < GQA) {
+            partials[(out_base + h0 + t) * PF] = head_value(m_run, h0 + t);
+            partials[(out_base + h0 + t) * PF + 1] = head_value(l, h0 + t);
         }
         barrier();
     }

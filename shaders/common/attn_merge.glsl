@@ -32,32 +32,27 @@ void reduce_heads(inout float v[GQA], bool is_max)
 
 #include "common/attn_finish.glsl"
 
-// keep: the outputs are also left in OUT_SCRATCH [GQA][d] (write_output).
-void merge_row(uint row_id, uint kvh, bool keep)
+// The merge of row row_id's items [item_begin, item_end) for KV head kvh. keep: the outputs are
+// also left in OUT_SCRATCH [GQA][d] (write_output).
+// A thread takes 4 elements (e4) of every head over the items of its lane, two items an
+// iteration with their loads issued together, and keeps its own running max: m, l and o of an
+// item are loaded at once, with no wait for the row's max (a row may have tens of thousands of
+// items: lavapipe ends any loop after 65535 iterations per invocation, hence the lanes). Empty
+// items (m = -inf) weigh 0. The lanes then meet at the row's max M.
+void merge_items(uint row_id, uint item_begin, uint item_end, uint kvh, bool keep)
 {
     uint t = gl_LocalInvocationID.x;
-    kv_attn_row row = rows[row_id];
     uint head0 = kvh * GQA;
-    // M per head, strided over the items and reduced (a row may have tens of thousands of
-    // items: lavapipe ends any loop after 65535 iterations per invocation)
-    float mx[GQA];
-    [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = NEG_INF;
-    for (uint s = row.item_begin + t; s < row.item_end; s += WG)
-        [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = max(mx[h], partials[(s * N_HEAD + head0 + h) * PF]);
-    reduce_heads(mx, true);
-    // thread: 4 elements (e4) of every head over the items of its lane; empty items (m = -inf)
-    // weigh 0
     uint e4 = t % D4, lane = t / D4;
-    float l[GQA];
+    float mx[GQA], l[GQA];
     vec4 o[GQA];
-    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = 0.0, o[h] = vec4(0.0);
-    // (two items an iteration, their loads issued together)
+    [[unroll]] for (uint h = 0; h < GQA; h++) mx[h] = NEG_INF, l[h] = 0.0, o[h] = vec4(0.0);
     if (lane < LANES_M)
-        for (uint s0 = row.item_begin + lane; s0 < row.item_end; s0 += 2 * LANES_M) {
+        for (uint s0 = item_begin + lane; s0 < item_end; s0 += 2 * LANES_M) {
             float ms[2][GQA], ls[2][GQA];
             vec4 os[2][GQA];
             [[unroll]] for (uint u = 0; u < 2; u++) {
-                uint s = min(s0 + u * LANES_M, row.item_end - 1u);
+                uint s = min(s0 + u * LANES_M, item_end - 1u);
                 [[unroll]] for (uint h = 0; h < GQA; h++) {
                     uint b = (s * N_HEAD + head0 + h) * PF;
                     ms[u][h] = partials[b], ls[u][h] = partials[b + 1], os[u][h] = partials4[b / 4 + 1 + e4];
@@ -65,14 +60,32 @@ void merge_row(uint row_id, uint kvh, bool keep)
             }
             [[unroll]] for (uint u = 0; u < 2; u++)
                 [[unroll]] for (uint h = 0; h < GQA; h++) {
-                    float w = ms[u][h] == NEG_INF || s0 + u * LANES_M >= row.item_end ? 0.0 : exp(ms[u][h] - mx[h]);
-                    l[h] += ls[u][h] * w;
-                    o[h] += os[u][h] * w;
+                    bool live = ms[u][h] != NEG_INF && s0 + u * LANES_M < item_end;
+                    float m_new = live ? max(mx[h], ms[u][h]) : mx[h];
+                    float a = mx[h] == m_new ? 1.0 : exp(mx[h] - m_new); // what was summed, at the new max
+                    float w = live ? exp(ms[u][h] - m_new) : 0.0;
+                    mx[h] = m_new;
+                    l[h] = l[h] * a + ls[u][h] * w;
+                    o[h] = o[h] * a + os[u][h] * w;
                 }
         }
-    [[unroll]] for (uint h = 0; h < GQA; h++) l[h] = e4 == 0 ? l[h] : 0.0; // one thread per lane counts l
+    float lane_m[GQA];
+    [[unroll]] for (uint h = 0; h < GQA; h++) lane_m[h] = mx[h];
+    reduce_heads(mx, true);
+    [[unroll]] for (uint h = 0; h < GQA; h++) {
+        float f = lane_m[h] == NEG_INF ? 0.0 : exp(lane_m[h] - mx[h]);
+        o[h] *= f;
+        l[h] = e4 == 0 ? l[h] * f : 0.0; // one thread per lane counts l
+    }
     reduce_heads(l, false);
     write_output(o, l, lane, e4, kvh, row_id, head0, keep);
+}
+
+// merge_items over all of row row_id's items.
+void merge_row(uint row_id, uint kvh, bool keep)
+{
+    kv_attn_row row = rows[row_id];
+    merge_items(row_id, row.item_begin, row.item_end, kvh, keep);
 }
 
 #ifdef ATTN_MERGE_Q8
@@ -102,10 +115,10 @@ void store_out_q8(uint row_id, uint head0)
 // resets the counter for the next call. Uses the includer's shared bool sh_last.
 void count_and_merge(uint row_id, uint kvh)
 {
+    kv_attn_row row = rows[row_id]; // loaded while the count is taken
     memoryBarrierBuffer();
     barrier();
     if (gl_LocalInvocationID.x == 0) {
-        kv_attn_row row = rows[row_id];
         uint done = atomicAdd(counters[row_id * N_KV + kvh], 1u) + 1u;
         sh_last = done == row.item_end - row.item_begin;
         if (sh_last) counters[row_id * N_KV + kvh] = 0u; // ready for the next call
@@ -114,10 +127,10 @@ void count_and_merge(uint row_id, uint kvh)
     if (sh_last) {
         memoryBarrierBuffer();
 #ifdef ATTN_MERGE_Q8
-        merge_row(row_id, kvh, pc.q8_out != 0u);
+        merge_items(row_id, row.item_begin, row.item_end, kvh, pc.q8_out != 0u);
         if (pc.q8_out != 0u) store_out_q8(row_id, kvh * GQA);
 #else
-        merge_row(row_id, kvh, false);
+        merge_items(row_id, row.item_begin, row.item_end, kvh, false);
 #endif
     }
 }
