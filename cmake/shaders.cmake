@@ -67,6 +67,10 @@ message(STATUS "OSCAR shaders: integer dot ${OSCAR_SHADERS_IDOT} (glslc), cooper
                "(${OSCAR_SHADER_VENV}; logs in ${SHADER_OUT}/probes)")
 
 # ---- one custom command per shader -------------------------------------------------------------
+# Shaders whose SPIR-V goes to the driver as glslc's front end writes it, without its optimizer
+# (-O): the chunked packed-fp16 decode attention ran 2-5% faster that way on an H200 at 4K-128K
+# (docs/performance.md, "Decode attention").
+set(unoptimized_shaders attn_decode_chunked_f16)
 set(SHADER_SOURCES)
 set(SHADER_TABLE_DECLS "")
 set(SHADER_TABLE_ROWS "")
@@ -105,7 +109,11 @@ foreach(src ${OSCAR_SHADERS})
     set(dis ${OSCAR_SPIRV_DIS_COOPMAT})
     set(compiler glslangValidator)
   else()
-    set(compile_cmd COMMAND ${GLSLC} --target-env=vulkan1.2 -O ${includes} -MD -MF ${spv}.d -MT ${spv} -o ${spv} ${src})
+    set(opt -O)
+    if(name IN_LIST unoptimized_shaders)
+      set(opt)
+    endif()
+    set(compile_cmd COMMAND ${GLSLC} --target-env=vulkan1.2 ${opt} ${includes} -MD -MF ${spv}.d -MT ${spv} -o ${spv} ${src})
     set(val_cmd COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv})
     set(dis ${SPIRV_DIS})
     set(compiler glslc)
