@@ -29,7 +29,9 @@
 //            shared memory, one head at a time (with PRE_W the min terms, summed over the
 //            workgroup, are added once).
 // The partial (m, l, o[d]) of every query head goes to partials [n_items][n_head][d + 4].
-// The page-table entries of a chunk are read once into shared memory at its start.
+// The page ids of a chunk are read once into shared memory at its start: the first chunk's from
+// the item (which carries its first pages), beside q before the first barrier; the others' from
+// the page table.
 //
 // Merge (the last workgroup of a (row, KV head)): every workgroup counts itself in
 // counters[row][kvh] after writing its partials; the one that completes the count combines
