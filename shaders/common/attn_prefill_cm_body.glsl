@@ -54,7 +54,6 @@ layout(constant_id = KV_SPEC_PF_CHUNK) const uint CHUNK = 32; // a multiple of 1
 layout(constant_id = KV_SPEC_CENTER_BLOCK) const uint CENTER_BLOCK = 0; // 0: no key-center table
 const bool CENTERED = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u;
 const bool ROTATED = MODE == KV_MODE_HADAMARD || MODE == KV_MODE_ROTATED;
-const uint RV = 8u; // vec4s of a row of R_V a thread loads together at the end
 
 const uint WG = gl_WorkGroupSize.x;
 const uint D = HEAD_DIM;
@@ -343,21 +342,11 @@ void main()
             }
             float l = s_l[pr], inv = l > 0.0 ? 1.0 / l : 0.0, v;
             if (ROTATED) {
-                // row j of R, RV vec4s at a time loaded together before their dot products (one
-                // load at a time made each output a chain of d / 4 load latencies)
                 uint rbase = (ROT_PER_HEAD != 0u ? kvh : 0u) * D * D4 + j * D4;
                 v = 0.0;
-                for (uint i0 = 0u; i0 < D4; i0 += RV) {
-                    vec4 rv[RV];
-                    [[unroll]] for (uint q = 0u; q < RV; q++) rv[q] = rot_v[rbase + min(i0 + q, D4 - 1u)];
-                    [[unroll]] for (uint q = 0u; q < RV; q++) {
-                        uint i4 = i0 + q;
-                        if (i4 < D4) {
-                            vec4 o4 = vec4(ss[r * D + 4u * i4], ss[r * D + 4u * i4 + 1u], ss[r * D + 4u * i4 + 2u],
-                                           ss[r * D + 4u * i4 + 3u]);
-                            v += dot(rv[q], o4 * inv);
-                        }
-                    }
+                for (uint i4 = 0u; i4 < D4; i4++) {
+                    vec4 o4 = vec4(ss[r * D + 4u * i4], ss[r * D + 4u * i4 + 1u], ss[r * D + 4u * i4 + 2u], ss[r * D + 4u * i4 + 3u]);
+                    v += dot(rot_v[rbase + i4], o4 * inv);
                 }
                 if (MODE == KV_MODE_ROTATED) v += means[(N_KV + kvh) * D + j];
             } else
