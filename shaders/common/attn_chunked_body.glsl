@@ -11,9 +11,9 @@
 // loads the row's GQA query heads of its KV head (q already rotated, scaled here by pc.scale)
 // and works through the item in chunks of up to ITEM_TOKENS tokens (usually a single chunk), each in
 // three phases, with a handful of barriers per chunk:
-//   scores:  thread t scores tokens t, t + WG, ... (U at a time, their K rows loaded together)
-//            for every head against q in shared memory; scores go to sh_p [token][GQA] and
-//            each thread keeps its own maxima.
+//   scores:  thread t scores tokens t, t + WG, ... (U at a time, their K rows loaded together,
+//            INT2 rows a round ahead) for every head against q in shared memory; scores go
+//            to sh_p [token][GQA] and each thread keeps its own maxima.
 //            INT2: s_h = sum_g mn_g * qsum_hg + sc_g * sum_{e in g} q_h[e] * c_e.
 //            With a key-center table (CENTER_BLOCK = B > 0) every key was stored less its
 //            block's center c_b·R_K, so each score gets q_h·(c_b·R_K) back, computed once per
@@ -71,6 +71,7 @@ const float ATTN_Q_INV_254 = 0.003937007859349251; // (float)(1/254.0): the seco
 layout(constant_id = KV_SPEC_CH_ITEM_TOKENS) const uint ITEM_TOKENS = 512;
 
 const bool K_VEC4 = (INT2_PAGE_WORDS % 4) == 0;  // K code rows 16-byte aligned (CW % 4 == 0)
+const uint CW4 = CW / 4;                        // uvec4s of K codes per row
 layout(constant_id = KV_SPEC_CH_U) const uint U = 2;   // tokens per thread per round of the scores
 layout(constant_id = KV_SPEC_CH_VU) const uint VU = 8; // tokens per lane per step of the values
 const uint LANES = WG / (2 * CW);               // value phase: token lanes (WG % (d/8) == 0)
@@ -170,22 +171,37 @@ void center_logits(uint pos0, uint n, uint kvh)
     }
 }
 
+// K codes and params of this thread's U tokens k0, k0 + WG, ... (past n: a valid row, unused).
+void load_keys(uint begin, uint n, uint k0, uint kvh, out uvec4 kc[U][CW4], out uint kp[U][PWD])
+{
+    for (uint u = 0; u < U; u++) {
+        uint base, row;
+        int2_row(begin, begin + min(k0 + u * WG, n - 1), kvh, base, row);
+        uint krow = base + row * CW;
+        for (uint c4 = 0; c4 < CW4; c4++)
+            kc[u][c4] = K_VEC4 ? int2_pool4[krow / 4 + c4]
+                               : uvec4(int2_pool[krow + 4 * c4], int2_pool[krow + 4 * c4 + 1],
+                                       int2_pool[krow + 4 * c4 + 2], int2_pool[krow + 4 * c4 + 3]);
+        for (uint g = 0; g < PWD; g++) kp[u][g] = int2_pool[base + K_PARAM_OFF + row * PWD + g];
+    }
+}
+
+// The next round's keys are loaded while this round's are scored, so the loads' latency is paid
+// once a chunk, not once a round.
 void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
+    uvec4 kn[U][CW4];   // the next round's K code words and params
+    uint kpn[U][PWD];
+    if (t < n) load_keys(begin, n, t, kvh, kn, kpn);
     for (uint k0 = t; k0 < n; k0 += U * WG) {
-        uvec4 kc[U][CW / 4];    // K code words of the U tokens
-        uint kp[U][PWD];        // K params (fp16 scale low, min high) per group
-        for (uint u = 0; u < U; u++) {
-            uint base, row;
-            int2_row(begin, begin + min(k0 + u * WG, n - 1), kvh, base, row); // past n: a valid row, unused
-            uint krow = base + row * CW;
-            for (uint c4 = 0; c4 < CW / 4; c4++)
-                kc[u][c4] = K_VEC4 ? int2_pool4[krow / 4 + c4]
-                                   : uvec4(int2_pool[krow + 4 * c4], int2_pool[krow + 4 * c4 + 1],
-                                           int2_pool[krow + 4 * c4 + 2], int2_pool[krow + 4 * c4 + 3]);
-            for (uint g = 0; g < PWD; g++) kp[u][g] = int2_pool[base + K_PARAM_OFF + row * PWD + g];
+        uvec4 kc[U][CW4];   // K code words of the U tokens
+        uint kp[U][PWD];    // K params (fp16 scale low, min high) per group
+        [[unroll]] for (uint u = 0; u < U; u++) {
+            [[unroll]] for (uint c4 = 0; c4 < CW4; c4++) kc[u][c4] = kn[u][c4];
+            [[unroll]] for (uint g = 0; g < PWD; g++) kp[u][g] = kpn[u][g];
         }
+        if (k0 + U * WG < n) load_keys(begin, n, k0 + U * WG, kvh, kn, kpn);
         float s[U][GQA];
         for (uint u = 0; u < U; u++)
             for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
