@@ -10,10 +10,18 @@
 // of rope.comp (common/rope.glsl): the result equals rope.comp followed by this kernel without
 // ROPE, bit for bit, one dispatch and barrier fewer.
 //
-// Dispatch: (min(n_tokens, 65535), NKV, 2) workgroups; z = 0 writes K, z = 1 writes V; x loops
-// over the tokens with stride gl_NumWorkGroups.x. Any workgroup size (spec 0); HEAD_DIM a
-// multiple of 4. Dispatch as many x groups as there are tokens (up to 65535): lavapipe ends an
-// invocation after about 65535 loop iterations, and one token costs d * d / (8 WG) of them.
+// Dispatch: (x, NKV, 2) workgroups; z = 0 writes K, z = 1 writes V. Any workgroup size (spec 0);
+// HEAD_DIM a multiple of 4.
+//   Without rotation: x = min(n_tokens, 65535), looping over the tokens with stride x.
+//   Rotated modes: x = (d/2 / PAIRS) column blocks times a number of token groups. A workgroup
+//   first loads the PAIRS output pairs' columns of R [d][2 PAIRS] into shared memory, all its
+//   threads at once, then takes the tokens of its group (stride: the number of groups) TOK at
+//   a time (WG / PAIRS, 1 to 4): thread task (k, w) sums output pair w of the k-th token over i
+//   from there. Each output's sum keeps its order; R's loads are paid once a workgroup, not once
+//   a term.
+// lavapipe ends an invocation after about 65535 loop iterations: as many token groups as tokens
+// (up to 65535) keep a workgroup's loop short there.
+#extension GL_EXT_control_flow_attributes : require
 #include "common/half.glsl"
 #include "common/kv_layout.h"
 #include "common/kv_write.h"
@@ -28,15 +36,21 @@ layout(constant_id = KV_SPEC_ROT_PER_HEAD) const uint ROT_PER_HEAD = 0;
 layout(constant_id = KV_SPEC_INPUT_F16) const uint INPUT_F16 = 0;
 layout(constant_id = KV_SPEC_ROPE) const uint ROPE = KV_ROPE_NONE;
 layout(constant_id = KV_SPEC_CENTER_BLOCK) const uint CENTER_BLOCK = 0;
+layout(constant_id = KV_SPEC_APPEND_PAIRS) const uint PAIRS = 1; // rotated modes: output pairs a workgroup, <= WG
 
 const uint WG = gl_WorkGroupSize.x;
 const uint HALF_D = HEAD_DIM / 2u;
 const bool ROTATE = MODE >= KV_MODE_HADAMARD;
+const uint N_CB = ROTATE ? HALF_D / PAIRS : 1u; // column blocks (rotated modes)
+const uint TOK_FIT = WG / PAIRS;                // rotated modes: tokens a pass, 1 to 4
+const uint TOK = !ROTATE || TOK_FIT < 1u ? 1u : TOK_FIT > 4u ? 4u : TOK_FIT;
 
 layout(std430, binding = 0) readonly buffer KIn { uint k_in[]; };   // [n_rows][NKV][d] fp32 bits, or [..][d/2] fp16 pairs
 layout(std430, binding = 1) readonly buffer VIn { uint v_in[]; };   // same shape as K
 layout(std430, binding = 2) readonly buffer RotK { vec2 r_k[]; };   // [n_rot][d][d/2] pairs of R_K[i][2w..2w+1]
 layout(std430, binding = 3) readonly buffer RotV { vec2 r_v[]; };   // same for R_V
+layout(std430, binding = 2) readonly buffer RotK4 { vec4 r_k4[]; }; // the same buffers, two pairs at a time
+layout(std430, binding = 3) readonly buffer RotV4 { vec4 r_v4[]; };
 layout(std430, binding = 4) readonly buffer Slots { kv_token_slot slots[]; }; // [n_tokens] src_row -> (dst_page, dst_slot)
 layout(std430, binding = 5) writeonly buffer Pool { uint f16_pool[]; };      // [page][K,V][NKV][P][d/2] fp16 pairs
 layout(std430, binding = 6) readonly buffer Means { float means[]; };       // [K,V][NKV][d] centering vectors μ of the layer,
@@ -46,21 +60,84 @@ layout(std430, binding = 8) readonly buffer Freq { float inv_freq[]; };     // [
 
 layout(push_constant) uniform Push { kv_append_push pc; };
 
-shared float xs[KV_MAX_HEAD_DIM]; // [d] the input row, fp32
+shared float xs[TOK * KV_MAX_HEAD_DIM]; // [TOK][d] the input rows, fp32 (rotated modes: less μ)
+shared vec2 rs[HEAD_DIM * PAIRS];        // rotated modes: [d][PAIRS] the column pairs of R this workgroup sums
 
 #include "common/kv_append_input.glsl"
+
+// Rotated modes: y = (x − μ)·R (− the block's rotated center) for this workgroup's column block
+// cb of R, over the tokens t0, t0 + n_groups, ... of its group, TOK of them a pass: thread task
+// (k, w) of the pass sums output pair w of its k-th token.
+void append_rotated(uint h, uint kind, uint tid)
+{
+    const uint cb = gl_WorkGroupID.x % N_CB, n_groups = gl_NumWorkGroups.x / N_CB, t0 = gl_WorkGroupID.x / N_CB;
+    if (t0 >= pc.n_tokens) return; // uniform over the workgroup
+    uint rbase = (ROT_PER_HEAD != 0u ? h : 0u) * HEAD_DIM * HALF_D + cb * PAIRS; // pair index of row 0
+    if (PAIRS % 2u == 0u) { // two pairs a load (rbase and HALF_D even)
+        for (uint e = tid; e < HEAD_DIM * PAIRS / 2u; e += WG) {
+            uint i = e / (PAIRS / 2u), w2 = e % (PAIRS / 2u), ri = (rbase + i * HALF_D) / 2u + w2;
+            vec4 r = kind == 0u ? r_k4[ri] : r_v4[ri];
+            rs[i * PAIRS + 2u * w2] = r.xy;
+            rs[i * PAIRS + 2u * w2 + 1u] = r.zw;
+        }
+    } else {
+        for (uint e = tid; e < HEAD_DIM * PAIRS; e += WG) {
+            uint ri = rbase + (e / PAIRS) * HALF_D + e % PAIRS;
+            rs[e] = kind == 0u ? r_k[ri] : r_v[ri];
+        }
+    }
+    uint mbase = (kind * N_KV + h) * HEAD_DIM;
+    bool centered = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u && kind == 0u;
+    for (uint tp = t0; tp < pc.n_tokens; tp += TOK * n_groups) {
+        barrier(); // the previous pass's readers of xs are done
+        for (uint e = tid; e < TOK * HEAD_DIM; e += WG) {
+            uint k = e / HEAD_DIM, i = e % HEAD_DIM, t = tp + k * n_groups;
+            if (t >= pc.n_tokens) continue;
+            kv_token_slot s = slots[t];
+            uint row = s.src_row * N_KV + h;
+            float x = roped_elem(kind, INPUT_F16 != 0u ? row * HALF_D : row * HEAD_DIM, i,
+                                 ROPE != KV_ROPE_NONE ? pos[s.src_row] : 0);
+            xs[e] = MODE == KV_MODE_ROTATED ? x - means[mbase + i] : x;
+        }
+        barrier(); // xs (and on the first pass rs) written
+        for (uint task = tid; task < TOK * PAIRS; task += WG) {
+            uint k = task / PAIRS, wl = task % PAIRS, t = tp + k * n_groups;
+            if (t >= pc.n_tokens) continue;
+            kv_token_slot s = slots[t]; // s.src_slot: the token's position
+            uint w = cb * PAIRS + wl;  // output pair: columns 2w, 2w + 1
+            precise float a0 = 0.0, a1 = 0.0;
+            [[unroll]] for (uint i = 0u; i < HEAD_DIM; i++) { // in index order, products not fused
+                vec2 r = rs[i * PAIRS + wl];
+                a0 += xs[k * HEAD_DIM + i] * r.x;
+                a1 += xs[k * HEAD_DIM + i] * r.y;
+            }
+            if (centered) {
+                uint cbase = KV_CENTER_TABLE_OFF(N_KV, HEAD_DIM) + (s.src_slot / max(CENTER_BLOCK, 1u) * N_KV + h) * HALF_D;
+                vec2 cr = unpackHalf2x16(means_w[cbase + w]);
+                a0 = a0 - cr.x;
+                a1 = a1 - cr.y;
+            }
+            uint dst = s.dst_page * KV_F16_PAGE_WORDS(N_KV, PAGE, HEAD_DIM) + kind * (N_KV * PAGE * HALF_D) +
+                       (h * PAGE + s.dst_slot) * HALF_D;
+            f16_pool[dst + w] = pack_half2(a0, a1);
+        }
+    }
+}
 
 void main()
 {
     const uint h = gl_WorkGroupID.y, kind = gl_WorkGroupID.z, tid = gl_LocalInvocationID.x;
+    if (ROTATE) {
+        append_rotated(h, kind, tid);
+        return;
+    }
     for (uint t = gl_WorkGroupID.x; t < pc.n_tokens; t += gl_NumWorkGroups.x) {
-        kv_token_slot s = slots[t]; // s.src_slot: the token's position
+        kv_token_slot s = slots[t];
         uint row = s.src_row * N_KV + h;
         uint base = INPUT_F16 != 0u ? row * HALF_D : row * HEAD_DIM;
         uint dst = s.dst_page * KV_F16_PAGE_WORDS(N_KV, PAGE, HEAD_DIM) + kind * (N_KV * PAGE * HALF_D) +
                    (h * PAGE + s.dst_slot) * HALF_D;
-        bool staged = ROTATE || (ROPE != KV_ROPE_NONE && kind == 0u); // uniform over the workgroup
-        if (!staged) {
+        if (ROPE == KV_ROPE_NONE || kind != 0u) { // uniform over the workgroup
             for (uint w = tid; w < HALF_D; w += WG) {
                 uint word;
                 if (INPUT_F16 != 0u) word = in_word(kind, base + w); // verbatim copy
@@ -70,44 +147,10 @@ void main()
             }
             continue;
         }
+        // RoPE: as rope.comp's fp32 output, then rounded like the copy above
         barrier(); // the previous token's readers of xs are done
-        uint mbase = (kind * N_KV + h) * HEAD_DIM;
-        int p = ROPE != KV_ROPE_NONE ? pos[s.src_row] : 0;
-        for (uint i = tid; i < HEAD_DIM; i += WG) {
-            float x = roped_elem(kind, base, i, p);
-            xs[i] = MODE == KV_MODE_ROTATED ? x - means[mbase + i] : x;
-        }
+        for (uint i = tid; i < HEAD_DIM; i += WG) xs[i] = roped_elem(kind, base, i, pos[s.src_row]);
         barrier();
-        if (!ROTATE) { // RoPE only: as rope.comp's fp32 output, then rounded like the copy above
-            for (uint w = tid; w < HALF_D; w += WG) f16_pool[dst + w] = pack_half2(xs[2u * w], xs[2u * w + 1u]);
-            continue;
-        }
-        uint rbase = (ROT_PER_HEAD != 0u ? h : 0u) * HEAD_DIM * HALF_D;
-        bool centered = MODE == KV_MODE_ROTATED && CENTER_BLOCK != 0u && kind == 0u;
-        uint cbase = KV_CENTER_TABLE_OFF(N_KV, HEAD_DIM) + (s.src_slot / max(CENTER_BLOCK, 1u) * N_KV + h) * HALF_D;
-        for (uint w = tid; w < HALF_D; w += WG) {
-            precise float a0 = 0.0, a1 = 0.0;
-            for (uint i = 0u; i < HEAD_DIM; i += 4u) { // 4 terms per iteration, still in order
-                uint ri = rbase + i * HALF_D + w;
-                vec2 r0 = kind == 0u ? r_k[ri] : r_v[ri];
-                vec2 r1 = kind == 0u ? r_k[ri + HALF_D] : r_v[ri + HALF_D];
-                vec2 r2 = kind == 0u ? r_k[ri + 2u * HALF_D] : r_v[ri + 2u * HALF_D];
-                vec2 r3 = kind == 0u ? r_k[ri + 3u * HALF_D] : r_v[ri + 3u * HALF_D];
-                a0 += xs[i] * r0.x;
-                a1 += xs[i] * r0.y;
-                a0 += xs[i + 1u] * r1.x;
-                a1 += xs[i + 1u] * r1.y;
-                a0 += xs[i + 2u] * r2.x;
-                a1 += xs[i + 2u] * r2.y;
-                a0 += xs[i + 3u] * r3.x;
-                a1 += xs[i + 3u] * r3.y;
-            }
-            if (centered) {
-                vec2 cr = unpackHalf2x16(means_w[cbase + w]);
-                a0 = a0 - cr.x;
-                a1 = a1 - cr.y;
-            }
-            f16_pool[dst + w] = pack_half2(a0, a1);
-        }
+        for (uint w = tid; w < HALF_D; w += WG) f16_pool[dst + w] = pack_half2(xs[2u * w], xs[2u * w + 1u]);
     }
 }

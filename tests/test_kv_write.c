@@ -249,7 +249,20 @@ typedef struct append_case {
     uint32_t gx_max;
     uint32_t center_block; /* OSCAR mode: a key-center table of blocks of this many positions, 0: none */
     int texel;             /* kv_append_texel (the CPU shape: R by texel fetches at a texel offset) */
+    uint32_t pairs;        /* kv_append, rotated modes: output pairs a workgroup (0: d/2 halved by the case) */
 } append_case;
+
+/* kv_append's output pairs a workgroup for a case: 1 without rotation; else the case's, or d/2
+ * halved 0-2 times (still dividing d/2), then halved while R's columns do not fit the device's
+ * shared memory. */
+static uint32_t append_pairs(oscar_context *ctx, const append_case *c)
+{
+    if (c->mode < KV_MODE_HADAMARD || c->texel) return 1;
+    uint32_t pairs = c->pairs ? c->pairs : c->d / 2;
+    for (uint32_t k = c->pairs ? 0 : (c->wg + c->nkv) % 3; k > 0 && pairs % 2 == 0; k--) pairs /= 2;
+    while (pairs % 2 == 0 && (uint64_t)c->d * pairs * 8 + 4 * KV_MAX_HEAD_DIM * 4 > ctx->info.max_shared_memory) pairs /= 2;
+    return pairs;
+}
 
 /* R at a texel offset, as the texel shapes read a layer's: [one NaN copy][r], n floats each;
  * *base: the texel of r. */
@@ -279,9 +292,12 @@ static void run_append(oscar_context *ctx, const append_case *c, const uint32_t 
         struct kv_append_texel_push push = { n_rows, n_rot, rot_base };
         uint32_t groups = (n_rows * c->nkv + desc.spec[KV_SPEC_WORKGROUP] - 1) / desc.spec[KV_SPEC_WORKGROUP];
         CHECK_OK(test_gpu_run(ctx, p, b, &push, groups, 2, 1)); /* y: K, V */
-    } else {
+    } else { /* token groups up to gx_max, times R's column blocks in the rotated modes */
         struct kv_append_push push = { .n_tokens = n_rows, .n_rot = n_rot };
-        CHECK_OK(test_gpu_run(ctx, p, b, &push, n_rows < c->gx_max ? n_rows : c->gx_max, c->nkv, 2));
+        uint32_t blocks = c->mode >= KV_MODE_HADAMARD ? c->d / 2 / spec[KV_SPEC_APPEND_PAIRS] : 1;
+        uint32_t groups = n_rows < c->gx_max ? n_rows : c->gx_max;
+        if (groups > 65535 / blocks) groups = 65535 / blocks;
+        CHECK_OK(test_gpu_run(ctx, p, b, &push, groups * blocks, c->nkv, 2));
     }
 }
 
@@ -446,6 +462,7 @@ static void test_append(oscar_context *ctx, const append_case *c)
                                        /* N_KV */ c->nkv, /* GQA */ 1, /* MODE */ c->mode,
                                        /* ROT_PER_HEAD */ c->per_head, /* INPUT_F16 */ c->input_f16, /* TRANSPOSE */ 0 };
     spec[KV_SPEC_CENTER_BLOCK] = c->center_block;
+    spec[KV_SPEC_APPEND_PAIRS] = append_pairs(ctx, c);
     /* the rotations are not read without rotation: any buffer will do */
     /* nor are positions and frequencies without RoPE */
     ovk_binding b[9] = { { &b_k, 0, 0 }, { &b_v, 0, 0 }, { rotate ? &b_rk : &b_k, 0, 0 },
@@ -760,7 +777,8 @@ int main(void)
     }
     /* a head_dim that is not a power of two (80: 5 INT2 groups of 16) */
     for (uint32_t mode = KV_MODE_HADAMARD; mode <= KV_MODE_ROTATED; mode++) {
-        append_case c = { 80, 16, 16, 2, 64, mode, 1, 0, 65535, mode == KV_MODE_ROTATED ? 16u : 0u };
+        append_case c = { 80, 16, 16, 2, 64, mode, 1, 0, 65535, mode == KV_MODE_ROTATED ? 16u : 0u, 0,
+                          mode == KV_MODE_ROTATED ? 5u : 0u }; /* 5 pairs: R loaded a pair at a time */
         test_append(ctx, &c);
     }
 

@@ -15,6 +15,9 @@
 
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike, but WG_ROTATE). */
 #define WG_WRITE 64u
+#define WG_APPEND_ROT 128u /* kv_append in the rotated modes: every thread loads R, APPEND_PAIRS of them sum */
+#define APPEND_SHARED_BYTES 40960u /* kv_append, rotated modes: the most shared memory a workgroup takes */
+#define APPEND_TOKEN_GROUPS 256u /* kv_append, rotated modes: token groups (each loads its part of R once) */
 #define WG_ATTN 128u   /* attn_prefill */
 #define WG_TEXEL 8u     /* kv_append_texel, rotate_rows_texel: an invocation a row (one SIMD group of llvmpipe's) */
 #define WG_ROTATE 256u /* rotate_rows splits each output's sum over 256 / (d/4) threads; on a CPU
@@ -92,6 +95,7 @@ struct oscar_kv_cache {
     uint32_t items_cap, n_items;
     uint32_t target_groups;     /* workgroups an attention call aims for */
     uint32_t wg_rotate;         /* rotate_rows' threads: WG_ROTATE, or d/4 on a CPU device */
+    uint32_t append_pairs;      /* kv_append, rotated modes: output pairs a workgroup (ovk_kv_append_pairs) */
     int write_texel;            /* kv_append_texel and rotate_rows_texel instead of kv_append and rotate_rows:
                                  * a CPU device with texel buffers (ovk_kv_append_pipeline) */
     uint32_t min_split;         /* tokens an attention item holds at least (a multiple of ATTN_MIN_SPLIT) */
@@ -180,6 +184,10 @@ ovk_pipeline_desc ovk_kv_cache_desc(const oscar_kv_cache *c, const char *shader,
 /* kv_append's pipeline with specialization constant `id` set to `value` (0: none), and
  * rotate_rows' for TRANSPOSE and ROPE: their texel shapes where c->write_texel. */
 oscar_status ovk_kv_append_pipeline(oscar_kv_cache *c, uint32_t id, uint32_t value, ovk_pipeline **out);
+/* kv_append's output pairs a workgroup in the rotated modes: the most, halving from d/2, whose
+ * columns of R (d x 2 pairs floats) and up to four input rows fit in APPEND_SHARED_BYTES and the
+ * device's shared memory. */
+uint32_t ovk_kv_append_pairs(uint32_t d, uint32_t shared_bytes);
 oscar_status ovk_kv_rotate_pipeline(oscar_kv_cache *c, uint32_t transpose, uint32_t rope, ovk_pipeline **out);
 oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t n_buffers, uint32_t push_size,
                                  uint32_t wg, uint32_t extra_id, uint32_t extra_value, ovk_pipeline **out);

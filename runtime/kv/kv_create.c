@@ -101,10 +101,24 @@ oscar_status ovk_kv_get_pipeline(oscar_kv_cache *c, const char *shader, uint32_t
     return ovk_pipeline_get(c->ctx, &d, out);
 }
 
+uint32_t ovk_kv_append_pairs(uint32_t d, uint32_t shared_bytes)
+{
+    uint32_t budget = shared_bytes < APPEND_SHARED_BYTES ? shared_bytes : APPEND_SHARED_BYTES;
+    uint32_t pairs = d / 2;
+    while (pairs % 2 == 0 && (uint64_t)d * pairs * 8 + 4 * KV_MAX_HEAD_DIM * 4 > budget) pairs /= 2;
+    return pairs;
+}
+
 oscar_status ovk_kv_append_pipeline(oscar_kv_cache *c, uint32_t id, uint32_t value, ovk_pipeline **out)
 {
-    if (!c->write_texel)
-        return ovk_kv_get_pipeline(c, "kv_append", 9, sizeof(struct kv_append_push), WG_WRITE, id, value, out);
+    if (!c->write_texel) {
+        int rotated = c->mode >= KV_MODE_HADAMARD;
+        ovk_pipeline_desc d = ovk_kv_cache_desc(c, "kv_append", 9, sizeof(struct kv_append_push),
+                                                rotated ? WG_APPEND_ROT : WG_WRITE, ATTN_N_SPEC);
+        if (id) d.spec[id] = value;
+        d.spec[KV_SPEC_APPEND_PAIRS] = rotated ? c->append_pairs : 1;
+        return ovk_pipeline_get(c->ctx, &d, out);
+    }
     ovk_pipeline_desc d = ovk_kv_cache_desc(c, "kv_append_texel", 9, sizeof(struct kv_append_texel_push), WG_TEXEL, ATTN_N_SPEC);
     if (id) d.spec[id] = value;
     d.texel_bindings = 1u << 2 | 1u << 3; /* R_K, R_V */
@@ -595,6 +609,7 @@ OSCAR_API oscar_status oscar_kv_cache_create(oscar_context *ctx, const oscar_kv_
      * without RoPE for an engine that applies its own (on lavapipe each costs 20-150 ms) */
     OSCAR_TRY(ovk_kv_get_pipeline(c, "kv_flush", 5, sizeof(struct kv_flush_push), WG_WRITE, 0, 0, &c->pl_flush));
     c->wg_rotate = ctx->info.type == OSCAR_DEVICE_CPU ? d / 4 : WG_ROTATE;
+    c->append_pairs = ovk_kv_append_pairs(d, ctx->info.max_shared_memory);
     OSCAR_TRY(create_decode(c));
     OSCAR_TRY(create_prefill(c));
     free(rot);

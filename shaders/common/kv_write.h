@@ -12,6 +12,9 @@
 #define KV_SPEC_ROT_PER_HEAD 7 /* kv_append: 0 = one R per layer [d][d], 1 = one per KV head [NKV][d][d] */
 #define KV_SPEC_INPUT_F16 8    /* kv_append: 0 = fp32 input rows, 1 = fp16 pairs in uint words */
 #define KV_SPEC_TRANSPOSE 9    /* rotate_rows: 0 = y = x·R, 1 = y = x·Rᵀ, 2 = y = x (RoPE only) */
+#define KV_SPEC_APPEND_PAIRS 10 /* kv_append, rotated modes: the output pairs (columns 2w, 2w + 1 of R) a
+                                  workgroup stages R for, dividing d/2 (id 10 is also the attention
+                                  kernels', common/attn_push.h, each pipeline filling its own) */
 #define KV_SPEC_ROPE 15        /* kv_append (K rows) and rotate_rows: RoPE on load, KV_ROPE_* below
                                   (ids 10..14 are the attention kernels', common/attn_push.h) */
 #define KV_SPEC_CENTER_BLOCK 16 /* kv_append, attn_decode, attn_prefill: B > 0, keys centered per block
