@@ -16,6 +16,7 @@
 
 #include "half.h"
 #include "int2_quant.h"
+#include "kv_cache_impl.h" /* ovk_kv_append_pairs */
 #include "kv_ref.h"
 #include "ops.h" /* ovk_rope_inv_freq */
 #include "orthogonal.h"
@@ -249,18 +250,17 @@ typedef struct append_case {
     uint32_t gx_max;
     uint32_t center_block; /* OSCAR mode: a key-center table of blocks of this many positions, 0: none */
     int texel;             /* kv_append_texel (the CPU shape: R by texel fetches at a texel offset) */
-    uint32_t pairs;        /* kv_append, rotated modes: output pairs a workgroup (0: d/2 halved by the case) */
+    uint32_t pairs;        /* kv_append, rotated modes: output pairs a workgroup (0: append_pairs picks) */
 } append_case;
 
-/* kv_append's output pairs a workgroup for a case: 1 without rotation; else the case's, or d/2
- * halved 0-2 times (still dividing d/2), then halved while R's columns do not fit the device's
- * shared memory. */
+/* kv_append's output pairs a workgroup for a case: 1 without rotation; else the case's, or the
+ * cache's choice for this device (ovk_kv_append_pairs) halved 0-2 times, still dividing d/2. */
 static uint32_t append_pairs(oscar_context *ctx, const append_case *c)
 {
     if (c->mode < KV_MODE_HADAMARD || c->texel) return 1;
-    uint32_t pairs = c->pairs ? c->pairs : c->d / 2;
-    for (uint32_t k = c->pairs ? 0 : (c->wg + c->nkv) % 3; k > 0 && pairs % 2 == 0; k--) pairs /= 2;
-    while (pairs % 2 == 0 && (uint64_t)c->d * pairs * 8 + 4 * KV_MAX_HEAD_DIM * 4 > ctx->info.max_shared_memory) pairs /= 2;
+    if (c->pairs) return c->pairs;
+    uint32_t pairs = ovk_kv_append_pairs(c->d, ctx->info.max_shared_memory);
+    for (uint32_t k = (c->wg + c->nkv) % 3; k > 0 && pairs % 2 == 0; k--) pairs /= 2;
     return pairs;
 }
 

@@ -15,7 +15,7 @@
 
 /* Workgroup sizes (any value works; these suit big GPUs and lavapipe alike, but WG_ROTATE). */
 #define WG_WRITE 64u
-#define WG_APPEND_ROT 128u /* kv_append in the rotated modes: every thread loads R, APPEND_PAIRS of them sum */
+#define WG_APPEND_ROT 128u /* kv_append in the rotated modes: all load R; with 32 pairs, 4 tokens a pass */
 #define APPEND_SHARED_BYTES 40960u /* kv_append, rotated modes: the most shared memory a workgroup takes */
 #define APPEND_TOKEN_GROUPS 256u /* kv_append, rotated modes: token groups (each loads its part of R once) */
 #define WG_ATTN 128u   /* attn_prefill */
