@@ -425,18 +425,11 @@ void values_f16(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout 
     }
 }
 
-// The page ids of the chunk at c0 of n tokens into sh_page: the item's first pages from the
-// item itself, the rest from the sequence's page table. No barrier.
-void load_pages(kv_attn_item it, uint c0, uint n, bool is_int2)
+// The page ids of the chunk at c0 of n tokens into sh_page (item_page). No barrier.
+void load_pages(kv_attn_item it, uint c0, uint n)
 {
     uint first = c0 / PAGE, n_pages = (c0 + n - 1) / PAGE - first + 1;
-    for (uint i = gl_LocalInvocationID.x; i < n_pages; i += WG) {
-        uint pg = first + i, rel = pg - it.begin / PAGE;
-        int id = rel == 0u ? it.page0 : rel == 1u ? it.page1 : it.page2;
-        if (rel >= KV_ITEM_PAGES)
-            id = is_int2 ? int2_table[it.seq * pc.max_int2_pages + pg] : f16_table[it.seq * pc.max_f16_pages + pg];
-        sh_page[i] = uint(id);
-    }
+    for (uint i = gl_LocalInvocationID.x; i < n_pages; i += WG) sh_page[i] = item_page(it, first + i);
 }
 
 void main()
@@ -466,7 +459,7 @@ void main()
             sh_qs[i] = s;
         }
 #endif
-    if (it.begin < it.end) load_pages(it, it.begin, min(it.end - it.begin, ITEM_TOKENS), is_int2);
+    if (it.begin < it.end) load_pages(it, it.begin, min(it.end - it.begin, ITEM_TOKENS));
 #if ATTN_IDOT
     barrier();
     if (is_int2) {
@@ -494,7 +487,7 @@ void main()
         uint n = min(it.end - c0, ITEM_TOKENS);
         if (c0 != it.begin) { // the first chunk's pages came with q
             barrier(); // the previous chunk's readers of sh_page and sh_p are done
-            load_pages(it, c0, n, is_int2);
+            load_pages(it, c0, n);
         }
         uint pos0 = c0 + (is_int2 ? SINK : 0u); // position of the chunk's first token
         if (CENTERED) {

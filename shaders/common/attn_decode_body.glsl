@@ -75,18 +75,6 @@ shared bool sh_last;                  // this workgroup completes its (row, KV h
 
 const float NEG_INF = -1.0 / 0.0;
 
-// Physical page of the item's logical page lp (of its kind): from the item for its first
-// pages, else from the sequence's page table.
-uint item_page(kv_attn_item it, uint lp)
-{
-    uint rel = lp - it.begin / PAGE;
-    if (rel == 0u) return uint(it.page0);
-    if (rel == 1u) return uint(it.page1);
-    if (rel == 2u) return uint(it.page2);
-    return uint(it.kind == KV_ITEM_INT2 ? int2_table[it.seq * pc.max_int2_pages + lp]
-                                        : f16_table[it.seq * pc.max_f16_pages + lp]);
-}
-
 #include "common/attn_tiles_int2.glsl"
 #include "common/attn_tiles_f16.glsl"
 #define OUT_SCRATCH sh_x

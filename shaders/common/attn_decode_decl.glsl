@@ -68,6 +68,18 @@ layout(push_constant) uniform Push { attn_decode_push pc; };
 // The work item of this workgroup: the grid is ovk_attn_grid's, x + z * (groups in x), KV head in y.
 uint attn_item_id() { return gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x; }
 
+// Physical page of the item's logical page lp (of its kind): from the item for its first
+// pages, else from the sequence's page table.
+uint item_page(kv_attn_item it, uint lp)
+{
+    uint rel = lp - it.begin / PAGE;
+    if (rel == 0u) return uint(it.page0);
+    if (rel == 1u) return uint(it.page1);
+    if (rel == 2u) return uint(it.page2);
+    return uint(it.kind == KV_ITEM_INT2 ? int2_table[it.seq * pc.max_int2_pages + lp]
+                                        : f16_table[it.seq * pc.max_f16_pages + lp]);
+}
+
 // INT2 codes become numbers without a conversion instruction: fp32 by code_x
 // (common/int2_code_x.glsl); fp16: or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly,
 // for two elements (e, e + 8) of a word at once.
