@@ -62,18 +62,6 @@
 #ifndef ATTN_IDOT
 #define ATTN_IDOT 0
 #endif
-// Experiment switches (glslc -D...): INT2 keys scored in packed fp16 (q rounded to fp16, exact
-// codes, fp16 sums within a code word: the reference with q_f16_int2); V codes a round ahead;
-// K codes a round ahead (the default).
-#ifndef ATTN_Q2
-#define ATTN_Q2 0
-#endif
-#ifndef ATTN_V_PREFETCH
-#define ATTN_V_PREFETCH 0
-#endif
-#ifndef ATTN_K_PREFETCH
-#define ATTN_K_PREFETCH 1
-#endif
 #if ATTN_IDOT
 #include "common/dot4_idot.glsl"
 #include "common/q8_layout.h"
@@ -103,9 +91,6 @@ layout(std430, binding = 4) readonly buffer F16Pool2 { uvec2 f16_pool2[]; }; // 
 // ---- shared memory (ATTN_CH_SHARED_FLOATS floats in all) ----
 shared vec4 sh_q[GQA * D / 4];      // [GQA][d] scaled q of the workgroup's heads
 shared float sh_qs[GQA * PWD];      // [GQA][d/G] per-group sums of sh_q (INT2)
-#if ATTN_Q2
-shared uvec4 sh_q2[GQA * D / 8];    // [GQA][d/8] sh_q in fp16 pairs (e, e + 8) of each code word
-#endif
 shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [HR][LANES][d] lane sums;
                                     // in the merge [LANES_M][d] lane sums, then [GQA][d] o
 shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
@@ -206,23 +191,17 @@ void load_keys(uint begin, uint n, uint k0, uint kvh, out uvec4 kc[U][CW4], out 
 void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
-#if ATTN_K_PREFETCH
     uvec4 kn[U][CW4];   // the next round's K code words and params
     uint kpn[U][PWD];
     if (t < n) load_keys(begin, n, t, kvh, kn, kpn);
-#endif
     for (uint k0 = t; k0 < n; k0 += U * WG) {
         uvec4 kc[U][CW4];   // K code words of the U tokens
         uint kp[U][PWD];    // K params (fp16 scale low, min high) per group
-#if ATTN_K_PREFETCH
         [[unroll]] for (uint u = 0; u < U; u++) {
             [[unroll]] for (uint c4 = 0; c4 < CW4; c4++) kc[u][c4] = kn[u][c4];
             [[unroll]] for (uint g = 0; g < PWD; g++) kp[u][g] = kpn[u][g];
         }
         if (k0 + U * WG < n) load_keys(begin, n, k0 + U * WG, kvh, kn, kpn);
-#else
-        load_keys(begin, n, k0, kvh, kc, kp);
-#endif
         float s[U][GQA];
         for (uint u = 0; u < U; u++)
             for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
@@ -255,32 +234,6 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
                 for (uint h = 0; h < GQA; h++) {
                     float d = sh_qd[h * (D / 32) + b];
                     for (uint u = 0; u < U; u++) dq[u][h] += d * float(is[u][h]);
-                }
-            }
-            for (uint u = 0; u < U; u++) {
-                vec2 sm = unpackHalf2x16(kp[u][g]); // x = scale, y = min
-                for (uint h = 0; h < GQA; h++) s[u][h] += sm.x * dq[u][h] + sm.y * sh_qs[h * PWD + g];
-            }
-        }
-#elif ATTN_Q2
-        for (uint g = 0; g < PWD; g++) {
-            float dq[U][GQA];   // sum_{e in g} q_h[e] * c_e
-            for (uint u = 0; u < U; u++)
-                for (uint h = 0; h < GQA; h++) dq[u][h] = 0.0;
-            for (uint w = g * WPG; w < (g + 1) * WPG; w++) {
-                f16vec2 x[U][8];
-                [[unroll]] for (uint u = 0; u < U; u++)
-                    [[unroll]] for (uint j = 0; j < 8; j++) x[u][j] = code_pair(kc[u][w / 4][w % 4], j);
-                for (uint h = 0; h < GQA; h++) {
-                    uvec4 qa = sh_q2[h * (D / 8) + 2 * w], qb = sh_q2[h * (D / 8) + 2 * w + 1];
-                    f16vec2 q2[8] = f16vec2[8](unpackFloat2x16(qa.x), unpackFloat2x16(qa.y), unpackFloat2x16(qa.z),
-                                               unpackFloat2x16(qa.w), unpackFloat2x16(qb.x), unpackFloat2x16(qb.y),
-                                               unpackFloat2x16(qb.z), unpackFloat2x16(qb.w));
-                    [[unroll]] for (uint u = 0; u < U; u++) {
-                        f16vec2 a = q2[0] * x[u][0];
-                        [[unroll]] for (uint j = 1; j < 8; j++) a = fma(q2[j], x[u][j], a);
-                        dq[u][h] += float(a.x) + float(a.y);
-                    }
                 }
             }
             for (uint u = 0; u < U; u++) {
@@ -382,35 +335,20 @@ void scores_f16(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 // (e, e + 8) of one word fall to one thread.
 uint value_elem(uint w, uint hf, uint j) { return w * 16 + 4 * hf + j + (j >= 4 ? 4 : 0); }
 
-// V code word w and (not with PRE_W) the V params of group g of tokens k0, k0 + LANES, ... (past
-// n: a valid row, unused).
-void load_values(uint begin, uint n, uint k0, uint kvh, uint w, uint g, out uint vw[VU], out uint vp[VU])
-{
-    [[unroll]] for (uint u = 0; u < VU; u++) {
-        uint base, row;
-        int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
-        vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
-        vp[u] = PRE_W ? 0u : int2_pool[base + V_PARAM_OFF + row * PWD + g];
-    }
-}
-
 void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8], inout float acc_b[GQA])
 {
     // PRE_W: sh_p holds the value weights the softmax phase made of p (and acc_b its min terms);
     // else p, and each token's weights come from its V params here
     uint g = w * 16 / GROUP;
-#if ATTN_V_PREFETCH
-    uint vwn[VU], vpn[VU];      // the next round's, loaded during this round
-    if (lane < n) load_values(begin, n, lane, kvh, w, g, vwn, vpn);
-#endif
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
         uint vw[VU], vp[VU];    // V code word w, V params of its group (not with PRE_W)
-#if ATTN_V_PREFETCH
-        [[unroll]] for (uint u = 0; u < VU; u++) vw[u] = vwn[u], vp[u] = vpn[u];
-        if (k0 + VU * LANES < n) load_values(begin, n, k0 + VU * LANES, kvh, w, g, vwn, vpn);
-#else
-        load_values(begin, n, k0, kvh, w, g, vw, vp);
-#endif
+        [[unroll]] for (uint u = 0; u < VU; u++) {
+            uint base, row;
+            int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
+            vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
+            vp[u] = 0u;
+            if (!PRE_W) vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
+        }
 #if ATTN_F16
         // p * scale * c summed in fp16 over the VU tokens (bounded: at most VU * 3 * |scale|),
         // then added to the fp32 sums; the min terms stay fp32
@@ -516,25 +454,9 @@ void main()
             float s = 0.0;
             for (uint k = 0; k < GROUP / 4; k++) {
                 vec4 v = q4[q0 + h * (D / 4) + g * (GROUP / 4) + k] * pc.scale;
-#if ATTN_Q2
-                v = vec4(f16vec4(v)); // the rounded q the scores use
-#endif
                 s += (v.x + v.y) + (v.z + v.w);
             }
             sh_qs[i] = s;
-        }
-#endif
-#if ATTN_Q2
-    if (is_int2)
-        for (uint i = t; i < GQA * D / 8; i += WG) {
-            uint h = i / (D / 8), r = i % (D / 8), w = r / 2, j0 = (r % 2) * 4;
-            uvec4 v;
-            [[unroll]] for (uint jj = 0; jj < 4; jj++) {
-                uint e = 16 * w + j0 + jj;
-                vec2 x = vec2(q4[q0 + h * (D / 4) + e / 4][e % 4], q4[q0 + h * (D / 4) + (e + 8) / 4][e % 4]) * pc.scale;
-                v[jj] = packFloat2x16(f16vec2(x));
-            }
-            sh_q2[i] = v;
         }
 #endif
     if (it.begin < it.end) load_pages(it, it.begin, min(it.end - it.begin, ITEM_TOKENS));
