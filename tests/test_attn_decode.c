@@ -144,14 +144,14 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
     /* the kernel's shape for this device, the case's workgroup and tuning constants varied over
      * the cases (the picker keeps them within the shared memory) */
     ovk_attn_device dev = { ctx->info.min_subgroup_size, ctx->info.max_subgroup_size, 1024,
-                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot != 0, 0,
+                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot, 0,
                             ctx->texel_buffers, ovk_kv_attn_cm_device(ctx),
-                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 0 };
+                            ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768 };
     static const uint32_t ves[3] = { 4, 8, 16 };
     ovk_attn_tuning tune = { kernel, f16, by_rows ? c->wg / 16 : c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
                              1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4), idot };
     ovk_attn_config cfg;
-    CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode, &tune, &cfg));
+    CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
     CHECK_MSG(cfg.stream == stream && cfg.rows == by_rows && cfg.cm == cm && cfg.idot == idot, "%s: kernel %s picked", c->name,
               cfg.variant);
     if (!stream && !by_rows && !cm) {
@@ -247,7 +247,6 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
         dd.spec[KV_SPEC_ATTN_FKU] = cfg.fku, dd.spec[KV_SPEC_ATTN_PREFETCH] = cfg.prefetch;
     } else {
         dd.spec[KV_SPEC_CH_ITEM_TOKENS] = cfg.item_tokens, dd.spec[KV_SPEC_CH_U] = cfg.u, dd.spec[KV_SPEC_CH_VU] = cfg.vu;
-        dd.spec[KV_SPEC_CH_Q_LEVELS] = cfg.idot;
     }
     ovk_pipeline *pd = NULL;
     CHECK_OK(ovk_pipeline_get(ctx, &dd, &pd));
@@ -383,12 +382,10 @@ int main(int argc, char **argv)
         }
     } else
         printf("cooperative-matrix kernel: skipped (neither cooperative matrices nor fp16 arithmetic with subgroups of 4 or more)\n");
-    /* the integer-dot variant, q in one level of int8 and in two: INT2 cases only (fp16 mode
-     * never takes it) */
+    /* the integer-dot variant: INT2 cases only (fp16 mode never takes it) */
     if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
-        for (int levels = 1; levels <= 2; levels++)
-            for (size_t i = 0; i + 1 < n_cases; i++)
-                if (cases[i].mode != KV_MODE_FP16 && (!only || strstr(cases[i].name, only))) run_case(ctx, &cases[i], 0, 1, levels);
+        for (size_t i = 0; i + 1 < n_cases; i++)
+            if (cases[i].mode != KV_MODE_FP16 && (!only || strstr(cases[i].name, only))) run_case(ctx, &cases[i], 0, 1, 1);
     } else
         printf("integer-dot variant: skipped (no integer dot products or shaderFloat16, or not built)\n");
     return test_gpu_finish(ctx);

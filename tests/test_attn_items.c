@@ -109,19 +109,19 @@ int main(void)
         ovk_attn_device dev = { x[4], x[5], 1024, x[6], (int)x[7], 0 };
         ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1, -1 };
         ovk_attn_config cfg;
-        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], KV_MODE_INT2, &tune, &cfg));
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK_MSG(cfg.shared_bytes <= x[6] && cfg.shared_bytes == ovk_attn_shared_bytes(&cfg, x[0], x[1], x[2], x[3], (int)x[8]) &&
                       cfg.wg % (x[0] / 4) == 0 && cfg.wg % x[5] == 0 && cfg.sg_min == x[4] &&
                       (cfg.ve == 4 || cfg.ve == 8 || cfg.ve == 16) && cfg.ku >= 1 && cfg.ku <= 4 &&
                       !strcmp(cfg.variant, x[7] ? "stream-f16" : "stream-fp32"),
                   "shape %zu: wg %u ku %u ve %u, %u bytes of %u", i, cfg.wg, cfg.ku, cfg.ve, cfg.shared_bytes, x[6]);
         tune.f16 = 0;
-        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], KV_MODE_INT2, &tune, &cfg));
+        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
         CHECK(!strcmp(cfg.variant, "stream-fp32") && !strcmp(cfg.shader, "attn_decode"));
         tune.kernel = -1; /* the default: chunked where it fits, 256 threads (a CPU: 64) where d/4 divides them */
         for (int cpu = 0; cpu <= 1; cpu++) {
             dev.cpu = cpu;
-            CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], KV_MODE_INT2, &tune, &cfg));
+            CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
             uint32_t want_wg = cpu && 64 % (x[0] / 4) == 0 ? 64 : 256 % (x[0] / 4) == 0 ? 256 : 128;
             CHECK_MSG(cfg.stream || (cfg.item_tokens >= 64 && cfg.shared_bytes <= x[6] && cfg.wg == want_wg &&
                                      !strcmp(cfg.shader, "attn_decode_chunked")),
@@ -133,7 +133,7 @@ int main(void)
             for (int texel = 0; texel <= 1; texel++)
                 for (int ask = -1; ask <= 2; ask += 3) {
                     dev.cpu = cpu, dev.texel = texel, tune.kernel = ask;
-                    CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], KV_MODE_INT2, &tune, &cfg));
+                    CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], 0, &tune, &cfg));
                     int want = texel && (ask == 2 || cpu);
                     CHECK_MSG(cfg.rows == want && (!want || (!strcmp(cfg.shader, "attn_decode_rows") && cfg.wg == 8 &&
                                                              cfg.tb == 4 && !cfg.stream)),
@@ -141,26 +141,20 @@ int main(void)
                 }
         tune.kernel = -1, dev.texel = 0;
         dev.cpu = 0;
-        /* integer-dot keys, with packed fp16 and never in fp16 mode: q in the levels of int8 asked
-         * for where enabled; unasked, one level in the rotated modes where they are accelerated */
+        /* integer-dot keys: with packed fp16 where asked for and enabled, never in fp16 mode */
         tune.f16 = -1;
         for (int idot = 0; idot <= 1; idot++)
-            for (int fast = 0; fast <= 1; fast++)
-                for (int ask = -1; ask <= 2; ask++)
-                    for (uint32_t mode = KV_MODE_FP16; mode <= KV_MODE_ROTATED; mode++) {
-                        dev.idot = idot, dev.idot_fast = fast, tune.idot = ask;
-                        CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], mode, &tune, &cfg));
-                        int levels = ask >= 0 ? ask : 0;
-                        int want = x[7] && mode != KV_MODE_FP16 && x[0] % 32 == 0 && idot ? levels : 0;
-                        const char *variant = want == 2 ? "chunked-f16-idot2" : want ? "chunked-f16-idot" : x[7] ? "chunked-f16"
-                                                                                                              : "chunked-fp32";
-                        CHECK_MSG(cfg.stream || (cfg.idot == want && !strcmp(cfg.variant, variant) &&
-                                                 !strcmp(cfg.shader, want ? "attn_decode_chunked_f16.idot" : x[7] ? "attn_decode_chunked_f16" : "attn_decode_chunked") &&
-                                                 cfg.shared_bytes <= x[6] &&
-                                                 cfg.item_tokens == ovk_attn_item_tokens(x[0], x[1], x[2], x[3], cfg.wg, x[6], want)),
-                                  "shape %zu, idot %d fast %d asked %d mode %u: %s", i, idot, fast, ask, mode, cfg.variant);
-                    }
-        dev.idot = dev.idot_fast = 0, tune.idot = -1, tune.f16 = -1;
+            for (int ask = -1; ask <= 1; ask++)
+                for (int fp16_mode = 0; fp16_mode <= 1; fp16_mode++) {
+                    dev.idot = idot, tune.idot = ask;
+                    CHECK_OK(ovk_attn_pick(&dev, x[0], x[1], x[2], x[3], (int)x[8], fp16_mode, &tune, &cfg));
+                    int want = x[7] && !fp16_mode && x[0] % 32 == 0 && ask == 1 && idot;
+                    CHECK_MSG(cfg.stream || (cfg.idot == want && !strcmp(cfg.shader, want ? "attn_decode_chunked_f16.idot" : x[7] ? "attn_decode_chunked_f16" : "attn_decode_chunked") &&
+                                             cfg.shared_bytes <= x[6] &&
+                                             cfg.item_tokens == ovk_attn_item_tokens(x[0], x[1], x[2], x[3], cfg.wg, x[6], want)),
+                              "shape %zu, idot %d asked %d fp16 mode %d: %s", i, idot, ask, fp16_mode, cfg.shader);
+                }
+        dev.idot = 0, tune.idot = -1, tune.f16 = -1;
         tune.kernel = 1;
     }
     /* the chunked kernel's chunk: the largest multiple of 64 (<= the cap) whose shared memory fits */
@@ -177,7 +171,7 @@ int main(void)
         ovk_attn_device dev = { 4, 4, 1024, 2048, 1, 1 };
         ovk_attn_tuning tune = { 1, -1, 0, 0, 0, 0, -1, -1 };
         ovk_attn_config cfg;
-        CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, KV_MODE_INT2, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
+        CHECK_STATUS(ovk_attn_pick(&dev, 256, 32, 64, 16, 1, 0, &tune, &cfg), OSCAR_ERROR_UNSUPPORTED);
     }
     uint32_t g[3];
     ovk_attn_grid(200000, 3, g);

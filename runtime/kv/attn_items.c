@@ -83,9 +83,8 @@ uint32_t ovk_attn_shared_bytes(const ovk_attn_config *cfg, uint32_t d, uint32_t 
 static int is_pow2(uint32_t x) { return x && !(x & (x - 1)); }
 
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
-                           uint32_t mode, const ovk_attn_tuning *tune, ovk_attn_config *out)
+                           int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out)
 {
-    int fp16_mode = mode == KV_MODE_FP16;
     ovk_attn_config c = { 0 };
     int f16 = (tune->f16 >= 0 ? tune->f16 : 1) && dev->float16;
     /* the rows kernel: no shared memory, no barrier, fp32; a workgroup of 8 invocations (one
@@ -143,15 +142,15 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         c.wg = tune->wg ? tune->wg : dev->cpu ? 64 : 256;
         if (c.wg > dev->max_workgroup || c.wg % (d / 4)) c.wg = 128;
         c.u = tune->ku >= 1 && tune->ku <= 4 ? tune->ku : 1;
-        /* integer-dot keys only when asked for (q in one or two levels of int8) */
-        int levels = tune->idot >= 0 ? tune->idot : 0;
-        c.idot = f16 && !fp16_mode && d % 32 == 0 && levels >= 1 && levels <= 2 && dev->idot ? levels : 0;
+        /* integer-dot keys only when asked for: with q in two levels of int8 they hold the accuracy
+         * policy but take the kernel past 128 registers, slower than fp32 keys on an H100 */
+        c.idot = f16 && !fp16_mode && d % 32 == 0 && tune->idot == 1 && dev->idot;
         /* 16 value tokens a lane in flight with integer-dot keys (the H100's best of 8, 12 and 16) */
         c.vu = tune->vu >= 1 && tune->vu <= 16 ? tune->vu : c.idot ? 16 : 8;
         c.item_tokens = ovk_attn_item_tokens(d, G, P, gqa, c.wg, dev->shared_bytes, c.idot);
         if (c.item_tokens && c.wg <= dev->max_workgroup && c.wg % (d / 4) == 0) {
             c.shader = c.idot ? "attn_decode_chunked_f16.idot" : f16 ? "attn_decode_chunked_f16" : "attn_decode_chunked";
-            c.variant = c.idot == 2 ? "chunked-f16-idot2" : c.idot ? "chunked-f16-idot" : f16 ? "chunked-f16" : "chunked-fp32";
+            c.variant = c.idot ? "chunked-f16-idot" : f16 ? "chunked-f16" : "chunked-fp32";
             c.shared_bytes = 4 * ATTN_CH_SHARED_FLOATS(c.item_tokens, gqa, c.wg, d, G, P, c.idot);
             *out = c;
             return OSCAR_OK;

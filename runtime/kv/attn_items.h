@@ -66,7 +66,6 @@ typedef struct ovk_attn_device {
                                           * arithmetic; tests and comparisons, never a default) */
     uint32_t cm_shared_bytes;            /* shared memory the cooperative-matrix kernel may use (the
                                           * device's limit: its walkers need more than the others) */
-    int idot_fast;                       /* integer dot products accelerated (the driver says so) */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
@@ -75,8 +74,7 @@ typedef struct ovk_attn_tuning {
     int f16;          /* 0: the fp32 variant, 1: packed fp16 where the device has it, -1: choice */
     uint32_t wg, ku, ve, fku;  /* ku: the cooperative-matrix kernel's 16-token blocks a step (1, 2 or 4) */
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
-    int idot;         /* chunked kernel, INT2 keys: integer dot products where enabled, q in 1 or 2 levels of
-                       * int8; 0: fp32 scores; -1: choice */
+    int idot;         /* chunked kernel, INT2 keys: 1 integer dot products where enabled; 0 or -1: fp32 scores */
     uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (16 with integer-dot keys, else 8) */
 } ovk_attn_tuning;
 
@@ -88,7 +86,7 @@ typedef struct ovk_attn_config {
     const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys; attn_decode_rows */
     const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32", "stream-f16", "rows",
                            * "coopmat" or "coopmat-emu" */
-    int idot;             /* chunked: the integer-dot variant's levels of int8 q (KV_SPEC_CH_Q_LEVELS), 1 or 2; 0: not it */
+    int idot;             /* chunked: the integer-dot variant */
     uint32_t wg;
     uint32_t sg_min, ku, ve, fku, prefetch;  /* streaming; sg_min and ku (its TT) the cooperative-matrix kernel's too */
     uint32_t item_tokens, u, vu;             /* chunked: its KV_SPEC_CH_* */
@@ -105,11 +103,11 @@ typedef struct ovk_attn_config {
  * holds), which an H100 ran faster for the INT2 modes at 4K-128K and fp16 mode up to 32K, unless
  * tune->kernel = 1 or the chunk does not fit; else the streaming attn_decode. The arithmetic:
  * packed fp16 where the device has it (tune->f16 = 0 forces the fp32 fallback); with it, INT2
- * keys by integer dot products where the device has them and tune->idot asks for them (q in 1 or
- * 2 levels of int8). The streaming
+ * keys by integer dot products where tune->idot = 1 asks for them and the device has them (not
+ * by default: see the comment in ovk_attn_pick). The streaming
  * kernel's shape: 128-thread workgroups, VE
  * from the GQA ratio (value sums VE * gqa per lane), KU so that a lane loads at most 32 value
- * words a tile, FKU 8 in fp16 mode (mode KV_MODE_FP16: more bytes in flight) and 2 for the INT2
+ * words a tile, FKU 8 in fp16 mode (fp16_mode != 0: more bytes in flight) and 2 for the INT2
  * modes' short fp16 windows (registers, which the INT2 tiles need). tune->kernel = 3 asks for
  * attn_decode_cm (cooperative matrices; dev->coopmat 2: its scalar emulation), never chosen by
  * default (slower than the chunked kernel on an H200, docs/attention-results.md): 4 walking
@@ -117,7 +115,7 @@ typedef struct ovk_attn_config {
  * dev->cm_shared_bytes, TT at most SG_MIN / 4. Returns OSCAR_ERROR_UNSUPPORTED (and a message)
  * when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
-                           uint32_t mode, const ovk_attn_tuning *tune, ovk_attn_config *out);
+                           int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out);
 
 /* Largest chunk attn_decode_chunked scores at once with `wg` threads, `gqa` query heads per KV
  * head, head_dim d, group G and page P within `shared_bytes` of shared memory (idot: the

@@ -208,19 +208,18 @@ static oscar_status create_decode(oscar_kv_cache *c)
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
                             ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"),
                             ctx->info.type == OSCAR_DEVICE_CPU, ctx->texel_buffers,
-                            ovk_kv_attn_cm_device(ctx), ctx->info.max_shared_memory,
-                            (ctx->features.preferred & OVK_NEEDS_IDOT) != 0 };
+                            ovk_kv_attn_cm_device(ctx), ctx->info.max_shared_memory };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
     ovk_attn_tuning tune = { env->attn_kernel, env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku,
                              env->attn_prefetch, env->attn_idot, env->attn_vu };
-    OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode, &tune,
-                              &c->attn));
+    OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode == KV_MODE_FP16,
+                              &tune, &c->attn));
     if (c->attn.rows && !rows_fit(c)) { /* the rows kernel cannot take this cache: the chunked one */
         tune.kernel = 0;
-        OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode, &tune,
-                                  &c->attn));
+        OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0,
+                                  c->mode == KV_MODE_FP16, &tune, &c->attn));
     }
     ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, c->attn.rows ? 12 : 14, /* + out's int8 blocks */
                                              c->attn.rows ? sizeof(struct attn_rows_push) : sizeof(struct attn_decode_push),
@@ -242,7 +241,6 @@ static oscar_status create_decode(oscar_kv_cache *c)
         pd.spec[KV_SPEC_CH_ITEM_TOKENS] = c->attn.item_tokens;
         pd.spec[KV_SPEC_CH_U] = c->attn.u;
         pd.spec[KV_SPEC_CH_VU] = c->attn.vu;
-        pd.spec[KV_SPEC_CH_Q_LEVELS] = c->attn.idot;
     }
     OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
     if (env->pipeline_stats) {

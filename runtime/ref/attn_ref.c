@@ -103,13 +103,11 @@ static double int2_dot_f16(const float *q, float scale, const uint32_t *codes, c
 }
 
 /* q·(k - center) of an INT2 key as attn_decode_chunked_f16.idot computes it: q·scale (fp32)
- * quantized in blocks of 32 to `levels` (1 or 2) levels of int8, c1 as ovk_ref_q8_quantize does
- * (scale d1 = amax / 127); with two levels c2 = roundEven((x - d1 c1) / d) clamped to ±127 with
- * d = d1 * (float)(1/254), so that x ≈ d (254 c1 + c2); with one x ≈ d1 c1; then exact sums of
- * those values against the codes, per group scale * sum + min * (sum of the quantized q).
- * codes [d/16] words, params [d/G] words. */
-static double int2_dot_q8(const float *q, float scale, const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G,
-                          int levels)
+ * quantized in blocks of 32 to two levels of int8, c1 as ovk_ref_q8_quantize does (scale d1 =
+ * amax / 127) and c2 = roundEven((x - d1 c1) / d) clamped to ±127 with d = d1 * (float)(1/254),
+ * so that x ≈ d (254 c1 + c2); then exact sums of those values against the codes, per group
+ * scale * sum + min * (sum of the quantized q). codes [d/16] words, params [d/G] words. */
+static double int2_dot_q8(const float *q, float scale, const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G)
 {
     float qs32[KV_MAX_HEAD_DIM] = { 0 }, qd[KV_MAX_HEAD_DIM / OSCAR_Q8_BLOCK] = { 0 };
     uint32_t qc[KV_MAX_HEAD_DIM / 4];
@@ -119,10 +117,6 @@ static double int2_dot_q8(const float *q, float scale, const uint32_t *codes, co
     for (uint32_t e = 0; e < d; e++) {
         float d1 = qd[e / OSCAR_Q8_BLOCK], unit = d1 * (float)(1.0 / 254.0);
         int c1 = ovk_ref_q8_code(qc, e), c2 = 0;
-        if (levels == 1) {
-            qv[e] = (double)d1 * c1;
-            continue;
-        }
         if (unit > 0.0f) {
             float r = qs32[e] - d1 * (float)c1, c = nearbyintf(r / unit);
             c2 = c > 127.0f ? 127 : c < -127.0f ? -127 : (int)c;
@@ -160,7 +154,7 @@ static double score(const attn_ref_cache *c, const float *q, const float *k, uin
     const uint32_t *base = c->int2_pool + (size_t)page * KV_INT2_PAGE_WORDS(nkv, P, d, G);
     size_t row = (size_t)kvh * P + j % P, cw = d / 16, pw = d / G;
     const uint32_t *codes = base + row * cw, *params = base + (size_t)nkv * P * cw + row * pw;
-    dot = c->q_q8_int2 ? int2_dot_q8(q, scale, codes, params, d, G, c->q_q8_int2) : int2_dot_f16(q, scale, codes, params, d, G);
+    dot = c->q_q8_int2 ? int2_dot_q8(q, scale, codes, params, d, G) : int2_dot_f16(q, scale, codes, params, d, G);
     if (c->key_centers) {
         float ctr[KV_MAX_HEAD_DIM];
         f16_row(c->key_centers + ((size_t)(pos / c->center_block) * nkv + kvh) * (d / 2), d, ctr);
@@ -178,8 +172,7 @@ oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const u
     float *k = NULL, *v = NULL;
     double *s = NULL, *o = NULL;
     if (d == 0 || d > KV_MAX_HEAD_DIM || nkv == 0 || n_head % nkv != 0 || c->group == 0 || d % c->group != 0 ||
-        d % 16 != 0 || c->page == 0 || c->q_q8_int2 < 0 || c->q_q8_int2 > 2 ||
-        (c->q_q8_int2 && d % OSCAR_Q8_BLOCK != 0))
+        d % 16 != 0 || c->page == 0 || (c->q_q8_int2 && d % OSCAR_Q8_BLOCK != 0))
         OSCAR_FAIL(OSCAR_ERROR_INVALID_ARGUMENT, "attn_ref: bad shape (d %u, G %u, P %u, n_kv %u, n_head %u)", d,
                    c->group, c->page, nkv, n_head);
     uint32_t gqa = n_head / nkv, max_n = 0;

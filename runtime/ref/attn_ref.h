@@ -40,10 +40,10 @@ typedef struct attn_ref_cache {
      * to fp16, each code word's products summed in fp16 in the kernel's order, fp32 beyond; the
      * key center's part and fp16 keys keep fp32 q. 0: fp32 q, double sums. */
     int q_f16_int2;
-    /* 1 or 2: INT2 keys (less their key center) are scored as the integer-dot variant of
-     * attn_decode_chunked does: q·scale (an fp32 product) quantized in blocks of 32 to that many
+    /* 1: INT2 keys (less their key center) are scored as the integer-dot variant of
+     * attn_decode_chunked does: q·scale (an fp32 product) quantized in blocks of 32 to two
      * levels of int8 (the first as q8_ref.h, the second its remainder at 1/254 of its scale), the
-     * scores exact over those values. The key center's part and fp16 keys keep fp32 q. 0: off. */
+     * scores exact over those values. The key center's part and fp16 keys keep fp32 q. */
     int q_q8_int2;
     /* 1: as attn_prefill.coopmat rounds: q·scale, every K row (with its key center) and every V
      * row in fp16 (clamped to +-65504), the softmax weights exp(s - max) in fp16; sums in double. */

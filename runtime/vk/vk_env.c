@@ -22,8 +22,8 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_MATVEC_PLANES", "1: the products of Q4_0/Q4_1/Q8_0/Q4_K/Q6_K weights read weight planes by texel fetches (a second copy of "
                              "those weights; the default on CPU devices); 0: never" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
-    { "OSCAR_ATTN_IDOT", "decode attention's INT2 key scores: 1 integer dot products with q in one level of int8, 2 in two "
-                         "levels, 0 or unset fp32" },
+    { "OSCAR_ATTN_IDOT", "1: decode attention scores INT2 keys by integer dot products with q in two levels of int8 "
+                         "(slower on an H100 today); 0 or unset: in fp32" },
     { "OSCAR_ATTN_KERNEL", "chunked, stream, rows or coopmat: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel; 1: the tiled kernel also where the rows kernel would take prefill (CPU devices); 2: the tiled fp32 kernel where the cooperative-matrix one would run" },
     { "OSCAR_ATTN_PREFILL_SPLIT", "cooperative-matrix prefill attention: 0 never splits a long walk over several workgroups; N: "
@@ -91,7 +91,7 @@ void ovk_env_read(ovk_env *env)
     long ms = number("OSCAR_ATTN_MIN_SPLIT", 64, 65536, 0);
     env->attn_min_split = ms % 64 == 0 ? (uint32_t)ms : 0;
     env->attn_f16 = (int)number("OSCAR_ATTN_F16", 0, 1, -1);
-    env->attn_idot = (int)number("OSCAR_ATTN_IDOT", 0, 2, -1);
+    env->attn_idot = (int)number("OSCAR_ATTN_IDOT", 0, 1, -1);
     env->attn_vu = (uint32_t)number("OSCAR_ATTN_VU", 1, 16, 0);
     const char *kernel = text("OSCAR_ATTN_KERNEL");
     env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : !strcmp(kernel, "rows") ? 2 : !strcmp(kernel, "coopmat") ? 3 : -1;

@@ -32,8 +32,8 @@ typedef struct ovk_env {
     int attn_f16;            /* OSCAR_ATTN_F16: 0 forces decode attention's fp32 fallback, 1 packed fp16 where
                               * the device has it; -1: the picker's choice */
     uint32_t attn_vu;        /* OSCAR_ATTN_VU: chunked decode attention's value tokens a lane loads at once */
-    int attn_idot;           /* OSCAR_ATTN_IDOT: 1 or 2 integer dot products for INT2 key scores where enabled,
-                              * q in that many levels of int8; 0 fp32; -1 (unset): the picker's choice */
+    int attn_idot;           /* OSCAR_ATTN_IDOT: 1 integer dot products for INT2 key scores where enabled; 0 or
+                              * -1 (unset): fp32 */
     int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; 1 the tiled
                               * kernel on CPU devices too; 2 the fp32 tiled kernel instead of the
                               * cooperative-matrix one; -1 (unset): the device's default */

@@ -9,8 +9,6 @@
 /* the tokens it scores at once (longer items go in chunks of this); its shared memory grows
  * with it */
 #define KV_SPEC_CH_ITEM_TOKENS 10
-/* the integer-dot variant: q in 1 or 2 levels of int8 */
-#define KV_SPEC_CH_Q_LEVELS 11
 /* tokens per thread per round of the scores (U) and per lane per step of the values (VU);
  * registers grow with both */
 #define KV_SPEC_CH_U 13

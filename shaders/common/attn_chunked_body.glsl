@@ -3,8 +3,8 @@
 // The body of shaders/attn_decode_chunked.comp (fp32 arithmetic), attn_decode_chunked_f16.comp
 // (ATTN_F16 = 1: the INT2 value sums in packed fp16, for devices with shaderFloat16; scores stay
 // fp32) and attn_decode_chunked_f16.idot.comp (ATTN_IDOT = 1 as well: INT2 keys scored by
-// integer dot products of their codes with q quantized to one or two levels of int8, Q_LEVELS,
-// see scores_int2). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming
+// integer dot products of their codes with q quantized to two levels of int8, see scores_int2;
+// opt-in). The cache's default (ovk_attn_pick): on an H100 it is faster than the streaming
 // kernel (attn_decode_body.glsl) for the INT2 modes at every context and for fp16 mode up to 32K.
 //
 // An item (kv_attn_item) is a range of tokens of one row in one storage kind. The workgroup
@@ -66,9 +66,6 @@
 #include "common/dot4_idot.glsl"
 #include "common/q8_layout.h"
 const float ATTN_Q_INV_254 = 0.003937007859349251; // (float)(1/254.0): the second level's scale factor
-// q in one level of int8 (about 8 bits: the rotated modes, whose keys have no outlier channels)
-// or two (about 16 bits: any keys); see quantize_q_block
-layout(constant_id = KV_SPEC_CH_Q_LEVELS) const uint Q_LEVELS = 2;
 #endif
 
 layout(constant_id = KV_SPEC_CH_ITEM_TOKENS) const uint ITEM_TOKENS = 512;
@@ -102,15 +99,14 @@ shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the it
 shared float sh_bias[ATTN_CH_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the chunk][GQA] q_h·(c_b·R_K) (CENTERED)
 shared bool sh_last;                // this workgroup completes its (row, KV head)
 #if ATTN_IDOT
-// sh_q quantized in blocks of 32 (OSCAR_Q8_BLOCK) to Q_LEVELS levels of int8: with two, q ≈ d
-// (254 c1 + c2), c1 the block's int8 codes at scale 254 d = amax / 127 (as common/q8_quantize.glsl),
-// c2 those of what c1 leaves at scale d (|c2| <= 127), so q is held to about 16 bits; with one,
-// q ≈ d c1 (d = amax / 127, about 8 bits). Laid out for the key
+// sh_q quantized in blocks of 32 (OSCAR_Q8_BLOCK) to two levels of int8: q ≈ d (254 c1 + c2),
+// c1 the block's int8 codes at scale 254 d = amax / 127 (as common/q8_quantize.glsl), c2 those of
+// what c1 leaves at scale d (|c2| <= 127), so q is held to about 16 bits. Laid out for the key
 // codes: word 4w + j of a head holds elements 16w + j + {0, 4, 8, 12} in bytes 0..3, the
 // elements that the byte lanes of (code word w >> 2j) & 0x03030303 hold.
 shared uint sh_qi[2 * GQA * D / 4];   // [c1, c2][GQA][d/16][4] int8 q
 shared float sh_qd[GQA * D / 32];      // [GQA][d/32] block scales d
-shared float sh_qbs[GQA * D / 32];     // [GQA][d/32] block sums of the quantized q (d * sum of 254 c1 + c2, or of c1)
+shared float sh_qbs[GQA * D / 32];     // [GQA][d/32] block sums of the quantized q (d * sum of 254 c1 + c2)
 #endif
 
 const float NEG_INF = -1.0 / 0.0;
@@ -191,33 +187,27 @@ void load_keys(uint begin, uint n, uint k0, uint kvh, out uvec4 kc[U][CW4], out 
 }
 
 // The next round's keys are loaded while this round's are scored, so the loads' latency is paid
-// once a chunk, not once a round (ATTN_K_AHEAD = 0: each round loads its own).
-#ifndef ATTN_K_AHEAD
-#define ATTN_K_AHEAD 1
-#endif
+// once a chunk, not once a round.
 void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
     uvec4 kn[U][CW4];   // the next round's K code words and params
     uint kpn[U][PWD];
-    if (ATTN_K_AHEAD != 0 && t < n) load_keys(begin, n, t, kvh, kn, kpn);
+    if (t < n) load_keys(begin, n, t, kvh, kn, kpn);
     for (uint k0 = t; k0 < n; k0 += U * WG) {
         uvec4 kc[U][CW4];   // K code words of the U tokens
         uint kp[U][PWD];    // K params (fp16 scale low, min high) per group
-        if (ATTN_K_AHEAD != 0) {
-            [[unroll]] for (uint u = 0; u < U; u++) {
-                [[unroll]] for (uint c4 = 0; c4 < CW4; c4++) kc[u][c4] = kn[u][c4];
-                [[unroll]] for (uint g = 0; g < PWD; g++) kp[u][g] = kpn[u][g];
-            }
-            if (k0 + U * WG < n) load_keys(begin, n, k0 + U * WG, kvh, kn, kpn);
-        } else
-            load_keys(begin, n, k0, kvh, kc, kp);
+        [[unroll]] for (uint u = 0; u < U; u++) {
+            [[unroll]] for (uint c4 = 0; c4 < CW4; c4++) kc[u][c4] = kn[u][c4];
+            [[unroll]] for (uint g = 0; g < PWD; g++) kp[u][g] = kpn[u][g];
+        }
+        if (k0 + U * WG < n) load_keys(begin, n, k0 + U * WG, kvh, kn, kpn);
         float s[U][GQA];
         for (uint u = 0; u < U; u++)
             for (uint h = 0; h < GQA; h++) s[u][h] = 0.0;
 #if ATTN_IDOT
-        // s_h = sum_g sc_g * sum_{b in g} d_hb * (254 * c1·codes + c2·codes) + mn_g * qsum_hg (one
-        // level: d_hb * c1·codes), the block's integer exact (at most 32 * 3 * 127 * 255)
+        // s_h = sum_g sc_g * sum_{b in g} d_hb * (254 * c1·codes + c2·codes) + mn_g * qsum_hg, the
+        // block's integer exact (at most 32 * 3 * 127 * 255)
         for (uint g = 0; g < PWD; g++) {
             float dq[U][GQA];
             for (uint u = 0; u < U; u++)
@@ -236,13 +226,8 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
                         uint c[U];
                         for (uint u = 0; u < U; u++) c[u] = (cw[u] >> (2u * j)) & 0x03030303u;
                         for (uint h = 0; h < GQA; h++) {
-                            uint qhi = sh_qi[(h * (D / 16) + w) * 4 + j];
-                            if (Q_LEVELS == 1u) {
-                                for (uint u = 0; u < U; u++) is[u][h] += dot4(qhi, c[u]);
-                            } else {
-                                uint qlo = sh_qi[((GQA + h) * (D / 16) + w) * 4 + j];
-                                for (uint u = 0; u < U; u++) is[u][h] += 254 * dot4(qhi, c[u]) + dot4(qlo, c[u]);
-                            }
+                            uint qhi = sh_qi[(h * (D / 16) + w) * 4 + j], qlo = sh_qi[((GQA + h) * (D / 16) + w) * 4 + j];
+                            for (uint u = 0; u < U; u++) is[u][h] += 254 * dot4(qhi, c[u]) + dot4(qlo, c[u]);
                         }
                     }
                 }
@@ -284,10 +269,9 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 }
 
 #if ATTN_IDOT
-// Block i = (h, b) of sh_q to Q_LEVELS levels of int8 into sh_qi, sh_qd and sh_qbs: c1 as
-// common/q8_quantize.glsl (scale d1 = amax / 127, roundEven(v / d1)); with two levels c2 =
-// roundEven((v - d1 c1) / d) with d = d1 / 254, so v ≈ d (254 c1 + c2); with one, c2 = 0 and
-// v ≈ d1 c1 (sh_qd holds d1, the second level's words stay unused).
+// Block i = (h, b) of sh_q to two levels of int8 into sh_qi, sh_qd and sh_qbs: c1 as
+// common/q8_quantize.glsl (scale d1 = amax / 127, roundEven(v / d1)), c2 = roundEven((v - d1 c1)
+// / d) with d = d1 / 254.
 void quantize_q_block(uint i)
 {
     uint h = i / (D / 32), b = i % (D / 32);
@@ -296,7 +280,7 @@ void quantize_q_block(uint i)
         vec4 v = abs(sh_q[h * (D / 4) + b * 8 + k]);
         amax = max(amax, max(max(v.x, v.y), max(v.z, v.w)));
     }
-    float d1 = amax * OSCAR_Q8_INV_127, d = Q_LEVELS == 1u ? d1 : d1 * ATTN_Q_INV_254;
+    float d1 = amax * OSCAR_Q8_INV_127, d = d1 * ATTN_Q_INV_254;
     int sum = 0;
     [[unroll]] for (uint ww = 0; ww < 2; ww++) {
         uint w = 2 * b + ww;
@@ -305,8 +289,8 @@ void quantize_q_block(uint i)
             float v = sh_q[h * (D / 4) + w * 4 + k / 4][k % 4];
             int c1 = d1 > 0.0 ? clamp(int(roundEven(v / d1)), -127, 127) : 0;
             float r = v - d1 * float(c1);
-            int c2 = Q_LEVELS == 2u && d > 0.0 ? clamp(int(roundEven(r / d)), -127, 127) : 0;
-            sum += Q_LEVELS == 1u ? c1 : 254 * c1 + c2;
+            int c2 = d > 0.0 ? clamp(int(roundEven(r / d)), -127, 127) : 0;
+            sum += 254 * c1 + c2;
             hi[k % 4] |= uint(c1 & 0xFF) << (8u * (k / 4)); // element 16w + k: word k % 4, byte k / 4
             lo[k % 4] |= uint(c2 & 0xFF) << (8u * (k / 4));
         }

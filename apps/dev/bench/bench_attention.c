@@ -7,11 +7,10 @@
  *   --batch A,B,...                       sequences decoded together (default 1,8,32)
  *   --modes fp16,int2,int2-hadamard,oscar KV modes (default the first three; oscar runs with
  *                                         Hadamard rotations with random signs per layer)
- *   --variants auto,fp32,f16,idot,idot2   decode attention's arithmetic (default auto: what the
+ *   --variants auto,fp32,f16,idot         decode attention's arithmetic (default auto: what the
  *                                         cache picks for this device; f16: packed-fp16 value sums,
  *                                         fp32 key scores; idot: f16 with INT2 keys by integer dot
- *                                         products, q in one level of int8; idot2: in two levels);
- *                                         each is timed in turn
+ *                                         products); each is timed in turn
  *   --kernels auto,chunked,stream,rows,coopmat    decode attention's kernel (default auto), likewise
  *   --iters N                             calls timed one submission each (the median is reported) and
  *                                         at least as many chained (default 20)
@@ -53,8 +52,7 @@ typedef struct bench_args {
     uint32_t batches[MAX_LIST], n_batches;
     oscar_kv_mode modes[4];
     uint32_t n_modes;
-    int variants[MAX_VARIANTS]; /* -1 auto, 0 fp32, 1 packed fp16 (fp32 keys), 2 or 3 packed fp16 with integer-dot keys,
-                                 * q in 1 or 2 levels of int8 */
+    int variants[MAX_VARIANTS]; /* -1 auto, 0 fp32, 1 packed fp16, 2 packed fp16 with integer-dot keys */
     uint32_t n_variants;
     int kernels[MAX_VARIANTS];  /* ctx->env.attn_kernel for each: -1 auto, 0 chunked, 1 stream, 2 rows, 3 coopmat */
     uint32_t n_kernels;
@@ -78,7 +76,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static const char *variant_name(int v) { return v < 0 ? "auto" : v == 3 ? "idot2" : v == 2 ? "idot" : v ? "f16" : "fp32"; }
+static const char *variant_name(int v) { return v < 0 ? "auto" : v == 2 ? "idot" : v ? "f16" : "fp32"; }
 
 static int parse_kernels(const char *s, bench_args *a)
 {
@@ -102,10 +100,9 @@ static int parse_variants(const char *s, bench_args *a)
     char buf[128];
     snprintf(buf, sizeof buf, "%s", s);
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
-        int v = !strcmp(tok, "auto") ? -1 : !strcmp(tok, "fp32") ? 0 : !strcmp(tok, "f16") ? 1 : !strcmp(tok, "idot") ? 2
-                : !strcmp(tok, "idot2") ? 3 : -2;
+        int v = !strcmp(tok, "auto") ? -1 : !strcmp(tok, "fp32") ? 0 : !strcmp(tok, "f16") ? 1 : !strcmp(tok, "idot") ? 2 : -2;
         if (v == -2 || a->n_variants == MAX_VARIANTS) {
-            fprintf(stderr, "oscar-bench: --variants: '%s' is not a list of auto, fp32, f16, idot, idot2\n", s);
+            fprintf(stderr, "oscar-bench: --variants: '%s' is not a list of auto, fp32, f16, idot\n", s);
             return 0;
         }
         a->variants[a->n_variants++] = v;
@@ -242,7 +239,7 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
     p.rot_k = rk, p.rot_v = rv;
     oscar_kv_cache *cache = NULL;
     int saved = ctx->env.attn_f16, saved_idot = ctx->env.attn_idot, saved_kernel = ctx->env.attn_kernel;
-    if (variant >= 0) ctx->env.attn_f16 = variant != 0, ctx->env.attn_idot = variant >= 2 ? variant - 1 : 0;
+    if (variant >= 0) ctx->env.attn_f16 = variant != 0, ctx->env.attn_idot = variant == 2;
     if (kernel >= 0) ctx->env.attn_kernel = kernel;
     oscar_status st = oscar_kv_cache_create(ctx, &p, &cache);
     ctx->env.attn_f16 = saved, ctx->env.attn_idot = saved_idot, ctx->env.attn_kernel = saved_kernel;
