@@ -69,8 +69,9 @@ message(STATUS "OSCAR shaders: integer dot ${OSCAR_SHADERS_IDOT} (glslc), cooper
 # ---- one custom command per shader -------------------------------------------------------------
 # Shaders whose SPIR-V goes to the driver as glslc's front end writes it, without its optimizer
 # (-O): the chunked packed-fp16 decode attention ran 2-5% faster that way on an H200 at 4K-128K
-# (docs/performance.md, "Decode attention").
-set(unoptimized_shaders attn_decode_chunked_f16)
+# (docs/performance.md, "Decode attention"), its integer-dot variant 1-2% faster at 32K-128K with
+# 186 registers instead of 198 (docs/attention-results.md).
+set(unoptimized_shaders attn_decode_chunked_f16 attn_decode_chunked_f16.idot)
 set(SHADER_SOURCES)
 set(SHADER_TABLE_DECLS "")
 set(SHADER_TABLE_ROWS "")

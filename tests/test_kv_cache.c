@@ -121,10 +121,11 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
         else memcpy(q_rot, q, sizeof(float) * total * H * d);
         float scale = 1.0f / sqrtf((float)d);
         /* the streaming kernel's packed-fp16 variant scores INT2 keys against q rounded to fp16,
-         * the chunked kernel's integer-dot variant against q in two levels of int8: a reference
-         * that rounds alike (1e-5), and one with fp32 q (1e-4) */
+         * the chunked kernel's integer-dot variant against q in two levels of int8 (in a decode
+         * step: a prefill step's tiles go to attn_prefill, which keeps q): a reference that
+         * rounds alike (1e-5), and one with fp32 q (1e-4) */
         int f16 = strcmp(ovk_kv_attention_variant(r->cache), "stream-f16") == 0;
-        int q8 = strcmp(ovk_kv_attention_variant(r->cache), "chunked-f16-idot") == 0;
+        int q8 = !r->cache->n_tiles && strcmp(ovk_kv_attention_variant(r->cache), "chunked-f16-idot") == 0;
         int cm = strncmp(ovk_kv_attention_variant(r->cache), "coopmat", 7) == 0; /* q, K, V and p in fp16 */
         for (int pass = f16 || q8 || cm ? 0 : 1; pass < 2; pass++) {
             snap.q_f16_int2 = pass == 0 && f16;
@@ -454,12 +455,13 @@ int main(void)
     scenario(ctx, &s128, OSCAR_KV_FP16, 0);
     scenario(ctx, &s128g32, OSCAR_KV_INT2_HADAMARD, 0);
     scenario(ctx, &s128g1, OSCAR_KV_INT2, 0);
-    /* the integer-dot keys wherever the device runs them, accelerated or not */
+    /* the integer-dot keys in the chunked kernel wherever the device runs them, accelerated or
+     * not (on a CPU device the rows kernel would take the scenarios otherwise) */
     if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
-        int saved = ctx->env.attn_idot;
-        ctx->env.attn_idot = 1;
+        int saved = ctx->env.attn_idot, saved_kernel = ctx->env.attn_kernel;
+        ctx->env.attn_idot = 1, ctx->env.attn_kernel = 0;
         variant_scenarios(ctx, OSCAR_KV_INT2); /* (fp16 mode never takes them) */
-        ctx->env.attn_idot = saved;
+        ctx->env.attn_idot = saved, ctx->env.attn_kernel = saved_kernel;
     } else
         printf("integer-dot keys: skipped (no integer dot products or shaderFloat16, or not built)\n");
     /* decode attention on cooperative matrices (or their scalar emulation), key centers included */
