@@ -14,6 +14,10 @@
  *   --kernels auto,chunked,stream,rows,coopmat    decode attention's kernel (default auto), likewise
  *   --iters N                             calls timed one submission each (the median is reported) and
  *                                         at least as many chained (default 20)
+ *   --layers N                            layers in the cache (default 1); the chained calls take
+ *                                         them in turn, so with enough layers each call reads its
+ *                                         layer from memory rather than from the GPU's L2 cache,
+ *                                         as in a forward pass
  *   --hold-mib N                          hold N MiB of device memory in 64 MiB buffers for the
  *                                         whole run (as a loaded model would)
  *   --trace                               print every warm-up pass (first-run behaviour)
@@ -47,7 +51,7 @@
 #define MAX_VARIANTS 4
 
 typedef struct bench_args {
-    uint32_t heads, kv_heads, head_dim, group, iters, hold_mib;
+    uint32_t heads, kv_heads, head_dim, group, iters, hold_mib, layers;
     uint32_t contexts[MAX_LIST], n_contexts;
     uint32_t batches[MAX_LIST], n_batches;
     oscar_kv_mode modes[4];
@@ -149,14 +153,14 @@ static int print_placement(const oscar_context *ctx, const char *what, const ovk
 
 /* ---- timing ------------------------------------------------------------------------------------ */
 /* One pass of `iters` attention calls recorded back to back in one command buffer, as a forward
- * pass records them: microseconds per call. */
-static oscar_status chained_pass(oscar_context *ctx, ovk_cmd *cmd, oscar_kv_cache *cache, const ovk_binding *q,
-                                 const ovk_binding *out, uint32_t iters, double *us)
+ * pass records them, over the cache's `layers` layers in turn: microseconds per call. */
+static oscar_status chained_pass(oscar_context *ctx, ovk_cmd *cmd, oscar_kv_cache *cache, uint32_t layers,
+                                 const ovk_binding *q, const ovk_binding *out, uint32_t iters, double *us)
 {
     oscar_status st = OSCAR_OK;
     OSCAR_TRY(ovk_cmd_begin(ctx, cmd));
     int t0 = ovk_cmd_timestamp(ctx, cmd);
-    for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++) st = ovk_kv_record_attention(cache, cmd, 0, q, out);
+    for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++) st = ovk_kv_record_attention(cache, cmd, i % layers, q, out);
     int t1 = ovk_cmd_timestamp(ctx, cmd);
     oscar_status st2 = ovk_cmd_submit_wait(ctx, cmd);
     if (st == OSCAR_OK) st = st2;
@@ -175,8 +179,8 @@ fail:
  * host waits do not bring them back: a first process then timed the compute-bound INT2
  * kernels at a quarter of the SM clock. Sustained work before the timed pass does.
  * q: [n_rows][heads][d] fp32, the open step's rows. */
-static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, const float *q, uint32_t n_rows, uint32_t heads,
-                                 uint32_t d, uint32_t iters, int trace, double *us)
+static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, uint32_t layers, const float *q, uint32_t n_rows,
+                                 uint32_t heads, uint32_t d, uint32_t iters, int trace, double *us)
 {
     oscar_status st = OSCAR_OK;
     ovk_buffer bq = { 0 }, bo = { 0 };
@@ -188,18 +192,19 @@ static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, cons
     OSCAR_TRY(ovk_cmd_init(ctx, &cmd));
     ovk_binding q_in = { &bq, 0, bytes }, out = { &bo, 0, bytes };
     double t = 0, spent_ms = 0;
-    OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, iters, &t)); /* the first: an estimate */
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, layers, &q_in, &out, iters, &t)); /* the first: an estimate */
     if (trace) printf("    warm-up (us a call): first pass %.1f", t);
     uint32_t n = (uint32_t)(20e3 / (t > 0.1 ? t : 0.1)) + 1; /* calls in 20 ms */
     if (n > 20000) n = 20000;
     for (uint32_t pass = 0; pass < 200 && spent_ms < 500.0; pass++) {
-        OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, n, &t));
+        OSCAR_TRY(chained_pass(ctx, &cmd, cache, layers, &q_in, &out, n, &t));
         spent_ms += t * n * 1e-3;
         if (trace && (pass < 4 || spent_ms >= 500.0)) printf(", %.1f", t);
     }
     if (trace) printf(" (%.0f ms)\n", spent_ms);
     uint32_t timed = (uint32_t)(10e3 / (t > 0.1 ? t : 0.1)) + 1;
-    OSCAR_TRY(chained_pass(ctx, &cmd, cache, &q_in, &out, timed > iters ? (timed < 20000 ? timed : 20000) : iters, us));
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, layers, &q_in, &out, timed > iters ? (timed < 20000 ? timed : 20000) : iters,
+                           us));
 fail:
     ovk_cmd_release(ctx, &cmd);
     ovk_buffer_destroy(ctx, &bq);
@@ -207,10 +212,11 @@ fail:
     return st;
 }
 
-/* Rotations of mode oscar for the benchmark: per layer R = diag(±1)·H (orthogonal), seeded. */
-static float *synthetic_rotation(uint32_t d, uint32_t seed)
+/* Rotations of mode oscar for the benchmark: R = diag(±1)·H (orthogonal), seeded, the same for
+ * each of `layers` layers: [layers][d][d]. */
+static float *synthetic_rotation(uint32_t d, uint32_t layers, uint32_t seed)
 {
-    float *r = malloc(sizeof *r * d * d);
+    float *r = malloc(sizeof *r * d * d * layers);
     if (!r) return NULL;
     ovk_kv_hadamard(d, r);
     for (uint32_t i = 0; i < d; i++) {
@@ -218,6 +224,7 @@ static float *synthetic_rotation(uint32_t d, uint32_t seed)
         if (seed >> 31)
             for (uint32_t j = 0; j < d; j++) r[i * d + j] = -r[i * d + j];
     }
+    for (uint32_t l = 1; l < layers; l++) memcpy(r + (size_t)l * d * d, r, sizeof *r * d * d);
     return r;
 }
 
@@ -229,13 +236,13 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
     for (uint32_t i = 0; i < a->n_contexts; i++) max_ctx = a->contexts[i] > max_ctx ? a->contexts[i] : max_ctx;
     oscar_kv_params p = oscar_kv_params_default();
     p.mode = mode;
-    p.n_layer = 1, p.n_head = a->heads, p.n_kv_head = a->kv_heads, p.head_dim = a->head_dim, p.group_size = a->group;
+    p.n_layer = a->layers, p.n_head = a->heads, p.n_kv_head = a->kv_heads, p.head_dim = a->head_dim, p.group_size = a->group;
     p.max_sequences = batch;
     p.max_context = max_ctx + 8;
     const uint32_t chunk = 2048;
     p.max_step_tokens = chunk > batch ? chunk : batch;
-    float *rk = mode == OSCAR_KV_INT2_ROTATED ? synthetic_rotation(a->head_dim, 7) : NULL;
-    float *rv = mode == OSCAR_KV_INT2_ROTATED ? synthetic_rotation(a->head_dim, 11) : NULL;
+    float *rk = mode == OSCAR_KV_INT2_ROTATED ? synthetic_rotation(a->head_dim, a->layers, 7) : NULL;
+    float *rv = mode == OSCAR_KV_INT2_ROTATED ? synthetic_rotation(a->head_dim, a->layers, 11) : NULL;
     p.rot_k = rk, p.rot_v = rv;
     oscar_kv_cache *cache = NULL;
     int saved = ctx->env.attn_f16, saved_idot = ctx->env.attn_idot, saved_kernel = ctx->env.attn_kernel;
@@ -249,7 +256,8 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         return 1;
     }
     const char *kname = ovk_kv_attention_variant(cache);
-    printf("%s batch %u, %s variant (%s):\n", oscar_kv_mode_name(mode), batch, variant_name(variant), kname);
+    printf("%s batch %u, %s variant (%s), %u layer%s:\n", oscar_kv_mode_name(mode), batch, variant_name(variant), kname,
+           a->layers, a->layers > 1 ? "s taken in turn" : "");
     const ovk_buffer *pool2, *pool16;
     ovk_kv_pools(cache, 0, &pool2, &pool16);
     if (mode != OSCAR_KV_FP16) print_placement(ctx, "INT2 page pool", pool2);
@@ -275,24 +283,30 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         /* prefill every sequence up to target - 1, one sequence per step */
         while (ok && len + 1 < target) {
             uint32_t n = target - 1 - len < chunk ? target - 1 - len : chunk;
-            for (uint32_t b = 0; b < batch && ok; b++)
-                ok = oscar_kv_step_begin(cache, 1, &seqs[b], &n) == OSCAR_OK && oscar_kv_append(cache, 0, kv, kv) == OSCAR_OK &&
-                     oscar_kv_step_end(cache) == OSCAR_OK;
+            for (uint32_t b = 0; b < batch && ok; b++) {
+                ok = oscar_kv_step_begin(cache, 1, &seqs[b], &n) == OSCAR_OK;
+                for (uint32_t l = 0; l < a->layers && ok; l++) ok = oscar_kv_append(cache, l, kv, kv) == OSCAR_OK;
+                ok = ok && oscar_kv_step_end(cache) == OSCAR_OK;
+            }
             len += n;
         }
         /* one decode step: every sequence gets its target-th token and attends */
         for (uint32_t b = 0; b < batch; b++) n_new[b] = 1;
-        ok = ok && oscar_kv_step_begin(cache, batch, seqs, n_new) == OSCAR_OK && oscar_kv_append(cache, 0, kv, kv) == OSCAR_OK;
+        ok = ok && oscar_kv_step_begin(cache, batch, seqs, n_new) == OSCAR_OK;
+        for (uint32_t l = 0; l < a->layers && ok; l++) ok = oscar_kv_append(cache, l, kv, kv) == OSCAR_OK;
         double us_chained = 0;
-        ok = ok && time_chained(ctx, cache, q, batch, a->heads, a->head_dim, a->iters, a->trace, &us_chained) == OSCAR_OK;
+        ok = ok && time_chained(ctx, cache, a->layers, q, batch, a->heads, a->head_dim, a->iters, a->trace, &us_chained) ==
+                       OSCAR_OK;
         oscar_kv_stats stats;
         for (uint32_t it = 0; it < a->iters + 2 && ok; it++) { /* two warm-up calls */
             ok = oscar_kv_attention(cache, 0, q, out) == OSCAR_OK && oscar_kv_get_stats(cache, &stats) == OSCAR_OK;
             if (it >= 2) times[it - 2] = stats.last_gpu_ms * 1000.0;
         }
-        /* what the call read: each sequence's INT2 and fp16 tokens (the new one included) */
+        /* what the call read: each sequence's INT2 and fp16 tokens (the new one included) of one
+         * layer (the stats count every layer) */
         ok = ok && oscar_kv_get_stats(cache, &stats) == OSCAR_OK;
-        double bytes = (double)stats.int2_tokens * stats.int2_bytes_per_token + (double)(stats.f16_tokens + batch) * stats.f16_bytes_per_token;
+        double bytes = ((double)stats.int2_tokens * stats.int2_bytes_per_token +
+                        (double)(stats.f16_tokens + batch) * stats.f16_bytes_per_token) / a->layers;
         ok = ok && oscar_kv_step_end(cache) == OSCAR_OK;
         len += 1;
         if (!ok) break;
@@ -311,9 +325,9 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         if (json) {
             fprintf(json, "%s  {\"mode\": \"%s\", \"variant\": \"%s\", \"batch\": %u, \"context\": %u, \"us\": %.2f, "
                           "\"us_per_submission\": %.2f, \"gbps\": %.1f, \"read_bw_gbps\": %.1f, \"bytes\": %.0f, "
-                          "\"bits_per_element\": %.4f}",
+                          "\"bits_per_element\": %.4f, \"layers\": %u}",
                     json_points++ ? ",\n" : "", oscar_kv_mode_name(mode), kname, batch, target, pt->us, pt->us_call,
-                    pt->gbps, bw, bytes, pt->bits);
+                    pt->gbps, bw, bytes, pt->bits, a->layers);
             fflush(json); /* a run cut short keeps its points */
         }
     }
@@ -342,7 +356,7 @@ static int hold_memory(oscar_context *ctx, uint32_t mib, ovk_buffer **held, uint
 int bench_attention(int argc, char **argv)
 {
     const char *prog = "oscar-bench attention";
-    bench_args a = { .heads = 32, .kv_heads = 8, .head_dim = 128, .group = 128, .iters = 20 };
+    bench_args a = { .heads = 32, .kv_heads = 8, .head_dim = 128, .group = 128, .iters = 20, .layers = 1 };
     app_parse_u32_list(prog, "", "1024,2048,4096,8192,16384,32768,65536,131072", 1u << 24, a.contexts, &a.n_contexts);
     app_parse_u32_list(prog, "", "1,8,32", 1024, a.batches, &a.n_batches);
     app_parse_kv_modes(prog, "", "fp16,int2,int2-hadamard", a.modes, &a.n_modes);
@@ -363,7 +377,7 @@ int bench_attention(int argc, char **argv)
             app_set_verbose(1);
             continue;
         }
-        static const char *const known[] = { "--heads", "--kv-heads", "--head-dim", "--group", "--iters", "--hold-mib",
+        static const char *const known[] = { "--heads", "--kv-heads", "--head-dim", "--group", "--iters", "--hold-mib", "--layers",
                                              "--contexts", "--batch", "--modes", "--variants", "--kernels", "--json", "--device", NULL };
         if (!app_flag_with_value(prog, "oscar-bench", f, v, known)) return 2;
         if (!strcmp(f, "--heads")) ok = app_parse_u32(prog, f, v, 1024, &a.heads);
@@ -372,6 +386,7 @@ int bench_attention(int argc, char **argv)
         else if (!strcmp(f, "--group")) ok = app_parse_u32(prog, f, v, 1024, &a.group);
         else if (!strcmp(f, "--iters")) ok = app_parse_u32(prog, f, v, 100000, &a.iters);
         else if (!strcmp(f, "--hold-mib")) ok = app_parse_u32(prog, f, v, 1u << 20, &a.hold_mib);
+        else if (!strcmp(f, "--layers")) ok = app_parse_u32(prog, f, v, 256, &a.layers);
         else if (!strcmp(f, "--contexts")) ok = app_parse_u32_list(prog, f, v, 1u << 24, a.contexts, &a.n_contexts);
         else if (!strcmp(f, "--batch")) ok = app_parse_u32_list(prog, f, v, 1024, a.batches, &a.n_batches);
         else if (!strcmp(f, "--modes")) ok = app_parse_kv_modes(prog, f, v, a.modes, &a.n_modes);
