@@ -523,49 +523,6 @@ static oscar_status end_timed(oscar_context *ctx, ovk_cmd *cmd, int t0, oscar_st
     return st;
 }
 
-/* Times SwiGLU's two int8 products of one token (gate and up, the weights rotating over the
- * copies in w as the products' do) with their SwiGLU, both ways: the products, a barrier and
- * swiglu_x_q8; and ovk_op_mul_mat_q8_glu, whose last workgroups of each block make h. xq holds
- * x's int8 blocks. Prints a line each. */
-static oscar_status bench_glu(oscar_context *ctx, const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, uint32_t rows, uint32_t cols,
-                              uint32_t iters, const ovk_buffer *w, uint32_t copies, uint64_t mat, uint64_t row_bytes,
-                              const ovk_buffer *xq, double bw)
-{
-    ovk_buffer g = { 0 }, u = { 0 }, cnt = { 0 }, hq = { 0 };
-    oscar_status st = ovk_buffer_create(ctx, (uint64_t)rows * 4, OSCAR_BUFFER_DEVICE, &g);
-    if (st == OSCAR_OK) st = ovk_buffer_create(ctx, (uint64_t)rows * 4, OSCAR_BUFFER_DEVICE, &u);
-    if (st == OSCAR_OK) st = ovk_buffer_create(ctx, OSCAR_X_Q8_BYTES(rows), OSCAR_BUFFER_DEVICE, &hq);
-    if (st == OSCAR_OK) st = ovk_buffer_create(ctx, (uint64_t)rows / 32 * 4, OSCAR_BUFFER_DEVICE, &cnt);
-    if (st == OSCAR_OK) st = ovk_buffer_fill(ctx, &cnt, 0, (uint64_t)rows / 32 * 4, 0);
-    ovk_binding gb = { &g, 0, 0 }, ub = { &u, 0, 0 }, qb = { (ovk_buffer *)xq, 0, 0 }, hb = { &hq, 0, 0 }, cb = { &cnt, 0, 0 };
-    for (int fused = 0; fused < 2 && st == OSCAR_OK; fused++) {
-        double ns = 0;
-        st = ovk_cmd_begin(ctx, cmd);
-        int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, cmd) : -1;
-        for (uint32_t it = 0; it < iters && st == OSCAR_OK; it++) {
-            ovk_binding wg = { (ovk_buffer *)w, (2 * it % copies) * mat, row_bytes * rows };
-            ovk_binding wu = { (ovk_buffer *)w, ((2 * it + 1) % copies) * mat, row_bytes * rows };
-            if (fused) {
-                st = ovk_op_mul_mat_q8_glu(ops, cmd, type, wg, wu, qb, gb, ub, cb, hb, rows, cols);
-            } else {
-                st = ovk_op_mul_mat_q8(ops, cmd, NULL, type, wg, qb, gb, rows, rows, cols, 1);
-                if (st == OSCAR_OK) st = ovk_op_mul_mat_q8(ops, cmd, NULL, type, wu, qb, ub, rows, rows, cols, 1);
-                ovk_cmd_barrier(ctx, cmd);
-                if (st == OSCAR_OK) st = ovk_op_swiglu_x_q8(ops, cmd, gb, ub, gb, hb, rows);
-            }
-            ovk_cmd_barrier(ctx, cmd);
-        }
-        st = end_timed(ctx, cmd, t0, st, &ns);
-        if (st != OSCAR_OK) break;
-        double us = ns * 1e-3 / iters, gbps = 2.0 * row_bytes * rows / (us * 1e3);
-        printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw  (%s)\n", ovk_ggml_type_name(type),
-               fused ? " glu" : " q8x2", 2.0 * row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw,
-               fused ? "gate and up products making SwiGLU's h and its int8 blocks" : "gate and up products, then swiglu_x_q8");
-    }
-    ovk_buffer_destroy(ctx, &g), ovk_buffer_destroy(ctx, &u), ovk_buffer_destroy(ctx, &hq), ovk_buffer_destroy(ctx, &cnt);
-    return st;
-}
-
 /* Times the texel-fetch product over weight planes (ops.h: the products of CPU devices) like
  * the others, its weights rotating over as many copies as a buffer keeps views (the planes'
  * own layout, weight_planes.h), and prints its line. */
@@ -803,13 +760,6 @@ static int bench_ops(int argc, char **argv)
                    q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : coopmat ? " cm" : lanes ? " lanes" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
-        }
-        if (st == OSCAR_OK && !planes_only && tokens == 1 && ovk_op_mul_mat_q8_glu_supported(&ops, type, rows)) {
-            st = ovk_cmd_begin(ctx, &cmd); /* SwiGLU over two products: x's int8 blocks made once */
-            if (st == OSCAR_OK) st = ovk_op_x_q8(&ops, &cmd, (ovk_binding){ &x, 0, 0 }, (ovk_binding){ &xq, 0, 0 }, cols);
-            oscar_status st2 = st == OSCAR_OK ? ovk_cmd_submit_wait(ctx, &cmd) : st;
-            st = st2;
-            if (st == OSCAR_OK) st = bench_glu(ctx, &ops, &cmd, type, rows, cols, iters, &w, copies, mat, row_bytes, &xq, bw);
         }
         if (st == OSCAR_OK && ovk_op_mul_mat_vec_planes_supported(&ops, type)) /* the texel-fetch product over planes */
             st = bench_planes(ctx, &ops, planes_tile, &cmd, type, rows, cols, tokens, iters, barriers, &x, &y, bw);
