@@ -12,8 +12,7 @@
  * A matrix split by rows: the parts' products, each into its columns of y, equal the whole
  * product bit for bit. Batches of tokens (ovk_op_mul_mat_q8): each token equals its
  * single-token product bit for bit. A bias added as y is written equals the product plus the bias.
- * SwiGLU over the gate and up products (ovk_op_mul_mat_q8_glu) equals the separate products and
- * ovk_op_swiglu_x_q8 bit for bit (check_glu). Skips (77) where the device has no subgroup arithmetic. */
+ * Skips (77) where the device has no subgroup arithmetic. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -243,88 +242,6 @@ done:
     free(w), free(x), free(plain), free(biased), free(b);
 }
 
-/* SwiGLU over the gate and up products (ovk_op_mul_mat_q8_glu), two calls back to back as two
- * layers record them: up, h and h's int8 blocks equal the separate products followed by
- * ovk_op_swiglu_x_q8 bit for bit, the counters are back at 0, and h is within NSE 1e-5 of
- * silu(gate) * up over ovk_ref_mul_mat_vec_q8's products. */
-static void check_glu(ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols)
-{
-    oscar_context *ctx = ops->ctx;
-    if (!ovk_op_mul_mat_q8_glu_supported(ops, type, rows)) {
-        printf("mul_mat_vec_q8_glu %s %u x %u, workgroup %u: not supported here (workgroups of rows must divide 32)\n",
-               ovk_ggml_type_name(type), rows, cols, ops->matvec_workgroup);
-        return;
-    }
-    size_t wbytes;
-    uint8_t *wg8 = test_make_weights(type, rows, cols, &wbytes), *wu8 = test_make_weights(type, rows, cols, &wbytes);
-    uint64_t hq_bytes = OSCAR_X_Q8_BYTES(rows);
-    float *x = malloc(cols * 4), *h = malloc(rows * 4), *up = malloc(rows * 4), *h_sep = malloc(rows * 4);
-    float *up_sep = malloc(rows * 4), *g_ref = malloc(rows * 4), *u_ref = malloc(rows * 4), *h_ref = malloc(rows * 4);
-    uint8_t *hq = malloc(hq_bytes), *hq_sep = malloc(hq_bytes), *xq = malloc(OSCAR_X_Q8_BYTES(cols));
-    uint32_t *cnt = malloc(rows / 32 * 4);
-    ovk_buffer bwg = { 0 }, bwu = { 0 }, bx = { 0 }, bq = { 0 }, bg = { 0 }, bu = { 0 }, bc = { 0 }, bh = { 0 };
-    ovk_buffer bg2 = { 0 }, bu2 = { 0 }, bh2 = { 0 };
-    CHECK(wg8 && wu8 && x && h && up && h_sep && up_sep && g_ref && u_ref && h_ref && hq && hq_sep && xq && cnt);
-    if (!wg8 || !wu8 || !x || !h || !up || !h_sep || !up_sep || !g_ref || !u_ref || !h_ref || !hq || !hq_sep || !xq || !cnt)
-        goto done;
-    make_x(x, cols, 0);
-    CHECK_OK(test_gpu_buffer_from(ctx, wg8, wbytes, &bwg));
-    CHECK_OK(test_gpu_buffer_from(ctx, wu8, wbytes, &bwu));
-    CHECK_OK(test_gpu_buffer_from(ctx, x, cols * 4, &bx));
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, OSCAR_X_Q8_BYTES(cols), &bq));
-    ovk_buffer *outs[6] = { &bg, &bu, &bh, &bg2, &bu2, &bh2 };
-    for (int i = 0; i < 6; i++) {
-        uint64_t bytes = i % 3 == 2 ? hq_bytes : rows * 4;
-        CHECK_OK(test_gpu_buffer_from(ctx, NULL, bytes, outs[i]));
-        CHECK_OK(ovk_buffer_fill(ctx, outs[i], 0, bytes, 0x7FC00000u));
-    }
-    CHECK_OK(test_gpu_buffer_from(ctx, NULL, rows / 32 * 4, &bc));
-    CHECK_OK(ovk_buffer_fill(ctx, &bc, 0, rows / 32 * 4, 0));
-    ovk_binding wgb = { &bwg, 0, 0 }, wub = { &bwu, 0, 0 }, qb = { &bq, 0, 0 };
-    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-    CHECK_OK(ovk_op_x_q8(ops, &ctx->cmd, (ovk_binding){ &bx, 0, 0 }, qb, cols));
-    for (int call = 0; call < 2; call++) {
-        ovk_cmd_barrier(ctx, &ctx->cmd);
-        CHECK_OK(ovk_op_mul_mat_q8_glu(ops, &ctx->cmd, type, wgb, wub, qb, (ovk_binding){ &bg, 0, 0 }, (ovk_binding){ &bu, 0, 0 },
-                                       (ovk_binding){ &bc, 0, 0 }, (ovk_binding){ &bh, 0, 0 }, rows, cols));
-    }
-    /* the separate products and SwiGLU */
-    CHECK_OK(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, type, wgb, qb, (ovk_binding){ &bg2, 0, 0 }, rows, rows, cols, 1));
-    CHECK_OK(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, type, wub, qb, (ovk_binding){ &bu2, 0, 0 }, rows, rows, cols, 1));
-    ovk_cmd_barrier(ctx, &ctx->cmd);
-    CHECK_OK(ovk_op_swiglu_x_q8(ops, &ctx->cmd, (ovk_binding){ &bg2, 0, 0 }, (ovk_binding){ &bu2, 0, 0 },
-                                (ovk_binding){ &bg2, 0, 0 }, (ovk_binding){ &bh2, 0, 0 }, rows));
-    CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
-    CHECK_OK(ovk_buffer_download(ctx, &bg, 0, h, rows * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &bu, 0, up, rows * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &bh, 0, hq, hq_bytes));
-    CHECK_OK(ovk_buffer_download(ctx, &bg2, 0, h_sep, rows * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &bu2, 0, up_sep, rows * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &bh2, 0, hq_sep, hq_bytes));
-    CHECK_OK(ovk_buffer_download(ctx, &bc, 0, cnt, rows / 32 * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &bq, 0, xq, OSCAR_X_Q8_BYTES(cols)));
-    size_t differ = 0, counted = 0;
-    for (uint32_t r = 0; r < rows; r++)
-        differ += ovk_f32_bits(h[r]) != ovk_f32_bits(h_sep[r]) || ovk_f32_bits(up[r]) != ovk_f32_bits(up_sep[r]);
-    size_t q8_differ = memcmp(hq, hq_sep, rows) != 0 || memcmp(hq + OSCAR_X_Q8_SCALES(rows), hq_sep + OSCAR_X_Q8_SCALES(rows), rows / 8);
-    for (uint32_t b = 0; b < rows / 32; b++) counted += cnt[b] != 0;
-    CHECK_OK(ovk_ref_mul_mat_vec_q8(type, wg8, (const uint32_t *)xq, (const float *)(xq + OSCAR_X_Q8_SCALES(cols)), g_ref, rows, cols));
-    CHECK_OK(ovk_ref_mul_mat_vec_q8(type, wu8, (const uint32_t *)xq, (const float *)(xq + OSCAR_X_Q8_SCALES(cols)), u_ref, rows, cols));
-    for (uint32_t r = 0; r < rows; r++) h_ref[r] = (float)((double)g_ref[r] / (1.0 + exp(-(double)g_ref[r])) * u_ref[r]);
-    double nse = test_nse(h, h_ref, rows);
-    CHECK_MSG(differ == 0 && q8_differ == 0 && counted == 0 && nse <= 1e-5,
-              "mul_mat_vec_q8_glu %s %u x %u: %zu values and %zu int8 blocks differ from the separate kernels', %zu counters "
-              "left, NSE %.3g against the reference", ovk_ggml_type_name(type), rows, cols, differ, q8_differ, counted, nse);
-    printf("mul_mat_vec_q8_glu %s %u x %u, workgroup %u: %zu values differ from the separate kernels', NSE %.3g\n",
-           ovk_ggml_type_name(type), rows, cols, ops->matvec_workgroup, differ, nse);
-done:
-    ovk_buffer_destroy(ctx, &bwg), ovk_buffer_destroy(ctx, &bwu), ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &bq);
-    for (int i = 0; i < 6; i++) ovk_buffer_destroy(ctx, outs[i]);
-    ovk_buffer_destroy(ctx, &bc);
-    free(wg8), free(wu8), free(x), free(h), free(up), free(h_sep), free(up_sep), free(g_ref), free(u_ref), free(h_ref);
-    free(hq), free(hq_sep), free(xq), free(cnt);
-}
-
 /* What the op refuses before recording. */
 static void check_errors(ovk_ops *ops)
 {
@@ -350,13 +267,6 @@ static void check_errors(ovk_ops *ops)
                  OSCAR_ERROR_INVALID_ARGUMENT);
     ops->matvec_rows = 0;
     CHECK_STATUS(ovk_op_x_q8(ops, &ctx->cmd, bb, bb, 48), OSCAR_ERROR_INVALID_ARGUMENT);
-    /* the SwiGLU products: rows a multiple of 32 */
-    CHECK(!ovk_op_mul_mat_q8_glu_supported(ops, OSCAR_GGML_TYPE_Q4_0, 48));
-    CHECK_STATUS(ovk_op_mul_mat_q8_glu(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, bb, bb, bb, bb, 48, 32),
-                 OSCAR_ERROR_UNSUPPORTED);
-    if (ovk_op_mul_mat_q8_glu_supported(ops, OSCAR_GGML_TYPE_Q4_0, 32)) /* h's blocks over x's */
-        CHECK_STATUS(ovk_op_mul_mat_q8_glu(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, bb, bb, bb, bb, 32, 32),
-                     OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
     ovk_buffer_destroy(ctx, &b);
 }
@@ -406,14 +316,5 @@ int main(void)
             check_bias(&ops, variants[v], type, t % 2 ? 67 : 37, kq ? 512 : 1024, t % 3 == 0 ? 1 : 3);
         }
     }
-    /* SwiGLU over two products: 32-element types and K-quants, 1 to 5 blocks of 32 rows, the
-     * default workgroup and others */
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        int kq = ovk_ggml_type_get(types[t])->block_size == 256;
-        ops.matvec_workgroup = t % 2 ? 0 : wgs[t / 2 % 3];
-        check_glu(&ops, types[t], 32 * (1 + t % 5), kq ? 512 : 1024);
-    }
-    ops.matvec_workgroup = 0;
-    check_glu(&ops, OSCAR_GGML_TYPE_Q4_0, 448, 4096);
     return test_gpu_finish(ctx);
 }

@@ -288,11 +288,6 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
         uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES((uint64_t)batch * widest);
         OSCAR_TRY(ovk_buffer_create(ctx, f16 > q8 ? f16 : q8, OSCAR_BUFFER_DEVICE, &s->xq));
     }
-    if (s->matvec_q8 && hp->n_ff % OSCAR_Q8_BLOCK == 0) { /* SwiGLU by the gate and up products (glu_q8) */
-        OSCAR_TRY(ovk_buffer_create(ctx, OSCAR_X_Q8_BYTES(hp->n_ff), OSCAR_BUFFER_DEVICE, &s->hq));
-        OSCAR_TRY(ovk_buffer_create(ctx, (uint64_t)hp->n_ff / OSCAR_Q8_BLOCK * 4, OSCAR_BUFFER_DEVICE, &s->glu_count));
-        OSCAR_TRY(ovk_buffer_fill(ctx, &s->glu_count, 0, (uint64_t)hp->n_ff / OSCAR_Q8_BLOCK * 4, 0));
-    }
     *out = s;
     return OSCAR_OK;
 fail:
@@ -307,7 +302,7 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
     ovk_cmd_release(ctx, &s->cmd);
     ovk_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
                              &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq,
-                             &s->mm_scratch, &s->hq, &s->glu_count };
+                             &s->mm_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(s);
 }
@@ -332,9 +327,8 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * products add their bias as they write y_i; the others are followed by a barrier and adds.
  * Where products_q8 holds (or else, with s->matvec_f16, a single row whose weights
  * all have the packed-fp16 mat-vec: Q4_0, Q8_0), x is prepared once into s->xq and shared by
- * them: by the kernel that wrote x where x_ready names the buffer it wrote x's int8 blocks to
- * (ovk_op_rms_norm_x_q8 and ovk_op_swiglu_x_q8 into s->xq, ovk_op_mul_mat_q8_glu into s->hq; one
- * row), else here (one dispatch and barrier more); the rest go through
+ * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8,
+ * which write one row), else here (one dispatch and barrier more); the rest go through
  * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
  * unordered among each other.
  *
@@ -347,7 +341,7 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * them. A whole weight records exactly the one dispatch it always did. */
 static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
                              const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows,
-                             const ovk_binding *bias, ovk_buffer *x_ready)
+                             const ovk_binding *bias, int x_ready)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
@@ -358,7 +352,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
     int q8 = !planes && products_q8(s, cols, n, n_w, w);
     int f16 = !planes && !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
-    ovk_binding xq = { x_ready && q8 ? x_ready : &s->xq, 0, 0 };
+    ovk_binding xq = { &s->xq, 0, 0 };
     ovk_cmd_barrier(ctx, &s->cmd);
     if (f16 || (q8 && !x_ready)) {
         OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, n * cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
@@ -409,15 +403,6 @@ static int glu_planes(const ovk_gpu_state *s, const ovk_gpu_layer *L)
            L->w_gate.type == L->w_up.type && L->w_gate.rows == L->w_up.rows;
 }
 
-/* Whether layer L's gate and up products, SwiGLU and h's int8 blocks run as the two dispatches
- * of ovk_op_mul_mat_q8_glu (one token, int8 products; bit for bit the products, then
- * ovk_op_swiglu_x_q8): both weights whole, of one type, the state's buffers made for it. */
-static int glu_q8(const ovk_gpu_state *s, const ovk_gpu_layer *L)
-{
-    return s->glu_count.buffer && L->w_gate.n_parts == 1 && L->w_up.n_parts == 1 && L->w_gate.type == L->w_up.type &&
-           L->w_gate.rows == L->w_up.rows && ovk_op_mul_mat_q8_glu_supported(&s->ops, L->w_gate.type, L->w_gate.rows);
-}
-
 /* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
  * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
  * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
@@ -458,7 +443,7 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int biased = 0;
         for (int i = 0; i < 3; i++)
             if (wb[i]->buf.buffer) b[i] = bind(&wb[i]->buf, 0), biased = 1;
-        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused ? &s->xq : NULL));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused));
     }
     if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
         ovk_cmd_barrier(ctx, cmd);
@@ -471,7 +456,7 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
         OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8 ? &s->xq : NULL));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
     }
 
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
@@ -480,28 +465,22 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
     if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
     else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too (one row) */
-    ovk_buffer *down_x = down_q8 && n == 1 ? &s->xq : NULL;
+    int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
     if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
         ovk_cmd_barrier(ctx, cmd);
         OSCAR_TRY(ovk_op_mul_mat_vec_planes_glu(ops, cmd, L->w_gate.type, bind(&L->w_gate.planes[0], 0),
                                                 bind(&L->w_up.planes[0], 0), xb, gate, F, F, D, n));
-    } else if (down_q8 && n == 1 && fused && glu_q8(s, L)) { /* SwiGLU and its int8 blocks by the products' last workgroups */
-        ovk_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(ovk_op_mul_mat_q8_glu(ops, cmd, L->w_gate.type, bind(&L->w_gate.buf, 0), bind(&L->w_up.buf, 0), xq, gate, up,
-                                        bind(&s->glu_count, 0), bind(&s->hq, 0), F, D));
-        down_x = &s->hq;
     } else {
         ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, fused ? &s->xq : NULL));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, fused));
         ovk_cmd_barrier(ctx, cmd);
         if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_x));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1));
     }
 fail:
     return st;
@@ -533,7 +512,7 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     else OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, fused ? &s->xq : NULL));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, fused));
     }
     /* the step's KV flushes beside the LM head: nothing in the step waits for them, and the
      * barriers since the last layer order them after its appends */

@@ -114,11 +114,6 @@ typedef struct ovk_gpu_state {
                                     * products (up to OVK_Q8_BATCH_MAX rows): OSCAR_X_F16_BYTES /
                                     * OSCAR_X_Q8_BYTES of the widest input; unused (0 bytes) when
                                     * matvec_f16 and matvec_q8 are 0 */
-    ovk_buffer hq;               /* SwiGLU's h prepared for the down product by the gate and up
-                                    * products (OSCAR_X_Q8_BYTES(n_ff), ovk_op_mul_mat_q8_glu: apart
-                                    * from xq, which they read); with matvec_q8, else unused */
-    ovk_buffer glu_count;        /* [n_ff / 32] u32 workgroups done per block of ovk_op_mul_mat_q8_glu,
-                                    * 0 between calls; with matvec_q8, else unused */
     ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
                                     * a short batch (ops.matmul_scratch); where cooperative matrices
                                     * run and a step may hold more than one token, else unused */

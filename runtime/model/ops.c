@@ -358,36 +358,6 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
     return ovk_op_mul_mat_q8_bias(ops, cmd, variant, type, w, xq, NULL, y, y_stride, rows, cols, n);
 }
 
-/* The int8 mat-vec's shape for weights of `type`: threads a workgroup, rows a subgroup (ROWS),
- * tasks a lane and pass (UNROLL) and rows a workgroup (GROUP_ROWS: ROWS for each subgroup of the
- * device's default size; subgroups of another size loop or idle). */
-typedef struct q8_shape {
-    uint32_t wg, per, unroll, group_rows;
-} q8_shape;
-
-static oscar_status q8_shape_for(const ovk_ops *ops, uint32_t type, q8_shape *sh)
-{
-    const oscar_context *ctx = ops->ctx;
-    sh->wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
-    /* rows per subgroup and tasks per lane and pass: H200 sweep (oscar-bench ops --rows-per-group,
-     * --mv-unroll over 14336 x 4096, 4096 x 4096 and 4096 x 14336): one row and two tasks for the
-     * 32-element types and Q6_K (Q6_K 4096 x 14336 23.0 us against 32.9 at two rows and two tasks;
-     * Q4_0 13.9 against 18.5), two rows and one task for the 64-element chunks of Q4_K and Q5_K
-     * (Q4_K 14336 x 4096 14.9 against 17.5) */
-    int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
-    sh->per = ops->matvec_rows ? ops->matvec_rows : chunks ? 2 : 1;
-    sh->unroll = ops->matvec_unroll ? ops->matvec_unroll : chunks ? 1 : 2;
-    uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
-    if (sh->wg < 32 || sh->wg > 256 || (sh->wg & (sh->wg - 1)) != 0 || sh->wg % ctx->info.max_subgroup_size != 0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: workgroup %u is not a power of two in 32..256 "
-                           "and a multiple of the subgroup size %u", sh->wg, ctx->info.max_subgroup_size);
-    if (sh->per < 1 || sh->per > 8 || sh->unroll < 1 || sh->unroll > 8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u rows and %u blocks per pass (1..8 each)", sh->per,
-                           sh->unroll);
-    sh->group_rows = sh->per * (sh->wg / sg > 0 ? sh->wg / sg : 1);
-    return OSCAR_OK;
-}
-
 oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                       ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
                                       uint32_t cols, uint32_t n)
@@ -409,16 +379,31 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_vec_q8: this context cannot run '%s'", variant);
     if (!variant && !(variant = ovk_pick_variant(ctx, "mul_mat_vec_q8")))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "mul_mat_vec_q8: no variant in this build");
-    q8_shape sh;
-    if ((st = q8_shape_for(ops, type, &sh)) != OSCAR_OK) return st;
+    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
+    /* rows per subgroup and tasks per lane and pass: H200 sweep (oscar-bench ops --rows-per-group,
+     * --mv-unroll over 14336 x 4096, 4096 x 4096 and 4096 x 14336): one row and two tasks for the
+     * 32-element types and Q6_K (Q6_K 4096 x 14336 23.0 us against 32.9 at two rows and two tasks;
+     * Q4_0 13.9 against 18.5), two rows and one task for the 64-element chunks of Q4_K and Q5_K
+     * (Q4_K 14336 x 4096 14.9 against 17.5) */
+    int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : chunks ? 2 : 1;
+    uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : chunks ? 1 : 2;
+    uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
+    if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0 || wg % ctx->info.max_subgroup_size != 0)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: workgroup %u is not a power of two in 32..256 "
+                           "and a multiple of the subgroup size %u", wg, ctx->info.max_subgroup_size);
+    if (per < 1 || per > 8 || unroll < 1 || unroll > 8)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u rows and %u blocks per pass (1..8 each)", per,
+                           unroll);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    uint32_t tokens = q8_tokens(ops, n);
+    /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
+    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1), tokens = q8_tokens(ops, n);
     ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 8,
-                            .spec = { /* WORKGROUP */ sh.wg, /* TYPE */ type, /* ROWS */ sh.per, /* UNROLL */ sh.unroll,
-                                      /* GROUP_ROWS */ sh.group_rows, /* W16: the uvec4 view of W is aligned */
+                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
+                                      /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
                                       (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL } };
     uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
-    if ((st = grid_2d(ovk_div_up(rows, sh.group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
+    if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
     groups[2] = ovk_div_up(n, tokens);
     if (groups[2] > 65535) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens exceed the grid", n);
     ovk_binding b[5] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y,
@@ -687,47 +672,6 @@ static oscar_status elementwise(const ovk_ops *ops, ovk_cmd *cmd, const char *sh
     uint32_t groups[3];
     if ((st = grid_2d(ovk_div_up(n, ops->workgroup), groups, shader)) != OSCAR_OK) return st;
     return record(ops, cmd, &d, b, push, groups);
-}
-
-int ovk_op_mul_mat_q8_glu_supported(const ovk_ops *ops, uint32_t type, uint32_t rows)
-{
-    q8_shape sh;
-    return ovk_op_mul_mat_vec_q8_supported(ops, type) && ovk_pick_variant(ops->ctx, "mul_mat_vec_q8_glu") &&
-           rows % OSCAR_Q8_BLOCK == 0 && q8_shape_for(ops, type, &sh) == OSCAR_OK && OSCAR_Q8_BLOCK % sh.group_rows == 0;
-}
-
-oscar_status ovk_op_mul_mat_q8_glu(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w_gate, ovk_binding w_up,
-                                   ovk_binding xq, ovk_binding gate, ovk_binding up, ovk_binding counters, ovk_binding hq,
-                                   uint32_t rows, uint32_t cols)
-{
-    const char *op = "mul_mat_vec_q8_glu";
-    if (!ovk_op_mul_mat_q8_glu_supported(ops, type, rows))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "%s: not for %s weights of %u rows on this device (int8 products, rows a "
-                           "multiple of %u, workgroups of rows dividing it)", op, ovk_ggml_type_name(type), rows, OSCAR_Q8_BLOCK);
-    uint64_t row_bytes;
-    oscar_status st = check_mul_mat(ops, op, type, &w_gate, &xq, OSCAR_X_Q8_BYTES(cols), &gate, rows, rows, cols, 1, &row_bytes);
-    if (st == OSCAR_OK) st = check_mul_mat(ops, op, type, &w_up, &xq, OSCAR_X_Q8_BYTES(cols), &up, rows, rows, cols, 1, &row_bytes);
-    if (st == OSCAR_OK) st = check_binding(&counters, (uint64_t)rows / OSCAR_Q8_BLOCK * 4, op, "counters");
-    ovk_binding h8[2];
-    if (st == OSCAR_OK) st = x_q8_parts(hq, rows, 8, op, h8);
-    if (st != OSCAR_OK) return st;
-    if (hq.buffer == xq.buffer && hq.offset < xq.offset + OSCAR_X_Q8_BYTES(cols) && xq.offset < hq.offset + OSCAR_X_Q8_BYTES(rows))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: hq overlaps xq, which the products still read as it is written", op);
-    q8_shape sh;
-    if ((st = q8_shape_for(ops, type, &sh)) != OSCAR_OK) return st;
-    ovk_pipeline_desc d = { .shader = ovk_pick_variant(ops->ctx, op), .n_buffers = 10, .push_size = 16, .n_spec = 8,
-                            .spec = { /* WORKGROUP */ sh.wg, /* TYPE */ type, /* ROWS */ sh.per, /* UNROLL */ sh.unroll,
-                                      /* GROUP_ROWS */ sh.group_rows, /* W16 */ 0, /* TOKENS */ 1, /* BIAS */ 0 } };
-    uint32_t push[4] = { rows, cols, 1, rows }, groups[3];
-    if ((st = grid_2d(rows / sh.group_rows, groups, op)) != OSCAR_OK) return st;
-    ovk_binding xc = { xq.buffer, xq.offset, cols }, xs = { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(cols), cols / 8u };
-    for (int i = 0; i < 2; i++) { /* the gate, then the up product; they may run at once */
-        d.spec[5] = (i ? w_up : w_gate).offset % 16 == 0; /* W16: the uvec4 view of W is aligned */
-        ovk_binding y = i ? up : gate;
-        ovk_binding b[10] = { i ? w_up : w_gate, xc, xs, y, y, gate, up, counters, h8[0], h8[1] };
-        if ((st = record(ops, cmd, &d, b, push, groups)) != OSCAR_OK) return st;
-    }
-    return OSCAR_OK;
 }
 
 /* swiglu with an optional int8 copy of y (xq NULL: none; one row). */

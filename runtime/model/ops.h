@@ -249,18 +249,6 @@ oscar_status ovk_op_swiglu(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, o
 
 /* ovk_op_swiglu of one row, y the same, and y also prepared for the int8 mat-vec: xq
  * [OSCAR_X_Q8_BYTES(n)] as ovk_op_x_q8 would write it from y (n a multiple of 32). */
-/* SwiGLU over two int8 products of one token, in two dispatches and no barrier: gate = W_gate x
- * and up = W_up x ([rows] fp32 each; both weights of `type`, [rows][cols], whole), then h =
- * silu(gate) * up written over gate and its int8 blocks into hq (a prepared vector of rows, as
- * ovk_op_swiglu_x_q8 writes it: the same rounding), both made by the last workgroup of each block
- * of 32 rows of either product (shaders/mul_mat_vec_q8_glu.comp). xq: x's int8 blocks (cols).
- * counters: [rows / 32] uint, zero before the call and zero after it. Needs
- * ovk_op_mul_mat_q8_glu_supported (int8 products of the type, rows a multiple of 32, the
- * device's workgroups of rows dividing 32). */
-int ovk_op_mul_mat_q8_glu_supported(const ovk_ops *ops, uint32_t type, uint32_t rows);
-oscar_status ovk_op_mul_mat_q8_glu(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w_gate, ovk_binding w_up,
-                                   ovk_binding xq, ovk_binding gate, ovk_binding up, ovk_binding counters, ovk_binding hq,
-                                   uint32_t rows, uint32_t cols);
 oscar_status ovk_op_swiglu_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding gate, ovk_binding up, ovk_binding y,
                                   ovk_binding xq, uint32_t n);
 

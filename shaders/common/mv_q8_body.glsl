@@ -30,25 +30,10 @@
 // weights once, then for each token that token's x blocks, and keeps ROWS x TOKENS sums, so the
 // weights are read once per TOKENS tokens; the terms of one token are those of a single-token
 // product, summed in the same order.
-//
-// SwiGLU at the end (MV_Q8_GLU defined by the includer: mul_mat_vec_q8_glu[.idot].comp, one
-// token): the gate and the up products are two dispatches of this kernel that may run at once,
-// each writing its y (binding 3) and counting its workgroup in counters[block] for the block of
-// 32 rows its rows lie in (GROUP_ROWS divides 32). The workgroup that completes a block's count
-// (both products' workgroups of it) reads the block's 32 gate and up values, writes h =
-// silu(gate) * up over the gate values and h's int8 block for the next product, as
-// swiglu.comp's Q8_OUT form does (common/q8_quantize.glsl, the same rounding), and resets the
-// count for the next call. Visibility: y, gate, up and the counters are coherent; each workgroup
-// orders its writes before its atomic (memoryBarrierBuffer), the last one its atomic before its
-// reads.
 #ifndef OSCAR_MV_Q8_BODY_GLSL
 #define OSCAR_MV_Q8_BODY_GLSL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#ifdef MV_Q8_GLU
-#extension GL_EXT_control_flow_attributes : require
-#include "common/q8_layout.h"
-#endif
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;  // threads, a multiple of the subgroup size
@@ -64,19 +49,8 @@ layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row b
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [n][cols / 32][2] x codes, 16 int8 a uvec4
 layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [n][cols / 32] x scales
-#ifdef MV_Q8_GLU
-layout(std430, binding = 3) coherent writeonly buffer Y { float y[]; }; // [rows] fp32: this product's rows
-#else
 layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
-#endif
 layout(std430, binding = 4) readonly buffer B { float bias[]; }; // [rows] fp32 (read with BIAS)
-#ifdef MV_Q8_GLU
-layout(std430, binding = 5) coherent buffer GateOut { float gate_out[]; }; // [rows] the gate product's y, then h
-layout(std430, binding = 6) coherent readonly buffer UpOut { float up_out[]; }; // [rows] the up product's y
-layout(std430, binding = 7) coherent buffer Counters { uint counters[]; };   // [rows / 32] workgroups done, 0 between calls
-layout(std430, binding = 8) writeonly buffer Q8Codes { uint q8_codes[]; };   // [rows / 4] h's int8 codes (q8_layout.h)
-layout(std430, binding = 9) writeonly buffer Q8Scales { float q8_scales[]; }; // [rows / 32] h's block scales
-#endif
 
 layout(push_constant) uniform Push {
     uint rows;     // rows of W
@@ -218,44 +192,6 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
     return float(s) * (dm.x * xd[0]);
 }
 
-#ifdef MV_Q8_GLU
-#include "common/silu.glsl"
-#include "common/q8_quantize.glsl"
-
-shared bool sh_last;                 // this workgroup completes its block's count
-shared float sh_h[OSCAR_Q8_BLOCK];   // the block's h
-
-// Counts this workgroup (rows g0 .. g0 + GROUP_ROWS - 1) in its block of 32 rows; the last of
-// the block's 2 * 32 / GROUP_ROWS workgroups (gate and up) makes h and its int8 block.
-void glu_block(uint g0)
-{
-    uint blk = g0 / OSCAR_Q8_BLOCK, t = gl_LocalInvocationIndex;
-    memoryBarrierBuffer(); // this workgroup's rows before its count
-    barrier();
-    if (t == 0u) {
-        sh_last = atomicAdd(counters[blk], 1u) == 2u * (OSCAR_Q8_BLOCK / GROUP_ROWS) - 1u;
-        if (sh_last) counters[blk] = 0u; // every other workgroup of the block has counted
-    }
-    barrier();
-    if (!sh_last) return; // uniform over the workgroup
-    memoryBarrierBuffer(); // the count before the reads
-    for (uint i = t; i < OSCAR_Q8_BLOCK; i += WORKGROUP) {
-        uint r = blk * OSCAR_Q8_BLOCK + i;
-        float h = silu(gate_out[r]) * up_out[r];
-        gate_out[r] = h;
-        sh_h[i] = h;
-    }
-    barrier();
-    for (uint w = t; w < OSCAR_Q8_WORDS; w += WORKGROUP) {
-        float amax = 0.0;
-        [[unroll]] for (uint i = 0u; i < OSCAR_Q8_BLOCK; i++) amax = max(amax, abs(sh_h[i]));
-        float d = q8_scale(amax);
-        q8_codes[blk * OSCAR_Q8_WORDS + w] = q8_pack_word(vec4(sh_h[4u * w], sh_h[4u * w + 1u], sh_h[4u * w + 2u], sh_h[4u * w + 3u]), d);
-        if (w == 0u) q8_scales[blk] = d;
-    }
-}
-#endif
-
 void main()
 {
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
@@ -309,9 +245,6 @@ void main()
                     y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
             }
     }
-#ifdef MV_Q8_GLU
-    glu_block(g0);
-#endif
 }
 
 #endif
