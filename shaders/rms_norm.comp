@@ -11,10 +11,7 @@
 // consecutive blocks): the second pass then goes a word of 4 elements per thread, each thread
 // reading only the elements it writes (x with RESIDUAL among them).
 // Each thread reads UNROLL elements before using them: a loop of one load at a time waits a
-// full memory latency per element (a 4096-wide decode row took ~20 us on the H200). Where the
-// row is whole words of 4 and one round covers it (dim <= UNROLL * WORKGROUP, the norms of a
-// decode row), a thread loads words tid and tid + WORKGROUP and their weights once and keeps
-// them for the second pass, which then waits on no load; the Q8_OUT form's words are the same.
+// full memory latency per element (a 4096-wide decode row took ~20 us on the H200).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/q8_layout.h"
@@ -54,21 +51,7 @@ void main()
     if (row >= pc.n_rows) return;
     uint base = row * pc.dim;
     float s = 0.0;
-    // HOLD: element 4 (tid + (u / 4) WORKGROUP) + u % 4 in hv[u], its weight in hg[u] (past the
-    // row: 0, not stored)
-    bool hold = pc.dim % 4u == 0u && pc.dim <= UNROLL * WORKGROUP; // uniform
-    float hv[UNROLL], hg[UNROLL];
-    if (hold) {
-        [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
-            uint i = 4u * (tid + (u / 4u) * WORKGROUP) + u % 4u;
-            uint j = min(i, pc.dim - 1u);
-            float a = RESIDUAL != 0u ? x[base + j] + res[base + j] : x[base + j];
-            hv[u] = i < pc.dim ? a : 0.0;
-            hg[u] = w[j];
-        }
-        [[unroll]] for (uint u = 0u; u < UNROLL; u++) s += hv[u] * hv[u];
-    }
-    for (uint i0 = tid; i0 < pc.dim && !hold; i0 += UNROLL * WORKGROUP) {
+    for (uint i0 = tid; i0 < pc.dim; i0 += UNROLL * WORKGROUP) {
         float v[UNROLL];
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
             uint i = i0 + u * WORKGROUP;
@@ -91,27 +74,6 @@ void main()
     float ss = 0.0;
     for (uint k = 0u; k < PARTS; k++) ss += part[k];
     float scale = 1.0 / sqrt(ss / float(pc.dim) + pc.eps);
-    if (hold) {
-        // the held words: stores, then (Q8_OUT) word tid + p WORKGROUP of the row's int8 blocks
-        // in pass p, every thread at the barriers of q8_store_word
-        [[unroll]] for (uint p = 0u; p < UNROLL / 4u; p++) {
-            uint wd = tid + p * WORKGROUP;
-            bool live = 4u * wd < pc.dim;
-            vec4 v;
-            [[unroll]] for (uint u = 0u; u < 4u; u++) {
-                v[u] = (hv[4u * p + u] * scale) * hg[4u * p + u];
-                if (live) {
-                    if (RESIDUAL != 0u) x[base + 4u * wd + u] = hv[4u * p + u];
-                    y[base + 4u * wd + u] = v[u];
-                }
-            }
-            if (Q8_OUT != 0u) {
-                if (p * WORKGROUP * 4u >= pc.dim) break; // uniform: no word of this pass is in the row
-                q8_store_word(tid, live, row * (pc.dim / 4u) + wd, live ? v : vec4(0.0));
-            }
-        }
-        return;
-    }
     if (Q8_OUT != 0u) {
         // a word of 4 elements per thread (q8_store_word); loads before stores, as y may alias x
         // (red is free since the second barrier: it becomes q8_amax)
