@@ -431,7 +431,10 @@ int main(void)
         test_rms_norm(&ops, 4096, 3, 1e-6f);
         test_rms_norm(&ops, 128, 7 * 16, 1e-6f);        /* qwen3 q norm: 7 tokens x 16 heads */
         test_rms_norm(&ops, 64, 4, 1e-5f);              /* rows shorter than the workgroup */
+        test_rms_norm(&ops, 1030, 2, 1e-5f);            /* not whole words of 4 */
+        test_rms_norm(&ops, 16416, 2, 1e-5f);           /* more than a round of 1,024 threads */
         test_x_q8_fused(&ops, 4096);
+        if (k == 0) test_x_q8_fused(&ops, 16416);
         test_x_q8_fused(&ops, 576 + 32 * (uint32_t)k); /* rows of 18..20 blocks */
         test_rope(&ops, OSCAR_ROPE_NORMAL, 64, 64, 9, 6, 10000.0, 1.0, 0);
         test_rope(&ops, OSCAR_ROPE_NEOX, 128, 128, 4, 5, 1000000.0, 1.0, 0);
