@@ -298,9 +298,6 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
             uint32_t blocks = c->p.head_dim / 2 / c->append_pairs, most = 65535 / blocks;
             uint32_t cap = c->ctx->info.type == OSCAR_DEVICE_CPU ? most : APPEND_TOKEN_GROUPS;
             uint32_t tg = n < cap ? n : cap;
-#ifdef APPEND_GROUP_TOKENS_EXPERIMENT
-            if (c->ctx->info.type != OSCAR_DEVICE_CPU) tg = (n + APPEND_GROUP_TOKENS_EXPERIMENT - 1) / APPEND_GROUP_TOKENS_EXPERIMENT, tg = tg < cap ? tg : cap;
-#endif
             groups[0] = blocks * (tg < most ? tg : most);
         }
         oscar_status st = ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
