@@ -1063,7 +1063,7 @@ static void print_usage(FILE *out, const char *mode)
     static const struct { const char *mode, *text; } modes[] = {
         { "attention", "oscar-bench attention [--heads N] [--kv-heads N] [--head-dim N] [--group N] [--contexts A,B,..]\n"
                        "                      [--batch A,B,..] [--modes fp16,int2,int2-hadamard,oscar] [--variants auto,fp32,f16,idot]\n"
-                       "                      [--kernels auto,chunked,stream,rows,coopmat] [--iters N] [--layers N] [--hold-mib N] [--trace] [--json FILE] [--device NAME|INDEX] [--verbose]\n" },
+                       "                      [--kernels auto,chunked,stream,rows,coopmat] [--iters N] [--layers N] [--phase] [--hold-mib N] [--trace] [--json FILE] [--device NAME|INDEX] [--verbose]\n" },
         { "decode", "oscar-bench decode    -m model.gguf | --gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0 [--tmp DIR] [--keep]\n"
                     "                      [--contexts A,B,..] [--batch A,B,..] [--kv fp16,int2,int2-hadamard,oscar]\n"
                     "                      [--rot FILE|synthetic] [--prompt N] [--steps N] [--ubatch N] [--bw-mib N]\n"

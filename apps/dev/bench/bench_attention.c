@@ -18,6 +18,11 @@
  *                                         them in turn, so with enough layers each call reads its
  *                                         layer from memory rather than from the GPU's L2 cache,
  *                                         as in a forward pass
+ *   --phase                               the chained calls record a decode step's whole attention
+ *                                         phase of the layer instead of the call alone: the append
+ *                                         of the step's k and v, q's preparation, the attention and
+ *                                         (one row) its int8 output blocks, as the model records them
+ *                                         (ovk_kv_record_append_attention, no RoPE)
  *   --hold-mib N                          hold N MiB of device memory in 64 MiB buffers for the
  *                                         whole run (as a loaded model would)
  *   --trace                               print every warm-up pass (first-run behaviour)
@@ -43,6 +48,7 @@
 #include "bench/bench.h"
 #include "common/app_common.h"
 #include "common/app_io.h"
+#include "common/q8_layout.h"
 #include "kv_cache.h"
 #include "oscar/experimental.h"
 #include "oscar/oscar.h"
@@ -52,6 +58,7 @@
 
 typedef struct bench_args {
     uint32_t heads, kv_heads, head_dim, group, iters, hold_mib, layers;
+    int phase;
     uint32_t contexts[MAX_LIST], n_contexts;
     uint32_t batches[MAX_LIST], n_batches;
     oscar_kv_mode modes[4];
@@ -152,15 +159,25 @@ static int print_placement(const oscar_context *ctx, const char *what, const ovk
 }
 
 /* ---- timing ------------------------------------------------------------------------------------ */
+/* What a chained pass records: the layers it takes in turn, and with `phase` the step's append
+ * of k and v and (out_q8 not NULL) the int8 output too, as the model records a layer. */
+typedef struct chain {
+    uint32_t layers;
+    int phase;
+    const ovk_binding *k, *v, *out_q8;
+} chain;
+
 /* One pass of `iters` attention calls recorded back to back in one command buffer, as a forward
- * pass records them, over the cache's `layers` layers in turn: microseconds per call. */
-static oscar_status chained_pass(oscar_context *ctx, ovk_cmd *cmd, oscar_kv_cache *cache, uint32_t layers,
+ * pass records them: microseconds per call. */
+static oscar_status chained_pass(oscar_context *ctx, ovk_cmd *cmd, oscar_kv_cache *cache, const chain *ch,
                                  const ovk_binding *q, const ovk_binding *out, uint32_t iters, double *us)
 {
     oscar_status st = OSCAR_OK;
     OSCAR_TRY(ovk_cmd_begin(ctx, cmd));
     int t0 = ovk_cmd_timestamp(ctx, cmd);
-    for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++) st = ovk_kv_record_attention(cache, cmd, i % layers, q, out);
+    for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++)
+        st = ch->phase ? ovk_kv_record_append_attention(cache, cmd, i % ch->layers, q, ch->k, ch->v, out, ch->out_q8, NULL)
+                       : ovk_kv_record_attention(cache, cmd, i % ch->layers, q, out);
     int t1 = ovk_cmd_timestamp(ctx, cmd);
     oscar_status st2 = ovk_cmd_submit_wait(ctx, cmd);
     if (st == OSCAR_OK) st = st2;
@@ -179,36 +196,43 @@ fail:
  * host waits do not bring them back: a first process then timed the compute-bound INT2
  * kernels at a quarter of the SM clock. Sustained work before the timed pass does.
  * q: [n_rows][heads][d] fp32, the open step's rows. */
-static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, uint32_t layers, const float *q, uint32_t n_rows,
-                                 uint32_t heads, uint32_t d, uint32_t iters, int trace, double *us)
+static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, uint32_t layers, int phase, const float *q,
+                                 const float *kv, uint32_t n_rows, uint32_t heads, uint32_t kv_heads, uint32_t d,
+                                 uint32_t iters, int trace, double *us)
 {
     oscar_status st = OSCAR_OK;
-    ovk_buffer bq = { 0 }, bo = { 0 };
+    ovk_buffer bq = { 0 }, bo = { 0 }, bkv = { 0 }, bq8 = { 0 };
     ovk_cmd cmd = { 0 };
-    size_t bytes = (size_t)n_rows * heads * d * sizeof(float);
+    size_t bytes = (size_t)n_rows * heads * d * sizeof(float), kv_bytes = (size_t)n_rows * kv_heads * d * sizeof(float);
     OSCAR_TRY(ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bq));
     OSCAR_TRY(ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bo));
     OSCAR_TRY(ovk_buffer_upload(ctx, &bq, 0, q, bytes));
+    /* --phase: the step's k and v rows (both the kv rows the fill appended) and out's int8 blocks */
+    OSCAR_TRY(ovk_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_DEVICE, &bkv));
+    OSCAR_TRY(ovk_buffer_upload(ctx, &bkv, 0, kv, kv_bytes));
+    OSCAR_TRY(ovk_buffer_create(ctx, OSCAR_X_Q8_BYTES((uint64_t)n_rows * heads * d), OSCAR_BUFFER_DEVICE, &bq8));
     OSCAR_TRY(ovk_cmd_init(ctx, &cmd));
-    ovk_binding q_in = { &bq, 0, bytes }, out = { &bo, 0, bytes };
+    ovk_binding q_in = { &bq, 0, bytes }, out = { &bo, 0, bytes }, kvb = { &bkv, 0, kv_bytes }, q8 = { &bq8, 0, 0 };
+    const chain ch_ = { layers, phase, &kvb, &kvb, ovk_kv_attention_writes_q8(cache) ? &q8 : NULL }, *ch = &ch_;
     double t = 0, spent_ms = 0;
-    OSCAR_TRY(chained_pass(ctx, &cmd, cache, layers, &q_in, &out, iters, &t)); /* the first: an estimate */
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, ch, &q_in, &out, iters, &t)); /* the first: an estimate */
     if (trace) printf("    warm-up (us a call): first pass %.1f", t);
     uint32_t n = (uint32_t)(20e3 / (t > 0.1 ? t : 0.1)) + 1; /* calls in 20 ms */
     if (n > 20000) n = 20000;
     for (uint32_t pass = 0; pass < 200 && spent_ms < 500.0; pass++) {
-        OSCAR_TRY(chained_pass(ctx, &cmd, cache, layers, &q_in, &out, n, &t));
+        OSCAR_TRY(chained_pass(ctx, &cmd, cache, ch, &q_in, &out, n, &t));
         spent_ms += t * n * 1e-3;
         if (trace && (pass < 4 || spent_ms >= 500.0)) printf(", %.1f", t);
     }
     if (trace) printf(" (%.0f ms)\n", spent_ms);
     uint32_t timed = (uint32_t)(10e3 / (t > 0.1 ? t : 0.1)) + 1;
-    OSCAR_TRY(chained_pass(ctx, &cmd, cache, layers, &q_in, &out, timed > iters ? (timed < 20000 ? timed : 20000) : iters,
-                           us));
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, ch, &q_in, &out, timed > iters ? (timed < 20000 ? timed : 20000) : iters, us));
 fail:
     ovk_cmd_release(ctx, &cmd);
     ovk_buffer_destroy(ctx, &bq);
     ovk_buffer_destroy(ctx, &bo);
+    ovk_buffer_destroy(ctx, &bkv);
+    ovk_buffer_destroy(ctx, &bq8);
     return st;
 }
 
@@ -256,8 +280,8 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         return 1;
     }
     const char *kname = ovk_kv_attention_variant(cache);
-    printf("%s batch %u, %s variant (%s), %u layer%s:\n", oscar_kv_mode_name(mode), batch, variant_name(variant), kname,
-           a->layers, a->layers > 1 ? "s taken in turn" : "");
+    printf("%s batch %u, %s variant (%s), %u layer%s%s:\n", oscar_kv_mode_name(mode), batch, variant_name(variant), kname,
+           a->layers, a->layers > 1 ? "s taken in turn" : "", a->phase ? ", the attention phase (append, q, attention)" : "");
     const ovk_buffer *pool2, *pool16;
     ovk_kv_pools(cache, 0, &pool2, &pool16);
     if (mode != OSCAR_KV_FP16) print_placement(ctx, "INT2 page pool", pool2);
@@ -295,8 +319,8 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         ok = ok && oscar_kv_step_begin(cache, batch, seqs, n_new) == OSCAR_OK;
         for (uint32_t l = 0; l < a->layers && ok; l++) ok = oscar_kv_append(cache, l, kv, kv) == OSCAR_OK;
         double us_chained = 0;
-        ok = ok && time_chained(ctx, cache, a->layers, q, batch, a->heads, a->head_dim, a->iters, a->trace, &us_chained) ==
-                       OSCAR_OK;
+        ok = ok && time_chained(ctx, cache, a->layers, a->phase, q, kv, batch, a->heads, a->kv_heads, a->head_dim, a->iters,
+                                a->trace, &us_chained) == OSCAR_OK;
         oscar_kv_stats stats;
         for (uint32_t it = 0; it < a->iters + 2 && ok; it++) { /* two warm-up calls */
             ok = oscar_kv_attention(cache, 0, q, out) == OSCAR_OK && oscar_kv_get_stats(cache, &stats) == OSCAR_OK;
@@ -325,9 +349,9 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         if (json) {
             fprintf(json, "%s  {\"mode\": \"%s\", \"variant\": \"%s\", \"batch\": %u, \"context\": %u, \"us\": %.2f, "
                           "\"us_per_submission\": %.2f, \"gbps\": %.1f, \"read_bw_gbps\": %.1f, \"bytes\": %.0f, "
-                          "\"bits_per_element\": %.4f, \"layers\": %u}",
+                          "\"bits_per_element\": %.4f, \"layers\": %u, \"phase\": %d}",
                     json_points++ ? ",\n" : "", oscar_kv_mode_name(mode), kname, batch, target, pt->us, pt->us_call,
-                    pt->gbps, bw, bytes, pt->bits, a->layers);
+                    pt->gbps, bw, bytes, pt->bits, a->layers, a->phase);
             fflush(json); /* a run cut short keeps its points */
         }
     }
@@ -371,6 +395,10 @@ int bench_attention(int argc, char **argv)
         }
         if (!strcmp(f, "--trace")) {
             a.trace = 1;
+            continue;
+        }
+        if (!strcmp(f, "--phase")) {
+            a.phase = 1;
             continue;
         }
         if (!strcmp(f, "--verbose")) {
