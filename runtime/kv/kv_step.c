@@ -294,11 +294,11 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
         struct kv_append_push push = { n, rope ? rope->n_rot : 0 };
         uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
         if (c->mode >= KV_MODE_HADAMARD) { /* column blocks of R times token groups (a CPU device: a
-                                              * group a token, which keeps lavapipe's loops short) */
-            uint32_t blocks = c->p.head_dim / 2 / c->append_pairs, most = 65535 / blocks;
-            uint32_t cap = c->ctx->info.type == OSCAR_DEVICE_CPU ? most : APPEND_TOKEN_GROUPS;
-            uint32_t tg = n < cap ? n : cap;
-            groups[0] = blocks * (tg < most ? tg : most);
+                                              * group a token, which keeps lavapipe's loops short);
+                                              * blocks <= 128, so 65535 / blocks > APPEND_TOKEN_GROUPS */
+            uint32_t blocks = c->p.head_dim / 2 / c->append_pairs;
+            uint32_t cap = c->ctx->info.type == OSCAR_DEVICE_CPU ? 65535 / blocks : APPEND_TOKEN_GROUPS;
+            groups[0] = blocks * (n < cap ? n : cap);
         }
         oscar_status st = ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);
         if (st != OSCAR_OK) return st;

@@ -159,25 +159,28 @@ static int print_placement(const oscar_context *ctx, const char *what, const ovk
 }
 
 /* ---- timing ------------------------------------------------------------------------------------ */
-/* What a chained pass records: the layers it takes in turn, and with `phase` the step's append
- * of k and v and (out_q8 not NULL) the int8 output too, as the model records a layer. */
+/* What a chained pass records over the open step: q and out [n_rows][heads][d] fp32; with
+ * --phase also the append of the step's k and v rows (kv, [n_rows][kv_heads][d], both) and, where
+ * the step writes them (out_q8 not NULL), out's int8 blocks, as the model records a layer. */
 typedef struct chain {
-    uint32_t layers;
-    int phase;
-    const ovk_binding *k, *v, *out_q8;
+    const bench_args *a;
+    ovk_binding q, out, kv;
+    const ovk_binding *out_q8;
 } chain;
 
 /* One pass of `iters` attention calls recorded back to back in one command buffer, as a forward
- * pass records them: microseconds per call. */
-static oscar_status chained_pass(oscar_context *ctx, ovk_cmd *cmd, oscar_kv_cache *cache, const chain *ch,
-                                 const ovk_binding *q, const ovk_binding *out, uint32_t iters, double *us)
+ * pass records them, over the cache's layers in turn: microseconds per call. */
+static oscar_status chained_pass(oscar_context *ctx, ovk_cmd *cmd, oscar_kv_cache *cache, const chain *ch, uint32_t iters,
+                                 double *us)
 {
     oscar_status st = OSCAR_OK;
     OSCAR_TRY(ovk_cmd_begin(ctx, cmd));
     int t0 = ovk_cmd_timestamp(ctx, cmd);
-    for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++)
-        st = ch->phase ? ovk_kv_record_append_attention(cache, cmd, i % ch->layers, q, ch->k, ch->v, out, ch->out_q8, NULL)
-                       : ovk_kv_record_attention(cache, cmd, i % ch->layers, q, out);
+    for (uint32_t i = 0; i < iters && st == OSCAR_OK; i++) {
+        uint32_t layer = i % ch->a->layers;
+        st = ch->a->phase ? ovk_kv_record_append_attention(cache, cmd, layer, &ch->q, &ch->kv, &ch->kv, &ch->out, ch->out_q8, NULL)
+                          : ovk_kv_record_attention(cache, cmd, layer, &ch->q, &ch->out);
+    }
     int t1 = ovk_cmd_timestamp(ctx, cmd);
     oscar_status st2 = ovk_cmd_submit_wait(ctx, cmd);
     if (st == OSCAR_OK) st = st2;
@@ -189,44 +192,51 @@ fail:
     return st;
 }
 
-/* Times `iters` chained calls (at least 10 ms of GPU work) after a warm-up of at least 500 ms of
- * back-to-back GPU work, in submissions of at least 20 ms: microseconds per call. The GPU's
- * clock governor lowers the clocks while the GPU is idle (a process that spends seconds
+/* Times a->iters chained calls or more (at least 10 ms of GPU work) after a warm-up of at least
+ * 500 ms of back-to-back GPU work, in submissions of at least 20 ms: microseconds per call. The
+ * GPU's clock governor lowers the clocks while the GPU is idle (a process that spends seconds
  * compiling pipelines or filling caches from the host), and short bursts of work separated by
  * host waits do not bring them back: a first process then timed the compute-bound INT2
  * kernels at a quarter of the SM clock. Sustained work before the timed pass does.
- * q: [n_rows][heads][d] fp32, the open step's rows. */
-static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, uint32_t layers, int phase, const float *q,
-                                 const float *kv, uint32_t n_rows, uint32_t heads, uint32_t kv_heads, uint32_t d,
-                                 uint32_t iters, int trace, double *us)
+ * q: [n_rows][heads][d] fp32, the open step's rows; kv: [n_rows][kv_heads][d], their k and v
+ * (read with --phase). */
+static oscar_status time_chained(oscar_context *ctx, oscar_kv_cache *cache, const bench_args *a, const float *q,
+                                 const float *kv, uint32_t n_rows, double *us)
 {
     oscar_status st = OSCAR_OK;
     ovk_buffer bq = { 0 }, bo = { 0 }, bkv = { 0 }, bq8 = { 0 };
     ovk_cmd cmd = { 0 };
-    size_t bytes = (size_t)n_rows * heads * d * sizeof(float), kv_bytes = (size_t)n_rows * kv_heads * d * sizeof(float);
+    uint32_t iters = a->iters;
+    uint64_t out_n = (uint64_t)n_rows * a->heads * a->head_dim, bytes = out_n * sizeof(float);
+    uint64_t kv_bytes = (uint64_t)n_rows * a->kv_heads * a->head_dim * sizeof(float);
     OSCAR_TRY(ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bq));
     OSCAR_TRY(ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &bo));
     OSCAR_TRY(ovk_buffer_upload(ctx, &bq, 0, q, bytes));
-    /* --phase: the step's k and v rows (both the kv rows the fill appended) and out's int8 blocks */
-    OSCAR_TRY(ovk_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_DEVICE, &bkv));
-    OSCAR_TRY(ovk_buffer_upload(ctx, &bkv, 0, kv, kv_bytes));
-    OSCAR_TRY(ovk_buffer_create(ctx, OSCAR_X_Q8_BYTES((uint64_t)n_rows * heads * d), OSCAR_BUFFER_DEVICE, &bq8));
+    chain ch = { a, { &bq, 0, bytes }, { &bo, 0, bytes }, { 0 }, NULL };
+    if (a->phase) {
+        OSCAR_TRY(ovk_buffer_create(ctx, kv_bytes, OSCAR_BUFFER_DEVICE, &bkv));
+        OSCAR_TRY(ovk_buffer_upload(ctx, &bkv, 0, kv, kv_bytes));
+        ch.kv = (ovk_binding){ &bkv, 0, kv_bytes };
+    }
+    ovk_binding q8 = { &bq8, 0, 0 };
+    if (a->phase && ovk_kv_attention_writes_q8(cache)) {
+        OSCAR_TRY(ovk_buffer_create(ctx, OSCAR_X_Q8_BYTES(out_n), OSCAR_BUFFER_DEVICE, &bq8));
+        ch.out_q8 = &q8;
+    }
     OSCAR_TRY(ovk_cmd_init(ctx, &cmd));
-    ovk_binding q_in = { &bq, 0, bytes }, out = { &bo, 0, bytes }, kvb = { &bkv, 0, kv_bytes }, q8 = { &bq8, 0, 0 };
-    const chain ch_ = { layers, phase, &kvb, &kvb, ovk_kv_attention_writes_q8(cache) ? &q8 : NULL }, *ch = &ch_;
     double t = 0, spent_ms = 0;
-    OSCAR_TRY(chained_pass(ctx, &cmd, cache, ch, &q_in, &out, iters, &t)); /* the first: an estimate */
-    if (trace) printf("    warm-up (us a call): first pass %.1f", t);
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, &ch, iters, &t)); /* the first: an estimate */
+    if (a->trace) printf("    warm-up (us a call): first pass %.1f", t);
     uint32_t n = (uint32_t)(20e3 / (t > 0.1 ? t : 0.1)) + 1; /* calls in 20 ms */
     if (n > 20000) n = 20000;
     for (uint32_t pass = 0; pass < 200 && spent_ms < 500.0; pass++) {
-        OSCAR_TRY(chained_pass(ctx, &cmd, cache, ch, &q_in, &out, n, &t));
+        OSCAR_TRY(chained_pass(ctx, &cmd, cache, &ch, n, &t));
         spent_ms += t * n * 1e-3;
-        if (trace && (pass < 4 || spent_ms >= 500.0)) printf(", %.1f", t);
+        if (a->trace && (pass < 4 || spent_ms >= 500.0)) printf(", %.1f", t);
     }
-    if (trace) printf(" (%.0f ms)\n", spent_ms);
+    if (a->trace) printf(" (%.0f ms)\n", spent_ms);
     uint32_t timed = (uint32_t)(10e3 / (t > 0.1 ? t : 0.1)) + 1;
-    OSCAR_TRY(chained_pass(ctx, &cmd, cache, ch, &q_in, &out, timed > iters ? (timed < 20000 ? timed : 20000) : iters, us));
+    OSCAR_TRY(chained_pass(ctx, &cmd, cache, &ch, timed > iters ? (timed < 20000 ? timed : 20000) : iters, us));
 fail:
     ovk_cmd_release(ctx, &cmd);
     ovk_buffer_destroy(ctx, &bq);
@@ -319,8 +329,7 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         ok = ok && oscar_kv_step_begin(cache, batch, seqs, n_new) == OSCAR_OK;
         for (uint32_t l = 0; l < a->layers && ok; l++) ok = oscar_kv_append(cache, l, kv, kv) == OSCAR_OK;
         double us_chained = 0;
-        ok = ok && time_chained(ctx, cache, a->layers, a->phase, q, kv, batch, a->heads, a->kv_heads, a->head_dim, a->iters,
-                                a->trace, &us_chained) == OSCAR_OK;
+        ok = ok && time_chained(ctx, cache, a, q, kv, batch, &us_chained) == OSCAR_OK;
         oscar_kv_stats stats;
         for (uint32_t it = 0; it < a->iters + 2 && ok; it++) { /* two warm-up calls */
             ok = oscar_kv_attention(cache, 0, q, out) == OSCAR_OK && oscar_kv_get_stats(cache, &stats) == OSCAR_OK;
