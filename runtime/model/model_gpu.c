@@ -1,6 +1,5 @@
 /* The llama-family forward pass on Vulkan: weight upload, per-session buffers, one command
  * stream per step (see model_gpu.h for the sequence of kernels and how it is submitted). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -277,11 +276,6 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
         OSCAR_TRY(ovk_buffer_create(ctx, OVK_MMC_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &s->mm_scratch));
         s->ops.matmul_scratch = (ovk_binding){ &s->mm_scratch, 0, 0 };
     }
-    {
-        const char *e = getenv("OSCAR_PREFETCH");
-        if (e) sscanf(e, "%lf,%lf,%lf,%lf", &s->prefetch_mb[0], &s->prefetch_mb[1], &s->prefetch_mb[2], &s->prefetch_mb[3]);
-        OSCAR_TRY(ovk_buffer_create(ctx, 16, OSCAR_BUFFER_DEVICE, &s->prefetch_sink));
-    }
     s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
     s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;
     /* int8 products by default where the device runs integer dot products fast (forward-kernels.md) */
@@ -308,7 +302,7 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
     ovk_cmd_release(ctx, &s->cmd);
     ovk_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
                              &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq,
-                             &s->mm_scratch, &s->prefetch_sink };
+                             &s->mm_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(s);
 }
@@ -399,21 +393,6 @@ fail:
     return st;
 }
 
-/* EXPERIMENT: reads the first `mb` MB of weight w (part 0) so that they sit in the L2 cache when
- * its product runs, recorded in a phase whose own work leaves the memory idle. */
-static oscar_status prefetch(ovk_gpu_state *s, uint32_t n, const ovk_gpu_weight *w, double from_mb, double to_mb)
-{
-    if (n != 1 || to_mb <= from_mb) return OSCAR_OK;
-    uint64_t size = w->buf.size, a = (uint64_t)(from_mb * 1e6) & ~(uint64_t)255, b = (uint64_t)(to_mb * 1e6);
-    if (b > size) b = size;
-    if (a >= b) return OSCAR_OK;
-    uint64_t bytes = (b - a) & ~(uint64_t)15;
-    if (!bytes) return OSCAR_OK;
-    uint32_t groups = 264, per = (uint32_t)((bytes / 16 + groups * 256ull - 1) / (groups * 256ull));
-    return ovk_op_read_stream(&s->ops, &s->cmd, (ovk_binding){ &w->buf, a, bytes }, bytes, per ? per : 1,
-                              (ovk_binding){ &s->prefetch_sink, 0, 0 });
-}
-
 /* Whether layer L's gate and up products and SwiGLU run as one dispatch
  * (ovk_op_mul_mat_vec_planes_glu, bit for bit the three): both weights whole, with planes, of
  * one type. On lavapipe it saves SwiGLU's dispatch, which reads and writes through storage
@@ -464,7 +443,6 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int biased = 0;
         for (int i = 0; i < 3; i++)
             if (wb[i]->buf.buffer) b[i] = bind(&wb[i]->buf, 0), biased = 1;
-        for (int i = 0; i < 3; i++) OSCAR_TRY(prefetch(s, n, w_qkv[i], 0, s->prefetch_mb[2]));
         OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused));
     }
     if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
@@ -477,11 +455,6 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         /* the attention writes x's int8 blocks for the output product itself where it can */
         int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
         OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
-        if (s->prefetch_mb[0] > 0) {
-            OSCAR_TRY(prefetch(s, n, &L->wo, 0, 1e9));
-            OSCAR_TRY(prefetch(s, n, &L->w_gate, 0, s->prefetch_mb[0]));
-            OSCAR_TRY(prefetch(s, n, &L->w_up, 0, s->prefetch_mb[0]));
-        }
         uint32_t rows[1] = { D };
         OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
     }
@@ -492,8 +465,6 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
     if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
     else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    OSCAR_TRY(prefetch(s, n, &L->w_gate, s->prefetch_mb[0], s->prefetch_mb[0] + s->prefetch_mb[3]));
-    OSCAR_TRY(prefetch(s, n, &L->w_up, s->prefetch_mb[0], s->prefetch_mb[0] + s->prefetch_mb[3]));
     int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
     if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
         ovk_cmd_barrier(ctx, cmd);
@@ -506,7 +477,6 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         ovk_cmd_barrier(ctx, cmd);
         if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
-        OSCAR_TRY(prefetch(s, n, &L->w_down, 0, s->prefetch_mb[1]));
     }
     {
         uint32_t rows[1] = { D };

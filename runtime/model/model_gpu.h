@@ -123,10 +123,6 @@ typedef struct ovk_gpu_state {
                                     * quant types' products with x in int8 (ovk_op_mul_mat_q8): where
                                     * integer dot products are fast and subgroup arithmetic exists, or
                                     * as OSCAR_MATVEC_Q8 says */
-    ovk_buffer prefetch_sink;      /* EXPERIMENT [16 bytes] written (almost) never by the prefetch reads */
-    double prefetch_mb[4];         /* EXPERIMENT OSCAR_PREFETCH="A,B,C,D": MB of gate and of up in the
-                                    * attention phase (o whole too when A > 0), of down in SwiGLU's, of
-                                    * the next q, k, v in the norm's, of gate and up in the ffn norm's */
     int step_decode;               /* while a step records: each of its rows is another sequence's one
                                     * new token (batched decode), not a prompt's */
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth
