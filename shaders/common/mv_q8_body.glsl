@@ -206,17 +206,10 @@ void main()
             rbase[i] = min(r0 + i, pc.rows - 1u) * rb;
             for (uint j = 0u; j < TOKENS; j++) acc[i * TOKENS + j] = 0.0;
         }
-        Task wn[UNROLL][ROWS]; // the next pass's weights, loaded while this pass's terms are summed
-        for (uint u = 0u; u < UNROLL; u++)
-            for (uint i = 0u; i < ROWS; i++) wn[u][i] = load_task(rbase[i], min(lane + u * S, nt - 1u));
         for (uint t0 = lane; t0 < nt; t0 += UNROLL * S) {
-            Task w[UNROLL][ROWS]; // the pass's weights, once for its tokens
-            for (uint u = 0u; u < UNROLL; u++)
-                for (uint i = 0u; i < ROWS; i++) w[u][i] = wn[u][i];
-            uint t1 = t0 + UNROLL * S;
-            if (t1 < nt)
-                for (uint u = 0u; u < UNROLL; u++)
-                    for (uint i = 0u; i < ROWS; i++) wn[u][i] = load_task(rbase[i], min(t1 + u * S, nt - 1u));
+            Task w[UNROLL][ROWS];
+            for (uint u = 0u; u < UNROLL; u++) // the pass's weights first, once for its tokens
+                for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], min(t0 + u * S, nt - 1u));
             for (uint j = 0u; j < TOKENS; j++) {
                 uint xb = min(tok0 + j, pc.n - 1u) * nb; // the token's first x block (a token past n repeats the last)
                 uvec4 c[UNROLL][4]; // x codes of the task's TASK_X blocks, two uvec4 a block (fixed sizes:
