@@ -6,8 +6,7 @@
 //
 // Block terms, with the block's integer sums exact and the scales multiplied in fp32:
 //   Q8_0  float(sum q * c) * (d * xd)
-//   Q4_0  float(sum q * c - 8 * sum c) * (d * xd)         (q the nibble 0..15, value (q - 8) d; the
-//         same integer as sum (q - 8) c, which several tokens use)
+//   Q4_0  float(sum q * c - 8 * sum c) * (d * xd)         (q the nibble 0..15, value (q - 8) d)
 //   Q4_1  float(sum q * c) * (d * xd) + float(sum c) * (m * xd)
 //   Q4_K, Q5_K, per sub-block of 32 with 6-bit scale sc and min m (q 0..15, Q5_K 0..31):
 //         float(sum q * c) * ((d * sc) * xd) - float(sum c) * ((dmin * m) * xd)
@@ -65,11 +64,6 @@ layout(push_constant) uniform Push {
 const bool KQ = TYPE == GGML_Q4_K || TYPE == GGML_Q5_K;
 const uint QWORDS = TYPE == GGML_Q8_0 ? 8u : 4u; // words of quants per block of a 32-element type
 const uint TASK_X = KQ ? 2u : 1u;                // x blocks (32 elements) per task: a K-quant chunk is 64
-// Several tokens of Q4_0: a pass turns each task's nibbles into signed bytes q - 8 once
-// (signed_q4_0), so each token's term is float(sum (q - 8) c) * (d * xd), the same integer as
-// sum q c - 8 sum c, without the x codes' sums. One token keeps the sums: eight dot products on
-// x cost less than the 24 operations that turn eight words signed.
-const bool Q4_0_SIGNED = TYPE == GGML_Q4_0 && TOKENS > 1u;
 
 // What a lane loads of one row for one task: the quants as words (Q8_0: 4 codes a word;
 // Q4_0/Q4_1: byte j holds element j low and j + 16 high; Q4_K/Q5_K: byte l holds element l of
@@ -150,19 +144,6 @@ uvec2 k_scale_min(uvec4 h, uint s)
     return uvec2((k_byte(h, s + 4u) & 15u) | (k_byte(h, s - 4u) >> 6) << 4, (k_byte(h, s + 4u) >> 4) | (k_byte(h, s) >> 6) << 4);
 }
 
-// A Q4_0 task's nibbles as signed bytes q - 8: words 0..3 the low nibbles (elements 0..15), 4..7
-// the high ones (16..31). Per byte b in 0..15, ((b | 0x80) - 8) ^ 0x80 is b - 8 in two's
-// complement, with no borrow between bytes.
-void signed_q4_0(inout Task w)
-{
-    const uint M = 0x0F0F0F0Fu, H = 0x80808080u;
-    for (uint k = 0u; k < 4u; k++) {
-        uint v = w.q[k];
-        w.q[k] = (((v & M) | H) - 0x08080808u) ^ H;
-        w.q[k + 4u] = ((((v >> 4) & M) | H) - 0x08080808u) ^ H;
-    }
-}
-
 // The task's term (see the top) for x codes c (two uvec4 a block), the sums of each uvec4's codes
 // cs and the x scales xd; t the task index (for a K-quant chunk's or x block's number).
 float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
@@ -200,13 +181,12 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
                (float(s1) * ((dm.x * float(b.x)) * xd[1]) - float(csum[1]) * ((dm.y * float(b.y)) * xd[1]));
     }
     int s = 0;
-    if (TYPE == GGML_Q8_0 || Q4_0_SIGNED) {
+    if (TYPE == GGML_Q8_0) {
         for (uint k = 0u; k < 4u; k++) s += dot4(w.q[k], c[0][k]) + dot4(w.q[k + 4u], c[1][k]);
     } else {
         for (uint k = 0u; k < 4u; k++) s += dot4(w.q[k] & M, c[0][k]) + dot4((w.q[k] >> 4) & M, c[1][k]);
     }
     vec2 dm = unpackHalf2x16(w.head.x);
-    if (Q4_0_SIGNED) return float(s) * (dm.x * xd[0]);
     if (TYPE == GGML_Q4_0) return float(s - 8 * csum[0]) * (dm.x * xd[0]);
     if (TYPE == GGML_Q4_1) return float(s) * (dm.x * xd[0]) + float(csum[0]) * (dm.y * xd[0]);
     return float(s) * (dm.x * xd[0]);
@@ -229,10 +209,7 @@ void main()
         for (uint t0 = lane; t0 < nt; t0 += UNROLL * S) {
             Task w[UNROLL][ROWS];
             for (uint u = 0u; u < UNROLL; u++) // the pass's weights first, once for its tokens
-                for (uint i = 0u; i < ROWS; i++) {
-                    w[u][i] = load_task(rbase[i], min(t0 + u * S, nt - 1u));
-                    if (Q4_0_SIGNED) signed_q4_0(w[u][i]);
-                }
+                for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], min(t0 + u * S, nt - 1u));
             for (uint j = 0u; j < TOKENS; j++) {
                 uint xb = min(tok0 + j, pc.n - 1u) * nb; // the token's first x block (a token past n repeats the last)
                 uvec4 c[UNROLL][4]; // x codes of the task's TASK_X blocks, two uvec4 a block (fixed sizes:
@@ -252,7 +229,7 @@ void main()
                     uint t = min(t0 + u * S, nt - 1u);
                     bool live = t0 + u * S < nt;
                     int cs[4] = int[4](0, 0, 0, 0); // code sums of each uvec4 of x codes
-                    for (uint k = 0u; k < 2u * TASK_X && TYPE != GGML_Q8_0 && !Q4_0_SIGNED; k++)
+                    for (uint k = 0u; k < 2u * TASK_X && TYPE != GGML_Q8_0; k++)
                         for (uint e = 0u; e < 4u; e++) cs[k] += dot4(c[u][k][e], 0x01010101u);
                     for (uint i = 0u; i < ROWS; i++) {
                         float v = task_term(w[u][i], t, c[u], cs, xd[u]);
