@@ -287,13 +287,12 @@ static double chunked_vs_whole(oscar_model *gm, const int32_t *prompt, uint32_t 
 }
 
 /* Int8 products forced on (a second context, OSCAR_MATVEC_Q8=1 and no weight planes, as a GPU
- * with fast integer dot products runs by default): a decode step of 3 sequences of this Q4_0
- * model takes mul_mat_q8_rows, whose block terms are the single-token product's added in another
- * order (NSE ~1e-14 a product), so it matches each sequence decoded alone to the rounding of those
- * sums; a prompt's rows keep the fp32 products, so a prompt cut into steps of 7 matches it at
- * once. These generated models amplify a product's error about a million-fold (the batched step
- * 1.7e-5 on lavapipe): a prompt step on int8 products (5.7e-4 on lavapipe), or a token given
- * another's x, would be far above either bound. The context keeps prompts off the cooperative-matrix
+ * with fast integer dot products runs by default): a decode step of 3 sequences takes the int8
+ * product of several tokens, whose every token is its single-token product bit for bit, so it
+ * matches each sequence decoded alone; a prompt's rows keep the fp32 products, so a prompt cut
+ * into steps of 7 matches it at once. These generated models amplify a product's error about a
+ * million-fold: a prompt step on int8 products (5.7e-4 on lavapipe), or a token given another's
+ * x, would be far above either bound. The context keeps prompts off the cooperative-matrix
  * products and prefill attention, whose fp16 rounding moves the logits by 1.3e-4 between the two
  * cuts on the H200; with fp32 kernels a 40-row step and 7-row steps still add in other orders
  * there (2.5e-6). */
@@ -350,7 +349,7 @@ static void check_batched_int8(void)
         printf("int8 products: a prompt in steps of 7 vs at once NSE %.3g, a decode step of 3 vs each alone %.3g\n",
                nse_chunk, worst);
         CHECK_MSG(nse_chunk <= 1e-5, "int8 products on: a prompt in steps of 7 vs at once, logits NSE %.3g", nse_chunk);
-        CHECK_MSG(worst <= 1e-4, "int8 products on: batched decode vs alone, logits NSE %.3g", worst);
+        CHECK_MSG(worst <= 1e-6, "int8 products on: batched decode vs alone, logits NSE %.3g", worst);
         free(a), free(b), free(batch), free(alone);
         pair_close(&p);
     }

@@ -284,7 +284,7 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     if (s->matvec_f16 || s->matvec_q8) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
-        uint32_t batch = max_tokens < OVK_Q8_ROWS_BATCH_MAX ? max_tokens : OVK_Q8_ROWS_BATCH_MAX; /* rows of int8 products */
+        uint32_t batch = max_tokens < OVK_Q8_BATCH_MAX ? max_tokens : OVK_Q8_BATCH_MAX; /* rows of int8 products */
         uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES((uint64_t)batch * widest);
         OSCAR_TRY(ovk_buffer_create(ctx, f16 > q8 ? f16 : q8, OSCAR_BUFFER_DEVICE, &s->xq));
     }
@@ -313,18 +313,13 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
 static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_binding){ b, 0, bytes }; }
 
 /* Whether the products of one input x [n][cols] by the n_w weights w run as int8 products:
- * with s->matvec_q8, one row or a decode step of up to OVK_Q8_BATCH_MAX rows (OVK_Q8_ROWS_BATCH_MAX
- * where every weight is Q4_0), whose weights all
+ * with s->matvec_q8, one row or a decode step of up to OVK_Q8_BATCH_MAX rows, whose weights all
  * have one. A prompt's rows keep the fp32 (or cooperative-matrix) products, whatever its length. */
 static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32_t n_w, const ovk_gpu_weight *const *w)
 {
-    int q8 = s->matvec_q8 && (n == 1 || (s->step_decode && n <= OVK_Q8_ROWS_BATCH_MAX)) && cols % 32 == 0;
-    int all_q4_0 = s->m->ctx->env.matvec_q8_rows != 0; /* then mul_mat_q8_rows takes 2 rows or more */
-    for (uint32_t i = 0; i < n_w && q8; i++) {
-        q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
-        all_q4_0 = all_q4_0 && w[i]->type == OSCAR_GGML_TYPE_Q4_0;
-    }
-    return q8 && (n <= OVK_Q8_BATCH_MAX || all_q4_0);
+    int q8 = s->matvec_q8 && (n == 1 || (s->step_decode && n <= OVK_Q8_BATCH_MAX)) && cols % 32 == 0;
+    for (uint32_t i = 0; i < n_w && q8; i++) q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
+    return q8;
 }
 
 /* The products of one input: y_i = W_i x (+ b_i) for the n_w weights, with x [n][cols] (each y_i

@@ -358,30 +358,6 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
     return ovk_op_mul_mat_q8_bias(ops, cmd, variant, type, w, xq, NULL, y, y_stride, rows, cols, n);
 }
 
-/* Several tokens of Q4_0 on mul_mat_q8_rows (a thread a row; common/mm_q8_rows_body.glsl), the
- * arguments checked by the caller: rows a workgroup halved from 32 while the product would have
- * fewer than 256 workgroups (down to 8), tokens a workgroup the power of two that holds n, at
- * most 32 and what shared memory holds. */
-static oscar_status mul_mat_q8_rows(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                                    ovk_binding xc, ovk_binding xs, const ovk_binding *bias, ovk_binding y, uint32_t y_stride,
-                                    uint32_t rows, uint32_t cols, uint32_t n)
-{
-    uint32_t wg = ops->workgroup, per = 32, tokens = 1;
-    while (per > 8 && ovk_div_up(rows, per) < 256) per /= 2;
-    if (per > wg) per = wg;
-    while (tokens < n && tokens < 32 && (uint64_t)wg * tokens * 2 * 4 <= ops->ctx->limits.maxComputeSharedMemorySize) tokens *= 2;
-    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 6,
-                            .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* TOKENS */ tokens,
-                                      /* UNROLL */ 2, /* BIAS */ bias != NULL } };
-    uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
-    oscar_status st = grid_2d(ovk_div_up(rows, per), groups, "mul_mat_q8_rows");
-    if (st != OSCAR_OK) return st;
-    groups[2] = ovk_div_up(n, tokens);
-    if (groups[2] > 65535) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_q8_rows: %u tokens exceed the grid", n);
-    ovk_binding b[5] = { w, xc, xs, y, bias ? *bias : y }; /* y unread without a bias */
-    return record(ops, cmd, &d, b, push, groups);
-}
-
 oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                       ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
                                       uint32_t cols, uint32_t n)
@@ -397,23 +373,10 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
                                     n, &row_bytes);
     if (st != OSCAR_OK) return st;
     if (bias && (st = check_binding(bias, (uint64_t)rows * 4, "mul_mat_vec_q8", "bias")) != OSCAR_OK) return st;
-    int by_rows = variant ? strncmp(variant, "mul_mat_q8_rows", 15) == 0
-                          : type == OSCAR_GGML_TYPE_Q4_0 && n > 1 && ctx->env.matvec_q8_rows != 0;
-    if (variant && strcmp(variant, "mul_mat_vec_q8") != 0 && strcmp(variant, "mul_mat_vec_q8.idot") != 0 &&
-        strcmp(variant, "mul_mat_q8_rows") != 0 && strcmp(variant, "mul_mat_q8_rows.idot") != 0)
+    if (variant && strcmp(variant, "mul_mat_vec_q8") != 0 && strcmp(variant, "mul_mat_vec_q8.idot") != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: no variant '%s'", variant);
-    if (by_rows && type != OSCAR_GGML_TYPE_Q4_0)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "mul_mat_q8_rows: Q4_0 weights only (%s)", ovk_ggml_type_name(type));
     if (variant && !ovk_variant_usable(ctx, variant))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_vec_q8: this context cannot run '%s'", variant);
-    if (by_rows) {
-        if (rows == 0 || n == 0) return OSCAR_OK;
-        if (!variant && !(variant = ovk_pick_variant(ctx, "mul_mat_q8_rows")))
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "mul_mat_q8_rows: no variant in this build");
-        return mul_mat_q8_rows(ops, cmd, variant, type, w, (ovk_binding){ xq.buffer, xq.offset, nc },
-                               (ovk_binding){ xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, bias, y, y_stride, rows,
-                               cols, n);
-    }
     if (!variant && !(variant = ovk_pick_variant(ctx, "mul_mat_vec_q8")))
         OSCAR_RETURN_ERROR(OSCAR_ERROR_SHADER, "mul_mat_vec_q8: no variant in this build");
     uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;

@@ -178,10 +178,6 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * 170.0, batched lanes 35.1 / 39.8 / 71.4 / 136.4 / 264.7, split cooperative-matrix 85.1 at 16
  * and 101.2 at 32 (docs/forward-kernels.md). */
 #define OVK_Q8_BATCH_MAX 15u
-/* The same for steps whose weights are all Q4_0, which take mul_mat_q8_rows from 2 rows (a thread
- * a row, tokens a workgroup up to 32; ovk_op_mul_mat_q8 with variant NULL): it stays ahead of the
- * split cooperative-matrix product to 32 tokens (docs/forward-kernels.md). */
-#define OVK_Q8_ROWS_BATCH_MAX 32u
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
 /* The same with a bias b [rows] fp32 (NULL: none) added to each token's row as it is written:
