@@ -49,14 +49,15 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
 // an infinite input would turn a product with a zero into NaN).
 f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
 
-// A step's tiles are read in two halves, so that the next step's global reads are in flight
-// during the current step's products. FETCH_STEP(K0) reads this thread's part of the step at
-// column K0 into registers, as stored: run t = tid + i * WORKGROUP of W (row t / 4, columns
+// A step's tiles are read in two halves, so that later steps' global reads are in flight during
+// the current step's products: a step is read two steps before it is stored, into one of two
+// register sets. FETCH_STEP(K0, wr, wa, xr) reads this thread's part of the step at column K0
+// into the set (wr, wa, xr), as stored: run t = tid + i * WORKGROUP of W (row t / 4, columns
 // 8 (t % 4) ..) as the words dq_fetch8 reads (wr, with its element, byte alignment and whether
 // it lies inside the matrix in wa), vec4 t of x (token t / 8, columns 4 (t % 8) ..; zeros
-// outside) in xr. STORE_STEP dequantizes them, rounds to fp16 and writes sw and sx. (Macros:
+// outside) in xr. STORE_STEP(wr, wa, xr) dequantizes a set, rounds to fp16 and writes sw and sx. (Macros:
 // the arrays' sizes are specialization constants, which function parameters do not take.)
-#define FETCH_STEP(K0)                                                                                    \
+#define FETCH_STEP(K0, wr, wa, xr)                                                                        \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
         bool live = r < BM && row0 + r < pc.rows && col < pc.cols;                                        \
@@ -73,7 +74,7 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         xr[i] = live ? x : vec4(0.0);                                                                     \
     }
 
-#define STORE_STEP()                                                                                      \
+#define STORE_STEP(wr, wa, xr)                                                                            \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
         MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
@@ -90,6 +91,19 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
     }
 
+// The warp tile's products over the step in sw and sx (a subgroup without a tile skips them).
+#define PRODUCTS_STEP()                                                                                   \
+    if (own) {                                                                                            \
+        MMC_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {                                                \
+            MMC_UNROLL for (uint i = 0u; i < CM; i++)                                                     \
+                MMC_LOAD_A(ma[i], (wm + i * TM) * SK + kk / 4u);                                          \
+            MMC_UNROLL for (uint j = 0u; j < CN; j++) {                                                   \
+                MMC_LOAD_B(mb, (wn + j * TN) * SK + kk / 4u);                                             \
+                MMC_UNROLL for (uint i = 0u; i < CM; i++) acc[i * CN + j] = MMC_MUL_ADD(ma[i], mb, acc[i * CN + j]); \
+            }                                                                                             \
+        }                                                                                                 \
+    }
+
 void main()
 {
     uint tid = gl_LocalInvocationID.x;
@@ -100,9 +114,9 @@ void main()
     uint be = dq_block_elems(), bb = dq_block_bytes(), rb = dq_row_bytes(pc.cols);
     uint passes = (WARPS + gl_NumSubgroups - 1u) / gl_NumSubgroups; // the same for every subgroup
 
-    uint wr[W_RUNS * DQ_RAW]; // this thread's runs of W and vec4s of x of the next step, as read
-    uint wa[W_RUNS];
-    vec4 xr[X_VECS];
+    uint wr[W_RUNS * DQ_RAW], wr2[W_RUNS * DQ_RAW]; // this thread's runs of W and vec4s of x of the next
+    uint wa[W_RUNS], wa2[W_RUNS];                      // two steps, as read: steps k, k + 2 BK, ... in the
+    vec4 xr[X_VECS], xr2[X_VECS];                      // first set, k + BK, k + 3 BK, ... in the second
     MMC_ACC acc[CM * CN];
     MMC_A ma[CM];
     MMC_B mb;
@@ -113,21 +127,21 @@ void main()
         uint wm = (wt % SG_M) * CM * TM, wn = (wt / SG_M) * CN * TN; // its first row and token in the tile
         MMC_UNROLL for (uint i = 0u; i < CM * CN; i++)
             acc[i] = MMC_ZERO;
-        FETCH_STEP(k_begin)
-        for (uint k0 = k_begin; k0 < k_end; k0 += BK) {
-            STORE_STEP()
+        FETCH_STEP(k_begin, wr, wa, xr)
+        FETCH_STEP(k_begin + BK, wr2, wa2, xr2)
+        // two steps a round, each step's reads two steps ahead of their use: a short batch's
+        // products are too brief to cover a read's latency in one step
+        for (uint k0 = k_begin; k0 < k_end; k0 += 2u * BK) {
+            STORE_STEP(wr, wa, xr)
             barrier();
-            FETCH_STEP(k0 + BK) // past the slice: not stored; past the matrix: zeros
-            if (own) {
-                MMC_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {
-                    MMC_UNROLL for (uint i = 0u; i < CM; i++)
-                        MMC_LOAD_A(ma[i], (wm + i * TM) * SK + kk / 4u);
-                    MMC_UNROLL for (uint j = 0u; j < CN; j++) {
-                        MMC_LOAD_B(mb, (wn + j * TN) * SK + kk / 4u);
-                        MMC_UNROLL for (uint i = 0u; i < CM; i++) acc[i * CN + j] = MMC_MUL_ADD(ma[i], mb, acc[i * CN + j]);
-                    }
-                }
-            }
+            FETCH_STEP(k0 + 2u * BK, wr, wa, xr) // past the slice: not stored; past the matrix: zeros
+            PRODUCTS_STEP()
+            barrier();
+            if (k0 + BK >= k_end) break; // uniform
+            STORE_STEP(wr2, wa2, xr2)
+            barrier();
+            FETCH_STEP(k0 + 3u * BK, wr2, wa2, xr2)
+            PRODUCTS_STEP()
             barrier();
         }
         if (own) {
