@@ -55,8 +55,9 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
 // into the set (wr, wa, xr), as stored: run t = tid + i * WORKGROUP of W (row t / 4, columns
 // 8 (t % 4) ..) as the words dq_fetch8 reads (wr, with its element, byte alignment and whether
 // it lies inside the matrix in wa), vec4 t of x (token t / 8, columns 4 (t % 8) ..; zeros
-// outside) in xr. STORE_STEP(wr, wa, xr) dequantizes a set, rounds to fp16 and writes sw and sx. (Macros:
-// the arrays' sizes are specialization constants, which function parameters do not take.)
+// outside) in xr. STORE_STEP(wr, wa, xr) dequantizes a set, rounds it to fp16 and writes sw and
+// sx. (Macros: the arrays' sizes are specialization constants, which function parameters do not
+// take.)
 #define FETCH_STEP(K0, wr, wa, xr)                                                                        \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
