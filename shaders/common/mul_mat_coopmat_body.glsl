@@ -105,6 +105,15 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         }                                                                                                 \
     }
 
+// One step from a register set: store it, read the step at column K_NEXT into the same set (past
+// the slice: not stored; past the matrix: zeros), then the products.
+#define STEP(K_NEXT, wr, wa, xr)                                                                          \
+    STORE_STEP(wr, wa, xr)                                                                                \
+    barrier();                                                                                            \
+    FETCH_STEP(K_NEXT, wr, wa, xr)                                                                        \
+    PRODUCTS_STEP()                                                                                       \
+    barrier();
+
 void main()
 {
     uint tid = gl_LocalInvocationID.x;
@@ -130,20 +139,13 @@ void main()
             acc[i] = MMC_ZERO;
         FETCH_STEP(k_begin, wr, wa, xr)
         FETCH_STEP(k_begin + BK, wr2, wa2, xr2)
-        // two steps a round, each step's reads two steps ahead of their use: a short batch's
-        // products are too brief to cover a read's latency in one step
+        // two steps a round, each step's reads two steps ahead of their use (a short batch's
+        // products are too brief to cover a read's latency in one step); the sets alternate by
+        // the round's halves rather than by a copy, which would wait for the reads it copies
         for (uint k0 = k_begin; k0 < k_end; k0 += 2u * BK) {
-            STORE_STEP(wr, wa, xr)
-            barrier();
-            FETCH_STEP(k0 + 2u * BK, wr, wa, xr) // past the slice: not stored; past the matrix: zeros
-            PRODUCTS_STEP()
-            barrier();
+            STEP(k0 + 2u * BK, wr, wa, xr)
             if (k0 + BK >= k_end) break; // uniform
-            STORE_STEP(wr2, wa2, xr2)
-            barrier();
-            FETCH_STEP(k0 + 3u * BK, wr2, wa2, xr2)
-            PRODUCTS_STEP()
-            barrier();
+            STEP(k0 + 3u * BK, wr2, wa2, xr2)
         }
         if (own) {
             // y[tok][row] is the accumulator (row, tok) stored column-major with stride y_stride
