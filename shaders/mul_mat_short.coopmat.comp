@@ -11,7 +11,7 @@
 // its own part of the columns, and walks it alone: per step of BK = 32 columns it dequantizes its
 // W into its own slot of shared memory (a subgroup barrier, no workgroup barrier) and multiplies
 // it by x matrices loaded straight from xh, which the subgroups of a workgroup share through the
-// cache. W words and x matrices are read two steps before they are used. A workgroup holds
+// cache. W words and x matrices are read AHEAD steps before they are used. A workgroup holds
 // SG_R row groups x SG_K column parts; the parts are summed through shared memory at the end,
 // and workgroup z sums only its slice of the columns into its own part of y (mul_mat_slices
 // adds the slices up).

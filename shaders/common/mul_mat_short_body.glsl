@@ -32,6 +32,10 @@ layout(push_constant) uniform Push {
 
 #include "common/dequant.glsl"
 
+#ifndef MMS_AHEAD
+#define MMS_AHEAD 2u
+#endif
+const uint AHEAD = MMS_AHEAD; // steps a subgroup's reads run ahead of their use
 const uint BK = MMS_BK;
 const uint KT = BK / TK;               // matrix products along k per step
 const uint RM = CM * TM, RN = CN * TN; // rows and tokens of a subgroup's tile
@@ -47,32 +51,32 @@ shared float sr[SG_R * RM * RN];    // [row group][RN][RM] fp32: partial sums, t
 // v in fp16, rounded to nearest, values beyond the fp16 range clamped to +-65504 (as x16 is)
 f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
 
-// Reads of step K0 into a register set (wr, mb): run t = lane + i * S of W (row t / 4 of the tile, columns
+// Reads of step K0 into register set s: run t = lane + i * S of W (row t / 4 of the tile, columns
 // K0 + 8 (t % 4) ..) as the words dq_fetch8 reads (zeros outside the matrix or the part).
 // FETCH_B loads the step's x matrices (not past the part: xh ends at the padded columns).
-#define FETCH_W(wr, K0)                                                                                    \
+#define FETCH_W(s, K0)                                                                                    \
     MMS_UNROLL for (uint i = 0u; i < RUNS; i++) {                                                         \
         uint t = lane + i * gl_SubgroupSize, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u, raw[DQ_RAW]; \
         MMS_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = 0u;                                         \
         if (t < RUNS_STEP && row0 + r < pc.rows && col < k_hi)                                            \
             dq_fetch8((row0 + r) * rb + (col / be) * bb, col % be, raw);                                  \
-        MMS_UNROLL for (uint k = 0u; k < DQ_RAW; k++) wr[i * DQ_RAW + k] = raw[k];          \
+        MMS_UNROLL for (uint k = 0u; k < DQ_RAW; k++) wr[((s) * RUNS + i) * DQ_RAW + k] = raw[k];          \
     }
-#define FETCH_B(mb, K0)                                                                                    \
+#define FETCH_B(s, K0)                                                                                    \
     if ((K0) < k_hi) {                                                                                    \
         MMS_UNROLL for (uint kk = 0u; kk < KT; kk++)                                                      \
             MMS_UNROLL for (uint j = 0u; j < CN; j++)                                                     \
                 if (tok0 + j * TN < pc.n)                                                                 \
-                    MMS_LOAD_B(mb[kk * CN + j], (tok0 + j * TN) * pc.x_stride + ((K0) + kk * TK) / 4u); \
+                    MMS_LOAD_B(mb[((s) * KT + kk) * CN + j], (tok0 + j * TN) * pc.x_stride + ((K0) + kk * TK) / 4u); \
     }
 
-// Dequantizes the words wr of step K0 into the subgroup's slot, rounded to fp16.
-#define STORE_W(wr, K0)                                                                                    \
+// Dequantizes set s (step K0) into the subgroup's slot, rounded to fp16.
+#define STORE_W(s, K0)                                                                                    \
     MMS_UNROLL for (uint i = 0u; i < RUNS; i++) {                                                         \
         uint t = lane + i * gl_SubgroupSize, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u;                \
         uint col = (K0) + (t % (BK / 8u)) * 8u, raw[DQ_RAW];                                              \
         if (t < RUNS_STEP) {                                                                              \
-            MMS_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];      \
+            MMS_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[((s) * RUNS + i) * DQ_RAW + k];      \
             float w[8];                                                                                   \
             dq_decode8(raw, col % be, ((row0 + r) * rb + (col / be) * bb) & 3u, w);                       \
             bool live = row0 + r < pc.rows && col < k_hi;                                                 \
@@ -81,27 +85,17 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         }                                                                                                 \
     }
 
-// The tile's products over the step in the slot and the x matrices mb.
-#define PRODUCTS(mb)                                                                                       \
+// The tile's products over the step in the slot and set s.
+#define PRODUCTS(s)                                                                                       \
     MMS_UNROLL for (uint kk = 0u; kk < KT; kk++) {                                                        \
         MMS_UNROLL for (uint i = 0u; i < CM; i++)                                                         \
             MMS_LOAD_A(ma[i], slot + i * TM * SK + kk * (TK / 4u));                                       \
         MMS_UNROLL for (uint j = 0u; j < CN; j++)                                                         \
             if (tok0 + j * TN < pc.n) {                                                                   \
                 MMS_UNROLL for (uint i = 0u; i < CM; i++)                                                 \
-                    acc[i * CN + j] = MMS_MUL_ADD(ma[i], mb[kk * CN + j], acc[i * CN + j]);  \
+                    acc[i * CN + j] = MMS_MUL_ADD(ma[i], mb[((s) * KT + kk) * CN + j], acc[i * CN + j]);  \
             }                                                                                             \
     }
-
-// One step at column K from the set (wr, mb), whose reads are then reissued for column K + 2 BK.
-#define STEP(K, wr, mb)                                                                                   \
-    STORE_W(wr, K)                                                                                        \
-    subgroupMemoryBarrierShared();                                                                        \
-    subgroupBarrier();                                                                                    \
-    FETCH_W(wr, (K) + 2u * BK)                                                                            \
-    PRODUCTS(mb)                                                                                          \
-    FETCH_B(mb, (K) + 2u * BK)                                                                            \
-    subgroupBarrier(); // the slot is read before the next step overwrites it
 
 void main()
 {
@@ -117,28 +111,33 @@ void main()
     uint k_lo = min(z_hi, z_lo + kp * part), k_hi = min(z_hi, k_lo + part);
     uint y0 = gl_WorkGroupID.z * pc.slice;
 
-    uint wr0[RUNS * DQ_RAW], wr1[RUNS * DQ_RAW]; // this lane's runs of W of the next two steps, as read
-    MMS_B mb0[KT * CN];                          // the x matrices of the next two steps (one
-    MMS_B mb1[KT * CN];                          // declaration each: glslang 13 mistypes a second)
+    uint wr[AHEAD * RUNS * DQ_RAW]; // this lane's runs of W for the next AHEAD steps, as read
+    MMS_B mb[AHEAD * KT * CN];      // the x matrices of the next AHEAD steps
     MMS_A ma[CM];
     MMS_ACC acc[CM * CN];
     MMS_UNROLL for (uint i = 0u; i < CM * CN; i++)
         acc[i] = MMS_ZERO;
 
     if (own) {
-        FETCH_W(wr0, k_lo)
-        FETCH_B(mb0, k_lo)
-        FETCH_W(wr1, k_lo + BK)
-        FETCH_B(mb1, k_lo + BK)
-        // two steps a round, (wr0, mb0) serving the first and (wr1, mb1) the second: a step's reads
-        // are issued two steps before its products (W as soon as the slot holds the step it read,
-        // x after the products that used the set). The sets alternate by the round's halves, never
-        // by an index (an array of them indexed at run time would leave the registers). Only this
-        // subgroup uses its slot: no workgroup barrier.
-        for (uint k0 = k_lo; k0 < k_hi; k0 += 2u * BK) {
-            STEP(k0, wr0, mb0)
-            if (k0 + BK >= k_hi) break; // uniform in the subgroup
-            STEP(k0 + BK, wr1, mb1)
+        MMS_UNROLL for (uint s = 0u; s < AHEAD; s++) {
+            FETCH_W(s, k_lo + s * BK)
+            FETCH_B(s, k_lo + s * BK)
+        }
+        // AHEAD steps a round, set s serving steps s, s + AHEAD, ...: a step's reads are issued
+        // AHEAD steps before its products (W as soon as the slot holds the step it read; x after
+        // the products that use the set). Only this subgroup uses its slot: no workgroup barrier.
+        for (uint k0 = k_lo; k0 < k_hi; k0 += AHEAD * BK) {
+            MMS_UNROLL for (uint s = 0u; s < AHEAD; s++) {
+                uint k = k0 + s * BK;
+                if (k >= k_hi) break; // uniform in the subgroup
+                STORE_W(s, k)
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                FETCH_W(s, k + AHEAD * BK)
+                PRODUCTS(s)
+                FETCH_B(s, k + AHEAD * BK)
+                subgroupBarrier(); // the slot is read before the next step overwrites it
+            }
         }
     }
 
