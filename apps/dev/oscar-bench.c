@@ -49,7 +49,6 @@
 #include "model_api.h"
 #include "model_gen.h"
 #include "mul_mat_coopmat.h"
-#include "mul_mat_short.h"
 #include "ops.h"
 #include "weight_planes.h"
 #include "oscar/oscar.h"
@@ -689,15 +688,13 @@ static int bench_ops(int argc, char **argv)
            shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
     printf("planes product: %u threads, %u rows and %u tokens a thread (0: the default)\n", planes_tile[0], planes_tile[1],
            planes_tile[2]);
-    int short_runs = tokens > 1 && tokens <= OVK_MMS_TOKENS_MAX && ovk_op_mul_mat_short_supported(&ops);
-    if (short_runs) printf("and the short-batch product (short), x made fp16 once\n");
     ovk_cmd cmd;
     ovk_buffer x = { 0 }, y = { 0 }, xq = { 0 };
-    uint64_t xq_bytes = OSCAR_X_F16_BYTES(1, cols); /* the prepared x of every product here */
-    if (OSCAR_X_Q8_BYTES((uint64_t)tokens * cols) > xq_bytes) xq_bytes = OSCAR_X_Q8_BYTES((uint64_t)tokens * cols);
-    if (short_runs && ovk_x16_bytes(tokens, cols) > xq_bytes) xq_bytes = ovk_x16_bytes(tokens, cols);
     if (ovk_cmd_init(ctx, &cmd) != OSCAR_OK || ovk_buffer_create(ctx, (uint64_t)tokens * cols * 4, OSCAR_BUFFER_DEVICE, &x) != OSCAR_OK ||
-        ovk_buffer_create(ctx, xq_bytes, OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
+        ovk_buffer_create(ctx, OSCAR_X_F16_BYTES(1, cols) > OSCAR_X_Q8_BYTES((uint64_t)tokens * cols)
+                                   ? OSCAR_X_F16_BYTES(1, cols)
+                                   : OSCAR_X_Q8_BYTES((uint64_t)tokens * cols),
+                          OSCAR_BUFFER_DEVICE, &xq) != OSCAR_OK ||
         ovk_buffer_create(ctx, (uint64_t)tokens * rows * 4, OSCAR_BUFFER_DEVICE, &y) != OSCAR_OK ||
         ovk_buffer_fill(ctx, &x, 0, (uint64_t)tokens * cols * 4, 0x3F800000u) != OSCAR_OK) {
         fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
@@ -729,21 +726,19 @@ static int bench_ops(int argc, char **argv)
          * cooperative-matrix one (where the device has them), and up to OSCAR_MATVEC_BATCH_MAX
          * tokens the batched lanes product and the int8 one, x prepared once (--mv-tokens: their
          * tokens a workgroup) */
-        for (int var = 0; var < 6 && st == OSCAR_OK && !planes_only; var++) {
-            int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1, shrt = var == 5;
+        for (int var = 0; var < 5 && st == OSCAR_OK && !planes_only; var++) {
+            int f16 = tokens == 1 && var == 1, tiled = tokens > 1 && var == 1;
             int q8 = (tokens == 1 && var == 2) || (tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 4);
             int coopmat = tokens > 1 && var == 2, lanes = tokens > 1 && tokens <= OSCAR_MATVEC_BATCH_MAX && var == 3;
             if ((f16 && !ovk_op_mul_mat_vec_f16_supported(&ops, type)) || (q8 && !ovk_op_mul_mat_vec_q8_supported(&ops, type)) ||
                 (coopmat && !coopmat_runs) || (lanes && ovk_op_type_block(type) == 8) || (var == 3 && !lanes) ||
-                (var == 4 && !q8) || (shrt && !short_runs))
+                (var == 4 && !q8))
                 continue;
             double ns = 0;
             st = ovk_cmd_begin(ctx, &cmd);
-            if ((f16 || q8 || shrt) && st == OSCAR_OK) {
+            if ((f16 || q8) && st == OSCAR_OK) {
                 ovk_binding bx = { &x, 0, 0 }, bq = { &xq, 0, 0 };
-                st = q8     ? ovk_op_x_q8(&ops, &cmd, bx, bq, tokens * cols)
-                     : shrt ? ovk_op_x_f16_rows(&ops, &cmd, bx, bq, cols, tokens)
-                            : ovk_op_x_f16_blocks(&ops, &cmd, bx, bq, cols, 1);
+                st = q8 ? ovk_op_x_q8(&ops, &cmd, bx, bq, tokens * cols) : ovk_op_x_f16_blocks(&ops, &cmd, bx, bq, cols, 1);
                 ovk_cmd_barrier(ctx, &cmd);
             }
             int t0 = st == OSCAR_OK ? ovk_cmd_timestamp(ctx, &cmd) : -1;
@@ -755,7 +750,6 @@ static int bench_ops(int argc, char **argv)
                      : tiled ? ovk_op_mul_mat_tiled(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                      : coopmat ? ovk_op_mul_mat_coopmat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
                      : lanes   ? ovk_op_mul_mat_batch(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens)
-                     : shrt    ? ovk_op_mul_mat_short(&ops, &cmd, type, bw_, bq, by, rows, rows, cols, tokens)
                              : ovk_op_mul_mat(&ops, &cmd, type, bw_, bx, by, rows, cols, tokens);
                 if (barriers) ovk_cmd_barrier(ctx, &cmd);
             }
@@ -763,7 +757,7 @@ static int bench_ops(int argc, char **argv)
             if (st != OSCAR_OK) break;
             double us = ns * 1e-3 / iters, gbps = (double)row_bytes * rows / (us * 1e3);
             printf("%-5s%-6s  %8.2f MB  %8.1f us  %7.1f GB/s  %5.1f%% of read bw", ovk_ggml_type_name(type),
-                   q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : coopmat ? " cm" : lanes ? " lanes" : shrt ? " short" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
+                   q8 ? " q8" : f16 ? " f16" : tiled ? " tiled" : coopmat ? " cm" : lanes ? " lanes" : "", row_bytes * rows / 1e6, us, gbps, 100.0 * gbps / bw);
             if (tokens > 1) printf("  %7.2f TFLOPS", 2.0 * rows * cols * tokens / (us * 1e6));
             printf("\n");
         }

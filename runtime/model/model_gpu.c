@@ -7,7 +7,6 @@
 #include "ggml_types.h"
 #include "model_gpu.h"
 #include "mul_mat_coopmat.h"
-#include "mul_mat_short.h"
 #include "weight_planes.h"
 
 /* ---- weights ------------------------------------------------------------------------------- */
@@ -282,17 +281,12 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     /* int8 products by default where the device runs integer dot products fast (forward-kernels.md) */
     s->matvec_q8 = ctx->info.subgroup_arithmetic &&
                    (ctx->env.matvec_q8 == 1 || (ctx->env.matvec_q8 == -1 && ctx->info.integer_dot_4x8_signed_accelerated));
-    s->matmul_short = max_tokens >= OVK_MMS_BATCH_MIN && s->ops.matmul_scratch.buffer && ovk_op_mul_mat_short_supported(&s->ops);
-    if (s->matvec_f16 || s->matvec_q8 || s->matmul_short) {
+    if (s->matvec_f16 || s->matvec_q8) {
         uint32_t widest = hp->n_embd > s->q_dim ? hp->n_embd : s->q_dim;
         widest = hp->n_ff > widest ? hp->n_ff : widest;
         uint32_t batch = max_tokens < OVK_Q8_BATCH_MAX ? max_tokens : OVK_Q8_BATCH_MAX; /* rows of int8 products */
-        uint32_t rows16 = max_tokens < OVK_MMS_TOKENS_MAX ? max_tokens : OVK_MMS_TOKENS_MAX; /* of short-batch ones */
-        uint64_t bytes = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES((uint64_t)batch * widest);
-        uint64_t x16 = s->matmul_short ? ovk_x16_bytes(rows16, widest) : 0;
-        bytes = q8 > bytes ? q8 : bytes;
-        bytes = x16 > bytes ? x16 : bytes;
-        OSCAR_TRY(ovk_buffer_create(ctx, bytes, OSCAR_BUFFER_DEVICE, &s->xq));
+        uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES((uint64_t)batch * widest);
+        OSCAR_TRY(ovk_buffer_create(ctx, f16 > q8 ? f16 : q8, OSCAR_BUFFER_DEVICE, &s->xq));
     }
     *out = s;
     return OSCAR_OK;
@@ -355,16 +349,13 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
      * 8x faster than the tiled matmul at 37 tokens); the others' x is then not made */
     int planes = x.offset % ctx->limits.minTexelBufferOffsetAlignment == 0;
     for (uint32_t i = 0; i < n_w && planes; i++) planes = w[i]->planes != NULL;
-    int shrt = !planes && s->matmul_short && n >= OVK_MMS_BATCH_MIN && n <= OVK_MMS_TOKENS_MAX && cols % 4 == 0;
-    int q8 = !planes && !shrt && products_q8(s, cols, n, n_w, w);
-    int f16 = !planes && !q8 && !shrt && s->matvec_f16 && n == 1 && cols % 32 == 0;
+    int q8 = !planes && products_q8(s, cols, n, n_w, w);
+    int f16 = !planes && !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
     ovk_binding xq = { &s->xq, 0, 0 };
     ovk_cmd_barrier(ctx, &s->cmd);
-    if (f16 || (q8 && !x_ready) || shrt) {
-        OSCAR_TRY(q8     ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, n * cols)
-                  : shrt ? ovk_op_x_f16_rows(&s->ops, &s->cmd, x, xq, cols, n)
-                         : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
+    if (f16 || (q8 && !x_ready)) {
+        OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, n * cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
         ovk_cmd_barrier(ctx, &s->cmd);
     }
     for (uint32_t i = 0; i < n_w; i++) {
@@ -376,7 +367,6 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
                                                             rows[i], rows[i], cols, n));
             else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b, y[i], rows[i], rows[i], cols, n));
-            else if (shrt) OSCAR_TRY(ovk_op_mul_mat_short(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], rows[i], cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;
@@ -390,7 +380,6 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
                                                             rows[i], pr, cols, n));
             else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, yp, rows[i],
                                                           pr, cols, n));
-            else if (shrt) OSCAR_TRY(ovk_op_mul_mat_short(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, rows[i], pr, cols, n));
             else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }

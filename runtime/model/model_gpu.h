@@ -110,11 +110,10 @@ typedef struct ovk_gpu_state {
     ovk_buffer amax;             /* [max_out] u32 argmax of each logits row */
     ovk_buffer rb_logits;        /* READBACK [max_out][n_vocab] fp32 */
     ovk_buffer rb_amax;          /* READBACK [max_out] u32 */
-    ovk_buffer xq;               /* x prepared for the packed-fp16 mat-vec (one row), the int8
-                                    * products (up to OVK_Q8_BATCH_MAX rows) or the short-batch
-                                    * products (up to OVK_MMS_TOKENS_MAX rows): OSCAR_X_F16_BYTES /
-                                    * OSCAR_X_Q8_BYTES / ovk_x16_bytes of the widest input; unused
-                                    * (0 bytes) when matvec_f16, matvec_q8 and matmul_short are 0 */
+    ovk_buffer xq;               /* x prepared for the packed-fp16 mat-vec (one row) or the int8
+                                    * products (up to OVK_Q8_BATCH_MAX rows): OSCAR_X_F16_BYTES /
+                                    * OSCAR_X_Q8_BYTES of the widest input; unused (0 bytes) when
+                                    * matvec_f16 and matvec_q8 are 0 */
     ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
                                     * a short batch (ops.matmul_scratch); where cooperative matrices
                                     * run and a step may hold more than one token, else unused */
@@ -124,9 +123,6 @@ typedef struct ovk_gpu_state {
                                     * quant types' products with x in int8 (ovk_op_mul_mat_q8): where
                                     * integer dot products are fast and subgroup arithmetic exists, or
                                     * as OSCAR_MATVEC_Q8 says */
-    int matmul_short;              /* steps of OVK_MMS_BATCH_MIN..OVK_MMS_TOKENS_MAX rows run their
-                                    * products by the short-batch product (ovk_op_mul_mat_short), x
-                                    * made fp16 once an input: where it runs, unless OSCAR_MATMUL_SHORT=0 */
     int step_decode;               /* while a step records: each of its rows is another sequence's one
                                     * new token (batched decode), not a prompt's */
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth

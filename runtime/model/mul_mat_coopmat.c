@@ -9,7 +9,7 @@
 
 /* The fp16 shape the kernel uses: 16 x 16 x 16 where listed, else the largest M x N whose K
  * divides the step (and is a multiple of 4: the shared tiles are read in fp16 x4). */
-const oscar_coopmat_shape *ovk_mmc_shape(const oscar_context *ctx)
+static const oscar_coopmat_shape *pick_shape(const oscar_context *ctx)
 {
     const oscar_coopmat_shape *best = NULL;
     for (uint32_t i = 0; i < ctx->info.coopmat_shape_count; i++) {
@@ -86,14 +86,15 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
     if (!shader || strcmp(shader, "mul_mat.coopmat") != 0)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: no fp16 cooperative matrices on '%s'%s",
                            ctx->info.name, ctx->env.disable_coopmat ? " (OSCAR_DISABLE_COOPMAT=1)" : "");
-    const oscar_coopmat_shape *s = ovk_mmc_shape(ctx);
+    const oscar_coopmat_shape *s = pick_shape(ctx);
     if (!s)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat.coopmat: '%s' lists no fp16 shape with K dividing %u",
                            ctx->info.name, MMC_BK);
     return plan_shape(ops, s, ovk_max_subgroup_size(ctx), n, plan);
 }
 
-uint64_t ovk_mm_scratch_bytes(const ovk_ops *ops)
+/* The usable bytes of ops' scratch for split products (0 without one). */
+static uint64_t scratch_bytes(const ovk_ops *ops)
 {
     const ovk_binding *b = &ops->matmul_scratch;
     if (!b->buffer || b->offset >= b->buffer->size) return 0;
@@ -105,7 +106,7 @@ void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint
 {
     p->slices = 1;
     p->k_slice = ovk_div_up(cols, MMC_BK) * MMC_BK;
-    uint64_t part = (uint64_t)n * rows * 4, room = ovk_mm_scratch_bytes(ops);
+    uint64_t part = (uint64_t)n * rows * 4, room = scratch_bytes(ops);
     if (rows == 0 || n == 0 || part > room) return;
     uint32_t want = ops->matmul_split;
     if (want == 0) { /* auto: a short batch whose tiles leave cores idle */
@@ -151,19 +152,11 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     if (st == OSCAR_OK && split) ovk_cmd_barrier(ops->ctx, cmd);
     if (st == OSCAR_OK) st = ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
     if (st != OSCAR_OK || !split) return st;
-    return ovk_mm_sum_slices(ops, cmd, out, y, y_stride, rows, n, p->slices);
-}
-
-oscar_status ovk_mm_sum_slices(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding parts, ovk_binding y, uint32_t y_stride,
-                               uint32_t rows, uint32_t n, uint32_t slices)
-{
-    ovk_pipeline *pl;
     ovk_cmd_barrier(ops->ctx, cmd);
     ovk_pipeline_desc sum = { .shader = "mul_mat_slices", .n_buffers = 2, .push_size = 16, .n_spec = 1, .spec = { 256 } };
-    uint32_t sum_push[4] = { rows, n, y_stride, slices }, sum_groups[3] = { ovk_div_up(rows, 256), n, 1 };
-    ovk_binding sb[2] = { parts, y };
-    oscar_status st = ovk_pipeline_get(ops->ctx, &sum, &pl);
-    if (st != OSCAR_OK) return st;
+    uint32_t sum_push[4] = { rows, n, y_stride, p->slices }, sum_groups[3] = { ovk_div_up(rows, 256), n, 1 };
+    ovk_binding sb[2] = { out, y };
+    if ((st = ovk_pipeline_get(ops->ctx, &sum, &pl)) != OSCAR_OK) return st;
     return ovk_cmd_dispatch(ops->ctx, cmd, pl, sb, sum_push, sum_groups);
 }
 

@@ -45,19 +45,6 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
  * OVK_MMC_SPLIT_STEPS steps. Sets p->slices and p->k_slice. */
 void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint32_t cols, uint32_t n);
 
-/* The fp16 shape the cooperative-matrix kernels use on ctx: 16 x 16 x 16 where listed, else the
- * largest M x N (each at most 64, M a multiple of 4) whose K is a multiple of 4 dividing MMC_BK;
- * NULL when none is. */
-const oscar_coopmat_shape *ovk_mmc_shape(const oscar_context *ctx);
-
-/* The usable bytes of ops->matmul_scratch (0 without one). */
-uint64_t ovk_mm_scratch_bytes(const ovk_ops *ops);
-
-/* Records a barrier, then the sum of a split product's slices, parts [slices][n][rows] fp32, into
- * y [n][y_stride] (shaders/mul_mat_slices.comp). */
-oscar_status ovk_mm_sum_slices(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding parts, ovk_binding y, uint32_t y_stride,
-                               uint32_t rows, uint32_t n, uint32_t slices);
-
 /* Records the product for arguments ops.c has checked (check_mul_mat): W [rows][row bytes] of
  * `type`, x [n][cols] fp32, y [n][y_stride] fp32. */
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,

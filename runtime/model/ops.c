@@ -5,7 +5,6 @@
 
 #include "ggml_types.h"
 #include "mul_mat_coopmat.h"
-#include "mul_mat_short.h"
 #include "ops.h"
 #include "weight_planes.h"
 #include "q8_dot.h"
@@ -53,7 +52,6 @@ void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
     ops->matmul_workgroup = 0;
     for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
     ops->matmul_split = ctx->env.matmul_split;
-    for (int i = 0; i < 3; i++) ops->matmul_short[i] = ctx->env.matmul_short_plan[i];
     ops->matmul_scratch = (ovk_binding){ 0 };
 }
 
@@ -465,20 +463,6 @@ oscar_status ovk_op_mul_mat_coopmat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
     return mul_mat_coopmat(ops, cmd, type, w, x, y, rows, rows, cols, n);
 }
 
-int ovk_op_mul_mat_short_supported(const ovk_ops *ops) { return ovk_mms_supported(ops); }
-
-oscar_status ovk_op_mul_mat_short(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding xh,
-                                  ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    uint64_t row_bytes;
-    if (n == 0 || n > OVK_MMS_TOKENS_MAX)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_short: %u tokens (1..%u)", n, OVK_MMS_TOKENS_MAX);
-    oscar_status st = check_mul_mat(ops, "mul_mat_short", type, &w, &xh, ovk_x16_bytes(n, cols), &y, y_stride, rows, cols,
-                                    n, &row_bytes);
-    if (st != OSCAR_OK) return st;
-    return ovk_mms_record(ops, cmd, type, w, xh, y, y_stride, rows, cols, n);
-}
-
 oscar_status ovk_op_mul_mat_vec(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                   ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -758,23 +742,6 @@ oscar_status ovk_op_x_f16_blocks(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x
     uint32_t blocks = n * (cols / 32);
     ovk_binding b[2] = { x, xq };
     return elementwise(ops, cmd, "x_f16_blocks", b, 2, &blocks, 4, blocks);
-}
-
-oscar_status ovk_op_x_f16_rows(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xh, uint32_t cols, uint32_t n)
-{
-    oscar_context *ctx = ops->ctx;
-    const char *shader = ovk_pick_variant(ctx, "x_f16_rows");
-    if (!shader || !ctx->info.storage_16bit)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "x_f16_rows: no fp16 arithmetic and 16-bit storage on '%s'",
-                           ctx->info.name);
-    if (cols == 0 || cols % 4 || (uint64_t)ovk_x16_tokens(n) * ovk_x16_stride(cols) > UINT32_MAX / 8)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "x_f16_rows: %u rows of %u columns (a multiple of 4)", n, cols);
-    oscar_status st;
-    if ((st = check_binding(&x, (uint64_t)n * cols * 4, "x_f16_rows", "x")) != OSCAR_OK) return st;
-    if ((st = check_binding(&xh, ovk_x16_bytes(n, cols), "x_f16_rows", "xh")) != OSCAR_OK) return st;
-    uint32_t push[4] = { n, cols, ovk_x16_tokens(n), ovk_x16_stride(cols) };
-    ovk_binding b[2] = { x, xh };
-    return elementwise(ops, cmd, shader, b, 2, push, 16, push[2] * push[3]);
 }
 
 oscar_status ovk_op_add(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding a, ovk_binding b,

@@ -41,8 +41,6 @@ typedef struct ovk_ops {
                                  * token matrices for n <= 64 at 16 x 16) */
     uint32_t matmul_split;      /* column slices of a cooperative-matrix product (tuning; 0: chosen per
                                  * shape for short batches, 1: never split; OSCAR_MATMUL_SPLIT) */
-    uint32_t matmul_short[3];   /* the short-batch product's subgroups along rows and columns and row
-                                 * matrices a subgroup (tuning; 0: 2, 4 and 2; OSCAR_MATMUL_SHORT_PLAN) */
     ovk_binding matmul_scratch; /* fp32 partial sums of split products [slices][n][rows]; no buffer: no
                                  * product is split (OVK_MMC_SCRATCH_BYTES is what a session gives).
                                  * Split products share it: each records a barrier before it */
@@ -98,21 +96,6 @@ int ovk_op_mul_mat_coopmat_supported(const ovk_ops *ops);
  * ovk_op_mul_mat takes it in place of the tiled kernel where supported. */
 oscar_status ovk_op_mul_mat_coopmat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                       ovk_binding x, ovk_binding y, uint32_t rows, uint32_t cols, uint32_t n);
-
-/* The short-batch product (shaders/mul_mat_short.coopmat.comp), for batched decode: 1 to
- * OVK_MMS_TOKENS_MAX (64) tokens, x given as xh, the fp16 copy ovk_op_x_f16_rows makes of it
- * (runtime/model/mul_mat_short.h, ovk_x16_bytes), shared by the products of one input.
- * Dequantized W rounded to fp16, sums in fp32: ovk_ref_mul_mat_f16 is its faithful reference. y
- * as ovk_op_mul_mat_strided's. Splits its columns into slices of ops->matmul_scratch as the plan
- * says (a barrier before and after). MISSING_FEATURE where ovk_op_mul_mat_short_supported is 0. */
-int ovk_op_mul_mat_short_supported(const ovk_ops *ops);
-oscar_status ovk_op_mul_mat_short(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding xh,
-                                  ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
-
-/* xh = x [n][cols] fp32 as the short-batch product's fp16 input (x_f16_rows.f16.comp): rounded
- * to nearest, clamped to +-65504, zeros in the padding; cols a multiple of 4. Needs fp16
- * arithmetic and 16-bit storage (MISSING_FEATURE). */
-oscar_status ovk_op_x_f16_rows(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xh, uint32_t cols, uint32_t n);
 
 /* ovk_op_mul_mat (the same kernel choice) with token t's rows written at y[t * y_stride + r],
  * y [n][y_stride] fp32, y_stride >= rows (only columns 0..rows-1 are written): W is a row range

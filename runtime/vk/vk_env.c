@@ -1,5 +1,4 @@
 /* The environment variables of the library, read in one place (vk_env.h). */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +17,6 @@ const ovk_env_row ovk_env_table[] = {
                               "(fp16 inputs, ~1e-7 relative error)" },
     { "OSCAR_MATMUL_SPLIT", "cooperative-matrix products: column slices of a short batch's product, 1 never splits (tuning; "
                             "default: per shape)" },
-    { "OSCAR_MATMUL_SHORT", "0: batched decode (2-64 tokens) takes the split cooperative-matrix or int8 products instead of "
-                            "the short-batch product" },
-    { "OSCAR_MATMUL_SHORT_PLAN", "R,K,M: the short-batch product's subgroups along rows and along columns, and row "
-                                 "matrices a subgroup, each 1..8 (tuning)" },
     { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (the default where integer "
                          "dot products are accelerated; it can flip a greedy near-tie)" },
     { "OSCAR_MATVEC_PLANES", "1: the products of Q4_0/Q4_1/Q8_0/Q4_K/Q6_K weights read weight planes by texel fetches (a second copy of "
@@ -84,15 +79,6 @@ void ovk_env_read(ovk_env *env)
     env->matvec_f16 = flag("OSCAR_MATVEC_F16");
     env->matmul_coopmat = (int)number("OSCAR_MATMUL_COOPMAT", 0, 1, -1);
     env->matmul_split = (uint32_t)number("OSCAR_MATMUL_SPLIT", 1, 256, 0);
-    env->matmul_short = (int)number("OSCAR_MATMUL_SHORT", 0, 1, -1);
-    const char *plan = text("OSCAR_MATMUL_SHORT_PLAN");
-    unsigned r, k, m;
-    char end;
-    if (plan && sscanf(plan, "%u,%u,%u%c", &r, &k, &m, &end) == 3 && r >= 1 && r <= 8 && k >= 1 && k <= 8 && m >= 1 && m <= 8) {
-        env->matmul_short_plan[0] = r;
-        env->matmul_short_plan[1] = k;
-        env->matmul_short_plan[2] = m;
-    }
     env->matvec_q8 = (int)number("OSCAR_MATVEC_Q8", 0, 1, -1);
     env->matvec_planes = (int)number("OSCAR_MATVEC_PLANES", 0, 1, -1);
     env->attn_wg = (uint32_t)number("OSCAR_ATTN_WG", 64, 1024, 0);
