@@ -45,38 +45,9 @@ shared float so[WARPS * TM * TN];    // [warp tile][TN][TM] fp32: an edge matrix
 const uint W_RUNS = (BM * (BK / 8u) + WORKGROUP - 1u) / WORKGROUP; // runs of 8 weights a thread loads per step
 const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x a thread loads per step
 
-// Q4_0 runs are decoded in fp16 arithmetic: a nibble n becomes the fp16 1024 + n by its bits,
-// then (1024 + n - 1032) * d, exact but for the one rounding of the product (the value the fp32
-// path rounds to fp16). A code word holds the nibbles of elements e..e+3 as bytes, and one mask
-// takes two of them, e and e + 2, then e + 1 and e + 3; so a step's columns sit in the tiles in
-// the order e, e + 2, e + 1, e + 3 of each four (for x as for W), which leaves the sums as they are.
-const bool Q40 = TYPE == GGML_Q4_0;
-
 // v in fp16, rounded to nearest, values beyond the fp16 range clamped to +-65504 (not infinite:
 // an infinite input would turn a product with a zero into NaN).
 f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
-
-// Two elements of a Q4_0 block, from the nibbles in bits 0-3 and 16-19 of n, times d, in fp16.
-f16vec2 q40_pair(uint n, float16_t d)
-{
-    return (unpackFloat2x16((n & 0x000F000Fu) | 0x64006400u) - f16vec2(1032.0)) * d;
-}
-
-// Elements e..e+7 of a Q4_0 block from the words dq_fetch8 read (a: the block's offset & 3), in
-// fp16 and in the order of the tiles: v0 = e, e + 2, e + 1, e + 3; v1 the same four on.
-void q40_run(uint r[DQ_RAW], uint e, uint a, out f16vec4 v0, out f16vec4 v1)
-{
-    bool odd = (a & 2u) != 0u; // d at byte 2 of r[0]; the 8 code bytes at blk + 2 + e % 16 then word-aligned
-    float16_t d = unpackFloat2x16(odd ? r[0] >> 16 : r[0]).x;
-    uint c0 = odd ? r[1] : (r[1] >> 16) | (r[2] << 16), c1 = odd ? r[2] : (r[2] >> 16) | (r[3] << 16);
-    uint sh = e >= 16u ? 4u : 0u; // elements 16..31: the high nibbles
-    v0 = f16vec4(q40_pair(c0 >> sh, d), q40_pair(c0 >> (sh + 8u), d));
-    v1 = f16vec4(q40_pair(c1 >> sh, d), q40_pair(c1 >> (sh + 8u), d));
-    if (abs(d) > float16_t(8188.0)) { // 8 |d| may leave the fp16 range: clamped as the fp32 path clamps
-        v0 = clamp(v0, f16vec4(-65504.0), f16vec4(65504.0));
-        v1 = clamp(v1, f16vec4(-65504.0), f16vec4(65504.0));
-    }
-}
 
 // A step's tiles are read in two halves, so that later steps' global reads are in flight during
 // the current step's products: a step is read two steps before it is stored, into one of two
@@ -108,24 +79,17 @@ void q40_run(uint r[DQ_RAW], uint e, uint a, out f16vec4 v0, out f16vec4 v1)
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
         MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
-        f16vec4 v0, v1;                                                                                   \
-        if (Q40) {                                                                                        \
-            q40_run(raw, wa[i] & 0xFFFFu, (wa[i] >> 16) & 3u, v0, v1);                                    \
-        } else {                                                                                          \
-            float w[8];                                                                                   \
-            dq_decode8(raw, wa[i] & 0xFFFFu, (wa[i] >> 16) & 3u, w);                                      \
-            v0 = to_f16(vec4(w[0], w[1], w[2], w[3]));                                                    \
-            v1 = to_f16(vec4(w[4], w[5], w[6], w[7]));                                                    \
-        }                                                                                                 \
+        float w[8];                                                                                       \
+        dq_decode8(raw, wa[i] & 0xFFFFu, (wa[i] >> 16) & 3u, w);                                          \
         bool live = (wa[i] >> 31) != 0u;                                                                  \
         if (r < BM) {                                                                                     \
-            sw[r * SK + kq] = live ? v0 : f16vec4(0.0);                                                   \
-            sw[r * SK + kq + 1u] = live ? v1 : f16vec4(0.0);                                              \
+            sw[r * SK + kq] = live ? to_f16(vec4(w[0], w[1], w[2], w[3])) : f16vec4(0.0);                 \
+            sw[r * SK + kq + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);            \
         }                                                                                                 \
     }                                                                                                     \
     MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
-        if (j < BN) sx[j * SK + t % (BK / 4u)] = Q40 ? to_f16(xr[i]).xzyw : to_f16(xr[i]);                \
+        if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
     }
 
 // The warp tile's products over the step in sw and sx (a subgroup without a tile skips them).
