@@ -576,6 +576,7 @@ static int bench_ops(int argc, char **argv)
     uint32_t tokens = 1, mv_tokens = 0; /* --tokens: the product of a batch; --mv-tokens: its tokens per workgroup */
     int barriers = 1;                   /* --no-barriers: chain the products without a barrier between them */
     int planes_only = 0;                /* --planes-only: time the planes product alone */
+    int hot = 0;                        /* --hot: one copy of the weights, read from the cache where it fits */
     uint32_t mm_tile[4] = { 0 };        /* --mm-tile: the cooperative-matrix matmul's plan (ovk_ops.matmul_coopmat) */
     uint32_t planes_tile[3] = { 0 };    /* --planes-tile: the planes product's threads, rows and tokens a thread (0: defaults) */
     static const uint32_t all_types[] = { OSCAR_GGML_TYPE_F32, OSCAR_GGML_TYPE_F16, OSCAR_GGML_TYPE_BF16,
@@ -593,6 +594,10 @@ static int bench_ops(int argc, char **argv)
         }
         if (!strcmp(f, "--planes-only")) {
             planes_only = 1;
+            continue;
+        }
+        if (!strcmp(f, "--hot")) {
+            hot = 1;
             continue;
         }
         static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
@@ -714,6 +719,7 @@ static int bench_ops(int argc, char **argv)
         uint64_t mat = ((row_bytes * rows) + 255) & ~255ull; /* 256-byte aligned copies */
         uint32_t copies = (uint32_t)((512ull << 20) / mat + 1); /* > 512 MiB in all: beyond any cache */
         if (copies > 64) copies = 64;
+        if (hot) copies = 1;
         while (copies > 1 && (uint64_t)copies * mat > info.max_storage_buffer_range) copies--;
         ovk_buffer w = { 0 }; /* the GGUF blocks, for every product but the planes one */
         oscar_status st = planes_only ? OSCAR_OK : ovk_buffer_create(ctx, copies * mat, OSCAR_BUFFER_DEVICE, &w);
@@ -1075,7 +1081,7 @@ static void print_usage(FILE *out, const char *mode)
                  "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
                  "                      [--no-barriers]\n"
                  "                      [--tokens N] [--mv-tokens N] [--mm-tile WMxWNxCMxCN] [--planes-tile THREADSxROWS[xTOKENS]]\n"
-                 "                      [--planes-only]\n"
+                 "                      [--planes-only] [--hot]\n"
                  "                      [--types F16,Q4_0,...] [--device NAME|INDEX]\n" },
         { "floor", "oscar-bench floor     [--gen tiny|llama3-8b-q4_0|qwen3-4b-q4_0] [--contexts A,B,..] [--kv int2,fp16]\n"
                    "                      [--iters N] [--device NAME|INDEX]\n" },
