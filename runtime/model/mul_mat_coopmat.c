@@ -1,7 +1,6 @@
 /* The cooperative-matrix matmul's plan per device and its dispatch; see mul_mat_coopmat.h. */
 #include <string.h>
 
-#include "ggml_types.h"
 #include "mul_mat_coopmat.h"
 
 #include "common/mul_mat_coopmat.h"
@@ -123,28 +122,6 @@ void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint
     p->slices = ovk_div_up(cols, p->k_slice);
 }
 
-static uint32_t chunk_bytes(uint32_t type)
-{
-    switch (type) {
-    case OSCAR_GGML_TYPE_Q4_0:
-    case OSCAR_GGML_TYPE_Q4_K: return 144;
-    case OSCAR_GGML_TYPE_Q4_1: return 160;
-    case OSCAR_GGML_TYPE_Q5_K: return 176;
-    case OSCAR_GGML_TYPE_Q6_K: return 210;
-    case OSCAR_GGML_TYPE_Q8_0: return 272;
-    default: return 0;
-    }
-}
-
-static int plan_stages(const ovk_ops *ops, const ovk_mmc_plan *p, uint32_t type, uint32_t n)
-{
-    uint32_t bytes = chunk_bytes(type), wpr = (bytes + 5) / 4;
-    int want = ops->ctx->env.matmul_stage >= 0 ? ops->ctx->env.matmul_stage : n <= OVK_MMC_SPLIT_TOKENS;
-    uint64_t shared = (uint64_t)(p->bm + p->bn) * (MMC_BK / 4 + 2) * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4 +
-                      (uint64_t)p->bm * wpr * 4;
-    return want && bytes && shared <= ops->ctx->limits.maxComputeSharedMemorySize;
-}
-
 /* Records `shader` with plan p over checked arguments: into y, or for a split plan into the
  * slices of ops' scratch, then their sum into y (a barrier between). A split plan records a
  * barrier before its product too: the products of one input are recorded without barriers
@@ -160,8 +137,7 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 24, .n_spec = MMC_SPEC_COUNT,
                             .spec = { [MMC_SPEC_WORKGROUP] = p->workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p->tm,
                                       [MMC_SPEC_TN] = p->tn, [MMC_SPEC_TK] = p->tk, [MMC_SPEC_SG_M] = p->sg_m,
-                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn,
-                                      [MMC_SPEC_STAGE] = (uint32_t)plan_stages(ops, p, type, n) } };
+                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
     int split = p->slices > 1;
     uint64_t part = (uint64_t)n * rows; /* floats of a slice: [n][rows] */
     ovk_binding out = y;

@@ -17,7 +17,6 @@ const ovk_env_row ovk_env_table[] = {
                               "(fp16 inputs, ~1e-7 relative error)" },
     { "OSCAR_MATMUL_SPLIT", "cooperative-matrix products: column slices of a short batch's product, 1 never splits (tuning; "
                             "default: per shape)" },
-    { "OSCAR_MATMUL_STAGE", "cooperative-matrix products: 1 stages W in shared memory 256 columns at a time where it fits" },
     { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (the default where integer "
                          "dot products are accelerated; it can flip a greedy near-tie)" },
     { "OSCAR_MATVEC_PLANES", "1: the products of Q4_0/Q4_1/Q8_0/Q4_K/Q6_K weights read weight planes by texel fetches (a second copy of "
@@ -80,7 +79,6 @@ void ovk_env_read(ovk_env *env)
     env->matvec_f16 = flag("OSCAR_MATVEC_F16");
     env->matmul_coopmat = (int)number("OSCAR_MATMUL_COOPMAT", 0, 1, -1);
     env->matmul_split = (uint32_t)number("OSCAR_MATMUL_SPLIT", 1, 256, 0);
-    env->matmul_stage = (int)number("OSCAR_MATMUL_STAGE", 0, 1, -1);
     env->matvec_q8 = (int)number("OSCAR_MATVEC_Q8", 0, 1, -1);
     env->matvec_planes = (int)number("OSCAR_MATVEC_PLANES", 0, 1, -1);
     env->attn_wg = (uint32_t)number("OSCAR_ATTN_WG", 64, 1024, 0);

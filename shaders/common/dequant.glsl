@@ -51,12 +51,6 @@ uint dq_block_bytes()
 // Bytes of one row of `cols` elements (cols a multiple of dq_block_elems()).
 uint dq_row_bytes(uint cols) { return (cols / dq_block_elems()) * dq_block_bytes(); }
 
-// Word i of the blocks as dq_fetch8 reads it: wq[i], unless the including shader defines
-// DQ_WORD (a shader that keeps a copy of the blocks in shared memory reads the copy).
-#ifndef DQ_WORD
-#define DQ_WORD(i) wq[i]
-#endif
-
 uint dq_u8(uint o) { return (wq[o >> 2] >> ((o & 3u) << 3)) & 0xFFu; }
 uint dq_u16(uint o) { return (wq[o >> 2] >> ((o & 2u) << 3)) & 0xFFFFu; }           // o even
 float dq_f16(uint o) { return unpackHalf2x16(dq_u16(o)).x; }                         // o even
@@ -82,7 +76,7 @@ const uint DQ_RAW = 8u; // words a run's fetch keeps
 
 // The word at index i where `need` holds, else 0 (the third word under 8 bytes at an even
 // offset, which lies past the buffer's end when the 8 bytes are word-aligned).
-uint dq_word_if(uint i, bool need) { return need ? DQ_WORD(i) : 0u; }
+uint dq_word_if(uint i, bool need) { return need ? wq[i] : 0u; }
 
 // The 32 bits at byte 2 of w0 (odd) or byte 0 (even), continued in w1: what dq_u32 reads at an
 // even offset o from the words o >> 2 and o >> 2 + 1.
@@ -126,30 +120,30 @@ void dq_fetch8(uint blk, uint e, out uint r[DQ_RAW])
     for (uint k = 0u; k < DQ_RAW; k++) r[k] = 0u;
     uint b = blk >> 2;
     if (TYPE == GGML_F32) {
-        for (uint k = 0u; k < 8u; k++) r[k] = DQ_WORD(b + e + k);
+        for (uint k = 0u; k < 8u; k++) r[k] = wq[b + e + k];
     } else if (TYPE == GGML_F16 || TYPE == GGML_BF16) {
-        for (uint k = 0u; k < 4u; k++) r[k] = DQ_WORD(b + (e >> 1) + k);
+        for (uint k = 0u; k < 4u; k++) r[k] = wq[b + (e >> 1) + k];
     } else if (TYPE == GGML_Q4_0 || TYPE == GGML_Q8_0) {
         uint o = blk + 2u + (TYPE == GGML_Q4_0 ? e & 15u : e); // y[j] and y[j+16] share Q4_0's byte j
-        r[0] = DQ_WORD(b);
-        r[1] = DQ_WORD(o >> 2);
-        r[2] = DQ_WORD((o >> 2) + 1u);
+        r[0] = wq[b];
+        r[1] = wq[o >> 2];
+        r[2] = wq[(o >> 2) + 1u];
         r[3] = dq_word_if((o >> 2) + 2u, (o & 2u) != 0u);
     } else if (TYPE == GGML_Q4_1) {
         uint i = (blk + 4u + (e & 15u)) >> 2;
-        r[0] = DQ_WORD(b);
-        r[1] = DQ_WORD(i);
-        r[2] = DQ_WORD(i + 1u);
+        r[0] = wq[b];
+        r[1] = wq[i];
+        r[2] = wq[i + 1u];
     } else if (TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) {
         // chunk c of 64: y[64c + l] = low nibble of qs[32c + l] (sub-block 2c),
         //                y[64c + 32 + l] = high nibble (sub-block 2c+1)
         uint i = (blk + (TYPE == GGML_Q5_K ? 48u : 16u) + 32u * (e >> 6) + (e & 31u)) >> 2;
-        for (uint k = 0u; k < 4u; k++) r[k] = DQ_WORD(b + k);
-        r[4] = DQ_WORD(i);
-        r[5] = DQ_WORD(i + 1u);
+        for (uint k = 0u; k < 4u; k++) r[k] = wq[b + k];
+        r[4] = wq[i];
+        r[5] = wq[i + 1u];
         if (TYPE == GGML_Q5_K) {
-            r[6] = DQ_WORD(b + 4u + ((e & 31u) >> 2));
-            r[7] = DQ_WORD(b + 5u + ((e & 31u) >> 2));
+            r[6] = wq[b + 4u + ((e & 31u) >> 2)];
+            r[7] = wq[b + 5u + ((e & 31u) >> 2)];
         }
     } else if (TYPE == GGML_Q6_K) {
         // half h of 128, quarter g of 32 within it, l0 in 0..31:
@@ -158,14 +152,14 @@ void dq_fetch8(uint blk, uint e, out uint r[DQ_RAW])
         uint h = e >> 7, g = (e >> 5) & 3u, l0 = e & 31u;
         uint ql = blk + 64u * h + 32u * (g & 1u) + l0, qh = blk + 128u + 32u * h + l0;
         bool odd = (blk & 2u) != 0u;
-        r[0] = DQ_WORD(ql >> 2);
-        r[1] = DQ_WORD((ql >> 2) + 1u);
+        r[0] = wq[ql >> 2];
+        r[1] = wq[(ql >> 2) + 1u];
         r[2] = dq_word_if((ql >> 2) + 2u, odd);
-        r[3] = DQ_WORD(qh >> 2);
-        r[4] = DQ_WORD((qh >> 2) + 1u);
+        r[3] = wq[qh >> 2];
+        r[4] = wq[(qh >> 2) + 1u];
         r[5] = dq_word_if((qh >> 2) + 2u, odd);
-        r[6] = DQ_WORD((blk + 192u + 8u * h + (l0 >> 4) + 2u * g) >> 2);
-        r[7] = DQ_WORD((blk + 208u) >> 2);
+        r[6] = wq[(blk + 192u + 8u * h + (l0 >> 4) + 2u * g) >> 2];
+        r[7] = wq[(blk + 208u) >> 2];
     }
 }
 

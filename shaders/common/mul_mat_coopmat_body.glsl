@@ -15,7 +15,6 @@ layout(constant_id = MMC_SPEC_SG_M) const uint SG_M = 2; // warp tiles along row
 layout(constant_id = MMC_SPEC_SG_N) const uint SG_N = 2; // along tokens
 layout(constant_id = MMC_SPEC_CM) const uint CM = 4;     // matrices per warp tile along rows
 layout(constant_id = MMC_SPEC_CN) const uint CN = 4;     // along tokens
-layout(constant_id = MMC_SPEC_STAGE) const uint STAGE = 0; // 1: W staged in shared memory a chunk at a time
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };     // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };     // [n][cols] fp32
@@ -30,8 +29,6 @@ layout(push_constant) uniform Push {
     uint slice;    // floats from slice z's y to slice z + 1's (unsplit: 0)
 } pc;
 
-uint staged_word(uint i);
-#define DQ_WORD(i) staged_word(i)
 #include "common/dequant.glsl"
 
 const uint BK = MMC_BK;
@@ -42,13 +39,6 @@ const uint SK = BK / 4u + 2u; // shared row stride in f16vec4 (80 bytes: 16-byte
 shared f16vec4 sw[BM * SK];          // [BM][SK] fp16 x4: W[row0 + r][k0 + 4i ..], dequantized
 shared f16vec4 sx[BN * SK];          // [BN][SK] fp16 x4: x[tok0 + j][k0 + 4i ..]
 shared float so[WARPS * TM * TN];    // [warp tile][TN][TM] fp32: an edge matrix on its way to y
-const uint CHUNK_BYTES = TYPE == GGML_Q4_0 || TYPE == GGML_Q4_K ? 144u : TYPE == GGML_Q4_1 ? 160u
-                       : TYPE == GGML_Q5_K ? 176u : TYPE == GGML_Q6_K ? 210u : TYPE == GGML_Q8_0 ? 272u : 0u;
-const uint WPR = (CHUNK_BYTES + 5u) / 4u;
-const uint CW = STAGE != 0u ? (BM * WPR + WORKGROUP - 1u) / WORKGROUP : 1u;
-shared uint sraw[STAGE != 0u ? BM * WPR : 1u];
-uint dq_base;
-uint staged_word(uint i) { return STAGE != 0u ? sraw[dq_base + i] : wq[i]; }
 
 #include "common/mul_mat_coopmat_ops.glsl"
 
@@ -78,9 +68,6 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) wr[i * DQ_RAW + k] = raw[k];                        \
         wa[i] = (c % be) | ((blk & 3u) << 16) | (live ? 1u << 31 : 0u);                                   \
     }                                                                                                     \
-    FETCH_X(K0, xr)
-
-#define FETCH_X(K0, xr)                                                                                   \
     MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u), col = (K0) + (t % (BK / 4u)) * 4u;               \
         bool live = j < BN && tok0 + j < pc.n && col < pc.cols;                                           \
@@ -100,40 +87,9 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
             sw[r * SK + kq + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);            \
         }                                                                                                 \
     }                                                                                                     \
-    STORE_X(xr)
-
-#define STORE_X(xr)                                                                                       \
     MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
         if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
-    }
-
-#define FETCH_CHUNK(KC, cw)                                                                               \
-    MMC_UNROLL for (uint i = 0u; i < CW; i++) {                                                           \
-        uint q = tid + i * WORKGROUP, r = q / WPR, row = min(row0 + r, pc.rows - 1u);                     \
-        uint sb = row * rb + (KC) / be * bb, eb = row * rb + min((KC) + MMC_CHUNK, pc.cols) / be * bb;   \
-        bool in_row = q < BM * WPR && (sb >> 2) + q % WPR < ((eb + 3u) >> 2);                             \
-        cw[i] = in_row ? wq[(sb >> 2) + q % WPR] : 0u;                                                    \
-    }
-#define STORE_CHUNK(cw)                                                                                   \
-    MMC_UNROLL for (uint i = 0u; i < CW; i++) {                                                           \
-        uint q = tid + i * WORKGROUP;                                                                     \
-        if (q < BM * WPR) sraw[q] = cw[i];                                                                \
-    }
-#define STORE_W_STAGED(K0, KC)                                                                            \
-    MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
-        uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, col = (K0) + (t % (BK / 8u)) * 8u; \
-        bool live = r < BM && row0 + r < pc.rows && col < pc.cols;                                        \
-        uint raw[DQ_RAW], row = row0 + r, blk = row * rb + col / be * bb;                                 \
-        MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = 0u;                                        \
-        dq_base = r * WPR - ((row * rb + (KC) / be * bb) >> 2);                                           \
-        if (live) dq_fetch8(blk, col % be, raw);                                                          \
-        float w[8];                                                                                       \
-        dq_decode8(raw, col % be, blk & 3u, w);                                                           \
-        if (r < BM) {                                                                                     \
-            sw[r * SK + kq] = live ? to_f16(vec4(w[0], w[1], w[2], w[3])) : f16vec4(0.0);                 \
-            sw[r * SK + kq + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);            \
-        }                                                                                                 \
     }
 
 // The warp tile's products over the step in sw and sx (a subgroup without a tile skips them).
@@ -155,14 +111,6 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
     STORE_STEP(wr, wa, xr)                                                                                \
     barrier();                                                                                            \
     FETCH_STEP(K_NEXT, wr, wa, xr)                                                                        \
-    PRODUCTS_STEP()                                                                                       \
-    barrier();
-
-#define STAGED_STEP(K, KC, xs)                                                                            \
-    STORE_W_STAGED(K, KC)                                                                                 \
-    STORE_X(xs)                                                                                           \
-    barrier();                                                                                            \
-    FETCH_X((K) + 2u * BK, xs)                                                                            \
     PRODUCTS_STEP()                                                                                       \
     barrier();
 
@@ -189,28 +137,6 @@ void main()
         uint wm = (wt % SG_M) * CM * TM, wn = (wt / SG_M) * CN * TN; // its first row and token in the tile
         MMC_UNROLL for (uint i = 0u; i < CM * CN; i++)
             acc[i] = MMC_ZERO;
-        if (STAGE != 0u) {
-            uint cw[CW];
-            uint kc = k_begin / MMC_CHUNK * MMC_CHUNK;
-            FETCH_CHUNK(kc, cw)
-            FETCH_X(k_begin, xr)
-            FETCH_X(k_begin + BK, xr2)
-            for (; kc < k_end; kc += MMC_CHUNK) {
-                STORE_CHUNK(cw)
-                barrier();
-                if (kc + MMC_CHUNK < k_end) FETCH_CHUNK(kc + MMC_CHUNK, cw)
-                uint ke = min(kc + MMC_CHUNK, k_end), k0 = max(kc, k_begin);
-                if ((((k0 - k_begin) / BK) & 1u) != 0u) { // an odd step: the second x set
-                    STAGED_STEP(k0, kc, xr2)
-                    k0 += BK;
-                }
-                for (; k0 < ke; k0 += 2u * BK) {
-                    STAGED_STEP(k0, kc, xr)
-                    if (k0 + BK >= ke) break;
-                    STAGED_STEP(k0 + BK, kc, xr2)
-                }
-            }
-        } else {
         FETCH_STEP(k_begin, wr, wa, xr)
         FETCH_STEP(k_begin + BK, wr2, wa2, xr2)
         // two steps a round, each step's reads two steps ahead of their use (a short batch's
@@ -220,7 +146,6 @@ void main()
             STEP(k0 + 2u * BK, wr, wa, xr)
             if (k0 + BK >= k_end) break; // uniform
             STEP(k0 + 3u * BK, wr2, wa2, xr2)
-        }
         }
         if (own) {
             // y[tok][row] is the accumulator (row, tok) stored column-major with stride y_stride
