@@ -107,31 +107,12 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
 
 // One step from a register set: store it, read the step at column K_NEXT into the same set (past
 // the slice: not stored; past the matrix: zeros), then the products.
-// Timing builds only (wrong outputs): -DNO_STORE, -DNO_FETCH, -DNO_PRODUCTS, -DNO_BARRIER drop a
-// part of the step (NO_FETCH makes the words of W and x up from the column).
-#ifdef NO_STORE
-#undef STORE_STEP
-#define STORE_STEP(wr, wa, xr) if (wa[0] == 12345u && xr[0].x == 1.5) sw[tid] = f16vec4(1.0);
-#endif
-#ifdef NO_FETCH
-#undef FETCH_STEP
-#define FETCH_STEP(K0, wr, wa, xr) MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) { wa[i] = (K0) + i; MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) wr[i * DQ_RAW + k] = (K0) * 7u + k; } MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) xr[i] = vec4(float(K0));
-#endif
-#ifdef NO_PRODUCTS
-#undef PRODUCTS_STEP
-#define PRODUCTS_STEP()
-#endif
-#ifdef NO_BARRIER
-#define BAR()
-#else
-#define BAR() barrier();
-#endif
 #define STEP(K_NEXT, wr, wa, xr)                                                                          \
     STORE_STEP(wr, wa, xr)                                                                                \
-    BAR()                                                                                                 \
+    barrier();                                                                                            \
     FETCH_STEP(K_NEXT, wr, wa, xr)                                                                        \
     PRODUCTS_STEP()                                                                                       \
-    BAR()
+    barrier();
 
 void main()
 {
