@@ -1,6 +1,7 @@
 /* The paged KV cache's steps: sequences, planning a step (pages, attention items or prefill
  * tiles), staging its uploads, recording append / attention / flush into a command stream, and
  * the public step API that wraps them with one timed submission per call. */
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,7 +296,8 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
         uint32_t groups[3] = { n < 65535 ? n : 65535, c->p.n_kv_head, 2 };
         if (c->mode >= KV_MODE_HADAMARD) { /* column blocks of R times token groups (a CPU device: a
                                               * group a token, which keeps lavapipe's loops short);
-                                              * blocks <= 128, so 65535 / blocks > APPEND_TOKEN_GROUPS */
+                                              * blocks <= KV_MAX_HEAD_DIM / 2 (append_pairs >= 1) */
+            static_assert((KV_MAX_HEAD_DIM / 2) * APPEND_TOKEN_GROUPS <= 65535, "kv_append's grid exceeds 65535 groups");
             uint32_t blocks = c->p.head_dim / 2 / c->append_pairs;
             uint32_t cap = c->ctx->info.type == OSCAR_DEVICE_CPU ? 65535 / blocks : APPEND_TOKEN_GROUPS;
             groups[0] = blocks * (n < cap ? n : cap);
