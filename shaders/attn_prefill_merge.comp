@@ -11,8 +11,6 @@
 // partials, R_V and the centering vectors and writes out; its push's n_items is the step's rows.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/kv_layout.h"
 #include "common/attn_push.h"
 #include "common/kv_write.h"
@@ -22,6 +20,7 @@
 // ---- shared memory ----
 shared float sh_out[(LANES_M > GQA ? LANES_M : GQA) * D]; // [LANES_M][d] lane sums, then [GQA][d] o
 shared float sh_red[GQA * WG];  // [GQA][WG] per-thread maxima or sums
+shared float sh_part[GQA * 16]; // [GQA][16] first-level reduction results
 shared bool sh_last;            // (count_and_merge's; unused here)
 
 const float NEG_INF = -1.0 / 0.0;

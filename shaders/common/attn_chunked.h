@@ -17,7 +17,7 @@
 /* its shared memory in floats, for items of up to `item` tokens, GQA heads per workgroup, `wg`
  * threads, head_dim d, group G and page P: q [gqa][d], group sums of q [gqa][d/G], scores/p
  * [item][gqa] (also the [wg/(d/8)][d] lane sums and the merge's [gqa][d] output), per-thread
- * reduction values [gqa][wg], the item's page ids, a flag, and
+ * reduction values [gqa][wg], first-level results [gqa][16], the item's page ids, a flag, and
  * the key-center logits of the blocks an item's chunk touches [item/16 + 2][gqa] (blocks are at
  * least 16 positions). */
 #define ATTN_CH_ITEM_PAGES(item, P) ((item) / (P) + 2)
@@ -27,7 +27,7 @@
  * blocks' scales and sums [gqa][d/32] each */
 #define ATTN_CH_IDOT_FLOATS(gqa, d, idot) ((idot) != 0 ? (gqa) * (d) / 2 + 2 * (gqa) * ((d) / 32) : 0)
 #define ATTN_CH_SHARED_FLOATS(item, gqa, wg, d, G, P, idot)                                                    \
-    ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_CH_P_FLOATS(item, gqa, wg, d) + (gqa) * (wg) +                     \
+    ((gqa) * (d) + (gqa) * ((d) / (G)) + ATTN_CH_P_FLOATS(item, gqa, wg, d) + (gqa) * (wg) + (gqa) * 16 +      \
      ATTN_CH_ITEM_PAGES(item, P) + 1 + ATTN_CH_BIAS_FLOATS(item, gqa) + ATTN_CH_IDOT_FLOATS(gqa, d, idot))
 
 #endif

@@ -52,8 +52,6 @@
 // the same formula as the declarations below (ATTN_CH_SHARED_FLOATS, common/attn_chunked.h).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "common/kv_layout.h"
 #include "common/attn_chunked.h"
 #include "common/kv_write.h"
@@ -77,6 +75,7 @@ const uint CW4 = CW / 4;                        // uvec4s of K codes per row
 layout(constant_id = KV_SPEC_CH_U) const uint U = 2;   // tokens per thread per round of the scores
 layout(constant_id = KV_SPEC_CH_VU) const uint VU = 8; // tokens per lane per step of the values
 const uint LANES = WG / (2 * CW);               // value phase: token lanes (WG % (d/8) == 0)
+const uint NPART = 16;                          // first-level reduction width
 const uint P_FLOATS = ATTN_CH_P_FLOATS(ITEM_TOKENS, GQA, WG, D);
 const uint MAX_PAGES = ATTN_CH_ITEM_PAGES(ITEM_TOKENS, PAGE);   // pages an item can touch
 // One V group per row (G = head_dim, the default for head_dim <= 128): the softmax phase then
@@ -95,6 +94,7 @@ shared float sh_qs[GQA * PWD];      // [GQA][d/G] per-group sums of sh_q (INT2)
 shared float sh_p[P_FLOATS];        // [ITEM_TOKENS][GQA] scores, then p; at the end [HR][LANES][d] lane sums;
                                     // in the merge [LANES_M][d] lane sums, then [GQA][d] o
 shared float sh_red[GQA * WG];      // [GQA][WG] per-thread maxima or sums
+shared float sh_part[GQA * NPART];  // [GQA][NPART] first-level reduction results
 shared uint sh_page[MAX_PAGES];     // page ids of the item's pages, from the item's first page
 shared float sh_bias[ATTN_CH_BIAS_FLOATS(ITEM_TOKENS, GQA)]; // [blocks of the chunk][GQA] q_h·(c_b·R_K) (CENTERED)
 shared bool sh_last;                // this workgroup completes its (row, KV head)

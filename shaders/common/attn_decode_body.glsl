@@ -70,6 +70,7 @@ shared float sh_ms[NSG_MAX * GQA];    // [subgroup][GQA] running max m
 shared float sh_ls[NSG_MAX * GQA];    // [subgroup][GQA] sum l
 shared float sh_bs[NSG_MAX * GQA];    // [subgroup][GQA] value offset sum_k p_k min_k (one V group a row)
 shared float sh_red[GQA * WG];        // [GQA][WG] merge: per-thread maxima or sums
+shared float sh_part[GQA * 16];       // [GQA][16] merge: first-level reduction results
 shared bool sh_last;                  // this workgroup completes its (row, KV head)
 
 const float NEG_INF = -1.0 / 0.0;

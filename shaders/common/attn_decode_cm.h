@@ -23,13 +23,13 @@
  *   ss    [W][16 * 16 tt] fp32       each walker's scores, or one accumulator
  *   s_a, s_m, s_l [W][16] fp32       each walker's rescale factors, maxima, sums
  *   the merge's lane sums and outputs [max(wg / (d/4), gqa)][d], per-thread values [gqa][wg],
- *   a flag
+ *   first-level results [gqa][16], a flag
  * (Arrays the matrix operations read or write are sized without a conditional: one driver
  * misaddressed them when their size was a selected specialization constant.) */
 #define ATTN_CM_QS(d) ((d) / 4 + 2)      /* row stride of sk in 4-element fp16 vectors */
 #define ATTN_CM_PS(tt) (4 * (tt) + 2)    /* row stride of sp in 4-element fp16 vectors */
 #define ATTN_CM_SHARED_BYTES(wg, w, tt, gqa, d)                                                            \
     (8 * (w) * 16 * (tt) * ATTN_CM_QS(d) + 8 * (w) * 16 * ATTN_CM_PS(tt) + 4 * (w) * 256 * (tt) +           \
-     4 * 3 * (w) * 16 + 4 * ATTN_MAX2((wg) / ((d) / 4), (gqa)) * (d) + 4 * (gqa) * (wg) + 4)
+     4 * 3 * (w) * 16 + 4 * ATTN_MAX2((wg) / ((d) / 4), (gqa)) * (d) + 4 * (gqa) * (wg) + 4 * (gqa) * 16 + 4)
 
 #endif

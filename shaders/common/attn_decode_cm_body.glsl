@@ -76,6 +76,7 @@ shared float s_m[NSG * 16u];             // per walker at the end: m of each hea
 shared float s_l[NSG * 16u];             // ... and l
 shared float sh_out[OUT_FLOATS];         // the merge's lane sums, then outputs
 shared float sh_red[GQA * WG];           // the merge's per-thread values
+shared float sh_part[GQA * 16u];         // the merge's first-level results
 shared bool sh_last;                     // this workgroup completes its (row, KV head)
 
 #define OUT_SCRATCH sh_out

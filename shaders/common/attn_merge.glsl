@@ -1,6 +1,5 @@
-// The merge of decode attention (included by the attention kernels, which enable
-// GL_KHR_shader_subgroup_basic and _arithmetic: the KV cache requires them of a device): the last
-// workgroup of a (row, KV head) combines the row's partials [n_items][n_head][d + 4] of its GQA heads exactly
+// The merge of decode attention (included by both kernels' bodies): the last workgroup of a
+// (row, KV head) combines the row's partials [n_items][n_head][d + 4] of its GQA heads exactly
 // (M = max m_s, L = sum l_s e^(m_s - M), o = sum o_s e^(m_s - M) / L; 0 when nothing was
 // attended), applies R_Vᵀ (and + μ_V in OSCAR mode) in the rotated modes and writes
 // out[row][head][d]. Uses OUT_SCRATCH (the includer's shared array) as [LANES_M][d] lane sums,
@@ -9,19 +8,23 @@
 // pc.q8_out, count_and_merge also writes the outputs' int8 blocks (common/q8_layout.h), as
 // quantize_q8.comp would from out: the input of the next product, without its own dispatch.
 
-// v[h] <- max (is_max) or sum of v[h] over the workgroup, in every thread: each subgroup reduces
-// its own values, then every thread combines the subgroups' results from shared memory in one
-// order (so all threads hold the same value, whatever the subgroup size). All threads call it;
-// two barriers, the second before sh_red may be written again.
+// v[h] <- max (is_max) or sum of v[h] over the workgroup, in every thread. All threads call it.
 void reduce_heads(inout float v[GQA], bool is_max)
 {
-    [[unroll]] for (uint h = 0; h < GQA; h++) v[h] = is_max ? subgroupMax(v[h]) : subgroupAdd(v[h]);
-    if (subgroupElect())
-        [[unroll]] for (uint h = 0; h < GQA; h++) sh_red[h * WG + gl_SubgroupID] = v[h];
+    const uint NPART = 16;
+    uint t = gl_LocalInvocationID.x;
+    for (uint h = 0; h < GQA; h++) sh_red[h * WG + t] = v[h];
     barrier();
-    [[unroll]] for (uint h = 0; h < GQA; h++) {
+    for (uint i = t; i < GQA * NPART; i += WG) {
+        uint h = i / NPART, c = i % NPART;
         float r = is_max ? NEG_INF : 0.0;
-        for (uint s = 0; s < gl_NumSubgroups; s++) r = is_max ? max(r, sh_red[h * WG + s]) : r + sh_red[h * WG + s];
+        for (uint k = c; k < WG; k += NPART) r = is_max ? max(r, sh_red[h * WG + k]) : r + sh_red[h * WG + k];
+        sh_part[i] = r;
+    }
+    barrier();
+    for (uint h = 0; h < GQA; h++) {
+        float r = is_max ? NEG_INF : 0.0;
+        for (uint c = 0; c < NPART; c++) r = is_max ? max(r, sh_part[h * NPART + c]) : r + sh_part[h * NPART + c];
         v[h] = r;
     }
     barrier();

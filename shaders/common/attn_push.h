@@ -37,7 +37,7 @@
  *            [wg / (d/4)][d] and outputs [gqa][d]
  *   cb       key-center logits of the blocks a tile touches [wg / sgmin][ATTN_CB_MAX][gqa]
  *   ms/ls/bs each subgroup's max, sum and value offset [wg / sgmin][gqa]
- *   red      the merge's per-thread values [gqa][wg] */
+ *   red      the merge's per-thread values [gqa][wg], part [gqa][16] */
 #define ATTN_MAX2(a, b) ((a) > (b) ? (a) : (b))
 #define ATTN_MIN2(a, b) ((a) < (b) ? (a) : (b))
 #define ATTN_MIN_CENTER_BLOCK 16
@@ -53,7 +53,7 @@
 #define ATTN_SHARED_FLOATS(wg, sgmin, d, G, P, gqa, ku, ve, f16, centered)                                  \
     (ATTN_Q_FLOATS(gqa, d, f16, centered) + ATTN_Q2_WORDS(gqa, d, f16) + (gqa) * ((d) / (G)) +             \
      ATTN_X_FLOATS(wg, sgmin, d, gqa, ku, ve) + ATTN_CB_FLOATS(wg, sgmin, P, gqa, ku, centered) +           \
-     3 * (wg) / (sgmin) * (gqa) + (gqa) * (wg) + 1)
+     3 * (wg) / (sgmin) * (gqa) + (gqa) * (wg) + (gqa) * 16 + 1)
 
 /* attn_decode: one workgroup per (work item, KV head). 20 bytes. */
 struct attn_decode_push {
