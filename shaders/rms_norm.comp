@@ -10,17 +10,14 @@
 // quantize_q8.comp would from y (dim a multiple of 32, WORKGROUP a multiple of 8; rows are
 // consecutive blocks): the second pass then goes a word of 4 elements per thread, each thread
 // reading only the elements it writes (x with RESIDUAL among them).
-// Where a row fits the workgroup's registers (dim a multiple of 4, at most 4 * RW * WORKGROUP: a
-// decode row), each thread loads its RW words of 4 elements of x (and res) and of w in one round,
-// keeps them through the reduction and writes from them: one memory latency a row. Longer rows
-// are read twice, UNROLL elements a thread before using them (a loop of one load at a time
-// waits a full memory latency per element: a 4096-wide decode row took ~20 us on the H200).
+// Each thread reads UNROLL elements before using them: a loop of one load at a time waits a
+// full memory latency per element (a 4096-wide decode row took ~20 us on the H200).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "common/q8_layout.h"
 
 layout(local_size_x_id = 0) in;
-layout(constant_id = 0) const uint WORKGROUP = 128; // a power of two from 8
+layout(constant_id = 0) const uint WORKGROUP = 128; // a power of two
 layout(constant_id = 1) const uint RESIDUAL = 0;    // 1: x += res first
 layout(constant_id = 2) const uint Q8_OUT = 0;      // 1: y also into q8_codes and q8_scales
 
@@ -40,7 +37,6 @@ layout(push_constant) uniform Push {
 #include "common/grid.glsl"
 
 const uint UNROLL = 8;
-const uint RW = 2; // words of 4 elements a thread holds where the row fits
 
 const uint PARTS = WORKGROUP < 32u ? WORKGROUP : 32u; // first-level sums
 shared float red[WORKGROUP];
@@ -53,22 +49,9 @@ void main()
 {
     uint row = grid_group(), tid = gl_LocalInvocationID.x;
     if (row >= pc.n_rows) return;
-    uint base = row * pc.dim, words = pc.dim / 4u;
-    bool held = pc.dim % 4u == 0u && words <= RW * WORKGROUP; // uniform
-    vec4 a[RW], g[RW]; // held: x (+ res) and w of words tid + u * WORKGROUP
+    uint base = row * pc.dim;
     float s = 0.0;
-    if (held) {
-        [[unroll]] for (uint u = 0u; u < RW; u++) {
-            uint i = 4u * min(tid + u * WORKGROUP, words - 1u); // past the row: a valid word, not counted
-            [[unroll]] for (uint e = 0u; e < 4u; e++) {
-                a[u][e] = RESIDUAL != 0u ? x[base + i + e] + res[base + i + e] : x[base + i + e];
-                g[u][e] = w[i + e];
-            }
-        }
-        [[unroll]] for (uint u = 0u; u < RW; u++)
-            if (tid + u * WORKGROUP < words)
-                [[unroll]] for (uint e = 0u; e < 4u; e++) s += a[u][e] * a[u][e];
-    } else for (uint i0 = tid; i0 < pc.dim; i0 += UNROLL * WORKGROUP) {
+    for (uint i0 = tid; i0 < pc.dim; i0 += UNROLL * WORKGROUP) {
         float v[UNROLL];
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
             uint i = i0 + u * WORKGROUP;
@@ -91,26 +74,10 @@ void main()
     float ss = 0.0;
     for (uint k = 0u; k < PARTS; k++) ss += part[k];
     float scale = 1.0 / sqrt(ss / float(pc.dim) + pc.eps);
-    if (held) { // a thread writes the words it loaded (so y may alias x)
-        [[unroll]] for (uint u = 0u; u < RW; u++) {
-            uint wd = tid + u * WORKGROUP, i = 4u * wd;
-            bool live = wd < words;
-            vec4 v;
-            [[unroll]] for (uint e = 0u; e < 4u; e++) v[e] = (a[u][e] * scale) * g[u][e];
-            if (live) {
-                [[unroll]] for (uint e = 0u; e < 4u; e++) {
-                    if (RESIDUAL != 0u) x[base + i + e] = a[u][e];
-                    y[base + i + e] = v[e];
-                }
-            }
-            // (red is free since the second barrier: it becomes q8_amax)
-            if (Q8_OUT != 0u && u * WORKGROUP < words) q8_store_word(tid, live, row * words + wd, v); // uniform
-        }
-        return;
-    }
     if (Q8_OUT != 0u) {
         // a word of 4 elements per thread (q8_store_word); loads before stores, as y may alias x
         // (red is free since the second barrier: it becomes q8_amax)
+        uint words = pc.dim / 4u;
         for (uint w0 = 0u; w0 < words; w0 += WORKGROUP) {
             uint wd = w0 + tid, i = 4u * wd;
             bool live = wd < words;

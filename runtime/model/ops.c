@@ -42,8 +42,17 @@ uint32_t ovk_op_type_block(uint32_t type)
 
 void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
 {
-    /* every field not named is 0: chosen per weight type, shape or device */
-    *ops = (ovk_ops){ .ctx = ctx, .workgroup = 128, .matvec_shader = OSCAR_MATVEC_AUTO, .matmul_split = ctx->env.matmul_split };
+    ops->ctx = ctx;
+    ops->workgroup = 128;
+    ops->matvec_rows = 0; /* per weight type: matvec_default_rows() */
+    ops->matvec_shader = OSCAR_MATVEC_AUTO;
+    ops->matvec_workgroup = 0;
+    ops->matvec_unroll = 0;
+    ops->matvec_tokens = 0;
+    ops->matmul_workgroup = 0;
+    for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
+    ops->matmul_split = ctx->env.matmul_split;
+    ops->matmul_scratch = (ovk_binding){ 0 };
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
@@ -547,15 +556,15 @@ static oscar_status x_q8_parts(ovk_binding xq, uint32_t cols, uint32_t workgroup
     return OSCAR_OK;
 }
 
-/* Threads of a kernel whose workgroup walks a whole row of n elements, per_thread a thread a round
- * (rms_norm 4, argmax 8): the ops' workgroup, doubled up to 1024 while rounds remain, so that a
- * long row's loads are in flight together (one 4096-wide norm row took 17 us with 128 threads on
- * the H200, a memory latency per round; a 128,256-logit argmax 64 us on the H100). */
-static uint32_t row_workgroup(const ovk_ops *ops, uint32_t n, uint32_t per_thread)
+/* Threads of a kernel whose workgroup walks a whole row of n elements, 8 a thread a round (rms_norm,
+ * argmax): the ops' workgroup, doubled up to 1024 while rounds remain, so that a long row's loads
+ * are in flight together (one 4096-wide norm row took 17 us with 128 threads on the H200, a
+ * memory latency per round; a 128,256-logit argmax 64 us on the H100). */
+static uint32_t row_workgroup(const ovk_ops *ops, uint32_t n)
 {
     uint32_t wg = ops->workgroup, limit = ops->ctx->limits.maxComputeWorkGroupInvocations;
     if (ops->ctx->limits.maxComputeWorkGroupSize[0] < limit) limit = ops->ctx->limits.maxComputeWorkGroupSize[0];
-    while (wg < 1024 && 2 * wg <= limit && (uint64_t)per_thread * wg < n) wg *= 2;
+    while (wg < 1024 && 2 * wg <= limit && 8ull * wg < n) wg *= 2;
     return wg;
 }
 
@@ -582,13 +591,7 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
     if (n_rows == 0) return OSCAR_OK;
     /* a CPU device runs a workgroup as one thread, its barriers as switches between SIMD groups:
      * 8 threads (lavapipe's SIMD group) there, 0.29 -> 0.14 ms a call for SmolLM2-135M's rows */
-    uint32_t rt = ops->row_threads;
-    if (rt && (rt < 8 || (rt & (rt - 1)) || rt > ops->ctx->limits.maxComputeWorkGroupInvocations ||
-               rt > ops->ctx->limits.maxComputeWorkGroupSize[0]))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u row threads (a power of two from 8 to the device's limit)", op, rt);
-    uint32_t wg = rt                                    ? rt
-                  : ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8
-                                                            : row_workgroup(ops, dim, 4); /* a decode row: a word a thread */
+    uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8 : row_workgroup(ops, dim);
     ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 6, .push_size = 12, .n_spec = 3,
                               .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL, /* Q8_OUT */ xq != NULL } };
     struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
@@ -776,7 +779,7 @@ oscar_status ovk_op_argmax(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding logits,
     if ((st = check_binding(&out, (uint64_t)n_rows * 4, "argmax", "out")) != OSCAR_OK) return st;
     if (n_rows == 0) return OSCAR_OK;
     /* (a CPU device keeps the ops' workgroup) */
-    uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? ops->workgroup : row_workgroup(ops, n, 8);
+    uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? ops->workgroup : row_workgroup(ops, n);
     ovk_pipeline_desc d = { .shader = "argmax", .n_buffers = 2, .push_size = 8, .n_spec = 1, .spec = { /* WORKGROUP */ wg } };
     uint32_t push[2] = { n, n_rows }, groups[3];
     if ((st = grid_2d(n_rows, groups, "argmax")) != OSCAR_OK) return st;

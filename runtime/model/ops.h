@@ -27,9 +27,6 @@ typedef struct ovk_ops {
     oscar_context *ctx;
     uint32_t workgroup;    /* threads per workgroup: 32, 64, 128 or 256 */
     uint32_t matvec_rows;  /* rows per mat-vec workgroup, 1..workgroup; 0: chosen per weight type */
-    uint32_t row_threads;  /* threads of rms_norm's workgroup (a row each), a power of two from 8 up
-                            * to the device's limit; 0: 8 on a CPU device, else grown from workgroup with
-                            * the row (tests set it to run a GPU's shape on lavapipe) */
     /* mat-vec tuning (0 everywhere: chosen per weight type; oscar-bench ops sweeps them) */
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
