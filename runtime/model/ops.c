@@ -42,17 +42,8 @@ uint32_t ovk_op_type_block(uint32_t type)
 
 void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
 {
-    ops->ctx = ctx;
-    ops->workgroup = 128;
-    ops->matvec_rows = 0; /* per weight type: matvec_default_rows() */
-    ops->matvec_shader = OSCAR_MATVEC_AUTO;
-    ops->matvec_workgroup = 0;
-    ops->matvec_unroll = 0;
-    ops->matvec_tokens = 0;
-    ops->matmul_workgroup = 0;
-    for (int i = 0; i < 4; i++) ops->matmul_coopmat[i] = 0;
-    ops->matmul_split = ctx->env.matmul_split;
-    ops->matmul_scratch = (ovk_binding){ 0 };
+    /* every field not named is 0: chosen per weight type, shape or device */
+    *ops = (ovk_ops){ .ctx = ctx, .workgroup = 128, .matvec_shader = OSCAR_MATVEC_AUTO, .matmul_split = ctx->env.matmul_split };
 }
 
 /* Checks that binding b (named `what` in messages of op `op`) holds at least `bytes` bytes. */
