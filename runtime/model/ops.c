@@ -388,9 +388,7 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
                            unroll);
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
-    uint32_t row_groups = ops->matvec_row_groups ? ops->matvec_row_groups : 1;
-    if (row_groups > 64) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u row groups a subgroup (1..64)", row_groups);
-    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1) * row_groups, tokens = q8_tokens(ops, n);
+    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1), tokens = q8_tokens(ops, n);
     ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 8,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */

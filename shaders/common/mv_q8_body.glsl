@@ -19,11 +19,9 @@
 // subgroup of 64 runs more passes, one of 4 leaves some rows to the next subgroup). A task is a
 // block of a 32-element type, a 64-element chunk of a Q4_K/Q5_K block (its two sub-blocks share
 // the quant bytes) or 32 elements of a Q6_K block. Lane l takes tasks l, l + S, l + 2 S, ...
-// (S = gl_SubgroupSize), UNROLL tasks per pass (the index of a task past the row is clamped and
-// its term dropped by a select), and the x codes of a task serve the ROWS rows. A subgroup walks
-// its row groups (GROUP_ROWS may hold several per subgroup) and their passes as one sequence,
-// issuing every weight load of the next pass (and with one token its x loads) before the terms
-// of this one. Each row's lane sums are
+// (S = gl_SubgroupSize), UNROLL tasks per pass: every weight and x load of a pass is issued
+// before the first dot product (the index of a task past the row is clamped and its term
+// dropped by a select), and the x codes of a task serve the ROWS rows. Each row's lane sums are
 // added by subgroupAdd and written by one lane: no shared memory, no barrier. Needs subgroup
 // arithmetic (ops.c runs this only where the device has it) and a workgroup that is a whole
 // number of subgroups.
@@ -194,91 +192,58 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
     return float(s) * (dm.x * xd[0]);
 }
 
-// Pass F of a subgroup's walk: row group F / np (rows r_first + (F / np) * rstride ..), pass F % np
-// over its tasks (np passes a row). LOAD_PASS issues the weights' loads into the set W, and with
-// one token the x codes and scales into C and XD (the same for every row); with several tokens
-// PASS_TERMS loads each token's before its terms. PASS_TERMS adds the pass's terms into acc
-// [row][token]; after a row group's last pass its sums are reduced, written and cleared. (Macros,
-// not functions: glslang's optimizer fails on arrays sized by specialization constants passed on.)
-#define LOAD_PASS(F, W, C, XD)                                                                               \
-    {                                                                                                        \
-        uint r0_ = r_first + ((F) / np) * rstride, t0_ = lane + ((F) % np) * UNROLL * S;                     \
-        for (uint u = 0u; u < UNROLL; u++) {                                                                 \
-            uint t = min(t0_ + u * S, nt - 1u);                                                              \
-            for (uint i = 0u; i < ROWS; i++) W[u][i] = load_task(min(r0_ + i, pc.rows - 1u) * rb, t);        \
-            C[u][0] = C[u][1] = C[u][2] = C[u][3] = uvec4(0u);                                               \
-            XD[u][0] = XD[u][1] = 0.0;                                                                       \
-            if (TOKENS == 1u)                                                                                \
-                for (uint k = 0u; k < TASK_X; k++) {                                                         \
-                    uint b = xb0 + t * TASK_X + k;                                                           \
-                    C[u][2u * k] = xc[2u * b];                                                               \
-                    C[u][2u * k + 1u] = xc[2u * b + 1u];                                                     \
-                    XD[u][k] = xs[b];                                                                        \
-                }                                                                                            \
-        }                                                                                                    \
-    }
-#define PASS_TERMS(F, W, C, XD)                                                                              \
-    {                                                                                                        \
-        uint r0_ = r_first + ((F) / np) * rstride, t0_ = lane + ((F) % np) * UNROLL * S;                     \
-        for (uint j = 0u; j < TOKENS; j++) {                                                                 \
-            if (TOKENS > 1u) {                                                                               \
-                uint xb = min(tok0 + j, pc.n - 1u) * nb; /* a token past n repeats the last */               \
-                for (uint u = 0u; u < UNROLL; u++) { /* every x load of the token before its terms */        \
-                    uint t = min(t0_ + u * S, nt - 1u);                                                      \
-                    for (uint k = 0u; k < TASK_X; k++) {                                                     \
-                        uint b = xb + t * TASK_X + k;                                                        \
-                        C[u][2u * k] = xc[2u * b];                                                           \
-                        C[u][2u * k + 1u] = xc[2u * b + 1u];                                                 \
-                        XD[u][k] = xs[b];                                                                    \
-                    }                                                                                        \
-                }                                                                                            \
-            }                                                                                                \
-            for (uint u = 0u; u < UNROLL; u++) {                                                             \
-                uint t = min(t0_ + u * S, nt - 1u);                                                          \
-                bool live = t0_ + u * S < nt;                                                                \
-                int cs[4] = int[4](0, 0, 0, 0); /* code sums of each uvec4 of x codes */                     \
-                for (uint k = 0u; k < 2u * TASK_X && TYPE != GGML_Q8_0; k++)                                 \
-                    for (uint e = 0u; e < 4u; e++) cs[k] += dot4(C[u][k][e], 0x01010101u);                   \
-                for (uint i = 0u; i < ROWS; i++) {                                                           \
-                    float v = task_term(W[u][i], t, C[u], cs, XD[u]);                                        \
-                    acc[i * TOKENS + j] += live ? v : 0.0;                                                   \
-                }                                                                                            \
-            }                                                                                                \
-        }                                                                                                    \
-        if ((F) % np == np - 1u) /* uniform in the subgroup */                                               \
-            for (uint i = 0u; i < ROWS; i++)                                                                 \
-                for (uint j = 0u; j < TOKENS; j++) {                                                         \
-                    float s = subgroupAdd(acc[i * TOKENS + j]);                                              \
-                    if (subgroupElect() && r0_ + i < g1 && tok0 + j < pc.n)                                  \
-                        y[(tok0 + j) * pc.y_stride + r0_ + i] = BIAS != 0u ? s + bias[r0_ + i] : s;          \
-                    acc[i * TOKENS + j] = 0.0;                                                               \
-                }                                                                                            \
-    }
-
 void main()
 {
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
     uint g0 = (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x) * GROUP_ROWS;
     uint g1 = min(g0 + GROUP_ROWS, pc.rows);
     uint nt = pc.cols / (32u * TASK_X), nb = pc.cols / 32u, rb = dq_row_bytes(pc.cols);
-    uint tok0 = gl_WorkGroupID.z * TOKENS, xb0 = min(tok0, pc.n - 1u) * nb; // xb0: the one token's x (TOKENS 1)
-    // this subgroup's row groups (r_first, then every rstride rows) and their passes, walked as
-    // one sequence f = 0 .. nf - 1 whose next pass is loaded before this one's terms, into one of
-    // two register sets by name (an array of sets indexed at run time may go to local memory)
-    uint r_first = g0 + gl_SubgroupID * ROWS, rstride = gl_NumSubgroups * ROWS;
-    uint np = (nt + UNROLL * S - 1u) / (UNROLL * S);
-    uint nf = r_first < g1 ? (g1 - r_first + rstride - 1u) / rstride * np : 0u; // uniform in the subgroup
-    float acc[ROWS * TOKENS]; // [row][token]
-    for (uint i = 0u; i < ROWS * TOKENS; i++) acc[i] = 0.0;
-    Task wa[UNROLL][ROWS], wb[UNROLL][ROWS];
-    uvec4 ca[UNROLL][4], cb[UNROLL][4]; // x codes of a task's TASK_X blocks, two uvec4 a block (fixed
-    float da[UNROLL][2], db[UNROLL][2]; // sizes: glslang's optimizer fails on arrays sized by TASK_X)
-    if (nf > 0u) LOAD_PASS(0u, wa, ca, da)
-    for (uint f = 0u; f < nf; f += 2u) {
-        if (f + 1u < nf) LOAD_PASS(f + 1u, wb, cb, db)
-        PASS_TERMS(f, wa, ca, da)
-        if (f + 2u < nf) LOAD_PASS(f + 2u, wa, ca, da)
-        if (f + 1u < nf) PASS_TERMS(f + 1u, wb, cb, db)
+    uint tok0 = gl_WorkGroupID.z * TOKENS;
+    for (uint r0 = g0 + gl_SubgroupID * ROWS; r0 < g1; r0 += gl_NumSubgroups * ROWS) { // uniform in the subgroup
+        uint rbase[ROWS]; // byte offset of each row, the last row standing in for rows past the end
+        float acc[ROWS * TOKENS]; // [row][token]
+        for (uint i = 0u; i < ROWS; i++) {
+            rbase[i] = min(r0 + i, pc.rows - 1u) * rb;
+            for (uint j = 0u; j < TOKENS; j++) acc[i * TOKENS + j] = 0.0;
+        }
+        for (uint t0 = lane; t0 < nt; t0 += UNROLL * S) {
+            Task w[UNROLL][ROWS];
+            for (uint u = 0u; u < UNROLL; u++) // the pass's weights first, once for its tokens
+                for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], min(t0 + u * S, nt - 1u));
+            for (uint j = 0u; j < TOKENS; j++) {
+                uint xb = min(tok0 + j, pc.n - 1u) * nb; // the token's first x block (a token past n repeats the last)
+                uvec4 c[UNROLL][4]; // x codes of the task's TASK_X blocks, two uvec4 a block (fixed sizes:
+                float xd[UNROLL][2]; // glslang's optimizer fails on arrays sized by TASK_X passed on)
+                for (uint u = 0u; u < UNROLL; u++) { // every x load of the token before its terms
+                    uint t = min(t0 + u * S, nt - 1u);
+                    c[u][2] = c[u][3] = uvec4(0u);
+                    xd[u][1] = 0.0;
+                    for (uint k = 0u; k < TASK_X; k++) {
+                        uint b = xb + t * TASK_X + k;
+                        c[u][2u * k] = xc[2u * b];
+                        c[u][2u * k + 1u] = xc[2u * b + 1u];
+                        xd[u][k] = xs[b];
+                    }
+                }
+                for (uint u = 0u; u < UNROLL; u++) {
+                    uint t = min(t0 + u * S, nt - 1u);
+                    bool live = t0 + u * S < nt;
+                    int cs[4] = int[4](0, 0, 0, 0); // code sums of each uvec4 of x codes
+                    for (uint k = 0u; k < 2u * TASK_X && TYPE != GGML_Q8_0; k++)
+                        for (uint e = 0u; e < 4u; e++) cs[k] += dot4(c[u][k][e], 0x01010101u);
+                    for (uint i = 0u; i < ROWS; i++) {
+                        float v = task_term(w[u][i], t, c[u], cs, xd[u]);
+                        acc[i * TOKENS + j] += live ? v : 0.0;
+                    }
+                }
+            }
+        }
+        for (uint i = 0u; i < ROWS; i++)
+            for (uint j = 0u; j < TOKENS; j++) {
+                float s = subgroupAdd(acc[i * TOKENS + j]);
+                if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n)
+                    y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
+            }
     }
 }
 
