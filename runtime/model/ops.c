@@ -42,7 +42,7 @@ uint32_t ovk_op_type_block(uint32_t type)
 
 void ovk_ops_init(ovk_ops *ops, oscar_context *ctx)
 {
-    /* every field not named is 0: chosen per weight type, shape or device */
+    /* the fields not named are 0, each field's default (ops.h) */
     *ops = (ovk_ops){ .ctx = ctx, .workgroup = 128, .matvec_shader = OSCAR_MATVEC_AUTO, .matmul_split = ctx->env.matmul_split };
 }
 
