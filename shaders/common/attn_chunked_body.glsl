@@ -335,42 +335,17 @@ void scores_f16(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 // (e, e + 8) of one word fall to one thread.
 uint value_elem(uint w, uint hf, uint j) { return w * 16 + 4 * hf + j + (j >= 4 ? 4 : 0); }
 
-// The first round of an INT2 chunk's value loads: this thread's V code word w of the value
-// phase's tokens lane, lane + LANES, .. (vw0) and, with PRE_W, the softmax's V params of tokens
-// t, t + WG, .. (vp0). Issued right after the scores, so that their latency passes during the
-// maxima's reduction and the softmax rather than after them.
-void load_values_first(uint begin, uint n, uint kvh, uint w, uint lane, out uint vw0[VU], out uint vp0[PV])
-{
-    uint t = gl_LocalInvocationID.x;
-    [[unroll]] for (uint u = 0; u < VU; u++) {
-        uint base, row;
-        int2_row(begin, begin + min(lane + u * LANES, n - 1), kvh, base, row); // past n: a valid row, unused
-        vw0[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
-    }
-    [[unroll]] for (uint j = 0; j < PV; j++) {
-        vp0[j] = 0u;
-        if (PRE_W) {
-            uint base, row;
-            int2_row(begin, begin + min(t + j * WG, n - 1), kvh, base, row);
-            vp0[j] = int2_pool[base + V_PARAM_OFF + row];
-        }
-    }
-}
-
-void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, uint vw0[VU], inout float acc[GQA][8],
-                 inout float acc_b[GQA])
+void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout float acc[GQA][8], inout float acc_b[GQA])
 {
     // PRE_W: sh_p holds the value weights the softmax phase made of p (and acc_b its min terms);
     // else p, and each token's weights come from its V params here
     uint g = w * 16 / GROUP;
     for (uint k0 = lane; k0 < n; k0 += VU * LANES) {
         uint vw[VU], vp[VU];    // V code word w, V params of its group (not with PRE_W)
-        bool first = k0 == lane; // its code words came before the softmax (load_values_first)
         [[unroll]] for (uint u = 0; u < VU; u++) {
             uint base, row;
             int2_row(begin, begin + min(k0 + u * LANES, n - 1), kvh, base, row);
-            vw[u] = vw0[u];
-            if (!first) vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
+            vw[u] = int2_pool[base + V_CODE_OFF + row * CW + w];
             vp[u] = 0u;
             if (!PRE_W) vp[u] = int2_pool[base + V_PARAM_OFF + row * PWD + g];
         }
@@ -525,8 +500,6 @@ void main()
         [[unroll]] for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
         if (is_int2) scores_int2(c0, n, pos0, kvh, m);
         else scores_f16(c0, n, pos0, kvh, m);
-        uint vw0[VU], vp0[PV]; // the chunk's first value loads (INT2)
-        if (is_int2) load_values_first(c0, n, kvh, vw_, lane, vw0, vp0);
         reduce_heads(m, true); // its first barrier also publishes the scores
 
         [[unroll]] for (uint h = 0; h < GQA; h++) {
@@ -545,12 +518,9 @@ void main()
             for (uint k0 = t; k0 < n; k0 += PV * WG) {
                 uint vpw[PV];
                 [[unroll]] for (uint j = 0; j < PV; j++) {
-                    vpw[j] = vp0[j]; // the first round's came before the maxima's reduction
-                    if (k0 != t) {
-                        uint base, row;
-                        int2_row(c0, c0 + min(k0 + j * WG, n - 1), kvh, base, row); // past n: a valid row, unused
-                        vpw[j] = int2_pool[base + V_PARAM_OFF + row];
-                    }
+                    uint base, row;
+                    int2_row(c0, c0 + min(k0 + j * WG, n - 1), kvh, base, row); // past n: a valid row, unused
+                    vpw[j] = int2_pool[base + V_PARAM_OFF + row];
                 }
                 [[unroll]] for (uint i = 0; i < PV; i++) {
                     uint k = k0 + i * WG;
@@ -585,7 +555,7 @@ void main()
                 }
         }
         barrier();
-        if (is_int2) values_int2(c0, n, kvh, vw_, hf, lane, vw0, acc, acc_b);
+        if (is_int2) values_int2(c0, n, kvh, vw_, hf, lane, acc, acc_b);
         else values_f16(c0, n, kvh, vw_, hf, lane, acc);
     }
     reduce_heads(l, false); // its barriers also end the value phase's reads of sh_p
