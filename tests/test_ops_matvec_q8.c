@@ -6,7 +6,7 @@
  * x (NSE <= 1e-4), on Gaussian x and rows of 1024 columns or more; x with outliers and all-zero blocks against the faithful
  * reference only. Every variant this context can run (the scalar one everywhere, the OpSDot one
  * where integer dot products are enabled), 1 to 4 rows a subgroup, 1 to 3 blocks a lane per
- * pass, 64 to 256 threads; rows not a multiple of the rows a workgroup owns; rows of 1 block to
+ * pass, 1 or 2 subgroups a row, 64 to 256 threads; rows not a multiple of the rows a workgroup owns; rows of 1 block to
  * 14336 columns (K-quants from 256), and odd block counts (rows starting 2 bytes past a word for
  * Q4_0, Q8_0 and Q6_K).
  * A matrix split by rows: the parts' products, each into its columns of y, equal the whole
@@ -99,8 +99,9 @@ static void check_case(ovk_ops *ops, const char *variant, uint32_t type, uint32_
     CHECK_OK(ovk_ref_mul_mat_vec_q8(type, w, xc, xs, faithful, rows, cols));
     CHECK_OK(ovk_ref_mul_mat(type, w, x, exact, rows, cols, 1));
     char what[160];
-    snprintf(what, sizeof what, "%s %s rows %u cols %u x %s wg %u rows %u unroll %u", variant, ovk_ggml_type_name(type),
-             rows, cols, kind ? "outliers" : "gaussian", ops->matvec_workgroup, ops->matvec_rows, ops->matvec_unroll);
+    snprintf(what, sizeof what, "%s %s rows %u cols %u x %s wg %u rows %u unroll %u split %u", variant,
+             ovk_ggml_type_name(type), rows, cols, kind ? "outliers" : "gaussian", ops->matvec_workgroup, ops->matvec_rows,
+             ops->matvec_unroll, ops->matvec_split);
     /* the exact bound on rows of 1024 and more: over a few hundred int8 blocks the error of x's
      * rounding scatters by half its size (1.07e-4 seen for Q4_1 at 67 x 96) */
     CHECK_MSG(test_check_accuracy(what, got, faithful, kind || cols < 1024 ? NULL : exact, rows), "%s", what);
@@ -266,6 +267,10 @@ static void check_errors(ovk_ops *ops)
     CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 1, 32, 1),
                  OSCAR_ERROR_INVALID_ARGUMENT);
     ops->matvec_rows = 0;
+    ops->matvec_split = 3; /* does not divide a workgroup's subgroups */
+    CHECK_STATUS(ovk_op_mul_mat_q8(ops, &ctx->cmd, NULL, OSCAR_GGML_TYPE_Q4_0, bb, bb, bb, 1, 1, 32, 1),
+                 OSCAR_ERROR_INVALID_ARGUMENT);
+    ops->matvec_split = 0;
     CHECK_STATUS(ovk_op_x_q8(ops, &ctx->cmd, bb, bb, 48), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
     ovk_buffer_destroy(ctx, &b);
@@ -304,15 +309,19 @@ int main(void)
                 ops.matvec_workgroup = wgs[c % 3];
                 ops.matvec_rows = 1 + c % 4;
                 ops.matvec_unroll = 1 + c % 3;
+                ops.matvec_split = c % 2 ? 2 : 1; /* subgroups a row */
                 check_case(&ops, variants[v], type, rows[c], cols[c], 0, c == 1 || c == 6 ? per16 : rows[c]);
             }
-            ops.matvec_workgroup = ops.matvec_rows = ops.matvec_unroll = 0; /* the defaults */
+            ops.matvec_workgroup = ops.matvec_rows = ops.matvec_unroll = ops.matvec_split = 0; /* the defaults */
             check_case(&ops, variants[v], type, 45, 4096, 0, per20);
             check_case(&ops, variants[v], type, 45, 4096, 1, 45);
             /* batches: the default tokens a workgroup, fewer than n (a last partial group), 1 */
             check_batch(&ops, variants[v], type, 37, kq ? 512 : 96, 13, 0);
             check_batch(&ops, variants[v], type, 67, 1024, 5, 3);
             if (t == 0) check_batch(&ops, variants[v], type, 19, 256, 2, 1);
+            ops.matvec_split = 4; /* a batch whose rows are shared by four subgroups */
+            check_batch(&ops, variants[v], type, 67, kq ? 512 : 96, 11, 0);
+            ops.matvec_split = 0;
             check_bias(&ops, variants[v], type, t % 2 ? 67 : 37, kq ? 512 : 1024, t % 3 == 0 ? 1 : 3);
         }
     }

@@ -572,7 +572,7 @@ static int bench_ops(int argc, char **argv)
 {
     const char *prog = "oscar-bench ops", *device = NULL;
     const char *only = NULL; /* --types: comma-separated type names, NULL: all */
-    uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0, mv_shader = OSCAR_MATVEC_AUTO, mv_wg = 0, mv_unroll = 0;
+    uint32_t rows = 14336, cols = 4096, iters = 20, per_group = 0, mv_shader = OSCAR_MATVEC_AUTO, mv_wg = 0, mv_unroll = 0, mv_split = 0;
     uint32_t tokens = 1, mv_tokens = 0; /* --tokens: the product of a batch; --mv-tokens: its tokens per workgroup */
     int barriers = 1;                   /* --no-barriers: chain the products without a barrier between them */
     int planes_only = 0;                /* --planes-only: time the planes product alone */
@@ -600,7 +600,7 @@ static int bench_ops(int argc, char **argv)
             hot = 1;
             continue;
         }
-        static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll",
+        static const char *const known[] = { "--rows", "--cols", "--iters", "--rows-per-group", "--mv-workgroup", "--mv-unroll", "--mv-split",
                                              "--tokens", "--mv-tokens", "--types", "--mv-shader", "--device", "--mm-tile", "--planes-tile", NULL };
         if (!app_flag_with_value(prog, "oscar-bench", f, v, known)) return 2;
         int ok = 1;
@@ -610,6 +610,7 @@ static int bench_ops(int argc, char **argv)
         else if (!strcmp(f, "--rows-per-group")) ok = app_parse_u32(prog, f, v, 256, &per_group);
         else if (!strcmp(f, "--mv-workgroup")) ok = app_parse_u32(prog, f, v, 256, &mv_wg);
         else if (!strcmp(f, "--mv-unroll")) ok = app_parse_u32(prog, f, v, 8, &mv_unroll);
+        else if (!strcmp(f, "--mv-split")) ok = app_parse_u32(prog, f, v, 8, &mv_split);
         else if (!strcmp(f, "--tokens")) ok = app_parse_u32(prog, f, v, 8192, &tokens);
         else if (!strcmp(f, "--mv-tokens")) ok = app_parse_u32(prog, f, v, 32, &mv_tokens);
         else if (!strcmp(f, "--types")) only = v;
@@ -666,6 +667,7 @@ static int bench_ops(int argc, char **argv)
     ops.matvec_shader = mv_shader;
     ops.matvec_workgroup = mv_wg;
     ops.matvec_unroll = mv_unroll;
+    ops.matvec_split = mv_split;
     ops.matvec_tokens = mv_tokens;
     memcpy(ops.matmul_coopmat, mm_tile, sizeof mm_tile);
     int coopmat_runs = ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(&ops);

@@ -388,11 +388,21 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
                            unroll);
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
-    uint32_t group_rows = per * (wg / sg > 0 ? wg / sg : 1), tokens = q8_tokens(ops, n);
-    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 8,
+    /* subgroups a row (H200, oscar-bench ops --mv-split over 1 / 2 / 4): long rows of the 32-element
+     * types and Q6_K, six passes or more, in four parts (Q4_0 4096 x 14336 12.5 us against 13.6,
+     * Q6_K 21.6 against 26.0; batch-8 decode 2.5% faster, batch 1 unchanged); the K chunks never
+     * (Q4_K slower at every split). Few rows in two parts were faster alone (Q4_0 1024 x 4096 4.2
+     * against 5.1 us) but made the step slower beside the products they run with. */
+    uint32_t sgs = wg / sg > 0 ? wg / sg : 1, passes = ovk_div_up(cols / (chunks ? 64 : 32), unroll * sg);
+    uint32_t split = ops->matvec_split ? ops->matvec_split : !chunks && passes >= 6 ? 4 : 1;
+    while (!ops->matvec_split && sgs % split) split /= 2; /* a workgroup of fewer subgroups */
+    if (split > 8 || sgs % split)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u subgroups a row (1..8, dividing %u)", split, sgs);
+    uint32_t group_rows = per * sgs / split, tokens = q8_tokens(ops, n);
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 9,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
-                                      (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL } };
+                                      (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL, /* SPLIT */ split } };
     uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
     if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
     groups[2] = ovk_div_up(n, tokens);

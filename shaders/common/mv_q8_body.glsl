@@ -44,6 +44,7 @@ layout(constant_id = 4) const uint GROUP_ROWS = 8;   // rows per workgroup, a mu
 layout(constant_id = 5) const uint W16 = 0;          // 1: binding W starts on 16 bytes, wq4 may be used
 layout(constant_id = 6) const uint TOKENS = 1;       // tokens per workgroup (workgroup z: a group of them)
 layout(constant_id = 7) const uint BIAS = 0;         // 1: y = W x + b (b read from binding 4), as a separate add
+layout(constant_id = 8) const uint SPLIT = 1;        // subgroups that share a row group, each over every SPLIT-th pass
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
@@ -192,6 +193,9 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
     return float(s) * (dm.x * xd[0]);
 }
 
+// Split rows: the sums of the parts of row group rg (SPLIT > 1), [rows a round][ROWS][TOKENS][SPLIT]
+shared float sh_split[SPLIT > 1u ? WORKGROUP / 4u * ROWS * TOKENS : 1u];
+
 void main()
 {
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
@@ -199,14 +203,22 @@ void main()
     uint g1 = min(g0 + GROUP_ROWS, pc.rows);
     uint nt = pc.cols / (32u * TASK_X), nb = pc.cols / 32u, rb = dq_row_bytes(pc.cols);
     uint tok0 = gl_WorkGroupID.z * TOKENS;
-    for (uint r0 = g0 + gl_SubgroupID * ROWS; r0 < g1; r0 += gl_NumSubgroups * ROWS) { // uniform in the subgroup
+    // with SPLIT > 1 (and a subgroup count it divides) SPLIT subgroups take one row group, part
+    // `part` of them every SPLIT-th pass, and meet in shared memory; the rounds are then uniform
+    // over the workgroup, for the barrier
+    uint split = SPLIT > 1u && gl_NumSubgroups % SPLIT == 0u && gl_NumSubgroups <= WORKGROUP / 4u ? SPLIT : 1u;
+    uint groups = gl_NumSubgroups / split, rg = gl_SubgroupID / split, part = gl_SubgroupID % split;
+    uint rounds = (GROUP_ROWS + groups * ROWS - 1u) / (groups * ROWS);
+    for (uint round = 0u; round < rounds; round++) {
+        uint r0 = g0 + (round * groups + rg) * ROWS;
+        if (split == 1u && r0 >= g1) break; // uniform in the subgroup
         uint rbase[ROWS]; // byte offset of each row, the last row standing in for rows past the end
         float acc[ROWS * TOKENS]; // [row][token]
         for (uint i = 0u; i < ROWS; i++) {
             rbase[i] = min(r0 + i, pc.rows - 1u) * rb;
             for (uint j = 0u; j < TOKENS; j++) acc[i * TOKENS + j] = 0.0;
         }
-        for (uint t0 = lane; t0 < nt; t0 += UNROLL * S) {
+        for (uint t0 = lane + part * UNROLL * S; t0 < nt && r0 < g1; t0 += split * UNROLL * S) {
             Task w[UNROLL][ROWS];
             for (uint u = 0u; u < UNROLL; u++) // the pass's weights first, once for its tokens
                 for (uint i = 0u; i < ROWS; i++) w[u][i] = load_task(rbase[i], min(t0 + u * S, nt - 1u));
@@ -241,9 +253,24 @@ void main()
         for (uint i = 0u; i < ROWS; i++)
             for (uint j = 0u; j < TOKENS; j++) {
                 float s = subgroupAdd(acc[i * TOKENS + j]);
+                if (split > 1u) {
+                    if (subgroupElect()) sh_split[((rg * ROWS + i) * TOKENS + j) * split + part] = s;
+                    continue;
+                }
                 if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n)
                     y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
             }
+        if (split == 1u) continue;
+        barrier(); // the parts' sums are in sh_split
+        if (part == 0u)
+            for (uint i = 0u; i < ROWS; i++)
+                for (uint j = 0u; j < TOKENS; j++) {
+                    float s = 0.0;
+                    for (uint q = 0u; q < split; q++) s += sh_split[((rg * ROWS + i) * TOKENS + j) * split + q];
+                    if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n)
+                        y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
+                }
+        barrier(); // sh_split is read before the next round writes it
     }
 }
 
