@@ -691,8 +691,8 @@ static int bench_ops(int argc, char **argv)
                                                 : "the batched lanes product for a few tokens, else the tiled matmul",
                            OSCAR_MATVEC_BATCH_MAX, OVK_Q8_BATCH_MAX);
     static const char *const shader_names[] = { "auto", "units", "run8", "lanes" };
-    printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, tokens per group %u (0: per type)\n",
-           shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_tokens);
+    printf("mat-vec shader %s, workgroup %u, rows per group %u, unroll %u, subgroups a row %u, tokens per group %u "
+           "(0: per type)\n", shader_names[mv_shader], mv_wg, per_group, mv_unroll, mv_split, mv_tokens);
     printf("planes product: %u threads, %u rows and %u tokens a thread (0: the default)\n", planes_tile[0], planes_tile[1],
            planes_tile[2]);
     ovk_cmd cmd;
@@ -729,7 +729,8 @@ static int bench_ops(int argc, char **argv)
         /* one token: the fp32-input kernel, then (Q4_0, Q8_0 with shaderFloat16) the packed-fp16
          * one and (Q4_0, Q4_1, Q8_0 with subgroup arithmetic) the int8 one, each on x prepared
          * once, as a forward pass shares it between the products of one input (--rows-per-group,
-         * --mv-unroll and --mv-workgroup tune the int8 one too: rows a subgroup, blocks a pass);
+         * --mv-unroll, --mv-workgroup and --mv-split tune the int8 one too: rows a subgroup, blocks a
+         * pass, subgroups a row);
          * --tokens > 1: the default product of the batch, then the tiled matmul, the
          * cooperative-matrix one (where the device has them), and up to OSCAR_MATVEC_BATCH_MAX
          * tokens the batched lanes product and the int8 one, x prepared once (--mv-tokens: their
@@ -1080,7 +1081,7 @@ static void print_usage(FILE *out, const char *mode)
                     "                      (default contexts and batches larger than the device's storage binding holds\n"
                     "                      are cut, with a note)\n" },
         { "ops", "oscar-bench ops       [--rows N] [--cols N] [--iters N] [--rows-per-group N (0: per type)]\n"
-                 "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N]\n"
+                 "                      [--mv-shader auto|units|run8|lanes] [--mv-workgroup N] [--mv-unroll N] [--mv-split N]\n"
                  "                      [--no-barriers]\n"
                  "                      [--tokens N] [--mv-tokens N] [--mm-tile WMxWNxCMxCN] [--planes-tile THREADSxROWS[xTOKENS]]\n"
                  "                      [--planes-only] [--hot]\n"
