@@ -6,9 +6,9 @@
  * x (NSE <= 1e-4), on Gaussian x and rows of 1024 columns or more; x with outliers and all-zero blocks against the faithful
  * reference only. Every variant this context can run (the scalar one everywhere, the OpSDot one
  * where integer dot products are enabled), 1 to 4 rows a subgroup, 1 to 3 blocks a lane per
- * pass, 1 or 2 subgroups a row, 64 to 256 threads; rows not a multiple of the rows a workgroup owns; rows of 1 block to
- * 14336 columns (K-quants from 256), and odd block counts (rows starting 2 bytes past a word for
- * Q4_0, Q8_0 and Q6_K).
+ * pass, 1, 2 or 4 subgroups a row, 64 to 256 threads; rows not a multiple of the rows a workgroup
+ * owns; rows of 1 block to 14336 columns (K-quants from 256), and odd block counts (rows starting
+ * 2 bytes past a word for Q4_0, Q8_0 and Q6_K).
  * A matrix split by rows: the parts' products, each into its columns of y, equal the whole
  * product bit for bit. Batches of tokens (ovk_op_mul_mat_q8): each token equals its
  * single-token product bit for bit. A bias added as y is written equals the product plus the bias.

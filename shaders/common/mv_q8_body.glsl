@@ -22,11 +22,11 @@
 // (S = gl_SubgroupSize), UNROLL tasks per pass: every weight and x load of a pass is issued
 // before the first dot product (the index of a task past the row is clamped and its term
 // dropped by a select), and the x codes of a task serve the ROWS rows. Each row's lane sums are
-// added by subgroupAdd and written by one lane: no shared memory, no barrier. With SPLIT > 1 (long
-// rows) SPLIT subgroups share a row group, each taking every SPLIT-th pass, and their sums meet
-// in shared memory (one barrier a round; the first subgroup adds them in order and writes). Needs subgroup
-// arithmetic (ops.c runs this only where the device has it) and a workgroup that is a whole
-// number of subgroups.
+// added by subgroupAdd and written by one lane: no shared memory, no barrier. With SPLIT > 1
+// (long rows) SPLIT subgroups share a row group, each taking every SPLIT-th pass, and their sums
+// meet in shared memory (one barrier a round; the first subgroup adds them in order and writes).
+// Needs subgroup arithmetic (ops.c runs this only where the device has it) and a workgroup that
+// is a whole number of subgroups.
 //
 // Several tokens (batched decode): workgroup z takes TOKENS consecutive tokens. A pass loads its
 // weights once, then for each token that token's x blocks, and keeps ROWS x TOKENS sums, so the
