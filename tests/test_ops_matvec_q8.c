@@ -51,6 +51,16 @@ static oscar_status run_q8(const ovk_ops *ops, const char *variant, uint32_t typ
 }
 
 /* x [cols]: Gaussian (kind 0), or with every third block zero and outliers x100 (kind 1). */
+/* Subgroups a row for the int8 mat-vec: `want` halved until it divides the subgroups of a
+ * workgroup of its threads, as ops.c halves its default: an explicit split must divide them. */
+static uint32_t split_for(const ovk_ops *ops, uint32_t want)
+{
+    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
+    uint32_t sg = ops->ctx->info.subgroup_size ? ops->ctx->info.subgroup_size : 1, sgs = wg / sg > 0 ? wg / sg : 1;
+    while (sgs % want) want /= 2;
+    return want;
+}
+
 static void make_x(float *x, uint32_t cols, int kind)
 {
     for (uint32_t i = 0; i < cols; i++) {
@@ -309,7 +319,7 @@ int main(void)
                 ops.matvec_workgroup = wgs[c % 3];
                 ops.matvec_rows = 1 + c % 4;
                 ops.matvec_unroll = 1 + c % 3;
-                ops.matvec_split = c % 2 ? 2 : 1; /* subgroups a row */
+                ops.matvec_split = split_for(&ops, c % 2 ? 2 : 1); /* subgroups a row */
                 check_case(&ops, variants[v], type, rows[c], cols[c], 0, c == 1 || c == 6 ? per16 : rows[c]);
             }
             ops.matvec_workgroup = ops.matvec_rows = ops.matvec_unroll = ops.matvec_split = 0; /* the defaults */
@@ -319,7 +329,7 @@ int main(void)
             check_batch(&ops, variants[v], type, 37, kq ? 512 : 96, 13, 0);
             check_batch(&ops, variants[v], type, 67, 1024, 5, 3);
             if (t == 0) check_batch(&ops, variants[v], type, 19, 256, 2, 1);
-            ops.matvec_split = 4; /* a batch whose rows are shared by four subgroups */
+            ops.matvec_split = split_for(&ops, 4); /* a batch whose rows are shared by four subgroups */
             check_batch(&ops, variants[v], type, 67, kq ? 512 : 96, 11, 0);
             ops.matvec_split = 0;
             check_bias(&ops, variants[v], type, t % 2 ? 67 : 37, kq ? 512 : 1024, t % 3 == 0 ? 1 : 3);
