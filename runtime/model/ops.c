@@ -387,7 +387,6 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u rows and %u blocks per pass (1..8 each)", per,
                            unroll);
     if (rows == 0 || n == 0) return OSCAR_OK;
-    /* rows per workgroup: ROWS for each subgroup of the default size (others loop or idle) */
     /* subgroups a row (H200, oscar-bench ops --mv-split over 1 / 2 / 4): long rows of the 32-element
      * types and Q6_K, six passes or more, in four parts (Q4_0 4096 x 14336 12.5 us against 13.6,
      * Q6_K 21.6 against 26.0; batch-8 decode 2.5% faster, batch 1 unchanged); the K chunks never
@@ -398,6 +397,7 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
     while (!ops->matvec_split && sgs % split) split /= 2; /* a workgroup of fewer subgroups */
     if (split > 8 || sgs % split)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u subgroups a row (1..8, dividing %u)", split, sgs);
+    /* rows per workgroup: ROWS for each row's subgroups of the default size (others loop or idle) */
     uint32_t group_rows = per * sgs / split, tokens = q8_tokens(ops, n);
     ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 9,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
