@@ -389,11 +389,13 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* subgroups a row (H200, oscar-bench ops --mv-split over 1 / 2 / 4): long rows of the 32-element
      * types and Q6_K, six passes or more, in four parts (Q4_0 4096 x 14336 12.5 us against 13.6,
-     * Q6_K 21.6 against 26.0; batch-8 decode 2.5% faster, batch 1 unchanged); the K chunks never
-     * (Q4_K slower at every split). Few rows in two parts were faster alone (Q4_0 1024 x 4096 4.2
-     * against 5.1 us) but made the step slower beside the products they run with. */
+     * Q6_K 21.6 against 26.0), one token only: with 2 to 15 tokens one subgroup a row is faster at
+     * every shape (Q4_0 4096 x 14336 at 2 / 4 / 8 / 15 tokens 16.7 / 25.6 / 44.2 / 91.2 us against
+     * 17.8 / 30.1 / 50.9 / 96.7 in four parts); the K chunks never (Q4_K slower at every split).
+     * Few rows in two parts were faster alone (Q4_0 1024 x 4096 4.2 against 5.1 us) but made the
+     * step slower beside the products they run with. */
     uint32_t sgs = wg / sg > 0 ? wg / sg : 1, passes = ovk_div_up(cols / (chunks ? 64 : 32), unroll * sg);
-    uint32_t split = ops->matvec_split ? ops->matvec_split : !chunks && passes >= 6 ? 4 : 1;
+    uint32_t split = ops->matvec_split ? ops->matvec_split : !chunks && passes >= 6 && n == 1 ? 4 : 1;
     while (!ops->matvec_split && sgs % split) split /= 2; /* a workgroup of fewer subgroups */
     if (split > 8 || sgs % split)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u subgroups a row (1..8, dividing %u)", split, sgs);
