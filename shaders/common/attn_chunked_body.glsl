@@ -87,14 +87,6 @@ const uint HR_FIT = P_FLOATS / (LANES * D);
 const uint HR = HR_FIT < 1u ? 1u : HR_FIT > GQA ? GQA : HR_FIT; // heads whose lane sums sh_p holds at once
 
 layout(std430, binding = 4) readonly buffer F16Pool2 { uvec2 f16_pool2[]; }; // F16Pool4, 8-byte view
-#ifndef ATTN_TWO_PASS
-#define ATTN_TWO_PASS 0
-#endif
-#if ATTN_TWO_PASS
-// timing experiment: pass 1 writes each INT2 token's scores over the first GQA words of its own K
-// code row (wrong outputs after the first call); pass 2 reads them back in the thread that wrote them
-layout(std430, binding = 3) buffer Int2PoolW { uint int2_pool_w[]; };
-#endif
 
 // ---- shared memory (ATTN_CH_SHARED_FLOATS floats in all) ----
 shared vec4 sh_q[GQA * D / 4];      // [GQA][d] scaled q of the workgroup's heads
@@ -164,25 +156,6 @@ void store_scores(uint k0, uint n, uint pos0, float s[U][GQA], inout float m[GQA
     }
 }
 
-#if ATTN_TWO_PASS
-void store_scores_pool(uint begin, uint k0, uint n, uint pos0, uint kvh, float s[U][GQA], inout float m[GQA])
-{
-    for (uint u = 0; u < U; u++) {
-        uint k = k0 + u * WG;
-        if (k < n) {
-            uint base, row;
-            int2_row(begin, begin + k, kvh, base, row);
-            for (uint h = 0; h < GQA; h++) {
-                float v = s[u][h];
-                if (CENTERED) v += sh_bias[((pos0 + k) / max(CENTER_BLOCK, 1u) - pos0 / max(CENTER_BLOCK, 1u)) * GQA + h];
-                int2_pool_w[base + row * CW + h] = floatBitsToUint(v);
-                m[h] = max(m[h], v);
-            }
-        }
-    }
-}
-#endif
-
 // sh_bias for the blocks of positions pos0 .. pos0 + n - 1: q_h·(c_b·R_K) of the chunk's
 // heads (sh_q, scaled). No barrier.
 void center_logits(uint pos0, uint n, uint kvh)
@@ -215,7 +188,7 @@ void load_keys(uint begin, uint n, uint k0, uint kvh, out uvec4 kc[U][CW4], out 
 
 // The next round's keys are loaded while this round's are scored, so the loads' latency is paid
 // once a chunk, not once a round.
-void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA], bool to_pool)
+void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
 {
     uint t = gl_LocalInvocationID.x;
     uvec4 kn[U][CW4];   // the next round's K code words and params
@@ -290,10 +263,6 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA], bo
                 }
             }
         }
-#endif
-#if ATTN_TWO_PASS
-        if (to_pool) store_scores_pool(begin, k0, n, pos0, kvh, s, m);
-        else
 #endif
         store_scores(k0, n, pos0, s, m);
     }
@@ -514,69 +483,6 @@ void main()
         m_run[h] = NEG_INF, l[h] = 0.0, acc_b[h] = 0.0;
         [[unroll]] for (uint j = 0; j < 8; j++) acc[h][j] = 0.0;
     }
-#if ATTN_TWO_PASS
-    if (pre_w) {
-        float m[GQA];
-        [[unroll]] for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
-        for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
-            uint n = min(it.end - c0, ITEM_TOKENS);
-            if (c0 != it.begin) {
-                barrier();
-                load_pages(it, c0, n);
-            }
-            uint pos0 = c0 + SINK;
-            if (CENTERED) {
-                if (c0 == it.begin) barrier();
-                center_logits(pos0, n, kvh);
-            }
-            barrier();
-            scores_int2(c0, n, pos0, kvh, m, true);
-        }
-        reduce_heads(m, true);
-        [[unroll]] for (uint h = 0; h < GQA; h++) m_run[h] = m[h];
-        for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
-            uint n = min(it.end - c0, ITEM_TOKENS);
-            barrier();
-            load_pages(it, c0, n);
-            barrier();
-            for (uint k0 = t; k0 < n; k0 += PV * WG) {
-                uint vpw[PV];
-                float sc[PV][GQA];
-                [[unroll]] for (uint j = 0; j < PV; j++) {
-                    uint base, row;
-                    int2_row(c0, c0 + min(k0 + j * WG, n - 1), kvh, base, row);
-                    vpw[j] = int2_pool[base + V_PARAM_OFF + row];
-                    [[unroll]] for (uint h = 0; h < GQA; h++) sc[j][h] = uintBitsToFloat(int2_pool_w[base + row * CW + h]);
-                }
-                [[unroll]] for (uint i = 0; i < PV; i++) {
-                    uint k = k0 + i * WG;
-                    if (k >= n) break;
-                    vec2 sm = unpackHalf2x16(vpw[i]);
-                    float ps[GQA];
-                    [[unroll]] for (uint h = 0; h < GQA; h++) {
-                        float p = exp(sc[i][h] - m_run[h]);
-                        l[h] += p;
-#if ATTN_F16
-                        acc_b[h] += p * sm.y;
-                        ps[h] = p * sm.x;
-#else
-                        acc_b[h] += p * (sm.y - 4.0 * sm.x);
-                        ps[h] = p * (4.0 * sm.x);
-#endif
-                    }
-#if ATTN_F16
-                    [[unroll]] for (uint i2 = 0; i2 < (GQA + 1) / 2; i2++)
-                        sh_p[k * GQA + i2] = uintBitsToFloat(packFloat2x16(f16vec2(ps[2 * i2], 2 * i2 + 1 < GQA ? ps[min(2 * i2 + 1, GQA - 1)] : 0.0)));
-#else
-                    [[unroll]] for (uint h = 0; h < GQA; h++) sh_p[k * GQA + h] = ps[h];
-#endif
-                }
-            }
-            barrier();
-            values_int2(c0, n, kvh, vw_, hf, lane, acc, acc_b);
-        }
-    } else
-#endif
     for (uint c0 = it.begin; c0 < it.end; c0 += ITEM_TOKENS) {
         uint n = min(it.end - c0, ITEM_TOKENS);
         if (c0 != it.begin) { // the first chunk's pages came with q
@@ -592,7 +498,7 @@ void main()
 
         float m[GQA];
         [[unroll]] for (uint h = 0; h < GQA; h++) m[h] = NEG_INF;
-        if (is_int2) scores_int2(c0, n, pos0, kvh, m, false);
+        if (is_int2) scores_int2(c0, n, pos0, kvh, m);
         else scores_f16(c0, n, pos0, kvh, m);
         reduce_heads(m, true); // its first barrier also publishes the scores
 
