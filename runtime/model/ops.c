@@ -375,9 +375,17 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
      * --mv-unroll over 14336 x 4096, 4096 x 4096 and 4096 x 14336): one row and two tasks for the
      * 32-element types and Q6_K (Q6_K 4096 x 14336 23.0 us against 32.9 at two rows and two tasks;
      * Q4_0 13.9 against 18.5), two rows and one task for the 64-element chunks of Q4_K and Q5_K
-     * (Q4_K 14336 x 4096 14.9 against 17.5) */
+     * (Q4_K 14336 x 4096 14.9 against 17.5). Over two or more groups of tokens (9 to 15 tokens)
+     * a subgroup takes two rows of a long matrix and four of a short one (Q4_0 at 15 tokens:
+     * 14336 x 4096 73.4 us against 87.7, 4096 x 14336 65.4 against 90.8; batch-12 decode 6%
+     * faster). Up to 8 tokens two rows were faster alone (14336 x 4096 at 8 tokens 42.0 against
+     * 47.8) but made batch 2 and 8 decode slower beside the products they run with. */
     int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
-    uint32_t per = ops->matvec_rows ? ops->matvec_rows : chunks ? 2 : 1;
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows
+                   : chunks         ? 2
+                   : n <= q8_tokens(ops, n) ? 1
+                   : rows >= 8192           ? 2
+                                            : 4;
     uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : chunks ? 1 : 2;
     uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0 || wg % ctx->info.max_subgroup_size != 0)
