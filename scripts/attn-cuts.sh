@@ -4,13 +4,16 @@
 # attn_decode_chunked_f16.spv, to be timed through OSCAR_SHADER_DIR:
 #
 #   scripts/attn-cuts.sh DIR
-#   for c in whole no-merge no-math no-values no-rv empty; do
+#   for c in whole no-merge no-math no-values no-scores less-score-math less-value-math no-rv empty; do
 #       OSCAR_SHADER_DIR=DIR/$c oscar-bench attention --batch 1 --iters 20 --contexts 4096 --modes int2,int2-hadamard
 #   done
 #
 # Cuts: whole (nothing cut), no-merge (each workgroup stops after its partials), no-math (no
-# scores and no value sums), no-values (no value sums), no-rv (no o·R_Vᵀ in the merge), empty
-# (returns at once: the dispatch and its barrier). Compiled by glslangValidator without
+# scores and no value sums), no-values (no value sums), no-scores (no INT2 key scores),
+# less-score-math (the fp32 key scores take one element of each four: every load stays, a quarter
+# of the multiply-adds and conversions), less-value-math (the packed-fp16 value sums take one
+# pair of each four: every load stays), no-rv (no o·R_Vᵀ in the merge), empty (returns at once:
+# the dispatch and its barrier). Compiled by glslangValidator without
 # optimization (GLSLANG, default the shader venv's). docs/performance.md ("Where a 4K call goes")
 # has the figures.
 set -euo pipefail
@@ -40,6 +43,9 @@ cut whole "" ""
 cut no-merge "$body" 's/^    count_and_merge(it.row, kvh);/    return;/'
 cut no-math "$body" 's/if (is_int2) scores_int2(/if (false) if (is_int2) scores_int2(/; s/if (is_int2) values_int2(/if (false) if (is_int2) values_int2(/'
 cut no-values "$body" 's/if (is_int2) values_int2(/if (false) if (is_int2) values_int2(/'
+cut no-scores "$body" 's/if (is_int2) scores_int2(/if (false) if (is_int2) scores_int2(/'
+cut less-score-math "$body" 's/dq\[u\]\[h\] += dot(qv, x\[u\]);/dq[u][h] += qv.x * x[u].x;/'
+cut less-value-math "$body" 's/for (uint j = 0; j < 4; j++) a16\[h\]\[j\] = fma(ps, c2\[j\], a16\[h\]\[j\]);/for (uint j = 0; j < 1; j++) a16[h][j] = fma(ps, c2[j], a16[h][j]);/'
 cut no-rv "$finish" 's/^    if (ROTATED) {$/    if (false) {/'
 cut empty "$body" 's/^    uint item_id = attn_item_id();$/    uint item_id = attn_item_id();\n    return;/'
 echo "attn-cuts: $(ls "$out" | tr '\n' ' ')in $out"
