@@ -288,11 +288,6 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
         uint64_t f16 = OSCAR_X_F16_BYTES(1, widest), q8 = OSCAR_X_Q8_BYTES((uint64_t)batch * widest);
         OSCAR_TRY(ovk_buffer_create(ctx, f16 > q8 ? f16 : q8, OSCAR_BUFFER_DEVICE, &s->xq));
     }
-    s->fuse_norm = s->matvec_q8 && ctx->env.fuse_norm;
-    if (s->fuse_norm) {
-        OSCAR_TRY(ovk_buffer_create(ctx, 4, OSCAR_BUFFER_DEVICE, &s->norm_count));
-        OSCAR_TRY(ovk_buffer_fill(ctx, &s->norm_count, 0, 4, 0));
-    }
     *out = s;
     return OSCAR_OK;
 fail:
@@ -307,7 +302,7 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
     ovk_cmd_release(ctx, &s->cmd);
     ovk_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
                              &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq,
-                             &s->mm_scratch, &s->norm_count };
+                             &s->mm_scratch };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) ovk_buffer_destroy(ctx, bufs[i]);
     free(s);
 }
@@ -408,39 +403,11 @@ static int glu_planes(const ovk_gpu_state *s, const ovk_gpu_layer *L)
            L->w_gate.type == L->w_up.type && L->w_gate.rows == L->w_up.rows;
 }
 
-/* Whether the one-token product by w, whose output the next norm adds to the residual stream x,
- * runs that norm in its last workgroup (ovk_op_mul_mat_q8_norm): int8 products where its input
- * is ready in s->xq (`x_ready`) and after the norm (`next_q8`: their int8 input written by it), w
- * whole and without planes. */
-static int norm_fusable(const ovk_gpu_state *s, const ovk_gpu_weight *w, uint32_t cols, int x_ready, int next_q8)
-{
-    return s->fuse_norm && x_ready && next_q8 && w->n_parts == 1 && !w->planes && products_q8(s, cols, 1, 1, &w) &&
-           ovk_op_mul_mat_q8_norm_fits(&s->ops, s->m->desc->hp.n_embd);
-}
-
-/* proj = W xq for one token, then x += proj and the norm of x by norm_w into xb and its int8
- * blocks into s->xq (which held the product's input: the norm writes it once every workgroup
- * has read it), in one dispatch. Starts with a barrier. */
-static oscar_status mul_mat_norm(ovk_gpu_state *s, const ovk_gpu_weight *w, uint32_t cols, const ovk_gpu_weight *norm_w)
-{
-    const ovk_model_hparams *hp = &s->m->desc->hp;
-    uint64_t bytes = (uint64_t)hp->n_embd * 4;
-    ovk_binding xq = { &s->xq, 0, 0 };
-    ovk_norm_tail tail = { bind(&s->x, bytes), bind(&norm_w->buf, 0), bind(&s->xb, bytes), xq, bind(&s->norm_count, 4),
-                           hp->norm_eps };
-    ovk_cmd_barrier(s->m->ctx, &s->cmd);
-    return ovk_op_mul_mat_q8_norm(&s->ops, &s->cmd, NULL, w->type, bind(&w->buf, 0), xq, bind(&s->proj, bytes), hp->n_embd,
-                                  cols, &tail);
-}
-
 /* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
  * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
  * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
- * (after the last layer) for record_head to add. In a one-token step the output and down products
- * may run the norm after them themselves (norm_fusable): *normed says on entry that the previous
- * layer's down product ran this layer's attention norm, and on return that this layer's ran the
- * next one's. */
-static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int add_pending, int *normed)
+ * (after the last layer) for record_head to add. */
+static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
@@ -462,16 +429,12 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     const ovk_gpu_weight *w_out[1] = { &L->wo }, *w_down[1] = { &L->w_down };
 
     /* attention (the norm prepares x for int8 products itself) */
+    ovk_cmd_barrier(ctx, cmd);
     int q8 = products_q8(s, D, n, 3, w_qkv), fused = q8 && n == 1; /* the norm's int8 blocks: one row */
-    if (!*normed) {
-        ovk_cmd_barrier(ctx, cmd);
-        if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq,
-                                               D, hp->norm_eps));
-        else if (add_pending)
-            OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
-        else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    }
-    *normed = 0;
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq, D,
+                                           hp->norm_eps));
+    else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         ovk_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
@@ -487,27 +450,21 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         OSCAR_TRY(ovk_op_rms_norm(ops, cmd, q, bind(&L->q_norm.buf, 0), q, hd, n * H, hp->norm_eps));
         OSCAR_TRY(ovk_op_rms_norm(ops, cmd, k, bind(&L->k_norm.buf, 0), k, hd, n * KV, hp->norm_eps));
     }
-    int mlp_normed = 0; /* the output product ran the MLP norm */
     { /* RoPE of q and k happens as the cache loads them */
         ovk_kv_rope rope = { pos, freq, hp->rope_type, hp->n_rot };
         /* the attention writes x's int8 blocks for the output product itself where it can */
         int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
         OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
-        q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1; /* the MLP norm's int8 blocks */
         uint32_t rows[1] = { D };
-        if (n == 1 && norm_fusable(s, &L->wo, s->q_dim, att_q8, fused)) {
-            OSCAR_TRY(mul_mat_norm(s, &L->wo, s->q_dim, &L->ffn_norm));
-            mlp_normed = 1;
-        } else OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
     }
 
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
      * and by SwiGLU) */
-    if (!mlp_normed) {
-        ovk_cmd_barrier(ctx, cmd);
-        if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
-        else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
-    }
+    ovk_cmd_barrier(ctx, cmd);
+    q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
     if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
         ovk_cmd_barrier(ctx, cmd);
@@ -522,15 +479,8 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
-        /* the next layer's attention norm, where this product can run it */
-        const ovk_gpu_layer *N = l + 1 < hp->n_layer ? &s->m->layers[l + 1] : NULL;
-        const ovk_gpu_weight *w_next[3] = { N ? &N->wq : NULL, N ? &N->wk : NULL, N ? &N->wv : NULL };
-        int next_q8 = N && n == 1 && products_q8(s, D, n, 3, w_next);
         uint32_t rows[1] = { D };
-        if (n == 1 && norm_fusable(s, &L->w_down, F, down_q8, next_q8)) {
-            OSCAR_TRY(mul_mat_norm(s, &L->w_down, F, &N->attn_norm));
-            *normed = 1;
-        } else OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1));
     }
 fail:
     return st;
@@ -632,9 +582,8 @@ static oscar_status record_step(ovk_gpu_state *s, uint32_t n, uint32_t n_out, in
      * recorded while the GPU runs the ones before; and each submission costs the GPU ~25 us
      * (9 parts of 4 layers made the GPU time 0.23 ms longer), so the parts are few. */
     uint32_t next_flush = 1;
-    int normed = 0; /* the previous layer's down product ran this layer's attention norm */
     for (uint32_t l = 0; l < hp->n_layer; l++) {
-        OSCAR_TRY(record_layer(s, l, n, l > 0, &normed));
+        OSCAR_TRY(record_layer(s, l, n, l > 0));
         if (flush && s->flush_growth && l + 1 == next_flush && l + 1 < hp->n_layer) {
             OSCAR_TRY(ovk_cmd_flush(ctx, &s->cmd));
             next_flush = next_flush * s->flush_growth + 1;

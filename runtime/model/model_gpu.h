@@ -114,8 +114,6 @@ typedef struct ovk_gpu_state {
                                     * products (up to OVK_Q8_BATCH_MAX rows): OSCAR_X_F16_BYTES /
                                     * OSCAR_X_Q8_BYTES of the widest input; unused (0 bytes) when
                                     * matvec_f16 and matvec_q8 are 0 */
-    ovk_buffer norm_count;       /* [1] u32: workgroups done of a one-token int8 product that runs the
-                                    * norm after it (ovk_op_mul_mat_q8_norm), 0 between those */
     ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
                                     * a short batch (ops.matmul_scratch); where cooperative matrices
                                     * run and a step may hold more than one token, else unused */
@@ -125,8 +123,6 @@ typedef struct ovk_gpu_state {
                                     * quant types' products with x in int8 (ovk_op_mul_mat_q8): where
                                     * integer dot products are fast and subgroup arithmetic exists, or
                                     * as OSCAR_MATVEC_Q8 says */
-    int fuse_norm;                 /* a one-token step's o and down products run the norm after them
-                                    * where both are int8 (OSCAR_FUSE_NORM, default on) */
     int step_decode;               /* while a step records: each of its rows is another sequence's one
                                     * new token (batched decode), not a prompt's */
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth

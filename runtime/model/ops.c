@@ -343,18 +343,6 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
     return ovk_q8_quantize(ops->ctx, cmd, x, codes, scales, cols, 1);
 }
 
-/* The norm a one-token int8 product may end with (ovk_op_mul_mat_q8_norm): bindings 5..10 of
- * mul_mat_vec_q8 (x, w, xb, xq's codes and scales, the count) and the threads of rms_norm's sum. */
-typedef struct q8_norm {
-    ovk_binding b[6];
-    uint32_t width;
-    float eps;
-} q8_norm;
-
-static oscar_status mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                               ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
-                               uint32_t cols, uint32_t n, const q8_norm *norm);
-
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -364,13 +352,6 @@ oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
 oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                       ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
                                       uint32_t cols, uint32_t n)
-{
-    return mul_mat_q8(ops, cmd, variant, type, w, xq, bias, y, y_stride, rows, cols, n, NULL);
-}
-
-static oscar_status mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                               ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
-                               uint32_t cols, uint32_t n, const q8_norm *norm)
 {
     oscar_context *ctx = ops->ctx;
     if (!ovk_op_mul_mat_vec_q8_supported(ops, type))
@@ -428,21 +409,17 @@ static oscar_status mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *var
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u subgroups a row (1..8, dividing %u)", split, sgs);
     /* rows per workgroup: ROWS for each row's subgroups of the default size (others loop or idle) */
     uint32_t group_rows = per * sgs / split, tokens = q8_tokens(ops, n);
-    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 11, .push_size = 20, .n_spec = 12,
+    ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 9,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */
-                                      (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL, /* SPLIT */ split,
-                                      /* NORM */ norm != NULL, /* NORM_WIDTH */ norm ? norm->width : 1,
-                                      /* NORM_WORDS */ norm ? ovk_div_up(rows / 4, wg) : 1 } };
-    struct { uint32_t rows, cols, n, y_stride; float eps; } push = { rows, cols, n, y_stride, norm ? norm->eps : 0.0f };
-    uint32_t groups[3];
+                                      (w.offset % 16) == 0, /* TOKENS */ tokens, /* BIAS */ bias != NULL, /* SPLIT */ split } };
+    uint32_t push[4] = { rows, cols, n, y_stride }, groups[3];
     if ((st = grid_2d(ovk_div_up(rows, group_rows), groups, "mul_mat_vec_q8")) != OSCAR_OK) return st;
     groups[2] = ovk_div_up(n, tokens);
     if (groups[2] > 65535) OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u tokens exceed the grid", n);
-    ovk_binding b[11] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y,
-                          bias ? *bias : y }; /* y unread without a bias */
-    for (int i = 0; i < 6; i++) b[5 + i] = norm ? norm->b[i] : y; /* without a norm bindings 5..10 are not used */
-    return record(ops, cmd, &d, b, &push, groups);
+    ovk_binding b[5] = { w, { xq.buffer, xq.offset, nc }, { xq.buffer, xq.offset + OSCAR_X_Q8_SCALES(nc), nc / 8u }, y,
+                         bias ? *bias : y }; /* y unread without a bias */
+    return record(ops, cmd, &d, b, push, groups);
 }
 
 static oscar_status mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
@@ -602,20 +579,13 @@ static uint32_t row_workgroup(const ovk_ops *ops, uint32_t n)
     return wg;
 }
 
-/* rms_norm's threads for rows of dim: a CPU device runs a workgroup as one thread, its barriers
- * as switches between SIMD groups: 8 threads (lavapipe's SIMD group) there, 0.29 -> 0.14 ms a
- * call for SmolLM2-135M's rows. */
-static uint32_t norm_workgroup(const ovk_ops *ops, uint32_t dim)
+/* rms_norm with an optional residual (res NULL: none) and an optional int8 copy of y (xq NULL:
+ * none; one row). */
+static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
+                             ovk_binding w, ovk_binding y, const ovk_binding *xq, uint32_t dim, uint32_t n_rows,
+                             float eps)
 {
-    return ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8 : row_workgroup(ops, dim);
-}
-
-/* The checks of a norm's arguments (op names it); its int8 copy's two parts into q8 (y twice
- * without one). */
-static oscar_status check_norm(const ovk_ops *ops, const char *op, ovk_binding x, const ovk_binding *res, ovk_binding w,
-                               ovk_binding y, const ovk_binding *xq, uint32_t dim, uint32_t n_rows, float eps,
-                               ovk_binding q8[2])
-{
+    const char *op = xq ? "rms_norm_x_q8" : res ? "add_rms_norm" : "rms_norm";
     oscar_status st = check_workgroup(ops, op);
     if (st != OSCAR_OK) return st;
     if (dim == 0 || (uint64_t)dim * n_rows > UINT32_MAX || !(eps >= 0.0f) || (xq && n_rows != 1))
@@ -627,61 +597,19 @@ static oscar_status check_norm(const ovk_ops *ops, const char *op, ovk_binding x
     if (res && (st = check_binding(res, bytes, op, "res")) != OSCAR_OK) return st;
     if (res && y.buffer == x.buffer && y.offset < x.offset + bytes && x.offset < y.offset + bytes)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: y overlaps x", op);
-    q8[0] = q8[1] = y;
-    return xq ? x_q8_parts(*xq, dim, ops->workgroup, op, q8) : OSCAR_OK;
-}
-
-/* rms_norm with an optional residual (res NULL: none) and an optional int8 copy of y (xq NULL:
- * none; one row). */
-static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
-                             ovk_binding w, ovk_binding y, const ovk_binding *xq, uint32_t dim, uint32_t n_rows,
-                             float eps)
-{
-    const char *op = xq ? "rms_norm_x_q8" : res ? "add_rms_norm" : "rms_norm";
-    ovk_binding q8[2]; /* without an int8 copy bindings 4 and 5 are not written */
-    oscar_status st = check_norm(ops, op, x, res, w, y, xq, dim, n_rows, eps, q8);
-    if (st != OSCAR_OK || n_rows == 0) return st;
+    ovk_binding q8[2] = { y, y }; /* without an int8 copy bindings 4 and 5 are not written */
+    if (xq && (st = x_q8_parts(*xq, dim, ops->workgroup, op, q8)) != OSCAR_OK) return st;
+    if (n_rows == 0) return OSCAR_OK;
+    /* a CPU device runs a workgroup as one thread, its barriers as switches between SIMD groups:
+     * 8 threads (lavapipe's SIMD group) there, 0.29 -> 0.14 ms a call for SmolLM2-135M's rows */
+    uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8 : row_workgroup(ops, dim);
     ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 6, .push_size = 12, .n_spec = 3,
-                              .spec = { /* WORKGROUP */ norm_workgroup(ops, dim), /* RESIDUAL */ res != NULL,
-                                        /* Q8_OUT */ xq != NULL } };
+                              .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL, /* Q8_OUT */ xq != NULL } };
     struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
     uint32_t groups[3];
     if ((st = grid_2d(n_rows, groups, op)) != OSCAR_OK) return st;
     ovk_binding b[6] = { x, w, y, res ? *res : x, q8[0], q8[1] }; /* without a residual binding 3 is not read */
     return record(ops, cmd, &d, b, &push, groups);
-}
-
-static int overlaps(ovk_binding a, uint64_t a_bytes, ovk_binding b, uint64_t b_bytes)
-{
-    return a.buffer == b.buffer && a.offset < b.offset + b_bytes && b.offset < a.offset + a_bytes;
-}
-
-/* The words of 4 elements a thread of the norm holds in registers, at most */
-#define Q8_NORM_WORDS_MAX 16u
-
-int ovk_op_mul_mat_q8_norm_fits(const ovk_ops *ops, uint32_t rows)
-{
-    uint32_t wg = ops->matvec_workgroup ? ops->matvec_workgroup : ops->workgroup;
-    return rows % OSCAR_Q8_BLOCK == 0 && wg > 0 && ovk_div_up(rows / 4, wg) <= Q8_NORM_WORDS_MAX;
-}
-
-oscar_status ovk_op_mul_mat_q8_norm(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                                      ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols, const ovk_norm_tail *norm)
-{
-    const char *op = "mul_mat_q8_norm";
-    if (rows % OSCAR_Q8_BLOCK == 0 && !ovk_op_mul_mat_q8_norm_fits(ops, rows))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows exceed %u words of 4 a thread", op, rows, Q8_NORM_WORDS_MAX);
-    q8_norm tail = { .width = norm_workgroup(ops, rows), .eps = norm->eps };
-    ovk_binding q8[2];
-    oscar_status st = check_norm(ops, op, norm->x, &y, norm->w, norm->xb, &norm->xq, rows, 1, norm->eps, q8);
-    if (st != OSCAR_OK) return st;
-    if ((st = check_binding(&norm->count, 4, op, "count")) != OSCAR_OK) return st;
-    uint64_t bytes = (uint64_t)rows * 4;
-    if (overlaps(y, bytes, norm->x, bytes) || overlaps(y, bytes, norm->xb, bytes) || overlaps(norm->xb, bytes, norm->x, bytes))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: y, x and xb overlap", op);
-    ovk_binding b[6] = { norm->x, norm->w, norm->xb, q8[0], q8[1], norm->count };
-    memcpy(tail.b, b, sizeof b);
-    return mul_mat_q8(ops, cmd, variant, type, w, xq, NULL, y, rows, rows, cols, 1, &tail);
 }
 
 oscar_status ovk_op_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding w,

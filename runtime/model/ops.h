@@ -188,27 +188,6 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
                                       ovk_binding xq, const ovk_binding *bias, ovk_binding y, uint32_t y_stride, uint32_t rows,
                                       uint32_t cols, uint32_t n);
 
-/* The norm a one-token int8 product may end with, in its own dispatch: x += y, then
- * xb = rms_norm(x) * w (epsilon eps) and xb's int8 blocks xq, bit for bit what
- * ovk_op_rms_norm_x_q8(x, &y, w, xb, xq, rows, eps) gives after the product, one dispatch and
- * barrier fewer. count: a uint that is 0 before the call (zero it once) and that the call leaves
- * at 0; calls that share it must not run at once. */
-typedef struct ovk_norm_tail {
-    ovk_binding x;     /* [rows] fp32 residual stream, updated */
-    ovk_binding w;     /* [rows] fp32 norm weight */
-    ovk_binding xb;    /* [rows] fp32 out: the normalized row */
-    ovk_binding xq;    /* OSCAR_X_Q8_BYTES(rows) out: its int8 blocks */
-    ovk_binding count; /* 4 bytes: workgroups done */
-    float eps;
-} ovk_norm_tail;
-/* y = W xq for one token (as ovk_op_mul_mat_q8 with n = 1), then the norm above; rows a multiple
- * of 32 that ovk_op_mul_mat_q8_norm_fits (the norm holds the row in one workgroup's registers:
- * up to 64 elements a thread). xq may be the same bytes as norm->xq: every workgroup has read the
- * product's input before the norm writes. */
-int ovk_op_mul_mat_q8_norm_fits(const ovk_ops *ops, uint32_t rows);
-oscar_status ovk_op_mul_mat_q8_norm(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
-                                      ovk_binding xq, ovk_binding y, uint32_t rows, uint32_t cols, const ovk_norm_tail *norm);
-
 /* Embedding lookup: out[t][c] = W[ids[t]][c] as fp32. W [vocab][cols] of `type`, ids [n] uint32
  * (each < vocab: not checked on the GPU), out [n][cols]. */
 oscar_status ovk_op_get_rows(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,

@@ -19,8 +19,6 @@ const ovk_env_row ovk_env_table[] = {
                             "default: per shape)" },
     { "OSCAR_MATVEC_Q8", "0: single-token products of the quant types in fp32; 1: with x in int8 (the default where integer "
                          "dot products are accelerated; it can flip a greedy near-tie)" },
-    { "OSCAR_FUSE_NORM", "0: a one-token step's norms run in dispatches of their own; 1 (default): the int8 product "
-                         "before a norm runs it in its last workgroup" },
     { "OSCAR_MATVEC_PLANES", "1: the products of Q4_0/Q4_1/Q8_0/Q4_K/Q6_K weights read weight planes by texel fetches (a second copy of "
                              "those weights; the default on CPU devices); 0: never" },
     { "OSCAR_ATTN_F16", "0: decode attention's fp32 fallback; 1: its packed-fp16 variant (the default where the device has fp16)" },
@@ -82,7 +80,6 @@ void ovk_env_read(ovk_env *env)
     env->matmul_coopmat = (int)number("OSCAR_MATMUL_COOPMAT", 0, 1, -1);
     env->matmul_split = (uint32_t)number("OSCAR_MATMUL_SPLIT", 1, 256, 0);
     env->matvec_q8 = (int)number("OSCAR_MATVEC_Q8", 0, 1, -1);
-    env->fuse_norm = (int)number("OSCAR_FUSE_NORM", 0, 1, 1);
     env->matvec_planes = (int)number("OSCAR_MATVEC_PLANES", 0, 1, -1);
     env->attn_wg = (uint32_t)number("OSCAR_ATTN_WG", 64, 1024, 0);
     env->attn_ku = (uint32_t)number("OSCAR_ATTN_KU", 1, 4, 0);

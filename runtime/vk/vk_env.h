@@ -18,8 +18,6 @@ typedef struct ovk_env {
     int matmul_coopmat;      /* OSCAR_MATMUL_COOPMAT: 1 runs batched products on cooperative matrices; 0, -1: fp32 */
     uint32_t matmul_split;   /* OSCAR_MATMUL_SPLIT: column slices of a cooperative-matrix product; 0: per shape */
     int matvec_q8;           /* OSCAR_MATVEC_Q8: 1/0 forces the int8 single-token products on/off; -1 unset */
-    int fuse_norm;           /* OSCAR_FUSE_NORM: 0 keeps a decode step's norms in their own dispatches; 1 (default)
-                              * lets the int8 product before a norm run it */
     int matvec_planes;       /* OSCAR_MATVEC_PLANES: 1/0 forces the texel-fetch products over weight planes on/off; -1 unset */
     /* decode attention tuning (0 or -1: the cache's default) */
     uint32_t attn_wg;        /* OSCAR_ATTN_WG: workgroup size of attn_decode, 64..1024 */

@@ -28,15 +28,6 @@
 // Needs subgroup arithmetic (ops.c runs this only where the device has it) and a workgroup that
 // is a whole number of subgroups.
 //
-// With NORM (one token), the product is followed by the RMS norm that the next products need,
-// in the same dispatch: every workgroup counts itself in norm_count once its y is written, and
-// the one that completes the count adds y into the residual stream nx and writes the norm of the
-// sum as fp32 and as int8 blocks, bit for bit as rms_norm.comp with its residual and int8 output
-// would in a workgroup of NORM_WIDTH threads (norm_tail below), then resets the count.
-// That saves the norm's own dispatch and the barrier before it. Visibility: y and norm_count are
-// `coherent`, each workgroup's memoryBarrierBuffer() orders its y writes before its atomic, and
-// the last one's orders the atomic before its reads.
-//
 // Several tokens (batched decode): workgroup z takes TOKENS consecutive tokens. A pass loads its
 // weights once, then for each token that token's x blocks, and keeps ROWS x TOKENS sums, so the
 // weights are read once per TOKENS tokens; the terms of one token are those of a single-token
@@ -45,7 +36,6 @@
 #define OSCAR_MV_Q8_BODY_GLSL
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_EXT_control_flow_attributes : require
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 0) const uint WORKGROUP = 128;  // threads, a multiple of the subgroup size
@@ -57,35 +47,22 @@ layout(constant_id = 5) const uint W16 = 0;          // 1: binding W starts on 1
 layout(constant_id = 6) const uint TOKENS = 1;       // tokens per workgroup (workgroup z: a group of them)
 layout(constant_id = 7) const uint BIAS = 0;         // 1: y = W x + b (b read from binding 4), as a separate add
 layout(constant_id = 8) const uint SPLIT = 1;        // subgroups that share a row group, each over every SPLIT-th pass
-layout(constant_id = 9) const uint NORM = 0;         // 1: the last workgroup writes the norm of nx + y (one token)
-layout(constant_id = 10) const uint NORM_WIDTH = 128; // threads of rms_norm's sum for the row (a power of two)
-layout(constant_id = 11) const uint NORM_WORDS = 1;   // words of 4 elements a thread of the norm holds (rows / 4 / WORKGROUP, up)
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };    // [rows][row bytes] GGUF blocks
 layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; }; // the same, 16 bytes at a time
 layout(std430, binding = 1) readonly buffer XC { uvec4 xc[]; };  // [n][cols / 32][2] x codes, 16 int8 a uvec4
 layout(std430, binding = 2) readonly buffer XS { float xs[]; };  // [n][cols / 32] x scales
-layout(std430, binding = 3) coherent writeonly buffer Y { float y[]; }; // [n][y_stride] fp32, columns 0..rows-1 written
-layout(std430, binding = 3) coherent readonly buffer YR { float yr[]; }; // the same, read by the norm
+layout(std430, binding = 3) writeonly buffer Y { float y[]; };   // [n][y_stride] fp32, columns 0..rows-1 written
 layout(std430, binding = 4) readonly buffer B { float bias[]; }; // [rows] fp32 (read with BIAS)
-// the norm (NORM; else unread and unwritten)
-layout(std430, binding = 5) buffer NX { float nx[]; };                 // [rows] fp32 residual stream, nx += y
-layout(std430, binding = 6) readonly buffer NW { float nw[]; };        // [rows] fp32 norm weight
-layout(std430, binding = 7) writeonly buffer NY { float ny[]; };       // [rows] fp32 the normalized row
-layout(std430, binding = 8) writeonly buffer Q { uint q8_codes[]; };   // [rows / 4] its int8 codes (q8_layout.h)
-layout(std430, binding = 9) writeonly buffer S { float q8_scales[]; }; // [rows / 32] its block scales
-layout(std430, binding = 10) coherent buffer NC { uint norm_count[]; }; // [1] workgroups done, 0 between calls
 
 layout(push_constant) uniform Push {
     uint rows;     // rows of W
     uint cols;     // columns of W, a multiple of 32
     uint n;        // tokens
     uint y_stride; // floats from y[t][0] to y[t + 1][0]
-    float eps;     // the norm's epsilon (NORM)
 } pc;
 
 #include "common/dequant.glsl" // the type ids, block sizes and dq_u16
-#include "common/q8_layout.h"
 
 const bool KQ = TYPE == GGML_Q4_K || TYPE == GGML_Q5_K;
 const uint QWORDS = TYPE == GGML_Q8_0 ? 8u : 4u; // words of quants per block of a 32-element type
@@ -221,87 +198,6 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
 // Split rows: the sums of the parts of row group rg (SPLIT > 1), [rows a round][ROWS][TOKENS][SPLIT]
 shared float sh_split[SPLIT > 1u ? WORKGROUP / 4u * ROWS * TOKENS : 1u];
 
-// ---- the norm (NORM) ----
-// The last workgroup loads the row at once, NORM_WORDS words of 4 elements a thread (word
-// tid + k * WORKGROUP), and keeps it in registers; the sum of squares is rms_norm.comp's in a
-// workgroup of NORM_WIDTH threads (summing thread v takes elements v, v + NORM_WIDTH, ... in
-// order, the first min(NORM_WIDTH, 32) threads every 32nd of those sums, then all of them in
-// order), read from a copy of the row in shared memory; the int8 blocks are those of
-// q8_store_word, their maxima met in shared memory once for every word.
-const uint RN_PARTS = NORM_WIDTH < 32u ? NORM_WIDTH : 32u;
-shared float sh_row[NORM != 0u ? 4u * NORM_WORDS * WORKGROUP : 1u]; // [rows] nx + y
-shared float sh_red[NORM != 0u ? NORM_WIDTH : 1u];                 // [NORM_WIDTH] the summing threads' sums
-shared float sh_part[RN_PARTS];
-shared float sh_amax[NORM != 0u ? NORM_WORDS * WORKGROUP : 1u];     // [rows / 4] each word's largest magnitude
-shared bool sh_last;                                                // this workgroup completes the count
-#include "common/q8_quantize.glsl"
-
-// Counts the workgroup in; the last one writes the norm (see the top) and resets the count.
-void norm_tail()
-{
-    memoryBarrierBuffer(); // this workgroup's y before its count
-    barrier();
-    uint tid = gl_LocalInvocationIndex, total = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_NumWorkGroups.z;
-    if (tid == 0u) sh_last = atomicAdd(norm_count[0], 1u) == total - 1u;
-    barrier();
-    if (!sh_last) return;
-    memoryBarrierBuffer(); // the count before the reads of every workgroup's y
-    uint dim = pc.rows, words = dim / 4u;
-    vec4 a[NORM_WORDS], g[NORM_WORDS];
-    [[unroll]] for (uint k = 0u; k < NORM_WORDS; k++) {
-        uint wd = min(tid + k * WORKGROUP, words - 1u); // past the row: a valid word, unused
-        [[unroll]] for (uint u = 0u; u < 4u; u++) {
-            a[k][u] = nx[4u * wd + u] + yr[4u * wd + u];
-            g[k][u] = nw[4u * wd + u];
-        }
-    }
-    [[unroll]] for (uint k = 0u; k < NORM_WORDS; k++) {
-        uint wd = tid + k * WORKGROUP;
-        if (wd < words)
-            [[unroll]] for (uint u = 0u; u < 4u; u++) sh_row[4u * wd + u] = a[k][u];
-    }
-    barrier();
-    for (uint v = tid; v < NORM_WIDTH; v += WORKGROUP) {
-        float s = 0.0;
-        for (uint i = v; i < dim; i += NORM_WIDTH) s += sh_row[i] * sh_row[i];
-        sh_red[v] = s;
-    }
-    barrier();
-    if (tid < RN_PARTS) {
-        float p = 0.0;
-        for (uint k = tid; k < NORM_WIDTH; k += RN_PARTS) p += sh_red[k];
-        sh_part[tid] = p;
-    }
-    barrier();
-    float ss = 0.0;
-    for (uint k = 0u; k < RN_PARTS; k++) ss += sh_part[k];
-    float scale = 1.0 / sqrt(ss / float(dim) + pc.eps);
-    vec4 v[NORM_WORDS];
-    [[unroll]] for (uint k = 0u; k < NORM_WORDS; k++) {
-        uint wd = tid + k * WORKGROUP;
-        [[unroll]] for (uint u = 0u; u < 4u; u++) v[k][u] = (a[k][u] * scale) * g[k][u];
-        if (wd < words) {
-            sh_amax[wd] = max(max(abs(v[k].x), abs(v[k].y)), max(abs(v[k].z), abs(v[k].w)));
-            [[unroll]] for (uint u = 0u; u < 4u; u++) {
-                nx[4u * wd + u] = a[k][u];
-                ny[4u * wd + u] = v[k][u];
-            }
-        }
-    }
-    barrier();
-    [[unroll]] for (uint k = 0u; k < NORM_WORDS; k++) {
-        uint wd = tid + k * WORKGROUP;
-        if (wd >= words) continue;
-        uint w0 = wd & ~7u;
-        float amax = 0.0;
-        [[unroll]] for (uint j = 0u; j < 8u; j++) amax = max(amax, sh_amax[w0 + j]);
-        float d = q8_scale(amax);
-        q8_codes[wd] = q8_pack_word(v[k], d);
-        if ((wd & 7u) == 0u) q8_scales[wd / OSCAR_Q8_WORDS] = d;
-    }
-    if (tid == 0u) norm_count[0] = 0u; // for the next call
-}
-
 void main()
 {
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
@@ -378,7 +274,6 @@ void main()
                 }
         barrier(); // sh_split is read before the next round writes it
     }
-    if (NORM != 0u) norm_tail();
 }
 
 #endif
