@@ -216,11 +216,6 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
                 int is[U][GQA];
                 for (uint u = 0; u < U; u++)
                     for (uint h = 0; h < GQA; h++) is[u][h] = 0;
-#if ATTN_IDOT_ACC2
-                int il[U][GQA];     // the second level's sums, apart
-                for (uint u = 0; u < U; u++)
-                    for (uint h = 0; h < GQA; h++) il[u][h] = 0;
-#endif
                 [[unroll]] for (uint ww = 0; ww < 2; ww++) {
                     uint w = 2 * b + ww;
                     uint cw[U];
@@ -232,21 +227,13 @@ void scores_int2(uint begin, uint n, uint pos0, uint kvh, inout float m[GQA])
                         for (uint u = 0; u < U; u++) c[u] = (cw[u] >> (2u * j)) & 0x03030303u;
                         for (uint h = 0; h < GQA; h++) {
                             uint qhi = sh_qi[(h * (D / 16) + w) * 4 + j], qlo = sh_qi[((GQA + h) * (D / 16) + w) * 4 + j];
-#if ATTN_IDOT_ACC2
-                            for (uint u = 0; u < U; u++) is[u][h] += dot4(qhi, c[u]), il[u][h] += dot4(qlo, c[u]);
-#else
                             for (uint u = 0; u < U; u++) is[u][h] += 254 * dot4(qhi, c[u]) + dot4(qlo, c[u]);
-#endif
                         }
                     }
                 }
                 for (uint h = 0; h < GQA; h++) {
                     float d = sh_qd[h * (D / 32) + b];
-#if ATTN_IDOT_ACC2
-                    for (uint u = 0; u < U; u++) dq[u][h] += d * float(254 * is[u][h] + il[u][h]);
-#else
                     for (uint u = 0; u < U; u++) dq[u][h] += d * float(is[u][h]);
-#endif
                 }
             }
             for (uint u = 0; u < U; u++) {
