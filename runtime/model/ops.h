@@ -174,11 +174,12 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * bit for bit where the device's subgroup sums are. */
 #define OVK_Q8_TOKENS 8u
 /* The most rows of a decode step the forward pass gives the int8 product (model_gpu.c); longer
- * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster from 16 tokens.
- * H200, Q4_0 14336 x 4096, us at 2 / 4 / 8 / 16 / 32 tokens: int8 16.8 / 28.0 / 47.3 / 87.0 /
- * 170.0, batched lanes 35.1 / 39.8 / 71.4 / 136.4 / 264.7, split cooperative-matrix 85.1 at 16
- * and 101.2 at 32 (docs/forward-kernels.md). */
-#define OVK_Q8_BATCH_MAX 15u
+ * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster from 24 tokens.
+ * H200, Q4_0, us at 16 / 32 tokens with the int8 product's default rows a subgroup: 14336 x 4096
+ * int8 76.9 / 145.5, split cooperative-matrix 82.0 / 97.4; 4096 x 14336 64.9 / 128.8 against 78.4
+ * / 85.6; Llama-3-8B batch 16 decodes at 1,023 tok/s with int8 products, 981 without, batch 24 at
+ * 1,029 against 1,200 (docs/forward-kernels.md). */
+#define OVK_Q8_BATCH_MAX 16u
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
 /* The same with a bias b [rows] fp32 (NULL: none) added to each token's row as it is written:
