@@ -14,8 +14,8 @@
 # of the multiply-adds and conversions), less-value-math (the packed-fp16 value sums take one
 # pair of each four: every load stays), no-rv (no o·R_Vᵀ in the merge), empty (returns at once:
 # the dispatch and its barrier). Compiled by glslangValidator without
-# optimization (GLSLANG, default the shader venv's). docs/performance.md ("Where a 4K call goes")
-# has the figures.
+# optimization (GLSLANG, default the shader venv's). docs/performance.md ("Where a 4K call goes",
+# "Where a 128K call goes") has the figures.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/attn-cuts.sh DIR}

@@ -375,11 +375,12 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
      * --mv-unroll over 14336 x 4096, 4096 x 4096 and 4096 x 14336): one row and two tasks for the
      * 32-element types and Q6_K (Q6_K 4096 x 14336 23.0 us against 32.9 at two rows and two tasks;
      * Q4_0 13.9 against 18.5), two rows and one task for the 64-element chunks of Q4_K and Q5_K
-     * (Q4_K 14336 x 4096 14.9 against 17.5). Over two or more groups of tokens (9 to 15 tokens)
+     * (Q4_K 14336 x 4096 14.9 against 17.5). Over two or more groups of tokens (9 to 16 tokens)
      * a subgroup takes two rows of a long matrix and four of a short one (Q4_0 at 15 tokens:
      * 14336 x 4096 73.4 us against 87.7, 4096 x 14336 65.4 against 90.8; batch-12 decode 6%
-     * faster). Up to 8 tokens two rows were faster alone (14336 x 4096 at 8 tokens 42.0 against
-     * 47.8) but made batch 2 and 8 decode slower beside the products they run with. */
+     * faster, batch 16 4% faster than on cooperative matrices). Up to 8 tokens two rows were
+     * faster alone (14336 x 4096 at 8 tokens 42.0 against 47.8) but made batch 2 and 8 decode
+     * slower beside the products they run with. */
     int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
     uint32_t per = ops->matvec_rows ? ops->matvec_rows
                    : chunks         ? 2
@@ -397,7 +398,7 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
     if (rows == 0 || n == 0) return OSCAR_OK;
     /* subgroups a row (H200, oscar-bench ops --mv-split over 1 / 2 / 4): long rows of the 32-element
      * types and Q6_K, six passes or more, in four parts (Q4_0 4096 x 14336 12.5 us against 13.6,
-     * Q6_K 21.6 against 26.0), one token only: with 2 to 15 tokens one subgroup a row is faster at
+     * Q6_K 21.6 against 26.0), one token only: with several tokens one subgroup a row is faster at
      * every shape (Q4_0 4096 x 14336 at 2 / 4 / 8 / 15 tokens 16.7 / 25.6 / 44.2 / 91.2 us against
      * 17.8 / 30.1 / 50.9 / 96.7 in four parts); the K chunks never (Q4_K slower at every split).
      * Few rows in two parts were faster alone (Q4_0 1024 x 4096 4.2 against 5.1 us) but made the

@@ -174,7 +174,7 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * bit for bit where the device's subgroup sums are. */
 #define OVK_Q8_TOKENS 8u
 /* The most rows of a decode step the forward pass gives the int8 product (model_gpu.c); longer
- * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster from 24 tokens.
+ * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster at 24 and 32 tokens.
  * H200, Q4_0, us at 16 / 32 tokens with the int8 product's default rows a subgroup: 14336 x 4096
  * int8 76.9 / 145.5, split cooperative-matrix 82.0 / 97.4; 4096 x 14336 64.9 / 128.8 against 78.4
  * / 85.6; Llama-3-8B batch 16 decodes at 1,023 tok/s with int8 products, 981 without, batch 24 at
