@@ -332,6 +332,12 @@ int main(void)
             ops.matvec_split = split_for(&ops, 4); /* a batch whose rows are shared by four subgroups */
             check_batch(&ops, variants[v], type, 67, kq ? 512 : 96, 11, 0);
             ops.matvec_split = 0;
+            /* two groups of tokens at two rows a subgroup, as a long matrix's default; one task a
+             * lane and pass, as lavapipe computes the single-token product it is compared with
+             * wrong at two rows and two tasks (NSE 0.3-0.8 for Q6_K; decisions.md) */
+            ops.matvec_rows = 2, ops.matvec_unroll = 1;
+            check_batch(&ops, variants[v], type, 67, 1024, 11, 0);
+            ops.matvec_rows = ops.matvec_unroll = 0;
             check_bias(&ops, variants[v], type, t % 2 ? 67 : 37, kq ? 512 : 1024, t % 3 == 0 ? 1 : 3);
         }
     }
