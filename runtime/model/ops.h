@@ -167,11 +167,14 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * [OSCAR_X_Q8_BYTES(n * cols)] as one vector (ovk_op_x_q8 over n * cols elements); one token is
  * the decode mat-vec. `variant` NULL picks mul_mat_vec_q8.idot where integer dot products are
  * fast, else mul_mat_vec_q8; a name forces one (MISSING_FEATURE where the context cannot run it).
- * ops->matvec_rows (rows a subgroup sums at once; default 1, 2 for Q4_K and Q5_K), matvec_unroll
+ * ops->matvec_rows (rows a subgroup sums at once; default 1, 2 for Q4_K and Q5_K; over two or more
+ * groups of tokens 2 for 8192 rows or more, else 4), matvec_unroll
  * (blocks, K-quant chunks or Q6_K x blocks per lane per pass; default 2, 1 for Q4_K and Q5_K) and
  * matvec_workgroup tune it. A workgroup takes ops->matvec_tokens tokens (default OVK_Q8_TOKENS):
- * it reads each weight once for them. Token t's result is the single-token product of its x,
- * bit for bit where the device's subgroup sums are. */
+ * it reads each weight once for them. Token t's result is the single-token product of its x at
+ * the same rows, tasks and subgroups a row, bit for bit where the device's subgroup sums are (the
+ * defaults differ with the token count: a one-token long row in four parts sums in another
+ * order). */
 #define OVK_Q8_TOKENS 8u
 /* The most rows of a decode step the forward pass gives the int8 product (model_gpu.c); longer
  * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster at 24 and 32 tokens.
