@@ -50,7 +50,6 @@ static oscar_status run_q8(const ovk_ops *ops, const char *variant, uint32_t typ
     return st != OSCAR_OK ? st : st2;
 }
 
-/* x [cols]: Gaussian (kind 0), or with every third block zero and outliers x100 (kind 1). */
 /* Subgroups a row for the int8 mat-vec: `want` halved until it divides the subgroups of a
  * workgroup of its threads, as ops.c halves its default: an explicit split must divide them. */
 static uint32_t split_for(const ovk_ops *ops, uint32_t want)
@@ -61,6 +60,7 @@ static uint32_t split_for(const ovk_ops *ops, uint32_t want)
     return want;
 }
 
+/* x [cols]: Gaussian (kind 0), or with every third block zero and outliers x100 (kind 1). */
 static void make_x(float *x, uint32_t cols, int kind)
 {
     for (uint32_t i = 0; i < cols; i++) {

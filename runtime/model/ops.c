@@ -382,11 +382,8 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
      * faster alone (14336 x 4096 at 8 tokens 42.0 against 47.8) but made batch 2 and 8 decode
      * slower beside the products they run with. */
     int chunks = type == OSCAR_GGML_TYPE_Q4_K || type == OSCAR_GGML_TYPE_Q5_K;
-    uint32_t per = ops->matvec_rows ? ops->matvec_rows
-                   : chunks         ? 2
-                   : n <= q8_tokens(ops, n) ? 1
-                   : rows >= 8192           ? 2
-                                            : 4;
+    uint32_t tokens = q8_tokens(ops, n); /* a workgroup's; n > tokens: two or more groups */
+    uint32_t per = ops->matvec_rows ? ops->matvec_rows : chunks ? 2 : n <= tokens ? 1 : rows >= 8192 ? 2 : 4;
     uint32_t unroll = ops->matvec_unroll ? ops->matvec_unroll : chunks ? 1 : 2;
     uint32_t sg = ctx->info.subgroup_size ? ctx->info.subgroup_size : 1;
     if (wg < 32 || wg > 256 || (wg & (wg - 1)) != 0 || wg % ctx->info.max_subgroup_size != 0)
@@ -409,7 +406,7 @@ oscar_status ovk_op_mul_mat_q8_bias(const ovk_ops *ops, ovk_cmd *cmd, const char
     if (split > 8 || sgs % split)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_vec_q8: %u subgroups a row (1..8, dividing %u)", split, sgs);
     /* rows per workgroup: ROWS for each row's subgroups of the default size (others loop or idle) */
-    uint32_t group_rows = per * sgs / split, tokens = q8_tokens(ops, n);
+    uint32_t group_rows = per * sgs / split;
     ovk_pipeline_desc d = { .shader = variant, .n_buffers = 5, .push_size = 16, .n_spec = 9,
                             .spec = { /* WORKGROUP */ wg, /* TYPE */ type, /* ROWS */ per, /* UNROLL */ unroll,
                                       /* GROUP_ROWS */ group_rows, /* W16: the uvec4 view of W is aligned */

@@ -31,7 +31,8 @@ typedef struct ovk_ops {
     uint32_t matvec_shader;    /* OSCAR_MATVEC_* */
     uint32_t matvec_workgroup; /* threads per mat-vec workgroup, as workgroup; 0: workgroup */
     uint32_t matvec_unroll;    /* units (lanes: words) per thread per pass, 1..8; 0: per type */
-    uint32_t matvec_split;     /* subgroups of the int8 mat-vec that share a row, 1..8 dividing its subgroups; 0: 1 */
+    uint32_t matvec_split;     /* subgroups of the int8 mat-vec that share a row, 1..8 dividing its subgroups; 0: per
+                                * shape (4 for a one-token long row, else 1: ovk_op_mul_mat_q8_bias) */
     uint32_t matvec_tokens;    /* tokens per workgroup of ovk_op_mul_mat_batch (0: 4) and of
                                 * ovk_op_mul_mat_q8 (0: OVK_Q8_TOKENS), per thread of the planes
                                 * product (0: by n, ovk_op_mul_mat_vec_planes) */
