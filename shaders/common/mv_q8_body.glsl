@@ -198,6 +198,13 @@ float task_term(Task w, uint t, uvec4 c[4], int cs[4], float xd[2])
 // Split rows: the sums of the parts of row group rg (SPLIT > 1), [rows a round][ROWS][TOKENS][SPLIT]
 shared float sh_split[SPLIT > 1u ? WORKGROUP / 4u * ROWS * TOKENS : 1u];
 
+// Row r's sum s for token t, with the bias, by one lane; rows from g1 on and tokens past n are not
+// written.
+void store_y(float s, uint r, uint g1, uint t)
+{
+    if (subgroupElect() && r < g1 && t < pc.n) y[t * pc.y_stride + r] = BIAS != 0u ? s + bias[r] : s;
+}
+
 void main()
 {
     uint lane = gl_SubgroupInvocationID, S = gl_SubgroupSize;
@@ -259,8 +266,7 @@ void main()
                     if (subgroupElect()) sh_split[((rg * ROWS + i) * TOKENS + j) * split + part] = s;
                     continue;
                 }
-                if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n)
-                    y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
+                store_y(s, r0 + i, g1, tok0 + j);
             }
         if (split == 1u) continue;
         barrier(); // the parts' sums are in sh_split
@@ -269,8 +275,7 @@ void main()
                 for (uint j = 0u; j < TOKENS; j++) {
                     float s = 0.0;
                     for (uint q = 0u; q < split; q++) s += sh_split[((rg * ROWS + i) * TOKENS + j) * split + q];
-                    if (subgroupElect() && r0 + i < g1 && tok0 + j < pc.n)
-                        y[(tok0 + j) * pc.y_stride + r0 + i] = BIAS != 0u ? s + bias[r0 + i] : s;
+                    store_y(s, r0 + i, g1, tok0 + j);
                 }
         barrier(); // sh_split is read before the next round writes it
     }
