@@ -191,6 +191,7 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
     rc.q_f16_int2 = f16 && stream;
     rc.q_q8_int2 = idot;
     rc.f16_inputs = cm;
+    rc.int2_codes = cm;
     CHECK_OK(attn_ref_attention(&rc, q, s.row_seq, s.row_n, s.n_rows, n_head, scale, want));
 
     ovk_buffer b_q, b_rows, b_items, b_part, b_out;

@@ -126,11 +126,13 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
          * rounds alike (1e-5), and one with fp32 q (1e-4) */
         int f16 = strcmp(ovk_kv_attention_variant(r->cache), "stream-f16") == 0;
         int q8 = !r->cache->n_tiles && strcmp(ovk_kv_attention_variant(r->cache), "chunked-f16-idot") == 0;
-        int cm = strncmp(ovk_kv_attention_variant(r->cache), "coopmat", 7) == 0; /* q, K, V and p in fp16 */
+        /* q, K, V and p in fp16; a decode step's INT2 rows as exact codes (attn_decode_cm) */
+        int cm = strncmp(ovk_kv_attention_variant(r->cache), "coopmat", 7) == 0;
         for (int pass = f16 || q8 || cm ? 0 : 1; pass < 2; pass++) {
             snap.q_f16_int2 = pass == 0 && f16;
             snap.q_q8_int2 = pass == 0 && q8;
             snap.f16_inputs = pass == 0 && cm;
+            snap.int2_codes = pass == 0 && cm && !r->cache->n_tiles;
             CHECK_OK(attn_ref_attention(&snap, q_rot, row_seq, row_vis, total, H, scale, ref));
             if (rotated) {
                 kv_ref_rotate_rows(ref, total, H, d, rv, n_rot > 1 ? s->gqa : H, 1, out_ref);

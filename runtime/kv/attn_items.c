@@ -102,11 +102,11 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
     /* the cooperative-matrix kernel where asked for and the device runs it (or its emulation):
      * walker subgroups of the largest size, TT 16-token blocks a step */
     if (tune->kernel == 3) {
-        if (!dev->coopmat || (dev->coopmat == 2 && dev->min_subgroup < 4) || gqa > 16 || !is_pow2(dev->min_subgroup) ||
-            !is_pow2(dev->max_subgroup) || dev->max_subgroup < dev->min_subgroup)
+        if (!dev->coopmat || (dev->coopmat == 2 && dev->min_subgroup < 4) || gqa > 16 || d % 64 || !G || d % G ||
+            G % 16 || !is_pow2(dev->min_subgroup) || !is_pow2(dev->max_subgroup) || dev->max_subgroup < dev->min_subgroup)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention on cooperative matrices: not on this device "
-                               "(16 x 16 x 16 fp16 matrices, subgroup sizes %u..%u) or %u query heads per KV head (at most 16)",
-                               dev->min_subgroup, dev->max_subgroup, gqa);
+                               "(16 x 16 x 16 fp16 matrices, subgroup sizes %u..%u), %u query heads per KV head (at most 16) or "
+                               "head_dim %u (a multiple of 64) with group %u", dev->min_subgroup, dev->max_subgroup, gqa, d, G);
         c.cm = 1;
         c.shader = dev->coopmat == 1 ? "attn_decode_cm.coopmat" : "attn_decode_cm_emu.f16";
         c.variant = dev->coopmat == 1 ? "coopmat" : "coopmat-emu";
@@ -121,7 +121,8 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
             c.wg = c.walkers * dev->max_subgroup;
             while (c.wg % (d / 4)) c.wg *= 2; /* the merge: a multiple of d/4 (both powers of two) */
             if (c.walkers > c.wg / c.sg_min) c.walkers = c.wg / c.sg_min;
-            uint64_t bytes = ATTN_CM_SHARED_BYTES((uint64_t)c.wg, (uint64_t)c.walkers, (uint64_t)c.ku, (uint64_t)gqa, (uint64_t)d);
+            uint64_t bytes = ATTN_CM_SHARED_BYTES((uint64_t)c.wg, (uint64_t)c.walkers, (uint64_t)c.ku, (uint64_t)gqa, (uint64_t)d,
+                                                  (uint64_t)G);
             c.shared_bytes = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
             if (c.shared_bytes <= dev->cm_shared_bytes || (c.ku == 1 && c.walkers == 1)) break;
             if (c.ku > 1) c.ku /= 2;

@@ -76,6 +76,42 @@ static double dot_f16(const float *qs, const float *k, uint32_t d)
     return dot;
 }
 
+/* The code and parameter words of position pos's INT2 K and V rows (int2_codes), or 0 when the
+ * position is not INT2; attn_ref_read_kv checked the page. */
+static int int2_rows(const attn_ref_cache *c, uint32_t seq, uint32_t pos, uint32_t kvh, const uint32_t *words[4])
+{
+    uint32_t d = c->head_dim, G = c->group, P = c->page, nkv = c->n_kv;
+    if (c->mode == KV_MODE_FP16 || pos < c->sink[seq] || pos >= c->flushed_end[seq]) return 0;
+    uint32_t j = pos - c->sink[seq];
+    const uint32_t *base = c->int2_pool + (size_t)c->int2_table[(size_t)seq * c->max_int2_pages + j / P] *
+                                               KV_INT2_PAGE_WORDS(nkv, P, d, G);
+    size_t row = (size_t)kvh * P + j % P, cw = d / 16, pw = d / G;
+    words[0] = base + row * cw;                                   /* K codes */
+    words[1] = base + (size_t)nkv * P * cw + row * pw;            /* K params */
+    words[2] = base + (size_t)nkv * P * (cw + pw) + row * cw;     /* V codes */
+    words[3] = base + (size_t)nkv * P * (2 * cw + pw) + row * pw; /* V params */
+    return 1;
+}
+
+static float param_scale(uint32_t p) { return ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)); }
+static float param_min(uint32_t p) { return ovk_f16_to_f32((uint16_t)(p >> 16)); }
+static uint32_t code_at(const uint32_t *codes, uint32_t e) { return (codes[e / 16] >> (2 * (e % 16))) & 3u; }
+
+/* q·k of fp16 q·scale (qs) and an INT2 key's exact codes: per group scale·Σ qs·c + min·Σ qs */
+static double dot_codes(const float *qs, const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G)
+{
+    double s = 0.0;
+    for (uint32_t g = 0; g < d / G; g++) {
+        double dq = 0.0, qsum = 0.0;
+        for (uint32_t e = g * G; e < (g + 1) * G; e++) {
+            dq += (double)qs[e] * code_at(codes, e);
+            qsum += qs[e];
+        }
+        s += (double)param_scale(params[g]) * dq + (double)param_min(params[g]) * qsum;
+    }
+    return s;
+}
+
 /* q·(k - center) of an INT2 key as attn_decode_f16 computes it: q·scale rounded to fp16, per
  * code word the pairs (e, e + 8), j = 0..7, multiplied and accumulated in fp16 (one rounding
  * each: a = q_0 c_0, a = fma(q_j, c_j, a)), the word's two halves summed in fp32; per group
@@ -193,7 +229,10 @@ oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const u
             double m = -INFINITY;
             for (uint32_t p = 0; p < n; p++) {
                 OSCAR_TRY(attn_ref_read_kv(c, row_seq[r], p, h / gqa, k, v));
-                s[p] = c->f16_inputs ? dot_f16(qs, k, d) : score(c, qh, k, row_seq[r], p, h / gqa, scale);
+                const uint32_t *words[4];
+                if (c->f16_inputs && c->int2_codes && !c->key_centers && int2_rows(c, row_seq[r], p, h / gqa, words))
+                    s[p] = dot_codes(qs, words[0], words[1], d, c->group);
+                else s[p] = c->f16_inputs ? dot_f16(qs, k, d) : score(c, qh, k, row_seq[r], p, h / gqa, scale);
                 if (s[p] > m) m = s[p];
             }
             double l = 0.0;
@@ -202,7 +241,14 @@ oscar_status attn_ref_attention(const attn_ref_cache *c, const float *q, const u
                 OSCAR_TRY(attn_ref_read_kv(c, row_seq[r], p, h / gqa, k, v));
                 double w = c->f16_inputs ? h16(exp(s[p] - m)) : exp(s[p] - m);
                 l += w;
-                for (uint32_t e = 0; e < d; e++) o[e] += w * (c->f16_inputs ? h16_clamped(v[e]) : v[e]);
+                const uint32_t *words[4];
+                if (c->f16_inputs && c->int2_codes && int2_rows(c, row_seq[r], p, h / gqa, words))
+                    for (uint32_t e = 0; e < d; e++) {
+                        uint32_t pw = words[3][e / c->group];
+                        o[e] += (double)h16_clamped((float)(w * param_scale(pw))) * code_at(words[2], e) + w * param_min(pw);
+                    }
+                else
+                    for (uint32_t e = 0; e < d; e++) o[e] += w * (c->f16_inputs ? h16_clamped(v[e]) : v[e]);
             }
             float *oh = out + ((size_t)r * n_head + h) * d;
             for (uint32_t e = 0; e < d; e++) oh[e] = n ? (float)(o[e] / l) : 0.0f;

@@ -48,6 +48,11 @@ typedef struct attn_ref_cache {
     /* 1: as attn_prefill.coopmat rounds: q·scale, every K row (with its key center) and every V
      * row in fp16 (clamped to +-65504), the softmax weights exp(s - max) in fp16; sums in double. */
     int f16_inputs;
+    /* 1 (with f16_inputs): as attn_decode_cm rounds: INT2 rows enter as their exact codes, so an
+     * INT2 key without a key-center table scores exactly scale·Σ qs·c + min·Σ qs per group (qs the
+     * fp16 q·scale), and an INT2 value row adds fp16(p·scale)·c + p·min per group (p the fp16
+     * weight, the product clamped to +-65504); other rows as f16_inputs. */
+    int int2_codes;
 } attn_ref_cache;
 
 /* Reads the K and V rows (d floats each, dequantized, rotated basis, K with its key center

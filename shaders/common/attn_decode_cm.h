@@ -16,11 +16,14 @@
 #define KV_SPEC_CM_WALKERS 14
 
 /* Its shared memory in bytes for `wg` threads, W walkers, `tt` column blocks a step, gqa query
- * heads per KV head and head_dim d:
+ * heads per KV head, head_dim d and INT2 group G:
  *   sk    [W][16 tt][d + 8] fp16     each walker's K rows, then V rows, of a step (at the start
  *                                   [16][d + 8] q·scale)
  *   sp    [W][16][16 tt + 8] fp16    each walker's p
  *   ss    [W][16 * 16 tt] fp32       each walker's scores, or one accumulator
+ *   s_kp, s_vp [W][16 tt][d/G] fp32 pairs   each walker's K and V (scale, min) of a step
+ *   s_qs  [16][d/G] fp32             q's group sums
+ *   s_mv  [W][16][d/G] fp32          each walker's sums of p times the V groups' minima
  *   s_a, s_m, s_l [W][16] fp32       each walker's rescale factors, maxima, sums
  *   the merge's lane sums and outputs [max(wg / (d/4), gqa)][d], per-thread values [gqa][wg],
  *   first-level results [gqa][16], a flag
@@ -28,8 +31,9 @@
  * misaddressed them when their size was a selected specialization constant.) */
 #define ATTN_CM_QS(d) ((d) / 4 + 2)      /* row stride of sk in 4-element fp16 vectors */
 #define ATTN_CM_PS(tt) (4 * (tt) + 2)    /* row stride of sp in 4-element fp16 vectors */
-#define ATTN_CM_SHARED_BYTES(wg, w, tt, gqa, d)                                                            \
+#define ATTN_CM_SHARED_BYTES(wg, w, tt, gqa, d, g)                                                         \
     (8 * (w) * 16 * (tt) * ATTN_CM_QS(d) + 8 * (w) * 16 * ATTN_CM_PS(tt) + 4 * (w) * 256 * (tt) +           \
+     16 * (w) * 16 * (tt) * ((d) / (g)) + 4 * 16 * ((d) / (g)) + 4 * (w) * 16 * ((d) / (g)) +             \
      4 * 3 * (w) * 16 + 4 * ATTN_MAX2((wg) / ((d) / 4), (gqa)) * (d) + 4 * (gqa) * (wg) + 4 * (gqa) * 16 + 4)
 
 #endif
