@@ -108,8 +108,17 @@ const f16vec2 F16_LIM = f16vec2(65504.0hf);
 // (e, e + 8) order: (2i, 2i + 8) and (2i + 1, 2i + 9).
 uvec2 permute_pairs(uint a, uint b) { return uvec2((a & 0xFFFFu) | (b << 16), (a >> 16) | (b & 0xFFFF0000u)); }
 
-// Codes (e, e + 8) of INT2 word w, exact in fp16.
-f16vec2 codes(uint w, uint e) { return unpackFloat2x16(((w >> (2u * e)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf); }
+// Codes (e, e + 8) of INT2 word w, exact in fp16. The two bits of each half, masked in place
+// and or-ed into 1024.0, give 1024 + c·4^k exactly (k = e, or e - 5 once the word is shifted by
+// 10, so that c·4^k stays within fp16's 10 mantissa bits); an fma by 4^-k less 4^-k·1024 leaves c.
+// With e a constant (the loops are unrolled) a word costs one shift, and a pair a mask-or and
+// an fma, where a shift by 2e, a mask-or and a subtraction would take three.
+f16vec2 codes(uint w, uint e)
+{
+    uint k = e < 5u ? e : e - 5u, s = e < 5u ? w : w >> 10u;
+    float16_t f = float16_t(1.0 / float(1u << (2u * k)));
+    return fma(unpackFloat2x16((s & (0x00030003u << (2u * k))) | 0x64006400u), f16vec2(f), f16vec2(-1024.0hf * f));
+}
 
 // Physical word base and row of INT2 index j (KV head kvh).
 void int2_at(uint seq, uint j, uint kvh, out uint base, out uint row)
