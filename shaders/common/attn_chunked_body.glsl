@@ -360,7 +360,7 @@ void values_int2(uint begin, uint n, uint kvh, uint w, uint hf, uint lane, inout
             if (k >= n) continue;
             vec2 sm = unpackHalf2x16(vp[u]);
             f16vec2 c2[4];
-            [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u], 4 * hf + j);
+            [[unroll]] for (uint j = 0; j < 4; j++) c2[j] = code_pair(vw[u] >> (8 * hf), j); // elements 4 hf + j (+ 8)
             [[unroll]] for (uint h = 0; h < GQA; h++) {
                 f16vec2 ps;
                 if (PRE_W) {

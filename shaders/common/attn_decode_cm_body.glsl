@@ -108,17 +108,7 @@ const f16vec2 F16_LIM = f16vec2(65504.0hf);
 // (e, e + 8) order: (2i, 2i + 8) and (2i + 1, 2i + 9).
 uvec2 permute_pairs(uint a, uint b) { return uvec2((a & 0xFFFFu) | (b << 16), (a >> 16) | (b & 0xFFFF0000u)); }
 
-// Codes (e, e + 8) of INT2 word w, exact in fp16. The two bits of each half, masked in place
-// and or-ed into 1024.0, give 1024 + c·4^k exactly (k = e, or e - 5 once the word is shifted by
-// 10, so that c·4^k stays within fp16's 10 mantissa bits); an fma by 4^-k less 4^-k·1024 leaves c.
-// With e a constant (the loops are unrolled) a word costs one shift, and a pair a mask-or and
-// an fma, where a shift by 2e, a mask-or and a subtraction would take three.
-f16vec2 codes(uint w, uint e)
-{
-    uint k = e < 5u ? e : e - 5u, s = e < 5u ? w : w >> 10u;
-    float16_t f = float16_t(1.0 / float(1u << (2u * k)));
-    return fma(unpackFloat2x16((s & (0x00030003u << (2u * k))) | 0x64006400u), f16vec2(f), f16vec2(-1024.0hf * f));
-}
+#include "common/int2_code_f16.glsl"
 
 // Physical word base and row of INT2 index j (KV head kvh).
 void int2_at(uint seq, uint j, uint kvh, out uint base, out uint row)
@@ -166,7 +156,7 @@ uvec2 center_pairs(uint p, uint kvh, uint w, uint i)
         uint dst_ = kb + (u_ / CW4) * QS + 16u * (u_ % CW4);                                           \
         [[unroll]] for (uint w_ = 0u; w_ < 4u; w_++)                                                   \
             [[unroll]] for (uint j_ = 0u; j_ < 4u; j_++)                                               \
-                sk[dst_ + 4u * w_ + j_] = f16vec4(codes(RAW[i_][w_], 2u * j_), codes(RAW[i_][w_], 2u * j_ + 1u)); \
+                sk[dst_ + 4u * w_ + j_] = f16vec4(code_pair(RAW[i_][w_], 2u * j_), code_pair(RAW[i_][w_], 2u * j_ + 1u)); \
     }
 
 #define STORE_PARAMS(RAWP)                                                                             \
@@ -190,8 +180,8 @@ uvec2 center_pairs(uint p, uint kvh, uint w, uint i)
             vec2 sm_ = s_kp[pp + tok_ * PWD + wd_ / WPG];                                              \
             [[unroll]] for (uint j_ = 0u; j_ < 4u; j_++) {                                             \
                 uvec2 c_ = center_pairs((POS0) + tok_, kvh, wd_, j_);                                  \
-                vec2 a_ = vec2(codes(RAW[i_][w_], 2u * j_)) * sm_.x + sm_.y + unpackHalf2x16(c_.x);    \
-                vec2 b_ = vec2(codes(RAW[i_][w_], 2u * j_ + 1u)) * sm_.x + sm_.y + unpackHalf2x16(c_.y); \
+                vec2 a_ = vec2(code_pair(RAW[i_][w_], 2u * j_)) * sm_.x + sm_.y + unpackHalf2x16(c_.x);    \
+                vec2 b_ = vec2(code_pair(RAW[i_][w_], 2u * j_ + 1u)) * sm_.x + sm_.y + unpackHalf2x16(c_.y); \
                 sk[dst_ + 4u * w_ + j_] = f16vec4(clamp_f16(a_), clamp_f16(b_));                       \
             }                                                                                          \
         }                                                                                              \

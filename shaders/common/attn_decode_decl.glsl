@@ -81,14 +81,8 @@ uint item_page(kv_attn_item it, uint lp)
 }
 
 // INT2 codes become numbers without a conversion instruction: fp32 by code_x
-// (common/int2_code_x.glsl); fp16: or-ing c into 1024.0 gives 1024 + c, less 1024 = c exactly,
-// for two elements (e, e + 8) of a word at once.
+// (common/int2_code_x.glsl), fp16 two at a time by code_pair (common/int2_code_f16.glsl).
 #include "common/int2_code_x.glsl"
-
 #if ATTN_F16
-// Elements (e, e + 8) of code word w (e < 8) as exact fp16 codes c.
-f16vec2 code_pair(uint w, uint e)
-{
-    return unpackFloat2x16(((w >> (2u * e)) & 0x00030003u) | 0x64006400u) - f16vec2(1024.0hf);
-}
+#include "common/int2_code_f16.glsl"
 #endif

@@ -248,7 +248,7 @@ void int2_tile(uint kvh, uint t0, uint t1, uint base, uvec4 kc[KU][CW4], uint kp
                     vec2 sm = unpackHalf2x16(vg[i][sp]);
 #if ATTN_F16
                     f16vec2 x[VE / 2];
-                    [[unroll]] for (uint jj = 0; jj < VE / 2; jj++) x[jj] = code_pair(c, j0 + jj);
+                    [[unroll]] for (uint jj = 0; jj < VE / 2; jj++) x[jj] = code_pair(c >> (2 * j0), jj); // elements j0 + jj (+ 8)
                     [[unroll]] for (uint h = 0; h < GQA; h++) {
                         float ps = w[h];
                         if (!PRE_W) acc_b[sp][h] += w[h] * sm.y, ps = w[h] * sm.x;
