@@ -221,9 +221,30 @@ static void fit_defaults(const char *prog, decode_args *a, app_model *m, const o
             (unsigned long long)(info->max_storage_buffer_range >> 20));
 }
 
+/* The GPU's clock governor lowers the SM clock whenever the process leaves the GPU idle for a
+ * while (a fill, a model load, a fresh machine): decode steps, a host wait after each, did not
+ * bring it back, and a first process on a fresh machine decoded ~1.5x slow. Before each timed
+ * point, B throwaway forks of `base` decode back to back for WARM_UP_MS (docs/attention-results.md,
+ * "The first-run slowness"), re-forked every `max_steps` steps so that they stay within the
+ * session's context. seqs: room for B ids; tok: B tokens. */
+#define WARM_UP_MS 500.0
+static oscar_status warm_up_clocks(oscar_session *s, int32_t base, uint32_t B, uint32_t max_steps, int32_t *seqs, int32_t *tok)
+{
+    oscar_status st = OSCAR_OK;
+    double t0 = app_now();
+    while (st == OSCAR_OK && 1e3 * (app_now() - t0) < WARM_UP_MS) {
+        uint32_t forked = 0;
+        while (forked < B && (st = oscar_session_seq_fork(s, base, &seqs[forked])) == OSCAR_OK) forked++;
+        for (uint32_t it = 0; st == OSCAR_OK && it < max_steps && 1e3 * (app_now() - t0) < WARM_UP_MS; it++)
+            st = oscar_session_decode(s, B, seqs, tok, NULL);
+        for (uint32_t f = 0; f < forked; f++) oscar_session_seq_free(s, seqs[f]);
+    }
+    return st;
+}
+
 /* One KV mode: time a prefill of a.prompt tokens, then fill a base sequence to each context
  * in turn (prefill in ubatch steps) and at each context fork it into `batch` sequences and
- * time a.steps decode steps (after one warm-up step) for every batch size. */
+ * time a.steps decode steps (after warm_up_clocks and one warm-up step) for every batch size. */
 static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, const oscar_rotation_set *rotations, double bw,
                        uint64_t step_bytes, FILE *json)
 {
@@ -287,9 +308,11 @@ static int decode_mode(const decode_args *a, app_model *m, oscar_kv_mode mode, c
         double fill_s = app_now() - t0;
         for (uint32_t bi = 0; ok && bi < a->n_batches; bi++) {
             uint32_t B = a->batches[bi];
+            for (uint32_t b = 0; b < B; b++) step_tok[b] = tokens[(len + b) % n_tok];
+            st = warm_up_clocks(s, seqs[0], B, a->steps + 1, seqs + 1, step_tok);
             uint32_t forked = 0;
-            for (; forked < B && st == OSCAR_OK; forked++) st = oscar_session_seq_fork(s, seqs[0], &seqs[1 + forked]);
-            if (st != OSCAR_OK) forked--;
+            while (forked < B && st == OSCAR_OK && (st = oscar_session_seq_fork(s, seqs[0], &seqs[1 + forked])) == OSCAR_OK)
+                forked++;
             double t = 0, gpu_ms = 0;
             for (uint32_t it = 0; st == OSCAR_OK && it < a->steps + 1; it++) {
                 for (uint32_t b = 0; b < B; b++) step_tok[b] = tokens[(len + it + b) % n_tok];
