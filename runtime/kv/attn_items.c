@@ -111,11 +111,14 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         c.shader = dev->coopmat == 1 ? "attn_decode_cm.coopmat" : "attn_decode_cm_emu.f16";
         c.variant = dev->coopmat == 1 ? "coopmat" : "coopmat-emu";
         c.sg_min = dev->min_subgroup;
-        /* walkers (4) and TT (2) halve until the shared memory fits, TT first; the workgroup is
-         * the walkers' subgroups, at least d/4 threads for the merge */
-        c.walkers = tune->wg ? (tune->wg / dev->max_subgroup ? tune->wg / dev->max_subgroup : 1) : 4;
+        /* 3 walkers and TT 1 by default (the H200's best: 140.5-140.9 us at 128K against 164.0 with
+         * 4 walkers and 160.3 with TT 2, whose 205 registers a thread cost more than its steps'
+         * fixed costs saved; docs/attention-results.md); walkers and TT halve until the shared
+         * memory fits, TT first; the workgroup is the walkers' subgroups, at least d/4 threads for
+         * the merge */
+        c.walkers = tune->wg ? (tune->wg / dev->max_subgroup ? tune->wg / dev->max_subgroup : 1) : 3;
         /* TT a power of two with a head's 4 TT softmax entries within the smallest subgroup */
-        c.ku = tune->ku == 1 || tune->ku == 2 || tune->ku == 4 ? tune->ku : 2;
+        c.ku = tune->ku == 1 || tune->ku == 2 || tune->ku == 4 ? tune->ku : 1;
         while (c.ku > 1 && 4 * c.ku > c.sg_min) c.ku /= 2;
         for (;;) {
             c.wg = c.walkers * dev->max_subgroup;

@@ -110,8 +110,9 @@ typedef struct ovk_attn_config {
  * words a tile, FKU 8 in fp16 mode (fp16_mode != 0: more bytes in flight) and 2 for the INT2
  * modes' short fp16 windows (registers, which the INT2 tiles need). tune->kernel = 3 asks for
  * attn_decode_cm (cooperative matrices; dev->coopmat 2: its scalar emulation), never chosen by
- * default (slower than the chunked kernel on an H200, docs/attention-results.md): 4 walking
- * subgroups of the largest size and TT 2, halved while its shared memory does not fit
+ * default (slower than the chunked kernel on an H200 at batch 1, docs/attention-results.md): 3
+ * walking subgroups of the largest size and TT 1 (tune->wg and tune->ku set them), halved while
+ * its shared memory does not fit
  * dev->cm_shared_bytes, TT at most SG_MIN / 4. Returns OSCAR_ERROR_UNSUPPORTED (and a message)
  * when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
