@@ -7,15 +7,17 @@
 #include "half.h"
 #include "q8_ref.h"
 
-/* Dequantizes one INT2 row: codes [d/16] words, params [d/G] words (lo fp16 scale, hi min). */
+/* An INT2 group's parameter word (lo fp16 scale, hi min) and element e's code of a row. */
+static float param_scale(uint32_t p) { return ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)); }
+static float param_min(uint32_t p) { return ovk_f16_to_f32((uint16_t)(p >> 16)); }
+static uint32_t code_at(const uint32_t *codes, uint32_t e) { return (codes[e / 16] >> (2 * (e % 16))) & 3u; }
+
+/* Dequantizes one INT2 row: codes [d/16] words, params [d/G] words. */
 static void dequant_row(const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G, float *out)
 {
     for (uint32_t e = 0; e < d; e++) {
-        uint32_t code = (codes[e / 16] >> (2 * (e % 16))) & 3u;
-        uint32_t p = params[e / G];
-        float sc = ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)), mn = ovk_f16_to_f32((uint16_t)(p >> 16));
-        float step = (float)code * sc;
-        out[e] = mn + step;
+        float step = (float)code_at(codes, e) * param_scale(params[e / G]);
+        out[e] = param_min(params[e / G]) + step;
     }
 }
 
@@ -76,8 +78,8 @@ static double dot_f16(const float *qs, const float *k, uint32_t d)
     return dot;
 }
 
-/* The code and parameter words of position pos's INT2 K and V rows (int2_codes), or 0 when the
- * position is not INT2; attn_ref_read_kv checked the page. */
+/* The code and parameter words of position pos's INT2 K and V rows, or 0 when the position is
+ * not INT2; attn_ref_read_kv checked the page. */
 static int int2_rows(const attn_ref_cache *c, uint32_t seq, uint32_t pos, uint32_t kvh, const uint32_t *words[4])
 {
     uint32_t d = c->head_dim, G = c->group, P = c->page, nkv = c->n_kv;
@@ -92,10 +94,6 @@ static int int2_rows(const attn_ref_cache *c, uint32_t seq, uint32_t pos, uint32
     words[3] = base + (size_t)nkv * P * (2 * cw + pw) + row * pw; /* V params */
     return 1;
 }
-
-static float param_scale(uint32_t p) { return ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)); }
-static float param_min(uint32_t p) { return ovk_f16_to_f32((uint16_t)(p >> 16)); }
-static uint32_t code_at(const uint32_t *codes, uint32_t e) { return (codes[e / 16] >> (2 * (e % 16))) & 3u; }
 
 /* q·k of fp16 q·scale (qs) and an INT2 key's exact codes: per group scale·Σ qs·c + min·Σ qs */
 static double dot_codes(const float *qs, const uint32_t *codes, const uint32_t *params, uint32_t d, uint32_t G)
@@ -126,14 +124,14 @@ static double int2_dot_f16(const float *q, float scale, const uint32_t *codes, c
             for (uint32_t j = 0; j < 8; j++)
                 for (uint32_t half = 0; half < 2; half++) {
                     uint32_t e = 16 * w + j + 8 * half;
-                    float qh = h16((double)q[e] * scale), c = (float)((codes[w] >> (2 * (j + 8 * half))) & 3u);
+                    float qh = h16((double)q[e] * scale), c = (float)code_at(codes, e);
                     a[half] = h16((double)qh * c + (j ? a[half] : 0.0));
                     qs += qh;
                 }
             dq += (double)a[0] + a[1];
         }
         uint32_t p = params[g];
-        s += (double)ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)) * dq + (double)ovk_f16_to_f32((uint16_t)(p >> 16)) * qs;
+        s += (double)param_scale(p) * dq + (double)param_min(p) * qs;
     }
     return s;
 }
@@ -163,11 +161,11 @@ static double int2_dot_q8(const float *q, float scale, const uint32_t *codes, co
     for (uint32_t g = 0; g < d / G; g++) {
         double dq = 0.0, qs = 0.0;
         for (uint32_t e = g * G; e < (g + 1) * G; e++) {
-            dq += qv[e] * (double)((codes[e / 16] >> (2 * (e % 16))) & 3u);
+            dq += qv[e] * (double)code_at(codes, e);
             qs += qv[e];
         }
         uint32_t p = params[g];
-        s += (double)ovk_f16_to_f32((uint16_t)(p & 0xFFFFu)) * dq + (double)ovk_f16_to_f32((uint16_t)(p >> 16)) * qs;
+        s += (double)param_scale(p) * dq + (double)param_min(p) * qs;
     }
     return s;
 }
@@ -178,19 +176,14 @@ static double int2_dot_q8(const float *q, float scale, const uint32_t *codes, co
 static double score(const attn_ref_cache *c, const float *q, const float *k, uint32_t seq, uint32_t pos, uint32_t kvh,
                     float scale)
 {
-    uint32_t d = c->head_dim, G = c->group, P = c->page, nkv = c->n_kv;
+    uint32_t d = c->head_dim, G = c->group, nkv = c->n_kv;
     double dot = 0.0;
-    int int2 = c->mode != KV_MODE_FP16 && pos >= c->sink[seq] && pos < c->flushed_end[seq];
-    if ((!c->q_f16_int2 && !c->q_q8_int2) || !int2) {
+    const uint32_t *words[4];
+    if ((!c->q_f16_int2 && !c->q_q8_int2) || !int2_rows(c, seq, pos, kvh, words)) {
         for (uint32_t e = 0; e < d; e++) dot += (double)q[e] * k[e];
         return dot * scale;
     }
-    uint32_t j = pos - c->sink[seq]; /* attn_ref_read_kv checked the page */
-    int32_t page = c->int2_table[(size_t)seq * c->max_int2_pages + j / P];
-    const uint32_t *base = c->int2_pool + (size_t)page * KV_INT2_PAGE_WORDS(nkv, P, d, G);
-    size_t row = (size_t)kvh * P + j % P, cw = d / 16, pw = d / G;
-    const uint32_t *codes = base + row * cw, *params = base + (size_t)nkv * P * cw + row * pw;
-    dot = c->q_q8_int2 ? int2_dot_q8(q, scale, codes, params, d, G) : int2_dot_f16(q, scale, codes, params, d, G);
+    dot = c->q_q8_int2 ? int2_dot_q8(q, scale, words[0], words[1], d, G) : int2_dot_f16(q, scale, words[0], words[1], d, G);
     if (c->key_centers) {
         float ctr[KV_MAX_HEAD_DIM];
         f16_row(c->key_centers + ((size_t)(pos / c->center_block) * nkv + kvh) * (d / 2), d, ctr);
