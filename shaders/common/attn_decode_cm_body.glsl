@@ -102,7 +102,6 @@ shared bool sh_last;                     // this workgroup completes its (row, K
 #define SG_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)
 
 f16vec2 clamp_f16(vec2 v) { return f16vec2(clamp(v, vec2(-65504.0), vec2(65504.0))); }
-const f16vec2 F16_LIM = f16vec2(65504.0hf);
 
 // Two fp16 pairs (words a, b: elements 2i, 2i + 1 and 2i + 8, 2i + 9 of a 16-element word) in
 // (e, e + 8) order: (2i, 2i + 8) and (2i + 1, 2i + 9).
