@@ -41,7 +41,7 @@
 #define ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2 512u
 #define ATTN_STREAM_MIN_SPLIT_INT2 256u
 /* the cooperative-matrix kernel (OSCAR_ATTN_KERNEL=coopmat, not a default): 512 workgroups of
- * four walkers, INT2 items of at least 256 tokens, each walker a few 16-token steps at 4K */
+ * three walkers, INT2 items of at least 256 tokens, each walker a few 16-token steps at 4K */
 #define ATTN_CM_TARGET_GROUPS 512u
 #define ATTN_CM_MIN_SPLIT_INT2 256u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
