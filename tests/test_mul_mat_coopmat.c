@@ -219,48 +219,62 @@ static void check_split(ovk_ops *ops, const variant *v)
     ovk_buffer_destroy(ctx, &scratch);
 }
 
-/* Two split products of one input recorded back to back, as the forward pass records q, k and v.
- * They share the scratch, so the second product's slices must wait for the first one's sum to
- * have read it: ctest runs every test with the validation layer's synchronization checks
- * (CMakeLists.txt; not under the sanitizers), where a missing barrier is a message and fails
- * the test. Both results must be right. */
-static void check_split_back_to_back(ovk_ops *ops, const variant *v)
+/* Three split products of one input recorded back to back, as the forward pass records q, k and
+ * v: alone, each records a barrier before it, since they share the scratch and the previous
+ * product's sum may still be reading it; as a group (ovk_op_mul_mat_group_begin), each takes its
+ * own part of the scratch and the sums come at the end, except where the scratch is full: here it
+ * holds two products' slices, so the third waits for the first two sums. ctest runs every test
+ * with the validation layer's synchronization checks (CMakeLists.txt; not under the sanitizers),
+ * where a missing barrier is a message and fails the test. Every result must be right. */
+static void check_split_products(ovk_ops *ops, const variant *v, int grouped)
 {
     oscar_context *ctx = ops->ctx;
-    enum { ROWS = 67, COLS = 512, N = 16 };
+    enum { COLS = 512, N = 16, SPLIT = 4, PRODUCTS = 3 };
+    static const uint32_t rows[PRODUCTS] = { 67, 130, 67 };
     const uint32_t type = OSCAR_GGML_TYPE_Q4_0;
-    size_t wbytes;
-    uint8_t *w[2] = { test_make_weights(type, ROWS, COLS, &wbytes), test_make_weights(type, ROWS, COLS, &wbytes) };
-    float *x = malloc((size_t)N * COLS * 4), *got = malloc((size_t)N * ROWS * 4), *ref = malloc((size_t)N * ROWS * 4);
+    size_t wbytes[PRODUCTS];
+    uint8_t *w[PRODUCTS];
+    float *x = malloc((size_t)N * COLS * 4), *got = malloc((size_t)N * 130 * 4), *ref = malloc((size_t)N * 130 * 4);
     for (size_t i = 0; i < (size_t)N * COLS; i++) x[i] = test_rng_normal();
-    ovk_buffer bw[2], bx, by[2], scratch;
+    ovk_buffer bw[PRODUCTS], bx, by[PRODUCTS], scratch;
     CHECK_OK(test_gpu_buffer_from(ctx, NULL, 1u << 20, &scratch));
     CHECK_OK(test_gpu_buffer_from(ctx, x, (size_t)N * COLS * 4, &bx));
-    ops->matmul_scratch = (ovk_binding){ &scratch, 0, 0 };
-    ops->matmul_split = 4;
-    for (int i = 0; i < 2; i++) {
-        CHECK_OK(test_gpu_buffer_from(ctx, w[i], wbytes, &bw[i]));
-        CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)N * ROWS * 4, &by[i]));
+    uint64_t align = ctx->limits.minStorageBufferOffsetAlignment;
+    uint64_t first = ((uint64_t)N * rows[0] * SPLIT * 4 + align - 1) / align * align;
+    ops->matmul_scratch = (ovk_binding){ &scratch, 0, grouped ? first + (uint64_t)N * rows[1] * SPLIT * 4 : 0 };
+    ops->matmul_split = SPLIT;
+    for (int i = 0; i < PRODUCTS; i++) {
+        w[i] = test_make_weights(type, rows[i], COLS, &wbytes[i]);
+        CHECK_OK(test_gpu_buffer_from(ctx, w[i], wbytes[i], &bw[i]));
+        CHECK_OK(test_gpu_buffer_from(ctx, NULL, (size_t)N * rows[i] * 4, &by[i]));
     }
+    ovk_mm_group group;
     CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
-    for (int i = 0; i < 2; i++) {
+    if (grouped) ovk_op_mul_mat_group_begin(ops, &group);
+    for (int i = 0; i < PRODUCTS; i++) {
         ovk_binding wb = bind(&bw[i]), xb = bind(&bx), yb = bind(&by[i]);
         if (v->kind == V_EMULATED)
-            CHECK_OK(ovk_mmc_record_emulated(ops, &ctx->cmd, v->tm, v->tn, v->tk, type, wb, xb, yb, ROWS, ROWS, COLS, N));
-        else CHECK_OK(ovk_op_mul_mat_coopmat(ops, &ctx->cmd, type, wb, xb, yb, ROWS, COLS, N));
+            CHECK_OK(ovk_mmc_record_emulated(ops, &ctx->cmd, v->tm, v->tn, v->tk, type, wb, xb, yb, rows[i], rows[i], COLS, N));
+        else CHECK_OK(ovk_op_mul_mat_coopmat(ops, &ctx->cmd, type, wb, xb, yb, rows[i], COLS, N));
+        if (grouped) CHECK_MSG(group.count == (i < 2 ? (uint32_t)i + 1 : 1u), "group: %u products pending after product %d",
+                               group.count, i);
     }
+    if (grouped) CHECK_OK(ovk_op_mul_mat_group_end(ops, &ctx->cmd));
+    CHECK(ops->mm_group == NULL);
     CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
-    for (int i = 0; i < 2; i++) {
-        CHECK_OK(ovk_buffer_download(ctx, &by[i], 0, got, (size_t)N * ROWS * 4));
-        CHECK_OK(ovk_ref_mul_mat_f16(type, w[i], x, ref, ROWS, COLS, N));
-        double e = test_nse(got, ref, (size_t)N * ROWS);
-        CHECK_MSG(e <= 1e-5, "split products back to back: product %d NSE %.3g against the faithful reference", i, e);
+    for (int i = 0; i < PRODUCTS; i++) {
+        CHECK_OK(ovk_buffer_download(ctx, &by[i], 0, got, (size_t)N * rows[i] * 4));
+        CHECK_OK(ovk_ref_mul_mat_f16(type, w[i], x, ref, rows[i], COLS, N));
+        double e = test_nse(got, ref, (size_t)N * rows[i]);
+        CHECK_MSG(e <= 1e-5, "split products back to back%s: product %d NSE %.3g against the faithful reference",
+                  grouped ? " (a group)" : "", i, e);
     }
-    printf("two split products back to back: %llu validation messages so far (synchronization checks %s)\n",
-           (unsigned long long)oscar_context_validation_messages(ctx), getenv("VK_LAYER_ENABLES") ? "on" : "off");
+    printf("three split products back to back%s: %llu validation messages so far (synchronization checks %s)\n",
+           grouped ? ", as a group" : "", (unsigned long long)oscar_context_validation_messages(ctx),
+           getenv("VK_LAYER_ENABLES") ? "on" : "off");
     ops->matmul_split = 0;
     ops->matmul_scratch = (ovk_binding){ 0 };
-    for (int i = 0; i < 2; i++) ovk_buffer_destroy(ctx, &bw[i]), ovk_buffer_destroy(ctx, &by[i]), free(w[i]);
+    for (int i = 0; i < PRODUCTS; i++) ovk_buffer_destroy(ctx, &bw[i]), ovk_buffer_destroy(ctx, &by[i]), free(w[i]);
     ovk_buffer_destroy(ctx, &bx), ovk_buffer_destroy(ctx, &scratch);
     free(x), free(got), free(ref);
 }
@@ -335,7 +349,8 @@ int main(void)
         if (ctx->info.float16_arithmetic) { /* the emulation: the kernel's indexing without its matrix units */
             static const variant emu[] = { { V_EMULATED, 16, 16, 16 }, { V_EMULATED, 16, 8, 16 }, { V_EMULATED, 16, 16, 8 } };
             for (size_t i = 0; i < sizeof emu / sizeof emu[0]; i++) check_all(&ops, &emu[i], i == 0);
-            check_split_back_to_back(&ops, &emu[0]);
+            check_split_products(&ops, &emu[0], 0);
+            check_split_products(&ops, &emu[0], 1);
         } else {
             printf("mul_mat_emu: skipped (no fp16 arithmetic on '%s')\n", ctx->info.name);
         }
@@ -351,7 +366,8 @@ int main(void)
     }
     static const variant coopmat = { V_COOPMAT, 0, 0, 0 }, autopick = { V_AUTO, 0, 0, 0 };
     check_all(&ops, &coopmat, 1);
-    check_split_back_to_back(&ops, &coopmat);
+    check_split_products(&ops, &coopmat, 0);
+    check_split_products(&ops, &coopmat, 1);
     check_type(&ops, &autopick, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 200, 0); /* the auto product takes this kernel */
 
     setenv("OSCAR_DISABLE_COOPMAT", "1", 1);

@@ -330,7 +330,8 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * them: by the kernel that wrote x where `x_ready` (ovk_op_rms_norm_x_q8, ovk_op_swiglu_x_q8,
  * which write one row), else here (one dispatch and barrier more); the rest go through
  * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
- * unordered among each other.
+ * unordered among each other, a short batch's split products too: as one group, each into its
+ * own part of the scratch, their slices' sums after one barrier at the end.
  *
  * A weight split by rows (over the storage-binding limit) runs one product per part, writing
  * its columns row0 .. row0 + part rows - 1 of y_i in place: y bound from y_i[0][row0] (aligned,
@@ -353,7 +354,9 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
     int f16 = !planes && !q8 && s->matvec_f16 && n == 1 && cols % 32 == 0;
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
     ovk_binding xq = { &s->xq, 0, 0 };
+    ovk_mm_group group; /* a short batch's split products: their sums after all of them */
     ovk_cmd_barrier(ctx, &s->cmd);
+    if (!planes && !q8 && !f16 && n > 1) ovk_op_mul_mat_group_begin(&s->ops, &group);
     if (f16 || (q8 && !x_ready)) {
         OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, n * cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
         ovk_cmd_barrier(ctx, &s->cmd);
@@ -384,12 +387,14 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }
     }
+    OSCAR_TRY(ovk_op_mul_mat_group_end(&s->ops, &s->cmd));
     if (bias && !q8) {
         ovk_cmd_barrier(ctx, &s->cmd);
         for (uint32_t i = 0; i < n_w; i++)
             if (bias[i].buffer) OSCAR_TRY(ovk_op_add(&s->ops, &s->cmd, y[i], bias[i], y[i], n * rows[i], rows[i]));
     }
 fail:
+    s->ops.mm_group = NULL; /* the group lived on this stack */
     return st;
 }
 

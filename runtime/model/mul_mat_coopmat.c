@@ -122,10 +122,72 @@ void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint
     p->slices = ovk_div_up(cols, p->k_slice);
 }
 
-/* Records `shader` with plan p over checked arguments: into y, or for a split plan into the
- * slices of ops' scratch, then their sum into y (a barrier between). A split plan records a
- * barrier before its product too: the products of one input are recorded without barriers
- * among them, and the previous split product's sum may still be reading the scratch. */
+/* Records the sum of a split product's slices into y (mul_mat_slices; no barrier). */
+static oscar_status record_sum(const ovk_ops *ops, ovk_cmd *cmd, const struct ovk_mm_pending *s)
+{
+    ovk_pipeline_desc sum = { .shader = "mul_mat_slices", .n_buffers = 2, .push_size = 16, .n_spec = 1, .spec = { 256 } };
+    uint32_t push[4] = { s->rows, s->n, s->y_stride, s->slices }, groups[3] = { ovk_div_up(s->rows, 256), s->n, 1 };
+    ovk_binding b[2] = { s->part, s->y };
+    ovk_pipeline *pl;
+    oscar_status st = ovk_pipeline_get(ops->ctx, &sum, &pl);
+    return st != OSCAR_OK ? st : ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
+}
+
+void ovk_op_mul_mat_group_begin(ovk_ops *ops, ovk_mm_group *g)
+{
+    g->used = 0;
+    g->count = 0;
+    ops->mm_group = g;
+}
+
+/* The group's pending sums after one barrier (none pending: nothing recorded); the scratch is
+ * free again for products recorded after a further barrier. */
+static oscar_status group_sums(const ovk_ops *ops, ovk_cmd *cmd, ovk_mm_group *g)
+{
+    oscar_status st = OSCAR_OK;
+    if (g->count) ovk_cmd_barrier(ops->ctx, cmd);
+    for (uint32_t i = 0; i < g->count && st == OSCAR_OK; i++) st = record_sum(ops, cmd, &g->p[i]);
+    g->count = 0;
+    g->used = 0;
+    return st;
+}
+
+oscar_status ovk_op_mul_mat_group_end(ovk_ops *ops, ovk_cmd *cmd)
+{
+    ovk_mm_group *g = ops->mm_group;
+    ops->mm_group = NULL;
+    return g ? group_sums(ops, cmd, g) : OSCAR_OK;
+}
+
+/* Where a split product's slices go: alone, the start of the scratch, after a barrier (the
+ * products of one input are recorded without barriers among them, and the previous split
+ * product's sum may still be reading it); in a group, the next free part of the scratch, after
+ * the group's pending sums where it has no room left. */
+static oscar_status scratch_part(const ovk_ops *ops, ovk_cmd *cmd, uint64_t bytes, ovk_binding *out)
+{
+    ovk_mm_group *g = ops->mm_group;
+    *out = ops->matmul_scratch;
+    out->range = bytes;
+    if (!g) {
+        ovk_cmd_barrier(ops->ctx, cmd);
+        return OSCAR_OK;
+    }
+    uint64_t align = ops->ctx->limits.minStorageBufferOffsetAlignment, room = scratch_bytes(ops);
+    uint64_t at = (g->used + align - 1) / align * align;
+    if (g->count == OVK_MM_GROUP_MAX || at + bytes > room) {
+        oscar_status st = group_sums(ops, cmd, g);
+        if (st != OSCAR_OK) return st;
+        ovk_cmd_barrier(ops->ctx, cmd); /* the sums read the scratch before it is written again */
+        at = 0;
+    }
+    out->offset += at;
+    g->used = at + bytes;
+    return OSCAR_OK;
+}
+
+/* Records `shader` with plan p over checked arguments: into y, or for a split plan into slices
+ * of ops' scratch (scratch_part), then their sum into y: after a barrier, or in a group at its
+ * end. */
 static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_mmc_plan *p, uint32_t type,
                              ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                              uint32_t n)
@@ -140,24 +202,22 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
                                       [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
     int split = p->slices > 1;
     uint64_t part = (uint64_t)n * rows; /* floats of a slice: [n][rows] */
-    ovk_binding out = y;
-    if (split) {
-        out = ops->matmul_scratch;
-        out.range = part * p->slices * 4;
-    }
-    uint32_t push[6] = { rows, cols, n, split ? rows : y_stride, p->k_slice, split ? (uint32_t)part : 0 };
-    ovk_binding b[3] = { w, x, out };
     ovk_pipeline *pl;
     oscar_status st = ovk_pipeline_get(ops->ctx, &d, &pl);
-    if (st == OSCAR_OK && split) ovk_cmd_barrier(ops->ctx, cmd);
-    if (st == OSCAR_OK) st = ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups);
-    if (st != OSCAR_OK || !split) return st;
+    if (st != OSCAR_OK) return st;
+    ovk_binding out = y;
+    if (split && (st = scratch_part(ops, cmd, part * p->slices * 4, &out)) != OSCAR_OK) return st;
+    uint32_t push[6] = { rows, cols, n, split ? rows : y_stride, p->k_slice, split ? (uint32_t)part : 0 };
+    ovk_binding b[3] = { w, x, out };
+    if ((st = ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups)) != OSCAR_OK || !split) return st;
+    struct ovk_mm_pending sum = { out, y, rows, n, y_stride, p->slices };
+    ovk_mm_group *g = ops->mm_group;
+    if (g) {
+        g->p[g->count++] = sum;
+        return OSCAR_OK;
+    }
     ovk_cmd_barrier(ops->ctx, cmd);
-    ovk_pipeline_desc sum = { .shader = "mul_mat_slices", .n_buffers = 2, .push_size = 16, .n_spec = 1, .spec = { 256 } };
-    uint32_t sum_push[4] = { rows, n, y_stride, p->slices }, sum_groups[3] = { ovk_div_up(rows, 256), n, 1 };
-    ovk_binding sb[2] = { out, y };
-    if ((st = ovk_pipeline_get(ops->ctx, &sum, &pl)) != OSCAR_OK) return st;
-    return ovk_cmd_dispatch(ops->ctx, cmd, pl, sb, sum_push, sum_groups);
+    return record_sum(ops, cmd, &sum);
 }
 
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,

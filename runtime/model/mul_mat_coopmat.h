@@ -27,8 +27,10 @@ typedef struct ovk_mmc_plan {
 #define OVK_MMC_SPLIT_GROUPS 512u
 #define OVK_MMC_SPLIT_STEPS 4u
 /* Bytes of the scratch a session gives the split products (ops->matmul_scratch): slices x tokens
- * x rows fp32; a product whose slices would not fit takes fewer. */
-#define OVK_MMC_SCRATCH_BYTES (16ull << 20)
+ * x rows fp32; a product whose slices would not fit takes fewer. Room for a decode step of 32
+ * sequences' gate and up products of Llama-3-8B together (2 x 9.2 MB), so that they run as one
+ * group (ovk_op_mul_mat_group_begin). */
+#define OVK_MMC_SCRATCH_BYTES (32ull << 20)
 /* The fewest tokens ovk_op_mul_mat gives this kernel rather than the batched lanes product when
  * ops has a scratch to split them. H200, Q4_0 14336 x 4096, us by tokens 2 / 4 / 8 / 16 / 32:
  * split here 85 / 85 / 86 / 85 / 101, lanes 35 / 40 / 71 / 136 / 264 (docs/forward-kernels.md). */

@@ -45,7 +45,10 @@ typedef struct ovk_ops {
                                  * shape for short batches, 1: never split; OSCAR_MATMUL_SPLIT) */
     ovk_binding matmul_scratch; /* fp32 partial sums of split products [slices][n][rows]; no buffer: no
                                  * product is split (OVK_MMC_SCRATCH_BYTES is what a session gives).
-                                 * Split products share it: each records a barrier before it */
+                                 * Split products share it: each records a barrier before it, but
+                                 * in a group (below) */
+    struct ovk_mm_group *mm_group; /* NULL, or the open group of products of one input
+                                    * (ovk_op_mul_mat_group_begin) */
 } ovk_ops;
 
 /* Which decode mat-vec shader ovk_op_mul_mat_vec records. */
@@ -108,6 +111,26 @@ oscar_status ovk_op_mul_mat_coopmat(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
 oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                       ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                                       uint32_t n);
+
+/* Products of one input recorded as a group (the forward pass's q, k and v, or gate and up):
+ * between begin and end, each split cooperative-matrix product takes its own part of
+ * ops->matmul_scratch and records no barrier, and the sums of their slices wait for end, which
+ * records one barrier and all of them. Where the scratch has no room left for a product, the
+ * sums so far are recorded first (a barrier, the sums, a barrier) and the scratch starts over.
+ * Products that do not split are recorded as always. The caller records a barrier before
+ * begin's first product (its input was just written) and after end (before reading y). */
+#define OVK_MM_GROUP_MAX 8u
+typedef struct ovk_mm_group {
+    uint64_t used;  /* bytes of the scratch taken by the pending products */
+    uint32_t count; /* pending products */
+    struct ovk_mm_pending {
+        ovk_binding part;   /* their slices in the scratch: [slices][n][rows] fp32 */
+        ovk_binding y;      /* [n][y_stride] fp32, columns 0..rows-1 written by the sum */
+        uint32_t rows, n, y_stride, slices;
+    } p[OVK_MM_GROUP_MAX];
+} ovk_mm_group;
+void ovk_op_mul_mat_group_begin(ovk_ops *ops, ovk_mm_group *g);
+oscar_status ovk_op_mul_mat_group_end(ovk_ops *ops, ovk_cmd *cmd);
 
 /* The packed-fp16 decode mat-vec (shaders/mul_mat_vec_f16.comp): Q4_0 and Q8_0 weights on
  * devices with shaderFloat16, x prepared once by ovk_op_x_f16_blocks and shared by every
