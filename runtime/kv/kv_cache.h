@@ -57,7 +57,9 @@ void ovk_kv_cancel_step(oscar_kv_cache *c);
 
 /* The page pools of `layer` (INT2 and fp16), for reports of where memory lives. */
 void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **int2, const ovk_buffer **f16);
-/* The arithmetic of the cache's decode attention kernel ("fp32", "f16"), as picked at creation. */
+/* The variant of the cache's decode attention kernel (ovk_attn_config.variant: "chunked-f16",
+ * "coopmat", ...): the one picked at creation, or during a planned batched decode step that runs
+ * the batched steps' kernel (ATTN_CM_BATCH_ROWS), that one. */
 const char *ovk_kv_attention_variant(const oscar_kv_cache *c);
 
 /* Decode attention on cooperative matrices in this context (ovk_attn_device.coopmat): 1 where

@@ -44,6 +44,14 @@
  * three walkers, INT2 items of at least 256 tokens, each walker a few 16-token steps at 4K */
 #define ATTN_CM_TARGET_GROUPS 512u
 #define ATTN_CM_MIN_SPLIT_INT2 256u
+/* A decode step of at least ATTN_CM_BATCH_ROWS rows whose rows see ATTN_CM_BATCH_CONTEXT tokens
+ * or fewer on average runs the cooperative-matrix kernel where the device has it (an INT2 mode,
+ * the chunked kernel the cache's own). On an H200, int2, us a call, cooperative matrices against
+ * the chunked kernel: 32 rows of 4K 199.0 against 219.5, of 8K 343.6 against 338.6, of 16K 582.4
+ * against 558.7; 16 rows of 4K (oscar) 123.8 against 127.7; one row is the chunked kernel's at
+ * every context (docs/attention-results.md). */
+#define ATTN_CM_BATCH_ROWS 16u
+#define ATTN_CM_BATCH_CONTEXT 6144u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
@@ -121,6 +129,13 @@ struct oscar_kv_cache {
     ovk_pipeline *pl_append, *pl_rot; /* kv_append and rotate_rows without RoPE, got at first use */
     ovk_pipeline *pl_flush, *pl_decode;
     ovk_attn_config attn;              /* pl_decode's kernel, variant and shape (ovk_attn_pick) */
+    /* The kernel of a batched decode step at short contexts (ATTN_CM_BATCH_ROWS): NULL, or
+     * attn_decode_cm.coopmat with its configuration and split sizing; batch_step: this step's
+     * attention runs it (plan_attention) */
+    ovk_pipeline *pl_decode_batch;
+    ovk_attn_config attn_batch;
+    uint32_t batch_target_groups, batch_min_split;
+    int batch_step;
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
     ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
     /* Prefill steps (a sequence with more than one new row) run attn_prefill (attn_prefill.coopmat

@@ -191,6 +191,51 @@ int ovk_kv_attn_cm_device(const oscar_context *ctx)
     return ovk_variant_usable(ctx, "attn_decode_cm_emu.f16") ? 2 : 0;
 }
 
+/* The pipeline of decode-attention configuration a for cache c. */
+static oscar_status decode_pipeline(oscar_kv_cache *c, const ovk_attn_config *a, ovk_pipeline **out)
+{
+    ovk_pipeline_desc pd = ovk_kv_cache_desc(c, a->shader, a->rows ? 12 : 14, /* + out's int8 blocks */
+                                             a->rows ? sizeof(struct attn_rows_push) : sizeof(struct attn_decode_push), a->wg,
+                                             ATTN_N_SPEC);
+    if (a->rows) {
+        pd.spec[KV_SPEC_ROWS_TB] = a->tb;
+        pd.texel_bindings = 1u << 3 | 1u << 4 | 1u << 8; /* the pools and R_V */
+    } else if (a->cm) {
+        pd.spec[KV_SPEC_CM_SG_MIN] = a->sg_min;
+        pd.spec[KV_SPEC_CM_TILES] = a->ku;
+        pd.spec[KV_SPEC_CM_WALKERS] = a->walkers;
+    } else if (a->stream) {
+        pd.spec[KV_SPEC_ATTN_SG_MIN] = a->sg_min;
+        pd.spec[KV_SPEC_ATTN_KU] = a->ku;
+        pd.spec[KV_SPEC_ATTN_VE] = a->ve;
+        pd.spec[KV_SPEC_ATTN_FKU] = a->fku;
+        pd.spec[KV_SPEC_ATTN_PREFETCH] = a->prefetch;
+    } else {
+        pd.spec[KV_SPEC_CH_ITEM_TOKENS] = a->item_tokens;
+        pd.spec[KV_SPEC_CH_U] = a->u;
+        pd.spec[KV_SPEC_CH_VU] = a->vu;
+    }
+    return ovk_pipeline_get(c->ctx, &pd, out);
+}
+
+/* The batched decode steps' kernel (pl_decode_batch, ATTN_CM_BATCH_ROWS): attn_decode_cm.coopmat
+ * where the cache runs the chunked kernel by default in an INT2 mode and the device runs the
+ * cooperative-matrix one at its default shape; else none. */
+static oscar_status create_decode_batch(oscar_kv_cache *c, const ovk_attn_device *dev)
+{
+    const ovk_env *env = &c->ctx->env;
+    if (env->attn_kernel >= 0 || c->attn.rows || c->attn.stream || c->attn.cm || c->mode == KV_MODE_FP16 || dev->coopmat != 1)
+        return OSCAR_OK;
+    ovk_attn_tuning tune = { 3, env->attn_f16, 0, 0, 0, 0, -1, -1, 0 };
+    uint32_t d = c->p.head_dim, G = c->p.group_size;
+    if (c->gqa > 16 || d % 64 || !G || d % G || G % 16) return OSCAR_OK; /* the kernel's shapes (ovk_attn_pick) */
+    if (ovk_attn_pick(dev, d, G, c->p.page_tokens, c->gqa, c->center_block != 0, 0, &tune, &c->attn_batch) != OSCAR_OK)
+        return OSCAR_OK; /* it does not fit the device: every step stays on the chunked kernel */
+    c->batch_target_groups = env->attn_target_groups ? env->attn_target_groups : ATTN_CM_TARGET_GROUPS;
+    c->batch_min_split = env->attn_min_split ? env->attn_min_split : ATTN_CM_MIN_SPLIT_INT2;
+    return decode_pipeline(c, &c->attn_batch, &c->pl_decode_batch);
+}
+
 /* Decode attention's pipeline: the kernel, variant and shape ovk_attn_pick chooses for this
  * device (the environment's tuning overrides, vk_env.h; OSCAR_ATTN_F16=0 forces the fp32
  * fallback, OSCAR_ATTN_IDOT the integer-dot keys, OSCAR_ATTN_KERNEL the kernel), logged with OSCAR_PIPELINE_STATS=1; and the split
@@ -221,28 +266,7 @@ static oscar_status create_decode(oscar_kv_cache *c)
         OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0,
                                   c->mode == KV_MODE_FP16, &tune, &c->attn));
     }
-    ovk_pipeline_desc pd = ovk_kv_cache_desc(c, c->attn.shader, c->attn.rows ? 12 : 14, /* + out's int8 blocks */
-                                             c->attn.rows ? sizeof(struct attn_rows_push) : sizeof(struct attn_decode_push),
-                                             c->attn.wg, ATTN_N_SPEC);
-    if (c->attn.rows) {
-        pd.spec[KV_SPEC_ROWS_TB] = c->attn.tb;
-        pd.texel_bindings = 1u << 3 | 1u << 4 | 1u << 8; /* the pools and R_V */
-    } else if (c->attn.cm) {
-        pd.spec[KV_SPEC_CM_SG_MIN] = c->attn.sg_min;
-        pd.spec[KV_SPEC_CM_TILES] = c->attn.ku;
-        pd.spec[KV_SPEC_CM_WALKERS] = c->attn.walkers;
-    } else if (c->attn.stream) {
-        pd.spec[KV_SPEC_ATTN_SG_MIN] = c->attn.sg_min;
-        pd.spec[KV_SPEC_ATTN_KU] = c->attn.ku;
-        pd.spec[KV_SPEC_ATTN_VE] = c->attn.ve;
-        pd.spec[KV_SPEC_ATTN_FKU] = c->attn.fku;
-        pd.spec[KV_SPEC_ATTN_PREFETCH] = c->attn.prefetch;
-    } else {
-        pd.spec[KV_SPEC_CH_ITEM_TOKENS] = c->attn.item_tokens;
-        pd.spec[KV_SPEC_CH_U] = c->attn.u;
-        pd.spec[KV_SPEC_CH_VU] = c->attn.vu;
-    }
-    OSCAR_TRY(ovk_pipeline_get(ctx, &pd, &c->pl_decode));
+    OSCAR_TRY(decode_pipeline(c, &c->attn, &c->pl_decode));
     if (env->pipeline_stats) {
         if (c->attn.rows)
             fprintf(stderr, "decode attention: %s workgroup %u, %u tokens a round\n", c->attn.shader, c->attn.wg, c->attn.tb);
@@ -270,6 +294,10 @@ static oscar_status create_decode(oscar_kv_cache *c)
                    : c->attn.cm      ? ATTN_CM_MIN_SPLIT_INT2
                    : c->attn.idot    ? ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2
                                      : ATTN_CHUNKED_MIN_SPLIT_INT2;
+    OSCAR_TRY(create_decode_batch(c, &dev));
+    if (env->pipeline_stats && c->pl_decode_batch)
+        fprintf(stderr, "decode attention, steps of %u rows or more at up to %u tokens a row: %s workgroup %u, %u walkers\n",
+                ATTN_CM_BATCH_ROWS, ATTN_CM_BATCH_CONTEXT, c->attn_batch.shader, c->attn_batch.wg, c->attn_batch.walkers);
 fail:
     return st;
 }
@@ -650,7 +678,10 @@ void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **in
     *f16 = &c->f16_pool[layer];
 }
 
-const char *ovk_kv_attention_variant(const oscar_kv_cache *c) { return c->attn.variant; }
+const char *ovk_kv_attention_variant(const oscar_kv_cache *c)
+{
+    return c->batch_step ? c->attn_batch.variant : c->attn.variant;
+}
 
 /* ---- accounting ---------------------------------------------------------------------------- */
 OSCAR_API oscar_status oscar_kv_get_stats(const oscar_kv_cache *c, oscar_kv_stats *s)

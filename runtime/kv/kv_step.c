@@ -103,15 +103,21 @@ static oscar_status plan_attention(oscar_kv_cache *c)
         visible += c->h_row_vis[r];
     }
     int prefill;
+    c->batch_step = 0;
     OSCAR_TRY(plan_prefill(c, &prefill));
     if (prefill) return OSCAR_OK;
+    /* many rows at short contexts: the batched steps' kernel, with its own split sizing */
+    c->batch_step = c->pl_decode_batch && pl->n_tokens >= ATTN_CM_BATCH_ROWS &&
+                    visible <= (uint64_t)pl->n_tokens * ATTN_CM_BATCH_CONTEXT;
+    uint32_t target_groups = c->batch_step ? c->batch_target_groups : c->target_groups;
+    uint32_t min_split_tokens = c->batch_step ? c->batch_min_split : c->min_split;
     /* split so the call has about target_groups workgroups, and at most ATTN_MAX_ITEMS items
      * (their partials) even when a prefill chunk's rows each see a long context */
-    uint64_t split = visible * c->p.n_kv_head / c->target_groups;
+    uint64_t split = visible * c->p.n_kv_head / target_groups;
     uint64_t min_split = (visible + ATTN_MAX_ITEMS / 2 - 1) / (ATTN_MAX_ITEMS / 2);
     if (split < min_split) split = min_split;
     split = (split + ATTN_MIN_SPLIT - 1) / ATTN_MIN_SPLIT * ATTN_MIN_SPLIT;
-    if (split < c->min_split) split = c->min_split;
+    if (split < min_split_tokens) split = min_split_tokens;
     if (split > UINT32_MAX / 2) split = UINT32_MAX / 2;
     uint32_t n_items = 0;
     OSCAR_TRY(ovk_attn_build_items(pl->row_seq, c->h_row_vis, pl->n_tokens, c->h_seq_sink, c->h_seq_fe, (uint32_t)split,
@@ -436,7 +442,8 @@ static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t
                                 mean_binding(c, layer), q8c, q8s };
         uint32_t groups[3];
         ovk_attn_grid(r->count, c->p.n_kv_head, groups);
-        if ((st = ovk_cmd_dispatch(c->ctx, cmd, c->pl_decode, b, &dp, groups)) != OSCAR_OK) return st;
+        if ((st = ovk_cmd_dispatch(c->ctx, cmd, c->batch_step ? c->pl_decode_batch : c->pl_decode, b, &dp, groups)) != OSCAR_OK)
+            return st;
     }
     return OSCAR_OK;
 }

@@ -338,6 +338,7 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         /* what the call read: each sequence's INT2 and fp16 tokens (the new one included) of one
          * layer (the stats count every layer) */
         ok = ok && oscar_kv_get_stats(cache, &stats) == OSCAR_OK;
+        const char *step_kname = ovk_kv_attention_variant(cache); /* a batched step may take another kernel */
         double bytes = ((double)stats.int2_tokens * stats.int2_bytes_per_token +
                         (double)(stats.f16_tokens + batch) * stats.f16_bytes_per_token) / a->layers;
         ok = ok && oscar_kv_step_end(cache) == OSCAR_OK;
@@ -353,13 +354,13 @@ static int bench_mode_batch(oscar_context *ctx, const bench_args *a, oscar_kv_mo
         pt->us = us_chained;
         pt->gbps = bytes / (pt->us * 1e3);
         printf("%-14s %-12s batch %2u  context %6u  %9.1f us  %9.1f us  %7.1f GB/s  %5.1f%% of read bw  %5.2f bits/elem\n",
-               oscar_kv_mode_name(mode), kname, batch, target, pt->us_call, pt->us, pt->gbps, 100.0 * pt->gbps / bw, pt->bits);
+               oscar_kv_mode_name(mode), step_kname, batch, target, pt->us_call, pt->us, pt->gbps, 100.0 * pt->gbps / bw, pt->bits);
         fflush(stdout);
         if (json) {
             fprintf(json, "%s  {\"mode\": \"%s\", \"variant\": \"%s\", \"batch\": %u, \"context\": %u, \"us\": %.2f, "
                           "\"us_per_submission\": %.2f, \"gbps\": %.1f, \"read_bw_gbps\": %.1f, \"bytes\": %.0f, "
                           "\"bits_per_element\": %.4f, \"layers\": %u, \"phase\": %d}",
-                    json_points++ ? ",\n" : "", oscar_kv_mode_name(mode), kname, batch, target, pt->us, pt->us_call,
+                    json_points++ ? ",\n" : "", oscar_kv_mode_name(mode), step_kname, batch, target, pt->us, pt->us_call,
                     pt->gbps, bw, bytes, pt->bits, a->layers, a->phase);
             fflush(json); /* a run cut short keeps its points */
         }
