@@ -109,8 +109,9 @@ typedef struct ovk_attn_config {
  * from the GQA ratio (value sums VE * gqa per lane), KU so that a lane loads at most 32 value
  * words a tile, FKU 8 in fp16 mode (fp16_mode != 0: more bytes in flight) and 2 for the INT2
  * modes' short fp16 windows (registers, which the INT2 tiles need). tune->kernel = 3 asks for
- * attn_decode_cm (cooperative matrices; dev->coopmat 2: its scalar emulation), never chosen by
- * default (slower than the chunked kernel on an H200 at batch 1, docs/attention-results.md): 3
+ * attn_decode_cm (cooperative matrices; dev->coopmat 2: its scalar emulation), never chosen here
+ * (slower than the chunked kernel on an H200 at batch 1, docs/attention-results.md; the cache asks
+ * for it for its batched decode steps at short contexts, ATTN_CM_BATCH_ROWS in kv_cache_impl.h): 3
  * walking subgroups of the largest size and TT 1 (tune->wg and tune->ku set them), halved while
  * its shared memory does not fit
  * dev->cm_shared_bytes, TT at most SG_MIN / 4. Returns OSCAR_ERROR_UNSUPPORTED (and a message)
