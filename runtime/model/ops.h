@@ -207,6 +207,11 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * / 85.6; Llama-3-8B batch 16 decodes at 1,023 tok/s with int8 products, 981 without, batch 24 at
  * 1,029 against 1,200 (docs/forward-kernels.md). */
 #define OVK_Q8_BATCH_MAX 16u
+/* The same where the split cooperative-matrix product takes the longer steps (ops has a scratch
+ * and OSCAR_MATMUL_COOPMAT is not 0): with a step's products of one input as a group, it
+ * decodes Llama-3-8B's batch 16 at 1,075-1,079 tok/s against 1,049-1,055 with int8 products
+ * (H200, two rounds; docs/performance.md, "Batched decode"). */
+#define OVK_Q8_BATCH_MAX_SPLIT 15u
 oscar_status ovk_op_mul_mat_q8(const ovk_ops *ops, ovk_cmd *cmd, const char *variant, uint32_t type, ovk_binding w,
                                  ovk_binding xq, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
 /* The same with a bias b [rows] fp32 (NULL: none) added to each token's row as it is written:
