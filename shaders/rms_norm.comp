@@ -1,9 +1,7 @@
 #version 450
 // RMS norm per row: y[r][i] = (x[r][i] * s) * w[i], s = 1 / sqrt(mean_i(x[r][i]^2) + eps).
 // With RESIDUAL, a residual add comes first: x[r][i] += res[r][i] (written back to x, equal
-// bit for bit to the add kernel's sum), then the norm of the sum (y must not alias x then). The
-// residual may be a split product's slices, res_slices of them res_slice floats apart, summed in
-// slice order as mul_mat_slices sums them.
+// bit for bit to the add kernel's sum), then the norm of the sum (y must not alias x then).
 // Rows of `dim` elements share the weight w: the hidden-state norm (rows = tokens, dim =
 // n_embd) and qwen3's per-head q/k norm (rows = tokens * heads, dim = head_dim) alike.
 // One workgroup per row; sum of squares in fp32, reduced in shared memory in two levels. y may
@@ -26,7 +24,7 @@ layout(constant_id = 2) const uint Q8_OUT = 0;      // 1: y also into q8_codes a
 layout(std430, binding = 0) buffer X { float x[]; };           // [n_rows][dim] fp32 (updated with RESIDUAL)
 layout(std430, binding = 1) readonly buffer Wt { float w[]; }; // [dim] fp32
 layout(std430, binding = 2) writeonly buffer Y { float y[]; }; // [n_rows][dim] fp32
-layout(std430, binding = 3) readonly buffer R { float res[]; }; // [res_slices][n_rows][dim] fp32 (RESIDUAL; else unread)
+layout(std430, binding = 3) readonly buffer R { float res[]; }; // [n_rows][dim] fp32 (RESIDUAL; else unread)
 layout(std430, binding = 4) writeonly buffer Q { uint q8_codes[]; };  // [n_rows * dim / 4] (Q8_OUT; else unwritten)
 layout(std430, binding = 5) writeonly buffer S { float q8_scales[]; }; // [n_rows * dim / 32] (Q8_OUT; else unwritten)
 
@@ -34,17 +32,7 @@ layout(push_constant) uniform Push {
     uint dim;     // elements per row
     uint n_rows;  // rows (= workgroups, x-major over x and y)
     float eps;
-    uint res_slices; // slices of the residual (RESIDUAL), >= 1
-    uint res_slice;  // floats from one slice of the residual to the next
 } pc;
-
-// The residual at j: its slices summed in slice order (one slice: res[j] itself).
-float residual(uint j)
-{
-    float r = res[j];
-    for (uint z = 1u; z < pc.res_slices; z++) r += res[j + z * pc.res_slice];
-    return r;
-}
 
 #include "common/grid.glsl"
 
@@ -68,7 +56,7 @@ void main()
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
             uint i = i0 + u * WORKGROUP;
             uint j = base + min(i, pc.dim - 1u); // past the row: a valid element, not counted
-            float a = RESIDUAL != 0u ? x[j] + residual(j) : x[j];
+            float a = RESIDUAL != 0u ? x[j] + res[j] : x[j];
             v[u] = i < pc.dim ? a : 0.0;
         }
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) s += v[u] * v[u];
@@ -96,7 +84,7 @@ void main()
             vec4 a = vec4(0.0), g = vec4(0.0);
             if (live) {
                 [[unroll]] for (uint u = 0u; u < 4u; u++) {
-                    a[u] = RESIDUAL != 0u ? x[base + i + u] + residual(base + i + u) : x[base + i + u];
+                    a[u] = RESIDUAL != 0u ? x[base + i + u] + res[base + i + u] : x[base + i + u];
                     g[u] = w[i + u];
                 }
             }
@@ -116,7 +104,7 @@ void main()
         float v[UNROLL], g[UNROLL];
         [[unroll]] for (uint u = 0u; u < UNROLL; u++) {
             uint i = min(i0 + u * WORKGROUP, pc.dim - 1u); // past the row: a valid element, not stored
-            v[u] = RESIDUAL != 0u ? x[base + i] + residual(base + i) : x[base + i];
+            v[u] = RESIDUAL != 0u ? x[base + i] + res[base + i] : x[base + i];
             g[u] = w[i];
         }
         [[unroll]] for (uint u = 0u; u < UNROLL; u++)

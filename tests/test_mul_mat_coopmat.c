@@ -259,7 +259,7 @@ static void check_split_products(ovk_ops *ops, const variant *v, int grouped)
         if (grouped) CHECK_MSG(group.count == (i < 2 ? (uint32_t)i + 1 : 1u), "group: %u products pending after product %d",
                                group.count, i);
     }
-    if (grouped) CHECK_OK(ovk_op_mul_mat_group_end(ops, &ctx->cmd, NULL));
+    if (grouped) CHECK_OK(ovk_op_mul_mat_group_end(ops, &ctx->cmd));
     CHECK(ops->mm_group == NULL);
     CHECK_OK(ovk_cmd_submit_wait(ctx, &ctx->cmd));
     for (int i = 0; i < PRODUCTS; i++) {

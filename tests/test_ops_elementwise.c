@@ -1,7 +1,6 @@
 /* The small forward-pass kernels against their C references (runtime/ops_ref.c), at
  * workgroups 64/128/256: rms_norm (hidden rows and per-head rows; also fused with the
- * residual add before it, whose sum must equal the fp32 add bit for bit, and with that residual
- * as a split product's slices, bit for bit the norm over their sum), rope (normal and neox,
+ * residual add before it, whose sum must equal the fp32 add bit for bit), rope (normal and neox,
  * partial rotation, linear scaling, per-frequency factors), swiglu, add (residual, bias
  * broadcast, in place), scale and argmax; rms_norm, its residual form and swiglu with x
  * prepared for the int8 mat-vec in the same dispatch, bit for bit the separate kernels' y and
@@ -92,35 +91,6 @@ static void test_rms_norm(ovk_ops *ops, uint32_t dim, uint32_t n_rows, float eps
     CHECK_MSG(count_bit_diffs(got_x, sum, n) == 0, "add_rms_norm dim %u: x + res differs from the fp32 sum", dim);
     nse = test_nse(got, ref_sum, n);
     CHECK_MSG(nse <= 1e-10, "add_rms_norm dim %u rows %u wg %u: nse %.3g", dim, n_rows, ops->workgroup, nse);
-    /* the residual as three slices of a split product, PAD floats between them, summed in slice
-     * order: x and y bit for bit those of add_rms_norm over the summed residual */
-    enum { SLICES = 3, PAD = 5 };
-    size_t stride = n + PAD;
-    float *parts = malloc(SLICES * stride * 4), *summed = malloc(n * 4), *got_y2 = malloc(n * 4), *got_x2 = malloc(n * 4);
-    for (size_t i = 0; i < SLICES * stride; i++) parts[i] = test_rng_normal();
-    for (size_t i = 0; i < n; i++) summed[i] = (parts[i] + parts[i + stride]) + parts[i + 2 * stride];
-    ovk_buffer bx3 = buf_from(ctx, x, n * 4), bx4 = buf_from(ctx, x, n * 4), bparts = buf_from(ctx, parts, SLICES * stride * 4);
-    ovk_buffer bsummed = buf_from(ctx, summed, n * 4), by2 = buf_from(ctx, NULL, n * 4);
-    begin(ctx);
-    CHECK_OK(ovk_op_add_rms_norm_slices(ops, &ctx->cmd, bind(&bx3), bind(&bparts), SLICES, (uint32_t)stride, bind(&bw),
-                                        bind(&by2), dim, n_rows, eps));
-    CHECK_OK(ovk_op_add_rms_norm(ops, &ctx->cmd, bind(&bx4), bind(&bsummed), bind(&bw), bind(&by), dim, n_rows, eps));
-    CHECK_STATUS(ovk_op_add_rms_norm_slices(ops, &ctx->cmd, bind(&bx3), bind(&bparts), SLICES, (uint32_t)n - 1, bind(&bw),
-                                            bind(&by2), dim, n_rows, eps), OSCAR_ERROR_INVALID_ARGUMENT); /* slices overlap */
-    CHECK_STATUS(ovk_op_add_rms_norm_slices(ops, &ctx->cmd, bind(&bx3), bind(&bparts), SLICES + 1, (uint32_t)stride,
-                                            bind(&bw), bind(&by2), dim, n_rows, eps), OSCAR_ERROR_INVALID_ARGUMENT); /* past res */
-    finish(ctx);
-    CHECK_OK(ovk_buffer_download(ctx, &by2, 0, got_y2, n * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &bx3, 0, got_x2, n * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &by, 0, got, n * 4));
-    CHECK_OK(ovk_buffer_download(ctx, &bx4, 0, got_x, n * 4));
-    CHECK_MSG(count_bit_diffs(got_x2, got_x, n) == 0 && count_bit_diffs(got_y2, got, n) == 0,
-              "add_rms_norm over %d residual slices dim %u rows %u: differs from the norm over their sum", SLICES, dim, n_rows);
-    for (size_t i = 0; i < n; i++) summed[i] += x[i];
-    CHECK_MSG(count_bit_diffs(got_x2, summed, n) == 0, "add_rms_norm over slices dim %u: x differs from the fp32 sum", dim);
-    ovk_buffer_destroy(ctx, &bx3), ovk_buffer_destroy(ctx, &bx4), ovk_buffer_destroy(ctx, &bparts);
-    ovk_buffer_destroy(ctx, &bsummed), ovk_buffer_destroy(ctx, &by2);
-    free(parts), free(summed), free(got_y2), free(got_x2);
     ovk_buffer_destroy(ctx, &bx2);
     ovk_buffer_destroy(ctx, &bres);
     free(res), free(sum), free(ref_sum), free(got_x);

@@ -334,9 +334,7 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * which write one row), else here (one dispatch and barrier more); the rest go through
  * ovk_op_mul_mat. Starts with a barrier (x was just written); the products themselves run
  * unordered among each other, a short batch's split products too: as one group, each into its
- * own part of the scratch, their slices' sums after one barrier at the end. With `left`, a single
- * split product's sum is left to the kernel that reads y next (*left, see
- * ovk_op_mul_mat_group_end; left->slices 0 where y holds the product).
+ * own part of the scratch, their slices' sums after one barrier at the end.
  *
  * A weight split by rows (over the storage-binding limit) runs one product per part, writing
  * its columns row0 .. row0 + part rows - 1 of y_i in place: y bound from y_i[0][row0] (aligned,
@@ -347,7 +345,7 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * them. A whole weight records exactly the one dispatch it always did. */
 static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
                              const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows,
-                             const ovk_binding *bias, int x_ready, struct ovk_mm_pending *left)
+                             const ovk_binding *bias, int x_ready)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
@@ -392,7 +390,7 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uin
             else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }
     }
-    OSCAR_TRY(ovk_op_mul_mat_group_end(&s->ops, &s->cmd, bias ? NULL : left));
+    OSCAR_TRY(ovk_op_mul_mat_group_end(&s->ops, &s->cmd));
     if (bias && !q8) {
         ovk_cmd_barrier(ctx, &s->cmd);
         for (uint32_t i = 0; i < n_w; i++)
@@ -411,30 +409,6 @@ static int glu_planes(const ovk_gpu_state *s, const ovk_gpu_layer *L)
 {
     return s->m->planes && L->w_gate.planes && L->w_up.planes && L->w_gate.n_parts == 1 && L->w_up.n_parts == 1 &&
            L->w_gate.type == L->w_up.type && L->w_gate.rows == L->w_up.rows;
-}
-
-/* Where the last o or down product left its slices' sum to the norm after it (s->proj_left),
- * records that sum into proj and a barrier: for the kernels that read proj whole. */
-static oscar_status settle_proj(ovk_gpu_state *s)
-{
-    if (s->proj_left.slices == 0) return OSCAR_OK;
-    oscar_status st = ovk_op_mul_mat_sum(&s->ops, &s->cmd, &s->proj_left);
-    ovk_cmd_barrier(s->m->ctx, &s->cmd);
-    s->proj_left.slices = 0;
-    return st;
-}
-
-/* x += proj, then xb = norm(x) * w over n rows: proj's slices summed as the norm reads them where
- * the product left them (s->proj_left). */
-static oscar_status add_norm(ovk_gpu_state *s, ovk_binding x, ovk_binding proj, ovk_binding w, ovk_binding xb, uint32_t n)
-{
-    const ovk_model_hparams *hp = &s->m->desc->hp;
-    const struct ovk_mm_pending *p = &s->proj_left;
-    if (p->slices == 0) return ovk_op_add_rms_norm(&s->ops, &s->cmd, x, proj, w, xb, hp->n_embd, n, hp->norm_eps);
-    oscar_status st = ovk_op_add_rms_norm_slices(&s->ops, &s->cmd, x, p->part, p->slices, p->n * p->rows, w, xb, hp->n_embd,
-                                                 n, hp->norm_eps);
-    s->proj_left.slices = 0;
-    return st;
 }
 
 /* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
@@ -465,10 +439,9 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     /* attention (the norm prepares x for int8 products itself) */
     ovk_cmd_barrier(ctx, cmd);
     int q8 = products_q8(s, D, n, 3, w_qkv), fused = q8 && n == 1; /* the norm's int8 blocks: one row */
-    if (fused) OSCAR_TRY(settle_proj(s));
     if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq, D,
                                            hp->norm_eps));
-    else if (add_pending) OSCAR_TRY(add_norm(s, x, proj, bind(&L->attn_norm.buf, 0), xb, n));
+    else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
         ovk_binding y[3] = { q, k, v };
@@ -478,7 +451,7 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int biased = 0;
         for (int i = 0; i < 3; i++)
             if (wb[i]->buf.buffer) b[i] = bind(&wb[i]->buf, 0), biased = 1;
-        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused, NULL));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused));
     }
     if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
         ovk_cmd_barrier(ctx, cmd);
@@ -491,16 +464,15 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
         int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
         OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8, &s->proj_left));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
     }
 
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
      * and by SwiGLU) */
     ovk_cmd_barrier(ctx, cmd);
     q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
-    if (fused) OSCAR_TRY(settle_proj(s));
     if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
-    else OSCAR_TRY(add_norm(s, x, proj, bind(&L->ffn_norm.buf, 0), xb, n));
+    else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
     if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
         ovk_cmd_barrier(ctx, cmd);
@@ -509,14 +481,14 @@ static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int a
     } else {
         ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, fused, NULL));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, fused));
         ovk_cmd_barrier(ctx, cmd);
         if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
         else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1, &s->proj_left));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1));
     }
 fail:
     return st;
@@ -536,7 +508,6 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     ovk_binding logits = bind(&s->logits, (uint64_t)n_out * V * 4), amax = bind(&s->amax, (uint64_t)n_out * 4);
     ovk_binding rows = { &s->meta, meta_rows_offset(s), (uint64_t)n_out * 4 };
     ovk_cmd_barrier(ctx, cmd);
-    OSCAR_TRY(settle_proj(s));
     /* the last layer's MLP residual (only the logits need x after the last layer) */
     OSCAR_TRY(ovk_op_add(&s->ops, cmd, bind(&s->x, (uint64_t)n * D * 4), bind(&s->proj, (uint64_t)n * D * 4),
                            bind(&s->x, (uint64_t)n * D * 4), n * D, n * D));
@@ -549,7 +520,7 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     else OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, fused, NULL));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, fused));
     }
     /* the step's KV flushes beside the LM head: nothing in the step waits for them, and the
      * barriers since the last layer order them after its appends */
@@ -598,7 +569,6 @@ static oscar_status record_step(ovk_gpu_state *s, uint32_t n, uint32_t n_out, in
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
     const ovk_model_hparams *hp = &s->m->desc->hp;
-    s->proj_left.slices = 0;
     OSCAR_TRY(ovk_cmd_begin(ctx, &s->cmd));
     *t0 = ovk_cmd_timestamp(ctx, &s->cmd);
     ovk_cmd_copy(ctx, &s->cmd, &s->meta_host, 0, &s->meta, 0, s->meta.size);

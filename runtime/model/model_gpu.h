@@ -117,8 +117,6 @@ typedef struct ovk_gpu_state {
     ovk_buffer mm_scratch;       /* [OVK_MMC_SCRATCH_BYTES] fp32 partial sums of the split products of
                                     * a short batch (ops.matmul_scratch); where cooperative matrices
                                     * run and a step may hold more than one token, else unused */
-    struct ovk_mm_pending proj_left; /* the o or down product's slices whose sum is left to the norm
-                                      * after it (slices >= 2; 0: proj holds the product) */
     int matvec_f16;                /* single-row steps run Q4_0/Q8_0 products in packed fp16 (ops.h):
                                     * opt-in, OSCAR_MATVEC_F16=1 where the device has shaderFloat16 */
     int matvec_q8;                 /* single rows and decode steps of up to OVK_Q8_BATCH_MAX rows run the

@@ -152,23 +152,11 @@ static oscar_status group_sums(const ovk_ops *ops, ovk_cmd *cmd, ovk_mm_group *g
     return st;
 }
 
-oscar_status ovk_op_mul_mat_group_end(ovk_ops *ops, ovk_cmd *cmd, struct ovk_mm_pending *left)
+oscar_status ovk_op_mul_mat_group_end(ovk_ops *ops, ovk_cmd *cmd)
 {
     ovk_mm_group *g = ops->mm_group;
     ops->mm_group = NULL;
-    if (left) left->slices = 0;
-    if (!g) return OSCAR_OK;
-    if (left && g->count == 1 && g->p[0].y_stride == g->p[0].rows) {
-        *left = g->p[0];
-        g->count = 0;
-        return OSCAR_OK;
-    }
-    return group_sums(ops, cmd, g);
-}
-
-oscar_status ovk_op_mul_mat_sum(const ovk_ops *ops, ovk_cmd *cmd, const struct ovk_mm_pending *p)
-{
-    return record_sum(ops, cmd, p);
+    return g ? group_sums(ops, cmd, g) : OSCAR_OK;
 }
 
 /* Where a split product's slices go: alone, the start of the scratch, after a barrier (the

@@ -577,11 +577,11 @@ static uint32_t row_workgroup(const ovk_ops *ops, uint32_t n)
     return wg;
 }
 
-/* rms_norm with an optional residual (res NULL: none; res_slices slices of it res_slice floats
- * apart, summed) and an optional int8 copy of y (xq NULL: none; one row). */
+/* rms_norm with an optional residual (res NULL: none) and an optional int8 copy of y (xq NULL:
+ * none; one row). */
 static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
-                             uint32_t res_slices, uint32_t res_slice, ovk_binding w, ovk_binding y, const ovk_binding *xq,
-                             uint32_t dim, uint32_t n_rows, float eps)
+                             ovk_binding w, ovk_binding y, const ovk_binding *xq, uint32_t dim, uint32_t n_rows,
+                             float eps)
 {
     const char *op = xq ? "rms_norm_x_q8" : res ? "add_rms_norm" : "rms_norm";
     oscar_status st = check_workgroup(ops, op);
@@ -592,10 +592,7 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
     if ((st = check_binding(&x, bytes, op, "x")) != OSCAR_OK) return st;
     if ((st = check_binding(&w, (uint64_t)dim * 4, op, "w")) != OSCAR_OK) return st;
     if ((st = check_binding(&y, bytes, op, "y")) != OSCAR_OK) return st;
-    if (res_slices == 0 || (res_slices > 1 && (uint64_t)res_slice * 4 < bytes))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u residual slices %u floats apart for %u rows of %u", op,
-                           res_slices, res_slice, n_rows, dim);
-    if (res && (st = check_binding(res, (uint64_t)(res_slices - 1) * res_slice * 4 + bytes, op, "res")) != OSCAR_OK) return st;
+    if (res && (st = check_binding(res, bytes, op, "res")) != OSCAR_OK) return st;
     if (res && y.buffer == x.buffer && y.offset < x.offset + bytes && x.offset < y.offset + bytes)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: y overlaps x", op);
     ovk_binding q8[2] = { y, y }; /* without an int8 copy bindings 4 and 5 are not written */
@@ -604,9 +601,9 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
     /* a CPU device runs a workgroup as one thread, its barriers as switches between SIMD groups:
      * 8 threads (lavapipe's SIMD group) there, 0.29 -> 0.14 ms a call for SmolLM2-135M's rows */
     uint32_t wg = ops->ctx->info.type == OSCAR_DEVICE_CPU ? 8 : row_workgroup(ops, dim);
-    ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 6, .push_size = 20, .n_spec = 3,
+    ovk_pipeline_desc d = { .shader = "rms_norm", .n_buffers = 6, .push_size = 12, .n_spec = 3,
                               .spec = { /* WORKGROUP */ wg, /* RESIDUAL */ res != NULL, /* Q8_OUT */ xq != NULL } };
-    struct { uint32_t dim, n_rows; float eps; uint32_t res_slices, res_slice; } push = { dim, n_rows, eps, res_slices, res_slice };
+    struct { uint32_t dim, n_rows; float eps; } push = { dim, n_rows, eps };
     uint32_t groups[3];
     if ((st = grid_2d(n_rows, groups, op)) != OSCAR_OK) return st;
     ovk_binding b[6] = { x, w, y, res ? *res : x, q8[0], q8[1] }; /* without a residual binding 3 is not read */
@@ -616,26 +613,19 @@ static oscar_status rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, co
 oscar_status ovk_op_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding w,
                                ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
-    return rms_norm(ops, cmd, x, NULL, 1, 0, w, y, NULL, dim, n_rows, eps);
+    return rms_norm(ops, cmd, x, NULL, w, y, NULL, dim, n_rows, eps);
 }
 
 oscar_status ovk_op_add_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
                                    ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps)
 {
-    return rms_norm(ops, cmd, x, &res, 1, 0, w, y, NULL, dim, n_rows, eps);
-}
-
-oscar_status ovk_op_add_rms_norm_slices(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
-                                          uint32_t res_slices, uint32_t res_slice, ovk_binding w, ovk_binding y, uint32_t dim,
-                                          uint32_t n_rows, float eps)
-{
-    return rms_norm(ops, cmd, x, &res, res_slices, res_slice, w, y, NULL, dim, n_rows, eps);
+    return rms_norm(ops, cmd, x, &res, w, y, NULL, dim, n_rows, eps);
 }
 
 oscar_status ovk_op_rms_norm_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, const ovk_binding *res,
                                     ovk_binding w, ovk_binding y, ovk_binding xq, uint32_t dim, float eps)
 {
-    return rms_norm(ops, cmd, x, res, 1, 0, w, y, &xq, dim, 1, eps);
+    return rms_norm(ops, cmd, x, res, w, y, &xq, dim, 1, eps);
 }
 
 oscar_status ovk_rope_inv_freq(float *inv_freq, uint32_t n_rot, double freq_base, double freq_scale,

@@ -130,14 +130,7 @@ typedef struct ovk_mm_group {
     } p[OVK_MM_GROUP_MAX];
 } ovk_mm_group;
 void ovk_op_mul_mat_group_begin(ovk_ops *ops, ovk_mm_group *g);
-/* With `left` (else NULL): where the group holds exactly one split product whose y is [n][rows]
- * (y_stride = rows), its sum is not recorded but left to the caller in *left (slices >= 2), for
- * a kernel that sums the slices as it reads them (ovk_op_add_rms_norm_slices) or for
- * ovk_op_mul_mat_sum; otherwise left->slices = 0 and y holds every product. */
-oscar_status ovk_op_mul_mat_group_end(ovk_ops *ops, ovk_cmd *cmd, struct ovk_mm_pending *left);
-/* Records the sum of a product left by ovk_op_mul_mat_group_end into its y (no barrier: the caller
- * records one before it, after the product, and one after it). */
-oscar_status ovk_op_mul_mat_sum(const ovk_ops *ops, ovk_cmd *cmd, const struct ovk_mm_pending *p);
+oscar_status ovk_op_mul_mat_group_end(ovk_ops *ops, ovk_cmd *cmd);
 
 /* The packed-fp16 decode mat-vec (shaders/mul_mat_vec_f16.comp): Q4_0 and Q8_0 weights on
  * devices with shaderFloat16, x prepared once by ovk_op_x_f16_blocks and shared by every
@@ -251,14 +244,6 @@ oscar_status ovk_op_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ov
  * not overlap x. */
 oscar_status ovk_op_add_rms_norm(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
                                    ovk_binding w, ovk_binding y, uint32_t dim, uint32_t n_rows, float eps);
-
-/* ovk_op_add_rms_norm with the residual a split product's slices not yet summed (an
- * ovk_mm_pending left by ovk_op_mul_mat_group_end): res [res_slices][n_rows][dim], res_slice
- * floats apart, summed in slice order as mul_mat_slices sums them, so x ends bit for bit as
- * after that sum and ovk_op_add_rms_norm. */
-oscar_status ovk_op_add_rms_norm_slices(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding res,
-                                          uint32_t res_slices, uint32_t res_slice, ovk_binding w, ovk_binding y, uint32_t dim,
-                                          uint32_t n_rows, float eps);
 
 /* One row of ovk_op_rms_norm (res NULL) or ovk_op_add_rms_norm (res), y the same, and y also
  * prepared for the int8 mat-vec: xq [OSCAR_X_Q8_BYTES(dim)] as ovk_op_x_q8 would write it from
