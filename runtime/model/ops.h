@@ -200,12 +200,13 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * defaults differ with the token count: a one-token long row in four parts sums in another
  * order). */
 #define OVK_Q8_TOKENS 8u
-/* The most rows of a decode step the forward pass gives the int8 product (model_gpu.c); longer
- * steps take ovk_op_mul_mat, whose split cooperative-matrix product is faster at 24 and 32 tokens.
- * H200, Q4_0, us at 16 / 32 tokens with the int8 product's default rows a subgroup: 14336 x 4096
- * int8 76.9 / 145.5, split cooperative-matrix 82.0 / 97.4; 4096 x 14336 64.9 / 128.8 against 78.4
- * / 85.6; Llama-3-8B batch 16 decodes at 1,023 tok/s with int8 products, 981 without, batch 24 at
- * 1,029 against 1,200 (docs/forward-kernels.md). */
+/* The most rows of a decode step the forward pass gives the int8 product (model_gpu.c) where no
+ * split cooperative-matrix product takes longer steps (else OVK_Q8_BATCH_MAX_SPLIT); longer steps
+ * take ovk_op_mul_mat, whose split product is faster at 24 and 32 tokens. H200, Q4_0, us at 16 /
+ * 32 tokens with the int8 product's default rows a subgroup: 14336 x 4096 int8 76.9 / 145.5, split
+ * cooperative-matrix 82.0 / 97.4; 4096 x 14336 64.9 / 128.8 against 78.4 / 85.6; Llama-3-8B batch
+ * 16 decoded at 1,023 tok/s with int8 products, 981 with split products recorded one by one, batch
+ * 24 at 1,029 against 1,200 (docs/forward-kernels.md). */
 #define OVK_Q8_BATCH_MAX 16u
 /* The same where the split cooperative-matrix product takes the longer steps (ops has a scratch
  * and OSCAR_MATMUL_COOPMAT is not 0): with a step's products of one input as a group, it
