@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "half.h"
@@ -325,9 +326,18 @@ static void test_argmax(ovk_ops *ops, uint32_t n)
     free(l);
 }
 
+/* The profile's total for shader `name` (0 without an entry). */
+static double profile_ns(const oscar_context *c, const char *name)
+{
+    for (uint32_t i = 0; i < c->profile->n; i++)
+        if (!strcmp(c->profile->entries[i].name, name)) return c->profile->entries[i].ns;
+    return 0;
+}
+
 /* OSCAR_PROFILE=1: a context that profiles counts each dispatch under its shader, with a
- * positive time (the table itself goes to stderr at destroy), and keeps a host-time table;
- * OSCAR_PROFILE=host keeps only the host's. */
+ * positive time (the table itself goes to stderr at destroy), also in a stream submitted in
+ * parts with the host idle between them (the GPU's wait charged to no dispatch), and keeps a
+ * host-time table; OSCAR_PROFILE=host keeps only the host's. */
 static void test_profile(void)
 {
     setenv("OSCAR_PROFILE", "host", 1);
@@ -363,6 +373,17 @@ static void test_profile(void)
         CHECK_MSG(e->calls == 2 && e->ns > 0, "profile: argmax %llu calls, %g ns", (unsigned long long)e->calls, e->ns);
     }
     CHECK_MSG(found, "profile: no entry for argmax (%u entries)", pc->profile->n);
+    /* a stream in two parts, the host idle between them: the wait is no dispatch's time */
+    double before = profile_ns(pc, "argmax");
+    begin(pc);
+    CHECK_OK(ovk_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
+    CHECK_OK(ovk_cmd_flush(pc, &pc->cmd));
+    struct timespec pause = { 0, 200 * 1000 * 1000 };
+    nanosleep(&pause, NULL);
+    CHECK_OK(ovk_op_argmax(&ops, &pc->cmd, bind(&bl), bind(&bo), 300, 1));
+    finish(pc);
+    double parts_ms = (profile_ns(pc, "argmax") - before) * 1e-6;
+    CHECK_MSG(parts_ms < 100.0, "profile: two argmax calls in two parts, 200 ms apart on the host, counted %.1f ms", parts_ms);
     ovk_buffer_destroy(pc, &bl);
     ovk_buffer_destroy(pc, &bo);
     CHECK_MSG(oscar_context_validation_messages(pc) == 0, "profile: validation messages");

@@ -230,6 +230,9 @@ oscar_status ovk_cmd_flush(oscar_context *ctx, ovk_cmd *cmd)
                                     .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT };
     OSCAR_VK(ctx->vk.vkBeginCommandBuffer(cmd->cb, &bi));
     cmd->recording = 1;
+    /* with a profile, the part's start: the time the GPU waited for this submission is charged
+     * to no dispatch (else the part's first one would carry the host's recording of it) */
+    if (cmd->prof_names) ovk_cmd_timestamp(ctx, cmd);
     ovk_cmd_barrier(ctx, cmd);
 fail:
     return st;
