@@ -1,6 +1,7 @@
 /* GPU time per shader (OSCAR_PROFILE=1): with a profile, every dispatch of a command stream is
  * followed by a timestamp (vk_command.c), and the time between a dispatch's timestamp and the
- * one before it is added to its shader's total when the stream's fence is waited on. A
+ * one before it (a dispatch's, or the start of the stream or of one of its parts, which belong to
+ * no shader) is added to its shader's total when the stream's fence is waited on. A
  * timestamp after every dispatch waits for it to finish, so dispatches that would overlap run
  * one after another: the totals say where a step's time goes, not how fast it runs unprofiled.
  * The table goes to stderr when the context is destroyed. The same tables keep the host's time
