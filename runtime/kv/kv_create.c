@@ -227,10 +227,11 @@ static oscar_status create_decode_batch(oscar_kv_cache *c, const ovk_attn_device
     if (env->attn_kernel >= 0 || c->attn.rows || c->attn.stream || c->attn.cm || c->mode == KV_MODE_FP16 || dev->coopmat != 1)
         return OSCAR_OK;
     ovk_attn_tuning tune = { 3, env->attn_f16, 0, 0, 0, 0, -1, -1, 0 };
-    uint32_t d = c->p.head_dim, G = c->p.group_size;
-    if (c->gqa > 16 || d % 64 || !G || d % G || G % 16) return OSCAR_OK; /* the kernel's shapes (ovk_attn_pick) */
-    if (ovk_attn_pick(dev, d, G, c->p.page_tokens, c->gqa, c->center_block != 0, 0, &tune, &c->attn_batch) != OSCAR_OK)
-        return OSCAR_OK; /* it does not fit the device: every step stays on the chunked kernel */
+    if (ovk_attn_pick(dev, c->p.head_dim, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, 0, &tune,
+                      &c->attn_batch) != OSCAR_OK) {
+        ovk_error_clear(); /* not this cache's shape or device: every step stays on the chunked kernel */
+        return OSCAR_OK;
+    }
     c->batch_target_groups = env->attn_target_groups ? env->attn_target_groups : ATTN_CM_TARGET_GROUPS;
     c->batch_min_split = env->attn_min_split ? env->attn_min_split : ATTN_CM_MIN_SPLIT_INT2;
     return decode_pipeline(c, &c->attn_batch, &c->pl_decode_batch);

@@ -314,13 +314,12 @@ static ovk_binding bind(const ovk_buffer *b, uint64_t bytes) { return (ovk_bindi
 
 /* Whether the products of one input x [n][cols] by the n_w weights w run as int8 products:
  * with s->matvec_q8, one row or a decode step of up to OVK_Q8_BATCH_MAX rows (OVK_Q8_BATCH_MAX_SPLIT
- * where the split cooperative-matrix product takes longer steps), whose weights all
+ * where ovk_op_mul_mat would split the product), whose weights all
  * have one. A prompt's rows keep the fp32 (or cooperative-matrix) products, whatever its length. */
 static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32_t n_w, const ovk_gpu_weight *const *w)
 {
-    int split = s->ops.matmul_scratch.buffer && s->m->ctx->env.matmul_coopmat != 0; /* longer steps' products */
-    uint32_t most = split ? OVK_Q8_BATCH_MAX_SPLIT : OVK_Q8_BATCH_MAX;
-    int q8 = s->matvec_q8 && (n == 1 || (s->step_decode && n <= most)) && cols % 32 == 0;
+    int q8 = s->matvec_q8 && (n == 1 || (s->step_decode && n <= OVK_Q8_BATCH_MAX)) && cols % 32 == 0;
+    if (q8 && n > OVK_Q8_BATCH_MAX_SPLIT && ovk_op_mul_mat_splits(&s->ops, n)) q8 = 0; /* the split product is faster */
     for (uint32_t i = 0; i < n_w && q8; i++) q8 = ovk_op_mul_mat_vec_q8_supported(&s->ops, w[i]->type);
     return q8;
 }

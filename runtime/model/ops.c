@@ -490,15 +490,21 @@ oscar_status ovk_op_mul_mat_tiled(const ovk_ops *ops, ovk_cmd *cmd, uint32_t typ
     return mul_mat_tiled(ops, cmd, type, w, x, y, rows, rows, cols, n);
 }
 
+int ovk_op_mul_mat_splits(const ovk_ops *ops, uint32_t n)
+{
+    /* cooperative matrices by default where the device has them; for a short batch only with a
+     * scratch to split its columns (unsplit, too few workgroups walk the whole row) */
+    return n >= OVK_MMC_BATCH_MIN && ops->matmul_scratch.buffer && ops->ctx->env.matmul_coopmat != 0 &&
+           ovk_op_mul_mat_coopmat_supported(ops);
+}
+
 oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w,
                                       ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                                       uint32_t n)
 {
     if (n == 1) return mul_mat_vec(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
-    /* cooperative matrices by default where the device has them; for a short batch only with a
-     * scratch to split its columns (unsplit, too few workgroups walk the whole row) */
-    int coopmat = ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops);
-    int split = coopmat && ops->matmul_scratch.buffer && n >= OVK_MMC_BATCH_MIN;
+    int split = ovk_op_mul_mat_splits(ops, n);
+    int coopmat = split || (ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops));
     if (prefers_batch(type, n) && !split) return mul_mat_batch(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     if (coopmat) return mul_mat_coopmat(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     return mul_mat_tiled(ops, cmd, type, w, x, y, y_stride, rows, cols, n);

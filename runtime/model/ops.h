@@ -112,6 +112,10 @@ oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
                                       ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                                       uint32_t n);
 
+/* Whether ovk_op_mul_mat gives n tokens the split cooperative-matrix product (a short batch of
+ * at least OVK_MMC_BATCH_MIN tokens, ops with a scratch, cooperative matrices on). */
+int ovk_op_mul_mat_splits(const ovk_ops *ops, uint32_t n);
+
 /* Products of one input recorded as a group (the forward pass's q, k and v, or gate and up):
  * between begin and end, each split cooperative-matrix product takes its own part of
  * ops->matmul_scratch and records no barrier, and the sums of their slices wait for end, which
@@ -208,8 +212,8 @@ oscar_status ovk_op_x_q8(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_bi
  * 16 decoded at 1,023 tok/s with int8 products, 981 with split products recorded one by one, batch
  * 24 at 1,029 against 1,200 (docs/forward-kernels.md). */
 #define OVK_Q8_BATCH_MAX 16u
-/* The same where the split cooperative-matrix product takes the longer steps (ops has a scratch
- * and OSCAR_MATMUL_COOPMAT is not 0): with a step's products of one input as a group, it
+/* The same where the split cooperative-matrix product takes that many tokens
+ * (ovk_op_mul_mat_splits): with a step's products of one input as a group, it
  * decodes Llama-3-8B's batch 16 at 1,075-1,079 tok/s against 1,049-1,055 with int8 products
  * (H200, two rounds; docs/performance.md, "Batched decode"). */
 #define OVK_Q8_BATCH_MAX_SPLIT 15u
