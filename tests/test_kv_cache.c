@@ -492,7 +492,8 @@ int main(void)
         ctx->env.attn_prefill = saved;
         CHECK_MSG(batched_calls > 0, "batched steps: no attention call ran the batched steps' kernel");
         printf("batched steps: %u attention calls on the cooperative-matrix kernel\n", batched_calls);
-    }
+    } else
+        printf("batched steps on cooperative matrices: skipped (the device does not run the kernel itself)\n");
     /* page pools in zones, as on a device whose storage bindings are smaller than a pool: 256 KiB
      * bindings cut these caches' pools into several zones (the most is printed), each dispatch
      * over one zone's window */
