@@ -257,7 +257,7 @@ static int stream_runs(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint3
     const oscar_coopmat_shape *s = pick_shape(ctx);
     uint32_t sg_min = ctx->info.min_subgroup_size ? ctx->info.min_subgroup_size : ctx->info.subgroup_size;
     if (!s || n > OVK_MMS_TOKENS || ctx->env.matmul_stream == 0 || !ops->matmul_x16.buffer ||
-        !(ctx->features.enabled & OVK_NEEDS_COOPMAT) || !ovk_spirv_find("mul_mat_stream.coopmat", &(size_t){ 0 }))
+        !ovk_spirv_find("mul_mat_stream.coopmat", NULL))
         return 0;
     uint64_t x16 = (uint64_t)ovk_div_up(n, s->n) * s->n * (ovk_div_up(cols, MMC_BK) * MMC_BK) * 2;
     if (x16 > binding_bytes(&ops->matmul_x16)) return 0;

@@ -73,35 +73,27 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         sw[slot + r * SK + kq + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);         \
     }
 
-// The tokens' columns of the step at K0 (its BK / TK column blocks by the token matrices) from xh
-// into the B matrices m, a step before their products use them.
-#define LOAD_B_STEP(K0, m)                                                                                \
+// The subgroup's products over the step at K0: its rows in sw by the tokens' columns of xh.
+#define PRODUCTS_STEP(K0)                                                                                 \
     MMS_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {                                                    \
         MMS_UNROLL for (uint j = 0u; j < CN; j++)                                                         \
-            if (j < tiles) MMS_LOAD_B(m[(kk / TK) * CN + j], ((tok0 + j * TN) * pc.x_stride + (K0) + kk) / 4u, pc.x_stride / 4u); \
-    }
-
-// The subgroup's products over a step: its rows in sw by the step's B matrices m.
-#define PRODUCTS_STEP(m)                                                                                  \
-    MMS_UNROLL for (uint kk = 0u; kk < BK; kk += TK) {                                                    \
+            if (j < tiles) MMS_LOAD_B(mb[j], ((tok0 + j * TN) * pc.x_stride + (K0) + kk) / 4u, pc.x_stride / 4u); \
         MMS_UNROLL for (uint i = 0u; i < CM; i++) {                                                       \
             MMS_LOAD_A(ma, slot + i * TM * SK + kk / 4u);                                                 \
             MMS_UNROLL for (uint j = 0u; j < CN; j++)                                                     \
-                if (j < tiles) acc[i * CN + j] = MMS_MUL_ADD(ma, m[(kk / TK) * CN + j], acc[i * CN + j]); \
+                if (j < tiles) acc[i * CN + j] = MMS_MUL_ADD(ma, mb[j], acc[i * CN + j]);                 \
         }                                                                                                 \
     }
 
 // One step from a register set: store it, let the subgroup see it, read the step at K_NEXT into
-// the same set (past the slice: not stored; past the matrix: zeros) and the next step's B
-// matrices into mn, the products with this step's (mc), and wait until every lane has read sw
-// before the next step overwrites it.
-#define STEP(K0, K_NEXT, wr, wa, mc, mn)                                                                  \
+// the same set (past the slice: not stored; past the matrix: zeros), the products, and wait
+// until every lane has read sw before the next step overwrites it.
+#define STEP(K0, K_NEXT, wr, wa)                                                                          \
     STORE_STEP(wr, wa)                                                                                    \
     subgroupMemoryBarrierShared();                                                                        \
     subgroupBarrier();                                                                                    \
     FETCH_STEP(K_NEXT, wr, wa)                                                                            \
-    if ((K0) + BK < k_end) LOAD_B_STEP((K0) + BK, mn)                                                     \
-    PRODUCTS_STEP(mc)                                                                                     \
+    PRODUCTS_STEP(K0)                                                                                     \
     subgroupBarrier();
 
 void main()
@@ -118,8 +110,7 @@ void main()
     uint wa[RUNS], wa2[RUNS];                   // steps k, k + 2 BK, ... in the first set, k + BK, ... in the second
     MMS_ACC acc[CM * CN];
     MMS_A ma;
-    MMS_B mb[(BK / TK) * CN];  // a step's B matrices: this one's
-    MMS_B mb2[(BK / TK) * CN]; // and the next one's
+    MMS_B mb[CN];
 
     // a subgroup owns RM rows; where the device runs fewer subgroups than SG_M, each takes several
     // row groups in turn, and where it runs more, the extra ones have none
@@ -130,11 +121,10 @@ void main()
             acc[i] = MMS_ZERO;
         FETCH_STEP(k_begin, wr, wa)
         FETCH_STEP(k_begin + BK, wr2, wa2)
-        LOAD_B_STEP(k_begin, mb)
         for (uint k0 = k_begin; k0 < k_end; k0 += 2u * BK) {
-            STEP(k0, k0 + 2u * BK, wr, wa, mb, mb2)
+            STEP(k0, k0 + 2u * BK, wr, wa)
             if (k0 + BK >= k_end) break; // uniform
-            STEP(k0 + BK, k0 + 3u * BK, wr2, wa2, mb2, mb)
+            STEP(k0 + BK, k0 + 3u * BK, wr2, wa2)
         }
         // y[tok][row] is the accumulator (row, tok) stored column-major with stride y_stride
         MMS_UNROLL for (uint i = 0u; i < CM; i++) {
