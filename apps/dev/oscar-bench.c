@@ -700,12 +700,12 @@ static int bench_ops(int argc, char **argv)
         printf("no cooperative-matrix product: %s\n", oscar_last_error());
     ovk_buffer scratch = { 0 }; /* a session's scratch for split cooperative-matrix products */
     if (coopmat_runs && tokens > 1) {
-        if (ovk_buffer_create(ctx, OVK_MMC_SESSION_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &scratch) != OSCAR_OK) {
+        if (ovk_buffer_create(ctx, OVK_MMC_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &scratch) != OSCAR_OK) {
             fprintf(stderr, "%s: %s\n", prog, oscar_last_error());
             oscar_context_destroy(ctx);
             return 1;
         }
-        ovk_mmc_use_scratch(&ops, &scratch);
+        ops.matmul_scratch = (ovk_binding){ &scratch, 0, 0 };
     }
     if (tokens > 1) printf("batch of %u: the default product (%s), then the tiled fp32 matmul, the cooperative-matrix one "
                            "(cm, its columns split for a short batch), and up to %u tokens the batched lanes product and "

@@ -273,8 +273,8 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
     OSCAR_TRY(ovk_buffer_create(ctx, O * hp->n_vocab * 4, OSCAR_BUFFER_READBACK, &s->rb_logits));
     OSCAR_TRY(ovk_buffer_create(ctx, O * 4, OSCAR_BUFFER_READBACK, &s->rb_amax));
     if (max_tokens > 1 && ovk_op_mul_mat_coopmat_supported(&s->ops)) { /* a short batch's products split their columns */
-        OSCAR_TRY(ovk_buffer_create(ctx, OVK_MMC_SESSION_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &s->mm_scratch));
-        ovk_mmc_use_scratch(&s->ops, &s->mm_scratch);
+        OSCAR_TRY(ovk_buffer_create(ctx, OVK_MMC_SCRATCH_BYTES, OSCAR_BUFFER_DEVICE, &s->mm_scratch));
+        s->ops.matmul_scratch = (ovk_binding){ &s->mm_scratch, 0, 0 };
     }
     s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
     s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;

@@ -2,7 +2,6 @@
 #include <string.h>
 
 #include "mul_mat_coopmat.h"
-#include "vk_variant.h"
 
 #include "common/mul_mat_coopmat.h"
 
@@ -94,16 +93,14 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
     return plan_shape(ops, s, ovk_max_subgroup_size(ctx), n, plan);
 }
 
-/* The usable bytes of a binding (0 without a buffer). */
-static uint64_t binding_bytes(const ovk_binding *b)
+/* The usable bytes of ops' scratch for split products (0 without one). */
+static uint64_t scratch_bytes(const ovk_ops *ops)
 {
+    const ovk_binding *b = &ops->matmul_scratch;
     if (!b->buffer || b->offset >= b->buffer->size) return 0;
     uint64_t left = b->buffer->size - b->offset;
     return b->range && b->range < left ? b->range : left;
 }
-
-/* The usable bytes of ops' scratch for split products (0 without one). */
-static uint64_t scratch_bytes(const ovk_ops *ops) { return binding_bytes(&ops->matmul_scratch); }
 
 void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -140,7 +137,6 @@ void ovk_op_mul_mat_group_begin(ovk_ops *ops, ovk_mm_group *g)
 {
     g->used = 0;
     g->count = 0;
-    g->x16_of = (ovk_binding){ 0 };
     ops->mm_group = g;
 }
 
@@ -191,21 +187,19 @@ static oscar_status scratch_part(const ovk_ops *ops, ovk_cmd *cmd, uint64_t byte
 
 /* Records `shader` with plan p over checked arguments: into y, or for a split plan into slices
  * of ops' scratch (scratch_part), then their sum into y: after a barrier, or in a group at its
- * end. x_stride: the streaming kernel's fp16 x row stride (its seventh push constant), 0 for the
- * prefill kernel. */
+ * end. */
 static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_mmc_plan *p, uint32_t type,
                              ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
-                             uint32_t n, uint32_t x_stride)
+                             uint32_t n)
 {
     if (rows == 0 || n == 0) return OSCAR_OK;
     uint32_t groups[3] = { ovk_div_up(rows, p->bm), ovk_div_up(n, p->bn), p->slices };
     if (groups[0] > GRID_MAX || groups[1] > GRID_MAX || groups[2] > GRID_MAX)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: %u rows x %u tokens exceed the grid", shader, rows, n);
-    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = x_stride ? 28 : 24, .n_spec = MMC_SPEC_COUNT,
+    ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 24, .n_spec = MMC_SPEC_COUNT,
                             .spec = { [MMC_SPEC_WORKGROUP] = p->workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p->tm,
                                       [MMC_SPEC_TN] = p->tn, [MMC_SPEC_TK] = p->tk, [MMC_SPEC_SG_M] = p->sg_m,
-                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn,
-                                      [MMC_SPEC_SG_MIN] = p->sg_min } };
+                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
     int split = p->slices > 1;
     uint64_t part = (uint64_t)n * rows; /* floats of a slice: [n][rows] */
     ovk_pipeline *pl;
@@ -213,7 +207,7 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     if (st != OSCAR_OK) return st;
     ovk_binding out = y;
     if (split && (st = scratch_part(ops, cmd, part * p->slices * 4, &out)) != OSCAR_OK) return st;
-    uint32_t push[7] = { rows, cols, n, split ? rows : y_stride, p->k_slice, split ? (uint32_t)part : 0, x_stride };
+    uint32_t push[6] = { rows, cols, n, split ? rows : y_stride, p->k_slice, split ? (uint32_t)part : 0 };
     ovk_binding b[3] = { w, x, out };
     if ((st = ovk_cmd_dispatch(ops->ctx, cmd, pl, b, push, groups)) != OSCAR_OK || !split) return st;
     struct ovk_mm_pending sum = { out, y, rows, n, y_stride, p->slices };
@@ -226,92 +220,6 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     return record_sum(ops, cmd, &sum);
 }
 
-/* The streaming kernel's plan for n <= OVK_MMS_TOKENS tokens at shape s with subgroups of at most
- * `sg` threads and at least `sg_min`, split as ovk_mmc_plan_split splits the prefill kernel's:
- * 0 and *p filled, or why not. */
-static oscar_status stream_plan(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t sg, uint32_t sg_min, uint32_t rows,
-                                uint32_t cols, uint32_t n, ovk_mmc_plan *p)
-{
-    const ovk_env *e = &ops->ctx->env;
-    const VkPhysicalDeviceLimits *lim = &ops->ctx->limits;
-    *p = (ovk_mmc_plan){ .tm = s->m, .tn = s->n, .tk = s->k, .sg_m = e->matmul_stream_sg ? e->matmul_stream_sg : OVK_MMS_SUBGROUPS,
-                         .sg_n = 1, .cm = e->matmul_stream_cm ? e->matmul_stream_cm : OVK_MMS_ROW_MATRICES,
-                         .cn = ovk_div_up(n, s->n), .sg_min = sg_min };
-    p->workgroup = p->sg_m * sg;
-    p->bm = p->sg_m * p->cm * p->tm;
-    p->bn = p->cn * p->tn;
-    uint64_t shared = (uint64_t)p->bm * (MMC_BK / 4 + 2) * 8 + (uint64_t)p->sg_m * p->tm * p->tn * 4;
-    if (n == 0 || n > OVK_MMS_TOKENS || p->cm * p->cn > 32 || p->workgroup > lim->maxComputeWorkGroupInvocations ||
-        p->workgroup > lim->maxComputeWorkGroupSize[0] || shared > lim->maxComputeSharedMemorySize)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_stream: %u tokens in %u subgroups of %u row matrices "
-                           "(%llu bytes of shared memory)", n, p->sg_m, p->cm, (unsigned long long)shared);
-    ovk_mmc_plan_split(ops, p, rows, cols, n);
-    return OSCAR_OK;
-}
-
-/* Whether ovk_mmc_record gives n tokens the streaming kernel (then *p is its plan): a short
- * batch, the kernel built and not turned off, and an fp16 x that fits ops->matmul_x16. */
-static int stream_runs(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    oscar_context *ctx = ops->ctx;
-    const oscar_coopmat_shape *s = pick_shape(ctx);
-    uint32_t sg_min = ctx->info.min_subgroup_size ? ctx->info.min_subgroup_size : ctx->info.subgroup_size;
-    if (!s || n > OVK_MMS_TOKENS || ctx->env.matmul_stream == 0 || !ops->matmul_x16.buffer ||
-        !ovk_spirv_find("mul_mat_stream.coopmat", NULL))
-        return 0;
-    uint64_t x16 = (uint64_t)ovk_div_up(n, s->n) * s->n * (ovk_div_up(cols, MMC_BK) * MMC_BK) * 2;
-    if (x16 > binding_bytes(&ops->matmul_x16)) return 0;
-    ovk_mmc_plan plan;
-    if (stream_plan(ops, s, ovk_max_subgroup_size(ctx), sg_min, rows, cols, n, &plan) != OSCAR_OK) {
-        ovk_error_clear();
-        return 0;
-    }
-    *p = plan;
-    return 1;
-}
-
-/* Records the streaming kernel `shader` with plan p: x in fp16 into ops->matmul_x16 (unless the
- * open group's products converted this x already), then the product. */
-static oscar_status stream_record(const ovk_ops *ops, ovk_cmd *cmd, const char *shader, const ovk_mmc_plan *p, uint32_t type,
-                                  ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows,
-                                  uint32_t cols, uint32_t n)
-{
-    uint32_t x_stride = ovk_div_up(cols, MMC_BK) * MMC_BK, n_pad = p->cn * p->tn;
-    ovk_binding xh = ops->matmul_x16;
-    xh.range = (uint64_t)n_pad * x_stride * 2;
-    ovk_mm_group *g = ops->mm_group;
-    int have = g && g->x16_of.buffer == x.buffer && g->x16_of.offset == x.offset && g->x16_n == n && g->x16_cols == cols;
-    if (!have) {
-        ovk_cmd_barrier(ops->ctx, cmd); /* earlier products may still read the fp16 x */
-        oscar_status st = ovk_op_x_f16_pad(ops, cmd, x, xh, n, cols, n_pad, x_stride);
-        if (st != OSCAR_OK) return st;
-        ovk_cmd_barrier(ops->ctx, cmd);
-        if (g) {
-            g->x16_of = x;
-            g->x16_n = n;
-            g->x16_cols = cols;
-        }
-    }
-    return dispatch(ops, cmd, shader, p, type, w, xh, y, y_stride, rows, cols, n, x_stride);
-}
-
-oscar_status ovk_mms_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y,
-                            uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    ovk_mmc_plan p;
-    if (!stream_runs(ops, &p, rows, cols, n))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_stream: does not run %u tokens of %u columns on '%s' "
-                           "(cooperative matrices, the kernel, an fp16 x buffer that holds them, OSCAR_MATMUL_STREAM)",
-                           n, cols, ops->ctx->info.name);
-    return stream_record(ops, cmd, "mul_mat_stream.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
-}
-
-void ovk_mmc_use_scratch(ovk_ops *ops, ovk_buffer *b)
-{
-    ops->matmul_scratch = (ovk_binding){ b, 0, OVK_MMC_SCRATCH_BYTES };
-    ops->matmul_x16 = (ovk_binding){ b, OVK_MMC_SCRATCH_BYTES, OVK_MMS_X16_BYTES };
-}
-
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
                             ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -319,8 +227,7 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
     oscar_status st = ovk_mmc_plan_for(ops, n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
-    if (stream_runs(ops, &p, rows, cols, n)) return stream_record(ops, cmd, "mul_mat_stream.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
-    return dispatch(ops, cmd, "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols, n, 0);
+    return dispatch(ops, cmd, "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
 }
 
 oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
@@ -340,28 +247,6 @@ oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t 
     oscar_status st = plan_shape(ops, &s, ovk_max_subgroup_size(ctx), n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
-    return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n, 0);
+    return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
 }
 
-
-oscar_status ovk_mms_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
-                                     uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
-                                     uint32_t rows, uint32_t cols, uint32_t n)
-{
-    oscar_context *ctx = ops->ctx;
-    const char *shader = ovk_pick_variant(ctx, "mul_mat_stream_emu");
-    uint32_t min_sg = ctx->info.min_subgroup_size ? ctx->info.min_subgroup_size : ctx->info.subgroup_size;
-    if (!shader)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_stream_emu: no fp16 arithmetic on '%s'", ctx->info.name);
-    if (tk % 4 || MMC_BK % tk || tm % 4 || tm * tn > MMC_EMU_ELEMS * min_sg || !ops->matmul_x16.buffer)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_stream_emu: shape %u x %u x %u (subgroups of %u and more)%s",
-                           tm, tn, tk, min_sg, ops->matmul_x16.buffer ? "" : ", no fp16 x buffer");
-    oscar_coopmat_shape s = { .m = tm, .n = tn, .k = tk };
-    ovk_mmc_plan p;
-    oscar_status st = stream_plan(ops, &s, ovk_max_subgroup_size(ctx), min_sg, rows, cols, n, &p);
-    if (st != OSCAR_OK) return st;
-    if ((uint64_t)p.cn * p.tn * (ovk_div_up(cols, MMC_BK) * MMC_BK) * 2 > binding_bytes(&ops->matmul_x16))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_stream_emu: %u tokens of %u columns exceed the fp16 x buffer",
-                           n, cols);
-    return stream_record(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
-}

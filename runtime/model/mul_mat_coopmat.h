@@ -17,7 +17,6 @@ typedef struct ovk_mmc_plan {
     uint32_t slices;       /* column slices (workgroups along z), each summed into its own part of
                             * ops->matmul_scratch and added up by mul_mat_slices; 1: unsplit */
     uint32_t k_slice;      /* columns of a slice, a multiple of MMC_BK */
-    uint32_t sg_min;       /* the streaming kernel: the smallest subgroup the device may run (0: unused) */
 } ovk_mmc_plan;
 
 /* A batch of at most this many tokens may have its columns split (a decode batch: too few tiles
@@ -32,21 +31,6 @@ typedef struct ovk_mmc_plan {
  * sequences' gate and up products of Llama-3-8B together (2 x 9.2 MB), so that they run as one
  * group (ovk_op_mul_mat_group_begin). */
 #define OVK_MMC_SCRATCH_BYTES (32ull << 20)
-
-/* The streaming short-batch matmul (shaders/mul_mat_stream.coopmat.comp) takes the products of at
- * most OVK_MMS_TOKENS tokens where the device runs it and ops has a matmul_x16 that holds their x
- * in fp16 (OSCAR_MATMUL_STREAM=0: never). Its workgroups: OVK_MMS_SUBGROUPS subgroups of
- * OVK_MMS_ROW_MATRICES row matrices each (OSCAR_MATMUL_STREAM_SG / _CM tune them). */
-#define OVK_MMS_TOKENS 64u
-#define OVK_MMS_SUBGROUPS 4u
-#define OVK_MMS_ROW_MATRICES 2u
-/* Bytes of matmul_x16 a session gives it: 64 tokens of 32,768 columns. */
-#define OVK_MMS_X16_BYTES (4ull << 20)
-/* A session's scratch buffer: the split products' slices, then the fp16 x. */
-#define OVK_MMC_SESSION_SCRATCH_BYTES (OVK_MMC_SCRATCH_BYTES + OVK_MMS_X16_BYTES)
-
-/* Points ops' matmul_scratch and matmul_x16 into b, a buffer of OVK_MMC_SESSION_SCRATCH_BYTES. */
-void ovk_mmc_use_scratch(ovk_ops *ops, ovk_buffer *b);
 /* The fewest tokens ovk_op_mul_mat gives this kernel rather than the batched lanes product when
  * ops has a scratch to split them. H200, Q4_0 14336 x 4096, us by tokens 2 / 4 / 8 / 16 / 32:
  * split here 85 / 85 / 86 / 85 / 101, lanes 35 / 40 / 71 / 136 / 264 (docs/forward-kernels.md). */
@@ -73,18 +57,6 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
  * shape tm x tn x tk, on any device with fp16 arithmetic: the tests check the kernel's indexing
  * with it where no cooperative matrices run. Arguments checked as ovk_mmc_record's. */
 oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
-                                     uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
-                                     uint32_t rows, uint32_t cols, uint32_t n);
-
-/* The product by the streaming kernel itself (MISSING_FEATURE where ovk_mmc_record would not
- * give it these n tokens of cols columns). Arguments checked as ovk_mmc_record's. */
-oscar_status ovk_mms_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y,
-                            uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
-
-/* The streaming matmul by its scalar emulation (shaders/mul_mat_stream_emu.f16.comp) for the
- * shape tm x tn x tk and n <= OVK_MMS_TOKENS, on any device with fp16 arithmetic; ops needs a
- * matmul_x16. Arguments checked as ovk_mmc_record's. */
-oscar_status ovk_mms_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
                                      uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
                                      uint32_t rows, uint32_t cols, uint32_t n);
 

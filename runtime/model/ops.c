@@ -745,20 +745,6 @@ oscar_status ovk_op_read_stream(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding sr
     return record(ops, cmd, &d, b, &push, groups);
 }
 
-oscar_status ovk_op_x_f16_pad(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xh, uint32_t n, uint32_t cols,
-                              uint32_t n_pad, uint32_t x_stride)
-{
-    if (cols % 4 || x_stride % 4 || x_stride < cols || n_pad < n || (uint64_t)n_pad * x_stride / 4 > UINT32_MAX)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "x_f16_pad: %u rows of %u columns into %u rows of %u", n, cols,
-                           n_pad, x_stride);
-    oscar_status st = check_binding(&x, (uint64_t)n * cols * 4, "x_f16_pad", "x");
-    if (st == OSCAR_OK) st = check_binding(&xh, (uint64_t)n_pad * x_stride * 2, "x_f16_pad", "xh");
-    if (st != OSCAR_OK) return st;
-    ovk_binding b[2] = { x, xh };
-    uint32_t push[4] = { n, cols, n_pad, x_stride };
-    return elementwise(ops, cmd, "x_f16_pad", b, 2, push, sizeof push, n_pad * (x_stride / 4));
-}
-
 oscar_status ovk_op_x_f16_blocks(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xq,
                                    uint32_t cols, uint32_t n)
 {

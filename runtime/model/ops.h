@@ -47,8 +47,6 @@ typedef struct ovk_ops {
                                  * product is split (OVK_MMC_SCRATCH_BYTES is what a session gives).
                                  * Split products share it: each records a barrier before it, but
                                  * in a group (below) */
-    ovk_binding matmul_x16;     /* a short batch's x in fp16 for the streaming matmul (ovk_op_x_f16_pad);
-                                 * no buffer: short batches take the prefill kernel's split product */
     struct ovk_mm_group *mm_group; /* NULL, or the open group of products of one input
                                     * (ovk_op_mul_mat_group_begin) */
 } ovk_ops;
@@ -129,8 +127,6 @@ int ovk_op_mul_mat_splits(const ovk_ops *ops, uint32_t n);
 typedef struct ovk_mm_group {
     uint64_t used;  /* bytes of the scratch taken by the pending products */
     uint32_t count; /* pending products */
-    ovk_binding x16_of;        /* the x whose fp16 copy ops->matmul_x16 holds (no buffer: none yet) */
-    uint32_t x16_n, x16_cols;  /* its tokens and columns */
     struct ovk_mm_pending {
         ovk_binding part;   /* their slices in the scratch: [slices][n][rows] fp32 */
         ovk_binding y;      /* [n][y_stride] fp32, columns 0..rows-1 written by the sum */
@@ -146,12 +142,6 @@ oscar_status ovk_op_mul_mat_group_end(ovk_ops *ops, ovk_cmd *cmd);
  * shader), where the fp32 kernels are exact to fp32 summation order. On the H200 it takes a
  * Q4_0 14336 x 4096 product from 27 to ~17 us (docs/performance.md). */
 int ovk_op_mul_mat_vec_f16_supported(const ovk_ops *ops, uint32_t type);
-
-/* xh [n_pad][x_stride] fp16 <- x [n][cols] fp32 (cols a multiple of 4, x_stride >= cols a
- * multiple of 4, n_pad >= n), rounded to nearest even after clamping to +-65504; tokens past n and
- * columns past cols are zeros. The input of the streaming short-batch matmul. */
-oscar_status ovk_op_x_f16_pad(const ovk_ops *ops, ovk_cmd *cmd, ovk_binding x, ovk_binding xh, uint32_t n, uint32_t cols,
-                              uint32_t n_pad, uint32_t x_stride);
 
 /* Bytes of the prepared x of n rows of cols (a multiple of 32) elements: per 32-element block
  * 16 fp16 pairs, then per block an fp32 scale. */

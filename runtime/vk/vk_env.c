@@ -79,9 +79,6 @@ void ovk_env_read(ovk_env *env)
     env->matvec_f16 = flag("OSCAR_MATVEC_F16");
     env->matmul_coopmat = (int)number("OSCAR_MATMUL_COOPMAT", 0, 1, -1);
     env->matmul_split = (uint32_t)number("OSCAR_MATMUL_SPLIT", 1, 256, 0);
-    env->matmul_stream = (int)number("OSCAR_MATMUL_STREAM", 0, 1, -1);
-    env->matmul_stream_sg = (uint32_t)number("OSCAR_MATMUL_STREAM_SG", 1, 16, 0);
-    env->matmul_stream_cm = (uint32_t)number("OSCAR_MATMUL_STREAM_CM", 1, 8, 0);
     env->matvec_q8 = (int)number("OSCAR_MATVEC_Q8", 0, 1, -1);
     env->matvec_planes = (int)number("OSCAR_MATVEC_PLANES", 0, 1, -1);
     env->attn_wg = (uint32_t)number("OSCAR_ATTN_WG", 64, 1024, 0);
