@@ -2,8 +2,6 @@
 #include <string.h>
 
 #include "mul_mat_coopmat.h"
-#include "ggml_types.h"
-#include "vk_variant.h"
 
 #include "common/mul_mat_coopmat.h"
 
@@ -201,8 +199,7 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 24, .n_spec = MMC_SPEC_COUNT,
                             .spec = { [MMC_SPEC_WORKGROUP] = p->workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p->tm,
                                       [MMC_SPEC_TN] = p->tn, [MMC_SPEC_TK] = p->tk, [MMC_SPEC_SG_M] = p->sg_m,
-                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn,
-                                      [MMC_SPEC_SG_MIN] = p->sg_min, [MMC_SPEC_KS] = p->ks, [MMC_SPEC_AHEAD] = p->ahead } };
+                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
     int split = p->slices > 1;
     uint64_t part = (uint64_t)n * rows; /* floats of a slice: [n][rows] */
     ovk_pipeline *pl;
@@ -223,68 +220,6 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     return record_sum(ops, cmd, &sum);
 }
 
-/* The short-batch kernel's plan for n <= OVK_MMS_TOKENS tokens at shape s with subgroups of
- * at most `sg` threads and at least `sg_min`, split as ovk_mmc_plan_split splits the prefill
- * kernel's: 0 and *p filled, or why not. */
-static oscar_status short_plan(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t sg, uint32_t sg_min, uint32_t rows,
-                               uint32_t cols, uint32_t n, ovk_mmc_plan *p)
-{
-    const ovk_env *e = &ops->ctx->env;
-    const VkPhysicalDeviceLimits *lim = &ops->ctx->limits;
-    *p = (ovk_mmc_plan){ .tm = s->m, .tn = s->n, .tk = s->k, .sg_m = e->matmul_short_sg ? e->matmul_short_sg : OVK_MMS_SUBGROUPS,
-                         .sg_n = 1, .cm = e->matmul_short_cm ? e->matmul_short_cm : OVK_MMS_ROW_MATRICES,
-                         .cn = ovk_div_up(n, s->n), .sg_min = sg_min,
-                         .ks = e->matmul_short_ks ? e->matmul_short_ks : OVK_MMS_STAGE_BLOCKS,
-                         .ahead = e->matmul_short_ahead ? e->matmul_short_ahead : OVK_MMS_AHEAD };
-    p->workgroup = p->sg_m * sg;
-    p->bm = p->sg_m * p->cm * p->tm;
-    p->bn = p->cn * p->tn;
-    uint64_t shared = 0;
-    for (;; p->ks /= 2) { /* fewer blocks a stage where the device's shared memory asks for it */
-        shared = (uint64_t)p->bn * (p->ks * 8 + 2) * 8 + (uint64_t)p->bm * (32 / 4 + 2) * 8 + (uint64_t)p->sg_m * p->tm * p->tn * 4;
-        if (shared <= lim->maxComputeSharedMemorySize || p->ks <= 2) break;
-    }
-    if (p->ahead > p->ks) p->ahead = p->ks; /* both powers of two: it divides the stage */
-    if (n == 0 || n > OVK_MMS_TOKENS || s->k % 4 || MMC_BK % s->k || sg_min == 0 ||
-        p->workgroup > lim->maxComputeWorkGroupInvocations || p->workgroup > lim->maxComputeWorkGroupSize[0] ||
-        shared > lim->maxComputeSharedMemorySize)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_short: %u tokens at %u x %u x %u in %u subgroups of %u row "
-                           "matrices (%llu bytes of shared memory)", n, s->m, s->n, s->k, p->sg_m, p->cm,
-                           (unsigned long long)shared);
-    ovk_mmc_plan_split(ops, p, rows, cols, n);
-    return OSCAR_OK;
-}
-
-/* Whether ovk_mmc_record gives n tokens of `type` the short-batch kernel (then *p is its plan):
- * Q4_0, a short batch, the kernel built and not turned off. */
-static int short_runs(const ovk_ops *ops, uint32_t type, uint32_t rows, uint32_t cols, uint32_t n, ovk_mmc_plan *p)
-{
-    oscar_context *ctx = ops->ctx;
-    const oscar_coopmat_shape *s = pick_shape(ctx);
-    uint32_t sg_min = ctx->info.min_subgroup_size ? ctx->info.min_subgroup_size : ctx->info.subgroup_size;
-    if (!s || type != OSCAR_GGML_TYPE_Q4_0 || n > OVK_MMS_TOKENS || ctx->env.matmul_short == 0 ||
-        !(ctx->features.enabled & OVK_NEEDS_COOPMAT) || !ovk_spirv_find("mul_mat_short.coopmat", &(size_t){ 0 }))
-        return 0;
-    ovk_mmc_plan plan;
-    if (short_plan(ops, s, ovk_max_subgroup_size(ctx), sg_min, rows, cols, n, &plan) != OSCAR_OK) {
-        ovk_error_clear();
-        return 0;
-    }
-    *p = plan;
-    return 1;
-}
-
-oscar_status ovk_mms_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y,
-                            uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
-{
-    ovk_mmc_plan p;
-    if (!short_runs(ops, type, rows, cols, n, &p))
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_short: does not run %u tokens of %s on '%s' (Q4_0, at most "
-                           "%u tokens, cooperative matrices, the kernel, OSCAR_MATMUL_SHORT)", n,
-                           ovk_ggml_type_name(type), ops->ctx->info.name, OVK_MMS_TOKENS);
-    return dispatch(ops, cmd, "mul_mat_short.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
-}
-
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
                             ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -292,7 +227,6 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
     oscar_status st = ovk_mmc_plan_for(ops, n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
-    if (short_runs(ops, type, rows, cols, n, &p)) return dispatch(ops, cmd, "mul_mat_short.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
     return dispatch(ops, cmd, "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
 }
 
@@ -316,21 +250,3 @@ oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t 
     return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
 }
 
-
-oscar_status ovk_mms_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t type,
-                                     ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows,
-                                     uint32_t cols, uint32_t n)
-{
-    oscar_context *ctx = ops->ctx;
-    const char *shader = ovk_pick_variant(ctx, "mul_mat_short_emu");
-    uint32_t min_sg = ctx->info.min_subgroup_size ? ctx->info.min_subgroup_size : ctx->info.subgroup_size;
-    if (!shader)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "mul_mat_short_emu: no fp16 arithmetic on '%s'", ctx->info.name);
-    if (type != OSCAR_GGML_TYPE_Q4_0 || tm % 4 || tm * tn > MMC_EMU_ELEMS * min_sg)
-        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "mul_mat_short_emu: %s at shape %u x %u x 16 (subgroups of %u and more)",
-                           ovk_ggml_type_name(type), tm, tn, min_sg);
-    oscar_coopmat_shape s = { .m = tm, .n = tn, .k = 16 };
-    ovk_mmc_plan p;
-    oscar_status st = short_plan(ops, &s, ovk_max_subgroup_size(ctx), min_sg, rows, cols, n, &p);
-    return st != OSCAR_OK ? st : dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
-}

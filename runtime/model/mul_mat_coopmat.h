@@ -17,9 +17,6 @@ typedef struct ovk_mmc_plan {
     uint32_t slices;       /* column slices (workgroups along z), each summed into its own part of
                             * ops->matmul_scratch and added up by mul_mat_slices; 1: unsplit */
     uint32_t k_slice;      /* columns of a slice, a multiple of MMC_BK */
-    uint32_t sg_min, ks;   /* the short-batch kernel: the smallest subgroup the device may run, the
-                            * 32-column blocks of a stage of x (0 for the prefill kernel) */
-    uint32_t ahead;        /* the short-batch kernel: blocks of weights read ahead, dividing ks */
 } ovk_mmc_plan;
 
 /* A batch of at most this many tokens may have its columns split (a decode batch: too few tiles
@@ -34,18 +31,6 @@ typedef struct ovk_mmc_plan {
  * sequences' gate and up products of Llama-3-8B together (2 x 9.2 MB), so that they run as one
  * group (ovk_op_mul_mat_group_begin). */
 #define OVK_MMC_SCRATCH_BYTES (32ull << 20)
-
-/* The short-batch matmul (shaders/mul_mat_short.coopmat.comp) takes the Q4_0 products of at most
- * OVK_MMS_TOKENS tokens where the device runs it (OSCAR_MATMUL_SHORT=0: never). Its workgroups: OVK_MMS_SUBGROUPS subgroups of
- * OVK_MMS_ROW_MATRICES row matrices each, x staged OVK_MMS_STAGE_BLOCKS blocks of 32 columns at a
- * time, the weights read OVK_MMS_AHEAD blocks ahead (OSCAR_MATMUL_SHORT_SG / _CM / _KS / _AHEAD
- * tune them). Split into column slices as the prefill
- * kernel's short batches are (ovk_mmc_plan_split). */
-#define OVK_MMS_TOKENS 64u
-#define OVK_MMS_SUBGROUPS 4u
-#define OVK_MMS_ROW_MATRICES 2u
-#define OVK_MMS_STAGE_BLOCKS 8u
-#define OVK_MMS_AHEAD 4u
 /* The fewest tokens ovk_op_mul_mat gives this kernel rather than the batched lanes product when
  * ops has a scratch to split them. H200, Q4_0 14336 x 4096, us by tokens 2 / 4 / 8 / 16 / 32:
  * split here 85 / 85 / 86 / 85 / 101, lanes 35 / 40 / 71 / 136 / 264 (docs/forward-kernels.md). */
@@ -74,17 +59,5 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
 oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
                                      uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride,
                                      uint32_t rows, uint32_t cols, uint32_t n);
-
-/* The product by the short-batch kernel itself (MISSING_FEATURE where ovk_mmc_record would not
- * give it these n tokens of this type). Arguments checked as ovk_mmc_record's. */
-oscar_status ovk_mms_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x, ovk_binding y,
-                            uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
-
-/* The short-batch kernel by its scalar emulation (shaders/mul_mat_short_emu.f16.comp) for the
- * shape tm x tn x 16 and n <= OVK_MMS_TOKENS Q4_0 tokens, on any device with fp16 arithmetic.
- * Arguments checked as ovk_mmc_record's. */
-oscar_status ovk_mms_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t type,
-                                     ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows,
-                                     uint32_t cols, uint32_t n);
 
 #endif

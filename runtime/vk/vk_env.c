@@ -79,13 +79,6 @@ void ovk_env_read(ovk_env *env)
     env->matvec_f16 = flag("OSCAR_MATVEC_F16");
     env->matmul_coopmat = (int)number("OSCAR_MATMUL_COOPMAT", 0, 1, -1);
     env->matmul_split = (uint32_t)number("OSCAR_MATMUL_SPLIT", 1, 256, 0);
-    env->matmul_short = (int)number("OSCAR_MATMUL_SHORT", 0, 1, -1);
-    env->matmul_short_sg = (uint32_t)number("OSCAR_MATMUL_SHORT_SG", 1, 16, 0);
-    env->matmul_short_cm = (uint32_t)number("OSCAR_MATMUL_SHORT_CM", 1, 4, 0);
-    long ahead = number("OSCAR_MATMUL_SHORT_AHEAD", 1, 8, 0);
-    env->matmul_short_ahead = (ahead & (ahead - 1)) == 0 ? (uint32_t)ahead : 0;
-    long ks = number("OSCAR_MATMUL_SHORT_KS", 2, 16, 0);
-    env->matmul_short_ks = (ks & (ks - 1)) == 0 ? (uint32_t)ks : 0; /* a power of two: halved, it stays even */
     env->matvec_q8 = (int)number("OSCAR_MATVEC_Q8", 0, 1, -1);
     env->matvec_planes = (int)number("OSCAR_MATVEC_PLANES", 0, 1, -1);
     env->attn_wg = (uint32_t)number("OSCAR_ATTN_WG", 64, 1024, 0);

@@ -17,11 +17,6 @@ typedef struct ovk_env {
     int matvec_f16;          /* OSCAR_MATVEC_F16: 1 runs single-token products in packed fp16 */
     int matmul_coopmat;      /* OSCAR_MATMUL_COOPMAT: 1 runs batched products on cooperative matrices; 0, -1: fp32 */
     uint32_t matmul_split;   /* OSCAR_MATMUL_SPLIT: column slices of a cooperative-matrix product; 0: per shape */
-    int matmul_short;        /* OSCAR_MATMUL_SHORT: 0 keeps short batches off the short-batch matmul; -1 unset */
-    uint32_t matmul_short_sg; /* OSCAR_MATMUL_SHORT_SG: its subgroups a workgroup, 1..16; 0: default */
-    uint32_t matmul_short_cm; /* OSCAR_MATMUL_SHORT_CM: its row matrices a subgroup, 1..4; 0: default */
-    uint32_t matmul_short_ahead; /* OSCAR_MATMUL_SHORT_AHEAD: its blocks read ahead: 1, 2, 4 or 8; 0: default */
-    uint32_t matmul_short_ks; /* OSCAR_MATMUL_SHORT_KS: its 32-column blocks a stage of x: 2, 4, 8 or 16; 0: default */
     int matvec_q8;           /* OSCAR_MATVEC_Q8: 1/0 forces the int8 single-token products on/off; -1 unset */
     int matvec_planes;       /* OSCAR_MATVEC_PLANES: 1/0 forces the texel-fetch products over weight planes on/off; -1 unset */
     /* decode attention tuning (0 or -1: the cache's default) */

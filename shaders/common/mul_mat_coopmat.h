@@ -1,7 +1,5 @@
-/* The cooperative-matrix matmuls' specialization-constant ids and step, shared by C
- * (runtime/model/mul_mat_coopmat.c) and GLSL (shaders/mul_mat.coopmat.comp, and
- * shaders/mul_mat_short.coopmat.comp, whose SG_M counts its subgroups, CM the row matrices of
- * each and CN its token matrices; it has no SG_N). */
+/* The cooperative-matrix matmul's specialization-constant ids and step, shared by C
+ * (runtime/model/mul_mat_coopmat.c) and GLSL (shaders/mul_mat.coopmat.comp). */
 #ifndef OSCAR_MUL_MAT_COOPMAT_H
 #define OSCAR_MUL_MAT_COOPMAT_H
 
@@ -14,10 +12,7 @@
 #define MMC_SPEC_SG_N 6      /* along tokens (x) */
 #define MMC_SPEC_CM 7        /* matrices of a warp tile along rows */
 #define MMC_SPEC_CN 8        /* along tokens */
-#define MMC_SPEC_SG_MIN 9     /* mul_mat_short: the smallest subgroup the device may run (lanes' arrays) */
-#define MMC_SPEC_KS 10        /* mul_mat_short: 32-column blocks a stage of x */
-#define MMC_SPEC_AHEAD 11     /* mul_mat_short: blocks of weights read ahead of their use */
-#define MMC_SPEC_COUNT 12
+#define MMC_SPEC_COUNT 9
 
 #define MMC_BK 32u /* columns per step: one Q4_0/Q4_1/Q8_0 block, an eighth of a K-quant block */
 #define MMC_EMU_ELEMS 64u /* the emulation (mul_mat_emu.f16.comp): accumulator elements a lane holds at most */
