@@ -10,7 +10,8 @@
  * rows + 5 floats apart (a part of a matrix split by rows): a NaN-filled tail and gap stay.
  * Small integers (|w|, |x| <= 3, F16, 256 columns) are exact in fp32 whatever the order:
  * bit-exact. Inputs beyond the fp16 range are clamped to +-65504 (finite results, faithful bound). Short
- * batches split their columns into slices (check_split, check_split_plans). ovk_op_mul_mat
+ * batches split their columns into slices (check_split, check_split_plans), and their Q4_0
+ * weights are decoded in packed fp16 (the cases of 64 tokens or fewer), long ones' in fp32. ovk_op_mul_mat
  * chooses this kernel for a prefill batch where the device has it.
  *
  * Where the context has no cooperative matrices (lavapipe, a build without glslang 13) the

@@ -2,6 +2,8 @@
 #include <string.h>
 
 #include "mul_mat_coopmat.h"
+#include "ggml_types.h"
+#include "vk_variant.h"
 
 #include "common/mul_mat_coopmat.h"
 
@@ -44,6 +46,7 @@ static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t
     p->bn = p->sg_n * p->cn * p->tn;
     p->slices = 1;
     p->k_slice = 0; /* set by ovk_mmc_plan_split, which every recording calls (the whole row unsplit) */
+    p->f16_decode = n <= OVK_MMC_SPLIT_TOKENS && ops->ctx->info.float16_arithmetic;
     uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
     *shared = (uint64_t)(p->bm + p->bn) * sk * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4;
 }
@@ -199,7 +202,8 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     ovk_pipeline_desc d = { .shader = shader, .n_buffers = 3, .push_size = 24, .n_spec = MMC_SPEC_COUNT,
                             .spec = { [MMC_SPEC_WORKGROUP] = p->workgroup, [MMC_SPEC_TYPE] = type, [MMC_SPEC_TM] = p->tm,
                                       [MMC_SPEC_TN] = p->tn, [MMC_SPEC_TK] = p->tk, [MMC_SPEC_SG_M] = p->sg_m,
-                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn } };
+                                      [MMC_SPEC_SG_N] = p->sg_n, [MMC_SPEC_CM] = p->cm, [MMC_SPEC_CN] = p->cn,
+                                      [MMC_SPEC_F16_DECODE] = p->f16_decode } };
     int split = p->slices > 1;
     uint64_t part = (uint64_t)n * rows; /* floats of a slice: [n][rows] */
     ovk_pipeline *pl;
@@ -227,7 +231,10 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
     oscar_status st = ovk_mmc_plan_for(ops, n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
-    return dispatch(ops, cmd, "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols, n);
+    /* a short batch's Q4_0 weights decoded in packed fp16: the decode steps' own build */
+    int decode = p.f16_decode && type == OSCAR_GGML_TYPE_Q4_0 && ovk_spirv_find("mul_mat_decode.coopmat", &(size_t){ 0 });
+    return dispatch(ops, cmd, decode ? "mul_mat_decode.coopmat" : "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols,
+                    n);
 }
 
 oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,

@@ -12,7 +12,9 @@
 #define MMC_SPEC_SG_N 6      /* along tokens (x) */
 #define MMC_SPEC_CM 7        /* matrices of a warp tile along rows */
 #define MMC_SPEC_CN 8        /* along tokens */
-#define MMC_SPEC_COUNT 9
+#define MMC_SPEC_F16_DECODE 9 /* the emulation: 1 decodes Q4_0 weights in packed fp16, as
+                                 * mul_mat_decode.coopmat.comp does for a short batch */
+#define MMC_SPEC_COUNT 10
 
 #define MMC_BK 32u /* columns per step: one Q4_0/Q4_1/Q8_0 block, an eighth of a K-quant block */
 #define MMC_EMU_ELEMS 64u /* the emulation (mul_mat_emu.f16.comp): accumulator elements a lane holds at most */

@@ -15,6 +15,11 @@ layout(constant_id = MMC_SPEC_SG_M) const uint SG_M = 2; // warp tiles along row
 layout(constant_id = MMC_SPEC_SG_N) const uint SG_N = 2; // along tokens
 layout(constant_id = MMC_SPEC_CM) const uint CM = 4;     // matrices per warp tile along rows
 layout(constant_id = MMC_SPEC_CN) const uint CN = 4;     // along tokens
+#ifdef MMC_EMULATE
+layout(constant_id = MMC_SPEC_F16_DECODE) const uint F16_DECODE = 0; // 1: Q4_0 runs in packed fp16
+#elif defined(MMC_F16_DECODE)
+const uint F16_DECODE = 1u; // mul_mat_decode.coopmat.comp
+#endif
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };     // [rows][row bytes] GGUF blocks
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };     // [n][cols] fp32
@@ -49,6 +54,35 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
 // an infinite input would turn a product with a zero into NaN).
 f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
 
+#if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
+// The nibbles at bit `shift` (0: low, 4: high) of the four bytes of c, minus 8, times d, in fp16:
+// a product of two fp16 values rounded once, which is the fp32 product (exact) rounded to fp16 as
+// to_f16 rounds dq_decode8's value; beyond the fp16 range clamped to +-65504 as to_f16 clamps.
+f16vec4 q4_0_nibbles(uint c, uint shift, f16vec2 d)
+{
+    uint p01 = ((c >> shift) & 0x000Fu) | ((c << (8u - shift)) & 0x000F0000u);         // bytes 0, 1
+    uint p23 = ((c >> (16u + shift)) & 0x000Fu) | ((c >> (8u + shift)) & 0x000F0000u); // bytes 2, 3
+    f16vec2 v01 = (unpackFloat2x16(p01 | 0x64006400u) - f16vec2(1032.0)) * d; // 1024 + q, less 1032
+    f16vec2 v23 = (unpackFloat2x16(p23 | 0x64006400u) - f16vec2(1032.0)) * d;
+    return clamp(f16vec4(v01, v23), f16vec4(-65504.0), f16vec4(65504.0));
+}
+
+// A Q4_0 run of 8 weights (element e of its block, from the words dq_fetch8 read at a block
+// whose byte offset is a mod 4) in fp16 by packed fp16 arithmetic, the values dq_decode8 and
+// to_f16 give: fewer instructions, which a short batch's products wait on.
+void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1)
+{
+    bool odd = (a & 2u) != 0u; // the block starts at a word's second half: d there, the codes aligned
+    uint dh = odd ? r[0] >> 16 : r[0] & 0xFFFFu;
+    f16vec2 d = unpackFloat2x16(dh | (dh << 16));
+    uint c0 = odd ? r[1] : (r[1] >> 16) | (r[2] << 16); // the run's 8 code bytes (e & 15 ..)
+    uint c1 = odd ? r[2] : (r[2] >> 16) | (r[3] << 16);
+    uint shift = e >= 16u ? 4u : 0u; // y[j + 16] is byte j's high nibble
+    h0 = q4_0_nibbles(c0, shift, d);
+    h1 = q4_0_nibbles(c1, shift, d);
+}
+#endif
+
 // A step's tiles are read in two halves, so that later steps' global reads are in flight during
 // the current step's products: a step is read two steps before it is stored, into one of two
 // register sets. FETCH_STEP(K0, wr, wa, xr) reads this thread's part of the step at column K0
@@ -75,6 +109,34 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         xr[i] = live ? x : vec4(0.0);                                                                     \
     }
 
+// STORE_STEP in the short batches' build and the emulation: Q4_0 runs by packed fp16
+// arithmetic where F16_DECODE says so. The prefill kernel keeps the plain form, whose SPIR-V
+// has no trace of the other: the mere option of it made long batches 5-7% slower on the H200.
+#if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
+#define STORE_STEP(wr, wa, xr)                                                                            \
+    MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
+        MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
+        f16vec4 h0, h1;                                                                                   \
+        if (TYPE == GGML_Q4_0 && F16_DECODE != 0u) {                                                      \
+            q4_0_run_f16(raw, wa[i] & 0xFFFFu, (wa[i] >> 16) & 3u, h0, h1);                               \
+        } else {                                                                                          \
+            float w[8];                                                                                   \
+            dq_decode8(raw, wa[i] & 0xFFFFu, (wa[i] >> 16) & 3u, w);                                      \
+            h0 = to_f16(vec4(w[0], w[1], w[2], w[3]));                                                    \
+            h1 = to_f16(vec4(w[4], w[5], w[6], w[7]));                                                    \
+        }                                                                                                 \
+        bool live = (wa[i] >> 31) != 0u;                                                                  \
+        if (r < BM) {                                                                                     \
+            sw[r * SK + kq] = live ? h0 : f16vec4(0.0);                                                   \
+            sw[r * SK + kq + 1u] = live ? h1 : f16vec4(0.0);                                              \
+        }                                                                                                 \
+    }                                                                                                     \
+    MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
+        if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
+    }
+#else
 #define STORE_STEP(wr, wa, xr)                                                                            \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
@@ -91,6 +153,7 @@ f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0)))
         uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
         if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
     }
+#endif
 
 // The warp tile's products over the step in sw and sx (a subgroup without a tile skips them).
 #define PRODUCTS_STEP()                                                                                   \
