@@ -109,6 +109,13 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
         xr[i] = live ? x : vec4(0.0);                                                                     \
     }
 
+// A set's x rounded to fp16 into sx.
+#define STORE_X(xr)                                                                                       \
+    MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
+        if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
+    }
+
 // STORE_STEP in the short batches' build and the emulation: Q4_0 runs by packed fp16
 // arithmetic where F16_DECODE says so. The prefill kernel keeps the plain form, whose SPIR-V
 // has no trace of the other: the mere option of it made long batches 5-7% slower on the H200.
@@ -132,10 +139,7 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
             sw[r * SK + kq + 1u] = live ? h1 : f16vec4(0.0);                                              \
         }                                                                                                 \
     }                                                                                                     \
-    MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
-        uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
-        if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
-    }
+    STORE_X(xr)
 #else
 #define STORE_STEP(wr, wa, xr)                                                                            \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
@@ -149,10 +153,7 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
             sw[r * SK + kq + 1u] = live ? to_f16(vec4(w[4], w[5], w[6], w[7])) : f16vec4(0.0);            \
         }                                                                                                 \
     }                                                                                                     \
-    MMC_UNROLL for (uint i = 0u; i < X_VECS; i++) {                                                       \
-        uint t = tid + i * WORKGROUP, j = t / (BK / 4u);                                                  \
-        if (j < BN) sx[j * SK + t % (BK / 4u)] = to_f16(xr[i]);                                           \
-    }
+    STORE_X(xr)
 #endif
 
 // The warp tile's products over the step in sw and sx (a subgroup without a tile skips them).
