@@ -231,8 +231,10 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
     oscar_status st = ovk_mmc_plan_for(ops, n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
-    /* a short batch's Q4_0 weights decoded in packed fp16: the decode steps' own build */
+    /* a short batch's Q4_0 weights decoded in packed fp16: the decode steps' own build (the
+     * prefill kernel has no F16_DECODE: 0, so that its pipelines do not differ by it) */
     int decode = p.f16_decode && type == OSCAR_GGML_TYPE_Q4_0 && ovk_spirv_find("mul_mat_decode.coopmat", &(size_t){ 0 });
+    if (!decode) p.f16_decode = 0;
     return dispatch(ops, cmd, decode ? "mul_mat_decode.coopmat" : "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols,
                     n);
 }
