@@ -256,6 +256,7 @@ oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t 
     oscar_status st = plan_shape(ops, &s, ovk_max_subgroup_size(ctx), n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
+    if (type != OSCAR_GGML_TYPE_Q4_0) p.f16_decode = 0; /* as ovk_mmc_record: only Q4_0 has the packed path */
     return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
 }
 
