@@ -3,7 +3,6 @@
 
 #include "mul_mat_coopmat.h"
 #include "ggml_types.h"
-#include "vk_variant.h"
 
 #include "common/mul_mat_coopmat.h"
 
@@ -46,7 +45,7 @@ static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t
     p->bn = p->sg_n * p->cn * p->tn;
     p->slices = 1;
     p->k_slice = 0; /* set by ovk_mmc_plan_split, which every recording calls (the whole row unsplit) */
-    p->f16_decode = n <= OVK_MMC_SPLIT_TOKENS && ops->ctx->info.float16_arithmetic;
+    p->f16_decode = 0; /* set by the recording for its weight type (packed_decode) */
     uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
     *shared = (uint64_t)(p->bm + p->bn) * sk * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4;
 }
@@ -224,6 +223,9 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
     return record_sum(ops, cmd, &sum);
 }
 
+/* Whether n tokens of `type` have their weights decoded in packed fp16: a short batch of Q4_0. */
+static uint32_t packed_decode(uint32_t type, uint32_t n) { return type == OSCAR_GGML_TYPE_Q4_0 && n <= OVK_MMC_SPLIT_TOKENS; }
+
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
                             ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n)
 {
@@ -231,12 +233,10 @@ oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk
     oscar_status st = ovk_mmc_plan_for(ops, n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
-    /* a short batch's Q4_0 weights decoded in packed fp16: the decode steps' own build (the
-     * prefill kernel has no F16_DECODE: 0, so that its pipelines do not differ by it) */
-    int decode = p.f16_decode && type == OSCAR_GGML_TYPE_Q4_0 && ovk_spirv_find("mul_mat_decode.coopmat", &(size_t){ 0 });
-    if (!decode) p.f16_decode = 0;
-    return dispatch(ops, cmd, decode ? "mul_mat_decode.coopmat" : "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows, cols,
-                    n);
+    /* the decode steps' own build, built beside mul_mat.coopmat (one compiler makes both) */
+    p.f16_decode = packed_decode(type, n);
+    return dispatch(ops, cmd, p.f16_decode ? "mul_mat_decode.coopmat" : "mul_mat.coopmat", &p, type, w, x, y, y_stride, rows,
+                    cols, n);
 }
 
 oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t tm, uint32_t tn, uint32_t tk,
@@ -256,7 +256,7 @@ oscar_status ovk_mmc_record_emulated(const ovk_ops *ops, ovk_cmd *cmd, uint32_t 
     oscar_status st = plan_shape(ops, &s, ovk_max_subgroup_size(ctx), n, &p);
     if (st != OSCAR_OK) return st;
     ovk_mmc_plan_split(ops, &p, rows, cols, n);
-    if (type != OSCAR_GGML_TYPE_Q4_0) p.f16_decode = 0; /* as ovk_mmc_record: only Q4_0 has the packed path */
+    p.f16_decode = packed_decode(type, n); /* the emulation's specialization constant */
     return dispatch(ops, cmd, shader, &p, type, w, x, y, y_stride, rows, cols, n);
 }
 

@@ -19,7 +19,8 @@ typedef struct ovk_mmc_plan {
     uint32_t k_slice;      /* columns of a slice, a multiple of MMC_BK */
     uint32_t f16_decode;   /* 1: Q4_0 weights decoded in packed fp16 (a batch of at most
                             * OVK_MMC_SPLIT_TOKENS tokens: shaders/mul_mat_decode.coopmat.comp, or
-                            * the emulation's spec constant), 0: in fp32 then rounded */
+                            * the emulation's spec constant), 0: in fp32 then rounded; set where
+                            * the product is recorded, which knows the weight type */
 } ovk_mmc_plan;
 
 /* A batch of at most this many tokens may have its columns split (a decode batch: too few tiles
