@@ -50,6 +50,36 @@ shared float so[WARPS * TM * TN];    // [warp tile][TN][TM] fp32: an edge matrix
 const uint W_RUNS = (BM * (BK / 8u) + WORKGROUP - 1u) / WORKGROUP; // runs of 8 weights a thread loads per step
 const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x a thread loads per step
 
+#if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
+// Q4_0 in the short batches' build reads a step's blocks as whole words, consecutive threads on
+// consecutive words (a row's 18-byte block lies in Q4_RAW_WORDS words), and stages them in
+// shared memory, where each thread then takes its run's words: a third of the loads of a thread
+// a run (which read the words around its run, 8 rows a load apart), the step's cost on the H200.
+const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u;
+const uint Q4_RAW_WORDS = 5u;                                                  // words a row's block lies in
+const uint RAW_LOADS = (BM * Q4_RAW_WORDS + WORKGROUP - 1u) / WORKGROUP;      // words a thread loads a step
+shared uint sraw[BM * Q4_RAW_WORDS]; // [BM][5] the step's W words of each row, from the word holding its block's start
+
+// Reads the Q4_RAW words of the step at column K0 into wr[0 .. RAW_LOADS - 1]: word q = tid + m *
+// WORKGROUP of the step is word q % 5 of row q / 5's block (rows past the matrix read its last
+// row; a word past the buffer, which only the last block's unused tail can be, reads 0).
+#define FETCH_W_RAW(K0, wr)                                                                               \
+    if (Q4_RAW) {                                                                                         \
+        uint nw = uint(wq.length());                                                                      \
+        MMC_UNROLL for (uint m = 0u; m < RAW_LOADS; m++) {                                                \
+            uint q = tid + m * WORKGROUP, r = min(q / Q4_RAW_WORDS, BM - 1u);                             \
+            uint row = min(row0 + r, pc.rows - 1u), c = min(K0, pc.cols - BK);                            \
+            uint wi = ((row * rb + (c / be) * bb) >> 2) + q % Q4_RAW_WORDS;                               \
+            uint w = wq[min(wi, nw - 1u)];                                                                \
+            wr[m] = wi < nw ? w : 0u;                                                                     \
+        }                                                                                                 \
+    }
+#define IF_RUNS if (!Q4_RAW) // the runs' own reads where the words are not staged
+#else
+#define FETCH_W_RAW(K0, wr)
+#define IF_RUNS
+#endif
+
 // v in fp16, rounded to nearest, values beyond the fp16 range clamped to +-65504 (not infinite:
 // an infinite input would turn a product with a zero into NaN).
 f16vec4 to_f16(vec4 v) { return f16vec4(clamp(v, vec4(-65504.0), vec4(65504.0))); }
@@ -93,7 +123,8 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
 // sx. (Macros: the arrays' sizes are specialization constants, which function parameters do not
 // take.)
 #define FETCH_STEP(K0, wr, wa, xr)                                                                        \
-    MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
+    FETCH_W_RAW(K0, wr)                                                                                   \
+    IF_RUNS MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                               \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
         bool live = r < BM && row0 + r < pc.rows && col < pc.cols;                                        \
         uint row = min(row0 + r, pc.rows - 1u), c = min(col, pc.cols - 8u);                               \
@@ -120,7 +151,35 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
 // arithmetic where F16_DECODE says so. The prefill kernel keeps the plain form, whose SPIR-V
 // has no trace of the other: the mere option of it made long batches 5-7% slower on the H200.
 #if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
-#define STORE_STEP(wr, wa, xr)                                                                            \
+// Q4_RAW: the step's words into sraw (and x into sx), a barrier, then each thread's runs from the
+// words of its row, as dq_fetch8 would have read them from memory.
+#define STORE_STEP(K0, wr, wa, xr)                                                                        \
+    if (Q4_RAW) {                                                                                         \
+        MMC_UNROLL for (uint m = 0u; m < RAW_LOADS; m++) {                                                \
+            uint q = tid + m * WORKGROUP;                                                                 \
+            if (q < BM * Q4_RAW_WORDS) sraw[q] = wr[m];                                                   \
+        }                                                                                                 \
+        STORE_X(xr)                                                                                       \
+        barrier();                                                                                        \
+        MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                   \
+            uint t = tid + i * WORKGROUP, r = t / (BK / 8u), e = (t % (BK / 8u)) * 8u;                    \
+            if (r < BM) {                                                                                 \
+                uint row = min(row0 + r, pc.rows - 1u), c = min(K0, pc.cols - BK);                        \
+                uint blk = row * rb + (c / be) * bb, o = blk + 2u + (e & 15u);                            \
+                uint w = r * Q4_RAW_WORDS, rel = (o >> 2) - (blk >> 2), raw[DQ_RAW];                      \
+                MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = 0u;                                \
+                raw[0] = sraw[w];                                                                         \
+                raw[1] = sraw[w + rel];                                                                   \
+                raw[2] = sraw[w + rel + 1u];                                                              \
+                raw[3] = (o & 2u) != 0u ? sraw[w + min(rel + 2u, Q4_RAW_WORDS - 1u)] : 0u;                \
+                f16vec4 h0, h1;                                                                           \
+                q4_0_run_f16(raw, e, blk & 3u, h0, h1);                                                   \
+                bool live = row0 + r < pc.rows;                                                           \
+                sw[r * SK + e / 4u] = live ? h0 : f16vec4(0.0);                                           \
+                sw[r * SK + e / 4u + 1u] = live ? h1 : f16vec4(0.0);                                      \
+            }                                                                                             \
+        }                                                                                                 \
+    } else {                                                                                              \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
         MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
@@ -139,9 +198,10 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
             sw[r * SK + kq + 1u] = live ? h1 : f16vec4(0.0);                                              \
         }                                                                                                 \
     }                                                                                                     \
-    STORE_X(xr)
+    STORE_X(xr)                                                                                           \
+    }
 #else
-#define STORE_STEP(wr, wa, xr)                                                                            \
+#define STORE_STEP(K0, wr, wa, xr)                                                                        \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
         MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
@@ -169,10 +229,10 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
         }                                                                                                 \
     }
 
-// One step from a register set: store it, read the step at column K_NEXT into the same set (past
-// the slice: not stored; past the matrix: zeros), then the products.
+// One step (at column K_NEXT - 2 BK) from a register set: store it, read the step at column
+// K_NEXT into the same set (past the slice: not stored; past the matrix: zeros), then the products.
 #define STEP(K_NEXT, wr, wa, xr)                                                                          \
-    STORE_STEP(wr, wa, xr)                                                                                \
+    STORE_STEP((K_NEXT) - 2u * BK, wr, wa, xr)                                                            \
     barrier();                                                                                            \
     FETCH_STEP(K_NEXT, wr, wa, xr)                                                                        \
     PRODUCTS_STEP()                                                                                       \
