@@ -51,32 +51,62 @@ const uint W_RUNS = (BM * (BK / 8u) + WORKGROUP - 1u) / WORKGROUP; // runs of 8 
 const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x a thread loads per step
 
 #if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
-// Q4_0 in the short batches' build reads a step's blocks as whole words, consecutive threads on
-// consecutive words (a row's 18-byte block lies in Q4_RAW_WORDS words), and stages them in
-// shared memory, where each thread then takes its run's words: a third of the loads of a thread
-// a run (which read the words around its run, 8 rows a load apart), the step's cost on the H200.
-const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u;
+// Q4_0 in the short batches' build, with tiles of 32 tokens or more, reads a step's blocks as
+// whole words, consecutive threads on consecutive words (a row's 18-byte block lies in
+// Q4_RAW_WORDS words), and stages them in shared memory, where each thread then takes its run's
+// words: fewer loads than a thread a run reading the words around its run, 8 rows a load apart
+// (on the H200 4-5% less time at 32 tokens, but 5% more at 16).
+const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u && BN >= 32u;
 const uint Q4_RAW_WORDS = 5u;                                                  // words a row's block lies in
 const uint RAW_LOADS = (BM * Q4_RAW_WORDS + WORKGROUP - 1u) / WORKGROUP;      // words a thread loads a step
 shared uint sraw[BM * Q4_RAW_WORDS]; // [BM][5] the step's W words of each row, from the word holding its block's start
 
-// Reads the Q4_RAW words of the step at column K0 into wr[0 .. RAW_LOADS - 1]: word q = tid + m *
+// Reads the Q4_RAW words of the step at column KR into wr[0 .. RAW_LOADS - 1]: word q = tid + m *
 // WORKGROUP of the step is word q % 5 of row q / 5's block (rows past the matrix read its last
 // row; a word past the buffer, which only the last block's unused tail can be, reads 0).
-#define FETCH_W_RAW(K0, wr)                                                                               \
+#define FETCH_W_RAW(KR, wr)                                                                               \
     if (Q4_RAW) {                                                                                         \
         uint nw = uint(wq.length());                                                                      \
         MMC_UNROLL for (uint m = 0u; m < RAW_LOADS; m++) {                                                \
             uint q = tid + m * WORKGROUP, r = min(q / Q4_RAW_WORDS, BM - 1u);                             \
-            uint row = min(row0 + r, pc.rows - 1u), c = min(K0, pc.cols - BK);                            \
+            uint row = min(row0 + r, pc.rows - 1u), c = min(KR, pc.cols - BK);                            \
             uint wi = ((row * rb + (c / be) * bb) >> 2) + q % Q4_RAW_WORDS;                               \
             uint w = wq[min(wi, nw - 1u)];                                                                \
             wr[m] = wi < nw ? w : 0u;                                                                     \
         }                                                                                                 \
     }
 #define IF_RUNS if (!Q4_RAW) // the runs' own reads where the words are not staged
+
+// The staged words into sraw.
+#define STORE_RAW(wr)                                                                                     \
+    MMC_UNROLL for (uint m = 0u; m < RAW_LOADS; m++) {                                                    \
+        uint q = tid + m * WORKGROUP;                                                                     \
+        if (q < BM * Q4_RAW_WORDS) sraw[q] = wr[m];                                                       \
+    }
+
+// The runs of the step at column K0 from the words of their rows in sraw, as dq_fetch8 would have
+// read them from memory, decoded in packed fp16 into sw.
+#define DECODE_RAW(K0)                                                                                    \
+    MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
+        uint t = tid + i * WORKGROUP, r = t / (BK / 8u), e = (t % (BK / 8u)) * 8u;                        \
+        if (r < BM) {                                                                                     \
+            uint row = min(row0 + r, pc.rows - 1u), c = min(K0, pc.cols - BK);                            \
+            uint blk = row * rb + (c / be) * bb, o = blk + 2u + (e & 15u);                                \
+            uint w = r * Q4_RAW_WORDS, rel = (o >> 2) - (blk >> 2), raw[DQ_RAW];                          \
+            MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = 0u;                                    \
+            raw[0] = sraw[w];                                                                             \
+            raw[1] = sraw[w + rel];                                                                       \
+            raw[2] = sraw[w + rel + 1u];                                                                  \
+            raw[3] = (o & 2u) != 0u ? sraw[w + min(rel + 2u, Q4_RAW_WORDS - 1u)] : 0u;                    \
+            f16vec4 h0, h1;                                                                               \
+            q4_0_run_f16(raw, e, blk & 3u, h0, h1);                                                       \
+            bool live = row0 + r < pc.rows;                                                               \
+            sw[r * SK + e / 4u] = live ? h0 : f16vec4(0.0);                                               \
+            sw[r * SK + e / 4u + 1u] = live ? h1 : f16vec4(0.0);                                          \
+        }                                                                                                 \
+    }
 #else
-#define FETCH_W_RAW(K0, wr)
+#define FETCH_W_RAW(KR, wr)
 #define IF_RUNS
 #endif
 
@@ -123,7 +153,7 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
 // sx. (Macros: the arrays' sizes are specialization constants, which function parameters do not
 // take.)
 #define FETCH_STEP(K0, wr, wa, xr)                                                                        \
-    FETCH_W_RAW(K0, wr)                                                                                   \
+    FETCH_W_RAW((K0) + BK, wr)                                                                            \
     IF_RUNS MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                               \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), col = (K0) + (t % (BK / 8u)) * 8u;               \
         bool live = r < BM && row0 + r < pc.rows && col < pc.cols;                                        \
@@ -151,35 +181,7 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
 // arithmetic where F16_DECODE says so. The prefill kernel keeps the plain form, whose SPIR-V
 // has no trace of the other: the mere option of it made long batches 5-7% slower on the H200.
 #if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
-// Q4_RAW: the step's words into sraw (and x into sx), a barrier, then each thread's runs from the
-// words of its row, as dq_fetch8 would have read them from memory.
-#define STORE_STEP(K0, wr, wa, xr)                                                                        \
-    if (Q4_RAW) {                                                                                         \
-        MMC_UNROLL for (uint m = 0u; m < RAW_LOADS; m++) {                                                \
-            uint q = tid + m * WORKGROUP;                                                                 \
-            if (q < BM * Q4_RAW_WORDS) sraw[q] = wr[m];                                                   \
-        }                                                                                                 \
-        STORE_X(xr)                                                                                       \
-        barrier();                                                                                        \
-        MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                   \
-            uint t = tid + i * WORKGROUP, r = t / (BK / 8u), e = (t % (BK / 8u)) * 8u;                    \
-            if (r < BM) {                                                                                 \
-                uint row = min(row0 + r, pc.rows - 1u), c = min(K0, pc.cols - BK);                        \
-                uint blk = row * rb + (c / be) * bb, o = blk + 2u + (e & 15u);                            \
-                uint w = r * Q4_RAW_WORDS, rel = (o >> 2) - (blk >> 2), raw[DQ_RAW];                      \
-                MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = 0u;                                \
-                raw[0] = sraw[w];                                                                         \
-                raw[1] = sraw[w + rel];                                                                   \
-                raw[2] = sraw[w + rel + 1u];                                                              \
-                raw[3] = (o & 2u) != 0u ? sraw[w + min(rel + 2u, Q4_RAW_WORDS - 1u)] : 0u;                \
-                f16vec4 h0, h1;                                                                           \
-                q4_0_run_f16(raw, e, blk & 3u, h0, h1);                                                   \
-                bool live = row0 + r < pc.rows;                                                           \
-                sw[r * SK + e / 4u] = live ? h0 : f16vec4(0.0);                                           \
-                sw[r * SK + e / 4u + 1u] = live ? h1 : f16vec4(0.0);                                      \
-            }                                                                                             \
-        }                                                                                                 \
-    } else {                                                                                              \
+#define STORE_STEP(wr, wa, xr)                                                                            \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
         MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
@@ -198,10 +200,9 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
             sw[r * SK + kq + 1u] = live ? h1 : f16vec4(0.0);                                              \
         }                                                                                                 \
     }                                                                                                     \
-    STORE_X(xr)                                                                                           \
-    }
+    STORE_X(xr)
 #else
-#define STORE_STEP(K0, wr, wa, xr)                                                                        \
+#define STORE_STEP(wr, wa, xr)                                                                            \
     MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                                       \
         uint t = tid + i * WORKGROUP, r = t / (BK / 8u), kq = (t % (BK / 8u)) * 2u, raw[DQ_RAW];          \
         MMC_UNROLL for (uint k = 0u; k < DQ_RAW; k++) raw[k] = wr[i * DQ_RAW + k];                        \
@@ -229,14 +230,32 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
         }                                                                                                 \
     }
 
-// One step (at column K_NEXT - 2 BK) from a register set: store it, read the step at column
-// K_NEXT into the same set (past the slice: not stored; past the matrix: zeros), then the products.
+// One step from a register set: store it, read the step at column K_NEXT into the same set (past
+// the slice: not stored; past the matrix: zeros), then the products. Q4_RAW: the step's W words
+// are in sraw (stored the step before), decoded into sw before the barrier; the set's words,
+// the next step's, go to sraw after it.
+#if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
 #define STEP(K_NEXT, wr, wa, xr)                                                                          \
-    STORE_STEP((K_NEXT) - 2u * BK, wr, wa, xr)                                                            \
+    if (Q4_RAW) {                                                                                         \
+        DECODE_RAW((K_NEXT) - 2u * BK)                                                                    \
+        STORE_X(xr)                                                                                       \
+        barrier();                                                                                        \
+        STORE_RAW(wr)                                                                                     \
+    } else {                                                                                              \
+        STORE_STEP(wr, wa, xr)                                                                            \
+        barrier();                                                                                        \
+    }                                                                                                     \
+    FETCH_STEP(K_NEXT, wr, wa, xr)                                                                        \
+    PRODUCTS_STEP()                                                                                       \
+    barrier();
+#else
+#define STEP(K_NEXT, wr, wa, xr)                                                                          \
+    STORE_STEP(wr, wa, xr)                                                                                \
     barrier();                                                                                            \
     FETCH_STEP(K_NEXT, wr, wa, xr)                                                                        \
     PRODUCTS_STEP()                                                                                       \
     barrier();
+#endif
 
 void main()
 {
@@ -261,6 +280,13 @@ void main()
         uint wm = (wt % SG_M) * CM * TM, wn = (wt / SG_M) * CN * TN; // its first row and token in the tile
         MMC_UNROLL for (uint i = 0u; i < CM * CN; i++)
             acc[i] = MMC_ZERO;
+#if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
+        if (Q4_RAW) { // the first step's words into sraw (the sets hold the words a step ahead of x)
+            FETCH_W_RAW(k_begin, wr)
+            STORE_RAW(wr)
+            barrier();
+        }
+#endif
         FETCH_STEP(k_begin, wr, wa, xr)
         FETCH_STEP(k_begin + BK, wr2, wa2, xr2)
         // two steps a round, each step's reads two steps ahead of their use (a short batch's
