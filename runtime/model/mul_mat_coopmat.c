@@ -26,8 +26,11 @@ static const oscar_coopmat_shape *pick_shape(const oscar_context *ctx)
  * 16; on the H100 1.7x the throughput of the second at 512 tokens, 79 against 45 TFLOPS:
  * sixteen subgroups hide the tile loads' latency where four do not), then 2 x 2 warp tiles of
  * 4 x 4 matrices where a workgroup cannot hold the first (threads or shared memory). The token
- * matrices, and below 64 tokens the warp tiles along tokens, shrink for a short batch so that a
- * workgroup does not multiply padding. */
+ * matrices, and the warp tiles along tokens, shrink for a short batch so that a workgroup does
+ * not multiply padding; a split one (OVK_MMC_SPLIT_TOKENS or fewer) takes at most two warp tiles
+ * along tokens, so that 33 to 64 tokens are 2 x 2 token matrices in 8 subgroups rather than 3
+ * or 4 warp tiles of one in 12 or 16: 110 against 141-163 us for Q4_0 14336 x 4096 at 40 and
+ * 64 tokens on the H200. */
 static const uint32_t default_plans[2][3] = { { 4, 4, 2 }, { 2, 2, 4 } }; /* sg_m, sg_n, cm */
 
 /* Plan p for shape s, n tokens and subgroups of at most `sg` threads, from ops' tuning where it
@@ -36,7 +39,8 @@ static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t
                       ovk_mmc_plan *p, uint64_t *shared)
 {
     const uint32_t *t = ops->matmul_coopmat;
-    uint32_t sg_n = t[1] ? t[1] : n < d[1] * s->n ? ovk_div_up(n, s->n) : d[1]; /* no warp tile of padding only */
+    uint32_t most = n <= OVK_MMC_SPLIT_TOKENS && d[1] > 2 ? 2 : d[1];
+    uint32_t sg_n = t[1] ? t[1] : n < most * s->n ? ovk_div_up(n, s->n) : most; /* no warp tile of padding only */
     uint32_t cn = n > 2 * sg_n * s->n ? 4 : n > sg_n * s->n ? 2 : 1;
     *p = (ovk_mmc_plan){ .tm = s->m, .tn = s->n, .tk = s->k, .sg_m = t[0] ? t[0] : d[0], .sg_n = sg_n,
                          .cm = t[2] ? t[2] : d[2], .cn = t[3] ? t[3] : cn };
@@ -48,6 +52,7 @@ static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t
     p->f16_decode = 0; /* set by the recording for its weight type (packed_decode) */
     uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
     *shared = (uint64_t)(p->bm + p->bn) * sk * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4;
+    if (p->bn == 32) *shared += (uint64_t)p->bm * 5 * 4; /* the decode build's staged Q4_0 words (sraw) */
 }
 
 /* Whether a workgroup of plan p fits the device. */
