@@ -51,15 +51,17 @@ const uint W_RUNS = (BM * (BK / 8u) + WORKGROUP - 1u) / WORKGROUP; // runs of 8 
 const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x a thread loads per step
 
 #if defined(MMC_EMULATE) || defined(MMC_F16_DECODE)
-// Q4_0 in the short batches' build, with tiles of 32 tokens or more, reads a step's blocks as
-// whole words, consecutive threads on consecutive words (a row's 18-byte block lies in
-// Q4_RAW_WORDS words), and stages them in shared memory, where each thread then takes its run's
-// words: fewer loads than a thread a run reading the words around its run, 8 rows a load apart
-// (on the H200 4-5% less time at 32 tokens, but 5% more at 16).
-const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u && BN >= 32u;
+// Q4_0 in the short batches' build, in tiles of 32 tokens, reads a step's blocks as whole words,
+// consecutive threads on consecutive words (a row's 18-byte block lies in Q4_RAW_WORDS words),
+// and stages them in shared memory, where each thread then takes its run's words: fewer loads
+// than a thread a run reading the words around its run, 8 rows a load apart. On the H200 it
+// took 4% off at 32 tokens, and added 5% at 16 and 20-30% at 64 in tiles of 2 x 2 matrices.
+const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u && BN == 32u;
 const uint Q4_RAW_WORDS = 5u;                                                  // words a row's block lies in
 const uint RAW_LOADS = (BM * Q4_RAW_WORDS + WORKGROUP - 1u) / WORKGROUP;      // words a thread loads a step
-shared uint sraw[BM * Q4_RAW_WORDS]; // [BM][5] the step's W words of each row, from the word holding its block's start
+// [BM][5] the step's W words of each row, from the word that holds its block's start (sized by
+// Q4_RAW: declared whole for every build, it made the 16-token products 9% slower on the H200)
+shared uint sraw[Q4_RAW ? BM * Q4_RAW_WORDS : 1u];
 
 // Reads the Q4_RAW words of the step at column KR into wr[0 .. RAW_LOADS - 1]: word q = tid + m *
 // WORKGROUP of the step is word q % 5 of row q / 5's block (rows past the matrix read its last
