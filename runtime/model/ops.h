@@ -39,8 +39,9 @@ typedef struct ovk_ops {
     uint32_t matmul_workgroup; /* threads of the tiled matmul (tiles of 64 rows x threads/4 tokens), a
                                 * power of two in 32..256; 0: 256 where the device allows, else 128 */
     uint32_t matmul_coopmat[4]; /* the cooperative-matrix matmul's warp tiles along rows and tokens, then
-                                 * matrices per warp tile along rows and tokens; 0: 2, 2, 4 and 4 (fewer
-                                 * token matrices for n <= 64 at 16 x 16) */
+                                 * matrices per warp tile along rows and tokens; 0: the default plan's
+                                 * (mul_mat_coopmat.c: 4, 4, 2 and 4, fewer along tokens for a short
+                                 * batch) */
     uint32_t matmul_split;      /* column slices of a cooperative-matrix product (tuning; 0: chosen per
                                  * shape for short batches, 1: never split; OSCAR_MATMUL_SPLIT) */
     ovk_binding matmul_scratch; /* fp32 partial sums of split products [slices][n][rows]; no buffer: no
