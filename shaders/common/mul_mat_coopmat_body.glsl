@@ -151,9 +151,9 @@ void q4_0_run_f16(uint r[DQ_RAW], uint e, uint a, out f16vec4 h0, out f16vec4 h1
 // into the set (wr, wa, xr), as stored: run t = tid + i * WORKGROUP of W (row t / 4, columns
 // 8 (t % 4) ..) as the words dq_fetch8 reads (wr, with its element, byte alignment and whether
 // it lies inside the matrix in wa), vec4 t of x (token t / 8, columns 4 (t % 8) ..; zeros
-// outside) in xr. STORE_STEP(wr, wa, xr) dequantizes a set, rounds it to fp16 and writes sw and
-// sx. (Macros: the arrays' sizes are specialization constants, which function parameters do not
-// take.)
+// outside) in xr; with Q4_RAW, wr holds instead the words of the step after K0 (FETCH_W_RAW).
+// STORE_STEP(wr, wa, xr) dequantizes a set, rounds it to fp16 and writes sw and sx. (Macros: the
+// arrays' sizes are specialization constants, which function parameters do not take.)
 #define FETCH_STEP(K0, wr, wa, xr)                                                                        \
     FETCH_W_RAW((K0) + BK, wr)                                                                            \
     IF_RUNS MMC_UNROLL for (uint i = 0u; i < W_RUNS; i++) {                                               \
