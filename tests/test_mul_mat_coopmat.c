@@ -3,15 +3,16 @@
  * references (docs/accuracy.md), for every weight type the GPU reads: the faithful one
  * (ovk_ref_mul_mat_f16: dequantized W and x rounded to fp16, sums in double), NSE <= 1e-5, and
  * the exact one (ovk_ref_mul_mat: the same stored weights, x as given), NSE <= 1e-4. Shapes with
- * M, N and K off the tiles: rows and tokens that leave partial tiles (37, 130, 300 rows; 5, 45,
- * 129, 200 tokens), K a few blocks with a partial step for the float types (72, 264 columns),
+ * M, N and K off the tiles: rows and tokens that leave partial tiles (37, 67, 130, 300 rows; 5, 24,
+ * 45, 129, 200 tokens), K a few blocks with a partial step for the float types (72, 264 columns),
  * several K-quant blocks (256, 768); the default launch plan and other warp-tile plans
  * (ops->matmul_coopmat); y is checked to be written at exactly [n][rows], also with its rows
  * rows + 5 floats apart (a part of a matrix split by rows): a NaN-filled tail and gap stay.
  * Small integers (|w|, |x| <= 3, F16, 256 columns) are exact in fp32 whatever the order:
  * bit-exact. Inputs beyond the fp16 range are clamped to +-65504 (finite results, faithful bound). Short
  * batches split their columns into slices (check_split, check_split_plans), and their Q4_0
- * weights are decoded in packed fp16 (the cases of 64 tokens or fewer), long ones' in fp32. ovk_op_mul_mat
+ * weights are decoded in packed fp16 (the cases of 64 tokens or fewer; in a 32-token tile, 24
+ * tokens, from blocks staged in shared memory as whole words), long ones' in fp32. ovk_op_mul_mat
  * chooses this kernel for a prefill batch where the device has it.
  *
  * Where the context has no cooperative matrices (lavapipe, a build without glslang 13) the
@@ -202,6 +203,7 @@ static void check_split(ovk_ops *ops, const variant *v)
         { 3, OSCAR_GGML_TYPE_Q4_0, 67, 160, 33, 0 }, { 2, OSCAR_GGML_TYPE_F16, 37, 72, 5, 0 },
         { 3, OSCAR_GGML_TYPE_Q4_K, 130, 768, 5, 0 }, { 5, OSCAR_GGML_TYPE_Q6_K, 100, 512, OVK_MMC_BATCH_MIN, 5 },
         { 0, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 8, 0 }, { 0, OSCAR_GGML_TYPE_Q8_0, 37, 4096, OVK_MMC_BATCH_MIN, 3 },
+        { 2, OSCAR_GGML_TYPE_Q4_0, 67, 288, 24, 0 }, /* staged words from a slice's first step on */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ops->matmul_split = cases[i].split;
@@ -308,6 +310,20 @@ static void check_split_plans(oscar_context *ctx)
     }
 }
 
+/* The plans of short batches on this device: at most two warp tiles along tokens up to
+ * OVK_MMC_SPLIT_TOKENS tokens, none of them padding only, the tokens inside the tile. */
+static void check_short_plans(ovk_ops *ops)
+{
+    static const uint32_t counts[] = { 5, 16, 24, 32, 40, 48, OVK_MMC_SPLIT_TOKENS };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        ovk_mmc_plan p;
+        uint32_t n = counts[i];
+        CHECK_OK(ovk_mmc_plan_for(ops, n, &p));
+        CHECK_MSG(p.sg_n <= 2 && p.bn >= n && (p.sg_n - 1) * p.cn * p.tn < n,
+                  "plan for %u tokens: %u warp tiles of %u token matrices of %u", n, p.sg_n, p.cn, p.tn);
+    }
+}
+
 /* By variant v: every weight type at odd shapes (all: else one float, one 32-block and one
  * K-quant type at the largest), then (all) the warp-tile plans and exact integers. */
 static void check_all(ovk_ops *ops, const variant *v, int all)
@@ -325,6 +341,7 @@ static void check_all(ovk_ops *ops, const variant *v, int all)
     }
     if (!all) return;
     check_type(ops, v, OSCAR_GGML_TYPE_Q4_0, 300, 1024, 200, 0);
+    check_type(ops, v, OSCAR_GGML_TYPE_Q4_0, 67, 160, 24, 0); /* a 32-token tile: Q4_0 blocks staged as words */
     check_type(ops, v, OSCAR_GGML_TYPE_Q6_K, 100, 512, 70, 5); /* y of a part of a split matrix */
     static const uint32_t tiles[][4] = { { 1, 1, 1, 1 }, { 4, 1, 2, 4 }, { 1, 4, 2, 2 }, { 2, 2, 4, 4 } };
     for (size_t p = 0; p < sizeof tiles / sizeof tiles[0]; p++) {
@@ -366,6 +383,7 @@ int main(void)
         test_skip(why);
     }
     static const variant coopmat = { V_COOPMAT, 0, 0, 0 }, autopick = { V_AUTO, 0, 0, 0 };
+    check_short_plans(&ops);
     check_all(&ops, &coopmat, 1);
     check_split_products(&ops, &coopmat, 0);
     check_split_products(&ops, &coopmat, 1);
