@@ -199,6 +199,9 @@ static oscar_status dispatch(const ovk_ops *ops, ovk_cmd *cmd, const char *shade
                              ovk_binding w, ovk_binding x, ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols,
                              uint32_t n)
 {
+    if (w.offset % 16)
+        OSCAR_RETURN_ERROR(OSCAR_ERROR_INVALID_ARGUMENT, "%s: W bound at byte %llu (it is read 16 bytes at a time: a multiple "
+                           "of 16)", shader, (unsigned long long)w.offset);
     if (rows == 0 || n == 0) return OSCAR_OK;
     uint32_t groups[3] = { ovk_div_up(rows, p->bm), ovk_div_up(n, p->bn), p->slices };
     if (groups[0] > GRID_MAX || groups[1] > GRID_MAX || groups[2] > GRID_MAX)

@@ -52,7 +52,8 @@ oscar_status ovk_mmc_plan_for(const ovk_ops *ops, uint32_t n, ovk_mmc_plan *plan
 void ovk_mmc_plan_split(const ovk_ops *ops, ovk_mmc_plan *p, uint32_t rows, uint32_t cols, uint32_t n);
 
 /* Records the product for arguments ops.c has checked (check_mul_mat): W [rows][row bytes] of
- * `type`, x [n][cols] fp32, y [n][y_stride] fp32. */
+ * `type`, bound at a multiple of 16 bytes (else OSCAR_ERROR_INVALID_ARGUMENT: the kernel reads the
+ * float types' and K-quants' rows 16 bytes at a time), x [n][cols] fp32, y [n][y_stride] fp32. */
 oscar_status ovk_mmc_record(const ovk_ops *ops, ovk_cmd *cmd, uint32_t type, ovk_binding w, ovk_binding x,
                             ovk_binding y, uint32_t y_stride, uint32_t rows, uint32_t cols, uint32_t n);
 

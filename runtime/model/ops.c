@@ -503,8 +503,9 @@ oscar_status ovk_op_mul_mat_strided(const ovk_ops *ops, ovk_cmd *cmd, uint32_t t
                                       uint32_t n)
 {
     if (n == 1) return mul_mat_vec(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
-    int split = ovk_op_mul_mat_splits(ops, n);
-    int coopmat = split || (ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops));
+    int aligned = w.offset % 16 == 0; /* the cooperative-matrix kernels read W from 16-byte boundaries */
+    int split = aligned && ovk_op_mul_mat_splits(ops, n);
+    int coopmat = split || (aligned && ops->ctx->env.matmul_coopmat != 0 && ovk_op_mul_mat_coopmat_supported(ops));
     if (prefers_batch(type, n) && !split) return mul_mat_batch(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     if (coopmat) return mul_mat_coopmat(ops, cmd, type, w, x, y, y_stride, rows, cols, n);
     return mul_mat_tiled(ops, cmd, type, w, x, y, y_stride, rows, cols, n);

@@ -12,6 +12,11 @@
 //
 // The unit of work is a run of 8 consecutive elements of a row starting at an element index
 // that is a multiple of 8. For the plain float types a "block" is such a run (8 elements).
+//
+// An includer whose binding starts on 16 bytes and whose rows are whole blocks may define
+// DQ_W16 and declare the same binding as `uvec4 wq4[]` and `uvec2 wq2[]` too: dq_fetch8 then
+// reads the float types' runs and the K-quants' (16-byte aligned blocks) pieces 16 or 8 bytes a
+// load, a third as many loads, each across fewer of a subgroup's cache lines.
 #ifndef OSCAR_DEQUANT_GLSL
 #define OSCAR_DEQUANT_GLSL
 
@@ -119,6 +124,29 @@ void dq_fetch8(uint blk, uint e, out uint r[DQ_RAW])
 {
     for (uint k = 0u; k < DQ_RAW; k++) r[k] = 0u;
     uint b = blk >> 2;
+#ifdef DQ_W16
+    if (TYPE == GGML_F32) { // 8 words from a multiple of 8
+        uvec4 lo = wq4[(b + e) >> 2], hi = wq4[((b + e) >> 2) + 1u];
+        r = uint[DQ_RAW](lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w);
+        return;
+    }
+    if (TYPE == GGML_F16 || TYPE == GGML_BF16) { // 4 words from a multiple of 4
+        uvec4 v = wq4[(b + (e >> 1)) >> 2];
+        r[0] = v.x, r[1] = v.y, r[2] = v.z, r[3] = v.w;
+        return;
+    }
+    if (TYPE == GGML_Q4_K || TYPE == GGML_Q5_K) { // the header on 16 bytes, the codes on 8
+        uint i = (blk + (TYPE == GGML_Q5_K ? 48u : 16u) + 32u * (e >> 6) + (e & 31u)) >> 2;
+        uvec4 h = wq4[b >> 2];
+        uvec2 c = wq2[i >> 1];
+        r[0] = h.x, r[1] = h.y, r[2] = h.z, r[3] = h.w, r[4] = c.x, r[5] = c.y;
+        if (TYPE == GGML_Q5_K) {
+            uvec2 q = wq2[(b + 4u + ((e & 31u) >> 2)) >> 1];
+            r[6] = q.x, r[7] = q.y;
+        }
+        return;
+    }
+#endif
     if (TYPE == GGML_F32) {
         for (uint k = 0u; k < 8u; k++) r[k] = wq[b + e + k];
     } else if (TYPE == GGML_F16 || TYPE == GGML_BF16) {

@@ -22,6 +22,8 @@ const uint F16_DECODE = 1u; // mul_mat_decode.coopmat.comp
 #endif
 
 layout(std430, binding = 0) readonly buffer W { uint wq[]; };     // [rows][row bytes] GGUF blocks
+layout(std430, binding = 0) readonly buffer W4 { uvec4 wq4[]; };  // the same (bound on 16 bytes), 16 bytes a load
+layout(std430, binding = 0) readonly buffer W2 { uvec2 wq2[]; };  // and 8
 layout(std430, binding = 1) readonly buffer X { vec4 xv[]; };     // [n][cols] fp32
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };    // [slices][n][y_stride] fp32, columns 0..rows-1 written
 
@@ -34,6 +36,7 @@ layout(push_constant) uniform Push {
     uint slice;    // floats from slice z's y to slice z + 1's (unsplit: 0)
 } pc;
 
+#define DQ_W16 // the float types' runs and the K-quants' pieces 16 or 8 bytes a load
 #include "common/dequant.glsl"
 
 const uint BK = MMC_BK;
