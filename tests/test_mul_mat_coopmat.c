@@ -13,7 +13,8 @@
  * batches split their columns into slices (check_split, check_split_plans), and their Q4_0
  * weights are decoded in packed fp16 (the cases of 64 tokens or fewer; in a 32-token tile, 24
  * tokens, from blocks staged in shared memory as whole words), long ones' in fp32. ovk_op_mul_mat
- * chooses this kernel for a prefill batch where the device has it.
+ * chooses this kernel for a prefill batch where the device has it, and W bound off a 16-byte
+ * boundary is refused (check_misaligned).
  *
  * Where the context has no cooperative matrices (lavapipe, a build without glslang 13) the
  * emulation runs instead, given fp16 arithmetic, at the shape 16 x 16 x 16 (and 16 x 8 x 16,
@@ -310,6 +311,27 @@ static void check_split_plans(oscar_context *ctx)
     }
 }
 
+/* W bound off a 16-byte boundary: the kernel (or its emulation, by variant v) refuses it with one
+ * line naming the offset, before anything is recorded (ovk_op_mul_mat gives such a W another
+ * kernel; a device's storage-offset alignment may not allow the binding at all). */
+static void check_misaligned(ovk_ops *ops, const variant *v)
+{
+    oscar_context *ctx = ops->ctx;
+    ovk_buffer buf;
+    CHECK_OK(test_gpu_buffer_from(ctx, NULL, 1 << 16, &buf));
+    ovk_binding b = bind(&buf), w = { &buf, 4, (1 << 16) - 4 };
+    CHECK_OK(ovk_cmd_begin(ctx, &ctx->cmd));
+    if (v->kind == V_EMULATED)
+        CHECK_STATUS(ovk_mmc_record_emulated(ops, &ctx->cmd, v->tm, v->tn, v->tk, OSCAR_GGML_TYPE_Q4_K, w, b, b, 64, 64, 256, 32),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+    else
+        CHECK_STATUS(ovk_op_mul_mat_coopmat(ops, &ctx->cmd, OSCAR_GGML_TYPE_Q4_K, w, b, b, 64, 256, 32),
+                     OSCAR_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(oscar_last_error(), "byte 4") != NULL);
+    ovk_cmd_abort(ctx, &ctx->cmd);
+    ovk_buffer_destroy(ctx, &buf);
+}
+
 /* The plans of short batches on this device: at most two warp tiles along tokens up to
  * OVK_MMC_SPLIT_TOKENS tokens, none of them padding only, the tokens inside the tile. */
 static void check_short_plans(ovk_ops *ops)
@@ -369,6 +391,7 @@ int main(void)
             for (size_t i = 0; i < sizeof emu / sizeof emu[0]; i++) check_all(&ops, &emu[i], i == 0);
             check_split_products(&ops, &emu[0], 0);
             check_split_products(&ops, &emu[0], 1);
+            check_misaligned(&ops, &emu[0]);
         } else {
             printf("mul_mat_emu: skipped (no fp16 arithmetic on '%s')\n", ctx->info.name);
         }
@@ -384,6 +407,7 @@ int main(void)
     }
     static const variant coopmat = { V_COOPMAT, 0, 0, 0 }, autopick = { V_AUTO, 0, 0, 0 };
     check_short_plans(&ops);
+    check_misaligned(&ops, &coopmat);
     check_all(&ops, &coopmat, 1);
     check_split_products(&ops, &coopmat, 0);
     check_split_products(&ops, &coopmat, 1);
