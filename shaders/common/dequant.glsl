@@ -16,7 +16,7 @@
 // An includer whose binding starts on 16 bytes and whose rows are whole blocks may define
 // DQ_W16 and declare the same binding as `uvec4 wq4[]` and `uvec2 wq2[]` too: dq_fetch8 then
 // reads the float types' runs and the K-quants' (16-byte aligned blocks) pieces 16 or 8 bytes a
-// load, a third as many loads, each across fewer of a subgroup's cache lines.
+// load, a quarter to a third as many loads, each across fewer of a subgroup's cache lines.
 #ifndef OSCAR_DEQUANT_GLSL
 #define OSCAR_DEQUANT_GLSL
 
