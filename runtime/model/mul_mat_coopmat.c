@@ -52,7 +52,9 @@ static void plan_fill(const ovk_ops *ops, const oscar_coopmat_shape *s, uint32_t
     p->f16_decode = 0; /* set by the recording for its weight type (packed_decode) */
     uint32_t sk = MMC_BK / 4 + 2; /* the shader's SK: fp16 x4 per shared row */
     *shared = (uint64_t)(p->bm + p->bn) * sk * 8 + (uint64_t)p->sg_m * p->sg_n * p->tm * p->tn * 4;
-    if (p->bn == 32) *shared += (uint64_t)p->bm * 5 * 4; /* the decode build's staged Q4_0 words (sraw) */
+    /* the short batches' build's staged Q4_0 words (sraw): counted for every plan of that tile,
+     * whose type the plan does not know */
+    if (p->bn == MMC_Q4_RAW_TOKENS) *shared += (uint64_t)p->bm * MMC_Q4_RAW_WORDS * 4;
 }
 
 /* Whether a workgroup of plan p fits the device. */

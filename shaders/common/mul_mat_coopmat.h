@@ -17,6 +17,8 @@
 #define MMC_SPEC_COUNT 10
 
 #define MMC_BK 32u /* columns per step: one Q4_0/Q4_1/Q8_0 block, an eighth of a K-quant block */
+#define MMC_Q4_RAW_TOKENS 32u /* the short batches' build stages Q4_0 words in tiles of this many tokens */
+#define MMC_Q4_RAW_WORDS 5u   /* words a row's 18-byte Q4_0 block lies in: its shared copy, uint [rows][5] */
 #define MMC_EMU_ELEMS 64u /* the emulation (mul_mat_emu.f16.comp): accumulator elements a lane holds at most */
 
 #endif

@@ -59,25 +59,23 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
 // and stages them in shared memory, where each thread then takes its run's words: fewer loads
 // than a thread a run reading the words around its run, 8 rows a load apart. On the H200 it
 // took 4% off at 32 tokens, and added 5% at 16 and 20-30% at 64 in tiles of 2 x 2 matrices.
-const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u && BN == 32u;
-const uint Q4_RAW_WORDS = 5u;                                                  // words a row's block lies in
+const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u && BN == MMC_Q4_RAW_TOKENS;
+const uint Q4_RAW_WORDS = MMC_Q4_RAW_WORDS;                                    // words a row's block lies in
 const uint RAW_LOADS = (BM * Q4_RAW_WORDS + WORKGROUP - 1u) / WORKGROUP;      // words a thread loads a step
 // [BM][5] the step's W words of each row, from the word that holds its block's start (sized by
 // Q4_RAW: declared whole for every build, it made the 16-token products 9% slower on the H200)
 shared uint sraw[Q4_RAW ? BM * Q4_RAW_WORDS : 1u];
 
 // Reads the Q4_RAW words of the step at column KR into wr[0 .. RAW_LOADS - 1]: word q = tid + m *
-// WORKGROUP of the step is word q % 5 of row q / 5's block (rows past the matrix read its last
-// row; a word past the buffer, which only the last block's unused tail can be, reads 0).
+// WORKGROUP of the step is word q % 5 of row q / 5's block (rows past the matrix, and threads past
+// the step, read its last row). Each of the 5 words holds bytes of the block, so none lies past a
+// binding that holds W's bytes rounded up to words.
 #define FETCH_W_RAW(KR, wr)                                                                               \
     if (Q4_RAW) {                                                                                         \
-        uint nw = uint(wq.length());                                                                      \
         MMC_UNROLL for (uint m = 0u; m < RAW_LOADS; m++) {                                                \
             uint q = tid + m * WORKGROUP, r = min(q / Q4_RAW_WORDS, BM - 1u);                             \
             uint row = min(row0 + r, pc.rows - 1u), c = min(KR, pc.cols - BK);                            \
-            uint wi = ((row * rb + (c / be) * bb) >> 2) + q % Q4_RAW_WORDS;                               \
-            uint w = wq[min(wi, nw - 1u)];                                                                \
-            wr[m] = wi < nw ? w : 0u;                                                                     \
+            wr[m] = wq[((row * rb + (c / be) * bb) >> 2) + q % Q4_RAW_WORDS];                             \
         }                                                                                                 \
     }
 #define IF_RUNS if (!Q4_RAW) // the runs' own reads where the words are not staged
