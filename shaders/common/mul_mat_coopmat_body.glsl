@@ -58,7 +58,8 @@ const uint X_VECS = (BN * (BK / 4u) + WORKGROUP - 1u) / WORKGROUP; // vec4s of x
 // consecutive threads on consecutive words (a row's 18-byte block lies in Q4_RAW_WORDS words),
 // and stages them in shared memory, where each thread then takes its run's words: fewer loads
 // than a thread a run reading the words around its run, 8 rows a load apart. On the H200 it
-// took 4% off at 32 tokens, and added 5% at 16 and 20-30% at 64 in tiles of 2 x 2 matrices.
+// took 7-11% off at 24 and 32 tokens, and added 5% at 16 and 20-30% at 64 in tiles of 2 x 2
+// matrices (forward-kernels.md, "Short batches").
 const bool Q4_RAW = TYPE == GGML_Q4_0 && F16_DECODE != 0u && BN == MMC_Q4_RAW_TOKENS;
 const uint Q4_RAW_WORDS = MMC_Q4_RAW_WORDS;                                    // words a row's block lies in
 const uint RAW_LOADS = (BM * Q4_RAW_WORDS + WORKGROUP - 1u) / WORKGROUP;      // words a thread loads a step
