@@ -357,60 +357,6 @@ static void check_batched_int8(void)
     test_gpu_release(inner);
 }
 
-/* Decode steps that replay their layers' bundles (OSCAR_STEP_BUNDLES, the default) give the bits
- * of steps that record every layer anew: two sessions of one model take the same prompts and
- * decode steps of 1, 2, 16 and again 1 sequences (each new shape records the bundles again; 16
- * rows take the short batches' split products where cooperative matrices run), on forks too,
- * with the int8 products off and on. */
-static void check_step_bundles(void)
-{
-    ovk_model_gen_params gp = small_params(OSCAR_ARCH_LLAMA, OSCAR_GGML_TYPE_Q4_0, 0, 29);
-    CHECK_OK(ovk_model_gen_write(&gp, test_tmp_path("bundles.gguf")));
-    pair p;
-    if (!pair_open(test_tmp_path("bundles.gguf"), &p)) return;
-    enum { SEQS = 16, STEPS = 3 };
-    static const uint32_t batches[] = { 1, 2, 1, SEQS, 1 };
-    const uint32_t n_shapes = sizeof batches / sizeof batches[0];
-    uint32_t V = p.n_vocab;
-    int saved_q8 = ctx->env.matvec_q8, saved_cm = ctx->env.matmul_coopmat, saved_b = ctx->env.step_bundles;
-    ctx->env.matmul_coopmat = -1; /* the device's default: cooperative matrices where it has them */
-    float *la = malloc((size_t)SEQS * V * 4), *lb = malloc((size_t)SEQS * V * 4);
-    int32_t prompt[24];
-    random_tokens(prompt, 24, V);
-    for (int q8 = 0; q8 < 2 && la && lb; q8++) {
-        if (q8 && !ctx->info.subgroup_arithmetic) continue;
-        ctx->env.matvec_q8 = q8;
-        oscar_session *s[2];
-        for (int b = 0; b < 2; b++) {
-            ctx->env.step_bundles = b;
-            s[b] = new_session(p.gm, OSCAR_KV_INT2, SEQS + 1, SEQS);
-        }
-        int32_t seqs[2][SEQS + 1], toks[SEQS];
-        uint32_t differ = 0, steps = 0;
-        for (int b = 0; b < 2 && s[0] && s[1]; b++) {
-            CHECK_OK(oscar_session_seq_add(s[b], &seqs[b][0]));
-            CHECK_OK(oscar_session_prefill(s[b], seqs[b][0], prompt, 24, NULL));
-            for (uint32_t i = 1; i <= SEQS; i++) CHECK_OK(oscar_session_seq_fork(s[b], seqs[b][0], &seqs[b][i]));
-        }
-        for (uint32_t k = 0; k < n_shapes && s[0] && s[1]; k++)
-            for (uint32_t step = 0; step < STEPS; step++) {
-                uint32_t n = batches[k];
-                for (uint32_t i = 0; i < n; i++) toks[i] = prompt[(k * 7 + step * 3 + i) % 24];
-                CHECK_OK(oscar_session_decode(s[0], n, seqs[0] + 1, toks, la));
-                CHECK_OK(oscar_session_decode(s[1], n, seqs[1] + 1, toks, lb));
-                differ += memcmp(la, lb, (size_t)n * V * 4) != 0;
-                steps++;
-            }
-        printf("decode steps replaying bundles (int8 products %s): %u of %u steps' logits differ from steps recorded "
-               "whole\n", q8 ? "on" : "off", differ, steps);
-        CHECK_MSG(differ == 0, "bundles: %u decode steps' logits differ from steps recorded whole", differ);
-        for (int b = 0; b < 2; b++) oscar_session_destroy(s[b]);
-    }
-    free(la), free(lb);
-    ctx->env.matvec_q8 = saved_q8, ctx->env.matmul_coopmat = saved_cm, ctx->env.step_bundles = saved_b;
-    pair_close(&p);
-}
-
 static void check_chunks_batches_forks(void)
 {
     ovk_model_gen_params gp = small_params(OSCAR_ARCH_QWEN2, OSCAR_GGML_TYPE_Q8_0, 0, 5);
@@ -1531,7 +1477,6 @@ int main(void)
     double t1 = test_now();
     check_chunks_batches_forks();
     check_batched_int8();
-    check_step_bundles();
     check_synthetic_fill();
     check_rehearsal();
     printf("chunks/batches/forks: %.1f s\n", test_now() - t1);

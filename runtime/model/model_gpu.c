@@ -277,11 +277,6 @@ oscar_status ovk_gpu_state_create(ovk_model_gpu *m, oscar_kv_cache *kv, uint32_t
         s->ops.matmul_scratch = (ovk_binding){ &s->mm_scratch, 0, 0 };
     }
     s->flush_growth = ctx->env.step_flush >= 0 ? (uint32_t)ctx->env.step_flush : 4;
-    if (ctx->env.step_bundles != 0 && !ctx->profile) { /* a profile times each dispatch, which a replay would not */
-        s->bundles = calloc(2 * (size_t)hp->n_layer, sizeof *s->bundles);
-        s->bundle_keys = calloc(2 * (size_t)hp->n_layer, sizeof *s->bundle_keys);
-        if (!s->bundles || !s->bundle_keys) OSCAR_FAIL(OSCAR_ERROR_OUT_OF_HOST_MEMORY, "out of host memory");
-    }
     s->matvec_f16 = ctx->info.float16_arithmetic && ctx->env.matvec_f16;
     /* int8 products by default where the device runs integer dot products fast (forward-kernels.md) */
     s->matvec_q8 = ctx->info.subgroup_arithmetic &&
@@ -304,10 +299,7 @@ void ovk_gpu_state_destroy(ovk_gpu_state *s)
 {
     if (!s) return;
     oscar_context *ctx = s->m->ctx;
-    ovk_cmd_release(ctx, &s->cmd); /* waits for the last step, which may replay the bundles */
-    for (uint32_t i = 0; s->bundles && i < 2 * s->m->desc->hp.n_layer; i++) ovk_bundle_release(ctx, &s->bundles[i]);
-    free(s->bundles);
-    free(s->bundle_keys);
+    ovk_cmd_release(ctx, &s->cmd);
     ovk_buffer *bufs[] = { &s->meta_host, &s->meta, &s->x, &s->xb, &s->proj, &s->q, &s->att, &s->k, &s->v,
                              &s->gate, &s->up, &s->xo, &s->logits, &s->amax, &s->rb_logits, &s->rb_amax, &s->xq,
                              &s->mm_scratch };
@@ -350,7 +342,7 @@ static int products_q8(const ovk_gpu_state *s, uint32_t cols, uint32_t n, uint32
  * into y, would cost a scratch of y's size, a barrier and n copy regions per part, where the
  * stride costs one push constant; the parts write disjoint columns and need no barrier among
  * them. A whole weight records exactly the one dispatch it always did. */
-static oscar_status mul_mats(ovk_gpu_state *s, ovk_cmd *cmd, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
+static oscar_status mul_mats(ovk_gpu_state *s, ovk_binding x, uint32_t cols, uint32_t n, uint32_t n_w,
                              const ovk_gpu_weight *const *w, const ovk_binding *y, const uint32_t *rows,
                              const ovk_binding *bias, int x_ready)
 {
@@ -365,11 +357,11 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_cmd *cmd, ovk_binding x, uint
     for (uint32_t i = 0; i < n_w && f16; i++) f16 = ovk_op_mul_mat_vec_f16_supported(&s->ops, w[i]->type);
     ovk_binding xq = { &s->xq, 0, 0 };
     ovk_mm_group group; /* a short batch's split products: their sums after all of them */
-    ovk_cmd_barrier(ctx, cmd);
+    ovk_cmd_barrier(ctx, &s->cmd);
     if (!planes && !q8 && !f16 && n > 1) ovk_op_mul_mat_group_begin(&s->ops, &group);
     if (f16 || (q8 && !x_ready)) {
-        OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, cmd, x, xq, n * cols) : ovk_op_x_f16_blocks(&s->ops, cmd, x, xq, cols, 1));
-        ovk_cmd_barrier(ctx, cmd);
+        OSCAR_TRY(q8 ? ovk_op_x_q8(&s->ops, &s->cmd, x, xq, n * cols) : ovk_op_x_f16_blocks(&s->ops, &s->cmd, x, xq, cols, 1));
+        ovk_cmd_barrier(ctx, &s->cmd);
     }
     for (uint32_t i = 0; i < n_w; i++) {
         if (w[i]->rows != rows[i])
@@ -377,11 +369,11 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_cmd *cmd, ovk_binding x, uint
         const ovk_binding *b = q8 && bias && bias[i].buffer ? &bias[i] : NULL; /* added by the int8 product */
         if (w[i]->n_parts == 1) {
             ovk_binding wb = bind(&w[i]->buf, 0);
-            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
+            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[0], 0), x, y[i],
                                                             rows[i], rows[i], cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, cmd, NULL, w[i]->type, wb, xq, b, y[i], rows[i], rows[i], cols, n));
-            else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
-            else OSCAR_TRY(ovk_op_mul_mat(&s->ops, cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b, y[i], rows[i], rows[i], cols, n));
+            else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, y[i], rows[i], cols, 1));
+            else OSCAR_TRY(ovk_op_mul_mat(&s->ops, &s->cmd, w[i]->type, wb, x, y[i], rows[i], cols, n));
             continue;
         }
         for (uint32_t p = 0; p < w[i]->n_parts; p++) {
@@ -389,19 +381,19 @@ static oscar_status mul_mats(ovk_gpu_state *s, ovk_cmd *cmd, ovk_binding x, uint
             ovk_binding wb = bind(weight_part(w[i], p), 0);
             ovk_binding yp = { y[i].buffer, y[i].offset + (uint64_t)row0 * 4, ((uint64_t)(n - 1) * rows[i] + pr) * 4 };
             ovk_binding bp = b ? (ovk_binding){ b->buffer, b->offset + (uint64_t)row0 * 4, (uint64_t)pr * 4 } : yp;
-            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, cmd, w[i]->type, bind(&w[i]->planes[p], 0), x, yp,
+            if (planes) OSCAR_TRY(ovk_op_mul_mat_vec_planes(&s->ops, &s->cmd, w[i]->type, bind(&w[i]->planes[p], 0), x, yp,
                                                             rows[i], pr, cols, n));
-            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, yp, rows[i],
+            else if (q8) OSCAR_TRY(ovk_op_mul_mat_q8_bias(&s->ops, &s->cmd, NULL, w[i]->type, wb, xq, b ? &bp : NULL, yp, rows[i],
                                                           pr, cols, n));
-            else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
-            else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
+            else if (f16) OSCAR_TRY(ovk_op_mul_mat_vec_f16(&s->ops, &s->cmd, w[i]->type, wb, xq, yp, pr, cols, 1));
+            else OSCAR_TRY(ovk_op_mul_mat_strided(&s->ops, &s->cmd, w[i]->type, wb, x, yp, rows[i], pr, cols, n));
         }
     }
-    OSCAR_TRY(ovk_op_mul_mat_group_end(&s->ops, cmd));
+    OSCAR_TRY(ovk_op_mul_mat_group_end(&s->ops, &s->cmd));
     if (bias && !q8) {
-        ovk_cmd_barrier(ctx, cmd);
+        ovk_cmd_barrier(ctx, &s->cmd);
         for (uint32_t i = 0; i < n_w; i++)
-            if (bias[i].buffer) OSCAR_TRY(ovk_op_add(&s->ops, cmd, y[i], bias[i], y[i], n * rows[i], rows[i]));
+            if (bias[i].buffer) OSCAR_TRY(ovk_op_add(&s->ops, &s->cmd, y[i], bias[i], y[i], n * rows[i], rows[i]));
     }
 fail:
     s->ops.mm_group = NULL; /* the group lived on this stack */
@@ -418,155 +410,85 @@ static int glu_planes(const ovk_gpu_state *s, const ovk_gpu_layer *L)
            L->w_gate.type == L->w_up.type && L->w_gate.rows == L->w_up.rows;
 }
 
-/* A step's activations for n rows, as layer l's parts bind them. */
-typedef struct layer_io {
-    ovk_binding x, xb, proj, q, att, k, v, gate, up, xq;
-} layer_io;
-
-static layer_io layer_bindings(const ovk_gpu_state *s, uint32_t n)
-{
-    const ovk_model_hparams *hp = &s->m->desc->hp;
-    uint32_t D = hp->n_embd, F = hp->n_ff;
-    return (layer_io){ .x = bind(&s->x, (uint64_t)n * D * 4), .xb = bind(&s->xb, (uint64_t)n * D * 4),
-                       .proj = bind(&s->proj, (uint64_t)n * D * 4), .q = bind(&s->q, (uint64_t)n * s->q_dim * 4),
-                       .att = bind(&s->att, (uint64_t)n * s->q_dim * 4), .k = bind(&s->k, (uint64_t)n * s->kv_dim * 4),
-                       .v = bind(&s->v, (uint64_t)n * s->kv_dim * 4), .gate = bind(&s->gate, (uint64_t)n * F * 4),
-                       .up = bind(&s->up, (uint64_t)n * F * 4), .xq = { &s->xq, 0, 0 } };
-}
-
-/* Layer l's block (attention + MLP) for n rows goes in three parts: record_layer_in (the
- * attention norm and the q, k, v products), the cache's append and attention, record_layer_out
- * (the output product, the MLP norm and the MLP). Each residual add is fused into the norm after
- * it: with add_pending, the previous layer's MLP output (proj) is added to x by this layer's
- * attention norm; this layer's MLP output is left in proj, for the next layer or (after the last
- * layer) for record_head to add. The first and last parts read and write only the step's own
- * buffers and the weights, so a decode step can replay them (record_layer). */
-static oscar_status record_layer_in(ovk_gpu_state *s, ovk_cmd *cmd, uint32_t l, uint32_t n, int add_pending)
+/* Records one block (attention + MLP) of layer l for n rows. Each residual add is fused into
+ * the norm after it: with add_pending, the previous layer's MLP output (proj) is added to x by
+ * this layer's attention norm; this layer's MLP output is left in proj, for the next layer or
+ * (after the last layer) for record_head to add. */
+static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
 {
     oscar_status st = OSCAR_OK;
     oscar_context *ctx = s->m->ctx;
+    ovk_cmd *cmd = &s->cmd;
     const ovk_ops *ops = &s->ops;
     const ovk_model_hparams *hp = &s->m->desc->hp;
     const ovk_gpu_layer *L = &s->m->layers[l];
-    uint32_t D = hp->n_embd, hd = hp->head_dim, H = hp->n_head, KV = hp->n_head_kv;
-    layer_io io = layer_bindings(s, n);
-    const ovk_gpu_weight *w_qkv[3] = { &L->wq, &L->wk, &L->wv };
+    uint32_t D = hp->n_embd, hd = hp->head_dim, H = hp->n_head, KV = hp->n_head_kv, F = hp->n_ff;
+    ovk_binding x = bind(&s->x, (uint64_t)n * D * 4), xb = bind(&s->xb, (uint64_t)n * D * 4);
+    ovk_binding proj = bind(&s->proj, (uint64_t)n * D * 4);
+    ovk_binding q = bind(&s->q, (uint64_t)n * s->q_dim * 4), att = bind(&s->att, (uint64_t)n * s->q_dim * 4);
+    ovk_binding k = bind(&s->k, (uint64_t)n * s->kv_dim * 4), v = bind(&s->v, (uint64_t)n * s->kv_dim * 4);
+    ovk_binding gate = bind(&s->gate, (uint64_t)n * F * 4), up = bind(&s->up, (uint64_t)n * F * 4);
+    ovk_binding pos = { &s->meta, meta_pos_offset(s), (uint64_t)n * 4 };
+    ovk_binding freq = bind(&s->m->rope_freq, 0);
 
-    /* the norm prepares x for int8 products itself */
+    ovk_binding xq = { &s->xq, 0, 0 };
+    const ovk_gpu_weight *w_qkv[3] = { &L->wq, &L->wk, &L->wv }, *w_gate_up[2] = { &L->w_gate, &L->w_up };
+    const ovk_gpu_weight *w_out[1] = { &L->wo }, *w_down[1] = { &L->w_down };
+
+    /* attention (the norm prepares x for int8 products itself) */
     ovk_cmd_barrier(ctx, cmd);
     int q8 = products_q8(s, D, n, 3, w_qkv), fused = q8 && n == 1; /* the norm's int8 blocks: one row */
-    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, io.x, add_pending ? &io.proj : NULL, bind(&L->attn_norm.buf, 0), io.xb,
-                                           io.xq, D, hp->norm_eps));
-    else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, io.x, io.proj, bind(&L->attn_norm.buf, 0), io.xb, D, n, hp->norm_eps));
-    else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, io.x, bind(&L->attn_norm.buf, 0), io.xb, D, n, hp->norm_eps));
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, add_pending ? &proj : NULL, bind(&L->attn_norm.buf, 0), xb, xq, D,
+                                           hp->norm_eps));
+    else if (add_pending) OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_rms_norm(ops, cmd, x, bind(&L->attn_norm.buf, 0), xb, D, n, hp->norm_eps));
     {
-        ovk_binding y[3] = { io.q, io.k, io.v };
+        ovk_binding y[3] = { q, k, v };
         uint32_t rows[3] = { s->q_dim, s->kv_dim, s->kv_dim };
         const ovk_gpu_weight *wb[3] = { &L->bq, &L->bk, &L->bv }; /* qwen2's biases */
         ovk_binding b[3] = { { 0 } };
         int biased = 0;
         for (int i = 0; i < 3; i++)
             if (wb[i]->buf.buffer) b[i] = bind(&wb[i]->buf, 0), biased = 1;
-        OSCAR_TRY(mul_mats(s, cmd, io.xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 3, w_qkv, y, rows, biased ? b : NULL, fused));
     }
     if (L->q_norm.buf.buffer) { /* qwen3: rows of head_dim */
         ovk_cmd_barrier(ctx, cmd);
-        OSCAR_TRY(ovk_op_rms_norm(ops, cmd, io.q, bind(&L->q_norm.buf, 0), io.q, hd, n * H, hp->norm_eps));
-        OSCAR_TRY(ovk_op_rms_norm(ops, cmd, io.k, bind(&L->k_norm.buf, 0), io.k, hd, n * KV, hp->norm_eps));
+        OSCAR_TRY(ovk_op_rms_norm(ops, cmd, q, bind(&L->q_norm.buf, 0), q, hd, n * H, hp->norm_eps));
+        OSCAR_TRY(ovk_op_rms_norm(ops, cmd, k, bind(&L->k_norm.buf, 0), k, hd, n * KV, hp->norm_eps));
     }
-fail:
-    return st;
-}
-
-/* att_q8: the attention wrote att's int8 blocks for the output product. */
-static oscar_status record_layer_out(ovk_gpu_state *s, ovk_cmd *cmd, uint32_t l, uint32_t n, int att_q8)
-{
-    oscar_status st = OSCAR_OK;
-    oscar_context *ctx = s->m->ctx;
-    const ovk_ops *ops = &s->ops;
-    const ovk_model_hparams *hp = &s->m->desc->hp;
-    const ovk_gpu_layer *L = &s->m->layers[l];
-    uint32_t D = hp->n_embd, F = hp->n_ff;
-    layer_io io = layer_bindings(s, n);
-    const ovk_gpu_weight *w_gate_up[2] = { &L->w_gate, &L->w_up }, *w_out[1] = { &L->wo }, *w_down[1] = { &L->w_down };
-    {
+    { /* RoPE of q and k happens as the cache loads them */
+        ovk_kv_rope rope = { pos, freq, hp->rope_type, hp->n_rot };
+        /* the attention writes x's int8 blocks for the output product itself where it can */
+        int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
+        OSCAR_TRY(ovk_kv_record_append_attention(s->kv, cmd, l, &q, &k, &v, &att, att_q8 ? &xq : NULL, &rope));
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, cmd, io.att, s->q_dim, n, 1, w_out, &io.proj, rows, NULL, att_q8));
+        OSCAR_TRY(mul_mats(s, att, s->q_dim, n, 1, w_out, &proj, rows, NULL, att_q8));
     }
 
     /* MLP (the attention's residual added by its norm; x for int8 products prepared by the norm
      * and by SwiGLU) */
     ovk_cmd_barrier(ctx, cmd);
-    int q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
-    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, io.x, &io.proj, bind(&L->ffn_norm.buf, 0), io.xb, io.xq, D, hp->norm_eps));
-    else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, io.x, io.proj, bind(&L->ffn_norm.buf, 0), io.xb, D, n, hp->norm_eps));
+    q8 = products_q8(s, D, n, 2, w_gate_up), fused = q8 && n == 1;
+    if (fused) OSCAR_TRY(ovk_op_rms_norm_x_q8(ops, cmd, x, &proj, bind(&L->ffn_norm.buf, 0), xb, xq, D, hp->norm_eps));
+    else OSCAR_TRY(ovk_op_add_rms_norm(ops, cmd, x, proj, bind(&L->ffn_norm.buf, 0), xb, D, n, hp->norm_eps));
     int down_q8 = products_q8(s, F, n, 1, w_down); /* SwiGLU then writes x's int8 blocks too */
     if (glu_planes(s, L) && !down_q8) { /* SwiGLU inside the gate and up products */
         ovk_cmd_barrier(ctx, cmd);
         OSCAR_TRY(ovk_op_mul_mat_vec_planes_glu(ops, cmd, L->w_gate.type, bind(&L->w_gate.planes[0], 0),
-                                                bind(&L->w_up.planes[0], 0), io.xb, io.gate, F, F, D, n));
+                                                bind(&L->w_up.planes[0], 0), xb, gate, F, F, D, n));
     } else {
-        ovk_binding y[2] = { io.gate, io.up };
+        ovk_binding y[2] = { gate, up };
         uint32_t rows[2] = { F, F };
-        OSCAR_TRY(mul_mats(s, cmd, io.xb, D, n, 2, w_gate_up, y, rows, NULL, fused));
+        OSCAR_TRY(mul_mats(s, xb, D, n, 2, w_gate_up, y, rows, NULL, fused));
         ovk_cmd_barrier(ctx, cmd);
-        if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, io.gate, io.up, io.gate, io.xq, F));
-        else OSCAR_TRY(ovk_op_swiglu(ops, cmd, io.gate, io.up, io.gate, n * F));
+        if (down_q8 && n == 1) OSCAR_TRY(ovk_op_swiglu_x_q8(ops, cmd, gate, up, gate, xq, F));
+        else OSCAR_TRY(ovk_op_swiglu(ops, cmd, gate, up, gate, n * F));
     }
     {
         uint32_t rows[1] = { D };
-        OSCAR_TRY(mul_mats(s, cmd, io.gate, F, n, 1, w_down, &io.proj, rows, NULL, down_q8 && n == 1));
+        OSCAR_TRY(mul_mats(s, gate, F, n, 1, w_down, &proj, rows, NULL, down_q8 && n == 1));
     }
-fail:
-    return st;
-}
-
-/* Layer l's part `part` (0: before attention, 1: after) replayed into s->cmd from its bundle,
- * recorded first where the bundle holds another step shape's (key: the rows and the flags the
- * part's recording depends on). */
-static oscar_status replay_part(ovk_gpu_state *s, uint32_t l, int part, uint32_t n, int flag)
-{
-    oscar_status st = OSCAR_OK;
-    oscar_context *ctx = s->m->ctx;
-    ovk_bundle *b = &s->bundles[2 * l + part];
-    uint32_t key = 1u + ((n << 1) | (flag ? 1u : 0u));
-    if (!b->ready || s->bundle_keys[2 * l + part] != key) {
-        OSCAR_TRY(ovk_bundle_begin(ctx, b));
-        st = part ? record_layer_out(s, &b->rec, l, n, flag) : record_layer_in(s, &b->rec, l, n, flag);
-        if (st != OSCAR_OK) {
-            ovk_bundle_abort(ctx, b);
-            goto fail;
-        }
-        OSCAR_TRY(ovk_bundle_end(ctx, b));
-        s->bundle_keys[2 * l + part] = key;
-    }
-    OSCAR_TRY(ovk_cmd_execute(ctx, &s->cmd, b));
-fail:
-    return st;
-}
-
-/* Records layer l's block for n rows into s->cmd (the parts above): in a decode step with
- * s->bundles, the parts around attention are replayed from bundles. */
-static oscar_status record_layer(ovk_gpu_state *s, uint32_t l, uint32_t n, int add_pending)
-{
-    oscar_status st = OSCAR_OK;
-    const ovk_model_hparams *hp = &s->m->desc->hp;
-    const ovk_gpu_layer *L = &s->m->layers[l];
-    layer_io io = layer_bindings(s, n);
-    const ovk_gpu_weight *w_out[1] = { &L->wo };
-    /* the attention writes x's int8 blocks for the output product itself where it can */
-    int att_q8 = products_q8(s, s->q_dim, n, 1, w_out) && ovk_kv_attention_writes_q8(s->kv);
-    int replay = s->bundles && s->step_decode;
-    if (replay) OSCAR_TRY(replay_part(s, l, 0, n, add_pending));
-    else OSCAR_TRY(record_layer_in(s, &s->cmd, l, n, add_pending));
-    { /* RoPE of q and k happens as the cache loads them */
-        ovk_binding pos = { &s->meta, meta_pos_offset(s), (uint64_t)n * 4 };
-        ovk_kv_rope rope = { pos, bind(&s->m->rope_freq, 0), hp->rope_type, hp->n_rot };
-        OSCAR_TRY(ovk_kv_record_append_attention(s->kv, &s->cmd, l, &io.q, &io.k, &io.v, &io.att, att_q8 ? &io.xq : NULL,
-                                                 &rope));
-    }
-    if (replay) OSCAR_TRY(replay_part(s, l, 1, n, att_q8));
-    else OSCAR_TRY(record_layer_out(s, &s->cmd, l, n, att_q8));
 fail:
     return st;
 }
@@ -597,7 +519,7 @@ static oscar_status record_head(ovk_gpu_state *s, uint32_t n, uint32_t n_out)
     else OSCAR_TRY(ovk_op_rms_norm(&s->ops, cmd, xo, bind(&s->m->output_norm.buf, 0), xo, D, n_out, hp->norm_eps));
     {
         uint32_t rows[1] = { V };
-        OSCAR_TRY(mul_mats(s, cmd, xo, D, n_out, 1, &head, &logits, rows, NULL, fused));
+        OSCAR_TRY(mul_mats(s, xo, D, n_out, 1, &head, &logits, rows, NULL, fused));
     }
     /* the step's KV flushes beside the LM head: nothing in the step waits for them, and the
      * barriers since the last layer order them after its appends */

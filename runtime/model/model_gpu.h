@@ -128,11 +128,6 @@ typedef struct ovk_gpu_state {
     uint32_t flush_growth;         /* a step's command buffer is submitted in parts, each flush_growth
                                     * times longer than the one before (OSCAR_STEP_FLUSH, default 4:
                                     * layers 0 | 1-4 | 5-20 | 21-84 ...; 0: one part) */
-    ovk_bundle *bundles;           /* [n_layer][2] each layer's commands before and after its attention, as
-                                    * the last decode step recorded them (record_layer), replayed by the next
-                                    * decode steps of the same shape; NULL: every step records them
-                                    * (OSCAR_STEP_BUNDLES=0, or a profile) */
-    uint32_t *bundle_keys;         /* [n_layer][2] the step shape each bundle holds (0: none) */
     uint32_t last_rows;            /* logits rows of the last step */
     double last_gpu_ms;            /* GPU time of the last step (0 without timestamps) */
 } ovk_gpu_state;

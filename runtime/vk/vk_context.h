@@ -286,23 +286,6 @@ static inline oscar_status ovk_cmd_submit_wait(oscar_context *ctx, ovk_cmd *cmd)
  * sets once the command buffers that used them have completed. ovk_cmd_release frees it. */
 void ovk_cmd_adopt(ovk_cmd *cmd, VkCommandBuffer cb);
 oscar_status ovk_cmd_reset_sets(oscar_context *ctx, ovk_cmd *cmd);
-/* A bundle: commands recorded once into a secondary command buffer (rec records into it as a
- * stream does, its descriptor sets kept until the next begin) and replayed into streams by
- * ovk_cmd_execute until recorded again, which costs the host one vkCmdExecuteCommands where
- * recording them cost a call or more for each dispatch. Zero-initialised; ovk_bundle_begin
- * must not be called while a submitted stream that replays it may still run. */
-typedef struct ovk_bundle {
-    VkCommandPool pool;
-    VkCommandBuffer cb;  /* secondary */
-    ovk_cmd rec;         /* records into cb (ovk_cmd_adopt) */
-    int ready;           /* recorded and ended */
-} ovk_bundle;
-oscar_status ovk_bundle_begin(oscar_context *ctx, ovk_bundle *b);
-oscar_status ovk_bundle_end(oscar_context *ctx, ovk_bundle *b);
-/* Ends a recording that failed; the bundle is not ready until recorded again. */
-void ovk_bundle_abort(oscar_context *ctx, ovk_bundle *b);
-oscar_status ovk_cmd_execute(oscar_context *ctx, ovk_cmd *cmd, const ovk_bundle *b);
-void ovk_bundle_release(oscar_context *ctx, ovk_bundle *b);
 /* Nanoseconds between two timestamps of a finished stream. */
 oscar_status ovk_cmd_elapsed_ns(oscar_context *ctx, ovk_cmd *cmd, int from, int to, double *ns);
 

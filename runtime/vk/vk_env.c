@@ -12,8 +12,6 @@ const ovk_env_row ovk_env_table[] = {
     { "OSCAR_PIPELINE_STATS", "1: print each pipeline's compiler statistics (where the driver reports them) and each kernel choice" },
     { "OSCAR_SHADER_DIR", "development: load a pipeline's SPIR-V from DIR/NAME.spv when that file exists" },
     { "OSCAR_STEP_FLUSH", "a forward step goes to the GPU in parts growing N times (default 4); 0: one part" },
-    { "OSCAR_STEP_BUNDLES", "0: record each decode step's layers anew; 1 or unset: record their parts around attention once "
-                            "and replay them" },
     { "OSCAR_MATVEC_F16", "1: single-token Q4_0/Q8_0 products in packed fp16 (faster, ~1e-7 relative error)" },
     { "OSCAR_MATMUL_COOPMAT", "0: prefill products in fp32; 1 or unset: on cooperative matrices where the device has them "
                               "(fp16 inputs, ~1e-7 relative error)" },
@@ -78,7 +76,6 @@ void ovk_env_read(ovk_env *env)
     env->pipeline_stats = flag("OSCAR_PIPELINE_STATS");
     env->shader_dir = text("OSCAR_SHADER_DIR");
     env->step_flush = (int)number("OSCAR_STEP_FLUSH", 0, 1 << 20, -1);
-    env->step_bundles = (int)number("OSCAR_STEP_BUNDLES", 0, 1, -1);
     env->matvec_f16 = flag("OSCAR_MATVEC_F16");
     env->matmul_coopmat = (int)number("OSCAR_MATMUL_COOPMAT", 0, 1, -1);
     env->matmul_split = (uint32_t)number("OSCAR_MATMUL_SPLIT", 1, 256, 0);

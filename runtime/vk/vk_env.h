@@ -14,7 +14,6 @@ typedef struct ovk_env {
     int pipeline_stats;      /* OSCAR_PIPELINE_STATS: 1 prints compiler statistics and kernel choices */
     const char *shader_dir;  /* OSCAR_SHADER_DIR: SPIR-V overrides (development); NULL: none */
     int step_flush;          /* OSCAR_STEP_FLUSH: growth of a step's submitted parts; -1: default */
-    int step_bundles;        /* OSCAR_STEP_BUNDLES: 0 records every decode step whole; -1 (unset), 1: replays bundles */
     int matvec_f16;          /* OSCAR_MATVEC_F16: 1 runs single-token products in packed fp16 */
     int matmul_coopmat;      /* OSCAR_MATMUL_COOPMAT: 1 runs batched products on cooperative matrices; 0, -1: fp32 */
     uint32_t matmul_split;   /* OSCAR_MATMUL_SPLIT: column slices of a cooperative-matrix product; 0: per shape */
