@@ -771,10 +771,12 @@ static void check_kv_modes(void)
     CHECK_STATUS(oscar_session_create(p.gm, &sp, &s), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(s == NULL && strstr(oscar_last_error(), "rotation set"));
     oscar_rotation_set *bad = NULL;
-    rk[5] *= 1.5f;
+    /* column 0 of layer 0's R_K 1.5 times as long: (RᵀR)_00 = 2.25, whatever the random R (a
+     * single element scaled may be near 0 and leave R within the tolerance) */
+    for (uint32_t i = 0; i < d; i++) rk[(size_t)i * d] *= 1.5f;
     CHECK_STATUS(oscar_rotation_set_create(p.gm, L, 1, rk, rv, NULL, NULL, &bad), OSCAR_ERROR_INVALID_ARGUMENT);
     CHECK(bad == NULL && strstr(oscar_last_error(), "R_K of layer 0") && strstr(oscar_last_error(), "orthogonal"));
-    rk[5] /= 1.5f;
+    for (uint32_t i = 0; i < d; i++) rk[(size_t)i * d] /= 1.5f;
     CHECK_STATUS(oscar_rotation_set_create(p.gm, 3, 1, rk, rv, NULL, NULL, &bad), OSCAR_ERROR_MISMATCH);
     float clip[2] = { 0.9f, 1.5f };
     CHECK_STATUS(oscar_rotation_set_create(p.gm, L, 1, rk, rv, clip, NULL, &bad), OSCAR_ERROR_INVALID_ARGUMENT);
