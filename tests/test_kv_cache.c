@@ -8,7 +8,7 @@
  * uses a non-symmetric R. Every mode also runs on decode attention's cooperative-matrix kernel (or
  * its scalar emulation), whose fp16 inputs get a reference that rounds alike; where the device
  * runs that kernel, prompt steps of 16 rows and more through decode attention take it on their own
- * (the batched steps' kernel, ATTN_CM_BATCH_ROWS); and with page pools cut into zones (each
+ * (the cooperative-matrix kernel of batched steps, ATTN_CM_BATCH_ROWS); and with page pools cut into zones (each
  * dispatch over one zone's window). Also: bad parameters, freed sequences, full context, page
  * exhaustion that leaves other sequences untouched, and memory accounting. */
 #include <math.h>
@@ -83,7 +83,7 @@ static void fill_rows(float *x, size_t n, int outliers, uint32_t d)
 }
 
 /* One step over seqs with n_new tokens each, every layer, checks included. */
-static uint32_t batched_calls; /* attention calls that ran the batched steps' kernel */
+static uint32_t batched_calls; /* attention calls that ran the cooperative-matrix kernel of batched steps */
 
 static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const uint32_t *n_new)
 {
@@ -132,7 +132,7 @@ static oscar_status do_step(run *r, uint32_t n_seqs, const int32_t *seqs, const 
         int q8 = !r->cache->n_tiles && strcmp(ovk_kv_attention_variant(r->cache), "chunked-f16-idot") == 0;
         /* q, K, V and p in fp16; a decode step's INT2 rows as exact codes (attn_decode_cm) */
         int cm = strncmp(ovk_kv_attention_variant(r->cache), "coopmat", 7) == 0;
-        if (r->cache->batch_step) batched_calls++;
+        if (r->cache->cm_step) batched_calls++;
         for (int pass = f16 || q8 || cm ? 0 : 1; pass < 2; pass++) {
             snap.q_f16_int2 = pass == 0 && f16;
             snap.q_q8_int2 = pass == 0 && q8;
@@ -490,7 +490,7 @@ int main(void)
         scenario(ctx, &s128, OSCAR_KV_INT2, 0);
         variant_scenarios(ctx, OSCAR_KV_INT2);
         ctx->env.attn_prefill = saved;
-        CHECK_MSG(batched_calls > 0, "batched steps: no attention call ran the batched steps' kernel");
+        CHECK_MSG(batched_calls > 0, "batched steps: no attention call ran the cooperative-matrix kernel");
         printf("batched steps: %u attention calls on the cooperative-matrix kernel\n", batched_calls);
     } else
         printf("batched steps on cooperative matrices: skipped (the device does not run the kernel itself)\n");

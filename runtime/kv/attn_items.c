@@ -108,8 +108,15 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
                                "(16 x 16 x 16 fp16 matrices, subgroup sizes %u..%u), %u query heads per KV head (at most 16) or "
                                "head_dim %u (a multiple of 64) with group %u", dev->min_subgroup, dev->max_subgroup, gqa, d, G);
         c.cm = 1;
-        c.shader = dev->coopmat == 1 ? "attn_decode_cm.coopmat" : "attn_decode_cm_emu.f16";
-        c.variant = dev->coopmat == 1 ? "coopmat" : "coopmat-emu";
+        /* the query heads along N = 8 where the device has those products (or, where only the
+         * emulations run, that one's): half the accumulator and Q registers of N = 16 */
+        int n8 = tune->cm_n != 16 && gqa <= 8 && dev->coopmat8 == dev->coopmat;
+        if (tune->cm_n == 8 && !n8)
+            OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention on 16 x 8 x 16 cooperative matrices: not on this "
+                               "device, or %u query heads per KV head (at most 8)", gqa);
+        c.shader = dev->coopmat == 1 ? (n8 ? "attn_decode_cm8.coopmat" : "attn_decode_cm.coopmat")
+                                     : (n8 ? "attn_decode_cm8_emu.f16" : "attn_decode_cm_emu.f16");
+        c.variant = dev->coopmat == 1 ? (n8 ? "coopmat8" : "coopmat") : (n8 ? "coopmat8-emu" : "coopmat-emu");
         c.sg_min = dev->min_subgroup;
         /* 3 walkers and TT 1 by default (the H200's best: 140.5-140.9 us at 128K against 164.0 with
          * 4 walkers and 160.3 with TT 2, whose 205 registers a thread cost more than its steps'

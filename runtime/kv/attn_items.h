@@ -66,6 +66,9 @@ typedef struct ovk_attn_device {
                                           * arithmetic; tests and comparisons, never a default) */
     uint32_t cm_shared_bytes;            /* shared memory the cooperative-matrix kernel may use (the
                                           * device's limit: its walkers need more than the others) */
+    int coopmat8;                        /* as coopmat, for attn_decode_cm8 (its products 16 x 8 x 16 with
+                                          * the query heads along N): 1 runs here, 2 its emulation
+                                          * attn_decode_cm8_emu.f16, 0 neither */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
@@ -76,6 +79,7 @@ typedef struct ovk_attn_tuning {
     int prefetch;     /* KV_SPEC_ATTN_PREFETCH bits 0..3, -1: choice */
     int idot;         /* chunked kernel, INT2 keys: 1 integer dot products where enabled; 0 or -1: fp32 scores */
     uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (16 with integer-dot keys, else 8) */
+    uint32_t cm_n;    /* cooperative matrices: 16 the 16 x 16 x 16 kernel, 8 the 16 x 8 x 16 one; 0: the choice */
 } ovk_attn_tuning;
 
 /* The kernel and its specialization constants (common/attn_push.h, common/attn_chunked.h). */
@@ -85,7 +89,7 @@ typedef struct ovk_attn_config {
     int cm;               /* 1: attn_decode_cm.coopmat (cooperative matrices) or its emulation */
     const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys; attn_decode_rows */
     const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32", "stream-f16", "rows",
-                           * "coopmat" or "coopmat-emu" */
+                           * "coopmat", "coopmat8" or their "-emu" */
     int idot;             /* chunked: the integer-dot variant */
     uint32_t wg;
     uint32_t sg_min, ku, ve, fku, prefetch;  /* streaming; sg_min and ku (its TT) the cooperative-matrix kernel's too */
@@ -111,9 +115,11 @@ typedef struct ovk_attn_config {
  * modes' short fp16 windows (registers, which the INT2 tiles need). tune->kernel = 3 asks for
  * attn_decode_cm (cooperative matrices; dev->coopmat 2: its scalar emulation), never chosen here
  * (slower than the chunked kernel on an H200 at batch 1, docs/attention-results.md; the cache asks
- * for it for its batched decode steps at short contexts, ATTN_CM_BATCH_ROWS in kv_cache_impl.h): 3
+ * for it for its batched decode steps and its long ones, ATTN_CM_BATCH_ROWS in kv_cache_impl.h): 3
  * walking subgroups of the largest size and TT 1 (tune->wg and tune->ku set them), halved while
- * its shared memory does not fit
+ * its shared memory does not fit; attn_decode_cm8 (the query heads along N = 8: 42 fewer
+ * registers and 6-8% faster on an H200) where dev->coopmat8 matches dev->coopmat and gqa <= 8,
+ * unless tune->cm_n = 16,
  * dev->cm_shared_bytes, TT at most SG_MIN / 4. Returns OSCAR_ERROR_UNSUPPORTED (and a message)
  * when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,

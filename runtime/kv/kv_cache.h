@@ -58,14 +58,16 @@ void ovk_kv_cancel_step(oscar_kv_cache *c);
 /* The page pools of `layer` (INT2 and fp16), for reports of where memory lives. */
 void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **int2, const ovk_buffer **f16);
 /* The variant of the cache's decode attention kernel (ovk_attn_config.variant: "chunked-f16",
- * "coopmat", ...): the one picked at creation, or during a planned batched decode step that runs
- * the batched steps' kernel (ATTN_CM_BATCH_ROWS), that one. */
+ * "coopmat8", ...): the one picked at creation, or during a planned decode step that runs the
+ * cooperative-matrix kernel of batched and long steps (ATTN_CM_BATCH_ROWS), that one. */
 const char *ovk_kv_attention_variant(const oscar_kv_cache *c);
 
 /* Decode attention on cooperative matrices in this context (ovk_attn_device.coopmat): 1 where
  * attn_decode_cm.coopmat runs (16 x 16 x 16 fp16 matrices), 2 where only its scalar emulation
  * attn_decode_cm_emu.f16 does (fp16 arithmetic), 0 neither. */
 int ovk_kv_attn_cm_device(const oscar_context *ctx);
+/* The same for attn_decode_cm8 (ovk_attn_device.coopmat8: 16 x 8 x 16 fp16 matrices). */
+int ovk_kv_attn_cm8_device(const oscar_context *ctx);
 
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);

@@ -49,9 +49,15 @@
  * the chunked kernel the cache's own). On an H200, int2, us a call, cooperative matrices against
  * the chunked kernel: 32 rows of 4K 199.0 against 219.5, of 8K 343.6 against 338.6, of 16K 582.4
  * against 558.7; 16 rows of 4K (oscar) 123.8 against 127.7; one row is the chunked kernel's at
- * every context (docs/attention-results.md). */
+ * every context (docs/attention-results.md). With the heads along N = 8 (attn_decode_cm8), 6-8%
+ * faster, the rows go up to ATTN_CM8_BATCH_CONTEXT (32 rows of 32K: 949.4-951.8 against
+ * 1,006.2-1,007.5), and a step of any rows that see ATTN_CM8_LONG_CONTEXT tokens or more on
+ * average takes it too: one row of 48K 65.2 against 58.4, of 64K 77.5 against 73.1, of 96K
+ * 104.3 against 104.9, of 128K 129.4-129.7 against 133.0. */
 #define ATTN_CM_BATCH_ROWS 16u
 #define ATTN_CM_BATCH_CONTEXT 6144u
+#define ATTN_CM8_BATCH_CONTEXT 32768u
+#define ATTN_CM8_LONG_CONTEXT 98304u
 /* items of one call stay about under this (each row adds up to 3 more: sink, INT2, recent
  * ranges split separately); their partials take n_head * (d + 4) floats each */
 #define ATTN_MAX_ITEMS 4096u
@@ -129,13 +135,15 @@ struct oscar_kv_cache {
     ovk_pipeline *pl_append, *pl_rot; /* kv_append and rotate_rows without RoPE, got at first use */
     ovk_pipeline *pl_flush, *pl_decode;
     ovk_attn_config attn;              /* pl_decode's kernel, variant and shape (ovk_attn_pick) */
-    /* The kernel of a batched decode step at short contexts (ATTN_CM_BATCH_ROWS): NULL, or
-     * attn_decode_cm.coopmat with its configuration and split sizing; batch_step: this step's
-     * attention runs it (plan_attention) */
-    ovk_pipeline *pl_decode_batch;
-    ovk_attn_config attn_batch;
-    uint32_t batch_target_groups, batch_min_split;
-    int batch_step;
+    /* The cooperative-matrix kernel of batched decode steps at short contexts (ATTN_CM_BATCH_ROWS)
+     * and, on 16 x 8 x 16 matrices, of steps at long ones: NULL, or attn_decode_cm[8].coopmat with
+     * its configuration, split sizing and the average contexts it takes (cm_long_context 0:
+     * none); cm_step: this step's attention runs it (plan_attention) */
+    ovk_pipeline *pl_decode_cm;
+    ovk_attn_config attn_cm;
+    uint32_t cm_target_groups, cm_min_split;
+    uint32_t cm_batch_context, cm_long_context;
+    int cm_step;
     ovk_pipeline *pl_append_rope[3]; /* [KV_ROPE_*] kv_append with RoPE on load, got at first use */
     ovk_pipeline *pl_q_prep[3];      /* [KV_ROPE_*] rotate_rows preparing q with RoPE, got at first use */
     /* Prefill steps (a sequence with more than one new row) run attn_prefill (attn_prefill.coopmat

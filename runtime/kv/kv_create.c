@@ -191,6 +191,12 @@ int ovk_kv_attn_cm_device(const oscar_context *ctx)
     return ovk_variant_usable(ctx, "attn_decode_cm_emu.f16") ? 2 : 0;
 }
 
+int ovk_kv_attn_cm8_device(const oscar_context *ctx)
+{
+    if (ovk_variant_usable(ctx, "attn_decode_cm8.coopmat") && ovk_coopmat_has_f16_shape(ctx, 16, 8, 16)) return 1;
+    return ovk_variant_usable(ctx, "attn_decode_cm8_emu.f16") ? 2 : 0;
+}
+
 /* The pipeline of decode-attention configuration a for cache c. */
 static oscar_status decode_pipeline(oscar_kv_cache *c, const ovk_attn_config *a, ovk_pipeline **out)
 {
@@ -218,23 +224,26 @@ static oscar_status decode_pipeline(oscar_kv_cache *c, const ovk_attn_config *a,
     return ovk_pipeline_get(c->ctx, &pd, out);
 }
 
-/* The batched decode steps' kernel (pl_decode_batch, ATTN_CM_BATCH_ROWS): attn_decode_cm.coopmat
- * where the cache runs the chunked kernel by default in an INT2 mode and the device runs the
- * cooperative-matrix one at its default shape; else none. */
-static oscar_status create_decode_batch(oscar_kv_cache *c, const ovk_attn_device *dev)
+/* The cooperative-matrix kernel of batched and long decode steps (pl_decode_cm, ATTN_CM_BATCH_ROWS):
+ * attn_decode_cm[8].coopmat where the cache runs the chunked kernel by default in an INT2 mode and
+ * the device runs the cooperative-matrix one; else none. */
+static oscar_status create_decode_cm(oscar_kv_cache *c, const ovk_attn_device *dev)
 {
     const ovk_env *env = &c->ctx->env;
     if (env->attn_kernel >= 0 || c->attn.rows || c->attn.stream || c->attn.cm || c->mode == KV_MODE_FP16 || dev->coopmat != 1)
         return OSCAR_OK;
-    ovk_attn_tuning tune = { 3, env->attn_f16, 0, 0, 0, 0, -1, -1, 0 };
+    ovk_attn_tuning tune = { 3, env->attn_f16, 0, 0, 0, 0, -1, -1, 0, env->attn_cm_n };
     if (ovk_attn_pick(dev, c->p.head_dim, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, 0, &tune,
-                      &c->attn_batch) != OSCAR_OK) {
+                      &c->attn_cm) != OSCAR_OK) {
         ovk_error_clear(); /* not this cache's shape or device: every step stays on the chunked kernel */
         return OSCAR_OK;
     }
-    c->batch_target_groups = env->attn_target_groups ? env->attn_target_groups : ATTN_CM_TARGET_GROUPS;
-    c->batch_min_split = env->attn_min_split ? env->attn_min_split : ATTN_CM_MIN_SPLIT_INT2;
-    return decode_pipeline(c, &c->attn_batch, &c->pl_decode_batch);
+    c->cm_target_groups = env->attn_target_groups ? env->attn_target_groups : ATTN_CM_TARGET_GROUPS;
+    c->cm_min_split = env->attn_min_split ? env->attn_min_split : ATTN_CM_MIN_SPLIT_INT2;
+    int n8 = strcmp(c->attn_cm.variant, "coopmat8") == 0;
+    c->cm_batch_context = n8 ? ATTN_CM8_BATCH_CONTEXT : ATTN_CM_BATCH_CONTEXT;
+    c->cm_long_context = n8 ? ATTN_CM8_LONG_CONTEXT : 0;
+    return decode_pipeline(c, &c->attn_cm, &c->pl_decode_cm);
 }
 
 /* Decode attention's pipeline: the kernel, variant and shape ovk_attn_pick chooses for this
@@ -254,12 +263,12 @@ static oscar_status create_decode(oscar_kv_cache *c)
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
                             ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"),
                             ctx->info.type == OSCAR_DEVICE_CPU, ctx->texel_buffers,
-                            ovk_kv_attn_cm_device(ctx), ctx->info.max_shared_memory };
+                            ovk_kv_attn_cm_device(ctx), ctx->info.max_shared_memory, ovk_kv_attn_cm8_device(ctx) };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
     ovk_attn_tuning tune = { env->attn_kernel, env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku,
-                             env->attn_prefetch, env->attn_idot, env->attn_vu };
+                             env->attn_prefetch, env->attn_idot, env->attn_vu, env->attn_cm_n };
     OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode == KV_MODE_FP16,
                               &tune, &c->attn));
     if (c->attn.rows && !rows_fit(c)) { /* the rows kernel cannot take this cache: the chunked one */
@@ -295,10 +304,11 @@ static oscar_status create_decode(oscar_kv_cache *c)
                    : c->attn.cm      ? ATTN_CM_MIN_SPLIT_INT2
                    : c->attn.idot    ? ATTN_CHUNKED_IDOT_MIN_SPLIT_INT2
                                      : ATTN_CHUNKED_MIN_SPLIT_INT2;
-    OSCAR_TRY(create_decode_batch(c, &dev));
-    if (env->pipeline_stats && c->pl_decode_batch)
-        fprintf(stderr, "decode attention, steps of %u rows or more at up to %u tokens a row: %s workgroup %u, %u walkers\n",
-                ATTN_CM_BATCH_ROWS, ATTN_CM_BATCH_CONTEXT, c->attn_batch.shader, c->attn_batch.wg, c->attn_batch.walkers);
+    OSCAR_TRY(create_decode_cm(c, &dev));
+    if (env->pipeline_stats && c->pl_decode_cm)
+        fprintf(stderr, "decode attention, steps of %u rows or more at up to %u tokens a row, and of rows at %u or more "
+                "(0: none): %s workgroup %u, %u walkers\n", ATTN_CM_BATCH_ROWS, c->cm_batch_context, c->cm_long_context,
+                c->attn_cm.shader, c->attn_cm.wg, c->attn_cm.walkers);
 fail:
     return st;
 }
@@ -681,7 +691,7 @@ void ovk_kv_pools(const oscar_kv_cache *c, uint32_t layer, const ovk_buffer **in
 
 const char *ovk_kv_attention_variant(const oscar_kv_cache *c)
 {
-    return c->batch_step ? c->attn_batch.variant : c->attn.variant;
+    return c->cm_step ? c->attn_cm.variant : c->attn.variant;
 }
 
 /* ---- accounting ---------------------------------------------------------------------------- */

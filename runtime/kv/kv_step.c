@@ -103,14 +103,16 @@ static oscar_status plan_attention(oscar_kv_cache *c)
         visible += c->h_row_vis[r];
     }
     int prefill;
-    c->batch_step = 0;
+    c->cm_step = 0;
     OSCAR_TRY(plan_prefill(c, &prefill));
     if (prefill) return OSCAR_OK;
-    /* many rows at short contexts: the batched steps' kernel, with its own split sizing */
-    c->batch_step = c->pl_decode_batch && pl->n_tokens >= ATTN_CM_BATCH_ROWS &&
-                    visible <= (uint64_t)pl->n_tokens * ATTN_CM_BATCH_CONTEXT;
-    uint32_t target_groups = c->batch_step ? c->batch_target_groups : c->target_groups;
-    uint32_t min_split_tokens = c->batch_step ? c->batch_min_split : c->min_split;
+    /* many rows at short contexts, or long contexts: the cooperative-matrix kernel, with its own
+     * split sizing */
+    uint64_t rows = pl->n_tokens;
+    c->cm_step = c->pl_decode_cm && ((rows >= ATTN_CM_BATCH_ROWS && visible <= rows * c->cm_batch_context) ||
+                                     (c->cm_long_context && visible >= rows * c->cm_long_context));
+    uint32_t target_groups = c->cm_step ? c->cm_target_groups : c->target_groups;
+    uint32_t min_split_tokens = c->cm_step ? c->cm_min_split : c->min_split;
     /* split so the call has about target_groups workgroups, and at most ATTN_MAX_ITEMS items
      * (their partials) even when a prefill chunk's rows each see a long context */
     uint64_t split = visible * c->p.n_kv_head / target_groups;
@@ -442,7 +444,7 @@ static oscar_status dispatch_attention(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t
                                 mean_binding(c, layer), q8c, q8s };
         uint32_t groups[3];
         ovk_attn_grid(r->count, c->p.n_kv_head, groups);
-        if ((st = ovk_cmd_dispatch(c->ctx, cmd, c->batch_step ? c->pl_decode_batch : c->pl_decode, b, &dp, groups)) != OSCAR_OK)
+        if ((st = ovk_cmd_dispatch(c->ctx, cmd, c->cm_step ? c->pl_decode_cm : c->pl_decode, b, &dp, groups)) != OSCAR_OK)
             return st;
     }
     return OSCAR_OK;

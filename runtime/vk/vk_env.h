@@ -32,6 +32,7 @@ typedef struct ovk_env {
     int attn_f16;            /* OSCAR_ATTN_F16: 0 forces decode attention's fp32 fallback, 1 packed fp16 where
                               * the device has it; -1: the picker's choice */
     uint32_t attn_vu;        /* OSCAR_ATTN_VU: chunked decode attention's value tokens a lane loads at once */
+    uint32_t attn_cm_n;      /* OSCAR_ATTN_CM_N: 16 or 8, the cooperative-matrix decode kernel's N; 0: the picker's */
     int attn_idot;           /* OSCAR_ATTN_IDOT: 1 integer dot products for INT2 key scores where enabled; 0 or
                               * -1 (unset): fp32 */
     int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; 1 the tiled

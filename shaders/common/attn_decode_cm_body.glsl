@@ -95,7 +95,11 @@ shared bool sh_last;                     // this workgroup completes its (row, K
 
 #define OUT_SCRATCH sh_out
 #include "common/attn_merge.glsl"
+#ifdef APC_HEADS8
+#include "common/attn_decode_cm8_ops.glsl" // the products transposed, heads along N = 8
+#else
 #include "common/attn_prefill_cm_ops.glsl"
+#endif
 
 // The walkers' only synchronisation: a subgroup's lanes (and its matrix operations) see each
 // other's shared-memory writes (a control barrier with subgroup-scope shared-memory semantics).
