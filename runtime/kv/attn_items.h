@@ -117,11 +117,10 @@ typedef struct ovk_attn_config {
  * (slower than the chunked kernel on an H200 at batch 1, docs/attention-results.md; the cache asks
  * for it for its batched decode steps and its long ones, ATTN_CM_BATCH_ROWS in kv_cache_impl.h): 3
  * walking subgroups of the largest size and TT 1 (tune->wg and tune->ku set them), halved while
- * its shared memory does not fit; attn_decode_cm8 (the query heads along N = 8: 42 fewer
- * registers and 6-8% faster on an H200) where dev->coopmat8 matches dev->coopmat and gqa <= 8,
- * unless tune->cm_n = 16,
- * dev->cm_shared_bytes, TT at most SG_MIN / 4. Returns OSCAR_ERROR_UNSUPPORTED (and a message)
- * when no shape fits the device. */
+ * its shared memory does not fit dev->cm_shared_bytes, TT at most SG_MIN / 4; attn_decode_cm8
+ * (the query heads along N = 8: 42 fewer registers and 6-8% faster on an H200) where
+ * dev->coopmat8 matches dev->coopmat and gqa <= 8, unless tune->cm_n = 16. Returns
+ * OSCAR_ERROR_UNSUPPORTED (and a message) when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
                            int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out);
 

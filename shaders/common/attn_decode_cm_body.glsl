@@ -1,6 +1,8 @@
 // Decode attention on cooperative matrices: the body of shaders/attn_decode_cm.coopmat.comp and
 // of its scalar emulation attn_decode_cm_emu.f16.comp (common/attn_prefill_cm_ops.glsl holds
-// the matrix operations of both). The interface is attn_decode_chunked's: the same bindings,
+// the matrix operations of both), and with APC_HEADS8 of attn_decode_cm8.coopmat and its
+// emulation, whose operations (common/attn_decode_cm8_ops.glsl) run each product below
+// transposed, the heads along N = 8, over the same shared-memory layouts. The interface is attn_decode_chunked's: the same bindings,
 // push constants, items, partials and merge (common/attn_decode_decl.glsl, attn_merge.glsl).
 //
 // One workgroup per (work item, KV head). The GQA query heads of the KV head are the first
