@@ -45,10 +45,8 @@
 #else
 
 #define APC_UNROLL
-const uint APC_E = 32u; // elements of an accumulator a lane holds at most (128 / 4 lanes)
-struct apc_acc {
-    float e[APC_E];
-};
+const uint APC_ELEMS = 128u; // elements of an accumulator
+#include "common/apc_emu_acc.glsl"
 struct apc_qa {
     float16_t e[128]; // [8 heads][16] of q
 };
@@ -62,19 +60,12 @@ struct apc_qa {
 #define APC_STORE(acc, off, stride) apc_store(acc, off, stride)
 #define APC_LOAD(acc, off, stride) acc = apc_load(off, stride)
 
-apc_acc apc_zero()
-{
-    apc_acc c;
-    for (uint e = 0u; e < APC_E; e++) c.e[e] = 0.0;
-    return c;
-}
-
 // element (h, t): head h's score of token t, sum over 16 d of K[t][k] q[h][k]
 apc_acc apc_qk(apc_qa a, uint b, apc_acc c)
 {
     for (uint e = 0u; e < APC_E; e++) {
         uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize, h = i / 16u, t = i % 16u;
-        if (i >= 128u) break;
+        if (i >= APC_ELEMS) break;
         float s = c.e[e];
         for (uint k = 0u; k < 16u; k++) s += float(sk[b + t * QS + k / 4u][k % 4u]) * float(a.e[h * 16u + k]);
         c.e[e] = s;
@@ -87,28 +78,10 @@ apc_acc apc_pv(uint a, uint b, apc_acc c)
 {
     for (uint e = 0u; e < APC_E; e++) {
         uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize, h = i / 16u, n = i % 16u;
-        if (i >= 128u) break;
+        if (i >= APC_ELEMS) break;
         float s = c.e[e];
         for (uint k = 0u; k < 16u; k++) s += float(sv[b + k * QS + n / 4u][n % 4u]) * float(sp[a + h * PS + k / 4u][k % 4u]);
         c.e[e] = s;
-    }
-    return c;
-}
-
-void apc_store(apc_acc c, uint off, uint stride)
-{
-    for (uint e = 0u; e < APC_E; e++) {
-        uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize;
-        if (i < 128u) ss[off + (i / 16u) * stride + i % 16u] = c.e[e];
-    }
-}
-
-apc_acc apc_load(uint off, uint stride)
-{
-    apc_acc c = apc_zero();
-    for (uint e = 0u; e < APC_E; e++) {
-        uint i = gl_SubgroupInvocationID + e * gl_SubgroupSize;
-        if (i < 128u) c.e[e] = ss[off + (i / 16u) * stride + i % 16u];
     }
     return c;
 }
