@@ -108,9 +108,10 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
                                "(16 x 16 x 16 fp16 matrices, subgroup sizes %u..%u), %u query heads per KV head (at most 16) or "
                                "head_dim %u (a multiple of 64) with group %u", dev->min_subgroup, dev->max_subgroup, gqa, d, G);
         c.cm = 1;
-        /* the query heads along N = 8 where the device has those products (or, where only the
-         * emulations run, that one's): half the accumulator and Q registers of N = 16 */
-        int n8 = tune->cm_n != 16 && gqa <= 8 && dev->coopmat8 == dev->coopmat;
+        /* the query heads along N = 8 where the device has those products: half the accumulator
+         * and Q registers of N = 16; where only the emulations run, when asked for (tests: a new
+         * emulated shape costs lavapipe minutes of compiling) */
+        int n8 = tune->cm_n != 16 && gqa <= 8 && dev->coopmat8 == dev->coopmat && (dev->coopmat == 1 || tune->cm_n == 8);
         if (tune->cm_n == 8 && !n8)
             OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention on 16 x 8 x 16 cooperative matrices: not on this "
                                "device, or %u query heads per KV head (at most 8)", gqa);

@@ -119,7 +119,8 @@ typedef struct ovk_attn_config {
  * walking subgroups of the largest size and TT 1 (tune->wg and tune->ku set them), halved while
  * its shared memory does not fit dev->cm_shared_bytes, TT at most SG_MIN / 4; attn_decode_cm8
  * (the query heads along N = 8: 42 fewer registers and 6-8% faster on an H200) where
- * dev->coopmat8 matches dev->coopmat and gqa <= 8, unless tune->cm_n = 16. Returns
+ * dev->coopmat8 matches dev->coopmat and gqa <= 8, unless tune->cm_n = 16 (where only the
+ * emulations run, where tune->cm_n = 8 asks for it). Returns
  * OSCAR_ERROR_UNSUPPORTED (and a message) when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
                            int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out);
