@@ -99,6 +99,46 @@ int main(void)
         ovk_attn_item_pages(&it, 64, table, 5);
         CHECK(it.page0 == 4 && it.page1 == 11 && it.page2 == -1);
     }
+    /* which steps take the cooperative-matrix kernel: 16 rows or more up to the batch context a
+     * row on average, any rows from the long context (none when it is 0) */
+    {
+        const uint64_t steps[][5] = { /* rows, visible, batch context, long context, want */
+            { 16, 16 * 6144, 6144, 0, 1 },     { 16, 16 * 6144 + 1, 6144, 0, 0 }, { 15, 15 * 100, 6144, 0, 0 },
+            { 32, 32 * 32768, 32768, 98304, 1 }, { 32, 32 * 40000, 32768, 98304, 0 }, { 1, 98304, 32768, 98304, 1 },
+            { 1, 98303, 32768, 98304, 0 },     { 3, 3 * 131072, 32768, 98304, 1 }, { 1, 1u << 30, 6144, 0, 0 },
+            { 0, 0, 6144, 98304, 0 } };
+        for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+            const uint64_t *x = steps[i];
+            CHECK_MSG(ovk_attn_cm_step(x[0], x[1], (uint32_t)x[2], (uint32_t)x[3]) == (int)x[4],
+                      "cooperative-matrix step %zu: %llu rows seeing %llu tokens", i, (unsigned long long)x[0],
+                      (unsigned long long)x[1]);
+        }
+    }
+    /* the cooperative-matrix kernel's products: 16 x 8 x 16 (the heads along N) where the device
+     * lists them and GQA <= 8, unless 16 is asked for; where only the emulations run, when 8 is */
+    {
+        const struct {
+            int coopmat, coopmat8;
+            uint32_t gqa, cm_n;
+            const char *shader; /* NULL: refused */
+        } cms[] = { { 1, 1, 4, 0, "attn_decode_cm8.coopmat" },  { 1, 1, 8, 0, "attn_decode_cm8.coopmat" },
+                    { 1, 1, 12, 0, "attn_decode_cm.coopmat" },  { 1, 0, 4, 0, "attn_decode_cm.coopmat" },
+                    { 1, 2, 4, 0, "attn_decode_cm.coopmat" },   { 1, 1, 4, 16, "attn_decode_cm.coopmat" },
+                    { 2, 2, 4, 0, "attn_decode_cm_emu.f16" },   { 2, 2, 4, 8, "attn_decode_cm8_emu.f16" },
+                    { 1, 1, 12, 8, NULL },                      { 1, 0, 4, 8, NULL } };
+        for (size_t i = 0; i < sizeof cms / sizeof cms[0]; i++) {
+            ovk_attn_device dev = { 32, 32, 1024, 49152, 1, 0, 0, 0, cms[i].coopmat, 49152, cms[i].coopmat8 };
+            ovk_attn_tuning tune = { 3, -1, 0, 0, 0, 0, -1, -1, 0, cms[i].cm_n };
+            ovk_attn_config cfg;
+            oscar_status st = ovk_attn_pick(&dev, 128, 128, 16, cms[i].gqa, 0, 0, &tune, &cfg);
+            if (!cms[i].shader)
+                CHECK_MSG(st == OSCAR_ERROR_UNSUPPORTED && strstr(oscar_last_error(), "16 x 8 x 16"),
+                          "cooperative-matrix case %zu: status %d (%s)", i, (int)st, oscar_last_error());
+            else
+                CHECK_MSG(st == OSCAR_OK && cfg.cm && !strcmp(cfg.shader, cms[i].shader), "cooperative-matrix case %zu: %s",
+                          i, st == OSCAR_OK ? cfg.shader : oscar_last_error());
+        }
+    }
     /* the kernel's shape: fits the device's shared memory, workgroups a multiple of d/4 and of
      * the largest subgroup, the fp32 fallback where asked or without fp16 */
     const uint32_t shapes[][9] = { /* d, G, P, gqa, min sg, max sg, shared bytes, fp16, centered */

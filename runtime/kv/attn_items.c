@@ -199,3 +199,9 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
     *out = c;
     return OSCAR_OK;
 }
+
+int ovk_attn_cm_step(uint64_t rows, uint64_t visible, uint32_t batch_context, uint32_t long_context)
+{
+    return rows && ((rows >= ATTN_CM_BATCH_ROWS && visible <= rows * batch_context) ||
+                    (long_context && visible >= rows * long_context));
+}

@@ -115,7 +115,7 @@ typedef struct ovk_attn_config {
  * modes' short fp16 windows (registers, which the INT2 tiles need). tune->kernel = 3 asks for
  * attn_decode_cm (cooperative matrices; dev->coopmat 2: its scalar emulation), never chosen here
  * (slower than the chunked kernel on an H200 at batch 1, docs/attention-results.md; the cache asks
- * for it for its batched decode steps and its long ones, ATTN_CM_BATCH_ROWS in kv_cache_impl.h): 3
+ * for it for its batched decode steps and its long ones, ovk_attn_cm_step below): 3
  * walking subgroups of the largest size and TT 1 (tune->wg and tune->ku set them), halved while
  * its shared memory does not fit dev->cm_shared_bytes, TT at most SG_MIN / 4; attn_decode_cm8
  * (the query heads along N = 8: 42 fewer registers and 6-8% faster on an H200) where
@@ -124,6 +124,13 @@ typedef struct ovk_attn_config {
  * OSCAR_ERROR_UNSUPPORTED (and a message) when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
                            int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out);
+
+/* Whether a decode step of `rows` rows that see `visible` tokens in all runs on the cooperative-
+ * matrix kernel a cache keeps beside its own for such steps: ATTN_CM_BATCH_ROWS rows or more that
+ * see batch_context tokens or fewer on average, or rows that see long_context tokens or more on
+ * average (long_context 0: none); the thresholds in kv_cache_impl.h. */
+#define ATTN_CM_BATCH_ROWS 16u
+int ovk_attn_cm_step(uint64_t rows, uint64_t visible, uint32_t batch_context, uint32_t long_context);
 
 /* Largest chunk attn_decode_chunked scores at once with `wg` threads, `gqa` query heads per KV
  * head, head_dim d, group G and page P within `shared_bytes` of shared memory (idot: the

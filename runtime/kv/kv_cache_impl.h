@@ -44,7 +44,7 @@
  * three walkers, INT2 items of at least 256 tokens, each walker a few 16-token steps at 4K */
 #define ATTN_CM_TARGET_GROUPS 512u
 #define ATTN_CM_MIN_SPLIT_INT2 256u
-/* A decode step of at least ATTN_CM_BATCH_ROWS rows whose rows see ATTN_CM_BATCH_CONTEXT tokens
+/* A decode step of at least ATTN_CM_BATCH_ROWS (attn_items.h) rows whose rows see ATTN_CM_BATCH_CONTEXT tokens
  * or fewer on average runs the cooperative-matrix kernel where the device has it (an INT2 mode,
  * the chunked kernel the cache's own). On an H200, int2, us a call, cooperative matrices against
  * the chunked kernel: 32 rows of 4K 199.0 against 219.5, of 8K 343.6 against 338.6, of 16K 582.4
@@ -54,7 +54,6 @@
  * 1,006.2-1,007.5), and a step of any rows that see ATTN_CM8_LONG_CONTEXT tokens or more on
  * average takes it too: one row of 48K 65.2 against 58.4, of 64K 77.5 against 73.1, of 96K
  * 104.3 against 104.9, of 128K 129.4-129.7 against 133.0. */
-#define ATTN_CM_BATCH_ROWS 16u
 #define ATTN_CM_BATCH_CONTEXT 6144u
 #define ATTN_CM8_BATCH_CONTEXT 32768u
 #define ATTN_CM8_LONG_CONTEXT 98304u

@@ -108,9 +108,7 @@ static oscar_status plan_attention(oscar_kv_cache *c)
     if (prefill) return OSCAR_OK;
     /* many rows at short contexts, or long contexts: the cooperative-matrix kernel, with its own
      * split sizing */
-    uint64_t rows = pl->n_tokens;
-    c->cm_step = c->pl_decode_cm && ((rows >= ATTN_CM_BATCH_ROWS && visible <= rows * c->cm_batch_context) ||
-                                     (c->cm_long_context && visible >= rows * c->cm_long_context));
+    c->cm_step = c->pl_decode_cm && ovk_attn_cm_step(pl->n_tokens, visible, c->cm_batch_context, c->cm_long_context);
     uint32_t target_groups = c->cm_step ? c->cm_target_groups : c->target_groups;
     uint32_t min_split_tokens = c->cm_step ? c->cm_min_split : c->min_split;
     /* split so the call has about target_groups workgroups, and at most ATTN_MAX_ITEMS items
