@@ -44,21 +44,13 @@
 
 #else
 
-#define APC_UNROLL
 const uint APC_ELEMS = 128u; // elements of an accumulator
 #include "common/apc_emu_acc.glsl"
 struct apc_qa {
     float16_t e[128]; // [8 heads][16] of q
 };
-#define APC_ACC apc_acc
-#define APC_ZERO apc_zero()
-#define APC_QA apc_qa
 #define APC_QA_LOAD(qa, arr, off)                                                                         \
     for (uint i_ = 0u; i_ < 128u; i_++) qa.e[i_] = arr[(off) + (i_ / 16u) * QS + i_ % 16u / 4u][i_ % 4u]
-#define APC_QK(acc, qa, b) acc = apc_qk(qa, b, acc)
-#define APC_PV(acc, a, b) acc = apc_pv(a, b, acc)
-#define APC_STORE(acc, off, stride) apc_store(acc, off, stride)
-#define APC_LOAD(acc, off, stride) acc = apc_load(off, stride)
 
 // element (h, t): head h's score of token t, sum over 16 d of K[t][k] q[h][k]
 apc_acc apc_qk(apc_qa a, uint b, apc_acc c)
