@@ -130,9 +130,8 @@ static struct kv_attn_item *with_empty_items(struct kv_attn_row *rows, uint32_t 
 /* Runs one case through a kernel: 1 stream (attn_decode[_f16]), 0 chunked
  * (attn_decode_chunked[_f16], attn_decode_chunked_f16.idot with idot), packed fp16 or fp32, 2
  * rows (attn_decode_rows, fp32, texel buffers; its R_V at a texel offset), or 3 cooperative
- * matrices (cm_n 16: attn_decode_cm, 8: attn_decode_cm8, or their emulations; cm_regs 1:
- * attn_decode_cm8r, 16-token steps). */
-static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16, int idot, uint32_t cm_n, int cm_regs)
+ * matrices (cm_n 16: attn_decode_cm, 8: attn_decode_cm8, or their emulations). */
+static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16, int idot, uint32_t cm_n)
 {
     int stream = kernel == 1, by_rows = kernel == 2, cm = kernel == 3;
     attn_scene s = { 0 };
@@ -149,15 +148,14 @@ static void run_case(oscar_context *ctx, const attn_case *c, int kernel, int f16
                             ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768, 1, idot, 0,
                             ctx->texel_buffers, ovk_kv_attn_cm_device(ctx),
                             ctx->info.max_shared_memory < 32768 ? ctx->info.max_shared_memory : 32768,
-                            ovk_kv_attn_cm8_device(ctx), ovk_kv_attn_cm8r_device(ctx) };
+                            ovk_kv_attn_cm8_device(ctx) };
     static const uint32_t ves[3] = { 4, 8, 16 };
-    ovk_attn_tuning tune = { kernel, f16, by_rows ? c->wg / 16 : c->wg, cm_regs == 1 ? 1 : 1 + (c->d / 64 + c->gqa) % 3,
-                             ves[(c->P + c->gqa) % 3], 1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4), idot,
-                             0, cm_n, cm_regs };
+    ovk_attn_tuning tune = { kernel, f16, by_rows ? c->wg / 16 : c->wg, 1 + (c->d / 64 + c->gqa) % 3, ves[(c->P + c->gqa) % 3],
+                             1 + (c->P + c->d / 64 + c->gqa) % 8, (int)((c->d / 64 + c->P) % 4), idot, 0, cm_n };
     ovk_attn_config cfg;
     CHECK_OK(ovk_attn_pick(&dev, d, c->G, c->P, c->gqa, 0, c->mode == KV_MODE_FP16, &tune, &cfg));
-    CHECK_MSG(cfg.stream == stream && cfg.rows == by_rows && cfg.cm == cm && cfg.idot == idot &&
-              (cm_regs != 1) == (strcmp(cfg.variant, "coopmat8r") != 0), "%s: kernel %s picked", c->name, cfg.variant);
+    CHECK_MSG(cfg.stream == stream && cfg.rows == by_rows && cfg.cm == cm && cfg.idot == idot, "%s: kernel %s picked", c->name,
+              cfg.variant);
     if (!stream && !by_rows && !cm) {
         cfg.vu = idot && c->gqa % 2 == 0 ? 16 : 1 + c->P % 9; /* varied over the cases; 16: the idot default */
         if (c->split >= 300 && !c->long_len) cfg.item_tokens = 64; /* long splits: items run through several chunks */
@@ -356,17 +354,17 @@ int main(int argc, char **argv)
     size_t n_cases = sizeof cases / sizeof cases[0];
     for (int stream = 0; stream < 2; stream++) {
         for (size_t i = 0; i < n_cases; i++)
-            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 0, 0, 0, 0);
+            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 0, 0, 0);
         if (ctx->info.float16_arithmetic) {
             for (size_t i = 0; i + 1 < n_cases; i++)
-                if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 1, 0, 0, 0);
+                if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], stream, 1, 0, 0);
         } else
             printf("packed fp16 variants: skipped (no shaderFloat16)\n");
     }
     /* the rows kernel (fp32 only), where the device has texel buffers */
     if (ctx->texel_buffers) {
         for (size_t i = 0; i < n_cases; i++)
-            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], 2, 0, 0, 0, 0);
+            if (!only || strstr(cases[i].name, only)) run_case(ctx, &cases[i], 2, 0, 0, 0);
     } else
         printf("rows kernel: skipped (no R32G32B32A32_UINT uniform texel buffers)\n");
     /* the cooperative-matrix kernel on every case but the grid one; its scalar emulation (where the
@@ -384,26 +382,23 @@ int main(int argc, char **argv)
      * lavapipe takes minutes to compile an emulation for a new shape */
     static const char *const emulated8[] = { "int2 d64 G32 gqa8 wg128", "int2 d128 G64 gqa4 wg64" };
     int cm8 = cm_dev && ovk_kv_attn_cm8_device(ctx) == cm_dev;
-    int cm8r = cm_dev == 1 && ovk_kv_attn_cm8r_device(ctx); /* attn_decode_cm8r: real matrices only */
     if (cm_dev) {
         for (size_t i = 0; i + 1 < n_cases; i++) {
             int take = cm_dev == 1;
             for (size_t k = 0; k < sizeof emulated / sizeof emulated[0]; k++) take |= !strcmp(cases[i].name, emulated[k]);
             if (!take || (only && !strstr(cases[i].name, only))) continue;
-            run_case(ctx, &cases[i], 3, 1, 0, 16, 0);
+            run_case(ctx, &cases[i], 3, 1, 0, 16);
             int take8 = cm_dev == 1;
             for (size_t k = 0; k < sizeof emulated8 / sizeof emulated8[0]; k++) take8 |= !strcmp(cases[i].name, emulated8[k]);
-            if (cm8 && take8 && cases[i].gqa <= 8) run_case(ctx, &cases[i], 3, 1, 0, 8, 2);
-            if (cm8r && cases[i].gqa <= 8) run_case(ctx, &cases[i], 3, 1, 0, 8, 1);
+            if (cm8 && take8 && cases[i].gqa <= 8) run_case(ctx, &cases[i], 3, 1, 0, 8);
         }
         if (!cm8) printf("cooperative-matrix kernel on 16 x 8 x 16 matrices: skipped (not on this device)\n");
-        if (!cm8r) printf("cooperative-matrix kernel with INT2 operands built in registers: skipped (not on this device)\n");
     } else
         printf("cooperative-matrix kernel: skipped (neither cooperative matrices nor fp16 arithmetic with subgroups of 4 or more)\n");
     /* the integer-dot variant: INT2 cases only (fp16 mode never takes it) */
     if (ctx->info.float16_arithmetic && ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot")) {
         for (size_t i = 0; i + 1 < n_cases; i++)
-            if (cases[i].mode != KV_MODE_FP16 && (!only || strstr(cases[i].name, only))) run_case(ctx, &cases[i], 0, 1, 1, 0, 0);
+            if (cases[i].mode != KV_MODE_FP16 && (!only || strstr(cases[i].name, only))) run_case(ctx, &cases[i], 0, 1, 1, 0);
     } else
         printf("integer-dot variant: skipped (no integer dot products or shaderFloat16, or not built)\n");
     return test_gpu_finish(ctx);

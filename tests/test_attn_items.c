@@ -115,37 +115,28 @@ int main(void)
         }
     }
     /* the cooperative-matrix kernel's products: 16 x 8 x 16 (the heads along N) where the device
-     * lists them and GQA <= 8, unless 16 is asked for; where only the emulations run, when 8 is;
-     * of that, the INT2 operands built in registers where the device holds the matrices in that
-     * kernel's order, with 16-token steps, unless shared memory is asked for */
+     * lists them and GQA <= 8, unless 16 is asked for; where only the emulations run, when 8 is */
     {
         const struct {
-            int coopmat, coopmat8, regs;
-            uint32_t gqa, cm_n, ku;
-            int cm_regs;
+            int coopmat, coopmat8;
+            uint32_t gqa, cm_n;
             const char *shader; /* NULL: refused */
-        } cms[] = { { 1, 1, 0, 4, 0, 0, 0, "attn_decode_cm8.coopmat" },   { 1, 1, 0, 8, 0, 0, 0, "attn_decode_cm8.coopmat" },
-                    { 1, 1, 0, 12, 0, 0, 0, "attn_decode_cm.coopmat" },   { 1, 0, 0, 4, 0, 0, 0, "attn_decode_cm.coopmat" },
-                    { 1, 2, 0, 4, 0, 0, 0, "attn_decode_cm.coopmat" },    { 1, 1, 0, 4, 16, 0, 0, "attn_decode_cm.coopmat" },
-                    { 2, 2, 0, 4, 0, 0, 0, "attn_decode_cm_emu.f16" },    { 2, 2, 0, 4, 8, 0, 0, "attn_decode_cm8_emu.f16" },
-                    { 1, 1, 0, 12, 8, 0, 0, NULL },                       { 1, 0, 0, 4, 8, 0, 0, NULL },
-                    { 1, 1, 1, 4, 0, 0, 0, "attn_decode_cm8r.coopmat" },  { 1, 1, 1, 8, 8, 1, 0, "attn_decode_cm8r.coopmat" },
-                    { 1, 1, 1, 4, 0, 0, 2, "attn_decode_cm8.coopmat" },   { 1, 1, 1, 4, 0, 2, 0, "attn_decode_cm8.coopmat" },
-                    { 1, 1, 1, 12, 0, 0, 0, "attn_decode_cm.coopmat" },   { 1, 1, 1, 4, 16, 0, 0, "attn_decode_cm.coopmat" },
-                    { 2, 2, 1, 4, 8, 0, 0, "attn_decode_cm8_emu.f16" },   { 1, 1, 0, 4, 0, 0, 1, NULL },
-                    { 1, 1, 1, 4, 0, 2, 1, NULL },                        { 1, 1, 1, 12, 0, 0, 1, NULL } };
+        } cms[] = { { 1, 1, 4, 0, "attn_decode_cm8.coopmat" },  { 1, 1, 8, 0, "attn_decode_cm8.coopmat" },
+                    { 1, 1, 12, 0, "attn_decode_cm.coopmat" },  { 1, 0, 4, 0, "attn_decode_cm.coopmat" },
+                    { 1, 2, 4, 0, "attn_decode_cm.coopmat" },   { 1, 1, 4, 16, "attn_decode_cm.coopmat" },
+                    { 2, 2, 4, 0, "attn_decode_cm_emu.f16" },   { 2, 2, 4, 8, "attn_decode_cm8_emu.f16" },
+                    { 1, 1, 12, 8, NULL },                      { 1, 0, 4, 8, NULL } };
         for (size_t i = 0; i < sizeof cms / sizeof cms[0]; i++) {
-            ovk_attn_device dev = { 32, 32, 1024, 49152, 1, 0, 0, 0, cms[i].coopmat, 49152, cms[i].coopmat8, cms[i].regs };
-            ovk_attn_tuning tune = { 3, -1, 0, cms[i].ku, 0, 0, -1, -1, 0, cms[i].cm_n, cms[i].cm_regs };
+            ovk_attn_device dev = { 32, 32, 1024, 49152, 1, 0, 0, 0, cms[i].coopmat, 49152, cms[i].coopmat8 };
+            ovk_attn_tuning tune = { 3, -1, 0, 0, 0, 0, -1, -1, 0, cms[i].cm_n };
             ovk_attn_config cfg;
             oscar_status st = ovk_attn_pick(&dev, 128, 128, 16, cms[i].gqa, 0, 0, &tune, &cfg);
             if (!cms[i].shader)
                 CHECK_MSG(st == OSCAR_ERROR_UNSUPPORTED && strstr(oscar_last_error(), "16 x 8 x 16"),
                           "cooperative-matrix case %zu: status %d (%s)", i, (int)st, oscar_last_error());
             else
-                CHECK_MSG(st == OSCAR_OK && cfg.cm && !strcmp(cfg.shader, cms[i].shader) &&
-                              (strcmp(cfg.shader, "attn_decode_cm8r.coopmat") || cfg.ku == 1),
-                          "cooperative-matrix case %zu: %s", i, st == OSCAR_OK ? cfg.shader : oscar_last_error());
+                CHECK_MSG(st == OSCAR_OK && cfg.cm && !strcmp(cfg.shader, cms[i].shader), "cooperative-matrix case %zu: %s",
+                          i, st == OSCAR_OK ? cfg.shader : oscar_last_error());
         }
     }
     /* the kernel's shape: fits the device's shared memory, workgroups a multiple of d/4 and of

@@ -18,7 +18,6 @@
 #include "half.h"
 #include "test_accuracy.h"
 #include "test_gpu.h"
-#include "coopmat_fragments.h"
 #include "tile_mul.h"
 #include "tile_ref.h"
 
@@ -93,39 +92,6 @@ static void check_refused(oscar_context *ctx)
     ovk_buffer_destroy(ctx, &buf);
 }
 
-/* The probe of the 16 x 8 x 16 matrices' element order: each matrix's components over the
- * lanes hold every element exactly once; which order it is gets printed (all of it where it is
- * not the one attn_decode_cm8r builds). */
-static void test_fragments(oscar_context *ctx)
-{
-    ovk_cm8_fragments f;
-    CHECK_OK(ovk_cm8_fragments_read(ctx, &f));
-    static const char *names[3] = { "A 16 x 16", "B 16 x 8", "accumulator 16 x 8" };
-    static const uint32_t elems[3] = { 256, 128, 128 };
-    for (uint32_t m = 0; m < 3; m++) {
-        int seen[256] = { 0 }, bad = 0;
-        for (uint32_t l = 0; l < f.lanes; l++)
-            for (uint32_t i = 0; i < f.length[m]; i++) {
-                int e = f.at[l][m][i];
-                if (e < 0 || e >= (int)elems[m] || seen[e]++) bad++;
-            }
-        CHECK_MSG(bad == 0 && f.lanes * f.length[m] == elems[m], "fragments of %s: %u lanes x %u components, %d repeated "
-                  "or out of range", names[m], f.lanes, f.length[m], bad);
-    }
-    int match = ovk_cm8_fragments_match(&f);
-    CHECK(match == ovk_cm8_fragments_known(ctx));
-    printf("fragments: %u lanes, %u / %u / %u components; the order attn_decode_cm8r builds: %s\n", f.lanes, f.length[0],
-           f.length[1], f.length[2], match ? "yes" : "no");
-    for (uint32_t l = 0; l < f.lanes && !match; l++) {
-        printf("  lane %2u:", l);
-        for (uint32_t m = 0; m < 3; m++) {
-            printf(" |");
-            for (uint32_t i = 0; i < f.length[m]; i++) printf(" %d,%d", f.at[l][m][i] / (m ? 8 : 16), f.at[l][m][i] % (m ? 8 : 16));
-        }
-        printf("\n");
-    }
-}
-
 int main(void)
 {
     test_rng_seed(16);
@@ -152,7 +118,6 @@ int main(void)
         test_product(ctx, s, s->m * 2, s->n * 3, 256, 1);          /* exact integers */
         test_bad_input(ctx, s);
     }
-    if (ovk_coopmat_has_f16_shape(ctx, 16, 8, 16)) test_fragments(ctx);
     setenv("OSCAR_DISABLE_COOPMAT", "1", 1);
     oscar_context *off = test_gpu_context();
     unsetenv("OSCAR_DISABLE_COOPMAT");

@@ -118,14 +118,6 @@ oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, u
         c.shader = dev->coopmat == 1 ? (n8 ? "attn_decode_cm8.coopmat" : "attn_decode_cm.coopmat")
                                      : (n8 ? "attn_decode_cm8_emu.f16" : "attn_decode_cm_emu.f16");
         c.variant = dev->coopmat == 1 ? (n8 ? "coopmat8" : "coopmat") : (n8 ? "coopmat8-emu" : "coopmat-emu");
-        /* of the N = 8 kernel, the form that builds its INT2 operands in registers where it runs
-         * (16-token steps, 32-lane subgroups, the device's matrices in its order) */
-        int regs = n8 && dev->coopmat == 1 && dev->coopmat8_regs && tune->cm_regs != 2 && (tune->ku == 0 || tune->ku == 1);
-        if (tune->cm_regs == 1 && !regs)
-            OSCAR_RETURN_ERROR(OSCAR_ERROR_UNSUPPORTED, "decode attention with INT2 operands built in registers: not on this "
-                               "device (16 x 8 x 16 fp16 matrices in the order the kernel builds, 32-lane subgroups), with "
-                               "%u query heads per KV head (at most 8) or %u-token blocks a step (1 only)", gqa, tune->ku);
-        if (regs) c.shader = "attn_decode_cm8r.coopmat", c.variant = "coopmat8r";
         c.sg_min = dev->min_subgroup;
         /* 3 walkers and TT 1 by default (the H200's best: 140.5-140.9 us at 128K against 164.0 with
          * 4 walkers and 160.3 with TT 2, whose 205 registers a thread cost more than its steps'

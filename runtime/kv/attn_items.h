@@ -69,9 +69,6 @@ typedef struct ovk_attn_device {
     int coopmat8;                        /* as coopmat, for attn_decode_cm8 (its products 16 x 8 x 16 with
                                           * the query heads along N): 1 runs here, 2 its emulation
                                           * attn_decode_cm8_emu.f16, 0 neither */
-    int coopmat8_regs;                   /* 1: attn_decode_cm8r.coopmat runs here too (the device holds the
-                                          * matrices in the order it builds its operands in, 32-lane
-                                          * subgroups: runtime/kv/coopmat_fragments.h) */
 } ovk_attn_device;
 
 /* Overrides (tuning, from the environment): 0 or -1 leave the choice. */
@@ -83,8 +80,6 @@ typedef struct ovk_attn_tuning {
     int idot;         /* chunked kernel, INT2 keys: 1 integer dot products where enabled; 0 or -1: fp32 scores */
     uint32_t vu;      /* chunked kernel: value tokens a lane loads at once, 1..16; 0: choice (16 with integer-dot keys, else 8) */
     uint32_t cm_n;    /* cooperative matrices: 16 the 16 x 16 x 16 kernel, 8 the 16 x 8 x 16 one; 0: the choice */
-    int cm_regs;      /* the 16 x 8 x 16 kernel's INT2 operands: 1 built in registers (attn_decode_cm8r), 2 through
-                       * shared memory (attn_decode_cm8), 0: the choice */
 } ovk_attn_tuning;
 
 /* The kernel and its specialization constants (common/attn_push.h, common/attn_chunked.h). */
@@ -94,7 +89,7 @@ typedef struct ovk_attn_config {
     int cm;               /* 1: attn_decode_cm.coopmat (cooperative matrices) or its emulation */
     const char *shader;   /* attn_decode[_chunked], with _f16 for packed fp16, .idot for integer dot keys; attn_decode_rows */
     const char *variant;  /* "chunked-fp32", "chunked-f16", "chunked-f16-idot", "stream-fp32", "stream-f16", "rows",
-                           * "coopmat", "coopmat8" or their "-emu", "coopmat8r" */
+                           * "coopmat", "coopmat8" or their "-emu" */
     int idot;             /* chunked: the integer-dot variant */
     uint32_t wg;
     uint32_t sg_min, ku, ve, fku, prefetch;  /* streaming; sg_min and ku (its TT) the cooperative-matrix kernel's too */
@@ -125,9 +120,7 @@ typedef struct ovk_attn_config {
  * its shared memory does not fit dev->cm_shared_bytes, TT at most SG_MIN / 4; attn_decode_cm8
  * (the query heads along N = 8: 42 fewer registers and 6-8% faster on an H200) where
  * dev->coopmat8 matches dev->coopmat and gqa <= 8, unless tune->cm_n = 16 (where only the
- * emulations run, where tune->cm_n = 8 asks for it); of that, attn_decode_cm8r (its INT2
- * operands built in registers) where dev->coopmat8_regs and TT is 1, unless tune->cm_regs = 2.
- * Returns
+ * emulations run, where tune->cm_n = 8 asks for it). Returns
  * OSCAR_ERROR_UNSUPPORTED (and a message) when no shape fits the device. */
 oscar_status ovk_attn_pick(const ovk_attn_device *dev, uint32_t d, uint32_t G, uint32_t P, uint32_t gqa, int centered,
                            int fp16_mode, const ovk_attn_tuning *tune, ovk_attn_config *out);

@@ -68,9 +68,6 @@ const char *ovk_kv_attention_variant(const oscar_kv_cache *c);
 int ovk_kv_attn_cm_device(const oscar_context *ctx);
 /* The same for attn_decode_cm8 (ovk_attn_device.coopmat8: 16 x 8 x 16 fp16 matrices). */
 int ovk_kv_attn_cm8_device(const oscar_context *ctx);
-/* 1 where attn_decode_cm8r runs (ovk_attn_device.coopmat8_regs): the first call on a context
- * reads the device's matrix order (runtime/kv/coopmat_fragments.h) on ctx's own stream. */
-int ovk_kv_attn_cm8r_device(oscar_context *ctx);
 
 /* Rows (new tokens) of the open step, 0 when none is open. */
 uint32_t ovk_kv_step_tokens(const oscar_kv_cache *c);

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coopmat_fragments.h"
 #include "half.h"
 #include "int2_quant.h"
 #include "kv_cache_impl.h"
@@ -198,12 +197,6 @@ int ovk_kv_attn_cm8_device(const oscar_context *ctx)
     return ovk_variant_usable(ctx, "attn_decode_cm8_emu.f16") ? 2 : 0;
 }
 
-int ovk_kv_attn_cm8r_device(oscar_context *ctx)
-{
-    return ovk_variant_usable(ctx, "attn_decode_cm8r.coopmat") && ovk_coopmat_has_f16_shape(ctx, 16, 8, 16) &&
-           ctx->info.min_subgroup_size == 32 && ctx->info.max_subgroup_size == 32 && ovk_cm8_fragments_known(ctx);
-}
-
 /* The pipeline of decode-attention configuration a for cache c. */
 static oscar_status decode_pipeline(oscar_kv_cache *c, const ovk_attn_config *a, ovk_pipeline **out)
 {
@@ -239,7 +232,7 @@ static oscar_status create_decode_cm(oscar_kv_cache *c, const ovk_attn_device *d
     const ovk_env *env = &c->ctx->env;
     if (env->attn_kernel >= 0 || c->attn.rows || c->attn.stream || c->attn.cm || c->mode == KV_MODE_FP16 || dev->coopmat != 1)
         return OSCAR_OK;
-    ovk_attn_tuning tune = { 3, env->attn_f16, 0, 0, 0, 0, -1, -1, 0, env->attn_cm_n, env->attn_cm_regs };
+    ovk_attn_tuning tune = { 3, env->attn_f16, 0, 0, 0, 0, -1, -1, 0, env->attn_cm_n };
     if (ovk_attn_pick(dev, c->p.head_dim, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, 0, &tune,
                       &c->attn_cm) != OSCAR_OK) {
         ovk_error_clear(); /* not this cache's shape or device: every step stays on the chunked kernel */
@@ -247,7 +240,7 @@ static oscar_status create_decode_cm(oscar_kv_cache *c, const ovk_attn_device *d
     }
     c->cm_target_groups = env->attn_target_groups ? env->attn_target_groups : ATTN_CM_TARGET_GROUPS;
     c->cm_min_split = env->attn_min_split ? env->attn_min_split : ATTN_CM_MIN_SPLIT_INT2;
-    int n8 = strncmp(c->attn_cm.variant, "coopmat8", 8) == 0; /* coopmat8, coopmat8r */
+    int n8 = strcmp(c->attn_cm.variant, "coopmat8") == 0;
     c->cm_batch_context = n8 ? ATTN_CM8_BATCH_CONTEXT : ATTN_CM_BATCH_CONTEXT;
     c->cm_long_context = n8 ? ATTN_CM8_LONG_CONTEXT : 0;
     return decode_pipeline(c, &c->attn_cm, &c->pl_decode_cm);
@@ -270,13 +263,12 @@ static oscar_status create_decode(oscar_kv_cache *c)
                             ctx->info.max_shared_memory < ATTN_SHARED_BUDGET ? ctx->info.max_shared_memory : ATTN_SHARED_BUDGET,
                             ctx->info.float16_arithmetic, ovk_variant_usable(ctx, "attn_decode_chunked_f16.idot"),
                             ctx->info.type == OSCAR_DEVICE_CPU, ctx->texel_buffers,
-                            ovk_kv_attn_cm_device(ctx), ctx->info.max_shared_memory, ovk_kv_attn_cm8_device(ctx),
-                            ovk_kv_attn_cm8r_device(ctx) };
+                            ovk_kv_attn_cm_device(ctx), ctx->info.max_shared_memory, ovk_kv_attn_cm8_device(ctx) };
     if (!ctx->info.subgroup_arithmetic || !ctx->info.subgroup_shuffle)
         OSCAR_RETURN_ERROR(OSCAR_ERROR_MISSING_FEATURE, "KV cache: decode attention needs subgroup arithmetic and shuffle "
                            "operations in compute shaders");
     ovk_attn_tuning tune = { env->attn_kernel, env->attn_f16, env->attn_wg, env->attn_ku, env->attn_ve, env->attn_fku,
-                             env->attn_prefetch, env->attn_idot, env->attn_vu, env->attn_cm_n, env->attn_cm_regs };
+                             env->attn_prefetch, env->attn_idot, env->attn_vu, env->attn_cm_n };
     OSCAR_TRY(ovk_attn_pick(&dev, d, c->p.group_size, c->p.page_tokens, c->gqa, c->center_block != 0, c->mode == KV_MODE_FP16,
                               &tune, &c->attn));
     if (c->attn.rows && !rows_fit(c)) { /* the rows kernel cannot take this cache: the chunked one */

@@ -206,9 +206,6 @@ struct oscar_context {
     uint32_t layer_version;             /* the validation layer's Vulkan version (0: none) */
     uint64_t validation_ignored;        /* messages ovk_validation_message_predates_layer set aside */
     uint32_t creating_needs;            /* OVK_NEEDS_* of the shader whose module and pipeline are being made */
-    int cm8_fragments;                  /* attn_decode_cm8's matrices held in the lanes as attn_decode_cm8r
-                                         * builds them (runtime/kv/coopmat_fragments.c): 0 not yet read,
-                                         * 1 yes, -1 no */
     ovk_profile *profile;             /* OSCAR_PROFILE=1 and the device has timestamps: GPU time per shader */
     ovk_profile *host_profile;        /* OSCAR_PROFILE=1 or =host: host time per phase of a forward step */
     volatile uint64_t validation_messages;

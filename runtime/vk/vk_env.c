@@ -26,8 +26,6 @@ const ovk_env_row ovk_env_table[] = {
                          "(slower on an H100 today); 0 or unset: in fp32" },
     { "OSCAR_ATTN_CM_N", "16 or 8: decode attention on 16 x 16 x 16 or on 16 x 8 x 16 cooperative matrices (default: 8 where "
                          "the device lists it and a KV head has at most 8 query heads)" },
-    { "OSCAR_ATTN_CM_REGS", "1 or 0: the 16 x 8 x 16 decode-attention kernel builds its INT2 operands in registers, or passes them "
-                            "through shared memory (default: registers where the device holds the matrices in the kernel's order)" },
     { "OSCAR_ATTN_KERNEL", "chunked, stream, rows or coopmat: decode attention's kernel (default: rows on a CPU device, else chunked where it fits)" },
     { "OSCAR_ATTN_PREFILL", "0: prefill attention runs the decode kernel instead of the tiled prefill kernel; 1: the tiled kernel also where the rows kernel would take prefill (CPU devices); 2: the tiled fp32 kernel where the cooperative-matrix one would run" },
     { "OSCAR_ATTN_PREFILL_SPLIT", "cooperative-matrix prefill attention: 0 never splits a long walk over several workgroups; N: "
@@ -99,8 +97,6 @@ void ovk_env_read(ovk_env *env)
     env->attn_vu = (uint32_t)number("OSCAR_ATTN_VU", 1, 16, 0);
     long cm_n = number("OSCAR_ATTN_CM_N", 8, 16, 0);
     env->attn_cm_n = cm_n == 8 || cm_n == 16 ? (uint32_t)cm_n : 0;
-    long cm_regs = number("OSCAR_ATTN_CM_REGS", 0, 1, -1);
-    env->attn_cm_regs = cm_regs == 1 ? 1 : cm_regs == 0 ? 2 : 0;
     const char *kernel = text("OSCAR_ATTN_KERNEL");
     env->attn_kernel = !kernel ? -1 : !strcmp(kernel, "chunked") ? 0 : !strcmp(kernel, "stream") ? 1 : !strcmp(kernel, "rows") ? 2 : !strcmp(kernel, "coopmat") ? 3 : -1;
     env->attn_prefill = (int)number("OSCAR_ATTN_PREFILL", 0, 2, -1);

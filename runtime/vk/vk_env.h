@@ -33,8 +33,6 @@ typedef struct ovk_env {
                               * the device has it; -1: the picker's choice */
     uint32_t attn_vu;        /* OSCAR_ATTN_VU: chunked decode attention's value tokens a lane loads at once */
     uint32_t attn_cm_n;      /* OSCAR_ATTN_CM_N: 16 or 8, the cooperative-matrix decode kernel's N; 0: the picker's */
-    int attn_cm_regs;        /* OSCAR_ATTN_CM_REGS: 1 the N = 8 kernel's INT2 operands built in registers, 2 through
-                              * shared memory (the variable's 0); 0: the picker's (ovk_attn_tuning.cm_regs) */
     int attn_idot;           /* OSCAR_ATTN_IDOT: 1 integer dot products for INT2 key scores where enabled; 0 or
                               * -1 (unset): fp32 */
     int attn_prefill;        /* OSCAR_ATTN_PREFILL: 0 runs prefill through the decode kernel; 1 the tiled

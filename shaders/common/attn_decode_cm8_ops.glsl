@@ -42,50 +42,6 @@
 #define APC_STORE(acc, off, stride) coopMatStore(acc, ss, off, stride, gl_CooperativeMatrixLayoutColumnMajor)
 #define APC_LOAD(acc, off, stride) coopMatLoad(acc, ss, off, stride, gl_CooperativeMatrixLayoutColumnMajor)
 
-#ifdef APC_REGS
-// INT2 rows' A operands built in registers (attn_decode_cm8r; the host runs it only where the
-// device holds A in the order below, runtime/kv/coopmat_fragments.h, in 32-lane subgroups): lane
-// L, with g = L / 4 and t = L % 4, holds A's (row, column) (g, 2t), (g, 2t + 1), (g, 2t + 8),
-// (g, 2t + 9) as components 0..3 and the same columns of row g + 8 as 4..7. The step's code
-// units are in CUR (the body's UNIT_TOK / UNIT_QUAD: token r's word w in lane r + 16 ((w / 4) %
-// 2) of slot w / 8, component w % 4); a lane shuffles in the words it needs and turns them into
-// exact fp16 codes (code_pair), with no shared memory between the loads and the products.
-//   APC_QK_REGS(acc, qa, CUR, W):  accᵀ += K · Qᵀ over code word W: A = K [16 tokens][16
-//                                  columns in (e, e + 8) order]: row g's columns 2t, 2t + 1 are
-//                                  elements t, t + 8 of token g's word, columns 2t + 8, 2t + 9
-//                                  elements t + 4, t + 12: code_pair(word >> 2t, 0 and 4)
-//   APC_PV_REGS(acc, pt, CUR, J):  accᵀ += Vᵀ · Pᵀ over V's code word J, pt the step's Pᵀ:
-//                                  A = Vᵀ [16 columns in (e, e + 8) order][16 tokens]: column
-//                                  position g is element g / 2 + 8 (g % 2), at bit b = 2 (g / 2)
-//                                  + 16 (g % 2) of a word, position g + 8 at bit b + 8; tokens
-//                                  2t, 2t + 1 (components 0, 1 and 4, 5) and 2t + 8, 2t + 9 (2, 3
-//                                  and 6, 7) pair up as the two halves of one word
-#define APC_PB coopmat<float16_t, gl_ScopeSubgroup, 16, 8, gl_MatrixUseB>
-#define APC_PB_LOAD(mb, a) coopMatLoad(mb, sp, a, PS, gl_CooperativeMatrixLayoutColumnMajor)
-#define APC_REG_WORD(CUR, W, TOK) subgroupShuffle(CUR[(W) / 8u][(W) % 4u], (TOK) + 16u * (((W) / 4u) % 2u))
-#define APC_SET_A(MA, P0, P1, P2, P3)                                                                     \
-    MA[0] = P0.x, MA[1] = P0.y, MA[2] = P1.x, MA[3] = P1.y, MA[4] = P2.x, MA[5] = P2.y, MA[6] = P3.x, MA[7] = P3.y
-#define APC_QK_REGS(acc, qa, CUR, W)                                                                      \
-    {                                                                                                     \
-        uint g_ = gl_SubgroupInvocationID / 4u, sh_ = 2u * (gl_SubgroupInvocationID % 4u);              \
-        uint wa_ = APC_REG_WORD(CUR, W, g_) >> sh_, wb_ = APC_REG_WORD(CUR, W, g_ + 8u) >> sh_;         \
-        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ma_;                                  \
-        APC_SET_A(ma_, code_pair(wa_, 0u), code_pair(wa_, 4u), code_pair(wb_, 0u), code_pair(wb_, 4u));   \
-        acc = coopMatMulAdd(ma_, qa, acc);                                                                \
-    }
-#define APC_PV_REGS(acc, pt, CUR, J)                                                                      \
-    {                                                                                                     \
-        uint g_ = gl_SubgroupInvocationID / 4u, t2_ = 2u * (gl_SubgroupInvocationID % 4u);              \
-        uint b_ = 2u * (g_ / 2u) + 16u * (g_ % 2u);                                                       \
-        uint v0_ = APC_REG_WORD(CUR, J, t2_) >> b_, v1_ = APC_REG_WORD(CUR, J, t2_ + 1u) >> b_;           \
-        uint v2_ = APC_REG_WORD(CUR, J, t2_ + 8u) >> b_, v3_ = APC_REG_WORD(CUR, J, t2_ + 9u) >> b_;      \
-        uint x01_ = (v0_ & 0xFFFFu) | (v1_ << 16), x23_ = (v2_ & 0xFFFFu) | (v3_ << 16);                 \
-        coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ma_;                                  \
-        APC_SET_A(ma_, code_pair(x01_, 0u), code_pair(x23_, 0u), code_pair(x01_, 4u), code_pair(x23_, 4u)); \
-        acc = coopMatMulAdd(ma_, pt, acc);                                                                \
-    }
-#endif
-
 #else
 
 const uint APC_ELEMS = 128u; // elements of an accumulator

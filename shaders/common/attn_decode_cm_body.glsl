@@ -115,22 +115,6 @@ uvec2 permute_pairs(uint a, uint b) { return uvec2((a & 0xFFFFu) | (b << 16), (a
 
 #include "common/int2_code_f16.glsl"
 
-// A step's code units (token, 4 code words): unit u is token u / CW4, words 4 (u % CW4) .. + 3;
-// with APC_REGS (16-token steps) token u % 16, words 4 (u / 16) .. + 3, so that word w of a
-// token t lies in unit t + 16 (w / 4): lane t + 16 ((w / 4) % 2) of slot w / 8 in 32-lane
-// subgroups, the same slot for every token (attn_decode_cm8_ops.glsl gathers the A operands
-// from there by shuffles).
-#ifdef APC_REGS
-#ifndef APC_REGS_PARTS
-#define APC_REGS_PARTS 3 // which operands go through registers: 1 K, 2 V, 3 both
-#endif
-#define UNIT_TOK(u) ((u) % 16u)
-#define UNIT_QUAD(u) ((u) / 16u)
-#else
-#define UNIT_TOK(u) ((u) / CW4)
-#define UNIT_QUAD(u) ((u) % CW4)
-#endif
-
 // Physical word base and row of INT2 index j (KV head kvh).
 void int2_at(uint seq, uint j, uint kvh, out uint base, out uint row)
 {
@@ -156,9 +140,9 @@ uvec2 center_pairs(uint p, uint kvh, uint w, uint i)
 #define FETCH_INT2(RAW, RAWV, RAWP, J0, N)                                                             \
     [[unroll]] for (uint i_ = 0u; i_ < UPL; i_++) {                                                    \
         uint u_ = min(lane + i_ * sgs, UNITS - 1u);                                                    \
-        uint tok_ = min(UNIT_TOK(u_), (N) - 1u), base_, row_;                                          \
+        uint tok_ = min(u_ / CW4, (N) - 1u), base_, row_;                                              \
         int2_at(seq, (J0) + tok_, kvh, base_, row_);                                                   \
-        uint k_ = base_ + row_ * CW + 4u * UNIT_QUAD(u_), v_ = k_ + V_CODE_OFF;                        \
+        uint k_ = base_ + row_ * CW + 4u * (u_ % CW4), v_ = k_ + V_CODE_OFF;                           \
         RAW[i_] = CODES_VEC4 ? int2_pool4[k_ / 4u] : uvec4(int2_pool[k_], int2_pool[k_ + 1u], int2_pool[k_ + 2u], int2_pool[k_ + 3u]); \
         RAWV[i_] = CODES_VEC4 ? int2_pool4[v_ / 4u] : uvec4(int2_pool[v_], int2_pool[v_ + 1u], int2_pool[v_ + 2u], int2_pool[v_ + 3u]); \
     }                                                                                                  \
@@ -174,7 +158,7 @@ uvec2 center_pairs(uint p, uint kvh, uint w, uint i)
     [[unroll]] for (uint i_ = 0u; i_ < UPL; i_++) {                                                    \
         uint u_ = lane + i_ * sgs;                                                                     \
         if (u_ >= UNITS) continue;                                                                     \
-        uint dst_ = kb + UNIT_TOK(u_) * QS + 16u * UNIT_QUAD(u_);                                      \
+        uint dst_ = kb + (u_ / CW4) * QS + 16u * (u_ % CW4);                                           \
         [[unroll]] for (uint w_ = 0u; w_ < 4u; w_++)                                                   \
             [[unroll]] for (uint j_ = 0u; j_ < 4u; j_++)                                               \
                 sk[dst_ + 4u * w_ + j_] = f16vec4(code_pair(RAW[i_][w_], 2u * j_), code_pair(RAW[i_][w_], 2u * j_ + 1u)); \
@@ -195,9 +179,9 @@ uvec2 center_pairs(uint p, uint kvh, uint w, uint i)
     [[unroll]] for (uint i_ = 0u; i_ < UPL; i_++) {                                                    \
         uint u_ = lane + i_ * sgs;                                                                     \
         if (u_ >= UNITS) continue;                                                                     \
-        uint tok_ = UNIT_TOK(u_), dst_ = kb + tok_ * QS + 16u * UNIT_QUAD(u_);                         \
+        uint tok_ = u_ / CW4, dst_ = kb + tok_ * QS + 16u * (u_ % CW4);                                \
         [[unroll]] for (uint w_ = 0u; w_ < 4u; w_++) {                                                 \
-            uint wd_ = 4u * UNIT_QUAD(u_) + w_;                                                        \
+            uint wd_ = 4u * (u_ % CW4) + w_;                                                           \
             vec2 sm_ = s_kp[pp + tok_ * PWD + wd_ / WPG];                                              \
             [[unroll]] for (uint j_ = 0u; j_ < 4u; j_++) {                                             \
                 uvec2 c_ = center_pairs((POS0) + tok_, kvh, wd_, j_);                                  \
@@ -299,11 +283,8 @@ void main()
             [[unroll]] for (uint i = 0u; i < UPL; i++) cur[i] = raw[i], curv[i] = rawv[i];
             [[unroll]] for (uint i = 0u; i < PPL; i++) curp[i] = rawp[i];
             STORE_PARAMS(curp)
-            if (k_codes) {
-#if !defined(APC_REGS) || (APC_REGS_PARTS & 1) == 0 // else the products gather K's codes from cur
-                STORE_CODES(cur)
-#endif
-            } else {
+            if (k_codes) { STORE_CODES(cur) }
+            else {
                 SG_SYNC(); // the centered keys read s_kp
                 STORE_CENTERED(cur, b0 + pos_off)
             }
@@ -323,10 +304,6 @@ void main()
             APC_ACC s[TT];
             APC_UNROLL for (uint c = 0u; c < TT; c++) s[c] = APC_ZERO;
             APC_UNROLL for (uint kk = g * (GROUP / 4u); kk < (g + 1u) * (GROUP / 4u); kk += 4u)
-#if defined(APC_REGS) && (APC_REGS_PARTS & 1) != 0
-                if (k_codes) APC_QK_REGS(s[0], qa[kk / 4u], cur, kk / 4u)
-                else
-#endif
                 APC_UNROLL for (uint c = 0u; c < TT; c++) APC_QK(s[c], qa[kk / 4u], kb + c * 16u * QS + kk);
             APC_UNROLL for (uint c = 0u; c < TT; c++) APC_STORE(s[c], sb + c * 16u, T);
             SG_SYNC();
@@ -389,12 +366,8 @@ void main()
 
         // values, a V group at a time: INT2 rows as exact codes with P_g = p * scale in fp16 (and
         // mv += p * min), fp16 rows with P = p; O's columns of the group += P_g · V
-#if defined(APC_REGS) && (APC_REGS_PARTS & 2) != 0
-        if (!is_int2) load_f16(true, seq, b0, n, kvh, kb); // else the products gather V's codes from curv
-#else
         if (is_int2) { STORE_CODES(curv) }
         else load_f16(true, seq, b0, n, kvh, kb);
-#endif
         [[unroll]] for (uint g = 0u; g < PWD; g++) {
             [[unroll]] for (uint i = 0u; i < EPL; i++) {
                 uint e = lane + i * sgs, h = e / T4, t0 = 4u * (e % T4);
@@ -413,13 +386,6 @@ void main()
                 }
             }
             SG_SYNC();
-#if defined(APC_REGS) && (APC_REGS_PARTS & 2) != 0
-            if (is_int2) {
-                APC_PB pt;
-                APC_PB_LOAD(pt, pb);
-                APC_UNROLL for (uint j = g * (GROUP / 16u); j < (g + 1u) * (GROUP / 16u); j++) APC_PV_REGS(o[j], pt, curv, j);
-            } else
-#endif
             APC_UNROLL for (uint c = 0u; c < TT; c++)
                 APC_UNROLL for (uint j = g * (GROUP / 16u); j < (g + 1u) * (GROUP / 16u); j++)
                     APC_PV(o[j], pb + 4u * c, kb + c * 16u * QS + 4u * j);
