@@ -15,10 +15,10 @@
 //   Without rotation: x = min(n_tokens, 65535), looping over the tokens with stride x.
 //   Rotated modes: x = (d/2 / PAIRS) column blocks times a number of token groups. A workgroup
 //   first loads the PAIRS output pairs' columns of R [d][2 PAIRS] into shared memory, all its
-//   threads at once, then takes the tokens of its group (stride: the number of groups) TOK at
-//   a time (WG / PAIRS, 1 to 4): thread task (k, w) sums output pair w of the k-th token over i
-//   from there. Each output's sum keeps its order; R's loads are paid once a workgroup, not once
-//   a term.
+//   threads at once, each issuing all its loads before its first store, then takes the tokens of
+//   its group (stride: the number of groups) TOK at a time (WG / PAIRS, 1 to 4): thread task
+//   (k, w) sums output pair w of the k-th token over i from there. Each output's sum keeps its
+//   order; R's loads are paid once a workgroup, not once a term.
 // lavapipe ends an invocation after about 65535 loop iterations: as many token groups as tokens
 // (up to 65535) keep a workgroup's loop short there.
 #extension GL_EXT_control_flow_attributes : require
@@ -44,6 +44,8 @@ const bool ROTATE = MODE >= KV_MODE_HADAMARD;
 const uint N_CB = ROTATE ? HALF_D / PAIRS : 1u; // column blocks (rotated modes)
 const uint TOK_FIT = WG / PAIRS;                // rotated modes: tokens a pass, 1 to 4
 const uint TOK = !ROTATE || TOK_FIT < 1u ? 1u : TOK_FIT > 4u ? 4u : TOK_FIT;
+const uint R_VEC4 = HEAD_DIM * PAIRS / 2u;      // rotated modes, PAIRS even: vec4s of R's column block
+const uint R_LOADS = (R_VEC4 + WG - 1u) / WG;   // ... a thread loads, all in flight at once
 
 layout(std430, binding = 0) readonly buffer KIn { uint k_in[]; };   // [n_rows][NKV][d] fp32 bits, or [..][d/2] fp16 pairs
 layout(std430, binding = 1) readonly buffer VIn { uint v_in[]; };   // same shape as K
@@ -73,12 +75,19 @@ void append_rotated(uint h, uint kind, uint tid)
     const uint cb = gl_WorkGroupID.x % N_CB, n_groups = gl_NumWorkGroups.x / N_CB, t0 = gl_WorkGroupID.x / N_CB;
     if (t0 >= pc.n_tokens) return; // uniform over the workgroup
     uint rbase = (ROT_PER_HEAD != 0u ? h : 0u) * HEAD_DIM * HALF_D + cb * PAIRS; // pair index of row 0
-    if (PAIRS % 2u == 0u) { // two pairs a load (rbase and HALF_D even)
-        for (uint e = tid; e < HEAD_DIM * PAIRS / 2u; e += WG) {
-            uint i = e / (PAIRS / 2u), w2 = e % (PAIRS / 2u), ri = (rbase + i * HALF_D) / 2u + w2;
-            vec4 r = kind == 0u ? r_k4[ri] : r_v4[ri];
-            rs[i * PAIRS + 2u * w2] = r.xy;
-            rs[i * PAIRS + 2u * w2 + 1u] = r.zw;
+    if (PAIRS % 2u == 0u) { // two pairs a load (rbase and HALF_D even), all of a thread's loads before its stores
+        vec4 rl[R_LOADS];
+        [[unroll]] for (uint k = 0u; k < R_LOADS; k++) {
+            uint e = min(tid + k * WG, R_VEC4 - 1u), i = e / (PAIRS / 2u), w2 = e % (PAIRS / 2u);
+            uint ri = (rbase + i * HALF_D) / 2u + w2;
+            rl[k] = kind == 0u ? r_k4[ri] : r_v4[ri];
+        }
+        [[unroll]] for (uint k = 0u; k < R_LOADS; k++) {
+            uint e = tid + k * WG, i = e / (PAIRS / 2u), w2 = e % (PAIRS / 2u);
+            if (e < R_VEC4) {
+                rs[i * PAIRS + 2u * w2] = rl[k].xy;
+                rs[i * PAIRS + 2u * w2 + 1u] = rl[k].zw;
+            }
         }
     } else {
         for (uint e = tid; e < HEAD_DIM * PAIRS; e += WG) {

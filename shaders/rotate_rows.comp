@@ -10,6 +10,7 @@
 // Dispatch: (min(n_rows * n_heads, 65535), 1, 1) workgroups, each looping over (row, head)
 // items with stride gl_NumWorkGroups.x. Any workgroup size (spec 0). x and y may be the same
 // buffer range (each workgroup reads its whole row before writing it).
+#extension GL_EXT_control_flow_attributes : require
 #include "common/kv_layout.h"
 #include "common/kv_write.h"
 #include "common/rope.glsl"
@@ -44,7 +45,7 @@ shared vec4 red[PARTS * D4];        // [PARTS][d/4] partial sums
 vec4 partial_sum(uint rbase, uint w, uint part)
 {
     vec4 acc = vec4(0.0);
-    for (uint i4 = part; i4 < D4; i4 += PARTS) {
+    [[unroll]] for (uint i4 = part; i4 < D4; i4 += PARTS) { // unrolled: every load of R in flight at once
         vec4 x = xs[i4];
         if (TRANSPOSE == 0u) {
             // outputs 4w..4w+3 = sum_i x_i R[i][4w..4w+3]; a warp reads a row of R
