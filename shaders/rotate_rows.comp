@@ -45,7 +45,7 @@ shared vec4 red[PARTS * D4];        // [PARTS][d/4] partial sums
 vec4 partial_sum(uint rbase, uint w, uint part)
 {
     vec4 acc = vec4(0.0);
-    [[unroll]] for (uint i4 = part; i4 < D4; i4 += PARTS) { // unrolled: every load of R in flight at once
+    [[unroll]] for (uint i4 = part; i4 < D4; i4 += PARTS) { // an unroll hint: the loads of R go out together
         vec4 x = xs[i4];
         if (TRANSPOSE == 0u) {
             // outputs 4w..4w+3 = sum_i x_i R[i][4w..4w+3]; a warp reads a row of R
