@@ -42,8 +42,7 @@ const uint WG = gl_WorkGroupSize.x;
 const uint HALF_D = HEAD_DIM / 2u;
 const bool ROTATE = MODE >= KV_MODE_HADAMARD;
 const uint N_CB = ROTATE ? HALF_D / PAIRS : 1u; // column blocks (rotated modes)
-const uint TOK_FIT = WG / PAIRS;                // rotated modes: tokens a pass, 1 to 4
-const uint TOK = !ROTATE || TOK_FIT < 1u ? 1u : TOK_FIT > 4u ? 4u : TOK_FIT;
+const uint TOK = ROTATE ? KV_APPEND_PASS_TOKENS(WG, PAIRS) : 1u; // rotated modes: tokens a pass
 const uint R_VEC4 = HEAD_DIM * PAIRS / 2u;      // rotated modes, PAIRS even: vec4s of R's column block
 const uint R_LOADS = (R_VEC4 + WG - 1u) / WG;   // ... a thread loads, all in flight at once
 

@@ -44,8 +44,8 @@
  * three walkers, INT2 items of at least 256 tokens, each walker a few 16-token steps at 4K */
 #define ATTN_CM_TARGET_GROUPS 512u
 #define ATTN_CM_MIN_SPLIT_INT2 256u
-/* A decode step of at least ATTN_CM_BATCH_ROWS (attn_items.h) rows whose rows see ATTN_CM_BATCH_CONTEXT tokens
- * or fewer on average runs the cooperative-matrix kernel where the device has it (an INT2 mode,
+/* A decode step of at least ATTN_CM_BATCH_ROWS (attn_items.h) rows whose rows see
+ * ATTN_CM_BATCH_CONTEXT tokens or fewer on average runs the cooperative-matrix kernel where the device has it (an INT2 mode,
  * the chunked kernel the cache's own). On an H200, int2, us a call, cooperative matrices against
  * the chunked kernel: 32 rows of 4K 199.0 against 219.5, of 8K 343.6 against 338.6, of 16K 582.4
  * against 558.7; 16 rows of 4K (oscar) 123.8 against 127.7; one row is the chunked kernel's at

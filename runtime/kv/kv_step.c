@@ -305,11 +305,12 @@ static oscar_status dispatch_append(oscar_kv_cache *c, ovk_cmd *cmd, uint32_t la
                                               * blocks <= KV_MAX_HEAD_DIM / 2 (append_pairs >= 1) */
             static_assert((KV_MAX_HEAD_DIM / 2) * APPEND_TOKEN_GROUPS <= 65535, "kv_append's grid exceeds 65535 groups");
             uint32_t blocks = c->p.head_dim / 2 / c->append_pairs;
-            /* a GPU's group takes the tokens of a pass together (kv_append's TOK: 4 where a workgroup
-             * holds 4 x pairs threads), so that a short step loads each block of R once per pass */
-            uint32_t tok = WG_APPEND_ROT / c->append_pairs, per = tok < 1 ? 1 : tok > 4 ? 4 : tok;
-            uint32_t cap = c->ctx->info.type == OSCAR_DEVICE_CPU ? 65535 / blocks : APPEND_TOKEN_GROUPS;
-            uint32_t want = c->ctx->info.type == OSCAR_DEVICE_CPU ? n : (n + per - 1) / per;
+            /* on a GPU a group takes a pass of tokens together, so that a short step loads each
+             * block of R once a pass */
+            int cpu = c->ctx->info.type == OSCAR_DEVICE_CPU;
+            uint32_t per = KV_APPEND_PASS_TOKENS(WG_APPEND_ROT, c->append_pairs);
+            uint32_t cap = cpu ? 65535 / blocks : APPEND_TOKEN_GROUPS;
+            uint32_t want = cpu ? n : (n + per - 1) / per;
             groups[0] = blocks * (want < cap ? want : cap);
         }
         oscar_status st = ovk_cmd_dispatch(c->ctx, cmd, p, b, &push, groups);

@@ -24,6 +24,11 @@
                                   position sink + j) */
 #define KV_WRITE_N_SPEC 18     /* n_spec that covers every id above */
 
+/* kv_append, rotated modes: the tokens a workgroup of wg threads sums at once (a pass), with
+ * `pairs` output pairs a token: as many as its threads hold, 1 to 4. The host sizes its token
+ * groups by it (a pass a group on a GPU). */
+#define KV_APPEND_PASS_TOKENS(wg, pairs) ((wg) / (pairs) < 1u ? 1u : (wg) / (pairs) > 4u ? 4u : (wg) / (pairs))
+
 /* The layer's centering buffer (binding "Means" of kv_append, attn_decode, attn_prefill), in
  * 32-bit words: [K,V][NKV][d] fp32 centering vectors (zeros unless given), then, with
  * KV_SPEC_CENTER_BLOCK = B > 0, the key-center table [n_blocks][NKV][d/2] fp16 pairs: block b
