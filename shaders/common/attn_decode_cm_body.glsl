@@ -53,16 +53,6 @@
 #include "common/attn_decode_cm.h"
 #include "common/kv_write.h"
 
-// Timing switches (wrong outputs; builds for OSCAR_SHADER_DIR only): DIAG bits leave out 1 the
-// next step's reads, 2 the code and parameter stores (so the code reads drop too), 4 the score
-// product, 8 the value product, 16 the score sums, shuffles and exponentials, 32 makes SG_SYNC
-// subgroupBarrier(); DIAG_NOSEM: SG_SYNC without memory semantics; DIAG_SV: V's rows in shared
-// memory apart from K's, stored with K's at the step's start; Q_SHARED: Q re-read from shared
-// memory each step; DIAG_SWZ: the odd units' code stores one slot over (conflict-free banks);
-// DIAG_PHOIST: P loaded once a group.
-#ifndef DIAG
-#define DIAG 0
-#endif
 #define ATTN_MERGE_Q8 // the merge may write out's int8 blocks too (pc.q8_out)
 #include "common/attn_decode_decl.glsl"
 
@@ -90,16 +80,7 @@ const float NEG_INF = -1.0 / 0.0;
 const uint OUT_FLOATS = (LANES_M > GQA ? LANES_M : GQA) * D; // the merge's lane sums, then outputs
 shared f16vec4 sk[NSG * T * QS];         // per walker [T][d]: K rows, then V rows, (e, e + 8) order; at
                                          // the start [16][d] q·scale in that order
-#ifdef DIAG_SV
-shared f16vec4 sv[NSG * T * QS];
-#else
 #define sv sk
-#endif
-#ifdef Q_SHARED
-shared f16vec4 sq[16u * QS];
-#else
-#define sq sk
-#endif
 shared f16vec4 sp[NSG * 16u * PS];       // per walker [16][T] p
 shared float ss[NSG * SSF];              // per walker [16][T] scores, or a [16][16] accumulator
 shared vec2 s_kp[NSG * PUNITS];          // per walker [T][d/G] (scale, min) of the step's INT2 K groups
@@ -124,13 +105,7 @@ shared bool sh_last;                     // this workgroup completes its (row, K
 
 // The walkers' only synchronisation: a subgroup's lanes (and its matrix operations) see each
 // other's shared-memory writes (a control barrier with subgroup-scope shared-memory semantics).
-#if (DIAG & 32) != 0
-#define SG_SYNC() subgroupBarrier()
-#elif defined(DIAG_NOSEM)
-#define SG_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, 0, 0)
-#else
 #define SG_SYNC() controlBarrier(gl_ScopeSubgroup, gl_ScopeSubgroup, gl_StorageSemanticsShared, gl_SemanticsAcquireRelease)
-#endif
 
 f16vec2 clamp_f16(vec2 v) { return f16vec2(clamp(v, vec2(-65504.0), vec2(65504.0))); }
 
@@ -179,20 +154,14 @@ uvec2 center_pairs(uint p, uint kvh, uint w, uint i)
         RAWP[i_] = uvec2(int2_pool[p_], int2_pool[p_ + V_PARAM_OFF - K_PARAM_OFF]);                    \
     }
 
-#ifdef DIAG_SWZ
-#define DIAG_DST(D_, U_, V_) ((D_) + (((V_) + ((U_) & 1u)) & 15u))
-#else
-#define DIAG_DST(D_, U_, V_) ((D_) + (V_))
-#endif
-#define STORE_CODES(RAW) STORE_CODES_TO(sk, RAW)
-#define STORE_CODES_TO(ARR, RAW)                                                                       \
+#define STORE_CODES(RAW)                                                                               \
     [[unroll]] for (uint i_ = 0u; i_ < UPL; i_++) {                                                    \
         uint u_ = lane + i_ * sgs;                                                                     \
         if (u_ >= UNITS) continue;                                                                     \
         uint dst_ = kb + (u_ / CW4) * QS + 16u * (u_ % CW4);                                           \
         [[unroll]] for (uint w_ = 0u; w_ < 4u; w_++)                                                   \
             [[unroll]] for (uint j_ = 0u; j_ < 4u; j_++)                                               \
-                ARR[DIAG_DST(dst_, u_, 4u * w_ + j_)] = f16vec4(code_pair(RAW[i_][w_], 2u * j_), code_pair(RAW[i_][w_], 2u * j_ + 1u)); \
+                sk[dst_ + 4u * w_ + j_] = f16vec4(code_pair(RAW[i_][w_], 2u * j_), code_pair(RAW[i_][w_], 2u * j_ + 1u)); \
     }
 
 #define STORE_PARAMS(RAWP)                                                                             \
@@ -231,10 +200,7 @@ void load_f16(bool is_v, uint seq, uint p0, uint n, uint kvh, uint kb)
     for (uint u = lane; u < T * CW; u += sgs) {
         uint tok = u / CW, w = u % CW, dst = kb + tok * QS + 4u * w;
         if (tok >= n) {
-            [[unroll]] for (uint j = 0u; j < 4u; j++) {
-                if (is_v) sv[dst + j] = f16vec4(0.0hf);
-                else sk[dst + j] = f16vec4(0.0hf);
-            }
+            [[unroll]] for (uint j = 0u; j < 4u; j++) sk[dst + j] = f16vec4(0.0hf);
             continue;
         }
         uint p = p0 + tok;
@@ -247,9 +213,7 @@ void load_f16(bool is_v, uint seq, uint p0, uint n, uint kvh, uint kb)
                 uvec2 c = center_pairs(p, kvh, w, j);
                 sk[dst + j] = f16vec4(clamp_f16(unpackHalf2x16(pr.x) + unpackHalf2x16(c.x)),
                                       clamp_f16(unpackHalf2x16(pr.y) + unpackHalf2x16(c.y)));
-            } else if (is_v)
-                sv[dst + j] = f16vec4(unpackFloat2x16(pr.x), unpackFloat2x16(pr.y));
-            else
+            } else
                 sk[dst + j] = f16vec4(unpackFloat2x16(pr.x), unpackFloat2x16(pr.y));
         }
     }
@@ -281,7 +245,7 @@ void main()
             uint o = (2u * j) % 4u;
             v = f16vec4(clamp_f16(vec2(a[o], b[o]) * pc.scale), clamp_f16(vec2(a[o + 1u], b[o + 1u]) * pc.scale));
         }
-        sq[h * QS + c] = v;
+        sk[h * QS + c] = v;
     }
     // each group's sum of that fp16 q·scale, for the code keys' minima
     for (uint i = t; i < GQA * PWD; i += WG) {
@@ -296,11 +260,9 @@ void main()
     if (walker)
         for (uint i = lane; i < 16u * PS; i += sgs) sp[pb + i] = f16vec4(0.0hf);
     barrier();
-#ifndef Q_SHARED
     APC_QA qa[D / 16u];
     APC_UNROLL for (uint j = 0u; j < D / 16u; j++) APC_QA_LOAD(qa[j], sk, 4u * j);
     barrier(); // every subgroup has q before the walkers' K rows overwrite it
-#endif
 
     APC_ACC o[D / 16u];
     APC_UNROLL for (uint j = 0u; j < D / 16u; j++) o[j] = APC_ZERO;
@@ -319,18 +281,15 @@ void main()
         uint b0 = it.begin + st * T, n = min(T, it.end - b0);
         if (is_int2) {
             [[unroll]] for (uint i = 0u; i < UPL; i++) cur[i] = raw[i], curv[i] = rawv[i];
-#ifdef DIAG_SV
-            STORE_CODES_TO(sv, curv)
-#endif
             [[unroll]] for (uint i = 0u; i < PPL; i++) curp[i] = rawp[i];
-            if ((DIAG & 2) == 0) { STORE_PARAMS(curp) }
-            if (k_codes) { if ((DIAG & 2) == 0) { STORE_CODES(cur) } }
+            STORE_PARAMS(curp)
+            if (k_codes) { STORE_CODES(cur) }
             else {
                 SG_SYNC(); // the centered keys read s_kp
                 STORE_CENTERED(cur, b0 + pos_off)
             }
             uint nx = st + nw;
-            if ((DIAG & 1) == 0 && nx < n_steps) { FETCH_INT2(raw, rawv, rawp, it.begin + nx * T, min(T, n_tok - nx * T)) }
+            if (nx < n_steps) { FETCH_INT2(raw, rawv, rawp, it.begin + nx * T, min(T, n_tok - nx * T)) }
         } else
             load_f16(false, seq, b0, n, kvh, kb);
         SG_SYNC();
@@ -345,18 +304,10 @@ void main()
             APC_ACC s[TT];
             APC_UNROLL for (uint c = 0u; c < TT; c++) s[c] = APC_ZERO;
             APC_UNROLL for (uint kk = g * (GROUP / 4u); kk < (g + 1u) * (GROUP / 4u); kk += 4u)
-#ifdef Q_SHARED
-            {
-                APC_QA qk_;
-                APC_QA_LOAD(qk_, sq, kk);
-                APC_UNROLL for (uint c = 0u; c < TT; c++) { if ((DIAG & 4) == 0) APC_QK(s[c], qk_, kb + c * 16u * QS + kk); }
-            }
-#else
-                APC_UNROLL for (uint c = 0u; c < TT; c++) { if ((DIAG & 4) == 0) APC_QK(s[c], qa[kk / 4u], kb + c * 16u * QS + kk); }
-#endif
+                APC_UNROLL for (uint c = 0u; c < TT; c++) APC_QK(s[c], qa[kk / 4u], kb + c * 16u * QS + kk);
             APC_UNROLL for (uint c = 0u; c < TT; c++) APC_STORE(s[c], sb + c * 16u, T);
             SG_SYNC();
-            if ((DIAG & 16) == 0) [[unroll]] for (uint i = 0u; i < EPL; i++) {
+            [[unroll]] for (uint i = 0u; i < EPL; i++) {
                 uint e = lane + i * sgs, h = e / T4, t0 = 4u * (e % T4);
                 if (e < GQA * T4) {
                     vec4 x = vec4(ss[sb + h * T + t0], ss[sb + h * T + t0 + 1u], ss[sb + h * T + t0 + 2u], ss[sb + h * T + t0 + 3u]);
@@ -383,7 +334,7 @@ void main()
             [[unroll]] for (uint k = 0u; k < 4u; k++)
                 if (e >= GQA * T4 || t0 + k >= n) sc[i][k] = NEG_INF;
             float mc = max(max(sc[i].x, sc[i].y), max(sc[i].z, sc[i].w));
-            if ((DIAG & 16) == 0) for (uint x = 1u; x < T4; x <<= 1) mc = max(mc, subgroupShuffleXor(mc, x));
+            for (uint x = 1u; x < T4; x <<= 1) mc = max(mc, subgroupShuffleXor(mc, x));
             float a = 1.0;
             if (m[i] == NEG_INF) m[i] = mc; // nothing summed yet: no rescale
             else if (mc > m[i] + TAU) {
@@ -396,7 +347,7 @@ void main()
             if (e < GQA * T4 && t0 == 0u) s_a[sg * 16u + h] = a;
             ph[i] = f16vec4(0.0hf);
             if (e < GQA * T4) {
-                ph[i] = (DIAG & 16) != 0 ? f16vec4(sc[i] - m[i]) : f16vec4(exp(sc[i] - m[i])); // exp(-inf) = 0 past the item
+                ph[i] = f16vec4(exp(sc[i] - m[i])); // exp(-inf) = 0 past the item
                 l[i] += (float(ph[i].x) + float(ph[i].y)) + (float(ph[i].z) + float(ph[i].w));
             }
         }
@@ -415,45 +366,29 @@ void main()
 
         // values, a V group at a time: INT2 rows as exact codes with P_g = p * scale in fp16 (and
         // mv += p * min), fp16 rows with P = p; O's columns of the group += P_g · V
-#ifdef DIAG_SV
-        if (!is_int2) load_f16(true, seq, b0, n, kvh, kb);
-#else
-        if (is_int2) { if ((DIAG & 2) == 0) { STORE_CODES(curv) } }
+        if (is_int2) { STORE_CODES(curv) }
         else load_f16(true, seq, b0, n, kvh, kb);
-#endif
         [[unroll]] for (uint g = 0u; g < PWD; g++) {
             [[unroll]] for (uint i = 0u; i < EPL; i++) {
                 uint e = lane + i * sgs, h = e / T4, t0 = 4u * (e % T4);
                 if (e < GQA * T4) {
                     f16vec4 w = ph[i];
                     if (is_int2) {
-                        vec4 pf = vec4(ph[i]), sc4, mn;
+                        vec4 pf = vec4(ph[i]), sv, mn;
                         [[unroll]] for (uint k = 0u; k < 4u; k++) {
                             vec2 sm = s_vp[pp + (t0 + k) * PWD + g];
-                            sc4[k] = sm.x, mn[k] = sm.y;
+                            sv[k] = sm.x, mn[k] = sm.y;
                         }
-                        w = f16vec4(clamp(pf * sc4, vec4(-65504.0), vec4(65504.0)));
+                        w = f16vec4(clamp(pf * sv, vec4(-65504.0), vec4(65504.0)));
                         mv[i * PWD + g] += (pf.x * mn.x + pf.y * mn.y) + (pf.z * mn.z + pf.w * mn.w);
                     }
                     sp[pb + h * PS + t0 / 4u] = w;
                 }
             }
             SG_SYNC();
-#ifdef DIAG_PHOIST
-            APC_UNROLL for (uint c = 0u; c < TT; c++) {
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 8, gl_MatrixUseB> pt_;
-                coopMatLoad(pt_, sp, pb + 4u * c, PS, gl_CooperativeMatrixLayoutColumnMajor);
-                APC_UNROLL for (uint j = g * (GROUP / 16u); j < (g + 1u) * (GROUP / 16u); j++) {
-                    coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ma_;
-                    coopMatLoad(ma_, sv, kb + c * 16u * QS + 4u * j, QS, gl_CooperativeMatrixLayoutColumnMajor);
-                    o[j] = coopMatMulAdd(ma_, pt_, o[j]);
-                }
-            }
-#else
             APC_UNROLL for (uint c = 0u; c < TT; c++)
                 APC_UNROLL for (uint j = g * (GROUP / 16u); j < (g + 1u) * (GROUP / 16u); j++)
-                    { if ((DIAG & 8) == 0) APC_PV(o[j], pb + 4u * c, kb + c * 16u * QS + 4u * j); }
-#endif
+                    APC_PV(o[j], pb + 4u * c, kb + c * 16u * QS + 4u * j);
             SG_SYNC(); // the products' reads of sk and sp are done before the next stores
         }
     }
